@@ -1,0 +1,269 @@
+"""Cohort trees: quotas, subtree quotas and incremental usage accounting (scheduling reference §3).
+
+Nodes are ClusterQueues (always leaves) and Cohorts. Every node carries, per (flavor, resource):
+its own quota, its subtree quota and its usage. Usage changes are propagated upward incrementally
+(§3.3); ``add_usage``/``remove_usage`` are exact inverses and commute, so any set of simulated
+changes can be undone in any order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pykueue.api.quantity import MIN_INT64, UNLIMITED, sat_add, sat_sub
+
+FlavorResource = tuple[str, str]
+"""A (flavor, resource) pair; the unit of quota accounting."""
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    nominal: int
+    borrowing_limit: int | None = None
+    lending_limit: int | None = None
+
+
+class QuotaNode:
+    """Quota and usage of one node of a cohort tree."""
+
+    __slots__ = ("name", "parent", "quotas", "subtree_quota", "usage")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.parent: CohortNode | None = None
+        self.quotas: dict[FlavorResource, Quota] = {}
+        self.subtree_quota: dict[FlavorResource, int] = {}
+        self.usage: dict[FlavorResource, int] = {}
+
+    # --- §3.2 -----------------------------------------------------------------------------------
+
+    def local_quota(self, fr: FlavorResource) -> int:
+        """Part of the subtree quota never lent to the parent (0 without a lending limit)."""
+        q = self.quotas.get(fr)
+        if q is None or q.lending_limit is None:
+            return 0
+        return max(0, sat_sub(self.subtree_quota.get(fr, 0), q.lending_limit))
+
+    def local_available(self, fr: FlavorResource) -> int:
+        return max(0, sat_sub(self.local_quota(fr), self.usage.get(fr, 0)))
+
+    def borrowing_with(self, fr: FlavorResource, value: int) -> bool:
+        """Whether holding ``value`` more of ``fr`` would exceed this node's subtree quota."""
+        return self.subtree_quota.get(fr, 0) < sat_add(self.usage.get(fr, 0), value)
+
+    def is_borrowing(self, fr: FlavorResource) -> bool:
+        return self.subtree_quota.get(fr, 0) < self.usage.get(fr, 0)
+
+    def is_within_nominal(self, frs: object) -> bool:
+        """``IsWithinNominalInResources``: not borrowing in any of ``frs``."""
+        sq, us = self.subtree_quota, self.usage
+        for fr in frs:  # type: ignore[attr-defined]
+            if sq.get(fr, 0) < us.get(fr, 0):
+                return False
+        return True
+
+    def root(self) -> QuotaNode:
+        node: QuotaNode = self
+        while node.parent is not None:
+            node = node.parent
+        return node
+
+    def path_from_root(self) -> list[QuotaNode]:
+        path: list[QuotaNode] = []
+        node: QuotaNode | None = self
+        while node is not None:
+            path.append(node)
+            node = node.parent
+        path.reverse()
+        return path
+
+
+class ClusterQueueNode(QuotaNode):
+    """A ClusterQueue in the tree; its subtree quota is its nominal quota."""
+
+    __slots__ = ()
+
+
+class CohortNode(QuotaNode):
+    __slots__ = ("child_cohorts", "child_cqs", "fair_weight", "implicit")
+
+    def __init__(self, name: str, implicit: bool = True) -> None:
+        super().__init__(name)
+        self.child_cqs: dict[str, ClusterQueueNode] = {}
+        self.child_cohorts: dict[str, CohortNode] = {}
+        self.implicit = implicit
+        self.fair_weight = 0.0 if implicit else 1.0
+
+    def has_children(self) -> bool:
+        return bool(self.child_cqs or self.child_cohorts)
+
+    def height(self) -> int:
+        """``nodeHeight``: 1 for a cohort of CQs only, 0 when empty."""
+        h = min(len(self.child_cqs) + len(self.child_cohorts), 1)
+        for child in self.child_cohorts.values():
+            h = max(h, child.height() + 1)
+        return h
+
+    def iter_cluster_queues(self) -> list[ClusterQueueNode]:
+        """Every ClusterQueue in this subtree, children sorted by name for determinism."""
+        out: list[ClusterQueueNode] = []
+        stack: list[CohortNode] = [self]
+        while stack:
+            c = stack.pop()
+            out.extend(c.child_cqs[n] for n in sorted(c.child_cqs))
+            stack.extend(c.child_cohorts[n] for n in sorted(c.child_cohorts, reverse=True))
+        return out
+
+
+# --- §3.3 incremental usage ----------------------------------------------------------------------
+
+
+def add_usage(node: QuotaNode, fr: FlavorResource, value: int) -> None:
+    """Add ``value`` of ``fr`` to ``node`` and the part that does not fit locally to its parent."""
+    while True:
+        la = node.local_available(fr)
+        node.usage[fr] = sat_add(node.usage.get(fr, 0), value)
+        parent = node.parent
+        if parent is None or value <= la:
+            return
+        value -= la
+        node = parent
+
+
+def remove_usage(node: QuotaNode, fr: FlavorResource, value: int) -> None:
+    """Exact inverse of ``add_usage``."""
+    while True:
+        current = node.usage.get(fr, 0)
+        stored = current - node.local_quota(fr)
+        node.usage[fr] = sat_sub(current, value)
+        parent = node.parent
+        if parent is None or stored <= 0:
+            return
+        value = min(value, stored)
+        node = parent
+
+
+def add_usage_map(node: QuotaNode, usage: dict[FlavorResource, int]) -> None:
+    for fr, v in usage.items():
+        add_usage(node, fr, v)
+
+
+def remove_usage_map(node: QuotaNode, usage: dict[FlavorResource, int]) -> None:
+    for fr, v in usage.items():
+        remove_usage(node, fr, v)
+
+
+# --- §3.4 capacity ------------------------------------------------------------------------------
+
+
+def _available(node: QuotaNode, fr: FlavorResource) -> int:
+    parent = node.parent
+    if parent is None:
+        return sat_sub(node.subtree_quota.get(fr, 0), node.usage.get(fr, 0))
+    p = _available(parent, fr)
+    q = node.quotas.get(fr)
+    if q is not None and q.borrowing_limit is not None:
+        lq = node.local_quota(fr)
+        stored_in_parent = sat_sub(node.subtree_quota.get(fr, 0), lq)
+        used_in_parent = max(0, sat_sub(node.usage.get(fr, 0), lq))
+        p = min(p, sat_add(sat_sub(stored_in_parent, used_in_parent), q.borrowing_limit))
+    return sat_add(node.local_available(fr), p)
+
+
+def available(node: QuotaNode, fr: FlavorResource) -> int:
+    """Free capacity of ``fr`` usable by ``node`` now without preemption (never negative)."""
+    return max(0, _available(node, fr))
+
+
+def potential_available(node: QuotaNode, fr: FlavorResource) -> int:
+    """The most ``node`` could hold of ``fr`` if the whole tree were empty."""
+    parent = node.parent
+    if parent is None:
+        return node.subtree_quota.get(fr, 0)
+    result = sat_add(node.local_quota(fr), potential_available(parent, fr))
+    q = node.quotas.get(fr)
+    if q is not None and q.borrowing_limit is not None:
+        result = min(result, sat_add(node.subtree_quota.get(fr, 0), q.borrowing_limit))
+    return result
+
+
+def quantities_fit_in_quota(
+    node: QuotaNode, request: dict[FlavorResource, int]
+) -> tuple[bool, dict[FlavorResource, int]]:
+    """``QuantitiesFitInQuota``: whether ``request`` fits the subtree quota, and what remains."""
+    fits = True
+    remaining: dict[FlavorResource, int] = {}
+    for fr, v in request.items():
+        if node.subtree_quota.get(fr, 0) < sat_add(node.usage.get(fr, 0), v):
+            fits = False
+        remaining[fr] = max(0, sat_sub(v, node.local_available(fr)))
+    return fits, remaining
+
+
+def lowest_fitting_subtree(cq: ClusterQueueNode, fr: FlavorResource, value: int) -> tuple[int, bool]:
+    """Borrowing level (§3.5): height of the lowest subtree that fits, and whether it is not the root."""
+    parent = cq.parent
+    if parent is None or not cq.borrowing_with(fr, value):
+        return 0, parent is not None
+    remaining = sat_sub(value, cq.local_available(fr))
+    node: CohortNode | None = parent
+    root: CohortNode = parent
+    while node is not None:
+        if not node.borrowing_with(fr, remaining):
+            return node.height(), node.parent is not None
+        remaining = sat_sub(remaining, node.local_available(fr))
+        root = node
+        node = node.parent
+    return root.height(), False
+
+
+# --- §3.2 R3.2.1 recompute ------------------------------------------------------------------------
+
+
+def recompute_tree(root: QuotaNode) -> None:
+    """Recompute subtree quotas and cohort usages of the tree under ``root`` (children first)."""
+    if not isinstance(root, CohortNode):
+        root.subtree_quota = {fr: q.nominal for fr, q in root.quotas.items()}
+        return
+    _recompute_cohort(root)
+
+
+def _recompute_cohort(cohort: CohortNode) -> None:
+    subtree: dict[FlavorResource, int] = {fr: q.nominal for fr, q in cohort.quotas.items()}
+    usage: dict[FlavorResource, int] = {}
+    children: list[QuotaNode] = [*cohort.child_cohorts.values(), *cohort.child_cqs.values()]
+    for child in children:
+        if isinstance(child, CohortNode):
+            _recompute_cohort(child)
+        else:
+            child.subtree_quota = {fr: q.nominal for fr, q in child.quotas.items()}
+        for fr, sq in child.subtree_quota.items():
+            subtree[fr] = sat_add(subtree.get(fr, 0), sat_sub(sq, child.local_quota(fr)))
+    cohort.subtree_quota = subtree
+    for child in children:
+        for fr in child.subtree_quota:
+            usage.setdefault(fr, 0)
+        for fr, u in child.usage.items():
+            contribution = max(0, sat_sub(u, child.local_quota(fr)))
+            usage[fr] = sat_add(usage.get(fr, 0), contribution)
+    cohort.usage = usage
+
+
+__all__ = [
+    "MIN_INT64",
+    "UNLIMITED",
+    "ClusterQueueNode",
+    "CohortNode",
+    "FlavorResource",
+    "Quota",
+    "QuotaNode",
+    "add_usage",
+    "add_usage_map",
+    "available",
+    "lowest_fitting_subtree",
+    "potential_available",
+    "quantities_fit_in_quota",
+    "recompute_tree",
+    "remove_usage",
+    "remove_usage_map",
+]
