@@ -146,6 +146,7 @@ class ClusterQueueSpec(_Spec):
     stop_policy: str = ""
     fair_sharing: FairSharing | None = None
     admission_scope: AdmissionScope | None = None
+    concurrent_admission_policy: dict[str, Any] | None = None
 
 
 class ResourceUsage(_Spec):

@@ -104,6 +104,8 @@ class PodSetAssignmentResult:
     reasons: list[str] = field(default_factory=list)
     error: str | None = None
     attempts: list[FlavorAttempt] = field(default_factory=list)
+    status_no_fit_reason: str = ""
+    """NoFit reason carried by the pod set's own status (``resource <r> unavailable`` -> NoMatchingFlavor)."""
 
     def mode(self) -> Mode:
         if not self.reasons and self.error is None:
@@ -127,9 +129,7 @@ class PodSetAssignmentResult:
             current = per_group.get(a.resource_group)
             if current is None or NO_FIT_SEVERITY[a.no_fit_reason] < NO_FIT_SEVERITY[current]:
                 per_group[a.resource_group] = a.no_fit_reason
-        if not per_group:
-            return ""
-        return max(per_group.values(), key=lambda r: NO_FIT_SEVERITY[r])
+        return max([self.status_no_fit_reason, *per_group.values()], key=lambda r: NO_FIT_SEVERITY[r])
 
 
 @dataclass(slots=True)
@@ -150,6 +150,8 @@ class Assignment:
         parts: list[str] = []
         for ps in self.pod_sets:
             if ps.mode() is not Mode.FIT:
+                if ps.error is not None:
+                    return ps.message()
                 parts.append(ps.message())
         return "; ".join(parts)
 

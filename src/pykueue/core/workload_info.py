@@ -176,6 +176,8 @@ class WorkloadInfo:
     usage: dict[FlavorResource, int] = field(default_factory=dict)
     quota_reserved_ts: float = 0.0
     last_assignment: LastAssignment | None = None
+    is_preemptor: bool = False
+    last_evaluated_generation: int = 0
 
     @property
     def namespace(self) -> str:
@@ -274,6 +276,7 @@ def new_workload_info(wl: Workload, options: SchedulerOptions) -> WorkloadInfo:
         creation_ts=timestamp(wl.metadata.creation_timestamp),
         pod_sets=pod_sets,
         scheduling_hash=_hash(wl, priority, pod_sets, options),
+        local_queue=f"{wl.metadata.namespace}/{wl.spec.queue_name}" if wl.spec.queue_name else "",
     )
     if wl.status.admission is not None:
         info.cluster_queue = wl.status.admission.cluster_queue

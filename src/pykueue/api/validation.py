@@ -1,0 +1,1779 @@
+"""Validation of Kueue objects as the API server and Kueue's webhooks perform it (API reference §1).
+
+Admission runs in two stages, like a real API server:
+
+1. *schema*: the CRD's OpenAPI rules (patterns, lengths, enums, item counts, list-map keys) and
+   its CEL rules (``x-kubernetes-validations``), plus object-metadata checks. CEL rules are
+   skipped when a "blocking" schema error is present (apiextensions ``hasBlockingErr``), in which
+   case a ``<nil>`` notice is appended, exactly as the apiserver does.
+2. *webhook*: Kueue's validating webhooks (``pkg/webhooks``); they only run when stage 1 passed.
+
+:func:`validate` returns the errors the API server would report; :func:`validate_or_raise`
+raises :class:`ValidationFailed` whose message reads like the apiserver's. Error messages follow
+apimachinery's ``field.Error`` rendering (``spec.x: Invalid value: "v": detail``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+import msgspec
+
+from pykueue.api import kueue as k
+from pykueue.api.feature_gates import DEFAULT_GATES, FeatureGates
+from pykueue.api.meta import EPOCH, Condition, LabelSelector, is_condition_true
+from pykueue.api.quantity import Quantity, is_valid_quantity, resource_value
+
+# --- field errors -----------------------------------------------------------------------------------
+
+INVALID = "Invalid"
+REQUIRED = "Required"
+DUPLICATE = "Duplicate"
+NOT_SUPPORTED = "Unsupported value"
+TOO_MANY = "Too many"
+TOO_LONG = "Too long"
+FORBIDDEN = "Forbidden"
+NOT_FOUND = "Not found"
+TYPE_INVALID = "TypeInvalid"
+"""Field error types (``type`` of :class:`FieldError`)."""
+
+_RENDERED_TYPE = {
+    INVALID: "Invalid value",
+    REQUIRED: "Required value",
+    DUPLICATE: "Duplicate value",
+    TYPE_INVALID: "Invalid value",
+}
+_VALUELESS_TYPES = frozenset({REQUIRED, FORBIDDEN, TOO_LONG})
+ROOT_PATH = "<nil>"
+"""Field path of errors attached to the object root (Go prints a nil ``*field.Path`` as ``<nil>``)."""
+
+
+class _Omit:
+    def __repr__(self) -> str:
+        return "OMIT"
+
+
+OMIT: Any = _Omit()
+"""Marker for an error without a value (``field.OmitValueType``)."""
+
+
+class Raw(str):
+    """A value rendered verbatim (like a Go ``Stringer``), not quoted."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One field error, rendered like apimachinery's ``field.Error``."""
+
+    field: str
+    type: str
+    value: Any = OMIT
+    detail: str = ""
+
+    def body(self) -> str:
+        """The message without the field path (``ErrorBody``)."""
+        text = _RENDERED_TYPE.get(self.type, self.type)
+        if self.type not in _VALUELESS_TYPES and self.value is not OMIT:
+            text = f"{text}: {render_value(self.value)}"
+        return f"{text}: {self.detail}" if self.detail else text
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.body()}"
+
+
+def render_value(value: Any) -> str:
+    """Render a bad value the way Go's ``field.Error`` does (strings quoted, null for nil)."""
+    if value is None:
+        return '"null"'
+    if isinstance(value, Raw):
+        return str(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _go_float(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return "[]string{" + ", ".join(json.dumps(v, ensure_ascii=False) for v in value) + "}"
+    if isinstance(value, msgspec.Struct):
+        return json.dumps(msgspec.to_builtins(value), separators=(",", ":"), default=str)
+    return json.dumps(value, separators=(",", ":"), default=str, ensure_ascii=False)
+
+
+def _go_float(value: float) -> str:
+    """Go ``%v`` of a float64 (``strconv.FormatFloat(f, 'g', -1, 64)``)."""
+    if not math.isfinite(value):
+        return "+Inf" if value > 0 else ("-Inf" if value < 0 else "NaN")
+    if value == 0:
+        return "0"
+    sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    mantissa = "".join(map(str, digits))
+    exp10 = len(mantissa) - 1 + exponent
+    prefix = "-" if sign else ""
+    if exp10 < -4 or exp10 >= 6:
+        frac = f".{mantissa[1:]}" if len(mantissa) > 1 else ""
+        return f"{prefix}{mantissa[0]}{frac}e{'+' if exp10 >= 0 else '-'}{abs(exp10):02d}"
+    return prefix + format(Decimal(repr(abs(value))).normalize(), "f")
+
+
+def invalid(path: str, value: Any, detail: str) -> FieldError:
+    """``field.Invalid``."""
+    return FieldError(path, INVALID, value, detail)
+
+
+def required(path: str, detail: str = "") -> FieldError:
+    """``field.Required``."""
+    return FieldError(path, REQUIRED, OMIT, detail)
+
+
+def forbidden(path: str, detail: str) -> FieldError:
+    """``field.Forbidden``."""
+    return FieldError(path, FORBIDDEN, OMIT, detail)
+
+
+def duplicate(path: str, value: Any, detail: str = "") -> FieldError:
+    """``field.Duplicate``."""
+    return FieldError(path, DUPLICATE, value, detail)
+
+
+def not_found(path: str, value: Any) -> FieldError:
+    """``field.NotFound``."""
+    return FieldError(path, NOT_FOUND, value)
+
+
+def not_supported(path: str, value: Any, allowed: Iterable[str]) -> FieldError:
+    """``field.NotSupported`` (``supported values: "a", "b"``)."""
+    quoted = [json.dumps(str(v), ensure_ascii=False) for v in allowed]
+    return FieldError(path, NOT_SUPPORTED, value, f"supported values: {', '.join(quoted)}" if quoted else "")
+
+
+def too_many(path: str, actual: int, maximum: int) -> FieldError:
+    """``field.TooMany``."""
+    return FieldError(
+        path, TOO_MANY, actual, f"must have at most {maximum} {'item' if maximum == 1 else 'items'}"
+    )
+
+
+def too_long(path: str, maximum: int) -> FieldError:
+    """``field.TooLong``."""
+    return FieldError(
+        path, TOO_LONG, OMIT, f"may not be more than {maximum} {'byte' if maximum == 1 else 'bytes'}"
+    )
+
+
+def idx(path: str, i: int) -> str:
+    """``path[i]``."""
+    return f"{path}[{i}]"
+
+
+def key(path: str, name: str) -> str:
+    """``path[name]`` (map key)."""
+    return f"{path}[{name}]"
+
+
+# --- apimachinery string validators ----------------------------------------------------------------
+
+_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
+_QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_LABEL_VALUE_FMT = "(" + _QUALIFIED_NAME_FMT + ")?"
+_CONDITION_REASON_FMT = "[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?"
+_HTTP_PATH_FMT = r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+"
+
+_DNS1123_LABEL_RE = re.compile(f"^{_DNS1123_LABEL_FMT}$")
+_DNS1123_SUBDOMAIN_RE = re.compile(f"^{_DNS1123_SUBDOMAIN_FMT}$")
+_QUALIFIED_NAME_RE = re.compile(f"^{_QUALIFIED_NAME_FMT}$")
+_LABEL_VALUE_RE = re.compile(f"^{_LABEL_VALUE_FMT}$")
+_CONDITION_REASON_RE = re.compile(f"^{_CONDITION_REASON_FMT}$")
+_HTTP_PATH_RE = re.compile(f"^{_HTTP_PATH_FMT}$")
+
+_DNS1123_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character"
+)
+_DNS1123_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+_QUALIFIED_NAME_MSG = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+_LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+_CONDITION_REASON_MSG = (
+    "a condition reason must start with alphabetic character, optionally followed by a string of "
+    "alphanumeric characters or '_,:', and must end with an alphanumeric character or '_'"
+)
+IS_NEGATIVE_MSG = "must be greater than or equal to 0"
+FIELD_IMMUTABLE_MSG = "field is immutable"
+TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
+
+
+def regex_error(msg: str, fmt: str, *examples: str) -> str:
+    """apimachinery ``RegexError`` (keeps Go's double space before ``or``)."""
+    if not examples:
+        return f"{msg} (regex used for validation is '{fmt}')"
+    shown = " or ".join(f"'{e}', " for e in examples)
+    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
+
+
+def max_len_error(length: int) -> str:
+    """apimachinery ``MaxLenError``."""
+    return f"must be no more than {length} characters"
+
+
+def is_dns1123_subdomain(value: str) -> list[str]:
+    """apimachinery ``IsDNS1123Subdomain``."""
+    errs = [max_len_error(253)] if len(value) > 253 else []
+    if not _DNS1123_SUBDOMAIN_RE.match(value):
+        errs.append(regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
+    return errs
+
+
+def is_dns1123_label(value: str) -> list[str]:
+    """apimachinery ``IsDNS1123Label``."""
+    errs = [max_len_error(63)] if len(value) > 63 else []
+    if not _DNS1123_LABEL_RE.match(value):
+        if _DNS1123_SUBDOMAIN_RE.match(value):
+            errs.append("must not contain dots")
+        else:
+            errs.append(regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
+    return errs
+
+
+def is_qualified_name(value: str) -> list[str]:
+    """apimachinery ``IsQualifiedName`` (label keys, resource names, condition types)."""
+    parts = value.split("/")
+    errs: list[str] = []
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            errs.extend(f"prefix part {msg}" for msg in is_dns1123_subdomain(prefix))
+    else:
+        qualified = regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
+        return [
+            f"a qualified name {qualified} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    if not name:
+        errs.append("name part must be non-empty")
+    elif len(name) > 63:
+        errs.append(f"name part {max_len_error(63)}")
+    if not _QUALIFIED_NAME_RE.match(name):
+        errs.append(
+            "name part "
+            + regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
+        )
+    return errs
+
+
+def is_valid_label_value(value: str) -> list[str]:
+    """apimachinery ``IsValidLabelValue``."""
+    errs = [max_len_error(63)] if len(value) > 63 else []
+    if not _LABEL_VALUE_RE.match(value):
+        errs.append(regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
+    return errs
+
+
+def validate_label_name(name: str, path: str) -> list[FieldError]:
+    """``ValidateLabelName``: one Invalid error per qualified-name problem."""
+    return [invalid(path, name, msg) for msg in is_qualified_name(name)]
+
+
+def validate_labels(labels: Mapping[str, str], path: str) -> list[FieldError]:
+    """``ValidateLabels`` (keys qualified names, values label values; errors at ``path``)."""
+    errs: list[FieldError] = []
+    for name in sorted(labels):
+        errs += validate_label_name(name, path)
+        errs += [invalid(path, labels[name], msg) for msg in is_valid_label_value(labels[name])]
+    return errs
+
+
+def validate_annotations(annotations: Mapping[str, str], path: str) -> list[FieldError]:
+    """``ValidateAnnotations``: case-insensitive qualified-name keys, total size ≤ 256 KiB."""
+    errs = [
+        invalid(path, name, msg) for name in sorted(annotations) for msg in is_qualified_name(name.lower())
+    ]
+    size = sum(len(name) + len(value) for name, value in annotations.items())
+    if size > TOTAL_ANNOTATION_SIZE_LIMIT:
+        errs.append(too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT))
+    return errs
+
+
+def validate_label_selector(selector: LabelSelector | None, path: str) -> list[FieldError]:
+    """``ValidateLabelSelector`` with default options."""
+    if selector is None:
+        return []
+    errs = validate_labels(selector.match_labels, f"{path}.matchLabels")
+    for i, req in enumerate(selector.match_expressions):
+        p = idx(f"{path}.matchExpressions", i)
+        if req.operator in ("In", "NotIn"):
+            if not req.values:
+                errs.append(required(f"{p}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
+        elif req.operator in ("Exists", "DoesNotExist"):
+            if req.values:
+                errs.append(
+                    forbidden(
+                        f"{p}.values", "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
+                    )
+                )
+        else:
+            errs.append(invalid(f"{p}.operator", req.operator, "not a valid selector operator"))
+        errs += validate_label_name(req.key, f"{p}.key")
+        for j, value in enumerate(req.values):
+            errs += [invalid(idx(f"{p}.values", j), value, msg) for msg in is_valid_label_value(value)]
+    return errs
+
+
+def validate_conditions(conditions: Sequence[Condition], path: str) -> list[FieldError]:
+    """``metav1validation.ValidateConditions`` (API reference §0.2)."""
+    errs: list[FieldError] = []
+    seen: set[str] = set()
+    for i, cond in enumerate(conditions):
+        p = idx(path, i)
+        if cond.type in seen:
+            errs.append(duplicate(f"{p}.type", cond.type))
+        seen.add(cond.type)
+        errs += _validate_condition(cond, p)
+    return errs
+
+
+def _validate_condition(cond: Condition, p: str) -> list[FieldError]:
+    errs = validate_label_name(cond.type, f"{p}.type")
+    if cond.status not in ("True", "False", "Unknown"):
+        errs.append(not_supported(f"{p}.status", cond.status, ["False", "True", "Unknown"]))
+    if cond.observed_generation < 0:
+        errs.append(
+            invalid(
+                f"{p}.observedGeneration", cond.observed_generation, "must be greater than or equal to zero"
+            )
+        )
+    if cond.last_transition_time == EPOCH:
+        errs.append(required(f"{p}.lastTransitionTime", "must be set"))
+    if not cond.reason:
+        errs.append(required(f"{p}.reason", "must be set"))
+    else:
+        if not _CONDITION_REASON_RE.match(cond.reason):
+            detail = regex_error(
+                _CONDITION_REASON_MSG,
+                _CONDITION_REASON_FMT,
+                "my_name",
+                "MY_NAME",
+                "MyName",
+                "ReasonA,ReasonB",
+                "ReasonA:ReasonB",
+            )
+            errs.append(invalid(f"{p}.reason", cond.reason, detail))
+        if len(cond.reason) > 1024:
+            errs.append(too_long(f"{p}.reason", 1024))
+    if len(cond.message) > 32768:
+        errs.append(too_long(f"{p}.message", 32768))
+    return errs
+
+
+def is_domain_prefixed_path(path: str, value: str) -> list[FieldError]:
+    """apimachinery ``IsDomainPrefixedPath`` (e.g. ``acme.io/foo``)."""
+    if not value:
+        return [required(path)]
+    host, sep, rest = value.partition("/")
+    if not sep or not host or not rest:
+        return [invalid(path, value, 'must be a domain-prefixed path (such as "acme.io/foo")')]
+    errs = [invalid(path, host, msg) for msg in is_dns1123_subdomain(host)]
+    if not _HTTP_PATH_RE.match(rest):
+        errs.append(invalid(path, rest, regex_error("Invalid path", _HTTP_PATH_FMT)))
+    return errs
+
+
+# --- OpenAPI (CRD schema) checks ------------------------------------------------------------------------
+
+DNS_SUBDOMAIN_PATTERN = f"^{_DNS1123_SUBDOMAIN_FMT}$"
+DNS_LABEL_PATTERN = f"^{_DNS1123_LABEL_FMT}$"
+QUANTITY_PATTERN = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+CONDITION_TYPE_PATTERN = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+CONDITION_REASON_PATTERN = f"^{_CONDITION_REASON_FMT}$"
+AC_PARAMETERS_KIND_PATTERN = "^(?i)[a-z]([-a-z0-9]*[a-z0-9])?$"
+QUALIFIED_KEY_PATTERN = CONDITION_TYPE_PATTERN
+
+_BLOCKING_TYPES = frozenset({NOT_SUPPORTED, REQUIRED, TOO_LONG, TOO_MANY, TYPE_INVALID})
+CEL_SKIPPED_MSG = (
+    "some validation rules were not checked because the object was invalid; "
+    "correct the existing errors to complete validation"
+)
+
+
+def _pattern_ok(pattern: str, value: str) -> bool:
+    if pattern.startswith("^(?i)"):
+        return re.match("(?i)^" + pattern[5:], value) is not None
+    return re.match(pattern, value) is not None
+
+
+def schema_string(
+    path: str,
+    value: str,
+    *,
+    max_len: int | None = None,
+    min_len: int | None = None,
+    pattern: str | None = None,
+) -> list[FieldError]:
+    """OpenAPI string checks in kube-openapi order: maxLength, minLength, pattern."""
+    errs: list[FieldError] = []
+    if max_len is not None and len(value) > max_len:
+        errs.append(too_long(path, max_len))
+    if min_len is not None and len(value) < min_len:
+        errs.append(invalid(path, value, f"{path} in body should be at least {min_len} chars long"))
+    if pattern is not None and not _pattern_ok(pattern, value):
+        errs.append(invalid(path, value, f"{path} in body should match '{pattern}'"))
+    return errs
+
+
+def schema_reference(
+    path: str, value: str, *, max_len: int = 253, pattern: str = DNS_SUBDOMAIN_PATTERN
+) -> list[FieldError]:
+    """A Kueue reference-name type (§1.1); an empty (absent) value is not checked."""
+    return schema_string(path, value, max_len=max_len, pattern=pattern) if value else []
+
+
+def schema_enum(path: str, value: str, allowed: Sequence[str]) -> list[FieldError]:
+    """OpenAPI ``enum`` (an empty, i.e. absent, value is not checked)."""
+    return [not_supported(path, value, allowed)] if value and value not in allowed else []
+
+
+def schema_minimum(path: str, value: int | None, minimum: int) -> list[FieldError]:
+    """OpenAPI ``minimum``."""
+    if value is None or value >= minimum:
+        return []
+    return [invalid(path, value, f"{path} in body should be greater than or equal to {minimum}")]
+
+
+def schema_items(
+    path: str, items: Sequence[Any], *, min_items: int | None = None, max_items: int | None = None
+) -> list[FieldError]:
+    """OpenAPI ``minItems`` / ``maxItems``."""
+    if max_items is not None and len(items) > max_items:
+        return [too_many(path, len(items), max_items)]
+    if min_items is not None and len(items) < min_items:
+        return [invalid(path, len(items), f"{path} in body should have at least {min_items} items")]
+    return []
+
+
+def schema_properties(path: str, mapping: Mapping[str, Any], max_props: int) -> list[FieldError]:
+    """OpenAPI ``maxProperties``."""
+    return [too_many(path, len(mapping), max_props)] if len(mapping) > max_props else []
+
+
+def schema_quantity(path: str, value: Any) -> list[FieldError]:
+    """``resource.Quantity`` schema: int-or-string, strings matching the quantity pattern."""
+    if value is None or isinstance(value, bool):
+        return [] if value is None else [_type_error(path, "boolean")]
+    if isinstance(value, float) and not value.is_integer():
+        return [_type_error(path, "number")]
+    if isinstance(value, str) and not is_valid_quantity(value):
+        return [invalid(path, value, f"{path} in body should match '{QUANTITY_PATTERN}'")]
+    return []
+
+
+def _type_error(path: str, got: str) -> FieldError:
+    return FieldError(path, TYPE_INVALID, got, f'{path} in body must be of type integer,string: "{got}"')
+
+
+def schema_list_map(path: str, items: Sequence[Any], *keys: str) -> list[FieldError]:
+    """``x-kubernetes-list-type: map``: duplicate keys are reported on the later item."""
+    errs: list[FieldError] = []
+    seen: set[tuple[Any, ...]] = set()
+    for i, item in enumerate(items):
+        values = tuple(getattr(item, _attr(name)) for name in keys)
+        if values in seen:
+            errs.append(duplicate(idx(path, i), _go_map_literal(dict(zip(keys, values, strict=True)))))
+        seen.add(values)
+    return errs
+
+
+def schema_list_set(path: str, items: Sequence[str]) -> list[FieldError]:
+    """``x-kubernetes-list-type: set``."""
+    seen: set[str] = set()
+    errs: list[FieldError] = []
+    for i, item in enumerate(items):
+        if item in seen:
+            errs.append(duplicate(idx(path, i), item))
+        seen.add(item)
+    return errs
+
+
+def _attr(camel: str) -> str:
+    return re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), camel)
+
+
+def _go_map_literal(values: Mapping[str, Any]) -> Raw:
+    body = ", ".join(f'"{name}":{json.dumps(values[name])}' for name in sorted(values))
+    return Raw("map[string]interface {}{" + body + "}")
+
+
+def cel(path: str, type_name: str, message: str) -> FieldError:
+    """A failed ``x-kubernetes-validations`` rule (value is the schema type, e.g. ``"object"``)."""
+    return invalid(path, type_name, message)
+
+
+def _schema_conditions(conditions: Sequence[Condition], path: str) -> list[FieldError]:
+    errs = schema_items(path, conditions, max_items=16) + schema_list_map(path, conditions, "type")
+    for i, cond in enumerate(conditions):
+        p = idx(path, i)
+        errs += schema_string(f"{p}.type", cond.type, max_len=316, pattern=CONDITION_TYPE_PATTERN)
+        errs += (
+            [required(f"{p}.status")]
+            if not cond.status
+            else schema_enum(f"{p}.status", cond.status, ["True", "False", "Unknown"])
+        )
+        errs += schema_string(
+            f"{p}.reason", cond.reason, max_len=1024, min_len=1, pattern=CONDITION_REASON_PATTERN
+        )
+        errs += schema_string(f"{p}.message", cond.message, max_len=32768)
+        errs += [required(f"{p}.lastTransitionTime")] if cond.last_transition_time == EPOCH else []
+        errs += schema_minimum(f"{p}.observedGeneration", cond.observed_generation, 0)
+    return errs
+
+
+def _schema_metadata(obj: k.KueueObject, name_validator: Callable[[str], list[str]]) -> list[FieldError]:
+    meta = obj.metadata
+    errs: list[FieldError] = []
+    if not meta.name and not meta.generate_name:
+        errs.append(required("metadata.name", "name or generateName is required"))
+    elif meta.name:
+        errs += [invalid("metadata.name", meta.name, msg) for msg in name_validator(meta.name)]
+    if meta.namespace:
+        errs += [
+            invalid("metadata.namespace", meta.namespace, msg) for msg in is_dns1123_label(meta.namespace)
+        ]
+    errs += validate_labels(meta.labels, "metadata.labels")
+    errs += validate_annotations(meta.annotations, "metadata.annotations")
+    return errs
+
+
+# --- tolerations / taints (ResourceFlavor, podSetUpdates) -----------------------------------------
+
+_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_TAINT_EFFECT_MSG = "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'"
+
+
+def _cel_tolerations(path: str, tolerations: Sequence[k.Toleration]) -> list[FieldError]:
+    rules: list[tuple[Callable[[k.Toleration], bool], str]] = [
+        (
+            lambda t: bool(t.key) or t.operator == "Exists",
+            "operator must be Exists when 'key' is empty, which means 'match all values and all keys'",
+        ),
+        (
+            lambda t: t.toleration_seconds is None or t.effect == "NoExecute",
+            "effect must be 'NoExecute' when 'tolerationSeconds' is set",
+        ),
+        (
+            lambda t: not t.operator or t.operator in ("Equal", "Exists"),
+            "supported toleration values: 'Equal'(default), 'Exists'",
+        ),
+        (
+            lambda t: t.operator != "Exists" or not t.value,
+            "a value must be empty when 'operator' is 'Exists'",
+        ),
+        (lambda t: not t.effect or t.effect in _TAINT_EFFECTS, _TAINT_EFFECT_MSG),
+    ]
+    return [cel(path, "array", message) for rule, message in rules if not all(rule(t) for t in tolerations)]
+
+
+def _webhook_tolerations(path: str, tolerations: Sequence[k.Toleration]) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for i, tol in enumerate(tolerations):
+        if tol.key:
+            errs += validate_label_name(tol.key, f"{idx(path, i)}.key")
+    return errs
+
+
+# --- ResourceFlavor -----------------------------------------------------------------------------------
+
+
+def _schema_resource_flavor(
+    rf: k.ResourceFlavor, old: k.ResourceFlavor | None
+) -> tuple[list[FieldError], list[FieldError]]:
+    spec = rf.spec
+    errs = schema_properties("spec.nodeLabels", spec.node_labels, 8)
+    errs += schema_items("spec.nodeTaints", spec.node_taints, max_items=8)
+    for i, taint in enumerate(spec.node_taints):
+        errs += [required(f"{idx('spec.nodeTaints', i)}.key")] if not taint.key else []
+        errs += [required(f"{idx('spec.nodeTaints', i)}.effect")] if not taint.effect else []
+    errs += schema_items("spec.tolerations", spec.tolerations, max_items=8)
+    errs += schema_reference("spec.topologyName", spec.topology_name)
+    rules: list[FieldError] = []
+    if spec.topology_name and not spec.node_labels:
+        rules.append(cel("spec", "object", "at least one nodeLabel is required when topology is set"))
+    if old is not None and old.spec.topology_name and spec.topology_name != old.spec.topology_name:
+        rules.append(cel("spec", "object", "topologyName is immutable when topologyName is set"))
+    if not all(t.effect in _TAINT_EFFECTS for t in spec.node_taints):
+        rules.append(cel("spec.nodeTaints", "array", _TAINT_EFFECT_MSG))
+    rules += _cel_tolerations("spec.tolerations", spec.tolerations)
+    return errs, rules
+
+
+def _webhook_resource_flavor(rf: k.ResourceFlavor) -> list[FieldError]:
+    spec = rf.spec
+    errs = validate_labels(spec.node_labels, "spec.nodeLabels")
+    seen: set[tuple[str, str]] = set()
+    for i, taint in enumerate(spec.node_taints):
+        p = idx("spec.nodeTaints", i)
+        errs += validate_label_name(taint.key, f"{p}.key")
+        value_errs = is_valid_label_value(taint.value)
+        errs += [invalid(f"{p}.value", taint.value, ";".join(value_errs))] if value_errs else []
+        if (taint.key, taint.effect) in seen:
+            errs.append(duplicate(p, taint, "taints must be unique by key and effect pair"))
+            continue
+        seen.add((taint.key, taint.effect))
+    return errs + _webhook_tolerations("spec.tolerations", spec.tolerations)
+
+
+# --- resource groups (ClusterQueue and Cohort) --------------------------------------------------------
+
+FLAVORS_RESOURCES_MSG = "flavors must have the same number of resources as the coveredResources"
+
+
+def _schema_resource_groups(path: str, groups: Sequence[k.ResourceGroup]) -> list[FieldError]:
+    errs = schema_items(path, groups, max_items=16)
+    for i, group in enumerate(groups):
+        p = idx(path, i)
+        errs += schema_items(f"{p}.coveredResources", group.covered_resources, min_items=1, max_items=64)
+        errs += schema_items(f"{p}.flavors", group.flavors, min_items=1, max_items=64)
+        errs += schema_list_map(f"{p}.flavors", group.flavors, "name")
+        for j, flavor in enumerate(group.flavors):
+            errs += _schema_flavor_quotas(idx(f"{p}.flavors", j), flavor)
+    return errs
+
+
+def _schema_flavor_quotas(path: str, flavor: k.FlavorQuotas) -> list[FieldError]:
+    errs = schema_string(f"{path}.name", flavor.name, max_len=253, pattern=DNS_SUBDOMAIN_PATTERN)
+    errs += schema_items(f"{path}.resources", flavor.resources, min_items=1, max_items=64)
+    errs += schema_list_map(f"{path}.resources", flavor.resources, "name")
+    for i, quota in enumerate(flavor.resources):
+        p = idx(f"{path}.resources", i)
+        errs += schema_quantity(f"{p}.nominalQuota", quota.nominal_quota)
+        errs += schema_quantity(f"{p}.borrowingLimit", quota.borrowing_limit)
+        errs += schema_quantity(f"{p}.lendingLimit", quota.lending_limit)
+    return errs
+
+
+def _cel_resource_groups(path: str, groups: Sequence[k.ResourceGroup]) -> list[FieldError]:
+    return [
+        cel(idx(path, i), "object", FLAVORS_RESOURCES_MSG)
+        for i, group in enumerate(groups)
+        if any(len(f.resources) != len(group.covered_resources) for f in group.flavors)
+    ]
+
+
+@dataclass(frozen=True)
+class _LimitRules:
+    has_parent: bool
+    parent_word: str
+    lending_within_nominal: bool
+
+
+def _webhook_resource_groups(
+    path: str, groups: Sequence[k.ResourceGroup], rules: _LimitRules
+) -> list[FieldError]:
+    errs: list[FieldError] = []
+    seen_resources: set[str] = set()
+    seen_flavors: set[str] = set()
+    for i, group in enumerate(groups):
+        p = idx(path, i)
+        for j, name in enumerate(group.covered_resources):
+            rp = idx(f"{p}.coveredResources", j)
+            errs += validate_label_name(name, rp)
+            errs += [duplicate(rp, name)] if name in seen_resources else []
+            seen_resources.add(name)
+        for j, flavor in enumerate(group.flavors):
+            fp = idx(f"{p}.flavors", j)
+            errs += _webhook_flavor_quotas(fp, flavor, group.covered_resources, rules)
+            errs += [duplicate(f"{fp}.name", flavor.name)] if flavor.name in seen_flavors else []
+            seen_flavors.add(flavor.name)
+    return errs
+
+
+def _webhook_flavor_quotas(
+    path: str, flavor: k.FlavorQuotas, covered: Sequence[str], rules: _LimitRules
+) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for i, quota in enumerate(flavor.resources[: len(covered)]):
+        p = idx(f"{path}.resources", i)
+        if quota.name != covered[i]:
+            errs.append(invalid(f"{p}.name", quota.name, "must match the name in coveredResources"))
+        errs += _non_negative_quantity(f"{p}.nominalQuota", quota.nominal_quota)
+        if quota.borrowing_limit is not None:
+            errs += _limit_needs_parent(f"{p}.borrowingLimit", quota.borrowing_limit, rules)
+            errs += _non_negative_quantity(f"{p}.borrowingLimit", quota.borrowing_limit)
+        if quota.lending_limit is not None:
+            errs += _non_negative_quantity(f"{p}.lendingLimit", quota.lending_limit)
+            errs += _limit_needs_parent(f"{p}.lendingLimit", quota.lending_limit, rules)
+            if (
+                rules.lending_within_nominal
+                and Quantity.parse(quota.lending_limit).value > Quantity.parse(quota.nominal_quota).value
+            ):
+                errs.append(
+                    invalid(
+                        f"{p}.lendingLimit",
+                        str(Quantity.parse(quota.lending_limit)),
+                        "must be less than or equal to the nominalQuota",
+                    )
+                )
+    return errs
+
+
+def _non_negative_quantity(path: str, value: k.QuantityValue) -> list[FieldError]:
+    q = Quantity.parse(value)
+    return [invalid(path, str(q), IS_NEGATIVE_MSG)] if q.value < 0 else []
+
+
+def _limit_needs_parent(path: str, value: k.QuantityValue, rules: _LimitRules) -> list[FieldError]:
+    if rules.has_parent:
+        return []
+    return [invalid(path, str(Quantity.parse(value)), f"must be nil when {rules.parent_word} is empty")]
+
+
+def _webhook_fair_sharing(path: str, fair: k.FairSharing | None) -> list[FieldError]:
+    if fair is None or fair.weight is None:
+        return []
+    weight = Quantity.parse(fair.weight)
+    errs = [invalid(path, str(weight), IS_NEGATIVE_MSG)] if weight.value < 0 else []
+    if 0 < weight.value <= Fraction(1, 10**9):
+        errs.append(invalid(path, str(weight), "When not 0, weight must be > 10e-9"))
+    return errs
+
+
+# --- ClusterQueue --------------------------------------------------------------------------------------
+
+QUEUEING_STRATEGIES = (k.STRICT_FIFO, k.BEST_EFFORT_FIFO)
+STOP_POLICIES = (k.STOP_NONE, k.STOP_HOLD, k.STOP_HOLD_AND_DRAIN)
+FUNGIBILITY_POLICIES = (k.MAY_STOP_SEARCH, k.TRY_NEXT_FLAVOR)
+FUNGIBILITY_PREFERENCES = (k.BORROWING_OVER_PREEMPTION, k.PREEMPTION_OVER_BORROWING)
+RECLAIM_POLICIES = (k.PREEMPT_NEVER, k.PREEMPT_LOWER_PRIORITY, k.PREEMPT_ANY)
+WITHIN_CQ_POLICIES = (k.PREEMPT_NEVER, k.PREEMPT_LOWER_PRIORITY, k.PREEMPT_LOWER_OR_NEWER_EQUAL_PRIORITY)
+BORROW_WITHIN_COHORT_POLICIES = (k.PREEMPT_NEVER, k.PREEMPT_LOWER_PRIORITY)
+ADMISSION_MODES = ("UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing")
+PREEMPTION_RULE_MSG = "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never"
+PREFERENCE_CEL_MSG = "preference can only be set when both whenCanBorrow and whenCanPreempt are TryNextFlavor"
+BORROWING_LIMIT_CEL_MSG = "borrowingLimit must be nil when cohort is empty"
+MAX_TOTAL_FLAVORS = 256
+MAX_TOTAL_RESOURCES = 256
+MAX_FLAVOR_RESOURCE_COMBINATIONS = 512
+
+
+def _schema_cluster_queue(
+    cq: k.ClusterQueue, old: k.ClusterQueue | None
+) -> tuple[list[FieldError], list[FieldError]]:
+    spec = cq.spec
+    errs = _schema_resource_groups("spec.resourceGroups", spec.resource_groups)
+    errs += schema_reference("spec.cohortName", spec.cohort_name)
+    errs += schema_enum("spec.queueingStrategy", spec.queueing_strategy, QUEUEING_STRATEGIES)
+    errs += _schema_fungibility(spec.flavor_fungibility)
+    errs += _schema_preemption(spec.preemption)
+    errs += _schema_admission_checks_strategy(spec.admission_checks_strategy)
+    errs += schema_enum("spec.stopPolicy", spec.stop_policy, STOP_POLICIES)
+    errs += schema_quantity(
+        "spec.fairSharing.weight", spec.fair_sharing.weight if spec.fair_sharing else None
+    )
+    if spec.admission_scope is not None:
+        mode = spec.admission_scope.admission_mode
+        errs += (
+            [required("spec.admissionScope.admissionMode")]
+            if not mode
+            else schema_enum("spec.admissionScope.admissionMode", mode, ADMISSION_MODES)
+        )
+    if cq.status is not None:
+        errs += _schema_conditions(cq.status.conditions, "status.conditions")
+    return errs, _cel_cluster_queue(spec)
+
+
+def _schema_fungibility(value: k.FlavorFungibility | None) -> list[FieldError]:
+    if value is None:
+        return []
+    path = "spec.flavorFungibility"
+    errs = schema_enum(f"{path}.whenCanBorrow", value.when_can_borrow, FUNGIBILITY_POLICIES)
+    errs += schema_enum(f"{path}.whenCanPreempt", value.when_can_preempt, FUNGIBILITY_POLICIES)
+    return errs + schema_enum(f"{path}.preference", value.preference, FUNGIBILITY_PREFERENCES)
+
+
+def _schema_preemption(value: k.ClusterQueuePreemption | None) -> list[FieldError]:
+    if value is None:
+        return []
+    path = "spec.preemption"
+    errs = schema_enum(f"{path}.reclaimWithinCohort", value.reclaim_within_cohort, RECLAIM_POLICIES)
+    if value.borrow_within_cohort is not None:
+        errs += schema_enum(
+            f"{path}.borrowWithinCohort.policy",
+            value.borrow_within_cohort.policy,
+            BORROW_WITHIN_COHORT_POLICIES,
+        )
+    return errs + schema_enum(f"{path}.withinClusterQueue", value.within_cluster_queue, WITHIN_CQ_POLICIES)
+
+
+def _schema_admission_checks_strategy(value: k.AdmissionChecksStrategy | None) -> list[FieldError]:
+    if value is None:
+        return []
+    path = "spec.admissionChecksStrategy.admissionChecks"
+    errs = schema_items(path, value.admission_checks, min_items=1, max_items=64)
+    errs += schema_list_map(path, value.admission_checks, "name")
+    for i, rule in enumerate(value.admission_checks):
+        p = idx(path, i)
+        errs += schema_string(f"{p}.name", rule.name, max_len=316, min_len=1)
+        errs += schema_items(f"{p}.onFlavors", rule.on_flavors, max_items=64)
+        errs += schema_list_set(f"{p}.onFlavors", rule.on_flavors)
+        for j, flavor in enumerate(rule.on_flavors):
+            errs += schema_string(
+                idx(f"{p}.onFlavors", j), flavor, max_len=253, pattern=DNS_SUBDOMAIN_PATTERN
+            )
+    return errs
+
+
+def _cel_cluster_queue(spec: k.ClusterQueueSpec) -> list[FieldError]:
+    errs: list[FieldError] = []
+    if not spec.cohort_name and any(
+        r.borrowing_limit is not None for g in spec.resource_groups for f in g.flavors for r in f.resources
+    ):
+        errs.append(cel("spec", "object", BORROWING_LIMIT_CEL_MSG))
+    errs += _cel_resource_groups("spec.resourceGroups", spec.resource_groups)
+    fungibility = spec.flavor_fungibility
+    if (
+        fungibility is not None
+        and fungibility.preference
+        and not (
+            fungibility.when_can_borrow == k.TRY_NEXT_FLAVOR
+            and fungibility.when_can_preempt == k.TRY_NEXT_FLAVOR
+        )
+    ):
+        errs.append(cel("spec.flavorFungibility", "object", PREFERENCE_CEL_MSG))
+    if _preemption_rule_broken(spec.preemption):
+        errs.append(cel("spec.preemption", "object", PREEMPTION_RULE_MSG))
+    return errs
+
+
+def _preemption_rule_broken(value: k.ClusterQueuePreemption | None) -> bool:
+    return (
+        value is not None
+        and value.reclaim_within_cohort == k.PREEMPT_NEVER
+        and value.borrow_within_cohort is not None
+        and value.borrow_within_cohort.policy != k.PREEMPT_NEVER
+    )
+
+
+def _webhook_cluster_queue(
+    cq: k.ClusterQueue, old: k.ClusterQueue | None, gates: FeatureGates
+) -> list[FieldError]:
+    spec = cq.spec
+    rules = _LimitRules(has_parent=bool(spec.cohort_name), parent_word="cohort", lending_within_nominal=True)
+    errs = _webhook_resource_groups("spec.resourceGroups", spec.resource_groups, rules)
+    errs += validate_label_selector(spec.namespace_selector, "spec.namespaceSelector")
+    if _preemption_rule_broken(spec.preemption):
+        errs.append(invalid("spec.preemption", spec.preemption, PREEMPTION_RULE_MSG))
+    fungibility = spec.flavor_fungibility
+    if (
+        fungibility is not None
+        and fungibility.preference
+        and not (
+            fungibility.when_can_borrow == k.TRY_NEXT_FLAVOR
+            and fungibility.when_can_preempt == k.TRY_NEXT_FLAVOR
+        )
+    ):
+        detail = f'preference "{fungibility.preference}" requires both whenCanBorrow and whenCanPreempt to be TryNextFlavor'
+        errs.append(invalid("spec.flavorFungibility.preference", fungibility.preference, detail))
+    errs += _webhook_fair_sharing("spec.fairSharing", spec.fair_sharing)
+    errs += _webhook_totals(spec.resource_groups)
+    errs += _webhook_on_flavors(cq, old, gates)
+    if old is not None and spec.concurrent_admission_policy != old.spec.concurrent_admission_policy:
+        errs.append(
+            invalid("spec.concurrentAdmissionPolicy", spec.concurrent_admission_policy, FIELD_IMMUTABLE_MSG)
+        )
+    return errs
+
+
+def _webhook_totals(groups: Sequence[k.ResourceGroup]) -> list[FieldError]:
+    path = "spec.resourceGroups"
+    errs: list[FieldError] = []
+    flavors = sum(len(g.flavors) for g in groups)
+    if flavors > MAX_TOTAL_FLAVORS:
+        errs.append(
+            invalid(
+                path,
+                flavors,
+                f"total number of flavors across all resourceGroups must be ≤ 256, got {flavors}",
+            )
+        )
+    resources = sum(len(g.covered_resources) for g in groups)
+    if resources > MAX_TOTAL_RESOURCES:
+        errs.append(
+            invalid(
+                path,
+                resources,
+                f"total number of covered resources across all resourceGroups must be ≤ 256, got {resources}",
+            )
+        )
+    for i, group in enumerate(groups):
+        combinations = sum(len(f.resources) for f in group.flavors)
+        if combinations > MAX_FLAVOR_RESOURCE_COMBINATIONS:
+            errs.append(
+                invalid(
+                    idx(path, i),
+                    combinations,
+                    f"number of flavor-resource combinations in a resourceGroup must be ≤ 512, got {combinations}",
+                )
+            )
+    return errs
+
+
+def _all_flavors(groups: Sequence[k.ResourceGroup]) -> set[str]:
+    return {f.name for g in groups for f in g.flavors}
+
+
+def _webhook_on_flavors(
+    cq: k.ClusterQueue, old: k.ClusterQueue | None, gates: FeatureGates
+) -> list[FieldError]:
+    strategy = cq.spec.admission_checks_strategy
+    if strategy is None:
+        return []
+    valid = _all_flavors(cq.spec.resource_groups)
+    tolerated = _tolerated_on_flavors(cq, old, gates, valid)
+    errs: list[FieldError] = []
+    for i, rule in enumerate(strategy.admission_checks):
+        if tolerated.get(rule.name) == set(rule.on_flavors):
+            continue
+        path = f"{idx('spec.admissionChecksStrategy.admissionChecks', i)}.onFlavors"
+        errs += [
+            not_supported(idx(path, j), f, sorted(valid))
+            for j, f in enumerate(rule.on_flavors)
+            if f not in valid
+        ]
+    return errs
+
+
+def _tolerated_on_flavors(
+    cq: k.ClusterQueue, old: k.ClusterQueue | None, gates: FeatureGates, valid: set[str]
+) -> dict[str, set[str]]:
+    """Rules left unvalidated on update (legacy objects, gate ``RejectUpdatesToCQWithInvalidOnFlavors`` off)."""
+    if old is None or gates.enabled("RejectUpdatesToCQWithInvalidOnFlavors"):
+        return {}
+    strategy = old.spec.admission_checks_strategy
+    if strategy is None or _all_flavors(old.spec.resource_groups) != valid:
+        return {}
+    return {rule.name: set(rule.on_flavors) for rule in strategy.admission_checks}
+
+
+# --- Cohort -------------------------------------------------------------------------------------------
+
+
+def _schema_cohort(cohort: k.Cohort, old: k.Cohort | None) -> tuple[list[FieldError], list[FieldError]]:
+    spec = cohort.spec
+    errs = schema_reference("spec.parentName", spec.parent_name)
+    errs += _schema_resource_groups("spec.resourceGroups", spec.resource_groups)
+    errs += schema_quantity(
+        "spec.fairSharing.weight", spec.fair_sharing.weight if spec.fair_sharing else None
+    )
+    return errs, _cel_resource_groups("spec.resourceGroups", spec.resource_groups)
+
+
+def _webhook_cohort(cohort: k.Cohort) -> list[FieldError]:
+    spec = cohort.spec
+    rules = _LimitRules(has_parent=bool(spec.parent_name), parent_word="parent", lending_within_nominal=False)
+    errs = _webhook_resource_groups("spec.resourceGroups", spec.resource_groups, rules)
+    return errs + _webhook_fair_sharing("spec.fairSharing", spec.fair_sharing)
+
+
+# --- LocalQueue ----------------------------------------------------------------------------------------
+
+
+def _schema_local_queue(
+    lq: k.LocalQueue, old: k.LocalQueue | None
+) -> tuple[list[FieldError], list[FieldError]]:
+    spec = lq.spec
+    errs = schema_reference("spec.clusterQueue", spec.cluster_queue)
+    errs += schema_enum("spec.stopPolicy", spec.stop_policy, STOP_POLICIES)
+    errs += schema_quantity(
+        "spec.fairSharing.weight", spec.fair_sharing.weight if spec.fair_sharing else None
+    )
+    if lq.status is not None:
+        errs += _schema_conditions(lq.status.conditions, "status.conditions")
+    rules: list[FieldError] = []
+    if (
+        old is not None
+        and old.spec.cluster_queue
+        and spec.cluster_queue
+        and old.spec.cluster_queue != spec.cluster_queue
+    ):
+        rules.append(cel("spec.clusterQueue", "string", FIELD_IMMUTABLE_MSG))
+    return errs, rules
+
+
+# --- Workload: schema -----------------------------------------------------------------------------------
+
+MAX_POD_SETS = 18
+PRIORITY_GROUPS = ("kueue.x-k8s.io", "scheduling.k8s.io")
+PRIORITY_KINDS = ("WorkloadPriorityClass", "PriorityClass")
+CHECK_STATES = (k.CHECK_PENDING, k.CHECK_READY, k.CHECK_RETRY, k.CHECK_REJECTED)
+QUOTA_RESERVED = "QuotaReserved"
+ADMITTED = "Admitted"
+
+
+def has_quota_reservation(wl: k.Workload) -> bool:
+    """``QuotaReserved=True``."""
+    return is_condition_true(wl.status.conditions, QUOTA_RESERVED)
+
+
+def _schema_workload(wl: k.Workload, old: k.Workload | None) -> tuple[list[FieldError], list[FieldError]]:
+    errs = _schema_workload_spec(wl.spec) + _schema_workload_status(wl.status)
+    return errs, _cel_workload(wl, old)
+
+
+def _schema_workload_spec(spec: k.WorkloadSpec) -> list[FieldError]:
+    errs = schema_items("spec.podSets", spec.pod_sets, min_items=1, max_items=MAX_POD_SETS)
+    errs += schema_list_map("spec.podSets", spec.pod_sets, "name")
+    for i, pod_set in enumerate(spec.pod_sets):
+        p = idx("spec.podSets", i)
+        errs += schema_string(f"{p}.name", pod_set.name, max_len=63, pattern=DNS_LABEL_PATTERN)
+        errs += schema_minimum(f"{p}.count", pod_set.count, 0)
+        errs += schema_minimum(f"{p}.minCount", pod_set.min_count, 1)
+        errs += _schema_pod_resources(f"{p}.template.spec", pod_set.template.spec)
+    errs += schema_reference("spec.queueName", spec.queue_name)
+    ref = spec.priority_class_ref
+    if ref is not None:
+        errs += (
+            [required("spec.priorityClassRef.group")]
+            if not ref.group
+            else schema_enum("spec.priorityClassRef.group", ref.group, PRIORITY_GROUPS)
+        )
+        errs += (
+            [required("spec.priorityClassRef.kind")]
+            if not ref.kind
+            else schema_enum("spec.priorityClassRef.kind", ref.kind, PRIORITY_KINDS)
+        )
+        errs += schema_string(
+            "spec.priorityClassRef.name", ref.name, max_len=253, min_len=1, pattern=DNS_SUBDOMAIN_PATTERN
+        )
+    errs += schema_minimum("spec.maximumExecutionTimeSeconds", spec.maximum_execution_time_seconds, 1)
+    errs += schema_items("spec.preemptionGates", spec.preemption_gates, max_items=8)
+    for i, gate in enumerate(spec.preemption_gates):
+        errs += schema_string(f"{idx('spec.preemptionGates', i)}.name", gate.name, max_len=63, min_len=1)
+    return errs
+
+
+def _schema_pod_resources(path: str, pod_spec: Mapping[str, Any]) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for p, resources in _pod_resources(path, pod_spec):
+        for section in ("requests", "limits"):
+            values = resources.get(section)
+            if isinstance(values, Mapping):
+                for name, value in values.items():
+                    errs += schema_quantity(key(f"{p}.{section}", str(name)), value)
+    return errs
+
+
+def _pod_resources(path: str, pod_spec: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """``(path, resources)`` of every initContainer, container and the pod-level resources."""
+    found: list[tuple[str, Mapping[str, Any]]] = []
+    for kind in ("initContainers", "containers"):
+        containers = pod_spec.get(kind)
+        for i, container in enumerate(containers if isinstance(containers, list) else []):
+            resources = container.get("resources") if isinstance(container, Mapping) else None
+            if isinstance(resources, Mapping):
+                found.append((f"{idx(f'{path}.{kind}', i)}.resources", resources))
+    if isinstance(pod_spec.get("resources"), Mapping):
+        found.append((f"{path}.resources", pod_spec["resources"]))
+    return found
+
+
+def _schema_workload_status(status: k.WorkloadStatus) -> list[FieldError]:
+    errs = _schema_conditions(status.conditions, "status.conditions")
+    if status.admission is not None:
+        errs += _schema_admission(status.admission)
+    if status.requeue_state is not None:
+        errs += schema_minimum("status.requeueState.count", status.requeue_state.count, 0)
+    errs += schema_items("status.reclaimablePods", status.reclaimable_pods, max_items=MAX_POD_SETS)
+    errs += schema_list_map("status.reclaimablePods", status.reclaimable_pods, "name")
+    for i, rp in enumerate(status.reclaimable_pods):
+        rp_path = idx("status.reclaimablePods", i)
+        errs += schema_string(f"{rp_path}.name", rp.name, max_len=63, pattern=DNS_LABEL_PATTERN)
+        errs += schema_minimum(f"{rp_path}.count", rp.count, 0)
+    errs += _schema_check_states(status.admission_checks)
+    errs += schema_items("status.resourceRequests", status.resource_requests, max_items=MAX_POD_SETS)
+    errs += schema_list_map("status.resourceRequests", status.resource_requests, "name")
+    for i, request in enumerate(status.resource_requests):
+        errs += schema_string(
+            f"{idx('status.resourceRequests', i)}.name", request.name, max_len=63, pattern=DNS_LABEL_PATTERN
+        )
+    if status.scheduling_stats is not None:
+        evictions = status.scheduling_stats.evictions
+        errs += schema_items("status.schedulingStats.evictions", evictions, max_items=256)
+        errs += schema_list_map("status.schedulingStats.evictions", evictions, "reason", "underlyingCause")
+    errs += schema_items("status.nominatedClusterNames", status.nominated_cluster_names, max_items=20)
+    for i, name in enumerate(status.nominated_cluster_names):
+        errs += schema_string(idx("status.nominatedClusterNames", i), name, max_len=256)
+    if status.cluster_name is not None:
+        errs += schema_string("status.clusterName", status.cluster_name, max_len=256)
+    return errs + schema_items("status.unhealthyNodes", status.unhealthy_nodes, max_items=8)
+
+
+def _schema_admission(admission: k.Admission) -> list[FieldError]:
+    path = "status.admission.podSetAssignments"
+    errs = schema_reference("status.admission.clusterQueue", admission.cluster_queue)
+    errs += schema_items(path, admission.pod_set_assignments, max_items=MAX_POD_SETS)
+    errs += schema_list_map(path, admission.pod_set_assignments, "name")
+    for i, psa in enumerate(admission.pod_set_assignments):
+        p = idx(path, i)
+        errs += schema_string(f"{p}.name", psa.name, max_len=63, pattern=DNS_LABEL_PATTERN)
+        errs += schema_minimum(f"{p}.count", psa.count, 0)
+        for resource, flavor in psa.flavors.items():
+            errs += schema_string(
+                key(f"{p}.flavors", resource), flavor, max_len=253, pattern=DNS_SUBDOMAIN_PATTERN
+            )
+        errs += schema_enum(
+            f"{p}.delayedTopologyRequest", psa.delayed_topology_request or "", ("Pending", "Ready")
+        )
+        for name, value in psa.resource_usage.items():
+            errs += schema_quantity(key(f"{p}.resourceUsage", name), value)
+    return errs
+
+
+def _schema_check_states(states: Sequence[k.AdmissionCheckState]) -> list[FieldError]:
+    path = "status.admissionChecks"
+    errs = schema_items(path, states, max_items=8) + schema_list_map(path, states, "name")
+    for i, state in enumerate(states):
+        p = idx(path, i)
+        errs += schema_string(f"{p}.name", state.name, max_len=316, min_len=1)
+        errs += (
+            [required(f"{p}.state")]
+            if not state.state
+            else schema_enum(f"{p}.state", state.state, CHECK_STATES)
+        )
+        errs += schema_string(f"{p}.message", state.message, max_len=32768)
+        errs += schema_minimum(f"{p}.requeueAfterSeconds", state.requeue_after_seconds, 0)
+        errs += schema_minimum(f"{p}.retryCount", state.retry_count, 0)
+        errs += schema_items(f"{p}.podSetUpdates", state.pod_set_updates, max_items=MAX_POD_SETS)
+        for j, update in enumerate(state.pod_set_updates):
+            up = idx(f"{p}.podSetUpdates", j)
+            errs += schema_string(f"{up}.name", update.name, max_len=63, pattern=DNS_LABEL_PATTERN)
+            errs += schema_items(f"{up}.tolerations", update.tolerations, max_items=8)
+    return errs
+
+
+def _cel_workload(wl: k.Workload, old: k.Workload | None) -> list[FieldError]:
+    spec = wl.spec
+    errs: list[FieldError] = []
+    if (
+        has_quota_reservation(wl)
+        and wl.status.admission is not None
+        and len(spec.pod_sets) != len(wl.status.admission.pod_set_assignments)
+    ):
+        errs.append(
+            cel(ROOT_PATH, "object", "podSetAssignments must have the same number of podSets as the spec")
+        )
+    if old is not None:
+        errs += _cel_workload_update(wl, old)
+    if spec.priority_class_ref is not None and spec.priority is None:
+        errs.append(cel("spec", "object", "priority should not be nil when priorityClassRef is set"))
+    errs += _cel_priority_class_ref(spec.priority_class_ref)
+    for i, pod_set in enumerate(spec.pod_sets):
+        if pod_set.min_count is not None and pod_set.min_count > pod_set.count:
+            errs.append(
+                cel(
+                    idx("spec.podSets", i), "object", "minCount should be positive and less or equal to count"
+                )
+            )
+    errs += _cel_workload_status(wl, old)
+    for i, state in enumerate(wl.status.admission_checks):
+        for j, update in enumerate(state.pod_set_updates):
+            state_path = idx("status.admissionChecks", i)
+            path = f"{idx(f'{state_path}.podSetUpdates', j)}.tolerations"
+            errs += _cel_tolerations(path, update.tolerations)
+    return errs
+
+
+def _cel_priority_class_ref(ref: k.PriorityClassRef | None) -> list[FieldError]:
+    if ref is None:
+        return []
+    path = "spec.priorityClassRef"
+    errs: list[FieldError] = []
+    if ref.group == "scheduling.k8s.io" and ref.kind != "PriorityClass":
+        errs.append(
+            cel(path, "object", "only the PriorityClass kind is allowed for the scheduling.k8s.io group")
+        )
+    if ref.group == "kueue.x-k8s.io" and ref.kind != "WorkloadPriorityClass":
+        errs.append(
+            cel(path, "object", "only the WorkloadPriorityClass kind is allowed for the kueue.x-k8s.io group")
+        )
+    return errs
+
+
+def _cel_workload_update(wl: k.Workload, old: k.Workload) -> list[FieldError]:
+    errs: list[FieldError] = []
+    if has_quota_reservation(old):
+        errs += _cel_priority_ref_update(wl.spec.priority_class_ref, old.spec.priority_class_ref)
+        if (
+            has_quota_reservation(wl)
+            and old.spec.queue_name
+            and wl.spec.queue_name
+            and old.spec.queue_name != wl.spec.queue_name
+        ):
+            errs.append(cel(ROOT_PATH, "object", "queueName is immutable while workload quota reserved"))
+    both_admitted = is_condition_true(old.status.conditions, ADMITTED) and is_condition_true(
+        wl.status.conditions, ADMITTED
+    )
+    if both_admitted and (old.spec.maximum_execution_time_seconds or 0) != (
+        wl.spec.maximum_execution_time_seconds or 0
+    ):
+        errs.append(
+            cel(ROOT_PATH, "object", "maximumExecutionTimeSeconds is immutable while workload quota reserved")
+        )
+    return errs
+
+
+def _cel_priority_ref_update(
+    new: k.PriorityClassRef | None, old: k.PriorityClassRef | None
+) -> list[FieldError]:
+    if (new is None) != (old is None):
+        return [cel(ROOT_PATH, "object", "priorityClassRef is immutable while workload quota reserved")]
+    if new is None or old is None:
+        return []
+    errs: list[FieldError] = []
+    if new.group != old.group:
+        errs.append(
+            cel(ROOT_PATH, "object", "priorityClassRef.group is immutable while workload quota reserved")
+        )
+    if new.kind != old.kind:
+        errs.append(
+            cel(ROOT_PATH, "object", "priorityClassRef.kind is immutable while workload quota reserved")
+        )
+    if new.group == "scheduling.k8s.io" and new.kind == "PriorityClass" and new.name != old.name:
+        errs.append(
+            cel(
+                ROOT_PATH,
+                "object",
+                "priorityClassRef.name is immutable for scheduling.k8s.io/priorityclass while workload quota reserved",
+            )
+        )
+    return errs
+
+
+def _cel_workload_status(wl: k.Workload, old: k.Workload | None) -> list[FieldError]:
+    status = wl.status
+    errs: list[FieldError] = []
+    if (
+        old is not None
+        and old.status.cluster_name is not None
+        and status.cluster_name is not None
+        and (old.status.cluster_name != status.cluster_name)
+    ):
+        errs.append(cel("status", "object", "clusterName is immutable once set"))
+    if status.cluster_name is not None and status.nominated_cluster_names:
+        errs.append(cel("status", "object", "clusterName and nominatedClusterNames are mutually exclusive"))
+    return errs
+
+
+# --- Workload: webhook ----------------------------------------------------------------------------------
+
+ADMISSION_GATED_BY_PATH = key("metadata.annotations", k.ADMISSION_GATED_BY_ANNOTATION)
+PRIORITY_BOOST_PATH = key("metadata.annotations", k.PRIORITY_BOOST_ANNOTATION)
+MAX_GATE_NAME_LENGTH = 63
+
+
+def _webhook_workload(wl: k.Workload, old: k.Workload | None, gates: FeatureGates) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for i, pod_set in enumerate(wl.spec.pod_sets):
+        errs += _webhook_pod_set(idx("spec.podSets", i), pod_set, gates)
+    variable = sum(1 for ps in wl.spec.pod_sets if ps.min_count is not None)
+    if variable > 1:
+        errs.append(invalid("spec.podSets", variable, "at most one podSet can use minCount"))
+    if has_quota_reservation(wl):
+        errs += _webhook_admission(wl, old)
+    errs += validate_conditions(wl.status.conditions, "status.conditions")
+    errs += _webhook_reclaimable_pods(wl)
+    errs += _webhook_check_states(wl)
+    errs += _webhook_workload_annotations(wl, old, gates)
+    if old is not None:
+        errs += _webhook_workload_update(wl, old, gates)
+    return errs
+
+
+def _webhook_pod_set(path: str, pod_set: k.PodSet, gates: FeatureGates) -> list[FieldError]:
+    errs: list[FieldError] = []
+    if gates.enabled("WorkloadValidationForPodSetMetadata"):
+        meta = pod_set.template.metadata
+        errs += validate_labels(_str_map(meta.get("labels")), f"{path}.template.metadata.labels")
+        errs += validate_annotations(
+            _str_map(meta.get("annotations")), f"{path}.template.metadata.annotations"
+        )
+    for p, resources in _pod_resources(f"{path}.template.spec", pod_set.template.spec):
+        for section in ("requests", "limits"):
+            values = resources.get(section)
+            if isinstance(values, Mapping):
+                errs += _webhook_resource_list(f"{p}.{section}", values, gates)
+    return errs
+
+
+def _str_map(value: Any) -> dict[str, str]:
+    return {str(name): str(v) for name, v in value.items()} if isinstance(value, Mapping) else {}
+
+
+def _webhook_resource_list(path: str, values: Mapping[str, Any], gates: FeatureGates) -> list[FieldError]:
+    errs: list[FieldError] = []
+    check_negative = gates.enabled("WorkloadValidateResourcesAreNonNegative")
+    for name, value in values.items():
+        if name == "pods":
+            errs.append(invalid(key(path, name), "pods", "the key is reserved for internal kueue use"))
+        if check_negative and is_valid_quantity(value) and Quantity.parse(value).value < 0:
+            errs.append(invalid(key(path, name), str(Quantity.parse(value)), IS_NEGATIVE_MSG))
+    return errs
+
+
+def _webhook_admission(wl: k.Workload, old: k.Workload | None) -> list[FieldError]:
+    admission = wl.status.admission
+    if admission is None:
+        if old is not None and has_quota_reservation(old) and old.status.admission is None:
+            return []
+        return [required("status.admission", "must be set while the QuotaReserved condition is true")]
+    names = {ps.name for ps in wl.spec.pod_sets}
+    errs: list[FieldError] = []
+    for i, psa in enumerate(admission.pod_set_assignments):
+        p = idx("status.admission.podSetAssignments", i)
+        if psa.name not in names:
+            errs.append(not_found(f"{p}.name", psa.name))
+        count = psa.count or 0
+        if count <= 0:
+            continue
+        for resource, value in psa.resource_usage.items():
+            if resource_value(resource, value) % count:
+                errs.append(
+                    invalid(
+                        key(f"{p}.resourceUsage", resource),
+                        Raw(str(Quantity.parse(value))),
+                        f"is not a multiple of {count}",
+                    )
+                )
+    return errs
+
+
+def _webhook_reclaimable_pods(wl: k.Workload) -> list[FieldError]:
+    by_name = {ps.name: ps for ps in wl.spec.pod_sets}
+    errs: list[FieldError] = []
+    for rp in wl.status.reclaimable_pods:
+        p = key("status.reclaimablePods", rp.name)
+        pod_set = by_name.get(rp.name)
+        if pod_set is None:
+            errs.append(not_supported(f"{p}.name", rp.name, list(by_name)))
+        elif rp.count > pod_set.count:
+            errs.append(invalid(f"{p}.count", rp.count, f"should be less or equal to {pod_set.count}"))
+    return errs
+
+
+def _webhook_check_states(wl: k.Workload) -> list[FieldError]:
+    names = sorted({ps.name for ps in wl.spec.pod_sets})
+    errs: list[FieldError] = []
+    for i, state in enumerate(wl.status.admission_checks):
+        for j, update in enumerate(state.pod_set_updates):
+            p = idx(f"{idx('status.admissionChecks', i)}.podSetUpdates", j)
+            if update.name not in names:
+                errs.append(not_supported(f"{p}.name", update.name, names))
+            errs += _webhook_tolerations(f"{p}.tolerations", update.tolerations)
+            errs += validate_annotations(update.annotations, f"{p}.annotations")
+            errs += validate_labels(update.node_selector, f"{p}.nodeSelector")
+            errs += validate_labels(update.labels, f"{p}.labels")
+    return errs
+
+
+def _webhook_workload_annotations(
+    wl: k.Workload, old: k.Workload | None, gates: FeatureGates
+) -> list[FieldError]:
+    errs: list[FieldError] = []
+    annotations = wl.metadata.annotations
+    if gates.enabled("AdmissionGatedBy"):
+        if old is not None:
+            errs += _gated_by_update(
+                old.metadata.annotations.get(k.ADMISSION_GATED_BY_ANNOTATION),
+                annotations.get(k.ADMISSION_GATED_BY_ANNOTATION),
+            )
+        errs += _gated_by_format(annotations.get(k.ADMISSION_GATED_BY_ANNOTATION, ""))
+    if gates.enabled("PriorityBoost") and k.PRIORITY_BOOST_ANNOTATION in annotations:
+        errs += _priority_boost(annotations[k.PRIORITY_BOOST_ANNOTATION])
+    return errs
+
+
+def _split_gates(value: str) -> list[str]:
+    return [gate.strip() for gate in value.split(",")]
+
+
+def _gated_by_update(old: str | None, new: str | None) -> list[FieldError]:
+    old_value, new_value = old or "", new or ""
+    errs: list[FieldError] = []
+    if not old_value and new_value:
+        errs.append(forbidden(ADMISSION_GATED_BY_PATH, "cannot add admission gate after creation"))
+    if old_value and new_value and not set(_split_gates(new_value)) <= set(_split_gates(old_value)):
+        errs.append(forbidden(ADMISSION_GATED_BY_PATH, "can only remove gates, not add new ones"))
+    return errs
+
+
+def _gated_by_format(value: str) -> list[FieldError]:
+    if not value:
+        return []
+    errs: list[FieldError] = []
+    seen: set[str] = set()
+    for gate in _split_gates(value):
+        if not gate:
+            errs.append(invalid(ADMISSION_GATED_BY_PATH, value, "cannot contain empty gate names"))
+            continue
+        if gate in seen:
+            errs.append(invalid(ADMISSION_GATED_BY_PATH, value, f"duplicate gate name: {gate}"))
+            continue
+        seen.add(gate)
+        errs += is_domain_prefixed_path(ADMISSION_GATED_BY_PATH, gate)
+        if len(gate) > MAX_GATE_NAME_LENGTH:
+            errs.append(too_long(ADMISSION_GATED_BY_PATH, MAX_GATE_NAME_LENGTH))
+    return errs
+
+
+def _priority_boost(value: str) -> list[FieldError]:
+    stripped = value[1:] if value[:1] in "+-" else value
+    if not stripped.isascii() or not stripped.isdigit():
+        return [invalid(PRIORITY_BOOST_PATH, value, f'strconv.ParseInt: parsing "{value}": invalid syntax')]
+    if not -(2**31) <= int(value) < 2**31:
+        return [
+            invalid(PRIORITY_BOOST_PATH, value, f'strconv.ParseInt: parsing "{value}": value out of range')
+        ]
+    return []
+
+
+def _webhook_workload_update(wl: k.Workload, old: k.Workload, gates: FeatureGates) -> list[FieldError]:
+    errs: list[FieldError] = []
+    if has_quota_reservation(old):
+        errs += _immutable_pod_sets(wl.spec.pod_sets, old.spec.pod_sets, gates)
+    if has_quota_reservation(wl) and has_quota_reservation(old):
+        errs += _reclaimable_update(wl, old)
+    errs += _admission_update(wl.status.admission, old.status.admission, gates)
+    errs += _ready_pod_set_updates(wl, old)
+    if (
+        old.status.cluster_name is None
+        and wl.status.cluster_name is not None
+        and (wl.status.cluster_name not in old.status.nominated_cluster_names)
+    ):
+        errs.append(
+            invalid(
+                "status.clusterName",
+                wl.status.cluster_name,
+                "when setting clusterName it must be one of the nominatedClusterNames",
+            )
+        )
+    return errs
+
+
+def _builtins(value: Any) -> Any:
+    return msgspec.to_builtins(value)
+
+
+def _immutable_pod_sets(
+    new: Sequence[k.PodSet], old: Sequence[k.PodSet], gates: FeatureGates
+) -> list[FieldError]:
+    if len(new) != len(old):
+        return [invalid("spec.podSets", [_builtins(ps) for ps in new], FIELD_IMMUTABLE_MSG)]
+    errs: list[FieldError] = []
+    elastic = gates.enabled("ElasticJobsViaWorkloadSlices")
+    for i, (new_ps, old_ps) in enumerate(zip(new, old, strict=True)):
+        compared = (
+            msgspec.structs.replace(new_ps, count=old_ps.count)
+            if elastic and new_ps.count < old_ps.count
+            else new_ps
+        )
+        if _builtins(compared) != _builtins(old_ps):
+            errs.append(invalid(idx("spec.podSets", i), new_ps, FIELD_IMMUTABLE_MSG))
+    return errs
+
+
+def _reclaimable_update(wl: k.Workload, old: k.Workload) -> list[FieldError]:
+    old_counts = {rp.name: rp.count for rp in old.status.reclaimable_pods}
+    new_counts = {rp.name: rp.count for rp in wl.status.reclaimable_pods}
+    if old_counts == new_counts or not old_counts:
+        return []
+    errs: list[FieldError] = []
+    for name, count in new_counts.items():
+        if name in old_counts and count < old_counts[name]:
+            errs.append(
+                invalid(
+                    f"{key('status.reclaimablePods', name)}.count",
+                    count,
+                    f"cannot be less than {old_counts[name]}",
+                )
+            )
+    errs += [
+        required(key("status.reclaimablePods", name), "cannot be removed")
+        for name in old_counts
+        if name not in new_counts
+    ]
+    return errs
+
+
+def _admission_update(
+    new: k.Admission | None, old: k.Admission | None, gates: FeatureGates
+) -> list[FieldError]:
+    if new is None or old is None:
+        return []
+    comparable_old = old
+    if gates.enabled("TopologyAwareScheduling") and len(new.pod_set_assignments) == len(
+        old.pod_set_assignments
+    ):
+        assignments = [
+            msgspec.structs.replace(
+                o,
+                topology_assignment=n.topology_assignment,
+                delayed_topology_request=n.delayed_topology_request,
+            )
+            for n, o in zip(new.pod_set_assignments, old.pod_set_assignments, strict=True)
+        ]
+        comparable_old = msgspec.structs.replace(old, pod_set_assignments=assignments)
+    if _builtins(new) != _builtins(comparable_old):
+        return [invalid("status.admission", new, FIELD_IMMUTABLE_MSG)]
+    return []
+
+
+def _ready_pod_set_updates(wl: k.Workload, old: k.Workload) -> list[FieldError]:
+    new_states = {s.name: s for s in wl.status.admission_checks}
+    errs: list[FieldError] = []
+    for i, old_state in enumerate(old.status.admission_checks):
+        new_state = new_states.get(old_state.name)
+        if new_state is None or not (old_state.state == new_state.state == k.CHECK_READY):
+            continue
+        if _builtins(new_state.pod_set_updates) != _builtins(old_state.pod_set_updates):
+            errs.append(
+                invalid(
+                    f"{idx('status.admissionChecks', i)}.podSetUpdates",
+                    [_builtins(u) for u in new_state.pod_set_updates],
+                    FIELD_IMMUTABLE_MSG,
+                )
+            )
+    return errs
+
+
+# --- WorkloadPriorityClass, AdmissionCheck, ProvisioningRequestConfig, core kinds --------------------
+
+PRC_MERGE_POLICIES = ("IdenticalPodTemplates", "IdenticalWorkloadSchedulingRequirements")
+PREEMPTION_POLICIES = ("Never", "PreemptLowerPriority")
+
+
+def _schema_wpc(
+    wpc: k.WorkloadPriorityClass, old: k.WorkloadPriorityClass | None
+) -> tuple[list[FieldError], list[FieldError]]:
+    return schema_string("description", wpc.description, max_len=2048), []
+
+
+def _schema_admission_check(
+    ac: k.AdmissionCheck, old: k.AdmissionCheck | None
+) -> tuple[list[FieldError], list[FieldError]]:
+    spec = ac.spec
+    errs = schema_string("spec.controllerName", spec.controller_name, max_len=253, min_len=1)
+    if spec.parameters is not None:
+        params, p = spec.parameters, "spec.parameters"
+        errs += schema_string(
+            f"{p}.apiGroup", params.api_group, max_len=253, min_len=1, pattern=DNS_SUBDOMAIN_PATTERN
+        )
+        errs += schema_string(
+            f"{p}.kind", params.kind, max_len=63, min_len=1, pattern=AC_PARAMETERS_KIND_PATTERN
+        )
+        errs += schema_string(f"{p}.name", params.name, max_len=63, min_len=1, pattern=DNS_LABEL_PATTERN)
+    if ac.status is not None:
+        errs += _schema_conditions(ac.status.conditions, "status.conditions")
+    rules = []
+    if old is not None and old.spec.controller_name != spec.controller_name:
+        rules.append(cel("spec.controllerName", "string", FIELD_IMMUTABLE_MSG))
+    return errs, rules
+
+
+def _schema_prc(
+    prc: k.ProvisioningRequestConfig, old: k.ProvisioningRequestConfig | None
+) -> tuple[list[FieldError], list[FieldError]]:
+    spec = prc.spec
+    errs = schema_string(
+        "spec.provisioningClassName",
+        spec.provisioning_class_name,
+        max_len=253,
+        min_len=1,
+        pattern=DNS_SUBDOMAIN_PATTERN,
+    )
+    errs += schema_properties("spec.parameters", spec.parameters, 100)
+    for name, value in spec.parameters.items():
+        errs += schema_string(key("spec.parameters", name), value, max_len=255)
+    errs += schema_items("spec.managedResources", spec.managed_resources, max_items=100)
+    errs += schema_list_set("spec.managedResources", spec.managed_resources)
+    if spec.pod_set_updates is not None:
+        selectors, path = spec.pod_set_updates.node_selector, "spec.podSetUpdates.nodeSelector"
+        errs += schema_items(path, selectors, max_items=8) + schema_list_map(path, selectors, "key")
+        for i, selector in enumerate(selectors):
+            p = idx(path, i)
+            errs += schema_string(
+                f"{p}.key", selector.key, max_len=317, min_len=1, pattern=QUALIFIED_KEY_PATTERN
+            )
+            errs += schema_string(
+                f"{p}.valueFromProvisioningClassDetail",
+                selector.value_from_provisioning_class_detail,
+                max_len=32768,
+                min_len=1,
+            )
+    errs += schema_enum("spec.podSetMergePolicy", spec.pod_set_merge_policy or "", PRC_MERGE_POLICIES)
+    return errs, []
+
+
+def _schema_priority_class(
+    pc: k.PriorityClass, old: k.PriorityClass | None
+) -> tuple[list[FieldError], list[FieldError]]:
+    return schema_enum("preemptionPolicy", pc.preemption_policy, PREEMPTION_POLICIES), []
+
+
+def _no_schema(obj: Any, old: Any) -> tuple[list[FieldError], list[FieldError]]:
+    return [], []
+
+
+# --- dispatch -------------------------------------------------------------------------------------------
+
+_SchemaFn = Callable[[Any, Any], tuple[list[FieldError], list[FieldError]]]
+_SCHEMA: Mapping[type[Any], _SchemaFn] = {
+    k.ResourceFlavor: _schema_resource_flavor,
+    k.ClusterQueue: _schema_cluster_queue,
+    k.Cohort: _schema_cohort,
+    k.LocalQueue: _schema_local_queue,
+    k.Workload: _schema_workload,
+    k.WorkloadPriorityClass: _schema_wpc,
+    k.AdmissionCheck: _schema_admission_check,
+    k.ProvisioningRequestConfig: _schema_prc,
+    k.Namespace: _no_schema,
+    k.PriorityClass: _schema_priority_class,
+}
+
+WEBHOOK_NAMES: Mapping[str, str] = {
+    "ResourceFlavor": "vresourceflavor.kb.io",
+    "ClusterQueue": "vclusterqueue.kb.io",
+    "Cohort": "vcohort.kb.io",
+    "Workload": "vworkload.kb.io",
+}
+"""Kueue's validating webhooks, by kind."""
+
+
+def _run_webhook(obj: k.KueueObject, old: Any, gates: FeatureGates) -> list[FieldError]:
+    if isinstance(obj, k.ResourceFlavor):
+        return _webhook_resource_flavor(obj)
+    if isinstance(obj, k.ClusterQueue):
+        return _webhook_cluster_queue(obj, old, gates)
+    if isinstance(obj, k.Cohort):
+        return _webhook_cohort(obj)
+    if isinstance(obj, k.Workload):
+        return _webhook_workload(obj, old, gates)
+    return []
+
+
+def validate_schema(obj: k.KueueObject, old: k.KueueObject | None = None) -> list[FieldError]:
+    """Stage 1: metadata, OpenAPI and CEL rules of the CRD (CEL skipped after blocking errors)."""
+    _check_old(obj, old)
+    name_check = is_dns1123_label if isinstance(obj, k.Namespace) else is_dns1123_subdomain
+    errs = _schema_metadata(obj, name_check)
+    schema_errs, cel_errs = _SCHEMA[type(obj)](obj, old)
+    errs += schema_errs
+    if any(e.type in _BLOCKING_TYPES for e in errs):
+        return [*errs, invalid(ROOT_PATH, None, CEL_SKIPPED_MSG)] if cel_errs or _has_cel(obj) else errs
+    return errs + cel_errs
+
+
+def _has_cel(obj: k.KueueObject) -> bool:
+    return not isinstance(
+        obj, k.Namespace | k.PriorityClass | k.WorkloadPriorityClass | k.ProvisioningRequestConfig
+    )
+
+
+def validate_webhook(
+    obj: k.KueueObject, old: k.KueueObject | None = None, *, gates: FeatureGates = DEFAULT_GATES
+) -> list[FieldError]:
+    """Stage 2: Kueue's validating webhook for ``obj``'s kind (empty for kinds without one)."""
+    _check_old(obj, old)
+    return _run_webhook(obj, old, gates)
+
+
+def _check_old(obj: k.KueueObject, old: k.KueueObject | None) -> None:
+    if old is not None and type(old) is not type(obj):
+        raise TypeError(f"old object is a {type(old).__name__}, expected {type(obj).__name__}")
+
+
+def validate(
+    obj: k.KueueObject, old: k.KueueObject | None = None, *, gates: FeatureGates = DEFAULT_GATES
+) -> list[FieldError]:
+    """All errors the API server would report for creating ``obj`` (or updating ``old`` to it)."""
+    return _staged(obj, old, gates)[1]
+
+
+def _staged(
+    obj: k.KueueObject, old: k.KueueObject | None, gates: FeatureGates
+) -> tuple[str | None, list[FieldError]]:
+    errs = validate_schema(obj, old)
+    if errs:
+        return None, errs
+    return WEBHOOK_NAMES.get(obj.kind), validate_webhook(obj, old, gates=gates)
+
+
+def validate_or_raise(
+    obj: k.KueueObject, old: k.KueueObject | None = None, *, gates: FeatureGates = DEFAULT_GATES
+) -> None:
+    """Raise :class:`ValidationFailed` if :func:`validate` reports any error."""
+    webhook, errs = _staged(obj, old, gates)
+    if errs:
+        raise ValidationFailed(obj.kind, obj.metadata.name, errs, webhook=webhook)
+
+
+# --- the apiserver-style exception --------------------------------------------------------------------
+
+KIND_GROUPS: Mapping[str, str] = {"Namespace": "", "PriorityClass": "scheduling.k8s.io"}
+
+
+def aggregate(errors: Sequence[FieldError]) -> str:
+    """``ErrorList.ToAggregate().Error()``: de-duplicated, bracketed when more than one."""
+    messages = list(dict.fromkeys(str(e) for e in errors))
+    return messages[0] if len(messages) == 1 else "[" + ", ".join(messages) + "]"
+
+
+class ValidationFailed(Exception):
+    """The API server refused an object.
+
+    Schema (CRD) failures read ``ClusterQueue.kueue.x-k8s.io "name" is invalid: <errors>``; a
+    denial by one of Kueue's webhooks reads ``admission webhook "vclusterqueue.kb.io" denied the
+    request: <errors>`` (``webhook`` names it).
+    """
+
+    def __init__(
+        self, kind: str, name: str, errors: Sequence[FieldError], *, webhook: str | None = None
+    ) -> None:
+        self.kind = kind
+        self.name = name
+        self.errors = list(errors)
+        self.webhook = webhook
+        super().__init__(self.message)
+
+    @property
+    def qualified_kind(self) -> str:
+        """``Kind.group`` (just ``Kind`` for the core group)."""
+        group = KIND_GROUPS.get(self.kind, k.GROUP)
+        return f"{self.kind}.{group}" if group else self.kind
+
+    @property
+    def message(self) -> str:
+        """The apiserver's error message."""
+        if self.webhook:
+            return f'admission webhook "{self.webhook}" denied the request: {aggregate(self.errors)}'
+        return f'{self.qualified_kind} "{self.name}" is invalid: {aggregate(self.errors)}'
+
+    def __str__(self) -> str:
+        return self.message

@@ -1,0 +1,26 @@
+"""Events the core asks its driver to record (scheduling reference §10.3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pykueue.api.meta import EVENT_NOTE_LIMIT, truncate_message
+
+NORMAL = "Normal"
+WARNING = "Warning"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """An event about one object (``events.k8s.io/v1`` semantics: ``action`` equals ``reason``)."""
+
+    namespace: str
+    name: str
+    type: str
+    reason: str
+    note: str
+    kind: str = "Workload"
+
+    @staticmethod
+    def for_workload(namespace: str, name: str, type_: str, reason: str, note: str) -> Event:
+        return Event(namespace, name, type_, reason, truncate_message(note, EVENT_NOTE_LIMIT))

@@ -1,0 +1,366 @@
+"""Workload status transitions, as pure functions on a Workload object.
+
+Scheduling reference §5.8, §5.9, §9, §10 and API reference §3 (conditions, admission-check sync,
+the Admitted condition, eviction and its completion by the job integration, backoff). The
+scheduler, the dry-run engine and the controllers all use these, so each rule lives once.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+
+import msgspec
+
+from pykueue.api.kueue import (
+    CHECK_PENDING,
+    CHECK_READY,
+    CHECK_REJECTED,
+    CHECK_RETRY,
+    Admission,
+    AdmissionCheckState,
+    PodSetRequest,
+    RequeueState,
+    SchedulingStats,
+    Workload,
+    WorkloadSchedulingStatsEviction,
+    WorkloadStatus,
+)
+from pykueue.api.meta import (
+    Condition,
+    find_condition,
+    format_time,
+    remove_condition,
+    set_status_condition,
+    to_time,
+    truncate_message,
+)
+from pykueue.api.quantity import resource_quantity_string
+from pykueue.core.options import SchedulerOptions
+from pykueue.core.workload_info import (
+    ADMITTED,
+    BLOCKED_ON_PREEMPTION_GATES,
+    DEACTIVATION_TARGET,
+    EVICTED,
+    PREEMPTED,
+    QUOTA_RESERVED,
+    REQUEUED,
+    WorkloadInfo,
+    has_quota_reservation,
+    is_evicted,
+)
+
+
+def copy_for_status(wl: Workload) -> Workload:
+    """A copy whose status lists can be changed without touching ``wl``."""
+    st = wl.status
+    status = msgspec.structs.replace(
+        st,
+        conditions=list(st.conditions),
+        admission_checks=list(st.admission_checks),
+        resource_requests=list(st.resource_requests),
+    )
+    return msgspec.structs.replace(wl, status=status)
+
+
+def _gen(wl: Workload) -> int:
+    return wl.metadata.generation
+
+
+def set_condition(
+    wl: Workload, ctype: str, status: str, reason: str, message: str, now: datetime, observed: bool = True
+) -> bool:
+    cond = Condition(
+        type=ctype,
+        status=status,
+        reason=reason,
+        message=truncate_message(message),
+        observed_generation=_gen(wl) if observed else 0,
+    )
+    return set_status_condition(wl.status.conditions, cond, now)
+
+
+# --- quota reservation (§5.8) ----------------------------------------------------------------
+
+
+def set_quota_reservation(wl: Workload, admission: Admission, now: datetime) -> None:
+    """Write the admission and QuotaReserved=True; flip Evicted/Preempted/Blocked to False."""
+    wl.status.admission = admission
+    wl.status.resource_requests = []
+    set_condition(
+        wl, QUOTA_RESERVED, "True", "QuotaReserved", f"Quota reserved in ClusterQueue {admission.cluster_queue}", now
+    )
+    for ctype in (EVICTED, PREEMPTED, BLOCKED_ON_PREEMPTION_GATES):
+        old = find_condition(wl.status.conditions, ctype)
+        if old is not None and old.status == "True":
+            set_condition(
+                wl, ctype, "False", "QuotaReserved", f"Previously: {old.message}", now, observed=ctype != PREEMPTED
+            )
+
+
+def all_checks_listed(wl: Workload, required: list[str]) -> bool:
+    listed = {c.name for c in wl.status.admission_checks}
+    return all(name in listed for name in required)
+
+
+def sync_admitted_condition(wl: Workload, now: datetime, options: SchedulerOptions) -> bool:
+    """``SyncAdmittedCondition`` (§9.2, API reference §3.3). Returns whether Admitted became True."""
+    reserved = has_quota_reservation(wl)
+    checks_ready = all(c.state == CHECK_READY for c in wl.status.admission_checks)
+    topology_ready = wl.status.admission is None or all(
+        psa.delayed_topology_request != "Pending" for psa in wl.status.admission.pod_set_assignments
+    )
+    current = find_condition(wl.status.conditions, ADMITTED)
+    was_admitted = current is not None and current.status == "True"
+    observability = options.gate("UnadmittedWorkloadsObservability")
+    if observability:
+        qr = find_condition(wl.status.conditions, QUOTA_RESERVED)
+        if qr is None and current is None and not options.gate("UnadmittedWorkloadsExplicitStatus"):
+            return False
+        if not reserved:
+            status, reason, msg = "False", "NoReservation", "The workload has no reservation"
+        elif not checks_ready:
+            status, reason, msg = "False", "UnsatisfiedAdmissionChecks", "The workload has not all checks ready"
+        elif not topology_ready:
+            status, reason, msg = "False", "PendingDelayedTopologyRequests", "There are pending delayed topology requests"
+        else:
+            status, reason, msg = "True", "Admitted", "The workload is admitted"
+    else:
+        target = reserved and checks_ready and topology_ready
+        if target == was_admitted:
+            return False
+        if target:
+            status, reason, msg = "True", "Admitted", "The workload is admitted"
+        elif not reserved and not checks_ready:
+            status, reason, msg = (
+                "False",
+                "NoReservationUnsatisfiedChecks",
+                "The workload has no reservation and not all checks ready",
+            )
+        elif not reserved:
+            status, reason, msg = "False", "NoReservation", "The workload has no reservation"
+        elif not checks_ready:
+            status, reason, msg = "False", "UnsatisfiedChecks", "The workload has not all checks ready"
+        else:
+            status, reason, msg = "False", "PendingDelayedTopologyRequests", "There are pending delayed topology requests"
+    if was_admitted and status == "False" and current is not None:
+        elapsed = int((to_time(now) - current.last_transition_time).total_seconds())
+        wl.status.accumulated_past_execution_time_seconds = (
+            wl.status.accumulated_past_execution_time_seconds or 0
+        ) + elapsed
+    set_condition(wl, ADMITTED, status, reason, msg, now)
+    return status == "True" and not was_admitted
+
+
+# --- pending status (§5.9 step 4) ---------------------------------------------------------------
+
+
+def resource_requests_of(info: WorkloadInfo) -> list[PodSetRequest]:
+    return [
+        PodSetRequest(
+            name=ps.name,
+            resources={r: resource_quantity_string(r, v) for r, v in sorted(ps.total.items())},
+        )
+        for ps in info.pod_sets
+    ]
+
+
+def set_pending(
+    wl: Workload, info: WorkloadInfo, reason: str, message: str, now: datetime, options: SchedulerOptions
+) -> str:
+    """QuotaReserved=False with the scheduler's reason; returns the condition reason written."""
+    if not options.gate("UnadmittedWorkloadsObservability"):
+        reason = "Pending"
+    elif not reason:
+        reason = "PendingEvaluation"
+    set_condition(wl, QUOTA_RESERVED, "False", reason, message, now)
+    wl.status.admission = None
+    sync_admitted_condition(wl, now, options)
+    requests = resource_requests_of(info)
+    if requests != wl.status.resource_requests:
+        wl.status.resource_requests = requests
+    return reason
+
+
+# --- admission checks (§9.1, API reference §3.5) ------------------------------------------------
+
+
+def sync_admission_checks(wl: Workload, required: list[str], now: datetime) -> bool:
+    """Add missing required checks as Pending, drop the others, sort by name."""
+    current = {c.name: c for c in wl.status.admission_checks}
+    wanted = sorted(set(required))
+    new: list[AdmissionCheckState] = []
+    for name in wanted:
+        existing = current.get(name)
+        if existing is None:
+            existing = AdmissionCheckState(name=name, state=CHECK_PENDING, last_transition_time=to_time(now))
+        new.append(existing)
+    if [c.name for c in new] == [c.name for c in wl.status.admission_checks] and len(new) == len(current):
+        return False
+    wl.status.admission_checks = new
+    return True
+
+
+def _check_items(checks: list[AdmissionCheckState]) -> tuple[str, str]:
+    noun = "AdmissionCheck" if len(checks) == 1 else "AdmissionChecks"
+    items = "; ".join(
+        f'"{c.name}" ({c.message})' if c.message else f'"{c.name}"' for c in sorted(checks, key=lambda c: c.name)
+    )
+    return noun, items
+
+
+def rejected_checks_message(wl: Workload) -> str | None:
+    rejected = [c for c in wl.status.admission_checks if c.state == CHECK_REJECTED]
+    if not rejected:
+        return None
+    noun, items = _check_items(rejected)
+    return f"{noun} in Rejected state: {items}"
+
+
+def retry_checks_message(wl: Workload) -> str | None:
+    retry = [c for c in wl.status.admission_checks if c.state == CHECK_RETRY]
+    if not retry:
+        return None
+    noun, items = _check_items(retry)
+    return f"Evicted due to {noun} in Retry state: {items}"
+
+
+# --- eviction (API reference §3.6) and its completion (§3.7) -----------------------------------
+
+
+def evict(wl: Workload, reason: str, message: str, now: datetime, underlying_cause: str = "") -> str:
+    """Write Evicted=True and its side effects; returns the Evicted reason written."""
+    ev_reason = f"DeactivatedDueTo{underlying_cause}" if reason == "Deactivated" and underlying_cause else reason
+    set_condition(wl, EVICTED, "True", ev_reason, message, now)
+    wl.status.cluster_name = None
+    wl.status.nominated_cluster_names = []
+    reset: list[AdmissionCheckState] = []
+    for c in wl.status.admission_checks:
+        if c.state == CHECK_PENDING:
+            reset.append(c)
+            continue
+        reset.append(
+            AdmissionCheckState(
+                name=c.name,
+                state=CHECK_PENDING,
+                last_transition_time=to_time(now),
+                message=f"Reset to Pending after eviction. Previously: {c.state}",
+                requeue_after_seconds=c.requeue_after_seconds,
+                retry_count=(c.retry_count or 0) + 1 if c.state == CHECK_RETRY else None,
+            )
+        )
+    wl.status.admission_checks = reset
+    wl.status.unhealthy_nodes = []
+    wl.status.preemption_gates = [
+        {**gate, "position": "Closed", "lastTransitionTime": format_time(now)} for gate in wl.status.preemption_gates
+    ]
+    blocked = find_condition(wl.status.conditions, BLOCKED_ON_PREEMPTION_GATES)
+    if blocked is not None and blocked.status == "True":
+        set_condition(wl, BLOCKED_ON_PREEMPTION_GATES, "False", ev_reason, message, now)
+    stats = wl.status.scheduling_stats or SchedulingStats()
+    evictions = list(stats.evictions)
+    for i, e in enumerate(evictions):
+        if e.reason == reason and e.underlying_cause == underlying_cause:
+            evictions[i] = msgspec.structs.replace(e, count=e.count + 1)
+            break
+    else:
+        evictions.append(WorkloadSchedulingStatsEviction(reason=reason, count=1, underlying_cause=underlying_cause))
+    wl.status.scheduling_stats = SchedulingStats(evictions=evictions)
+    return ev_reason
+
+
+def complete_eviction(wl: Workload, now: datetime, options: SchedulerOptions, pod_owned: bool = False) -> bool:
+    """The job integration releasing quota of an evicted workload (API reference §3.7)."""
+    ev = find_condition(wl.status.conditions, EVICTED)
+    if ev is None or ev.status != "True" or not has_quota_reservation(wl):
+        return False
+    requeued = ev.reason in ("Preempted", "NodeFailures") and not (
+        pod_owned and options.gate("SkipReassignmentForPodOwnedWorkloads")
+    )
+    set_condition(wl, REQUEUED, "True" if requeued else "False", ev.reason, ev.message, now)
+    pending_reason = "PendingEvaluation" if options.gate("UnadmittedWorkloadsObservability") else "Pending"
+    set_condition(wl, QUOTA_RESERVED, "False", pending_reason, ev.message, now)
+    wl.status.admission = None
+    sync_admitted_condition(wl, now, options)
+    return True
+
+
+# --- backoff (§4.8) ---------------------------------------------------------------------------
+
+
+def backoff_seconds(n: int, base: int, cap: int) -> float:
+    """d₁ = base; dₖ₊₁ = min(2·dₖ, cap) — without jitter (deterministic core)."""
+    d = float(base)
+    for _ in range(max(0, n - 1)):
+        d = min(2 * d, float(cap))
+    return d
+
+
+def set_requeue_at(wl: Workload, when: datetime) -> None:
+    rs = wl.status.requeue_state or RequeueState()
+    wl.status.requeue_state = RequeueState(count=rs.count, requeue_at=to_time(when))
+
+
+def retry_check_requeue_at(wl: Workload) -> datetime | None:
+    """Latest ``lastTransitionTime + requeueAfterSeconds`` over Retry checks (API reference §3.8)."""
+    best: datetime | None = None
+    for c in wl.status.admission_checks:
+        if c.state != CHECK_RETRY or not c.requeue_after_seconds:
+            continue
+        at = to_time(c.last_transition_time) + timedelta(seconds=math.floor(c.requeue_after_seconds))
+        if best is None or at > best:
+            best = at
+    return best
+
+
+def finish_backoff(wl: Workload, now: datetime) -> bool:
+    """Clear an expired requeueAt and flip Requeued=False to BackoffFinished (§4.8)."""
+    rs = wl.status.requeue_state
+    changed = False
+    if rs is not None and rs.requeue_at is not None and to_time(now) >= rs.requeue_at:
+        wl.status.requeue_state = RequeueState(count=rs.count) if rs.count is not None else None
+        changed = True
+    if wl.status.requeue_state is None or wl.status.requeue_state.requeue_at is None:
+        rq = find_condition(wl.status.conditions, REQUEUED)
+        if rq is not None and rq.status == "False" and rq.reason in ("PodsReadyTimeout", "AdmissionCheck"):
+            set_condition(wl, REQUEUED, "True", "BackoffFinished", "The workload backoff was finished", now)
+            changed = True
+    return changed
+
+
+def requeue_at(wl: Workload) -> datetime | None:
+    rs = wl.status.requeue_state
+    return rs.requeue_at if rs is not None else None
+
+
+def deactivation_target_message(wl: Workload) -> tuple[str, str] | None:
+    c = find_condition(wl.status.conditions, DEACTIVATION_TARGET)
+    if c is None or c.status != "True":
+        return None
+    return c.reason, c.message
+
+
+def is_evicted_and_reserved(wl: Workload) -> bool:
+    return is_evicted(wl) and has_quota_reservation(wl)
+
+
+__all__ = [
+    "WorkloadStatus",
+    "all_checks_listed",
+    "backoff_seconds",
+    "complete_eviction",
+    "copy_for_status",
+    "evict",
+    "finish_backoff",
+    "rejected_checks_message",
+    "remove_condition",
+    "resource_requests_of",
+    "retry_check_requeue_at",
+    "retry_checks_message",
+    "set_condition",
+    "set_pending",
+    "set_quota_reservation",
+    "set_requeue_at",
+    "sync_admission_checks",
+    "sync_admitted_condition",
+]

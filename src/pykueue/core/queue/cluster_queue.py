@@ -1,0 +1,356 @@
+"""The pending workloads of one ClusterQueue (scheduling reference §4.1–§4.9).
+
+A pending workload of the ClusterQueue is in exactly one of: the keyed heap (``active``), the
+``inadmissible`` map, or ``inflight`` (popped by the scheduler, not yet requeued or deleted).
+
+Time is passed in explicitly as ``now`` (epoch seconds); nothing here reads a clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from pykueue.api.kueue import BEST_EFFORT_FIFO, PRIORITY_BOOST_ANNOTATION, STRICT_FIFO, Workload
+from pykueue.api.meta import LabelSelector, find_condition
+from pykueue.core.options import SchedulerOptions
+from pykueue.core.queue.heap import KeyedHeap
+from pykueue.core.workload_info import EVICTED, REQUEUED, WorkloadInfo, timestamp
+
+# Requeue reasons (§4.5).
+REQUEUE_REASON_FAILED_AFTER_NOMINATION = "FailedAfterNomination"
+REQUEUE_REASON_NAMESPACE_MISMATCH = "NamespaceMismatch"
+REQUEUE_REASON_GENERIC = ""
+REQUEUE_REASON_PREEMPTION_GATED = "PreemptionGated"
+REQUEUE_REASON_PENDING_PREEMPTION = "PendingPreemption"
+REQUEUE_REASON_PENDING_MIGRATION = "PendingMigration"
+REQUEUE_REASON_PREEMPTION_FAILED = "PreemptionFailed"
+REQUEUE_REASON_NO_FIT = "NoFit"
+REQUEUE_REASON_PREEMPTION_NO_CANDIDATES = "PreemptionNoCandidates"
+
+QUOTA_RESERVED_REASON_PENDING_EVALUATION = "PendingEvaluation"
+SCHEDULING_HASH_UNKNOWN = "unknown"
+ADMISSION_FAIR_SHARING_MODE = "UsageBasedAdmissionFairSharing"
+
+_PREEMPTOR_REASONS = frozenset({REQUEUE_REASON_PENDING_PREEMPTION, REQUEUE_REASON_PENDING_MIGRATION})
+_BEST_EFFORT_IMMEDIATE = frozenset(
+    {
+        REQUEUE_REASON_FAILED_AFTER_NOMINATION,
+        REQUEUE_REASON_PENDING_PREEMPTION,
+        REQUEUE_REASON_PENDING_MIGRATION,
+        REQUEUE_REASON_PREEMPTION_FAILED,
+    }
+)
+_BULK_MOVE_REASONS = frozenset({REQUEUE_REASON_NO_FIT, REQUEUE_REASON_PREEMPTION_NO_CANDIDATES})
+
+AfsUsage = Callable[[WorkloadInfo], float]
+"""Admission Fair Sharing hook: the LocalQueue usage of a workload's queue (lower sorts first)."""
+
+
+def backoff_expired(wl: Workload, now: float) -> bool:
+    """``backoffExpired`` (§4.8): not while ``Requeued=False``; else ``now >= requeueAt`` if set."""
+    requeued = find_condition(wl.status.conditions, REQUEUED)
+    if requeued is not None and requeued.status == "False":
+        return False
+    state = wl.status.requeue_state
+    if state is None or state.requeue_at is None:
+        return True
+    return now >= timestamp(state.requeue_at)
+
+
+def has_closed_preemption_gate(wl: Workload) -> bool:
+    """Some gate of ``spec.preemptionGates`` is not recorded as ``Open`` in the status."""
+    if not wl.spec.preemption_gates:
+        return False
+    opened = {g.get("name") for g in wl.status.preemption_gates if g.get("position") == "Open"}
+    return any(gate.name not in opened for gate in wl.spec.preemption_gates)
+
+
+def is_immediate(strategy: str, reason: str) -> bool:
+    """The "immediate" decision of ``RequeueIfNotPresent`` (§4.5 step 5)."""
+    if strategy == STRICT_FIFO:
+        return reason != REQUEUE_REASON_NAMESPACE_MISMATCH
+    return reason in _BEST_EFFORT_IMMEDIATE
+
+
+@dataclass(slots=True)
+class PendingEntry:
+    """A tracked workload and the generation it had when last popped (0: never evaluated)."""
+
+    info: WorkloadInfo
+    last_evaluated_generation: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptorRecord:
+    """The ClusterQueue's current preemptor (§4.9)."""
+
+    key: str
+    generation: int
+    sticky: bool
+
+
+def _unchanged_for_admission(old: PendingEntry, new: WorkloadInfo, options: SchedulerOptions) -> bool:
+    """§4.3 step 6: nothing that could make an inadmissible workload admissible changed."""
+    o, n = old.info.obj, new.obj
+    if old.last_evaluated_generation != 0 and n.metadata.generation != old.last_evaluated_generation:
+        return False
+    if options.gate("PriorityBoost") and o.metadata.annotations.get(
+        PRIORITY_BOOST_ANNOTATION
+    ) != n.metadata.annotations.get(PRIORITY_BOOST_ANNOTATION):
+        return False
+    return (
+        o.spec == n.spec
+        and o.status.reclaimable_pods == n.status.reclaimable_pods
+        and find_condition(o.status.conditions, EVICTED) == find_condition(n.status.conditions, EVICTED)
+        and find_condition(o.status.conditions, REQUEUED) == find_condition(n.status.conditions, REQUEUED)
+        and has_closed_preemption_gate(o) == has_closed_preemption_gate(n)
+    )
+
+
+class PendingClusterQueue:
+    """Heap, inadmissible map, inflight set and cycle counters of one ClusterQueue."""
+
+    def __init__(
+        self,
+        name: str,
+        options: SchedulerOptions,
+        nonempty: set[str],
+        afs_usage: AfsUsage | None = None,
+    ) -> None:
+        self.name = name
+        self.options = options
+        self.queueing_strategy = BEST_EFFORT_FIFO
+        self.namespace_selector: LabelSelector | None = None
+        self.afs_usage: AfsUsage | None = None
+        self._afs_hook = afs_usage
+        self.active: KeyedHeap[str, PendingEntry] = KeyedHeap(self._order)
+        self.inadmissible: dict[str, PendingEntry] = {}
+        self.inflight: dict[str, PendingEntry] = {}
+        self.pop_cycle = 0
+        self.queue_inadmissible_cycle = -1
+        self.hash_to_bulk_move_reason: dict[str, str] = {}
+        self.preemptor: PreemptorRecord | None = None
+        self._active_by_hash: dict[str, set[str]] = {}
+        self._nonempty = nonempty
+
+    # --- configuration ------------------------------------------------------------------------
+
+    def configure(
+        self, strategy: str, namespace_selector: LabelSelector | None, admission_mode: str = ""
+    ) -> None:
+        """Apply the ClusterQueue spec fields the queue reads; re-sorts if AFS got toggled."""
+        self.queueing_strategy = strategy or BEST_EFFORT_FIFO
+        self.namespace_selector = namespace_selector
+        afs = (
+            self._afs_hook
+            if admission_mode == ADMISSION_FAIR_SHARING_MODE and self.options.gate("AdmissionFairSharing")
+            else None
+        )
+        if afs is not self.afs_usage:
+            self.afs_usage = afs
+            self.active.rebuild()
+
+    # --- ordering (§4.2) ----------------------------------------------------------------------
+
+    def _order(self, entry: PendingEntry) -> tuple[object, ...]:
+        info = entry.info
+        pre = self.preemptor
+        sticky = 0 if pre is not None and pre.sticky and pre.key == info.key else 1
+        # The trailing key makes the order total (upstream leaves exact ties to the heap).
+        base = (sticky, -info.priority, info.order_ts, info.uid, info.key)
+        if self.afs_usage is None:
+            return base
+        return (self.afs_usage(info), *base)
+
+    def rebuild_heap(self) -> None:
+        """Re-sort after an ordering input outside the queue changed (AFS usage)."""
+        self.active.rebuild()
+
+    # --- heap bookkeeping ---------------------------------------------------------------------
+
+    def _heap_push(self, entry: PendingEntry, replace: bool) -> bool:
+        key = entry.info.key
+        old = self.active.get(key)
+        if old is not None:
+            if not replace:
+                return False
+            self._unindex(key, old)
+            self.active.push_or_update(key, entry)
+        else:
+            self.active.push_if_absent(key, entry)
+        self._active_by_hash.setdefault(entry.info.scheduling_hash, set()).add(key)
+        self._nonempty.add(self.name)
+        return True
+
+    def _heap_remove(self, key: str) -> PendingEntry | None:
+        entry = self.active.remove(key)
+        if entry is not None:
+            self._unindex(key, entry)
+            if not self.active:
+                self._nonempty.discard(self.name)
+        return entry
+
+    def _unindex(self, key: str, entry: PendingEntry) -> None:
+        bucket = self._active_by_hash.get(entry.info.scheduling_hash)
+        if bucket is not None:
+            bucket.discard(key)
+            if not bucket:
+                del self._active_by_hash[entry.info.scheduling_hash]
+
+    # --- lookups ------------------------------------------------------------------------------
+
+    def tracked(self, key: str) -> PendingEntry | None:
+        """The entry for ``key`` wherever it is (inflight, heap or inadmissible)."""
+        return self.inflight.get(key) or self.active.get(key) or self.inadmissible.get(key)
+
+    def pending_total(self) -> int:
+        return len(self.active) + len(self.inadmissible) + len(self.inflight)
+
+    def iter_pending(self) -> Iterator[PendingEntry]:
+        yield from self.active.items()
+        yield from self.inadmissible.values()
+        yield from self.inflight.values()
+
+    def sorted_pending(self) -> list[WorkloadInfo]:
+        """Every pending workload in queue order (``Snapshot``)."""
+        entries = sorted(self.iter_pending(), key=self._order)
+        return [e.info for e in entries]
+
+    def bulk_move_reason(self, key: str) -> str | None:
+        """``GetNoFitReason``: the recorded reason if ``key`` is inadmissible with a blocked hash."""
+        entry = self.inadmissible.get(key)
+        if entry is None:
+            return None
+        return self.hash_to_bulk_move_reason.get(entry.info.scheduling_hash)
+
+    def is_preemptor(self, key: str, generation: int) -> bool:
+        """``IsPreemptor``: the record matches ``key`` and ``generation``."""
+        pre = self.preemptor
+        return pre is not None and pre.key == key and pre.generation == generation
+
+    # --- preemptor record (§4.9) --------------------------------------------------------------
+
+    def _set_preemptor(self, record: PreemptorRecord | None) -> None:
+        old = self.preemptor
+        self.preemptor = record
+        for key in {r.key for r in (old, record) if r is not None}:
+            self.active.fix(key)
+
+    # --- mutations ----------------------------------------------------------------------------
+
+    def push_or_update(self, info: WorkloadInfo, now: float) -> None:
+        """``PushOrUpdate`` (§4.3 step 6)."""
+        key = info.key
+        if key in self.inflight:
+            return
+        old = self.inadmissible.get(key)
+        if old is not None:
+            if _unchanged_for_admission(old, info, self.options):
+                self.inadmissible[key] = PendingEntry(info)
+                return
+            del self.inadmissible[key]
+        in_heap = key in self.active
+        if not in_heap and not backoff_expired(info.obj, now):
+            self.inadmissible[key] = PendingEntry(info)
+            return
+        if (
+            self.queueing_strategy == BEST_EFFORT_FIFO
+            and not in_heap
+            and info.scheduling_hash != SCHEDULING_HASH_UNKNOWN
+            and info.scheduling_hash in self.hash_to_bulk_move_reason
+        ):
+            self.inadmissible[key] = PendingEntry(info)
+            return
+        self._heap_push(PendingEntry(info), replace=True)
+
+    def push_if_absent(self, info: WorkloadInfo) -> bool:
+        """``PushActiveIfNotPresent`` (adoption from a LocalQueue): skips tracked workloads."""
+        key = info.key
+        if key in self.inflight or key in self.inadmissible:
+            return False
+        return self._heap_push(PendingEntry(info), replace=False)
+
+    def pop(self) -> PendingEntry | None:
+        """``Pop``: counts a pop cycle, moves the head to inflight stamping its generation."""
+        self.pop_cycle += 1
+        head = self.active.peek()
+        if head is None:
+            return None
+        self._heap_remove(head.info.key)
+        head.last_evaluated_generation = head.info.obj.metadata.generation
+        self.inflight[head.info.key] = head
+        return head
+
+    def delete(self, key: str) -> None:
+        """Forget ``key`` everywhere; clears a matching preemptor record."""
+        self.inadmissible.pop(key, None)
+        self._heap_remove(key)
+        self.inflight.pop(key, None)
+        if self.preemptor is not None and self.preemptor.key == key:
+            self._set_preemptor(None)
+
+    def forget_inflight(self, key: str) -> None:
+        self.inflight.pop(key, None)
+
+    def forget_inflight_of_local_queue(self, lq_key: str) -> None:
+        for key in [k for k, e in self.inflight.items() if e.info.local_queue == lq_key]:
+            del self.inflight[key]
+
+    def requeue_if_not_present(
+        self, info: WorkloadInfo, reason: str, quota_reserved_reason: str, now: float
+    ) -> bool:
+        """``RequeueIfNotPresent`` (§4.5 steps 3-8); returns whether the workload was inserted."""
+        key = info.key
+        popped = self.inflight.pop(key, None)
+        generation = popped.last_evaluated_generation if popped is not None else 0
+        if reason in _PREEMPTOR_REASONS:
+            sticky = self.queueing_strategy == BEST_EFFORT_FIFO
+            self._set_preemptor(PreemptorRecord(key, generation, sticky))
+        entry = PendingEntry(info, generation)
+        immediate = is_immediate(self.queueing_strategy, reason)
+        pending_flavors = info.last_assignment is not None and info.last_assignment.pending_flavors()
+        if backoff_expired(info.obj, now) and (
+            immediate or self.queue_inadmissible_cycle >= self.pop_cycle or pending_flavors
+        ):
+            self.inadmissible.pop(key, None)
+            return self._heap_push(entry, replace=False)
+        if key in self.inadmissible or key in self.active:
+            return False
+        self.inadmissible[key] = entry
+        if (
+            self.options.gate("SchedulingEquivalenceHashing")
+            and info.scheduling_hash != SCHEDULING_HASH_UNKNOWN
+            and reason in _BULK_MOVE_REASONS
+        ):
+            self._bulk_move(
+                info.scheduling_hash, quota_reserved_reason or QUOTA_RESERVED_REASON_PENDING_EVALUATION
+            )
+        return True
+
+    def _bulk_move(self, scheduling_hash: str, reason: str) -> int:
+        """§4.6: record ``hash → reason`` and move every heap workload with that hash."""
+        if self.queueing_strategy != BEST_EFFORT_FIFO:
+            return 0
+        self.hash_to_bulk_move_reason[scheduling_hash] = reason
+        keys = sorted(self._active_by_hash.get(scheduling_hash, ()))
+        for key in keys:
+            entry = self._heap_remove(key)
+            if entry is not None:
+                self.inadmissible[key] = entry
+        return len(keys)
+
+    def flush_inadmissible(self, namespace_matches: Callable[[str], bool], now: float) -> int:
+        """``queueInadmissibleWorkloads`` (§4.7); returns how many workloads moved to the heap."""
+        self.queue_inadmissible_cycle = self.pop_cycle
+        self.hash_to_bulk_move_reason.clear()
+        if not self.inadmissible:
+            return 0
+        moved = 0
+        for key, entry in list(self.inadmissible.items()):
+            if not namespace_matches(entry.info.namespace) or not backoff_expired(entry.info.obj, now):
+                continue
+            del self.inadmissible[key]
+            if self._heap_push(entry, replace=False):
+                moved += 1
+        return moved

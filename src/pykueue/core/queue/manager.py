@@ -1,0 +1,622 @@
+"""The queue manager: LocalQueues, per-ClusterQueue pending queues and retry batching (§4).
+
+Design (pure and deterministic):
+
+* **Time** is injected: every method that needs "now" takes ``now`` as epoch seconds (``float``) or
+  a timezone-aware ``datetime``; nothing reads a clock, sleeps or starts threads.
+* **Retry batching** (§4.7): ``queue_inadmissible_workloads`` (``NotifyRetryInadmissible``) records
+  a request for the ClusterQueue (no cohort) or for its *root* cohort, due ``now + 1s``. Identical
+  pending requests are de-duplicated (the earliest due time wins, like ``workqueue.AddAfter``).
+  The driver calls ``process_due_requeues(now)``; ``next_due_time()`` tells it when to.
+* **Cohort trees** are read through a :class:`CohortTree` (use :class:`CacheCohortTree` over the
+  scheduler ``Cache``, or pass the ``Cache`` itself). Keep the cache updated before the manager.
+* **Determinism**: ``heads`` walks ClusterQueues sorted by name; heap ties end on the workload key.
+* ClusterQueues are added from the typed API object (``ClusterQueue``); the scheduler cache decides
+  whether a ClusterQueue is active (``heads(cache_is_active)``).
+* Namespaces must be announced with ``set_namespace_labels``: an inadmissible workload is only moved
+  back to the heap when its namespace is known and matches the ClusterQueue ``namespaceSelector``
+  (a missing selector matches nothing).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+from pykueue.api.kueue import BEST_EFFORT_FIFO, ClusterQueue, LocalQueue, Workload
+from pykueue.api.meta import LabelSelector, label_selector_matches
+from pykueue.core.cache import Cache, ClusterQueueState
+from pykueue.core.options import SchedulerOptions
+from pykueue.core.queue.cluster_queue import AfsUsage, PendingClusterQueue
+from pykueue.core.queue.local_queue import (
+    LocalQueueState,
+    is_stopped,
+    key_of_local_queue,
+    local_queue_key,
+)
+from pykueue.core.workload_info import (
+    WorkloadInfo,
+    is_admissible_to_queues,
+    new_workload_info,
+    workload_key,
+)
+
+Now = float | datetime
+"""Epoch seconds or an aware ``datetime``."""
+
+RETRY_BATCH_PERIOD = 1.0
+"""Seconds a retry-inadmissible request waits before it is processed (§4.7)."""
+
+REQUEST_CLUSTER_QUEUE = "ClusterQueue"
+REQUEST_COHORT = "Cohort"
+
+# Scheduler-owned fields of an info that survive a refresh from the newest object (§4.5 step 2).
+_KEPT_ON_REFRESH = frozenset(
+    {"last_assignment", "cluster_queue", "is_preemptor", "last_evaluated_generation", "second_pass_iteration"}
+)
+
+
+def seconds(now: Now) -> float:
+    """``now`` as epoch seconds."""
+    return now.timestamp() if isinstance(now, datetime) else float(now)
+
+
+@runtime_checkable
+class CohortTree(Protocol):
+    """The cohort-tree questions the manager asks (scheduling reference §3.1)."""
+
+    def parent_cohort(self, cluster_queue: str) -> str:
+        """The cohort a ClusterQueue belongs to, "" if none (or unknown)."""
+        ...
+
+    def root_cohort(self, cohort: str) -> str | None:
+        """The root of ``cohort``'s tree; None if unknown or the chain contains a cycle."""
+        ...
+
+    def cluster_queues_under(self, cohort: str) -> list[str]:
+        """Every ClusterQueue in the subtree rooted at ``cohort``."""
+        ...
+
+
+class CacheCohortTree:
+    """:class:`CohortTree` over the scheduler :class:`Cache`."""
+
+    def __init__(self, cache: Cache) -> None:
+        self.cache = cache
+
+    def parent_cohort(self, cluster_queue: str) -> str:
+        state = self.cache.cluster_queues.get(cluster_queue)
+        return state.cohort_name if state is not None else ""
+
+    def root_cohort(self, cohort: str) -> str | None:
+        node = self.cache.cohorts.get(cohort)
+        if node is None:
+            return None
+        cycle: set[str] = getattr(self.cache, "cycle_cohorts", set())
+        root = node.root()
+        if cohort in cycle or root.name in cycle:
+            return None
+        return root.name
+
+    def cluster_queues_under(self, cohort: str) -> list[str]:
+        node = self.cache.cohorts.get(cohort)
+        if node is None:
+            return []
+        return sorted(cq.name for cq in node.iter_cluster_queues())
+
+
+class RootOfCohortTree:
+    """:class:`CohortTree` from a ``root_of(cluster_queue) -> root cohort | None`` function.
+
+    ``None`` means the ClusterQueue has no cohort. This form cannot express cohort cycles; use
+    :class:`CacheCohortTree` (or pass the ``Cache``) to get §3.1's "ignore trees with a cycle"."""
+
+    def __init__(self, root_of: Callable[[str], str | None], names: Callable[[], Iterable[str]]) -> None:
+        self.root_of = root_of
+        self.names = names
+
+    def parent_cohort(self, cluster_queue: str) -> str:
+        return self.root_of(cluster_queue) or ""
+
+    def root_cohort(self, cohort: str) -> str | None:
+        return cohort
+
+    def cluster_queues_under(self, cohort: str) -> list[str]:
+        return sorted(name for name in self.names() if self.root_of(name) == cohort)
+
+
+class _NoCohorts:
+    """Every ClusterQueue is its own tree."""
+
+    def parent_cohort(self, cluster_queue: str) -> str:
+        return ""
+
+    def root_cohort(self, cohort: str) -> str | None:
+        return None
+
+    def cluster_queues_under(self, cohort: str) -> list[str]:
+        return []
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class RetryRequest:
+    """A pending "retry inadmissible" request for a cohort-less ClusterQueue or a root cohort."""
+
+    kind: str
+    name: str
+
+
+def _lq_key_of(wl: Workload) -> str:
+    return local_queue_key(wl.metadata.namespace, wl.spec.queue_name)
+
+
+def _key_of(key_or_wl: str | Workload) -> str:
+    return key_or_wl if isinstance(key_or_wl, str) else workload_key(key_or_wl)
+
+
+def _stamp(info: WorkloadInfo, attribute: str, value: object) -> None:
+    """Set an optional scheduler field if ``WorkloadInfo`` declares it."""
+    with contextlib.suppress(AttributeError):
+        setattr(info, attribute, value)
+
+
+class QueueManager:
+    """Pending workloads of every LocalQueue and ClusterQueue; see the module docstring."""
+
+    def __init__(
+        self,
+        options: SchedulerOptions | None = None,
+        tree: CohortTree | Cache | Callable[[str], str | None] | None = None,
+        afs_usage: AfsUsage | None = None,
+    ) -> None:
+        self.options = options or SchedulerOptions()
+        self.tree: CohortTree = self._make_tree(tree)
+        self._afs_usage = afs_usage
+        self._cqs: dict[str, PendingClusterQueue] = {}
+        self._sorted_cq_names: list[str] | None = None
+        self._nonempty: set[str] = set()
+        self._lqs: dict[str, LocalQueueState] = {}
+        self._assigned: dict[str, str] = {}
+        self._namespaces: dict[str, dict[str, str]] = {}
+        self._requests: dict[RetryRequest, float] = {}
+
+    def _make_tree(self, tree: CohortTree | Cache | Callable[[str], str | None] | None) -> CohortTree:
+        if tree is None:
+            return _NoCohorts()
+        if isinstance(tree, Cache):
+            return CacheCohortTree(tree)
+        if isinstance(tree, CohortTree):
+            return tree
+        return RootOfCohortTree(tree, self._cq_names)
+
+    # --- ClusterQueues ------------------------------------------------------------------------
+
+    def add_cluster_queue(self, cq: ClusterQueue | ClusterQueueState, now: Now | None = None) -> None:
+        """Track ``cq`` (or update it if known), adopt its LocalQueues' workloads and, when
+        ``now`` is given, request a retry of its tree's inadmissible workloads (§4.7).
+
+        Accepts the API object or the cache's ``ClusterQueueState`` (its ``obj`` is used)."""
+        cq = _api_cluster_queue(cq)
+        name = cq.metadata.name
+        if name in self._cqs:
+            self.update_cluster_queue(cq, now)
+            return
+        pending = PendingClusterQueue(name, self.options, self._nonempty, self._afs_usage)
+        self._configure(pending, cq)
+        self._cqs[name] = pending
+        self._sorted_cq_names = None
+        for lq in self._local_queues_of(name):
+            for info in lq.items.values():
+                pending.push_if_absent(info)
+        if now is not None:
+            self.queue_inadmissible_workloads({name}, now)
+
+    def update_cluster_queue(
+        self, cq: ClusterQueue | ClusterQueueState, now: Now | None = None, spec_changed: bool = True
+    ) -> None:
+        """Apply a ClusterQueue update; with ``now`` and a spec change, retry its tree (§4.7)."""
+        cq = _api_cluster_queue(cq)
+        pending = self._cqs.get(cq.metadata.name)
+        if pending is None:
+            self.add_cluster_queue(cq, now)
+            return
+        self._configure(pending, cq)
+        if spec_changed and now is not None:
+            self.queue_inadmissible_workloads({cq.metadata.name}, now)
+
+    def delete_cluster_queue(self, cq: str | ClusterQueue | ClusterQueueState) -> None:
+        """Forget a ClusterQueue; its LocalQueues keep their workloads for a later re-creation."""
+        name = cq if isinstance(cq, str) else _api_cluster_queue(cq).metadata.name
+        if self._cqs.pop(name, None) is not None:
+            self._sorted_cq_names = None
+            self._nonempty.discard(name)
+
+    @staticmethod
+    def _configure(pending: PendingClusterQueue, cq: ClusterQueue) -> None:
+        spec = cq.spec
+        mode = spec.admission_scope.admission_mode if spec.admission_scope else ""
+        pending.configure(spec.queueing_strategy or BEST_EFFORT_FIFO, spec.namespace_selector, mode)
+
+    def _local_queues_of(self, cq_name: str) -> list[LocalQueueState]:
+        return [lq for _, lq in sorted(self._lqs.items()) if lq.cluster_queue == cq_name]
+
+    def _cq_names(self) -> list[str]:
+        if self._sorted_cq_names is None:
+            self._sorted_cq_names = sorted(self._cqs)
+        return self._sorted_cq_names
+
+    # --- LocalQueues --------------------------------------------------------------------------
+
+    def add_local_queue(self, lq: LocalQueue, workloads: Iterable[Workload] = ()) -> None:
+        """Track ``lq`` with its existing ``workloads`` (the informer's list; others are ignored).
+
+        A stopped LocalQueue (``stopPolicy`` other than ``None``) is not tracked."""
+        if is_stopped(lq):
+            self.delete_local_queue(lq)
+            return
+        key = key_of_local_queue(lq)
+        if key in self._lqs:
+            self.update_local_queue(lq, workloads)
+            return
+        state = LocalQueueState.from_api(lq)
+        self._lqs[key] = state
+        for wl in workloads:
+            if _lq_key_of(wl) != key:
+                continue
+            self._assigned[workload_key(wl)] = key
+            if is_admissible_to_queues(wl, self.options):
+                info = new_workload_info(wl, self.options)
+                state.items[info.key] = info
+        self._adopt(state)
+
+    def update_local_queue(self, lq: LocalQueue, workloads: Iterable[Workload] = ()) -> None:
+        """Apply a LocalQueue update: stop/restart it or move its workloads to a new ClusterQueue."""
+        key = key_of_local_queue(lq)
+        state = self._lqs.get(key)
+        if state is None:
+            self.add_local_queue(lq, workloads)
+            return
+        if is_stopped(lq):
+            self.delete_local_queue(lq)
+            return
+        if state.cluster_queue != lq.spec.cluster_queue:
+            self._release(state)
+            state.cluster_queue = lq.spec.cluster_queue
+            self._adopt(state)
+
+    def delete_local_queue(self, lq_or_key: LocalQueue | str) -> None:
+        """Forget a LocalQueue and remove its workloads from its ClusterQueue."""
+        key = lq_or_key if isinstance(lq_or_key, str) else key_of_local_queue(lq_or_key)
+        state = self._lqs.pop(key, None)
+        if state is not None:
+            self._release(state)
+
+    def _adopt(self, state: LocalQueueState) -> None:
+        """``AddFromLocalQueue``: push the LocalQueue's workloads not yet tracked by its CQ."""
+        cq = self._cqs.get(state.cluster_queue)
+        if cq is not None:
+            for info in state.items.values():
+                cq.push_if_absent(info)
+
+    def _release(self, state: LocalQueueState) -> None:
+        """``DeleteFromLocalQueue``: drop the LocalQueue's workloads (incl. inflight) from its CQ."""
+        cq = self._cqs.get(state.cluster_queue)
+        if cq is None:
+            return
+        for key in state.items:
+            cq.delete(key)
+        cq.forget_inflight_of_local_queue(state.key)
+
+    # --- namespaces ---------------------------------------------------------------------------
+
+    def set_namespace_labels(self, name: str, labels: Mapping[str, str]) -> set[str]:
+        """Record a namespace's labels; returns the ClusterQueues whose selector newly matches it
+        (the caller retries those, §4.7)."""
+        old = self._namespaces.get(name)
+        new = dict(labels)
+        self._namespaces[name] = new
+        return {
+            cq_name
+            for cq_name in self._cq_names()
+            if _selector_matches(self._cqs[cq_name].namespace_selector, new)
+            and (old is None or not _selector_matches(self._cqs[cq_name].namespace_selector, old))
+        }
+
+    def delete_namespace(self, name: str) -> None:
+        self._namespaces.pop(name, None)
+
+    def _namespace_matcher(self, cq: PendingClusterQueue) -> Callable[[str], bool]:
+        def matches(namespace: str) -> bool:
+            labels = self._namespaces.get(namespace)
+            return labels is not None and _selector_matches(cq.namespace_selector, labels)
+
+        return matches
+
+    # --- workloads ----------------------------------------------------------------------------
+
+    def add_or_update_workload(self, wl: Workload, now: Now) -> bool:
+        """``AddOrUpdateWorkload`` (§4.3). Returns whether both its LocalQueue and ClusterQueue
+        exist. A workload that is not admissible to the queues is rejected but *not* removed:
+        the caller deletes it (e.g. when it went on hold)."""
+        if not is_admissible_to_queues(wl, self.options):
+            return False
+        key = workload_key(wl)
+        lq_key = _lq_key_of(wl)
+        self._drop_if_reassigned(key, lq_key)
+        lq = self._lqs.get(lq_key)
+        if lq is None:
+            return False
+        info = new_workload_info(wl, self.options)
+        cq = self._cqs.get(lq.cluster_queue)
+        if cq is not None and self.options.gate("FlavorFungibilityPreserveScanProgress"):
+            old = cq.tracked(key)
+            if old is not None and old.info.scheduling_hash == info.scheduling_hash:
+                info.last_assignment = old.info.last_assignment
+        self._assign(info, lq)
+        if cq is None:
+            return False
+        cq.push_or_update(info, seconds(now))
+        return True
+
+    def delete_workload(self, key_or_wl: str | Workload, forget: bool = False) -> None:
+        """Remove a workload from its queues (clears ``inflight`` and a matching preemptor
+        record). With ``forget`` the workload → LocalQueue assignment is dropped too."""
+        self._delete_from_queues(_key_of(key_or_wl), forget)
+
+    def _assign(self, info: WorkloadInfo, lq: LocalQueueState) -> None:
+        self._assigned[info.key] = lq.key
+        lq.items[info.key] = info
+
+    def _drop_if_reassigned(self, key: str, lq_key: str) -> None:
+        assigned = self._assigned.get(key)
+        if assigned is not None and assigned != lq_key:
+            self._delete_from_queues(key, forget=True)
+
+    def _delete_from_queues(self, key: str, forget: bool) -> None:
+        lq_key = self._assigned.get(key)
+        if lq_key is None:
+            return
+        if forget:
+            del self._assigned[key]
+        lq = self._lqs.get(lq_key)
+        if lq is None:
+            return
+        lq.items.pop(key, None)
+        cq = self._cqs.get(lq.cluster_queue)
+        if cq is not None:
+            cq.delete(key)
+
+    # --- scheduling cycle ---------------------------------------------------------------------
+
+    def heads(self, cache_is_active: Callable[[str], bool]) -> list[WorkloadInfo]:
+        """``Heads`` (§4.4): pop one head per active ClusterQueue, in ClusterQueue-name order.
+
+        Every pop (even of an empty heap) counts a pop cycle. A head is marked inflight, gets
+        ``cluster_queue`` set, leaves its LocalQueue's pending set, and — if ``WorkloadInfo``
+        declares them — ``last_evaluated_generation`` and ``is_preemptor`` stamped."""
+        out: list[WorkloadInfo] = []
+        for name in self._cq_names():
+            if not cache_is_active(name):
+                continue
+            cq = self._cqs[name]
+            entry = cq.pop()
+            if entry is None:
+                continue
+            info = entry.info
+            info.cluster_queue = name
+            lq = self._lqs.get(self._assigned.get(info.key, ""))
+            if lq is not None:
+                lq.items.pop(info.key, None)
+            generation = entry.last_evaluated_generation
+            _stamp(info, "last_evaluated_generation", generation)
+            _stamp(info, "is_preemptor", cq.is_preemptor(info.key, generation))
+            out.append(info)
+        return out
+
+    def is_preemptor(self, info: WorkloadInfo) -> bool:
+        """``IsPreemptor``: ``info`` is its ClusterQueue's preemptor at its current generation."""
+        cq = self._cqs.get(info.cluster_queue)
+        return cq is not None and cq.is_preemptor(info.key, info.obj.metadata.generation)
+
+    def requeue_workload(
+        self,
+        info: WorkloadInfo,
+        reason: str,
+        quota_reserved_reason: str,
+        now: Now,
+        latest: Workload | None,
+    ) -> bool:
+        """``RequeueWorkload`` (§4.5) for a head that was not admitted.
+
+        ``latest`` is the newest object (None if gone). A dropped workload also releases its
+        inflight claim (upstream leaves it to the next delete/update event). Returns whether the
+        workload was inserted into its ClusterQueue."""
+        key = info.key
+        popped_from = self._cqs.get(info.cluster_queue)
+        if latest is None or not is_admissible_to_queues(latest, self.options):
+            if popped_from is not None:
+                popped_from.forget_inflight(key)
+            return False
+        self._refresh(info, latest)
+        lq_key = _lq_key_of(latest)
+        self._drop_if_reassigned(key, lq_key)
+        lq = self._lqs.get(lq_key)
+        cq = self._cqs.get(lq.cluster_queue) if lq is not None else None
+        if popped_from is not None and popped_from is not cq:
+            popped_from.forget_inflight(key)
+        if lq is None:
+            return False
+        self._assign(info, lq)
+        if cq is None:
+            return False
+        return cq.requeue_if_not_present(info, reason, quota_reserved_reason, seconds(now))
+
+    def _refresh(self, info: WorkloadInfo, latest: Workload) -> None:
+        """``info.Update``: recompute derived fields from ``latest``, keep the scheduler's own."""
+        fresh = new_workload_info(latest, self.options)
+        for f in dataclasses.fields(info):
+            if f.name not in _KEPT_ON_REFRESH:
+                setattr(info, f.name, getattr(fresh, f.name))
+
+    # --- retrying inadmissible workloads (§4.7) -----------------------------------------------
+
+    def queue_inadmissible_workloads(self, cq_names: Iterable[str], now: Now) -> None:
+        """``NotifyRetryInadmissible``: request a batched retry for each ClusterQueue's tree.
+
+        Trees with a cohort cycle are ignored (until the cycle is removed and a cohort event
+        notifies again)."""
+        due = seconds(now) + RETRY_BATCH_PERIOD
+        for name in sorted(set(cq_names)):
+            if name not in self._cqs:
+                continue
+            parent = self.tree.parent_cohort(name)
+            if not parent:
+                self._enqueue(RetryRequest(REQUEST_CLUSTER_QUEUE, name), due)
+                continue
+            root = self.tree.root_cohort(parent)
+            if root is not None:
+                self._enqueue(RetryRequest(REQUEST_COHORT, root), due)
+
+    def notify_cohort(self, cohort: str, now: Now) -> None:
+        """A Cohort was created or updated: retry its root tree, unless it has a cycle."""
+        root = self.tree.root_cohort(cohort)
+        if root is not None:
+            self._enqueue(RetryRequest(REQUEST_COHORT, root), seconds(now) + RETRY_BATCH_PERIOD)
+
+    def queue_associated_inadmissible_workloads_after(
+        self, key_or_wl: str | Workload, now: Now, action: Callable[[], None] | None = None
+    ) -> None:
+        """Run ``action`` (a cache mutation), then retry the workload's ClusterQueue tree."""
+        if action is not None:
+            action()
+        cq_name = self.cluster_queue_for_workload(key_or_wl)
+        if cq_name is not None:
+            self.queue_inadmissible_workloads({cq_name}, now)
+
+    def _enqueue(self, request: RetryRequest, due: float) -> None:
+        current = self._requests.get(request)
+        if current is None or due < current:
+            self._requests[request] = due
+
+    def next_due_time(self) -> float | None:
+        """When the earliest pending retry request becomes due (epoch seconds)."""
+        return min(self._requests.values(), default=None)
+
+    def has_pending_requests(self) -> bool:
+        """Whether any retry request waits to be processed."""
+        return bool(self._requests)
+
+    def pending_requests(self) -> dict[RetryRequest, float]:
+        """The pending retry requests and their due times (a copy)."""
+        return dict(self._requests)
+
+    def process_due_requeues(self, now: Now) -> int:
+        """Process every request due at ``now`` (earliest first); returns workloads moved."""
+        t = seconds(now)
+        due = sorted((when, req) for req, when in self._requests.items() if when <= t)
+        moved = 0
+        for _, request in due:
+            del self._requests[request]
+            moved += self._process(request, t)
+        return moved
+
+    def _process(self, request: RetryRequest, now: float) -> int:
+        if request.kind == REQUEST_CLUSTER_QUEUE:
+            cq = self._cqs.get(request.name)
+            return self._flush(cq, now) if cq is not None else 0
+        if self.tree.root_cohort(request.name) is None:
+            return 0
+        return sum(
+            self._flush(self._cqs[name], now)
+            for name in self.tree.cluster_queues_under(request.name)
+            if name in self._cqs
+        )
+
+    def _flush(self, cq: PendingClusterQueue, now: float) -> int:
+        return cq.flush_inadmissible(self._namespace_matcher(cq), now)
+
+    # --- queries ------------------------------------------------------------------------------
+
+    def cluster_queue(self, name: str) -> PendingClusterQueue | None:
+        """The pending state of a ClusterQueue (read-only use)."""
+        return self._cqs.get(name)
+
+    def has_cluster_queue(self, name: str) -> bool:
+        return name in self._cqs
+
+    def has_local_queue(self, lq_key: str) -> bool:
+        return lq_key in self._lqs
+
+    def cluster_queue_names(self) -> list[str]:
+        return list(self._cq_names())
+
+    def assigned_local_queue(self, key: str) -> str | None:
+        """The LocalQueue a workload was last assigned to (kept for its whole life)."""
+        return self._assigned.get(key)
+
+    def cluster_queue_for_workload(self, key_or_wl: str | Workload) -> str | None:
+        """The ClusterQueue of the workload's LocalQueue (by its queue name for a ``Workload``,
+        by its remembered assignment for a key); None if that LocalQueue is not tracked. Use
+        :meth:`has_cluster_queue` to know whether the ClusterQueue exists."""
+        lq_key = _lq_key_of(key_or_wl) if isinstance(key_or_wl, Workload) else self._assigned.get(key_or_wl)
+        lq = self._lqs.get(lq_key) if lq_key is not None else None
+        return lq.cluster_queue if lq is not None else None
+
+    def pending_count(self, cq_name: str) -> int:
+        """Pending workloads of a ClusterQueue (heap + inadmissible + inflight)."""
+        cq = self._cqs.get(cq_name)
+        return cq.pending_total() if cq is not None else 0
+
+    def pending_breakdown(self, cq_name: str) -> tuple[int, int]:
+        """(active incl. inflight, inadmissible) counts of a ClusterQueue."""
+        cq = self._cqs.get(cq_name)
+        if cq is None:
+            return 0, 0
+        return len(cq.active) + len(cq.inflight), len(cq.inadmissible)
+
+    def pending_count_local_queue(self, lq_key: str) -> int:
+        """Pending workloads held by a LocalQueue (popped heads excluded)."""
+        lq = self._lqs.get(lq_key)
+        return len(lq.items) if lq is not None else 0
+
+    def local_queue_workload_keys(self, lq_key: str) -> list[str]:
+        """Keys of the pending workloads a LocalQueue holds, sorted."""
+        lq = self._lqs.get(lq_key)
+        return sorted(lq.items) if lq is not None else []
+
+    def pending_workloads(self, cq_name: str) -> list[WorkloadInfo]:
+        """Every pending workload of a ClusterQueue in queue order (visibility ``Snapshot``)."""
+        cq = self._cqs.get(cq_name)
+        return cq.sorted_pending() if cq is not None else []
+
+    def is_inadmissible_with_bulk_reason(self, key: str) -> str | None:
+        """The recorded bulk-move reason if the workload sits in ``inadmissible`` with a blocked
+        scheduling hash (§4.6 "Bypassed" explanation), else None."""
+        cq_name = self.cluster_queue_for_workload(key)
+        cq = self._cqs.get(cq_name) if cq_name is not None else None
+        return cq.bulk_move_reason(key) if cq is not None else None
+
+    def has_pending_heads(self, cache_is_active: Callable[[str], bool] | None = None) -> bool:
+        """Whether some (active) ClusterQueue has a non-empty heap."""
+        if cache_is_active is None:
+            return bool(self._nonempty)
+        return any(cache_is_active(name) for name in self._nonempty)
+
+    def rebuild_heap(self, cq_name: str) -> None:
+        """Re-sort a ClusterQueue's heap after Admission Fair Sharing usage changed."""
+        cq = self._cqs.get(cq_name)
+        if cq is not None:
+            cq.rebuild_heap()
+
+
+def _api_cluster_queue(cq: ClusterQueue | ClusterQueueState) -> ClusterQueue:
+    return cq.obj if isinstance(cq, ClusterQueueState) else cq
+
+
+def _selector_matches(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
+    """A nil selector matches no namespace; ``{}`` matches all."""
+    return selector is not None and label_selector_matches(selector, dict(labels))

@@ -1,0 +1,525 @@
+"""One scheduling cycle (scheduling reference §5).
+
+The scheduler pops one head per active ClusterQueue, nominates each (flavor assignment and
+preemption targets), orders the entries, processes them against the live snapshot, admits what
+fits and requeues the rest with upstream's condition reasons, messages and events. It is pure:
+time comes in as ``now`` and every write goes through the injected ``WorkloadStore``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from pykueue.api.kueue import Workload
+from pykueue.api.meta import EVENT_NOTE_LIMIT, find_condition, label_selector_matches, to_time, truncate_message
+from pykueue.api.podspec import resources_validation_error, validate_requests_within_limits
+from pykueue.core import lifecycle
+from pykueue.core.assignment import Assignment, Mode
+from pykueue.core.cache import Cache, ClusterQueueState
+from pykueue.core.cohort_tree import FlavorResource, available
+from pykueue.core.events import NORMAL, WARNING, Event
+from pykueue.core.fair_sharing_order import fair_sharing_order
+from pykueue.core.flavor_assignment import NominationPin, assign_flavors, last_assignment_outdated
+from pykueue.core.options import SchedulerOptions
+from pykueue.core.podset_reducer import search_partial
+from pykueue.core.preemption.common import Target
+from pykueue.core.preemption.preemptor import Preemptor, apply_eviction_for_preemption
+from pykueue.core.queue_manager import QueueManager
+from pykueue.core.snapshot import Snapshot
+from pykueue.core.workload_info import REQUEUED, WorkloadInfo, has_failed_checks
+
+# Entry statuses (§5.2).
+NOT_NOMINATED = ""
+NOMINATED = "nominated"
+SKIPPED = "skipped"
+PREEMPTION_GATED = "preemptionGated"
+EVICTED = "evicted"
+ASSUMED = "assumed"
+
+# Requeue reasons (§4.5).
+REQUEUE_GENERIC = ""
+FAILED_AFTER_NOMINATION = "FailedAfterNomination"
+NAMESPACE_MISMATCH = "NamespaceMismatch"
+PENDING_PREEMPTION = "PendingPreemption"
+PREEMPTION_FAILED = "PreemptionFailed"
+NO_FIT = "NoFit"
+PREEMPTION_NO_CANDIDATES = "PreemptionNoCandidates"
+
+DEFERRED_FIT_MESSAGE = (
+    "Workload has overlapping preemption targets with another workload, but will fit after these "
+    "preemptions complete"
+)
+
+
+class WorkloadStore(Protocol):
+    """What the scheduler reads and writes outside the core."""
+
+    def get_workload(self, key: str) -> Workload | None: ...
+
+    def write_workload_status(self, wl: Workload) -> bool: ...
+
+    def record_event(self, event: Event) -> None: ...
+
+    def namespace_labels(self, namespace: str) -> dict[str, str] | None: ...
+
+
+@dataclass(slots=True)
+class Entry:
+    """A head being processed in this cycle."""
+
+    info: WorkloadInfo
+    cq: ClusterQueueState | None
+    assignment: Assignment | None = None
+    targets: list[Target] = field(default_factory=list)
+    status: str = NOT_NOMINATED
+    message: str = ""
+    requeue_reason: str = REQUEUE_GENERIC
+    quota_reserved_reason: str = ""
+    skip_status_update: bool = False
+    deferred_fit: bool = False
+
+    @property
+    def mode(self) -> Mode:
+        return self.assignment.representative_mode() if self.assignment else Mode.NO_FIT
+
+
+@dataclass
+class CycleResult:
+    """What one cycle did, for drivers and ``--explain``."""
+
+    cycle: int
+    heads: int = 0
+    admitted: list[str] = field(default_factory=list)
+    preempted: list[str] = field(default_factory=list)
+    entries: list[Entry] = field(default_factory=list)
+
+    @property
+    def success(self) -> bool:
+        return bool(self.admitted) or any(e.status == EVICTED for e in self.entries)
+
+
+class Scheduler:
+    """Runs scheduling cycles over a cache and queue manager."""
+
+    def __init__(
+        self, cache: Cache, queues: QueueManager, store: WorkloadStore, options: SchedulerOptions
+    ) -> None:
+        self.cache = cache
+        self.queues = queues
+        self.store = store
+        self.options = options
+        self._now_ts = 0.0
+        self.preemptor = Preemptor(options, clock=lambda: self._now_ts)
+        self.cycle = 0
+        self._issued_evictions: set[str] = set()
+
+    # --- the loop body (§5.1) --------------------------------------------------------------------
+
+    def schedule(self, now: datetime) -> CycleResult:
+        """Run one cycle at time ``now``."""
+        self.cycle += 1
+        self._now_ts = to_time(now).timestamp()
+        result = CycleResult(self.cycle)
+        heads = self.queues.heads(lambda name: self._cq_active(name))
+        result.heads = len(heads)
+        if not heads:
+            return result
+        snapshot = Snapshot(self.cache)
+        entries, inadmissible = self._nominate(heads, snapshot, now)
+        preempted: dict[str, Target] = {}
+        try:
+            for entry in self._iterate(entries, snapshot):
+                self._process_entry(entry, snapshot, preempted, now, result)
+        finally:
+            snapshot.close()
+        for entry in entries:
+            if entry.status not in (ASSUMED, EVICTED):
+                self._requeue_and_update(entry, now)
+        for entry in inadmissible:
+            self._requeue_and_update(entry, now)
+        result.entries = entries + inadmissible
+        return result
+
+    def _cq_active(self, name: str) -> bool:
+        cq = self.cache.cluster_queues.get(name)
+        return cq is not None and cq.is_active() and not cq.has_cycle
+
+    # --- nomination (§5.3, §5.4) ------------------------------------------------------------------
+
+    def _nominate(
+        self, heads: list[WorkloadInfo], snapshot: Snapshot, now: datetime
+    ) -> tuple[list[Entry], list[Entry]]:
+        entries: list[Entry] = []
+        inadmissible: list[Entry] = []
+        for info in heads:
+            if self.cache.has_workload(info.key):
+                continue
+            cq = snapshot.cluster_queue(info.cluster_queue)
+            entry = Entry(info, cq)
+            if has_failed_checks(info.obj):
+                self._inadmissible(entry, "The workload has failed admission checks", "PendingEvaluation")
+            elif info.cluster_queue in snapshot.inactive:
+                self._inadmissible(entry, f"ClusterQueue {info.cluster_queue} is inactive", "Suspended")
+            elif cq is None:
+                self._inadmissible(entry, f"ClusterQueue {info.cluster_queue} not found", "Misconfigured")
+            elif not self._validate_admissibility(entry, cq):
+                pass
+            else:
+                entry.assignment, entry.targets = self._get_assignments(info, cq, snapshot)
+                entry.message = entry.assignment.message()
+                entries.append(entry)
+                continue
+            inadmissible.append(entry)
+        return entries, inadmissible
+
+    @staticmethod
+    def _inadmissible(entry: Entry, message: str, reason: str, requeue: str = REQUEUE_GENERIC) -> None:
+        entry.message = message
+        entry.quota_reserved_reason = reason
+        entry.requeue_reason = requeue
+
+    def _validate_admissibility(self, entry: Entry, cq: ClusterQueueState) -> bool:
+        ns = entry.info.namespace
+        labels = self.store.namespace_labels(ns)
+        if labels is None:
+            self._inadmissible(
+                entry,
+                f'workload namespace "{ns}" does not exist: namespaces "{ns}" not found',
+                "Misconfigured",
+            )
+            return False
+        if cq.namespace_selector is None or not label_selector_matches(cq.namespace_selector, labels):
+            self._inadmissible(
+                entry, "workload namespace doesn't match ClusterQueue selector", "Misconfigured", NAMESPACE_MISMATCH
+            )
+            return False
+        errors: list[str] = []
+        for i, ps in enumerate(entry.info.obj.spec.pod_sets):
+            errors.extend(validate_requests_within_limits(ps.template.spec, f"spec.podSets[{i}].template.spec"))
+        message = resources_validation_error(errors)
+        if message is not None:
+            self._inadmissible(entry, message, "Misconfigured")
+            return False
+        return True
+
+    def _assign(
+        self,
+        info: WorkloadInfo,
+        cq: ClusterQueueState,
+        snapshot: Snapshot,
+        counts: list[int] | None = None,
+        pin: NominationPin | None = None,
+    ) -> Assignment:
+        oracle = self.preemptor.make_oracle(snapshot)
+        return assign_flavors(info, cq, snapshot, self.options, oracle, counts=counts, pin=pin, cycle=self.cycle)
+
+    def _get_assignments(
+        self,
+        info: WorkloadInfo,
+        cq: ClusterQueueState,
+        snapshot: Snapshot,
+        pin: NominationPin | None = None,
+    ) -> tuple[Assignment, list[Target]]:
+        if info.last_assignment is not None and last_assignment_outdated(info, cq, self.cycle, self.options):
+            info.last_assignment = None
+        full = self._assign(info, cq, snapshot, pin=pin)
+        mode = full.representative_mode()
+        if mode is Mode.FIT:
+            return full, []
+        if mode is Mode.PREEMPT:
+            targets = self.preemptor.get_targets(info, full, snapshot, cq)
+            if targets:
+                return full, targets
+        if self.options.gate("PartialAdmission") and info.is_partially_admissible():
+
+            def accept(counts: list[int]) -> tuple[tuple[Assignment, list[Target]], bool]:
+                a = self._assign(info, cq, snapshot, counts=counts, pin=pin)
+                m = a.representative_mode()
+                if m is Mode.FIT:
+                    return (a, []), True
+                if m is Mode.PREEMPT:
+                    t = self.preemptor.get_targets(info, a, snapshot, cq)
+                    return (a, t), bool(t)
+                return (a, []), False
+
+            found, ok = search_partial(info.pod_sets, accept)
+            if ok and found is not None:
+                return found
+        return full, []
+
+    # --- ordering (§5.5) ---------------------------------------------------------------------------
+
+    def _iterate(self, entries: list[Entry], snapshot: Snapshot) -> Iterator[Entry]:
+        if self.options.fair_sharing:
+            yield from fair_sharing_order(entries, snapshot, self.options)
+            return
+        prio_sort = self.options.gate("PrioritySortingWithinCohort")
+        preemptor_first = self.options.gate("PrioritizePreemptorWorkloads")
+
+        def key(e: Entry) -> tuple[int, int, int, float]:
+            a = e.assignment
+            return (
+                0 if (preemptor_first and e.info.is_preemptor) else 1,
+                a.borrowing if a else 0,
+                -e.info.priority if prio_sort else 0,
+                e.info.order_ts,
+            )
+
+        yield from sorted(entries, key=key)
+
+    # --- processing (§5.6) ----------------------------------------------------------------------------
+
+    def _fits_after_removing(
+        self, cq: ClusterQueueState, usage: dict[FlavorResource, int], victims: list[WorkloadInfo], snapshot: Snapshot
+    ) -> bool:
+        removed: list[WorkloadInfo] = []
+        seen: set[str] = set()
+        for v in victims:
+            if v.key in seen:
+                continue
+            seen.add(v.key)
+            if v.key in self.cache.cluster_queues[v.cluster_queue].workloads:
+                snapshot.remove_workload(v)
+                removed.append(v)
+        try:
+            return all(available(cq.node, fr) >= v for fr, v in usage.items())
+        finally:
+            for v in removed:
+                snapshot.add_workload(v)
+
+    def _process_entry(
+        self,
+        e: Entry,
+        snapshot: Snapshot,
+        preempted: dict[str, Target],
+        now: datetime,
+        result: CycleResult,
+    ) -> None:
+        cq = e.cq
+        assert cq is not None and e.assignment is not None
+        usage = e.assignment.usage
+        victims = [t.workload for t in preempted.values()] + [t.workload for t in e.targets]
+        fits = self._fits_after_removing(cq, usage, victims, snapshot)
+        if self.options.gate("RecomputeAssignmentUponPreemptionTargetsOverlap") and any(
+            t.workload.key in preempted for t in e.targets
+        ):
+            self._recompute_with_overlap(e, cq, snapshot, preempted)
+            usage = e.assignment.usage
+            victims = [t.workload for t in preempted.values()] + [t.workload for t in e.targets]
+            fits = self._fits_after_removing(cq, usage, victims, snapshot)
+        mode = e.mode
+        if e.deferred_fit:
+            e.message = DEFERRED_FIT_MESSAGE
+            e.quota_reserved_reason = "WaitingForPreemptedWorkloads"
+            e.requeue_reason = PENDING_PREEMPTION
+            e.info.last_assignment = None
+            snapshot.book(cq, usage)
+            return
+        if mode is Mode.NO_FIT:
+            e.requeue_reason = NO_FIT
+            e.quota_reserved_reason = e.assignment.no_fit_reason()
+            return
+        if mode is Mode.PREEMPT and not e.targets:
+            e.requeue_reason = PREEMPTION_NO_CANDIDATES
+            e.quota_reserved_reason = "WaitingForQuota"
+            if cq.reclaim_within_cohort != "Any":
+                snapshot.book(cq, self._resources_to_reserve(e, cq))
+            return
+        if any(t.workload.key in preempted for t in e.targets):
+            e.status = SKIPPED
+            e.message = "Workload has overlapping preemption targets with another workload"
+            e.quota_reserved_reason = "WaitingForQuota"
+            return
+        if not fits:
+            e.status = SKIPPED
+            e.message = "Workload no longer fits after processing another workload"
+            e.quota_reserved_reason = "WaitingForQuota"
+            return
+        for t in e.targets:
+            preempted[t.workload.key] = t
+        snapshot.book(cq, usage)
+        if mode is Mode.PREEMPT:
+            e.quota_reserved_reason = "WaitingForPreemptedWorkloads"
+            count, errors = self._issue_preemptions(e, now, result)
+            e.info.last_assignment = None
+            if count > 0:
+                e.message += f". Pending the preemption of {count} workload(s)"
+                e.requeue_reason = PENDING_PREEMPTION
+            elif errors > 0:
+                e.message += f". Preempting {errors} workload(s) failed, will retry."
+                e.requeue_reason = PREEMPTION_FAILED
+            return
+        if self.options.block_admission and self._some_workload_not_ready():
+            e.message = "waiting for all admitted workloads to be in PodsReady condition"
+            e.quota_reserved_reason = "WaitingForPodsReady"
+            return
+        e.status = NOMINATED
+        snapshot.unbook(cq, usage)
+        error = self._admit(e, cq, now)
+        if error is not None:
+            e.message = f"Failed to admit workload: {error}"
+            e.status = NOMINATED
+            return
+        e.status = ASSUMED
+        result.admitted.append(e.info.key)
+
+    def _recompute_with_overlap(
+        self, e: Entry, cq: ClusterQueueState, snapshot: Snapshot, preempted: dict[str, Target]
+    ) -> None:
+        assert e.assignment is not None
+        removed = []
+        for t in preempted.values():
+            wl = t.workload
+            if wl.key in self.cache.cluster_queues[wl.cluster_queue].workloads:
+                snapshot.remove_workload(wl)
+                removed.append(wl)
+        try:
+            pin = {ps.name: {res: fa.name for res, fa in ps.flavors.items()} for ps in e.assignment.pod_sets}
+            e.info.last_assignment = None
+            e.assignment, e.targets = self._get_assignments(e.info, cq, snapshot, pin=pin)
+            e.message = e.assignment.message()
+        finally:
+            for wl in removed:
+                snapshot.add_workload(wl)
+        if e.assignment.representative_mode() is Mode.FIT:
+            e.deferred_fit = True
+
+    def _resources_to_reserve(self, e: Entry, cq: ClusterQueueState) -> dict[FlavorResource, int]:
+        """§5.7."""
+        assert e.assignment is not None
+        if e.mode is not Mode.PREEMPT:
+            return dict(e.assignment.usage)
+        out: dict[FlavorResource, int] = {}
+        for fr, u in e.assignment.usage.items():
+            q = cq.node.quotas.get(fr)
+            nominal = q.nominal if q else 0
+            used = cq.node.usage.get(fr, 0)
+            if e.assignment.borrowing > 0:
+                bl = q.borrowing_limit if q else None
+                out[fr] = u if bl is None else min(u, nominal + bl - used)
+            else:
+                out[fr] = max(0, min(u, nominal - used))
+        return out
+
+    def _some_workload_not_ready(self) -> bool:
+        for wl in self.cache.iter_workloads():
+            c = find_condition(wl.obj.status.conditions, "PodsReady")
+            if c is None or c.status != "True":
+                return True
+        return False
+
+    # --- preemption (§7.10) ------------------------------------------------------------------------
+
+    def _issue_preemptions(self, e: Entry, now: datetime, result: CycleResult) -> tuple[int, int]:
+        count = errors = 0
+        for t in sorted(e.targets, key=lambda t: t.workload.key):
+            victim = self.store.get_workload(t.workload.key)
+            if victim is None:
+                errors += 1
+                continue
+            if t.workload.is_evicted() or lifecycle.is_evicted_and_reserved(victim):
+                count += 1
+                continue
+            if victim.metadata.uid and victim.metadata.uid in self._issued_evictions:
+                count += 1
+                continue
+            updated = lifecycle.copy_for_status(victim)
+            events = apply_eviction_for_preemption(updated, e.info, t, now)
+            if not self.store.write_workload_status(updated):
+                errors += 1
+                continue
+            if victim.metadata.uid:
+                self._issued_evictions.add(victim.metadata.uid)
+            for ev in events:
+                self.store.record_event(ev)
+            result.preempted.append(t.workload.key)
+            count += 1
+        return count, errors
+
+    def observed_eviction(self, uid: str) -> None:
+        """The driver saw an eviction land; forget the expectation."""
+        self._issued_evictions.discard(uid)
+
+    # --- admission (§5.8) ----------------------------------------------------------------------------
+
+    def _admit(self, e: Entry, cq: ClusterQueueState, now: datetime) -> str | None:
+        assert e.assignment is not None
+        info = e.info
+        admission = e.assignment.to_admission(cq.name)
+        wl = lifecycle.copy_for_status(info.obj)
+        lifecycle.set_quota_reservation(wl, admission, now)
+        flavors = {fa.name for ps in e.assignment.pod_sets for fa in ps.flavors.values()}
+        required = cq.checks_for_flavors(flavors)
+        admitted_now = False
+        if lifecycle.all_checks_listed(wl, required):
+            admitted_now = lifecycle.sync_admitted_condition(wl, now, self.options)
+        assumed = WorkloadInfo(
+            obj=wl,
+            key=info.key,
+            uid=info.uid,
+            priority=info.priority,
+            base_priority=info.base_priority,
+            boost=info.boost,
+            order_ts=info.order_ts,
+            creation_ts=info.creation_ts,
+            pod_sets=info.pod_sets,
+            scheduling_hash=info.scheduling_hash,
+            cluster_queue=cq.name,
+            local_queue=info.local_queue,
+            usage=dict(e.assignment.usage),
+            quota_reserved_ts=to_time(now).timestamp(),
+        )
+        if not self.cache.add_workload(assumed):
+            return f"workload {info.key} could not be added to the cache"
+        if not self.store.write_workload_status(wl):
+            self.cache.delete_workload(info.key)
+            e.requeue_reason = FAILED_AFTER_NOMINATION
+            e.skip_status_update = True
+            return "Could not admit Workload and assign flavors in apiserver"
+        self._emit_admission_events(e, wl, cq, now, admitted_now)
+        return None
+
+    def _emit_admission_events(
+        self, e: Entry, wl: Workload, cq: ClusterQueueState, now: datetime, admitted_now: bool
+    ) -> None:
+        assert e.assignment is not None
+        requeued = find_condition(e.info.obj.status.conditions, REQUEUED)
+        since = requeued.last_transition_time if requeued is not None else wl.metadata.creation_timestamp
+        waited = (to_time(now) - to_time(since)).total_seconds() if since is not None else 0.0
+        note = f"Quota reserved in ClusterQueue {cq.name}, wait time since queued was {waited:.0f}s"
+        considered = e.assignment.flavors_considered()
+        if considered:
+            note += f"; Flavors considered: {considered}"
+        ns, name = wl.metadata.namespace, wl.metadata.name
+        self.store.record_event(Event.for_workload(ns, name, NORMAL, "QuotaReserved", note))
+        if admitted_now:
+            self.store.record_event(
+                Event.for_workload(
+                    ns, name, NORMAL, "Admitted", f"Admitted by ClusterQueue {cq.name}, wait time since reservation was 0s"
+                )
+            )
+
+    # --- requeue and status update (§5.9) --------------------------------------------------------------
+
+    def _requeue_and_update(self, e: Entry, now: datetime) -> None:
+        if e.status != NOT_NOMINATED and e.requeue_reason == REQUEUE_GENERIC:
+            e.requeue_reason = FAILED_AFTER_NOMINATION
+        latest = self.store.get_workload(e.info.key)
+        self.queues.requeue_workload(e.info, e.requeue_reason, e.quota_reserved_reason, now, latest)
+        if e.status not in (NOT_NOMINATED, SKIPPED, PREEMPTION_GATED) or e.skip_status_update or latest is None:
+            return
+        wl = lifecycle.copy_for_status(latest)
+        reason = lifecycle.set_pending(wl, e.info, e.quota_reserved_reason, e.message, now, self.options)
+        if self.store.write_workload_status(wl):
+            self.store.record_event(
+                Event.for_workload(
+                    wl.metadata.namespace,
+                    wl.metadata.name,
+                    WARNING,
+                    reason,
+                    truncate_message(e.message, EVENT_NOTE_LIMIT),
+                )
+            )

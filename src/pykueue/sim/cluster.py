@@ -1,0 +1,436 @@
+"""An in-memory cluster that drives the scheduling core: the engine behind ``pykueue schedule``.
+
+It plays the parts the controllers play on a real control plane, in-process and deterministically:
+it loads objects as the informers would, routes every Workload change into the cache and queues
+(API reference §3.14a), syncs admission checks, completes evictions as a Job integration would
+(§3.7), finishes backoffs (§4.8) and computes queue status (§4). Time only moves when told.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import msgspec
+
+from pykueue.api.kueue import (
+    AdmissionCheck,
+    ClusterQueue,
+    Cohort,
+    LocalQueue,
+    Namespace,
+    ResourceFlavor,
+    Workload,
+    WorkloadPriorityClass,
+)
+from pykueue.api.meta import ObjectMeta, find_condition, to_time
+from pykueue.core import lifecycle
+from pykueue.core.cache import Cache
+from pykueue.core.events import NORMAL, WARNING, Event
+from pykueue.core.fair_sharing import cache_weight_of
+from pykueue.core.options import SchedulerOptions
+from pykueue.core.queue_manager import QueueManager
+from pykueue.core.queue_status import cluster_queue_status, cohort_status, local_queue_status
+from pykueue.core.scheduler import CycleResult, Entry, Scheduler
+from pykueue.core.workload_info import (
+    DEACTIVATION_TARGET,
+    WorkloadInfo,
+    has_active_quota_reservation,
+    has_quota_reservation,
+    is_active,
+    is_evicted,
+    is_finished,
+    is_on_hold,
+    new_workload_info,
+    workload_key,
+)
+
+ObjectKey = tuple[str, str, str]
+"""(kind, namespace, name)."""
+
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+_UID_NAMESPACE = uuid.UUID("6c1f2b1e-6d0e-4b8f-9c53-2f3b3b1b6a11")
+
+# Kinds in the order the controllers need them (dependencies first).
+LOAD_ORDER = (
+    "Namespace",
+    "PriorityClass",
+    "WorkloadPriorityClass",
+    "ResourceFlavor",
+    "AdmissionCheck",
+    "ProvisioningRequestConfig",
+    "Cohort",
+    "ClusterQueue",
+    "LocalQueue",
+    "Workload",
+)
+
+
+@dataclass
+class LoadedObject:
+    obj: Any
+    api_version: str
+
+
+@dataclass
+class RunResult:
+    cycles: list[CycleResult] = field(default_factory=list)
+    last_entry: dict[str, Entry] = field(default_factory=dict)
+
+
+class SimulatedCluster:
+    """Objects plus controller behaviour around one scheduler; see module docstring."""
+
+    def __init__(self, options: SchedulerOptions, now: datetime) -> None:
+        self.options = options
+        self.now = to_time(now)
+        self.objects: dict[ObjectKey, LoadedObject] = {}
+        self.order: list[ObjectKey] = []
+        self.events: list[Event] = []
+        self.cache = Cache()
+        self.queues = QueueManager(options, self.cache)
+        self.scheduler = Scheduler(self.cache, self.queues, self, options)
+        self._updates: list[tuple[Workload, Workload]] = []
+        self._implicit_namespaces: set[str] = set()
+
+    # --- WorkloadStore ------------------------------------------------------------------------
+
+    def get_workload(self, key: str) -> Workload | None:
+        ns, _, name = key.partition("/")
+        lo = self.objects.get(("Workload", ns, name))
+        return lo.obj if lo is not None else None
+
+    def write_workload_status(self, wl: Workload) -> bool:
+        key: ObjectKey = ("Workload", wl.metadata.namespace, wl.metadata.name)
+        lo = self.objects.get(key)
+        if lo is None:
+            return False
+        old = lo.obj
+        lo.obj = wl
+        self._updates.append((old, wl))
+        return True
+
+    def record_event(self, event: Event) -> None:
+        self.events.append(event)
+
+    def namespace_labels(self, namespace: str) -> dict[str, str] | None:
+        lo = self.objects.get(("Namespace", "", namespace))
+        if lo is None:
+            return None
+        labels = dict(lo.obj.metadata.labels)
+        labels.setdefault(NAMESPACE_NAME_LABEL, namespace)
+        return labels
+
+    # --- loading --------------------------------------------------------------------------------
+
+    def load(self, objects: Iterable[tuple[Any, str]]) -> None:
+        """Add objects as informers would deliver them, dependencies first."""
+        items = list(objects)
+        for obj, api_version in items:
+            key = _key(obj)
+            if key in self.objects:
+                raise ValueError(f"duplicate object {key[0]} {_display(key)}")
+            self._fill_metadata(obj)
+            self.objects[key] = LoadedObject(obj, api_version)
+            self.order.append(key)
+        self._ensure_namespaces()
+        rank = {k: i for i, k in enumerate(LOAD_ORDER)}
+        position = {k: i for i, k in enumerate(self.order)}
+        for key in sorted(self.objects, key=lambda k: (rank.get(k[0], 99), position.get(k, -1))):
+            self._register(self.objects[key].obj)
+        self._propagate_priority_classes()
+        for key in self._workload_keys():
+            self._sync_checks(key, admitted_sync=True)
+        self._deliver_updates()
+
+    def _fill_metadata(self, obj: Any) -> None:
+        md = obj.metadata
+        if not md.uid:
+            md.uid = str(uuid.uuid5(_UID_NAMESPACE, f"{obj.kind}/{md.namespace}/{md.name}"))
+        if md.creation_timestamp is None:
+            md.creation_timestamp = self.now
+        if not md.generation:
+            md.generation = 1
+
+    def _ensure_namespaces(self) -> None:
+        needed = {k[1] for k in self.objects if k[1]}
+        for ns in sorted(needed):
+            if ("Namespace", "", ns) not in self.objects:
+                namespace = Namespace(metadata=ObjectMeta(name=ns, labels={NAMESPACE_NAME_LABEL: ns}))
+                self._fill_metadata(namespace)
+                self.objects[("Namespace", "", ns)] = LoadedObject(namespace, "v1")
+                self._implicit_namespaces.add(ns)
+
+    def _register(self, obj: Any) -> None:
+        if isinstance(obj, Namespace):
+            self.queues.set_namespace_labels(obj.metadata.name, self.namespace_labels(obj.metadata.name) or {})
+        elif isinstance(obj, ResourceFlavor):
+            self.cache.add_or_update_flavor(obj)
+        elif isinstance(obj, AdmissionCheck):
+            self.cache.add_or_update_admission_check(obj)
+        elif isinstance(obj, Cohort):
+            self.cache.add_or_update_cohort(obj)
+        elif isinstance(obj, ClusterQueue):
+            state = self.cache.add_or_update_cluster_queue(obj)
+            self.queues.add_cluster_queue(state)
+        elif isinstance(obj, LocalQueue):
+            self.queues.add_local_queue(obj)
+        elif isinstance(obj, Workload):
+            self._on_workload_added(obj)
+
+    def _propagate_priority_classes(self) -> None:
+        """WorkloadPriorityClass values flow into the workloads that reference them (§2.1)."""
+        values = {
+            lo.obj.metadata.name: lo.obj.value
+            for lo in self.objects.values()
+            if isinstance(lo.obj, WorkloadPriorityClass)
+        }
+        for key in self._workload_keys():
+            wl = self.objects[key].obj
+            ref = wl.spec.priority_class_ref
+            if ref is None or ref.kind != "WorkloadPriorityClass" or ref.name not in values:
+                continue
+            if wl.spec.priority != values[ref.name]:
+                wl.spec.priority = values[ref.name]
+                self._replace_in_queues(wl)
+
+    def _replace_in_queues(self, wl: Workload) -> None:
+        if has_active_quota_reservation(wl):
+            self.cache.add_workload(self._info(wl))
+        else:
+            self.queues.add_or_update_workload(wl, self._ts())
+
+    # --- event routing (API reference §3.14a) ---------------------------------------------------
+
+    def _ts(self) -> float:
+        return self.now.timestamp()
+
+    def _info(self, wl: Workload) -> WorkloadInfo:
+        return new_workload_info(wl, self.options)
+
+    def _on_workload_added(self, wl: Workload) -> None:
+        if is_finished(wl):
+            return
+        if has_active_quota_reservation(wl):
+            self.cache.add_workload(self._info(wl))
+            return
+        self.queues.add_or_update_workload(wl, self._ts())
+
+    def _deliver_updates(self) -> None:
+        while self._updates:
+            old, new = self._updates.pop(0)
+            self._on_workload_updated(old, new)
+
+    def _on_workload_updated(self, old: Workload, new: Workload) -> None:
+        key = workload_key(new)
+        was_reserved = has_quota_reservation(old)
+        now_reserved = has_quota_reservation(new)
+        if is_evicted(new) and not is_evicted(old):
+            self.scheduler.observed_eviction(new.metadata.uid)
+        if is_finished(new) or not is_active(new):
+            self.queues.delete_workload(key)
+            cq = self.cache.workload_cq.get(key)
+            self.cache.delete_workload(key)
+            if cq:
+                self.queues.queue_inadmissible_workloads({cq}, self._ts())
+            return
+        if not was_reserved and not now_reserved:
+            if is_on_hold(new):
+                self.queues.delete_workload(key)
+            else:
+                self.queues.add_or_update_workload(new, self._ts())
+            return
+        if not was_reserved and now_reserved:
+            self.queues.delete_workload(key)
+            self.cache.add_workload(self._info(new))
+            return
+        if was_reserved and not now_reserved:
+            cq = self.cache.workload_cq.get(key)
+            self.cache.delete_workload(key)
+            at = lifecycle.requeue_at(new)
+            if at is None or at <= self.now:
+                self.queues.add_or_update_workload(new, self._ts())
+            if cq:
+                self.queues.queue_inadmissible_workloads({cq}, self._ts())
+            return
+        self.cache.add_workload(self._info(new))
+
+    # --- controller behaviour between cycles ---------------------------------------------------
+
+    def _workload_keys(self) -> list[ObjectKey]:
+        return [k for k in self.order if k[0] == "Workload"]
+
+    def _cq_for(self, wl: Workload) -> str | None:
+        if wl.status.admission is not None:
+            return wl.status.admission.cluster_queue
+        lo = self.objects.get(("LocalQueue", wl.metadata.namespace, wl.spec.queue_name))
+        return lo.obj.spec.cluster_queue if lo is not None else None
+
+    def _sync_checks(self, key: ObjectKey, admitted_sync: bool) -> None:
+        """Admission-check list sync (§3.5) and, for reserved workloads, the Admitted condition."""
+        wl: Workload = self.objects[key].obj
+        if is_finished(wl):
+            return
+        cq = self.cache.cluster_queues.get(self._cq_for(wl) or "")
+        if cq is None:
+            return
+        if wl.status.admission is not None:
+            flavors = {f for psa in wl.status.admission.pod_set_assignments for f in psa.flavors.values()}
+            required = cq.checks_for_flavors(flavors)
+        else:
+            required = cq.checks_for_all_flavors()
+        updated = lifecycle.copy_for_status(wl)
+        changed = lifecycle.sync_admission_checks(updated, required, self.now)
+        became_admitted = False
+        if admitted_sync and has_quota_reservation(updated):
+            before = [msgspec.to_builtins(c) for c in updated.status.conditions]
+            became_admitted = lifecycle.sync_admitted_condition(updated, self.now, self.options)
+            changed = changed or before != [msgspec.to_builtins(c) for c in updated.status.conditions]
+        if changed:
+            self.write_workload_status(updated)
+        if became_admitted:
+            qr = find_condition(updated.status.conditions, "QuotaReserved")
+            waited = (self.now - qr.last_transition_time).total_seconds() if qr else 0.0
+            self.record_event(
+                Event.for_workload(
+                    wl.metadata.namespace,
+                    wl.metadata.name,
+                    NORMAL,
+                    "Admitted",
+                    f"Admitted by ClusterQueue {cq.name}, wait time since reservation was {waited:.0f}s",
+                )
+            )
+
+    def _reconcile_checks(self, key: ObjectKey) -> None:
+        """Retry evicts, Rejected deactivates (§9.3, API reference §3.8-§3.9)."""
+        wl: Workload = self.objects[key].obj
+        if not has_quota_reservation(wl) or is_evicted(wl) or is_finished(wl):
+            return
+        ns, name = wl.metadata.namespace, wl.metadata.name
+        rejected = lifecycle.rejected_checks_message(wl)
+        if rejected is not None and is_active(wl):
+            updated = lifecycle.copy_for_status(wl)
+            lifecycle.set_condition(updated, DEACTIVATION_TARGET, "True", "AdmissionCheck", rejected, self.now)
+            updated.spec = msgspec.structs.replace(updated.spec, active=False)
+            message = f"The workload is deactivated due to {rejected}"
+            reason = lifecycle.evict(updated, "Deactivated", message, self.now, "AdmissionCheck")
+            lifecycle.remove_condition(updated.status.conditions, DEACTIVATION_TARGET)
+            updated.status.requeue_state = None
+            self.record_event(Event.for_workload(ns, name, WARNING, "AdmissionCheckRejected", f"Deactivated due to {rejected}"))
+            self.record_event(Event.for_workload(ns, name, NORMAL, f"EvictedDueTo{reason}", message))
+            self.write_workload_status(updated)
+            return
+        retry = lifecycle.retry_checks_message(wl)
+        if retry is None:
+            return
+        updated = lifecycle.copy_for_status(wl)
+        at = lifecycle.retry_check_requeue_at(wl)
+        current = lifecycle.requeue_at(wl)
+        if at is not None and at > self.now and (current is None or at > current):
+            lifecycle.set_requeue_at(updated, at)
+            self.write_workload_status(updated)
+            return
+        lifecycle.evict(updated, "AdmissionCheck", retry, self.now)
+        self.record_event(Event.for_workload(ns, name, NORMAL, "EvictedDueToAdmissionCheck", retry))
+        self.write_workload_status(updated)
+
+    def _complete_evictions(self) -> None:
+        for key in self._workload_keys():
+            wl: Workload = self.objects[key].obj
+            if lifecycle.is_evicted_and_reserved(wl):
+                updated = lifecycle.copy_for_status(wl)
+                if lifecycle.complete_eviction(updated, self.now, self.options):
+                    self.write_workload_status(updated)
+
+    def _finish_backoffs(self) -> None:
+        for key in self._workload_keys():
+            wl: Workload = self.objects[key].obj
+            if has_quota_reservation(wl) or not is_active(wl):
+                continue
+            updated = lifecycle.copy_for_status(wl)
+            if lifecycle.finish_backoff(updated, self.now):
+                self.write_workload_status(updated)
+
+    def advance(self, seconds: float = 1.0) -> None:
+        """Move time forward and let the controllers catch up."""
+        self.now = self.now + timedelta(seconds=seconds)
+        for key in self._workload_keys():
+            self._reconcile_checks(key)
+        self._deliver_updates()
+        self._complete_evictions()
+        self._deliver_updates()
+        for key in self._workload_keys():
+            self._sync_checks(key, admitted_sync=True)
+        self._finish_backoffs()
+        self._deliver_updates()
+        self.queues.process_due_requeues(self._ts())
+
+    # --- running --------------------------------------------------------------------------------
+
+    def run_cycle(self) -> CycleResult:
+        result = self.scheduler.schedule(self.now)
+        self._deliver_updates()
+        for key in self._workload_keys():
+            self._sync_checks(key, admitted_sync=True)
+        self._deliver_updates()
+        return result
+
+    def run(self, cycles: int = 1, until_quiet: bool = False, cap: int = 60) -> RunResult:
+        """Run ``cycles`` cycles (or until quiet, at most ``cap``), advancing 1s between cycles."""
+        out = RunResult()
+        n = cap if until_quiet else cycles
+        for i in range(n):
+            if i > 0:
+                self.advance(1.0)
+            before = self._fingerprint() if until_quiet else None
+            result = self.run_cycle()
+            out.cycles.append(result)
+            for e in result.entries:
+                out.last_entry[e.info.key] = e
+            if until_quiet and result.heads == 0 and not self.queues.has_pending_requests() and before == self._fingerprint():
+                break
+        return out
+
+    def _fingerprint(self) -> bytes:
+        return msgspec.json.encode([self.objects[k].obj.status for k in self._workload_keys()])
+
+    # --- final status ------------------------------------------------------------------------
+
+    def finalize_status(self) -> None:
+        """Write ClusterQueue, LocalQueue and Cohort status as their controllers would."""
+        fs = self.options.fair_sharing
+        weight_of = cache_weight_of(self.cache)
+        for key in self.order:
+            lo = self.objects[key]
+            obj = lo.obj
+            if isinstance(obj, ClusterQueue):
+                state = self.cache.cluster_queues[obj.metadata.name]
+                obj.status = cluster_queue_status(
+                    state, obj.status, self.queues.pending_count(obj.metadata.name), self.now, fs, weight_of
+                )
+            elif isinstance(obj, LocalQueue):
+                lq_key = f"{obj.metadata.namespace}/{obj.metadata.name}"
+                obj.status = local_queue_status(obj, self.cache, self.queues.pending_count_local_queue(lq_key), self.now)
+            elif isinstance(obj, Cohort):
+                node = self.cache.cohorts.get(obj.metadata.name)
+                obj.status = cohort_status(node, fs) if node is not None else None
+
+    def output(self) -> list[tuple[Any, str]]:
+        """Every input object (implicit namespaces excluded), in input order."""
+        return [(self.objects[k].obj, self.objects[k].api_version) for k in self.order]
+
+    def workloads(self) -> list[Workload]:
+        return [self.objects[k].obj for k in self._workload_keys()]
+
+
+def _key(obj: Any) -> ObjectKey:
+    kind = obj.kind
+    ns = obj.metadata.namespace if kind in ("Workload", "LocalQueue") else ""
+    return (kind, ns, obj.metadata.name)
+
+
+def _display(key: ObjectKey) -> str:
+    return f"{key[1]}/{key[2]}" if key[1] else key[2]

@@ -1,0 +1,119 @@
+"""Tests for the keyed binary heap (``pykueue.core.queue.heap``)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pykueue.core.queue_manager import KeyedHeap
+
+
+def make_heap(values: dict[str, int] | None = None) -> tuple[KeyedHeap[str, list[int]], dict[str, list[int]]]:
+    """A heap of mutable one-element lists ordered by their value (so ``fix`` can be tested)."""
+    items = {k: [v] for k, v in (values or {}).items()}
+    heap: KeyedHeap[str, list[int]] = KeyedHeap(lambda item: item[0])
+    for k, item in items.items():
+        heap.push_if_absent(k, item)
+    return heap, items
+
+
+def drain(heap: KeyedHeap[str, list[int]]) -> list[str]:
+    out = []
+    while (popped := heap.pop()) is not None:
+        out.append(popped[0])
+    return out
+
+
+def test_pops_in_order() -> None:
+    heap, _ = make_heap({"c": 3, "a": 1, "b": 2, "d": 0})
+    assert len(heap) == 4
+    assert drain(heap) == ["d", "a", "b", "c"]
+    assert heap.pop() is None
+    assert not heap
+
+
+@pytest.mark.parametrize(
+    ("name", "op", "want"),
+    [
+        ("update moves an item up", lambda h: h.push_or_update("c", [-1]), ["c", "a", "b"]),
+        ("update moves an item down", lambda h: h.push_or_update("a", [9]), ["b", "c", "a"]),
+        ("update of absent key inserts", lambda h: h.push_or_update("z", [0]), ["z", "a", "b", "c"]),
+        ("remove head", lambda h: h.remove("a"), ["b", "c"]),
+        ("remove middle", lambda h: h.remove("b"), ["a", "c"]),
+        ("remove absent", lambda h: h.remove("zz"), ["a", "b", "c"]),
+        ("push existing is refused", lambda h: h.push_if_absent("a", [100]), ["a", "b", "c"]),
+    ],
+)
+def test_keyed_operations(name: str, op: object, want: list[str]) -> None:
+    heap, _ = make_heap({"a": 1, "b": 2, "c": 3})
+    op(heap)  # type: ignore[operator]
+    assert drain(heap) == want, name
+
+
+def test_get_contains_peek() -> None:
+    heap, items = make_heap({"a": 5, "b": 1})
+    assert "a" in heap and "x" not in heap
+    assert heap.get("a") is items["a"]
+    assert heap.get("x") is None
+    assert heap.peek() is items["b"]
+    assert sorted(heap.keys()) == ["a", "b"]
+    assert heap.sorted_items() == [[1], [5]]
+
+
+def test_fix_after_external_change() -> None:
+    heap, items = make_heap({"a": 1, "b": 2, "c": 3})
+    items["c"][0] = 0
+    heap.fix("c")
+    items["a"][0] = 10
+    heap.fix("a")
+    heap.fix("missing")
+    assert drain(heap) == ["c", "b", "a"]
+
+
+def test_rebuild_after_every_order_changed() -> None:
+    heap, items = make_heap({k: i for i, k in enumerate("abcdefgh")})
+    for item in items.values():
+        item[0] = -item[0]
+    heap.rebuild()
+    assert drain(heap) == list("hgfedcba")
+
+
+ops = st.lists(
+    st.tuples(
+        st.sampled_from(["push", "update", "remove", "pop", "fix"]),
+        st.integers(min_value=0, max_value=30),
+        st.integers(min_value=-50, max_value=50),
+    ),
+    max_size=300,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ops)
+def test_matches_sorted_model(operations: list[tuple[str, int, int]]) -> None:
+    """Under random push/update/remove/pop/fix the heap behaves like a sorted dict."""
+    heap: KeyedHeap[int, list[int]] = KeyedHeap(lambda item: (item[0], item[1]))
+    model: dict[int, list[int]] = {}
+    for op, key, value in operations:
+        if op == "push":
+            item = [value, key]
+            assert heap.push_if_absent(key, item) == (key not in model)
+            model.setdefault(key, item)
+        elif op == "update":
+            item = [value, key]
+            heap.push_or_update(key, item)
+            model[key] = item
+        elif op == "remove":
+            assert heap.remove(key) == model.pop(key, None)
+        elif op == "fix" and key in model:
+            model[key][0] = value
+            heap.fix(key)
+        elif op == "pop":
+            want = min(model.items(), key=lambda kv: (kv[1][0], kv[1][1]), default=None)
+            got = heap.pop()
+            assert got == want
+            if want is not None:
+                del model[want[0]]
+        assert len(heap) == len(model)
+    assert [k for k, _ in iter(heap.pop, None)] == sorted(model, key=lambda k: (model[k][0], k))

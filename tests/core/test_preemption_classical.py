@@ -1,0 +1,724 @@
+"""Classical preemption (scheduling reference §7): target search, ordering, policies, oracle, eviction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import pytest
+from builders import (
+    T0,
+    Q,
+    admitted,
+    at,
+    build,
+    cluster_queue,
+    cohort,
+    flavor,
+    flavor_quotas,
+    info,
+    options,
+    resource_group,
+    workload,
+)
+
+from pykueue.api.kueue import (
+    CHECK_PENDING,
+    CHECK_READY,
+    CHECK_RETRY,
+    JOB_UID_LABEL,
+    AdmissionCheckState,
+    ClusterQueue,
+    Workload,
+)
+from pykueue.api.meta import Condition, find_condition
+from pykueue.core.assignment import Assignment, FlavorAssignment, Mode, PodSetAssignmentResult, PreemptionMode
+from pykueue.core.cache import Cache
+from pykueue.core.preemption.common import (
+    IN_CLUSTER_QUEUE,
+    IN_COHORT_FAIR_SHARING,
+    IN_COHORT_RECLAIM_WHILE_BORROWING,
+    IN_COHORT_RECLAMATION,
+    Target,
+    compare_candidates,
+    cq_path,
+    preemption_message,
+    satisfies_preemption_policy,
+    sort_candidates,
+)
+from pykueue.core.preemption.preemptor import Preemptor, apply_eviction_for_preemption
+from pykueue.core.workload_info import WorkloadInfo
+
+NOW = T0 + timedelta(hours=1)
+CPU = ("default", "cpu")
+LP, LONEP, ANY, NEVER = "LowerPriority", "LowerOrNewerEqualPriority", "Any", "Never"
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def adm(
+    name: str,
+    cq: str,
+    cpu: str | int = 1,
+    prio: int = 0,
+    reserved: float = 0,
+    fl: str = "default",
+    **req: str,
+) -> Workload:
+    """A workload holding quota in ``cq`` (cpu plus optional other resources, all on flavor ``fl``)."""
+    requests: dict[str, str | int] = {"cpu": cpu, **req}
+    wl = workload(name, priority=prio, requests=requests, created=T0)
+    return admitted(wl, cq, {r: fl for r in requests}, at_time=at(reserved))
+
+
+def incoming(cpu: str | int = 1, prio: int = 0, created: float = 0, name: str = "in", **req: str) -> Workload:
+    return workload(
+        name,
+        priority=prio,
+        requests={"cpu": cpu, **req},
+        created=at(created),
+        uid="wl-in",
+        labels={JOB_UID_LABEL: "job-in"},
+    )
+
+
+def make_assignment(
+    wl: WorkloadInfo, flavors: dict[str, str], modes: dict[str, Mode] | None = None
+) -> Assignment:
+    """An assignment of every requested resource to ``flavors`` (mode Preempt unless overridden)."""
+    modes = modes or {}
+    pod_sets = []
+    for ps in wl.pod_sets:
+        fas = {
+            r: FlavorAssignment(flavors[r], modes.get(r, Mode.PREEMPT), 0) for r in ps.total if r in flavors
+        }
+        pod_sets.append(PodSetAssignmentResult(ps.name, fas, dict(ps.total), ps.count))
+    return Assignment(pod_sets)
+
+
+def usage_state(cache: Cache) -> tuple[dict[str, dict[tuple[str, str], int]], dict[str, set[str]]]:
+    """Every node's non-zero usage and every CQ's workload keys."""
+    usage = {}
+    for name, cq in cache.cluster_queues.items():
+        usage["cq/" + name] = {fr: v for fr, v in cq.node.usage.items() if v}
+    for name, c in cache.cohorts.items():
+        usage["cohort/" + name] = {fr: v for fr, v in c.usage.items() if v}
+    return usage, {name: set(cq.workloads) for name, cq in cache.cluster_queues.items()}
+
+
+def run_targets(
+    objs: list[object],
+    wl: Workload,
+    cq: str,
+    flavors: dict[str, str] | None = None,
+    modes: dict[str, Mode] | None = None,
+    fair: bool = False,
+) -> tuple[list[Target], Cache]:
+    cache, snap = build([flavor("default"), flavor("alpha"), flavor("beta"), *objs])  # type: ignore[list-item]
+    before = usage_state(cache)
+    inf = info(wl)
+    inf.cluster_queue = cq
+    preemptor = Preemptor(options(fair_sharing=fair), clock=NOW.timestamp)
+    a = make_assignment(inf, flavors or {"cpu": "default"}, modes)
+    targets = preemptor.get_targets(inf, a, snap, cache.cluster_queues[cq])
+    assert usage_state(cache) == before, "get_targets must leave the snapshot unchanged"
+    return targets, cache
+
+
+def got(targets: list[Target]) -> set[str]:
+    return {f"{t.workload.name}:{t.reason}" for t in targets}
+
+
+# --- the default ClusterQueues of upstream's TestPreemption ----------------------------------------
+
+
+def _pre(
+    within: str = NEVER, reclaim: str = NEVER, bwc: str | None = None, threshold: int | None = None
+) -> dict:
+    p: dict[str, object] = {"within_cluster_queue": within, "reclaim_within_cohort": reclaim}
+    if bwc is not None:
+        p["borrow_within_cohort"] = bwc
+        p["max_priority_threshold"] = threshold
+    return p
+
+
+def default_cqs() -> list[ClusterQueue]:
+    shared_bwc = {"bwc": LP, "threshold": 0}
+    return [
+        cluster_queue(
+            "standalone",
+            resource_group(flavor_quotas("default", cpu=6)),
+            resource_group(flavor_quotas("alpha", memory="3Gi"), flavor_quotas("beta", memory="3Gi")),
+            preemption=_pre(within=LP),
+        ),
+        cluster_queue(
+            "c1",
+            flavor_quotas("default", cpu=Q(6, borrowing_limit=6), memory=Q("3Gi", borrowing_limit="3Gi")),
+            cohort="cohort",
+            preemption=_pre(within=LP, reclaim=LP),
+        ),
+        cluster_queue(
+            "c2",
+            flavor_quotas("default", cpu=Q(6, borrowing_limit=6), memory=Q("3Gi", borrowing_limit="3Gi")),
+            cohort="cohort",
+            preemption=_pre(within=NEVER, reclaim=ANY),
+        ),
+        cluster_queue("preventStarvation", flavor_quotas("default", cpu=6), preemption=_pre(within=LONEP)),
+        cluster_queue(
+            "a_standard",
+            flavor_quotas("default", cpu=Q(1, borrowing_limit=12)),
+            cohort="with_shared_cq",
+            preemption=_pre(NEVER, LP, **shared_bwc),  # type: ignore[arg-type]
+        ),
+        cluster_queue(
+            "b_standard",
+            flavor_quotas("default", cpu=Q(1, borrowing_limit=12)),
+            cohort="with_shared_cq",
+            preemption=_pre(LP, ANY, **shared_bwc),  # type: ignore[arg-type]
+        ),
+        cluster_queue(
+            "a_best_effort",
+            flavor_quotas("default", cpu=Q(1, borrowing_limit=12)),
+            cohort="with_shared_cq",
+            preemption=_pre(NEVER, LP, **shared_bwc),  # type: ignore[arg-type]
+        ),
+        cluster_queue(
+            "b_best_effort",
+            flavor_quotas("default", cpu=Q(0, borrowing_limit=13)),
+            cohort="with_shared_cq",
+            preemption=_pre(NEVER, LP, **shared_bwc),  # type: ignore[arg-type]
+        ),
+        cluster_queue("shared", flavor_quotas("default", cpu=10), cohort="with_shared_cq"),
+        cluster_queue(
+            "lend1",
+            flavor_quotas("default", cpu=Q(6, lending_limit=4)),
+            cohort="cohort-lend",
+            preemption=_pre(LP, LP),
+        ),
+        cluster_queue(
+            "lend2",
+            flavor_quotas("default", cpu=Q(6, lending_limit=2)),
+            cohort="cohort-lend",
+            preemption=_pre(LP, LP),
+        ),
+    ]
+
+
+@dataclass
+class Case:
+    admitted: list[Workload]
+    incoming: Workload
+    cq: str
+    want: set[str]
+    flavors: dict[str, str] = field(default_factory=lambda: {"cpu": "default"})
+    modes: dict[str, Mode] = field(default_factory=dict)
+
+
+PREEMPTION_CASES: dict[str, Case] = {
+    "preempt lowest priority": Case(
+        [adm("low", "standalone", 2, -1), adm("mid", "standalone", 2, 0), adm("high", "standalone", 2, 1)],
+        incoming(2, 1),
+        "standalone",
+        {"low:InClusterQueue"},
+    ),
+    "preempt multiple": Case(
+        [adm("low", "standalone", 2, -1), adm("mid", "standalone", 2, 0), adm("high", "standalone", 2, 1)],
+        incoming(3, 1),
+        "standalone",
+        {"low:InClusterQueue", "mid:InClusterQueue"},
+    ),
+    "no preemption for low priority": Case(
+        [adm("low", "standalone", 3, -1), adm("mid", "standalone", 3, 0)],
+        incoming(1, -1),
+        "standalone",
+        set(),
+    ),
+    "not enough low priority workloads": Case(
+        [adm("low", "standalone", 3, -1), adm("mid", "standalone", 3, 0)],
+        incoming(4, 0),
+        "standalone",
+        set(),
+    ),
+    "minimal set excludes low priority": Case(
+        [adm("low", "standalone", 1, -1), adm("mid", "standalone", 2, 0), adm("high", "standalone", 3, 1)],
+        incoming(2, 1),
+        "standalone",
+        {"mid:InClusterQueue"},
+    ),
+    "only preempt workloads using the chosen flavor": Case(
+        [
+            admitted(
+                workload("low", priority=-1, requests={"memory": "2Gi"}), "standalone", {"memory": "alpha"}
+            ),
+            admitted(
+                workload("mid", priority=0, requests={"memory": "1Gi"}), "standalone", {"memory": "beta"}
+            ),
+            admitted(
+                workload("high", priority=1, requests={"memory": "1Gi"}), "standalone", {"memory": "beta"}
+            ),
+        ],
+        incoming(1, 1, memory="2Gi"),
+        "standalone",
+        {"mid:InClusterQueue"},
+        flavors={"cpu": "default", "memory": "beta"},
+        modes={"cpu": Mode.FIT},
+    ),
+    "reclaim quota from borrower": Case(
+        [adm("c1-low", "c1", 3, -1), adm("c2-mid", "c2", 3, 0), adm("c2-high", "c2", 6, 1)],
+        incoming(3, 1),
+        "c1",
+        {"c2-mid:InCohortReclamation"},
+    ),
+    "no workloads borrowing": Case(
+        [adm("c1-high", "c1", 4, 1), adm("c2-low-1", "c2", 4, -1)],
+        incoming(4, 1),
+        "c1",
+        set(),
+    ),
+    "not enough workloads borrowing": Case(
+        [adm("c1-high", "c1", 4, 1), adm("c2-low-1", "c2", 4, -1), adm("c2-low-2", "c2", 4, -1)],
+        incoming(4, 1),
+        "c1",
+        set(),
+    ),
+    "preempting locally and borrowing same resource in cohort": Case(
+        [adm("c1-med", "c1", 4, 0), adm("c1-low", "c1", 4, -1), adm("c2-low-1", "c2", 4, -1)],
+        incoming(4, 1),
+        "c1",
+        {"c1-low:InClusterQueue"},
+    ),
+    "do not reclaim borrowed quota from same priority for withinCohort=ReclaimFromLowerPriority": Case(
+        [adm("c1", "c1", 2, 0), adm("c2-1", "c2", 4, 0), adm("c2-2", "c2", 4, 0)],
+        incoming(4, 0),
+        "c1",
+        set(),
+    ),
+    "preempt newer workloads with the same priority": Case(
+        [
+            adm("wl1", "preventStarvation", 2, 2),
+            adm("wl2", "preventStarvation", 2, 1, reserved=1),
+            adm("wl3", "preventStarvation", 2, 1),
+        ],
+        incoming(2, 1, created=-15),
+        "preventStarvation",
+        {"wl2:InClusterQueue"},
+    ),
+    "use BorrowWithinCohort; allow preempting a lower-priority workload from another ClusterQueue while borrowing": Case(
+        [adm("a_best_effort_low", "a_best_effort", 10, -1), adm("b_best_effort_low", "b_best_effort", 1, -1)],
+        incoming(10, 0),
+        "a_standard",
+        {"a_best_effort_low:InCohortReclaimWhileBorrowing"},
+    ),
+    "use BorrowWithinCohort; don't allow preempting a lower-priority workload with priority above MaxPriorityThreshold, if borrowing is required even after the preemption": Case(
+        [adm("b_standard", "b_standard", 10, 1)],
+        incoming(10, 2),
+        "a_standard",
+        set(),
+    ),
+    "use BorrowWithinCohort; allow preempting a lower-priority workload with priority above MaxPriorityThreshold, if borrowing is not required after the preemption": Case(
+        [adm("b_standard", "b_standard", 13, 1)],
+        incoming(1, 2),
+        "a_standard",
+        {"b_standard:InCohortReclamation"},
+    ),
+    "use BorrowWithinCohort; preempt from CQ and from other CQs with workloads below threshold": Case(
+        [
+            adm("b_standard_high", "b_standard", 10, 2),
+            adm("b_standard_mid", "b_standard", 1, 1),
+            adm("a_best_effort_low", "a_best_effort", 1, -1),
+            adm("a_best_effort_lower", "a_best_effort", 1, -2),
+        ],
+        incoming(2, 2),
+        "b_standard",
+        {"b_standard_mid:InClusterQueue", "a_best_effort_lower:InCohortReclaimWhileBorrowing"},
+    ),
+    "reclaim quota from lender": Case(
+        [adm("lend1-low", "lend1", 3, -1), adm("lend2-mid", "lend2", 3, 0), adm("lend2-high", "lend2", 4, 1)],
+        incoming(3, 1),
+        "lend1",
+        {"lend2-mid:InCohortReclamation"},
+    ),
+    "preempt from all ClusterQueues in cohort-lend": Case(
+        [
+            adm("lend1-low", "lend1", 3, -1),
+            adm("lend1-mid", "lend1", 2, 0),
+            adm("lend2-low", "lend2", 3, -1),
+            adm("lend2-mid", "lend2", 4, 0),
+        ],
+        incoming(4, 0),
+        "lend1",
+        {"lend1-low:InClusterQueue", "lend2-low:InCohortReclamation"},
+    ),
+    "cannot preempt from other ClusterQueues if exceeds requestable quota including lending limit": Case(
+        [adm("lend2-low", "lend2", 10, -1)],
+        incoming(9, 0),
+        "lend1",
+        set(),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(PREEMPTION_CASES))
+def test_preemption(name: str) -> None:
+    case = PREEMPTION_CASES[name]
+    targets, _ = run_targets(
+        [*default_cqs(), *case.admitted], case.incoming, case.cq, case.flavors, case.modes
+    )
+    assert got(targets) == case.want
+
+
+# --- worked examples H, I, J -----------------------------------------------------------------------
+
+
+def test_worked_example_h_minimal_set_in_one_cq() -> None:
+    q = cluster_queue("q", flavor_quotas("default", cpu=6), preemption=_pre(within=LP))
+    wls = [adm("w1", "q", 3, 1, reserved=1), adm("w2", "q", 1, 1, reserved=2), adm("w3", "q", 2, 3)]
+    targets, _ = run_targets([q, *wls], incoming(3, 2), "q")
+    assert got(targets) == {"w1:InClusterQueue"}
+
+
+def _example_i_cqs() -> list[ClusterQueue]:
+    pre = {
+        "within_cluster_queue": NEVER,
+        "reclaim_within_cohort": LP,
+        "borrow_within_cohort": LP,
+        "max_priority_threshold": 0,
+    }
+    return [
+        cluster_queue(
+            "a", flavor_quotas("default", cpu=Q(1, borrowing_limit=12)), cohort="all", preemption=pre
+        ),
+        cluster_queue(
+            "b", flavor_quotas("default", cpu=Q(1, borrowing_limit=12)), cohort="all", preemption=pre
+        ),
+        cluster_queue(
+            "c", flavor_quotas("default", cpu=Q(1, borrowing_limit=12)), cohort="all", preemption=pre
+        ),
+        cluster_queue(
+            "d", flavor_quotas("default", cpu=Q(0, borrowing_limit=13)), cohort="all", preemption=pre
+        ),
+        cluster_queue("shared", flavor_quotas("default", cpu=10), cohort="all"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("b_cpu", "in_cpu", "want"),
+    [
+        pytest.param(10, 10, set(), id="borrowing required after preemption: no preemption"),
+        pytest.param(13, 1, {"b1:InCohortReclamation"}, id="fits nominal after preemption"),
+    ],
+)
+def test_worked_example_i_max_priority_threshold(b_cpu: int, in_cpu: int, want: set[str]) -> None:
+    targets, _ = run_targets([*_example_i_cqs(), adm("b1", "b", b_cpu, 1)], incoming(in_cpu, 2), "a")
+    assert got(targets) == want
+
+
+def _example_j_objects() -> list[object]:
+    pre = _pre(within=LP, reclaim=ANY)
+    return [
+        cohort("r"),
+        cohort("c", flavor_quotas("default", cpu=2), parent="r"),
+        cluster_queue("q", flavor_quotas("default"), cohort="c", preemption=pre),
+        cluster_queue("q_borrowing", flavor_quotas("default"), cohort="r", preemption=pre),
+        adm("admitted2", "q_borrowing", 2, 0),
+    ]
+
+
+def test_worked_example_j_hierarchical_advantage_and_message() -> None:
+    targets, cache = run_targets(_example_j_objects(), incoming(2, 0), "q")
+    assert got(targets) == {"admitted2:InCohortReclamation"}
+    t = targets[0]
+    assert t.preemptor_path == "/r/c/q"
+    assert t.preemptee_path == "/r/q_borrowing"
+    assert cq_path(cache.cluster_queues["q"].node) == "/r/c/q"
+    preemptor = info(incoming(2, 0))
+    assert preemption_message(preemptor, t.reason, t.preemptor_path, t.preemptee_path) == (
+        "Preempted to accommodate a workload (UID: wl-in, JobUID: job-in) due to reclamation within the "
+        "cohort; preemptor path: /r/c/q; preemptee path: /r/q_borrowing"
+    )
+
+
+# --- hierarchical cases (upstream TestHierarchicalPreemptions) -------------------------------------
+
+
+def test_avoid_queues_within_nominal_quota() -> None:
+    pre = _pre(within=LP, reclaim=ANY)
+    objs = [
+        cohort("r"),
+        cohort("c", flavor_quotas("default", cpu=2), parent="r"),
+        cluster_queue("q_nominal", flavor_quotas("default", cpu=2), cohort="r", preemption=pre),
+        cluster_queue("q", flavor_quotas("default"), cohort="c", preemption=pre),
+        cluster_queue("q_borrowing", flavor_quotas("default"), cohort="r", preemption=pre),
+        adm("admitted1", "q_nominal", 2, -10),
+        adm("admitted2", "q_borrowing", 2, 0),
+    ]
+    targets, _ = run_targets(objs, incoming(2, 0), "q")
+    assert got(targets) == {"admitted2:InCohortReclamation"}
+
+
+def test_prefer_to_preempt_evicted_workloads() -> None:
+    pre = _pre(within=LP, reclaim=ANY)
+    evicted = adm("evicted_same_cohort", "q_same_cohort", 1, -1)
+    evicted.status.conditions.append(Condition("Evicted", "True", "Preempted", "", T0))
+    objs = [
+        cohort("r"),
+        cohort("c", flavor_quotas("default", cpu=2), parent="r"),
+        cluster_queue(
+            "q", flavor_quotas("default"), cohort="c", preemption=_pre(LP, ANY, bwc=LP, threshold=0)
+        ),
+        cluster_queue("q_borrowing", flavor_quotas("default"), cohort="r", preemption=pre),
+        cluster_queue("q_same_cohort", flavor_quotas("default"), cohort="c", preemption=pre),
+        adm("admitted_borrowing", "q_borrowing", 1, -10),
+        evicted,
+    ]
+    targets, _ = run_targets(objs, incoming(1, 0), "q")
+    assert {t.workload.name for t in targets} == {"evicted_same_cohort"}
+
+
+def test_respect_lending_limits() -> None:
+    pre = _pre(within=LP, reclaim=ANY)
+    objs = [
+        cohort("r"),
+        cohort("c", flavor_quotas("default", cpu=2), parent="r"),
+        cluster_queue("q", flavor_quotas("default", cpu=Q(3, lending_limit=2)), cohort="c", preemption=pre),
+        cluster_queue("q_borrowing", flavor_quotas("default"), cohort="r", preemption=pre),
+        adm("admitted_borrowing", "q_borrowing", 4, 0),
+    ]
+    targets, _ = run_targets(objs, incoming(5, -2), "q")
+    assert got(targets) == {"admitted_borrowing:InCohortReclamation"}
+
+
+def test_reclaim_in_complex_hierarchy() -> None:
+    pre = _pre(within=LP, reclaim=ANY)
+    four = flavor_quotas("default", cpu=4)
+    objs: list[object] = [
+        cohort("r"),
+        cohort("c11", four, parent="r"),
+        cohort("c12", four, parent="r"),
+        cohort("c21", four, parent="c11"),
+        cohort("c22", four, parent="c11"),
+        cohort("c23", four, parent="c11"),
+        cohort("c31", four, parent="c21"),
+        cohort("c32", four, parent="c21"),
+    ]
+    for name, parent in (("q1", "c12"), ("q2", "c23"), ("q3", "c22"), ("q4", "c32"), ("q5", "c31")):
+        objs.append(cluster_queue(name, flavor_quotas("default"), cohort=parent, preemption=pre))
+    objs += [
+        adm("admitted_borrowing_1", "q1", 4, -6),
+        adm("admitted_borrowing_2", "q1", 4, -5),
+        adm("admitted_borrowing_3", "q2", 4, -9),
+        adm("admitted_borrowing_4", "q2", 4, -10),
+        adm("admitted_borrowing_5", "q3", 4, -4),
+        adm("admitted_borrowing_6", "q3", 3, -3),
+        adm("admitted_borrowing_7", "q4", 2, 4),
+        adm("admitted_borrowing_8", "q4", 3, 2),
+    ]
+    targets, _ = run_targets(objs, incoming(7, -2), "q5")
+    assert got(targets) == {
+        "admitted_borrowing_1:InCohortReclamation",
+        "admitted_borrowing_4:InCohortReclamation",
+    }
+    by_name = {t.workload.name: t for t in targets}
+    assert by_name["admitted_borrowing_1"].preemptor_path == "/r/c11/c21/c31/q5"
+    assert by_name["admitted_borrowing_1"].preemptee_path == "/r/c12/q1"
+    assert by_name["admitted_borrowing_4"].preemptee_path == "/r/c11/c23/q2"
+
+
+# --- §7.4 ordering and §7.2 policies ---------------------------------------------------------------
+
+
+def _reserved(name: str, cq: str, prio: int, when: float, uid: str | None = None) -> WorkloadInfo:
+    return info(admitted(workload(name, priority=prio, uid=uid), cq, {"cpu": "default"}, at_time=at(when)))
+
+
+def test_candidates_ordering() -> None:
+    evicted = workload("evicted")
+    evicted.status.conditions.append(Condition("Evicted", "True", "Preempted", "", at(0)))
+    candidates = [
+        _reserved("high", "self", 10, 0),
+        _reserved("low", "self", -10, 0),
+        _reserved("other", "other", 10, 0),
+        info(evicted),
+        _reserved("old-a", "self", 0, 0, uid="old-a"),
+        _reserved("old-b", "self", 0, 0, uid="old-b"),
+        _reserved("current", "self", 0, 1),
+    ]
+    sort_candidates(candidates, "self", at(0).timestamp())
+    assert [c.name for c in candidates] == ["evicted", "other", "low", "current", "old-a", "old-b", "high"]
+
+
+def test_candidates_ordering_admission_fair_sharing_hook() -> None:
+    low = _reserved("low_lq_usage", "preemptor", 1, 0)
+    low.local_queue = "low"
+    mid = _reserved("mid_lq_usage", "preemptor", 10, 0)
+    mid.local_queue = "mid"
+    usage = {"low": 0.1, "mid": 0.5}
+    now = at(0).timestamp()
+    assert compare_candidates(low, mid, "preemptor", now) < 0
+    assert compare_candidates(low, mid, "preemptor", now, lambda w: usage[w.local_queue]) > 0
+
+
+@pytest.mark.parametrize(
+    ("policy", "preemptor_prio", "preemptor_ts", "candidate_prio", "candidate_ts", "want"),
+    [
+        pytest.param(NEVER, 10, 0, 0, 0, False, id="Never"),
+        pytest.param(ANY, 0, 0, 10, 0, True, id="Any"),
+        pytest.param(LP, 1, 0, 0, 0, True, id="LowerPriority: lower"),
+        pytest.param(LP, 1, 0, 1, 0, False, id="LowerPriority: equal"),
+        pytest.param(LP, 1, 0, 2, 0, False, id="LowerPriority: higher"),
+        pytest.param(LONEP, 1, 0, 0, 0, True, id="LowerOrNewerEqualPriority: lower"),
+        pytest.param(LONEP, 1, 0, 1, 5, True, id="LowerOrNewerEqualPriority: equal and newer"),
+        pytest.param(LONEP, 1, 5, 1, 5, False, id="LowerOrNewerEqualPriority: equal and same time"),
+        pytest.param(LONEP, 1, 5, 1, 0, False, id="LowerOrNewerEqualPriority: equal and older"),
+        pytest.param(LONEP, 1, 0, 2, 5, False, id="LowerOrNewerEqualPriority: higher"),
+    ],
+)
+def test_satisfies_preemption_policy(
+    policy: str,
+    preemptor_prio: int,
+    preemptor_ts: float,
+    candidate_prio: int,
+    candidate_ts: float,
+    want: bool,
+) -> None:
+    preemptor = info(workload("p", priority=preemptor_prio, created=at(preemptor_ts)))
+    candidate = info(workload("c", priority=candidate_prio, created=at(candidate_ts)))
+    assert satisfies_preemption_policy(preemptor, candidate, policy) is want
+
+
+# --- §7.9 oracle ----------------------------------------------------------------------------------
+
+
+def test_oracle_preempt_reclaim_and_no_candidates() -> None:
+    cache, snap = build(
+        [
+            flavor("default"),
+            *default_cqs(),
+            adm("low", "standalone", 2, -1),
+            adm("mid", "standalone", 2, 0),
+            adm("high", "standalone", 2, 1),
+            adm("c2-mid", "c2", 3, 0),
+            adm("c2-high", "c2", 6, 1),
+            adm("c1-low", "c1", 3, -1),
+        ]
+    )
+    before = usage_state(cache)
+    oracle = Preemptor(options(), clock=NOW.timestamp).make_oracle(snap)
+    p = info(incoming(2, 1))
+    assert oracle(cache.cluster_queues["standalone"], p, CPU, 2000) == (PreemptionMode.PREEMPT, 0)
+    # c1 uses 3 of 6: reclaiming 3 from the borrowing c2 leaves c1 within nominal.
+    assert oracle(cache.cluster_queues["c1"], p, CPU, 3000)[0] is PreemptionMode.RECLAIM
+    # Nothing lower than priority 1 can free 6 cpu in standalone.
+    mode, level = oracle(cache.cluster_queues["standalone"], info(incoming(6, -5)), CPU, 6000)
+    assert (mode, level) == (PreemptionMode.NO_CANDIDATES, 0)
+    assert usage_state(cache) == before
+
+
+def test_oracle_borrowing_level_after_reclaim() -> None:
+    """The level is computed with every target's usage released from its own ClusterQueue."""
+    cache, snap = build(
+        [
+            flavor("default"),
+            *default_cqs(),
+            adm("a_best_effort_low", "a_best_effort", 10, -1),
+            adm("b_best_effort_low", "b_best_effort", 1, -1),
+        ]
+    )
+    oracle = Preemptor(options(), clock=NOW.timestamp).make_oracle(snap)
+    assert oracle(cache.cluster_queues["a_standard"], info(incoming(10, 0)), CPU, 10000) == (
+        PreemptionMode.RECLAIM,
+        1,
+    )
+
+
+# --- §7.10 eviction write and events ---------------------------------------------------------------
+
+
+def test_apply_eviction_for_preemption() -> None:
+    victim_obj = adm("admitted2", "q_borrowing", 2, 3)
+    victim_obj.metadata.generation = 4
+    victim_obj.status.admission_checks = [
+        AdmissionCheckState("ready", CHECK_READY, at(0), "ok"),
+        AdmissionCheckState("retry", CHECK_RETRY, at(0), "again", requeue_after_seconds=30, retry_count=2),
+        AdmissionCheckState("pending", CHECK_PENDING, at(0), "wait"),
+    ]
+    victim_obj.status.conditions.append(
+        Condition("BlockedOnPreemptionGates", "True", "PreemptionGated", "", at(0))
+    )
+    victim_obj.status.cluster_name = "worker"
+    victim_obj.status.nominated_cluster_names = ["worker"]
+    victim = info(victim_obj)
+    preemptor = info(incoming(2, 5))
+    target = Target(victim, IN_COHORT_RECLAMATION, "/r/c/q", "/r/q_borrowing")
+    events = apply_eviction_for_preemption(victim_obj, preemptor, target, NOW)
+
+    msg = (
+        "Preempted to accommodate a workload (UID: wl-in, JobUID: job-in) due to reclamation within the "
+        "cohort; preemptor path: /r/c/q; preemptee path: /r/q_borrowing"
+    )
+    st = victim_obj.status
+    evicted = find_condition(st.conditions, "Evicted")
+    preempted = find_condition(st.conditions, "Preempted")
+    assert evicted == Condition("Evicted", "True", "Preempted", msg, NOW, 4)
+    assert preempted == Condition("Preempted", "True", IN_COHORT_RECLAMATION, msg, NOW, 0)
+    blocked = find_condition(st.conditions, "BlockedOnPreemptionGates")
+    assert blocked is not None and blocked.status == "False" and blocked.reason == "Preempted"
+    assert st.cluster_name is None and st.nominated_cluster_names == []
+    checks = {c.name: c for c in st.admission_checks}
+    assert checks["ready"].state == CHECK_PENDING
+    assert checks["ready"].message == "Reset to Pending after eviction. Previously: Ready"
+    assert checks["ready"].retry_count is None
+    assert checks["retry"].retry_count == 3 and checks["retry"].requeue_after_seconds == 30
+    assert checks["pending"].message == "wait"
+    assert st.scheduling_stats is not None
+    assert [(e.reason, e.count) for e in st.scheduling_stats.evictions] == [("Preempted", 1)]
+
+    prios = "; preemptor effective priority: 5 (base: 5, boost: 0); preemptee effective priority: 3 (base: 3, boost: 0)"
+    assert [(e.namespace, e.name, e.type, e.reason, e.note) for e in events] == [
+        ("default", "admitted2", "Normal", "EvictedDueToPreempted", msg),
+        ("default", "admitted2", "Normal", "Preempted", msg + prios),
+        (
+            "default",
+            "in",
+            "Normal",
+            "PreemptedWorkload",
+            "Preempted workload default/admitted2 (UID: uid-default-admitted2) in ClusterQueue q_borrowing"
+            + prios,
+        ),
+    ]
+    # A second preemption counts again.
+    apply_eviction_for_preemption(victim_obj, preemptor, target, NOW)
+    assert [(e.reason, e.count) for e in st.scheduling_stats.evictions] == [("Preempted", 2)]
+
+
+@pytest.mark.parametrize(
+    ("reason", "human"),
+    [
+        (IN_CLUSTER_QUEUE, "prioritization in the ClusterQueue"),
+        (IN_COHORT_RECLAMATION, "reclamation within the cohort"),
+        (IN_COHORT_FAIR_SHARING, "Fair Sharing within the cohort"),
+        (IN_COHORT_RECLAIM_WHILE_BORROWING, "reclamation within the cohort while borrowing"),
+        ("", "UNKNOWN"),
+    ],
+)
+def test_preemption_message(reason: str, human: str) -> None:
+    p = info(incoming())
+    assert preemption_message(p, reason, "/a", "/b") == (
+        f"Preempted to accommodate a workload (UID: wl-in, JobUID: job-in) due to {human}; "
+        "preemptor path: /a; preemptee path: /b"
+    )
+
+
+def test_preemption_message_unknowns() -> None:
+    p = info(workload("x", uid=""))
+    p.uid = ""
+    assert preemption_message(p, IN_CLUSTER_QUEUE, "", "") == (
+        "Preempted to accommodate a workload (UID: UNKNOWN, JobUID: UNKNOWN) due to prioritization in the "
+        "ClusterQueue; preemptor path: UNKNOWN; preemptee path: UNKNOWN"
+    )
+
+
+def test_cq_without_cohort_path() -> None:
+    cache, _ = build([flavor("default"), cluster_queue("solo", flavor_quotas("default", cpu=1))])
+    assert cq_path(cache.cluster_queues["solo"].node) == "/solo"

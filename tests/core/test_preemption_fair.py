@@ -1,0 +1,532 @@
+"""Fair-sharing preemption (scheduling reference §8.4-§8.6) and a property test of both algorithms."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import pytest
+from builders import (
+    T0,
+    Q,
+    admitted,
+    at,
+    build,
+    cluster_queue,
+    cohort,
+    flavor,
+    flavor_quotas,
+    info,
+    options,
+    workload,
+)
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from pykueue.api.kueue import ClusterQueue, Cohort, Workload
+from pykueue.core.assignment import Assignment, FlavorAssignment, Mode, PodSetAssignmentResult
+from pykueue.core.cache import Cache
+from pykueue.core.cohort_tree import available
+from pykueue.core.options import LESS_THAN_INITIAL_SHARE, LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
+from pykueue.core.preemption.common import Target
+from pykueue.core.preemption.fairsharing import ShareCalculator, TargetOrdering, parse_strategies
+from pykueue.core.preemption.preemptor import Preemptor
+from pykueue.core.workload_info import WorkloadInfo
+
+NOW = T0 + timedelta(hours=1)
+LP, ANY, NEVER = "LowerPriority", "Any", "Never"
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def adm(name: str, cq: str, cpu: str | int = 1, prio: int = 0, reserved: float = 0) -> Workload:
+    wl = workload(name, priority=prio, requests={"cpu": cpu})
+    return admitted(wl, cq, {"cpu": "default"}, at_time=at(reserved))
+
+
+def make_assignment(wl: WorkloadInfo, flavor_name: str = "default") -> Assignment:
+    pod_sets = [
+        PodSetAssignmentResult(
+            ps.name,
+            {r: FlavorAssignment(flavor_name, Mode.PREEMPT, 0) for r in ps.total},
+            dict(ps.total),
+            ps.count,
+        )
+        for ps in wl.pod_sets
+    ]
+    return Assignment(pod_sets)
+
+
+def usage_state(cache: Cache) -> tuple[dict[str, dict[tuple[str, str], int]], dict[str, set[str]]]:
+    usage = {}
+    for name, cq in cache.cluster_queues.items():
+        usage["cq/" + name] = {fr: v for fr, v in cq.node.usage.items() if v}
+    for name, c in cache.cohorts.items():
+        usage["cohort/" + name] = {fr: v for fr, v in c.usage.items() if v}
+    return usage, {name: set(cq.workloads) for name, cq in cache.cluster_queues.items()}
+
+
+def fair_targets(
+    objs: list[object],
+    incoming: Workload,
+    cq: str,
+    strategies: tuple[str, ...] = (),
+    gates: dict[str, bool] | None = None,
+) -> list[Target]:
+    cache, snap = build([flavor("default"), *objs])  # type: ignore[list-item]
+    before = usage_state(cache)
+    inf = info(incoming)
+    inf.cluster_queue = cq
+    opts = options(fair_sharing=True, fair_sharing_strategies=strategies, gates=gates)
+    targets = Preemptor(opts, clock=NOW.timestamp).get_targets(
+        inf, make_assignment(inf), snap, cache.cluster_queues[cq]
+    )
+    assert usage_state(cache) == before, "get_targets must leave the snapshot unchanged"
+    return targets
+
+
+def got(targets: list[Target]) -> set[str]:
+    return {f"{t.workload.name}:{t.reason}" for t in targets}
+
+
+def base_cqs() -> list[ClusterQueue]:
+    pre = {
+        "within_cluster_queue": LP,
+        "reclaim_within_cohort": ANY,
+        "borrow_within_cohort": LP,
+        "max_priority_threshold": -3,
+    }
+    return [
+        cluster_queue("a", flavor_quotas("default", cpu=3), cohort="all", preemption=pre),
+        cluster_queue("b", flavor_quotas("default", cpu=3), cohort="all", preemption=pre),
+        cluster_queue("c", flavor_quotas("default", cpu=3), cohort="all", preemption=pre),
+        cluster_queue("preemptible", flavor_quotas("default", cpu=0), cohort="all"),
+    ]
+
+
+def units(cq: str, *names: str, prio: int = 0) -> list[Workload]:
+    return [adm(n, cq, 1, prio) for n in names]
+
+
+@dataclass
+class Case:
+    admitted: list[Workload]
+    incoming: Workload
+    cq: str
+    want: set[str]
+    cqs: list[ClusterQueue] = field(default_factory=base_cqs)
+    cohorts: list[Cohort] = field(default_factory=list)
+
+
+FS = "InCohortFairSharing"
+RECLAIM = "InCohortReclamation"
+IN_CQ = "InClusterQueue"
+
+FAIR_CASES: dict[str, Case] = {
+    "reclaim nominal from user using the most": Case(
+        [*units("a", "a1", "a2", "a3"), *units("b", "b1", "b2", "b3", "b4", "b5"), *units("c", "c1")],
+        workload("c_incoming", requests={"cpu": 1}),
+        "c",
+        {f"b1:{RECLAIM}"},
+    ),
+    "can reclaim from queue using less, if taking the latest workload from user using the most isn't enough": Case(
+        [adm("a1", "a", 3), adm("a2", "a", 1), adm("b1", "b", 2), adm("b2", "b", 3)],
+        workload("c_incoming", requests={"cpu": 3}),
+        "c",
+        {f"a1:{RECLAIM}"},
+    ),
+    "reclaim borrowable quota from user using the most": Case(
+        [*units("a", "a1", "a2", "a3"), *units("b", "b1", "b2", "b3", "b4", "b5"), *units("c", "c1")],
+        workload("a_incoming", requests={"cpu": 1}),
+        "a",
+        {f"b1:{FS}"},
+    ),
+    "preempt one from each CQ borrowing": Case(
+        [
+            adm("a1", "a", "0.5"),
+            adm("a2", "a", "0.5"),
+            adm("a3", "a", 3),
+            adm("b1", "b", "0.5"),
+            adm("b2", "b", "0.5"),
+            adm("b3", "b", 3),
+        ],
+        workload("c_incoming", requests={"cpu": 2}),
+        "c",
+        {f"a1:{RECLAIM}", f"b1:{RECLAIM}"},
+    ),
+    "can't preempt when everyone under nominal": Case(
+        [*units("a", "a1", "a2", "a3"), *units("b", "b1", "b2", "b3"), *units("c", "c1", "c2", "c3")],
+        workload("c_incoming", requests={"cpu": 1}),
+        "c",
+        set(),
+    ),
+    "can't preempt when it would switch the imbalance": Case(
+        [*units("a", "a1", "a2", "a3"), *units("b", "b1", "b2", "b3", "b4", "b5")],
+        workload("a_incoming", requests={"cpu": 2}),
+        "a",
+        set(),
+    ),
+    "can preempt lower priority workloads from same CQ": Case(
+        [
+            *units("a", "a1_low", "a2_low", prio=-1),
+            *units("a", "a3", "a4"),
+            *units("b", "b1", "b2", "b3", "b4", "b5"),
+        ],
+        workload("a_incoming", requests={"cpu": 2}),
+        "a",
+        {f"a1_low:{IN_CQ}", f"a2_low:{IN_CQ}"},
+    ),
+    "can preempt a combination of same CQ and highest user": Case(
+        [
+            *units("a", "a_low", prio=-1),
+            *units("a", "a2", "a3"),
+            *units("b", "b1", "b2", "b3", "b4", "b5", "b6"),
+        ],
+        workload("a_incoming", requests={"cpu": 2}),
+        "a",
+        {f"a_low:{IN_CQ}", f"b1:{FS}"},
+    ),
+    "preempt huge workload if there is no other option, as long as the target CQ gets a lower share": Case(
+        [adm("b1", "b", 9)],
+        workload("a_incoming", requests={"cpu": 2}),
+        "a",
+        {f"b1:{RECLAIM}"},
+    ),
+    "can't preempt huge workload if the incoming is also huge": Case(
+        [adm("a1", "a", 2), adm("b1", "b", 7)],
+        workload("a_incoming", requests={"cpu": 5}),
+        "a",
+        set(),
+    ),
+    "can't preempt 2 smaller workloads if the incoming is huge": Case(
+        [adm("b1", "b", 2), adm("b2", "b", 2), adm("b3", "b", 3)],
+        workload("a_incoming", requests={"cpu": 6}),
+        "a",
+        set(),
+    ),
+    "preempt from target and others even if over nominal": Case(
+        [adm("a1_low", "a", 2, -1), adm("a2_low", "a", 1, -1), adm("b1", "b", 3), adm("b2", "b", 3)],
+        workload("a_incoming", requests={"cpu": 4}),
+        "a",
+        {f"a1_low:{IN_CQ}", f"b1:{FS}"},
+    ),
+    "prefer to preempt workloads that don't make the target CQ have the biggest share": Case(
+        [adm("b1", "b", 2), adm("b2", "b", 1), adm("b3", "b", 2), adm("c1", "c", 1)],
+        workload("a_incoming", requests={"cpu": "3.5"}),
+        "a",
+        {f"b2:{FS}"},
+    ),
+    "can preempt anything borrowing from CQ with 0 weight": Case(
+        [*units("a", "a1", "a2", "a3"), *units("b", "b1", "b2", "b3", "b4", "b5", "b6")],
+        workload("a_incoming", requests={"cpu": 3}),
+        "a",
+        {f"b1:{FS}", f"b2:{FS}", f"b3:{FS}"},
+        cqs=[
+            cluster_queue(
+                "a",
+                flavor_quotas("default", cpu=3),
+                cohort="all",
+                preemption={"within_cluster_queue": LP, "reclaim_within_cohort": ANY},
+            ),
+            cluster_queue(
+                "b",
+                flavor_quotas("default", cpu=3),
+                cohort="all",
+                preemption={"within_cluster_queue": LP, "reclaim_within_cohort": ANY},
+                fair_weight=0,
+            ),
+            cluster_queue(
+                "c",
+                flavor_quotas("default", cpu=3),
+                cohort="all",
+                preemption={"within_cluster_queue": LP, "reclaim_within_cohort": ANY},
+            ),
+        ],
+    ),
+    "can't preempt nominal from CQ with 0 weight": Case(
+        [*units("a", "a1", "a2", "a3"), *units("b", "b1", "b2", "b3")],
+        workload("a_incoming", requests={"cpu": 1}),
+        "a",
+        set(),
+        cqs=[
+            cluster_queue(
+                "a",
+                flavor_quotas("default", cpu=3),
+                cohort="all",
+                preemption={"within_cluster_queue": LP, "reclaim_within_cohort": ANY},
+            ),
+            cluster_queue(
+                "b",
+                flavor_quotas("default", cpu=3),
+                cohort="all",
+                preemption={"within_cluster_queue": LP, "reclaim_within_cohort": ANY},
+                fair_weight=0,
+            ),
+        ],
+    ),
+    "can't preempt nominal from Cohort with 0 weight": Case(
+        [adm("right-1", "right-cq", 1)],
+        workload("left-1", requests={"cpu": 1}),
+        "left-cq",
+        set(),
+        cqs=[
+            cluster_queue(
+                "left-cq",
+                flavor_quotas("default", cpu=0),
+                cohort="root",
+                preemption={"reclaim_within_cohort": ANY},
+            ),
+            cluster_queue(
+                "right-cq",
+                flavor_quotas("default", cpu=0),
+                cohort="right-cohort",
+                preemption={"reclaim_within_cohort": ANY},
+                fair_weight=0,
+            ),
+        ],
+        cohorts=[cohort("right-cohort", flavor_quotas("default", cpu=1), parent="root", fair_weight=0)],
+    ),
+    "can preempt within cluster queue when no cohort": Case(
+        [adm("a1", "a", 1)],
+        workload("a_incoming", requests={"cpu": 1}, priority=1000),
+        "a",
+        {f"a1:{IN_CQ}"},
+        cqs=[cluster_queue("a", flavor_quotas("default", cpu=1), preemption={"within_cluster_queue": LP})],
+    ),
+    "zero weight borrowing preemptor cannot preempt from a borrowing CQ with a non-zero weight": Case(
+        [adm("a1", "a"), adm("b1", "b"), adm("b2", "b")],
+        workload("a_incoming", requests={"cpu": 1}),
+        "a",
+        set(),
+        cqs=[
+            cluster_queue(
+                "a",
+                flavor_quotas("default", cpu=1),
+                cohort="all",
+                fair_weight=0,
+                preemption={"reclaim_within_cohort": ANY},
+            ),
+            cluster_queue("b", flavor_quotas("default", cpu=1), cohort="all", fair_weight=1),
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(FAIR_CASES))
+def test_fair_preemptions(name: str) -> None:
+    case = FAIR_CASES[name]
+    targets = fair_targets([*case.cohorts, *case.cqs, *case.admitted], case.incoming, case.cq)
+    assert got(targets) == case.want
+
+
+def test_hierarchical_fair_preemption() -> None:
+    """Upstream "hierarchical preemption": a can preempt in every branch of the tree."""
+    reclaim = {"reclaim_within_cohort": ANY}
+    objs: list[object] = [
+        cohort("ROOT", flavor_quotas("default", cpu=5)),
+        cohort("LEFT", flavor_quotas("default", cpu=5), parent="ROOT", fair_weight=2),
+        cohort("RIGHT", flavor_quotas("default", cpu=5), parent="ROOT"),
+        cluster_queue("a", flavor_quotas("default", cpu=1), cohort="LEFT", fair_weight=2, preemption=reclaim),
+        cluster_queue("b", flavor_quotas("default", cpu=1), cohort="LEFT"),
+        cluster_queue("c", flavor_quotas("default", cpu=1), cohort="ROOT"),
+        cluster_queue("d", flavor_quotas("default", cpu=1), cohort="RIGHT"),
+        cluster_queue("e", flavor_quotas("default", cpu=1), cohort="RIGHT", fair_weight="0.99"),
+    ]
+    for q in "bcde":
+        objs += [adm(f"{q}{i}", q, 1, i) for i in range(1, 6)]
+    targets = fair_targets(objs, workload("unit", requests={"cpu": 5}), "a")
+    assert got(targets) == {f"b1:{FS}", f"b2:{FS}", f"c1:{FS}", f"c2:{FS}", f"e1:{FS}"}
+
+
+def test_borrowing_cq_in_non_borrowing_cohort_is_protected() -> None:
+    objs: list[object] = [
+        cohort("ROOT"),
+        cohort("RIGHT", flavor_quotas("default", cpu=1), parent="ROOT", fair_weight="0.1"),
+        cluster_queue(
+            "a",
+            flavor_quotas("default", cpu=5),
+            cohort="ROOT",
+            fair_weight=10,
+            preemption={"reclaim_within_cohort": ANY, "within_cluster_queue": LP},
+        ),
+        cluster_queue("b", flavor_quotas("default"), cohort="RIGHT", fair_weight="0.1"),
+        *[adm(n, "a", 1, -1) for n in ("a1", "a2", "a3")],
+        adm("b1", "b", 1, -1),
+    ]
+    targets = fair_targets(objs, workload("unit", requests={"cpu": 5}), "a")
+    assert got(targets) == {f"a1:{IN_CQ}", f"a2:{IN_CQ}", f"a3:{IN_CQ}"}
+
+
+# --- worked example M -------------------------------------------------------------------------------
+
+
+def _example_m(incoming_cpu: int) -> list[Target]:
+    pre = {"reclaim_within_cohort": ANY}
+    objs: list[object] = [
+        cluster_queue("A", flavor_quotas("default", cpu=10), cohort="root", preemption=pre),
+        cluster_queue("B", flavor_quotas("default", cpu=10), cohort="root", preemption=pre),
+        adm("a0", "A", 2),
+        adm("b2", "B", 13, reserved=0),
+        adm("b1", "B", 1, reserved=10),
+    ]
+    return fair_targets(objs, workload("a1", requests={"cpu": incoming_cpu}), "A")
+
+
+def test_worked_example_m_s2a_then_s2b() -> None:
+    assert got(_example_m(10)) == {f"b2:{FS}"}
+
+
+def test_worked_example_m_within_nominal_variant() -> None:
+    assert got(_example_m(6)) == {f"b2:{RECLAIM}"}
+
+
+def test_worked_example_m_only_first_strategy() -> None:
+    """Without S2-b the huge workload can't be taken: removing it would leave B below A."""
+    pre = {"reclaim_within_cohort": ANY}
+    objs: list[object] = [
+        cluster_queue("A", flavor_quotas("default", cpu=10), cohort="root", preemption=pre),
+        cluster_queue("B", flavor_quotas("default", cpu=10), cohort="root", preemption=pre),
+        adm("a0", "A", 2),
+        adm("b2", "B", 13),
+        adm("b1", "B", 1, reserved=10),
+    ]
+    targets = fair_targets(
+        objs, workload("a1", requests={"cpu": 10}), "A", strategies=(LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,)
+    )
+    assert targets == []
+
+
+def test_within_nominal_gate_off_requires_strategy() -> None:
+    """With FairSharingPreemptWithinNominal off, the 6-cpu variant goes through the strategies."""
+    pre = {"reclaim_within_cohort": ANY}
+    objs: list[object] = [
+        cluster_queue("A", flavor_quotas("default", cpu=10), cohort="root", preemption=pre),
+        cluster_queue("B", flavor_quotas("default", cpu=10), cohort="root", preemption=pre),
+        adm("a0", "A", 2),
+        adm("b2", "B", 13),
+        adm("b1", "B", 1, reserved=10),
+    ]
+    targets = fair_targets(
+        objs, workload("a1", requests={"cpu": 6}), "A", gates={"FairSharingPreemptWithinNominal": False}
+    )
+    assert {t.reason for t in targets} == {FS}
+
+
+def test_parse_strategies() -> None:
+    assert len(parse_strategies(())) == 2
+    assert len(parse_strategies((LESS_THAN_INITIAL_SHARE,))) == 1
+    with pytest.raises(ValueError, match="unknown fair sharing preemption strategy"):
+        parse_strategies(("Bogus",))
+
+
+def test_target_ordering_ties_prefer_first_candidate_under_ordering() -> None:
+    """Equal DRS between two CQs: the CQ whose head candidate sorts first is yielded."""
+    pre = {"reclaim_within_cohort": ANY}
+    cache, snap = build(
+        [
+            flavor("default"),
+            cluster_queue("p", flavor_quotas("default", cpu=2), cohort="root", preemption=pre),
+            cluster_queue("x", flavor_quotas("default", cpu=2), cohort="root"),
+            cluster_queue("y", flavor_quotas("default", cpu=2), cohort="root"),
+            adm("x1", "x", 3, prio=5),
+            adm("y1", "y", 3, prio=1),
+        ]
+    )
+    from pykueue.core.fair_sharing import cache_weight_of
+    from pykueue.core.preemption.common import PreemptionContext
+    from pykueue.core.preemption.fairsharing import find_candidates
+
+    p = info(workload("in", requests={"cpu": 1}))
+    p.cluster_queue = "p"
+    ctx = PreemptionContext(
+        p,
+        cache.cluster_queues["p"],
+        snap,
+        frozenset({("default", "cpu")}),
+        {("default", "cpu"): 1000},
+        NOW.timestamp(),
+        options(fair_sharing=True),
+    )
+    cands = find_candidates(ctx)
+    ordering = TargetOrdering(ctx, cands, ShareCalculator(cache_weight_of(cache)))
+    first = next(iter(ordering))
+    assert first == "y"
+
+
+# --- property: simulations are undone and targets make room ------------------------------------------
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> tuple[list[object], Workload, str, bool]:
+    n = draw(st.integers(2, 4))
+    policies = st.sampled_from([NEVER, LP, ANY])
+    objs: list[object] = []
+    names = [f"q{i}" for i in range(n)]
+    nested = draw(st.booleans())
+    if nested:
+        objs += [
+            cohort("root", flavor_quotas("default", cpu=draw(st.integers(0, 4)))),
+            cohort("mid", parent="root"),
+        ]
+    for i, name in enumerate(names):
+        nominal = draw(st.integers(0, 6))
+        bl = draw(st.none() | st.integers(0, 6))
+        ll = draw(st.none() | st.integers(0, nominal))
+        pre = {
+            "within_cluster_queue": draw(st.sampled_from([NEVER, LP])),
+            "reclaim_within_cohort": draw(policies),
+        }
+        if draw(st.booleans()) and pre["reclaim_within_cohort"] != NEVER:
+            pre["borrow_within_cohort"] = LP
+            pre["max_priority_threshold"] = draw(st.none() | st.integers(-1, 2))
+        parent = ("mid" if i % 2 else "root") if nested else "all"
+        objs.append(
+            cluster_queue(
+                name,
+                flavor_quotas("default", cpu=Q(nominal, borrowing_limit=bl, lending_limit=ll)),
+                cohort=parent,
+                preemption=pre,
+                fair_weight=draw(st.sampled_from([None, 0, 1, 2])),
+            )
+        )
+    wls = draw(
+        st.lists(st.tuples(st.sampled_from(names), st.integers(1, 4), st.integers(-2, 2)), max_size=10)
+    )
+    for j, (q, cpu, prio) in enumerate(wls):
+        objs.append(adm(f"w{j}", q, cpu, prio, reserved=j))
+    target = draw(st.sampled_from(names))
+    incoming = workload("in", priority=draw(st.integers(-1, 3)), requests={"cpu": draw(st.integers(1, 6))})
+    return objs, incoming, target, draw(st.booleans())
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_property_get_targets_restores_usage_and_makes_room(
+    scenario: tuple[list[object], Workload, str, bool],
+) -> None:
+    objs, incoming, cq_name, fair = scenario
+    cache, snap = build([flavor("default"), *objs])  # type: ignore[list-item]
+    before = usage_state(cache)
+    inf = info(incoming)
+    inf.cluster_queue = cq_name
+    cq = cache.cluster_queues[cq_name]
+    preemptor = Preemptor(options(fair_sharing=fair), clock=NOW.timestamp)
+    targets = preemptor.get_targets(inf, make_assignment(inf), snap, cq)
+    assert usage_state(cache) == before
+    oracle_mode, _ = preemptor.make_oracle(snap)(cq, inf, ("default", "cpu"), inf.pod_sets[0].total["cpu"])
+    assert usage_state(cache) == before
+    assert (oracle_mode.name == "NO_CANDIDATES") == (not targets)
+    event(f"fair={fair} targets={len(targets)}")
+    if not targets:
+        return
+    assert len({t.workload.key for t in targets}) == len(targets)
+    for t in targets:
+        snap.remove_workload(t.workload)
+    try:
+        need = inf.pod_sets[0].total["cpu"]
+        assert need <= available(cq.node, ("default", "cpu"))
+    finally:
+        for t in targets:
+            snap.add_workload(t.workload)
+    assert usage_state(cache) == before
