@@ -343,11 +343,17 @@ def admitted(
     wl.status.admission = Admission(cluster_queue=cq, pod_set_assignments=assignments)
     conds = [c for c in wl.status.conditions if c.type != QUOTA_RESERVED]
     conds.append(
-        Condition(QUOTA_RESERVED, "True", "QuotaReserved", f"Quota reserved in ClusterQueue {cq}", at_time)
+        Condition(
+            type=QUOTA_RESERVED,
+            status="True",
+            reason="QuotaReserved",
+            message=f"Quota reserved in ClusterQueue {cq}",
+            last_transition_time=at_time,
+        )
     )
     if admitted_condition:
         conds = [c for c in conds if c.type != "Admitted"]
-        conds.append(Condition("Admitted", "True", "Admitted", "The workload is admitted", at_time))
+        conds.append(Condition(type="Admitted", status="True", reason="Admitted", message="The workload is admitted", last_transition_time=at_time))
     wl.status.conditions = conds
     return wl
 

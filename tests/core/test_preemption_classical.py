@@ -460,7 +460,7 @@ def test_avoid_queues_within_nominal_quota() -> None:
 def test_prefer_to_preempt_evicted_workloads() -> None:
     pre = _pre(within=LP, reclaim=ANY)
     evicted = adm("evicted_same_cohort", "q_same_cohort", 1, -1)
-    evicted.status.conditions.append(Condition("Evicted", "True", "Preempted", "", T0))
+    evicted.status.conditions.append(Condition(type="Evicted", status="True", reason="Preempted", message="", last_transition_time=T0))
     objs = [
         cohort("r"),
         cohort("c", flavor_quotas("default", cpu=2), parent="r"),
@@ -534,7 +534,7 @@ def _reserved(name: str, cq: str, prio: int, when: float, uid: str | None = None
 
 def test_candidates_ordering() -> None:
     evicted = workload("evicted")
-    evicted.status.conditions.append(Condition("Evicted", "True", "Preempted", "", at(0)))
+    evicted.status.conditions.append(Condition(type="Evicted", status="True", reason="Preempted", message="", last_transition_time=at(0)))
     candidates = [
         _reserved("high", "self", 10, 0),
         _reserved("low", "self", -10, 0),
@@ -644,7 +644,9 @@ def test_apply_eviction_for_preemption() -> None:
         AdmissionCheckState("pending", CHECK_PENDING, at(0), "wait"),
     ]
     victim_obj.status.conditions.append(
-        Condition("BlockedOnPreemptionGates", "True", "PreemptionGated", "", at(0))
+        Condition(
+            type="BlockedOnPreemptionGates", status="True", reason="PreemptionGated", message="", last_transition_time=at(0)
+        )
     )
     victim_obj.status.cluster_name = "worker"
     victim_obj.status.nominated_cluster_names = ["worker"]
@@ -660,8 +662,8 @@ def test_apply_eviction_for_preemption() -> None:
     st = victim_obj.status
     evicted = find_condition(st.conditions, "Evicted")
     preempted = find_condition(st.conditions, "Preempted")
-    assert evicted == Condition("Evicted", "True", "Preempted", msg, NOW, 4)
-    assert preempted == Condition("Preempted", "True", IN_COHORT_RECLAMATION, msg, NOW, 0)
+    assert evicted == Condition(type="Evicted", status="True", reason="Preempted", message=msg, last_transition_time=NOW, observed_generation=4)
+    assert preempted == Condition(type="Preempted", status="True", reason=IN_COHORT_RECLAMATION, message=msg, last_transition_time=NOW, observed_generation=0)
     blocked = find_condition(st.conditions, "BlockedOnPreemptionGates")
     assert blocked is not None and blocked.status == "False" and blocked.reason == "Preempted"
     assert st.cluster_name is None and st.nominated_cluster_names == []

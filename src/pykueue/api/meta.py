@@ -64,15 +64,15 @@ class ObjectMeta(msgspec.Struct, rename="camel", omit_defaults=True):
     managed_fields: list[dict[str, Any]] = []
 
 
-class Condition(msgspec.Struct, rename="camel", omit_defaults=True):
-    """``metav1.Condition``. ``message`` and ``reason`` are always serialised."""
+class Condition(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
+    """``metav1.Condition`` in upstream's field order; ``reason`` and ``message`` always serialised."""
 
     type: str
     status: str
+    observed_generation: int = 0
+    last_transition_time: datetime = EPOCH
     reason: str
     message: str
-    last_transition_time: datetime = EPOCH
-    observed_generation: int = 0
 
 
 CONDITION_TRUE = "True"

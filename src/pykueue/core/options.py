@@ -2,63 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
 
+from pykueue.api.config import KueueConfig
+from pykueue.api.feature_gates import DEFAULT_GATES, FeatureGates
 from pykueue.api.podspec import ResourceTransformation
 
 LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
 LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
 
-# Defaults of the gates the core consults (scheduling reference §13).
-CORE_GATE_DEFAULTS: Mapping[str, bool] = {
-    "PartialAdmission": True,
-    "FlavorFungibility": True,
-    "PrioritySortingWithinCohort": True,
-    "FairSharingPreemptWithinNominal": True,
-    "FairSharingPrioritizeNonBorrowing": True,
-    "ReclaimablePods": True,
-    "SchedulingEquivalenceHashing": True,
-    "AdmissionFairSharing": True,
-    "AdmissionGatedBy": True,
-    "QuotaCheckStrategy": True,
-    "UnadmittedWorkloadsObservability": True,
-    "UnadmittedWorkloadsExplicitStatus": False,
-    "WorkloadPriorityClassDefaulting": True,
-    "FlavorFungibilityPreserveScanProgress": True,
-    "RecomputeAssignmentUponPreemptionTargetsOverlap": True,
-    "VectorizedResourceRequests": True,
-    "SkipReassignmentForPodOwnedWorkloads": True,
-    "PrioritizePreemptorWorkloads": False,
-    "PriorityBoost": False,
-    "ConcurrentAdmission": False,
-    "MultiKueueOrchestratedPreemption": False,
-    "DisableWaitForPodsReady": False,
-}
 
-
-class GateReader(Protocol):
-    def enabled(self, name: str) -> bool: ...
-
-
-class DefaultGates:
+def DefaultGates(overrides: dict[str, bool] | None = None) -> FeatureGates:  # noqa: N802 - kept for callers
     """Feature gates at their defaults, with optional overrides."""
-
-    def __init__(self, overrides: Mapping[str, bool] | None = None) -> None:
-        self._values = dict(CORE_GATE_DEFAULTS)
-        if overrides:
-            self._values.update(overrides)
-
-    def enabled(self, name: str) -> bool:
-        return self._values.get(name, False)
+    return DEFAULT_GATES.with_overrides(overrides or {})
 
 
 @dataclass(frozen=True)
 class SchedulerOptions:
     """Everything the core needs from the Kueue Configuration and the feature gates."""
 
-    gates: GateReader = field(default_factory=DefaultGates)
+    gates: FeatureGates = field(default_factory=lambda: DEFAULT_GATES)
     fair_sharing: bool = False
     fair_sharing_strategies: tuple[str, ...] = (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE)
     exclude_resource_prefixes: tuple[str, ...] = ()
@@ -73,3 +36,44 @@ class SchedulerOptions:
 
     def gate(self, name: str) -> bool:
         return self.gates.enabled(name)
+
+
+def options_from_config(cfg: KueueConfig) -> SchedulerOptions:
+    """The core's view of a loaded Kueue Configuration."""
+    conf = cfg.configuration
+    gates = cfg.feature_gates
+    fs = cfg.fair_sharing
+    wfpr = cfg.wait_for_pods_ready
+    rs = wfpr.requeuing_strategy if wfpr is not None else None
+    res = conf.resources
+    transformations: tuple[ResourceTransformation, ...] = ()
+    if res is not None:
+        transformations = tuple(
+            ResourceTransformation(
+                input=t.input,
+                strategy=t.strategy or "Retain",
+                outputs=dict(t.outputs),
+                multiply_by=t.multiply_by or None,
+            )
+            for t in res.transformations
+        )
+    return SchedulerOptions(
+        gates=gates,
+        fair_sharing=fs is not None,
+        fair_sharing_strategies=tuple(fs.preemption_strategies)
+        if fs is not None and fs.preemption_strategies
+        else (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE),
+        exclude_resource_prefixes=tuple(res.exclude_resource_prefixes) if res is not None else (),
+        transformations=transformations,
+        ignore_undeclared_resources=bool(
+            res is not None
+            and res.quota_check_strategy == "IgnoreUndeclared"
+            and gates.enabled("QuotaCheckStrategy")
+        ),
+        wait_for_pods_ready=wfpr is not None,
+        block_admission=bool(wfpr is not None and wfpr.block_admission),
+        requeue_timestamp_eviction=(rs is None or rs.timestamp in (None, "Eviction")),
+        backoff_base_seconds=(rs.backoff_base_seconds if rs and rs.backoff_base_seconds is not None else 60),
+        backoff_max_seconds=(rs.backoff_max_seconds if rs and rs.backoff_max_seconds is not None else 3600),
+        backoff_limit_count=rs.backoff_limit_count if rs else None,
+    )

@@ -105,17 +105,29 @@ def local_queue_status(
     gen = lq.metadata.generation
     stopped = (lq.spec.stop_policy or STOP_NONE) != STOP_NONE
     if stopped:
-        cond = Condition("Active", "False", "Stopped", "LocalQueue is stopped", observed_generation=gen)
+        cond = Condition(type="Active", status="False", reason="Stopped", message="LocalQueue is stopped", observed_generation=gen)
     elif cq is None:
         cond = Condition(
-            "Active", "False", "ClusterQueueDoesNotExist", "Can't submit new workloads to clusterQueue",
+            type="Active",
+            status="False",
+            reason="ClusterQueueDoesNotExist",
+            message="Can't submit new workloads to clusterQueue",
             observed_generation=gen,
         )
     elif cq.is_active():
-        cond = Condition("Active", "True", "Ready", "Can submit new workloads to localQueue", observed_generation=gen)
+        cond = Condition(
+            type="Active",
+            status="True",
+            reason="Ready",
+            message="Can submit new workloads to localQueue",
+            observed_generation=gen,
+        )
     else:
         cond = Condition(
-            "Active", "False", "ClusterQueueIsInactive", "Can't submit new workloads to clusterQueue",
+            type="Active",
+            status="False",
+            reason="ClusterQueueIsInactive",
+            message="Can't submit new workloads to clusterQueue",
             observed_generation=gen,
         )
     set_status_condition(conditions, cond, now)
