@@ -18,7 +18,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pykueue.api.kueue import (
+    V1BETA2,
     Admission,
+    AdmissionCheck,
+    AdmissionCheckSpec,
+    AdmissionChecksStrategy,
+    AdmissionCheckStatus,
+    AdmissionCheckStrategyRule,
     BorrowWithinCohort,
     ClusterQueue,
     ClusterQueuePreemption,
@@ -28,6 +34,9 @@ from pykueue.api.kueue import (
     FairSharing,
     FlavorFungibility,
     FlavorQuotas,
+    LocalQueue,
+    LocalQueueSpec,
+    Namespace,
     PodSet,
     PodSetAssignment,
     PodTemplateSpec,
@@ -48,6 +57,7 @@ from pykueue.core.cohort_tree import FlavorResource, add_usage_map
 from pykueue.core.options import DefaultGates, SchedulerOptions
 from pykueue.core.snapshot import Snapshot
 from pykueue.core.workload_info import QUOTA_RESERVED, WorkloadInfo, new_workload_info
+from pykueue.sim.cluster import SimulatedCluster
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 """Default creation time; ``created=T0 + timedelta(seconds=n)`` orders workloads."""
@@ -181,14 +191,24 @@ def cluster_queue(
     queueing_strategy: str = "",
     stop_policy: str = "",
     fair_weight: QuantityValue | None = None,
+    admission_checks: Mapping[str, Sequence[str]] | None = None,
 ) -> ClusterQueue:
     """A ClusterQueue (all namespaces by default).
 
     ``groups``: ResourceGroups, or FlavorQuotas forming a single group. ``preemption`` takes
     ``within_cluster_queue``, ``reclaim_within_cohort``, ``borrow_within_cohort`` (policy name) and
     ``max_priority_threshold``; ``fungibility`` takes ``when_can_borrow``, ``when_can_preempt``,
-    ``preference``.
+    ``preference``. ``admission_checks`` maps check name -> ``onFlavors`` (empty: all flavors).
     """
+    checks = (
+        None
+        if admission_checks is None
+        else AdmissionChecksStrategy(
+            admission_checks=[
+                AdmissionCheckStrategyRule(name=n, on_flavors=list(f)) for n, f in admission_checks.items()
+            ]
+        )
+    )
     return ClusterQueue(
         metadata=ObjectMeta(name=name),
         spec=ClusterQueueSpec(
@@ -200,6 +220,7 @@ def cluster_queue(
             preemption=_preemption(preemption),
             stop_policy=stop_policy,
             fair_sharing=None if fair_weight is None else FairSharing(weight=fair_weight),
+            admission_checks_strategy=checks,
         ),
     )
 
@@ -402,9 +423,53 @@ def usage(cq: ClusterQueueState, amounts: Mapping[FlavorResource, QuantityValue]
     add_usage_map(cq.node, {fr: resource_value(fr[1], q) for fr, q in amounts.items()})
 
 
+# --- simulated cluster --------------------------------------------------------------------------
+
+
+def local_queue(name: str, ns: str = "default", cq: str = "", *, stop_policy: str = "") -> LocalQueue:
+    """A LocalQueue ``ns/name`` pointing at ClusterQueue ``cq`` (default: same name as the LQ)."""
+    return LocalQueue(
+        metadata=ObjectMeta(name=name, namespace=ns),
+        spec=LocalQueueSpec(cluster_queue=cq or name, stop_policy=stop_policy),
+    )
+
+
+def namespace(name: str, labels: Mapping[str, str] | None = None) -> Namespace:
+    """A Namespace with ``labels`` (``kubernetes.io/metadata.name`` is added by the cluster)."""
+    return Namespace(metadata=ObjectMeta(name=name, labels=dict(labels or {})))
+
+
+def admission_check(name: str, controller: str = "example.com/check", *, active: bool = True) -> AdmissionCheck:
+    """An AdmissionCheck, ``Active=True`` unless ``active`` is False."""
+    conds = [
+        Condition(
+            type="Active",
+            status="True" if active else "False",
+            reason="Active" if active else "Inactive",
+            message="",
+            last_transition_time=T0,
+        )
+    ]
+    return AdmissionCheck(
+        metadata=ObjectMeta(name=name),
+        spec=AdmissionCheckSpec(controller_name=controller),
+        status=AdmissionCheckStatus(conditions=conds),
+    )
+
+
+def simulate(
+    objs: Iterable[Any], opts: SchedulerOptions | None = None, now: datetime | None = None
+) -> SimulatedCluster:
+    """A ``SimulatedCluster`` at ``now`` (default ``T0 + 1h``) with typed v1beta2 ``objs`` loaded."""
+    cluster = SimulatedCluster(opts or SchedulerOptions(), now or at(3600))
+    cluster.load((o, V1BETA2 if o.kind != "Namespace" else "v1") for o in objs)
+    return cluster
+
+
 __all__ = [
     "T0",
     "Q",
+    "admission_check",
     "admitted",
     "at",
     "build",
@@ -414,10 +479,13 @@ __all__ = [
     "flavor",
     "flavor_quotas",
     "info",
+    "local_queue",
+    "namespace",
     "options",
     "pod_set",
     "pod_spec",
     "resource_group",
+    "simulate",
     "taint",
     "toleration",
     "usage",

@@ -95,6 +95,12 @@ class SimulatedCluster:
         self.scheduler = Scheduler(self.cache, self.queues, self, options)
         self._updates: list[tuple[Workload, Workload]] = []
         self._implicit_namespaces: set[str] = set()
+        # Workloads that need controller attention, kept current on every change, so the
+        # controller steps never scan every workload.
+        self._touched: set[ObjectKey] = set()
+        self._with_checks: set[ObjectKey] = set()
+        self._evicted_reserved: set[ObjectKey] = set()
+        self._backing_off: set[ObjectKey] = set()
 
     # --- WorkloadStore ------------------------------------------------------------------------
 
@@ -111,7 +117,24 @@ class SimulatedCluster:
         old = lo.obj
         lo.obj = wl
         self._updates.append((old, wl))
+        self._index(key, wl)
+        self._touched.add(key)
         return True
+
+    def _index(self, key: ObjectKey, wl: Workload) -> None:
+        _mark(self._with_checks, key, bool(wl.status.admission_checks))
+        _mark(self._evicted_reserved, key, lifecycle.is_evicted_and_reserved(wl))
+        rq = find_condition(wl.status.conditions, "Requeued")
+        _mark(
+            self._backing_off,
+            key,
+            lifecycle.requeue_at(wl) is not None
+            or (rq is not None and rq.status == "False" and rq.reason in ("PodsReadyTimeout", "AdmissionCheck")),
+        )
+
+    def update_workload(self, wl: Workload) -> bool:
+        """An external writer (e.g. an admission-check controller) updates a Workload."""
+        return self.write_workload_status(wl)
 
     def record_event(self, event: Event) -> None:
         self.events.append(event)
@@ -143,6 +166,7 @@ class SimulatedCluster:
             self._register(self.objects[key].obj)
         self._propagate_priority_classes()
         for key in self._workload_keys():
+            self._index(key, self.objects[key].obj)
             self._sync_checks(key, admitted_sync=True)
         self._deliver_updates()
 
@@ -275,7 +299,7 @@ class SimulatedCluster:
         if is_finished(wl):
             return
         cq = self.cache.cluster_queues.get(self._cq_for(wl) or "")
-        if cq is None:
+        if cq is None or (not cq.check_flavors and not wl.status.admission_checks):
             return
         if wl.status.admission is not None:
             flavors = {f for psa in wl.status.admission.pod_set_assignments for f in psa.flavors.values()}
@@ -338,7 +362,7 @@ class SimulatedCluster:
         self.write_workload_status(updated)
 
     def _complete_evictions(self) -> None:
-        for key in self._workload_keys():
+        for key in sorted(self._evicted_reserved):
             wl: Workload = self.objects[key].obj
             if lifecycle.is_evicted_and_reserved(wl):
                 updated = lifecycle.copy_for_status(wl)
@@ -346,7 +370,7 @@ class SimulatedCluster:
                     self.write_workload_status(updated)
 
     def _finish_backoffs(self) -> None:
-        for key in self._workload_keys():
+        for key in sorted(self._backing_off):
             wl: Workload = self.objects[key].obj
             if has_quota_reservation(wl) or not is_active(wl):
                 continue
@@ -357,13 +381,12 @@ class SimulatedCluster:
     def advance(self, seconds: float = 1.0) -> None:
         """Move time forward and let the controllers catch up."""
         self.now = self.now + timedelta(seconds=seconds)
-        for key in self._workload_keys():
+        for key in sorted(self._with_checks):
             self._reconcile_checks(key)
         self._deliver_updates()
         self._complete_evictions()
         self._deliver_updates()
-        for key in self._workload_keys():
-            self._sync_checks(key, admitted_sync=True)
+        self._sync_touched()
         self._finish_backoffs()
         self._deliver_updates()
         self.queues.process_due_requeues(self._ts())
@@ -373,10 +396,16 @@ class SimulatedCluster:
     def run_cycle(self) -> CycleResult:
         result = self.scheduler.schedule(self.now)
         self._deliver_updates()
-        for key in self._workload_keys():
-            self._sync_checks(key, admitted_sync=True)
+        self._sync_touched()
         self._deliver_updates()
         return result
+
+    def _sync_touched(self) -> None:
+        """Check-list and Admitted sync for workloads that changed or carry checks."""
+        keys = self._touched | self._with_checks
+        self._touched = set()
+        for key in sorted(keys):
+            self._sync_checks(key, admitted_sync=True)
 
     def run(self, cycles: int = 1, until_quiet: bool = False, cap: int = 60) -> RunResult:
         """Run ``cycles`` cycles (or until quiet, at most ``cap``), advancing 1s between cycles."""
@@ -434,3 +463,10 @@ def _key(obj: Any) -> ObjectKey:
 
 def _display(key: ObjectKey) -> str:
     return f"{key[1]}/{key[2]}" if key[1] else key[2]
+
+
+def _mark(index: set[ObjectKey], key: ObjectKey, present: bool) -> None:
+    if present:
+        index.add(key)
+    else:
+        index.discard(key)

@@ -1,0 +1,143 @@
+"""In-process scheduling throughput: 1,000 ClusterQueues in 10 cohorts, 100,000 pending workloads.
+
+Usage: python bench/core.py [--cqs 1000] [--cohorts 10] [--workloads 100000] [--cycles 60] [--seed 1]
+
+A *decision* is one head processed by a scheduling cycle: admitted (quota reserved), or found
+inadmissible / skipped and requeued with its status written. The benchmark drives the real
+core through the in-memory cluster (the same code path as ``pykueue schedule``): load, then
+cycles with the 1-second controller step between them. Figures are printed; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+import tracemalloc
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pykueue.api.kueue import (
+    ClusterQueue,
+    ClusterQueueSpec,
+    FlavorQuotas,
+    LocalQueue,
+    LocalQueueSpec,
+    PodSet,
+    PodTemplateSpec,
+    ResourceFlavor,
+    ResourceGroup,
+    ResourceQuota,
+    Workload,
+    WorkloadSpec,
+)
+from pykueue.api.meta import LabelSelector, ObjectMeta
+from pykueue.core.options import SchedulerOptions
+from pykueue.sim.cluster import SimulatedCluster
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def build_state(n_cqs: int, n_cohorts: int, n_workloads: int, seed: int) -> list[tuple[Any, str]]:
+    rng = random.Random(seed)
+    v = "kueue.x-k8s.io/v1beta2"
+    objs: list[tuple[Any, str]] = [
+        (ResourceFlavor(metadata=ObjectMeta(name="on-demand")), v),
+        (ResourceFlavor(metadata=ObjectMeta(name="spot")), v),
+    ]
+    for i in range(n_cqs):
+        cohort = f"cohort-{i % n_cohorts}"
+        groups = [
+            ResourceGroup(
+                covered_resources=["cpu", "memory"],
+                flavors=[
+                    FlavorQuotas(
+                        name="on-demand",
+                        resources=[
+                            ResourceQuota(name="cpu", nominal_quota=str(rng.choice([8, 16, 32]))),
+                            ResourceQuota(name="memory", nominal_quota="64Gi"),
+                        ],
+                    ),
+                    FlavorQuotas(
+                        name="spot",
+                        resources=[
+                            ResourceQuota(name="cpu", nominal_quota="8"),
+                            ResourceQuota(name="memory", nominal_quota="32Gi"),
+                        ],
+                    ),
+                ],
+            )
+        ]
+        spec = ClusterQueueSpec(
+            resource_groups=groups, cohort_name=cohort, namespace_selector=LabelSelector()
+        )
+        objs.append((ClusterQueue(metadata=ObjectMeta(name=f"cq-{i}"), spec=spec), v))
+        objs.append(
+            (LocalQueue(metadata=ObjectMeta(name="lq", namespace=f"ns-{i}"), spec=LocalQueueSpec(cluster_queue=f"cq-{i}")), v)
+        )
+    for j in range(n_workloads):
+        cq = rng.randrange(n_cqs)
+        cpu = rng.choice(["500m", "1", "2", "4"])
+        template = PodTemplateSpec(
+            spec={"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}
+        )
+        wl = Workload(
+            metadata=ObjectMeta(
+                name=f"wl-{j}", namespace=f"ns-{cq}", creation_timestamp=T0 + timedelta(seconds=j % 3600)
+            ),
+            spec=WorkloadSpec(
+                queue_name="lq",
+                priority=rng.choice([0, 0, 0, 100]),
+                pod_sets=[PodSet(name="main", count=rng.choice([1, 2, 4]), template=template)],
+            ),
+        )
+        objs.append((wl, v))
+    return objs
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cqs", type=int, default=1000)
+    ap.add_argument("--cohorts", type=int, default=10)
+    ap.add_argument("--workloads", type=int, default=100_000)
+    ap.add_argument("--cycles", type=int, default=60)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--memory", action="store_true", help="also measure peak Python heap (slower)")
+    args = ap.parse_args()
+
+    t = time.perf_counter()
+    objs = build_state(args.cqs, args.cohorts, args.workloads, args.seed)
+    build_s = time.perf_counter() - t
+    if args.memory:
+        tracemalloc.start()
+    t = time.perf_counter()
+    cluster = SimulatedCluster(SchedulerOptions(), T0 + timedelta(hours=2))
+    cluster.load(objs)
+    load_s = time.perf_counter() - t
+
+    decisions = admitted = 0
+    cycle_s = step_s = 0.0
+    for i in range(args.cycles):
+        if i:
+            t = time.perf_counter()
+            cluster.advance(1.0)
+            step_s += time.perf_counter() - t
+        t = time.perf_counter()
+        result = cluster.run_cycle()
+        cycle_s += time.perf_counter() - t
+        decisions += len(result.entries)
+        admitted += len(result.admitted)
+    peak = tracemalloc.get_traced_memory()[1] if args.memory else 0
+    print(f"state: {args.cqs} ClusterQueues in {args.cohorts} cohorts, {args.workloads} pending workloads")
+    print(f"build objects: {build_s:.2f}s   load (cache+queues): {load_s:.2f}s")
+    print(f"cycles: {args.cycles}   decisions: {decisions}   admitted: {admitted}")
+    print(f"scheduling time: {cycle_s:.2f}s   controller steps between cycles: {step_s:.2f}s")
+    print(f"throughput (scheduling only): {decisions / cycle_s:,.0f} decisions/s, {admitted / cycle_s:,.0f} admissions/s")
+    total = cycle_s + step_s
+    print(f"throughput (cycles + controller steps): {decisions / total:,.0f} decisions/s")
+    if args.memory:
+        print(f"peak traced Python heap during load+run: {peak / 2**20:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""Profile the scheduling cycles of bench/core.py with cProfile.
+
+Usage: python bench/profile_core.py [--workloads 20000] [--cycles 10] [--top 35]
+(For a sampling profile of a full run: py-spy record -o core.svg -- python bench/core.py)
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+from datetime import timedelta
+
+from core import T0, build_state
+
+from pykueue.core.options import SchedulerOptions
+from pykueue.sim.cluster import SimulatedCluster
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--workloads", type=int, default=20000)
+    ap.add_argument("--cycles", type=int, default=10)
+    ap.add_argument("--top", type=int, default=35)
+    ap.add_argument("--sort", default="tottime")
+    args = ap.parse_args()
+    cluster = SimulatedCluster(SchedulerOptions(), T0 + timedelta(hours=2))
+    cluster.load(build_state(1000, 10, args.workloads, 1))
+    prof = cProfile.Profile()
+    prof.enable()
+    for i in range(args.cycles):
+        if i:
+            cluster.advance(1.0)
+        cluster.run_cycle()
+    prof.disable()
+    pstats.Stats(prof).sort_stats(args.sort).print_stats(args.top)
+
+
+if __name__ == "__main__":
+    main()
