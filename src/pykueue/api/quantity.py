@@ -7,6 +7,7 @@ reserved ``UNLIMITED`` sentinel for quotas (scheduling reference §1.2, API refe
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from enum import Enum
@@ -212,6 +213,7 @@ def quota_amount(resource: str, quantity: str | int | float | Quantity) -> int:
     return q.int_value()
 
 
+@functools.lru_cache(maxsize=65536)
 def resource_quantity_string(resource: str, value: int) -> str:
     """Status form of an integer amount (API reference §2.2)."""
     if resource == CPU:

@@ -260,11 +260,29 @@ def _hash(wl: Workload, priority: int, pod_sets: list[PodSetInfo], options: Sche
     )
 
 
-def new_workload_info(wl: Workload, options: SchedulerOptions) -> WorkloadInfo:
-    """Build the scheduler's view of ``wl`` (pending or holding quota)."""
+def new_workload_info(
+    wl: Workload, options: SchedulerOptions, previous: WorkloadInfo | None = None
+) -> WorkloadInfo:
+    """Build the scheduler's view of ``wl`` (pending or holding quota).
+
+    ``previous`` is an earlier view of the same workload: when the spec object and the reclaimable
+    pods are unchanged (a status-only update), its pod-set requests and hash are reused instead of
+    recomputed from the pod templates.
+    """
     base, boost = priority_parts(wl, options)
     priority = base + boost
-    pod_sets = build_pod_sets(wl, options)
+    if (
+        previous is not None
+        and previous.obj.spec is wl.spec
+        and previous.obj.status.reclaimable_pods == wl.status.reclaimable_pods
+    ):
+        pod_sets = previous.pod_sets
+        scheduling_hash = (
+            previous.scheduling_hash if previous.priority == priority else _hash(wl, priority, pod_sets, options)
+        )
+    else:
+        pod_sets = build_pod_sets(wl, options)
+        scheduling_hash = _hash(wl, priority, pod_sets, options)
     info = WorkloadInfo(
         obj=wl,
         key=workload_key(wl),
@@ -275,7 +293,7 @@ def new_workload_info(wl: Workload, options: SchedulerOptions) -> WorkloadInfo:
         order_ts=queue_order_timestamp(wl, options),
         creation_ts=timestamp(wl.metadata.creation_timestamp),
         pod_sets=pod_sets,
-        scheduling_hash=_hash(wl, priority, pod_sets, options),
+        scheduling_hash=scheduling_hash,
         local_queue=f"{wl.metadata.namespace}/{wl.spec.queue_name}" if wl.spec.queue_name else "",
     )
     if wl.status.admission is not None:

@@ -218,7 +218,7 @@ class SimulatedCluster:
             if ref is None or ref.kind != "WorkloadPriorityClass" or ref.name not in values:
                 continue
             if wl.spec.priority != values[ref.name]:
-                wl.spec.priority = values[ref.name]
+                wl.spec = msgspec.structs.replace(wl.spec, priority=values[ref.name])
                 self._replace_in_queues(wl)
 
     def _replace_in_queues(self, wl: Workload) -> None:
@@ -233,7 +233,7 @@ class SimulatedCluster:
         return self.now.timestamp()
 
     def _info(self, wl: Workload) -> WorkloadInfo:
-        return new_workload_info(wl, self.options)
+        return new_workload_info(wl, self.options, self.cache.workload(workload_key(wl)))
 
     def _on_workload_added(self, wl: Workload) -> None:
         if is_finished(wl):

@@ -350,10 +350,10 @@ class QueueManager:
         lq = self._lqs.get(lq_key)
         if lq is None:
             return False
-        info = new_workload_info(wl, self.options)
         cq = self._cqs.get(lq.cluster_queue)
+        old = cq.tracked(key) if cq is not None else None
+        info = new_workload_info(wl, self.options, old.info if old is not None else None)
         if cq is not None and self.options.gate("FlavorFungibilityPreserveScanProgress"):
-            old = cq.tracked(key)
             if old is not None and old.info.scheduling_hash == info.scheduling_hash:
                 info.last_assignment = old.info.last_assignment
         self._assign(info, lq)
@@ -457,7 +457,7 @@ class QueueManager:
 
     def _refresh(self, info: WorkloadInfo, latest: Workload) -> None:
         """``info.Update``: recompute derived fields from ``latest``, keep the scheduler's own."""
-        fresh = new_workload_info(latest, self.options)
+        fresh = new_workload_info(latest, self.options, info)
         for f in dataclasses.fields(info):
             if f.name not in _KEPT_ON_REFRESH:
                 setattr(info, f.name, getattr(fresh, f.name))
