@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from datetime import UTC, datetime
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from pykueue.api import manifests
 from pykueue.api.conversion import to_external
 from pykueue.api.meta import parse_time
+from pykueue.api.validation import ValidationFailed
 from pykueue.cli.explain import explain
 from pykueue.cli.options import load_options
 from pykueue.sim.cluster import SimulatedCluster
@@ -80,13 +82,17 @@ def _run(args: argparse.Namespace) -> int:
         try:
             for doc in manifests.load_manifests(text, source=path):
                 objects.append(manifests.parse_object(doc))
-        except ValueError as err:
+        except (ValueError, ValidationFailed) as err:
             raise UsageError(f"error: {err}") from err
     cluster = SimulatedCluster(options, now)
     try:
         cluster.load(objects)
     except ValueError as err:
         raise UsageError(f"error: {err}") from err
+    # The loaded state lives until exit: keep it out of cyclic-GC scans (large states pay
+    # otherwise for repeated full collections; see bench/RESULTS.md).
+    gc.collect()
+    gc.freeze()
     run_result = cluster.run(cycles=args.cycles, until_quiet=args.until_quiet)
     cluster.finalize_status()
     docs = [to_external(obj, version) for obj, version in cluster.output()]
