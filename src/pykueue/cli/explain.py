@@ -5,8 +5,8 @@ from __future__ import annotations
 from pykueue.api.meta import find_condition
 from pykueue.core.assignment import PreemptionMode
 from pykueue.core.scheduler import Entry
-from pykueue.sim.cluster import RunResult, SimulatedCluster
 from pykueue.core.workload_info import has_quota_reservation, is_finished, workload_key
+from pykueue.sim.cluster import RunResult, SimulatedCluster
 
 _MODE_WORDS = {
     PreemptionMode.NO_FIT: "does not fit",

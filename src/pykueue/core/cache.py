@@ -240,11 +240,13 @@ class Cache:
             node.child_cqs.clear()
             node.child_cohorts.clear()
             node.parent = None
-            obj = self.cohort_objects.get(name)
-            node.implicit = obj is None
-            node.quotas = quotas_from_groups(obj.spec.resource_groups) if obj else {}
+            cohort = self.cohort_objects.get(name)
+            node.implicit = cohort is None
+            node.quotas = quotas_from_groups(cohort.spec.resource_groups) if cohort else {}
             node.fair_weight = (
-                fair_weight(obj.spec.fair_sharing.weight if obj.spec.fair_sharing else None) if obj else 0.0
+                fair_weight(cohort.spec.fair_sharing.weight if cohort.spec.fair_sharing else None)
+                if cohort
+                else 0.0
             )
         for name, parent in wanted.items():
             if parent and name not in in_cycle:

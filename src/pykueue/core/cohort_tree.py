@@ -8,6 +8,7 @@ changes can be undone in any order.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pykueue.api.quantity import MIN_INT64, UNLIMITED, sat_add, sat_sub
@@ -54,13 +55,10 @@ class QuotaNode:
     def is_borrowing(self, fr: FlavorResource) -> bool:
         return self.subtree_quota.get(fr, 0) < self.usage.get(fr, 0)
 
-    def is_within_nominal(self, frs: object) -> bool:
+    def is_within_nominal(self, frs: Iterable[FlavorResource]) -> bool:
         """``IsWithinNominalInResources``: not borrowing in any of ``frs``."""
         sq, us = self.subtree_quota, self.usage
-        for fr in frs:  # type: ignore[attr-defined]
-            if sq.get(fr, 0) < us.get(fr, 0):
-                return False
-        return True
+        return all(sq.get(fr, 0) >= us.get(fr, 0) for fr in frs)
 
     def root(self) -> QuotaNode:
         node: QuotaNode = self

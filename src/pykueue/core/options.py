@@ -12,7 +12,7 @@ LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
 LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
 
 
-def DefaultGates(overrides: dict[str, bool] | None = None) -> FeatureGates:  # noqa: N802 - kept for callers
+def DefaultGates(overrides: dict[str, bool] | None = None) -> FeatureGates:
     """Feature gates at their defaults, with optional overrides."""
     return DEFAULT_GATES.with_overrides(overrides or {})
 

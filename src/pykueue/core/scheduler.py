@@ -14,7 +14,13 @@ from datetime import datetime
 from typing import Protocol
 
 from pykueue.api.kueue import Workload
-from pykueue.api.meta import EVENT_NOTE_LIMIT, find_condition, label_selector_matches, to_time, truncate_message
+from pykueue.api.meta import (
+    EVENT_NOTE_LIMIT,
+    find_condition,
+    label_selector_matches,
+    to_time,
+    truncate_message,
+)
 from pykueue.api.podspec import resources_validation_error, validate_requests_within_limits
 from pykueue.core import lifecycle
 from pykueue.core.assignment import Assignment, Mode

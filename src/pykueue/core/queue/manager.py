@@ -353,9 +353,12 @@ class QueueManager:
         cq = self._cqs.get(lq.cluster_queue)
         old = cq.tracked(key) if cq is not None else None
         info = new_workload_info(wl, self.options, old.info if old is not None else None)
-        if cq is not None and self.options.gate("FlavorFungibilityPreserveScanProgress"):
-            if old is not None and old.info.scheduling_hash == info.scheduling_hash:
-                info.last_assignment = old.info.last_assignment
+        if (
+            old is not None
+            and self.options.gate("FlavorFungibilityPreserveScanProgress")
+            and old.info.scheduling_hash == info.scheduling_hash
+        ):
+            info.last_assignment = old.info.last_assignment
         self._assign(info, lq)
         if cq is None:
             return False

@@ -1,0 +1,7 @@
+"""``python -m pykueue``."""
+
+import sys
+
+from pykueue.cli.main import main
+
+sys.exit(main())

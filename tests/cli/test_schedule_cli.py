@@ -1,0 +1,237 @@
+"""``pykueue schedule`` end to end: the real command in a subprocess on the example states.
+
+Golden files pin the whole output (objects, statuses, events, explanations); the table below
+states, independently of the goldens, what each seed example must show. Regenerate goldens
+after an intended behaviour change with ``PYKUEUE_UPDATE_GOLDEN=1 pytest tests/cli``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+GOLDEN = EXAMPLES / "golden"
+NOW = "2026-01-01T00:01:00Z"
+
+
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pykueue", "schedule", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+
+
+def workloads(out: str) -> dict[str, dict[str, Any]]:
+    return {d["metadata"]["name"]: d for d in yaml.safe_load_all(out) if d and d["kind"] == "Workload"}
+
+
+def cond(wl: dict[str, Any], ctype: str) -> tuple[str, str] | None:
+    for c in wl.get("status", {}).get("conditions", []):
+        if c["type"] == ctype:
+            return c["status"], c["reason"]
+    return None
+
+
+EXAMPLE_ARGS = {
+    "borrowing": [],
+    "borrowing-limit": [],
+    "lending-limit": [],
+    "preemption": [],
+    "fungibility": [],
+    "strict-fifo": [],
+    "best-effort-fifo": [],
+    "admission-checks": [],
+    "fair-sharing": ["--config", "examples/fair-sharing-config.yaml"],
+}
+
+# example -> {workload: (QuotaReserved, Admitted) as (status, reason)}
+EXPECTED = {
+    "borrowing": {  # 7+7+7 = 21 CPUs = 9 nominal + 12 borrowed from team-b-cq
+        "job-1": (("True", "QuotaReserved"), ("True", "Admitted")),
+        "job-2": (("True", "QuotaReserved"), ("True", "Admitted")),
+        "job-3": (("True", "QuotaReserved"), ("True", "Admitted")),
+        "job-4": (("False", "WaitingForQuota"), ("False", "NoReservation")),
+    },
+    "borrowing-limit": {  # 5+5 = 10 = 9 + borrowingLimit 1
+        "job-1": (("True", "QuotaReserved"), ("True", "Admitted")),
+        "job-2": (("True", "QuotaReserved"), ("True", "Admitted")),
+        "job-3": (("False", "WaitingForQuota"), ("False", "NoReservation")),
+    },
+    "lending-limit": {  # 5+5 = 10 = 9 + lendingLimit 1
+        "job-1": (("True", "QuotaReserved"), ("True", "Admitted")),
+        "job-2": (("True", "QuotaReserved"), ("True", "Admitted")),
+        "job-3": (("False", "WaitingForQuota"), ("False", "NoReservation")),
+    },
+    "preemption": {
+        "high-1": (("True", "QuotaReserved"), ("True", "Admitted")),
+        "low-1": (("False", "WaitingForQuota"), ("False", "NoReservation")),
+    },
+    "fungibility": {"new": (("True", "QuotaReserved"), ("True", "Admitted"))},
+    "strict-fifo": {"w1": (("False", "WaitingForQuota"), ("False", "NoReservation")), "w2": (None, None)},
+    "best-effort-fifo": {
+        "w1": (("False", "WaitingForQuota"), ("False", "NoReservation")),
+        "w2": (("True", "QuotaReserved"), ("True", "Admitted")),
+    },
+    "admission-checks": {"job-1": (("True", "QuotaReserved"), ("False", "UnsatisfiedAdmissionChecks"))},
+    "fair-sharing": {
+        "b1": (("True", "QuotaReserved"), ("True", "Admitted")),
+        "a1": (("False", "WaitingForQuota"), ("False", "NoReservation")),
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLE_ARGS))
+def test_example_decisions(name: str) -> None:
+    proc = run("-f", f"examples/{name}.yaml", "--until-quiet", "--now", NOW, *EXAMPLE_ARGS[name])
+    assert proc.returncode == 0, proc.stderr
+    wls = workloads(proc.stdout)
+    for wl_name, (qr, admitted) in EXPECTED[name].items():
+        assert cond(wls[wl_name], "QuotaReserved") == qr, wl_name
+        assert cond(wls[wl_name], "Admitted") == admitted, wl_name
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLE_ARGS))
+def test_example_golden(name: str) -> None:
+    args = ["-f", f"examples/{name}.yaml", "--until-quiet", "--now", NOW, "--explain", "--show-events"]
+    proc = run(*args, *EXAMPLE_ARGS[name])
+    assert proc.returncode == 0, proc.stderr
+    golden = GOLDEN / f"{name}.yaml"
+    if os.environ.get("PYKUEUE_UPDATE_GOLDEN"):
+        golden.write_text(proc.stdout)
+    assert proc.stdout == golden.read_text()
+
+
+def test_borrowing_flavors_reservation_shows_borrowed_cpu() -> None:
+    proc = run("-f", "examples/borrowing.yaml", "--until-quiet", "--now", NOW)
+    cqs = {d["metadata"]["name"]: d for d in yaml.safe_load_all(proc.stdout) if d and d["kind"] == "ClusterQueue"}
+    team_a = cqs["team-a-cq"]
+    assert team_a["apiVersion"] == "kueue.x-k8s.io/v1beta1"
+    assert team_a["spec"]["cohort"] == "team-ab"
+    cpu = next(r for r in team_a["status"]["flavorsReservation"][0]["resources"] if r["name"] == "cpu")
+    assert cpu == {"name": "cpu", "total": "21", "borrowed": "12"}
+    assert team_a["status"]["reservingWorkloads"] == 3
+    assert team_a["status"]["pendingWorkloads"] == 1
+
+
+def test_preemption_writes_upstream_conditions_and_events() -> None:
+    proc = run("-f", "examples/preemption.yaml", "--cycles", "1", "--now", NOW, "--show-events")
+    assert proc.returncode == 0, proc.stderr
+    docs = [d for d in yaml.safe_load_all(proc.stdout) if d]
+    low = next(d for d in docs if d["kind"] == "Workload" and d["metadata"]["name"] == "low-1")
+    evicted = next(c for c in low["status"]["conditions"] if c["type"] == "Evicted")
+    assert (evicted["status"], evicted["reason"]) == ("True", "Preempted")
+    assert evicted["message"].startswith("Preempted to accommodate a workload (UID: ")
+    assert evicted["message"].endswith(
+        "due to prioritization in the ClusterQueue; preemptor path: /team-a-cq; preemptee path: /team-a-cq"
+    )
+    # After one cycle the victim still holds quota (nothing completes the eviction).
+    assert low["status"]["admission"]["clusterQueue"] == "team-a-cq"
+    reasons = [(d["reason"], d["regarding"]["name"]) for d in docs if d["kind"] == "Event"]
+    assert ("EvictedDueToPreempted", "low-1") in reasons
+    assert ("Preempted", "low-1") in reasons
+    assert ("PreemptedWorkload", "high-1") in reasons
+    high = next(d for d in docs if d["kind"] == "Workload" and d["metadata"]["name"] == "high-1")
+    qr = next(c for c in high["status"]["conditions"] if c["type"] == "QuotaReserved")
+    assert qr["reason"] == "WaitingForPreemptedWorkloads"
+    assert qr["message"].endswith(". Pending the preemption of 1 workload(s)")
+
+
+def test_strict_fifo_blocks_every_cycle() -> None:
+    proc = run("-f", "examples/strict-fifo.yaml", "--cycles", "5", "--now", NOW)
+    wls = workloads(proc.stdout)
+    assert cond(wls["w1"], "QuotaReserved") == ("False", "WaitingForQuota")
+    assert "status" not in wls["w2"] or not wls["w2"]["status"].get("conditions")
+
+
+def test_invalid_seed_borrowing_limit_is_rejected_with_exit_code_2() -> None:
+    proc = run("-f", "examples/invalid-borrowing-limit.yaml")
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert 'ClusterQueue.kueue.x-k8s.io "team-a-cq" is invalid' in proc.stderr
+    assert "spec.resourceGroups[0]" in proc.stderr
+    assert "flavors must have the same number of resources as the coveredResources" in proc.stderr
+
+
+def test_json_output_and_stdin() -> None:
+    text = (EXAMPLES / "borrowing.yaml").read_text()
+    proc = run("-f", "-", "-o", "json", "--now", NOW, stdin=text)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["kind"] == "List"
+    names = [i["metadata"]["name"] for i in doc["items"]]
+    assert names[:3] == ["default-flavor", "team-a-cq", "team-b-cq"]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--cycles", "0"], "--cycles must be at least 1"),
+        (["--feature-gates", "NoSuchGate=true"], "NoSuchGate"),
+        (["--now", "yesterday"], "--now"),
+        (["--config", "examples/borrowing.yaml"], "error:"),
+    ],
+    ids=["cycles-zero", "unknown-gate", "bad-now", "config-wrong-kind"],
+)
+def test_bad_flags_exit_2(args: list[str], needle: str) -> None:
+    proc = run("-f", "examples/borrowing.yaml", *args)
+    assert proc.returncode == 2
+    assert needle in proc.stderr
+
+
+def test_feature_gate_changes_decision() -> None:
+    """PartialAdmission off: a workload that only fits partially stays pending."""
+    state = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: f}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 3}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {namespace: ns, name: lq}
+spec: {clusterQueue: cq}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {namespace: ns, name: wl}
+spec:
+  queueName: lq
+  podSets:
+  - name: main
+    count: 5
+    minCount: 2
+    template: {spec: {containers: [{name: c, resources: {requests: {cpu: "1"}}}]}}
+"""
+    on = workloads(run("-f", "-", "--now", NOW, stdin=state).stdout)["wl"]
+    assert on["status"]["admission"]["podSetAssignments"][0]["count"] == 3
+    off = workloads(run("-f", "-", "--now", NOW, "--feature-gates", "PartialAdmission=false", stdin=state).stdout)["wl"]
+    assert cond(off, "QuotaReserved") == ("False", "ExceedsMaxQuota")
+
+
+def test_explain_lists_flavors_and_reasons() -> None:
+    proc = run("-f", "examples/borrowing.yaml", "--until-quiet", "--now", NOW, "--explain")
+    comments = [line for line in proc.stdout.splitlines() if line.startswith("#")]
+    assert comments[0] == "# Workload team-a/job-4 (LocalQueue team-a-queue, ClusterQueue team-a-cq) is not admitted."
+    assert any("flavor default-flavor:" in c and "1 more needed" in c for c in comments)
+    yaml.safe_load_all(proc.stdout)  # still valid YAML
