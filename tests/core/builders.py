@@ -439,7 +439,9 @@ def namespace(name: str, labels: Mapping[str, str] | None = None) -> Namespace:
     return Namespace(metadata=ObjectMeta(name=name, labels=dict(labels or {})))
 
 
-def admission_check(name: str, controller: str = "example.com/check", *, active: bool = True) -> AdmissionCheck:
+def admission_check(
+    name: str, controller: str = "example.com/check", *, active: bool = True
+) -> AdmissionCheck:
     """An AdmissionCheck, ``Active=True`` unless ``active`` is False."""
     conds = [
         Condition(
@@ -466,16 +468,81 @@ def simulate(
     return cluster
 
 
+Cond = tuple[str, str, str]
+"""(status, reason, message) of one condition."""
+
+PSA = tuple[str, dict[str, str], dict[str, str], int | None]
+"""(pod set, resource -> flavor, resource -> usage string, count) of one pod set assignment."""
+
+
+def conditions(wl: Workload) -> dict[str, Cond]:
+    """Condition type -> (status, reason, message)."""
+    return {c.type: (c.status, c.reason, c.message) for c in wl.status.conditions}
+
+
+def admission_of(wl: Workload) -> tuple[str, list[PSA]] | None:
+    """``status.admission`` as ``(cluster queue, [pod set assignments])``; None when absent."""
+    adm = wl.status.admission
+    if adm is None:
+        return None
+    return adm.cluster_queue, [
+        (
+            psa.name,
+            dict(psa.flavors),
+            {r: str(v) for r, v in psa.resource_usage.items()},
+            psa.count,
+        )
+        for psa in adm.pod_set_assignments
+    ]
+
+
+def cache_assignments(cluster: SimulatedCluster) -> dict[str, tuple[str, list[PSA]] | None]:
+    """Every workload holding quota in the scheduler cache and its admission (upstream ``wantAssignments``)."""
+    return {wl.key: admission_of(wl.obj) for wl in cluster.cache.iter_workloads()}
+
+
+def queued(cluster: SimulatedCluster) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """(heap incl. inflight, inadmissible) workload keys per ClusterQueue, empty queues omitted."""
+    heap: dict[str, list[str]] = {}
+    inadmissible: dict[str, list[str]] = {}
+    for name in cluster.queues.cluster_queue_names():
+        cq = cluster.queues.cluster_queue(name)
+        assert cq is not None
+        active = sorted([e.info.key for e in cq.active.items()] + list(cq.inflight))
+        if active:
+            heap[name] = active
+        if cq.inadmissible:
+            inadmissible[name] = sorted(cq.inadmissible)
+    return heap, inadmissible
+
+
+Ev = tuple[str, str, str, str]
+"""(namespace/name, type, reason, note) of one event."""
+
+
+def events(cluster: SimulatedCluster, key: str | None = None) -> list[Ev]:
+    """Recorded events (of workload ``key`` only, when given), in emission order."""
+    out = [(f"{e.namespace}/{e.name}", e.type, e.reason, e.note) for e in cluster.events]
+    return [e for e in out if key is None or e[0] == key]
+
+
 __all__ = [
+    "PSA",
     "T0",
+    "Cond",
+    "Ev",
     "Q",
     "admission_check",
+    "admission_of",
     "admitted",
     "at",
     "build",
     "build_cache",
+    "cache_assignments",
     "cluster_queue",
     "cohort",
+    "conditions",
+    "events",
     "flavor",
     "flavor_quotas",
     "info",
@@ -484,6 +551,7 @@ __all__ = [
     "options",
     "pod_set",
     "pod_spec",
+    "queued",
     "resource_group",
     "simulate",
     "taint",

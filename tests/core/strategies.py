@@ -271,9 +271,12 @@ def build_workload(w: WorkloadGen) -> Workload:
         admitted(wl, w.cq, w.admission, at_time=T0 + timedelta(seconds=w.created), admitted_condition=True)
         if w.evicted:
             msg = "Preempted to accommodate a workload (UID: x, JobUID: UNKNOWN) due to test"
-            wl.status.conditions.append(Condition("Evicted", "True", "Preempted", msg, NOW - timedelta(seconds=1)))
+            when = NOW - timedelta(seconds=1)
             wl.status.conditions.append(
-                Condition("Preempted", "True", "InClusterQueue", msg, NOW - timedelta(seconds=1))
+                Condition(type="Evicted", status="True", reason="Preempted", message=msg, last_transition_time=when)
+            )
+            wl.status.conditions.append(
+                Condition(type="Preempted", status="True", reason="InClusterQueue", message=msg, last_transition_time=when)
             )
     return wl
 
@@ -381,24 +384,30 @@ class TreeModel:
         return out
 
     def violations(self, cq_usage: Mapping[str, Mapping[FR, int]]) -> list[str]:
-        """Quota constraints broken by ``cq_usage`` (invariant 1):
+        """Quota constraints broken by ``cq_usage`` (invariant 1), as messages."""
+        return list(self.violated_constraints(cq_usage).values())
+
+    def violated_constraints(self, cq_usage: Mapping[str, Mapping[FR, int]]) -> dict[tuple[NodeKey, FR], str]:
+        """Quota constraints broken by ``cq_usage``, keyed by (node, flavor-resource):
 
         * a root never uses more than its subtree quota;
         * a node with a borrowing limit never uses more than subtree quota + borrowing limit.
         """
         usage = self.usage(cq_usage)
-        out: list[str] = []
+        out: dict[tuple[NodeKey, FR], str] = {}
         for key, n in sorted(self.nodes.items()):
             frs = set(usage[key]) | set(self.subtree[key])
             for fr in sorted(frs):
                 u = usage[key].get(fr, 0)
                 sq = self.subtree[key].get(fr, 0)
                 if n.parent is None and u > sq:
-                    out.append(f"root {key} uses {u} of {fr} > subtree quota {sq}")
+                    out[(key, fr)] = f"root {key} uses {u} of {fr} > subtree quota {sq}"
                 q = n.quotas.get(fr)
                 if n.parent is not None and q is not None and q.borrowing_limit is not None:
                     if u > sq + q.borrowing_limit:
-                        out.append(f"{key} uses {u} of {fr} > subtree quota {sq} + borrowingLimit {q.borrowing_limit}")
+                        out[(key, fr)] = (
+                            f"{key} uses {u} of {fr} > subtree quota {sq} + borrowingLimit {q.borrowing_limit}"
+                        )
         return out
 
     def lending_violations(self, cq_usage: Mapping[str, Mapping[FR, int]]) -> list[str]:
@@ -454,10 +463,10 @@ class TreeModel:
 
 # --- strategies ------------------------------------------------------------------------------------
 
-CPU_QUOTA = st.sampled_from([0, 1000, 2000, 3000, 4000, 6000, 8000])
-MEM_QUOTA = st.integers(0, 12)
-CPU_REQ = st.sampled_from([500, 1000, 2000, 3000])
-MEM_REQ = st.integers(1, 5)
+CPU_QUOTA = st.sampled_from([4000, 6000, 2000, 8000, 3000, 10000, 1000, 0])
+MEM_QUOTA = st.sampled_from([8, 12, 4, 6, 10, 2, 1, 0])
+CPU_REQ = st.sampled_from([1000, 500, 1500, 2000])
+MEM_REQ = st.sampled_from([1, 2, 3])
 
 
 def _amount(resource: str) -> st.SearchStrategy[int]:
@@ -513,7 +522,7 @@ WEIGHTS = st.sampled_from([None, "1", "2", "500m", "0"])
 def cq_gen(
     draw: st.DrawFn, name: str, resources: tuple[str, ...], flavors: tuple[str, ...], cohorts: Sequence[str]
 ) -> CQGen:
-    cohort_name = draw(st.sampled_from(["", *cohorts])) if cohorts else ""
+    cohort_name = draw(st.sampled_from([*cohorts, ""])) if cohorts else ""
     groups = draw(groups_gen(resources, flavors, bool(cohort_name), True, True))
     within = draw(PREEMPTION_WITHIN)
     reclaim = draw(PREEMPTION_RECLAIM)
@@ -547,7 +556,7 @@ def cq_gen(
 @st.composite
 def cohorts_gen(draw: st.DrawFn, resources: tuple[str, ...], flavors: tuple[str, ...]) -> list[CohortGen]:
     """0-3 cohorts; cohort i's parent is an earlier cohort (no cycles)."""
-    n = draw(st.integers(0, len(COHORTS)))
+    n = draw(st.sampled_from([1, 2, 3, 0]))
     out: list[CohortGen] = []
     for i in range(n):
         name = COHORTS[i]
@@ -582,18 +591,18 @@ def scenario(
     draw: st.DrawFn,
     max_workloads: int = 30,
     max_cqs: int = 6,
-    max_steps: int = 6,
+    max_steps: int = 8,
     with_steps: bool = True,
 ) -> Scenario:
     resources = tuple(draw(st.sampled_from([(CPU,), (MEMORY,), (CPU, MEMORY)])))
     flavors = FLAVORS[: draw(st.integers(1, len(FLAVORS)))]
     cohorts = draw(cohorts_gen(resources, flavors))
-    n_cq = draw(st.integers(1, max_cqs))
+    n_cq = draw(st.sampled_from([n for n in (3, 4, 2, 5, 6, 1) if n <= max_cqs]))
     cqs = [draw(cq_gen(f"cq{i}", resources, flavors, [c.name for c in cohorts])) for i in range(n_cq)]
     sc = Scenario(resources, flavors, cohorts, cqs, [], draw(st.booleans()))
     model = sc.model()
     held: dict[str, dict[FR, int]] = {}
-    n_wl = draw(st.integers(0, max_workloads))
+    n_wl = draw(st.integers(max_workloads // 3, max_workloads) | st.integers(0, max_workloads))
     for i in range(n_wl):
         cq = draw(st.sampled_from(cqs))
         w = WorkloadGen(
@@ -627,7 +636,7 @@ def scenario(
                     st.just(Step("advance")),
                     st.builds(Step, st.just("finish"), st.integers(0, 30)),
                 ),
-                min_size=1,
+                min_size=min(2, max_steps),
                 max_size=max_steps,
             )
         )

@@ -41,6 +41,7 @@ from pykueue.core.workload_info import (
     has_active_quota_reservation,
     has_quota_reservation,
     is_active,
+    is_admitted,
     is_evicted,
     is_finished,
     is_on_hold,
@@ -281,6 +282,12 @@ class SimulatedCluster:
                 self.queues.queue_inadmissible_workloads({cq}, self._ts())
             return
         self.cache.add_workload(self._info(new))
+        # Reserved -> reserved: fewer pods or another priority can let parked workloads in
+        # (scheduling reference §4.3, §4.7).
+        if old.status.reclaimable_pods != new.status.reclaimable_pods or old.spec.priority != new.spec.priority:
+            cq = self.cache.workload_cq.get(key)
+            if cq:
+                self.queues.queue_inadmissible_workloads({cq}, self._ts())
 
     # --- controller behaviour between cycles ---------------------------------------------------
 
@@ -309,7 +316,9 @@ class SimulatedCluster:
         updated = lifecycle.copy_for_status(wl)
         changed = lifecycle.sync_admission_checks(updated, required, self.now)
         became_admitted = False
-        if admitted_sync and has_quota_reservation(updated):
+        # Like upstream's workload controller, never re-sync an admitted workload: an eviction resets
+        # its checks to Pending, yet Admitted stays True until the job integration releases the quota.
+        if admitted_sync and has_quota_reservation(updated) and not is_admitted(updated):
             before = [msgspec.to_builtins(c) for c in updated.status.conditions]
             became_admitted = lifecycle.sync_admitted_condition(updated, self.now, self.options)
             changed = changed or before != [msgspec.to_builtins(c) for c in updated.status.conditions]
@@ -367,6 +376,12 @@ class SimulatedCluster:
             if lifecycle.is_evicted_and_reserved(wl):
                 updated = lifecycle.copy_for_status(wl)
                 if lifecycle.complete_eviction(updated, self.now, self.options):
+                    if not is_active(updated) and self.options.gate("UnadmittedWorkloadsObservability"):
+                        # The workload controller's view of a non-reserved inactive workload
+                        # (scheduling reference §10.5, API reference §3.2 step 1).
+                        lifecycle.set_condition(
+                            updated, "QuotaReserved", "False", "Deactivated", "The workload is deactivated", self.now
+                        )
                     self.write_workload_status(updated)
 
     def _finish_backoffs(self) -> None:
