@@ -154,9 +154,14 @@ class Scenario:
         out: list[tuple[Any, str]] = [(flavor(f), V1BETA2) for f in self.flavors]
         for c in self.cohorts:
             if c.explicit:
-                out.append((cohort(c.name, *_groups(c.groups), parent=c.parent, fair_weight=c.weight), V1BETA2))
+                out.append(
+                    (cohort(c.name, *_groups(c.groups), parent=c.parent, fair_weight=c.weight), V1BETA2)
+                )
         for q in self.cqs:
-            preemption: dict[str, Any] = {"within_cluster_queue": q.within, "reclaim_within_cohort": q.reclaim}
+            preemption: dict[str, Any] = {
+                "within_cluster_queue": q.within,
+                "reclaim_within_cohort": q.reclaim,
+            }
             if q.borrow_within:
                 preemption["borrow_within_cohort"] = q.borrow_within
                 preemption["max_priority_threshold"] = q.threshold
@@ -190,7 +195,9 @@ class Scenario:
         """A compact, readable dump for failure reports."""
         lines = [f"resources={self.resources} flavors={self.flavors} fair_sharing={self.fair_sharing}"]
         for c in self.cohorts:
-            lines.append(f"  cohort {c.name} parent={c.parent!r} explicit={c.explicit} groups={_fmt_groups(c.groups)}")
+            lines.append(
+                f"  cohort {c.name} parent={c.parent!r} explicit={c.explicit} groups={_fmt_groups(c.groups)}"
+            )
         for q in self.cqs:
             lines.append(
                 f"  cq {q.name} cohort={q.cohort!r} groups={_fmt_groups(q.groups)} within={q.within} "
@@ -235,9 +242,11 @@ def _groups(groups: Sequence[GroupGen]) -> list[Any]:
                     ResourceQuota(
                         r,
                         manifest_amount(r, g.quotas[f][r].nominal),
-                        None if g.quotas[f][r].borrowing_limit is None
+                        None
+                        if g.quotas[f][r].borrowing_limit is None
                         else manifest_amount(r, g.quotas[f][r].borrowing_limit),  # type: ignore[arg-type]
-                        None if g.quotas[f][r].lending_limit is None
+                        None
+                        if g.quotas[f][r].lending_limit is None
                         else manifest_amount(r, g.quotas[f][r].lending_limit),  # type: ignore[arg-type]
                     )
                     for r in g.covered
@@ -273,10 +282,18 @@ def build_workload(w: WorkloadGen) -> Workload:
             msg = "Preempted to accommodate a workload (UID: x, JobUID: UNKNOWN) due to test"
             when = NOW - timedelta(seconds=1)
             wl.status.conditions.append(
-                Condition(type="Evicted", status="True", reason="Preempted", message=msg, last_transition_time=when)
+                Condition(
+                    type="Evicted", status="True", reason="Preempted", message=msg, last_transition_time=when
+                )
             )
             wl.status.conditions.append(
-                Condition(type="Preempted", status="True", reason="InClusterQueue", message=msg, last_transition_time=when)
+                Condition(
+                    type="Preempted",
+                    status="True",
+                    reason="InClusterQueue",
+                    message=msg,
+                    last_transition_time=when,
+                )
             )
     return wl
 
@@ -325,7 +342,9 @@ class TreeModel:
                     quotas(c.groups) if c.explicit else {},
                 )
         for q in sc.cqs:
-            nodes[("cq", q.name)] = ModelNode(("cq", q.name), ("cohort", q.cohort) if q.cohort else None, quotas(q.groups))
+            nodes[("cq", q.name)] = ModelNode(
+                ("cq", q.name), ("cohort", q.cohort) if q.cohort else None, quotas(q.groups)
+            )
         return cls(nodes)
 
     def _subtree(self, key: NodeKey) -> dict[FR, int]:
@@ -403,11 +422,9 @@ class TreeModel:
                 if n.parent is None and u > sq:
                     out[(key, fr)] = f"root {key} uses {u} of {fr} > subtree quota {sq}"
                 q = n.quotas.get(fr)
-                if n.parent is not None and q is not None and q.borrowing_limit is not None:
-                    if u > sq + q.borrowing_limit:
-                        out[(key, fr)] = (
-                            f"{key} uses {u} of {fr} > subtree quota {sq} + borrowingLimit {q.borrowing_limit}"
-                        )
+                bl = q.borrowing_limit if q is not None and n.parent is not None else None
+                if bl is not None and u > sq + bl:
+                    out[(key, fr)] = f"{key} uses {u} of {fr} > subtree quota {sq} + borrowingLimit {bl}"
         return out
 
     def lending_violations(self, cq_usage: Mapping[str, Mapping[FR, int]]) -> list[str]:
@@ -443,6 +460,7 @@ class TreeModel:
 
     def max_addable(self, cq: str, fr: FR, cq_usage: Mapping[str, Mapping[FR, int]], hi: int) -> int:
         """The largest v ≤ hi such that ``cq`` holding v more of ``fr`` breaks no constraint."""
+
         def ok(v: int) -> bool:
             trial = {k: dict(u) for k, u in cq_usage.items()}
             trial.setdefault(cq, {})
@@ -513,7 +531,9 @@ def groups_gen(
     return out
 
 
-PREEMPTION_WITHIN = st.sampled_from([PREEMPT_NEVER, PREEMPT_LOWER_PRIORITY, PREEMPT_LOWER_OR_NEWER_EQUAL_PRIORITY])
+PREEMPTION_WITHIN = st.sampled_from(
+    [PREEMPT_NEVER, PREEMPT_LOWER_PRIORITY, PREEMPT_LOWER_OR_NEWER_EQUAL_PRIORITY]
+)
 PREEMPTION_RECLAIM = st.sampled_from([PREEMPT_NEVER, PREEMPT_LOWER_PRIORITY, PREEMPT_ANY])
 WEIGHTS = st.sampled_from([None, "1", "2", "500m", "0"])
 

@@ -15,6 +15,17 @@ from collections.abc import Callable, Mapping
 
 import msgspec
 import pytest
+from builders import (
+    Q,
+    admitted,
+    build_cache,
+    cluster_queue,
+    flavor,
+    flavor_quotas,
+    local_queue,
+    simulate,
+    workload,
+)
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
@@ -27,12 +38,10 @@ from strategies import (
     tree_with_usage,
 )
 
-from builders import Q, admitted, build_cache, cluster_queue, flavor, flavor_quotas, local_queue, simulate, workload
 from pykueue.api.kueue import ClusterQueue, Cohort, ResourceFlavor, Workload
 from pykueue.core import lifecycle
 from pykueue.core.cache import Cache
 from pykueue.core.cohort_tree import (
-    CohortNode,
     QuotaNode,
     add_usage,
     available,
@@ -40,6 +49,7 @@ from pykueue.core.cohort_tree import (
     recompute_tree,
     remove_usage,
 )
+from pykueue.core.scheduler import CycleResult
 from pykueue.core.workload_info import (
     admitted_usage,
     has_active_quota_reservation,
@@ -50,7 +60,6 @@ from pykueue.core.workload_info import (
     is_finished,
     workload_key,
 )
-from pykueue.core.scheduler import CycleResult
 from pykueue.sim.cluster import SimulatedCluster
 
 SETTINGS = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
@@ -85,7 +94,9 @@ def finish_one(cluster: SimulatedCluster, pick: int) -> None:
     wl = cluster.get_workload(holders[pick % len(holders)])
     assert wl is not None
     updated = lifecycle.copy_for_status(wl)
-    lifecycle.set_condition(updated, "Finished", "True", "Succeeded", "Job finished successfully", cluster.now)
+    lifecycle.set_condition(
+        updated, "Finished", "True", "Succeeded", "Job finished successfully", cluster.now
+    )
     cluster.write_workload_status(updated)
     cluster._deliver_updates()
 
@@ -120,7 +131,11 @@ def _coverage_events(cluster: SimulatedCluster, result: CycleResult) -> None:
         event("cycle admitted")
     if result.preempted:
         event("cycle preempted")
-    if any(e.assignment is not None and e.assignment.borrowing for e in result.entries if e.info.key in result.admitted):
+    if any(
+        e.assignment is not None and e.assignment.borrowing
+        for e in result.entries
+        if e.info.key in result.admitted
+    ):
         event("admitted while borrowing")
     depth = max((len(cq.node.path_from_root()) for cq in cluster.cache.cluster_queues.values()), default=0)
     event(f"tree depth {depth}")
@@ -170,7 +185,9 @@ def check_cycle_admissions(
     }
     after = model.violated_constraints(cq_usage_from_objects(cluster, lambda w: workload_key(w) in victims))
     new = {k: v for k, v in after.items() if k not in violated_before}
-    assert not new, f"[{where}] cycle {result.cycle} over-committed (admitted {result.admitted}): {list(new.values())}"
+    assert not new, (
+        f"[{where}] cycle {result.cycle} over-committed (admitted {result.admitted}): {list(new.values())}"
+    )
 
 
 def _node(cache: Cache, key: tuple[str, str]) -> QuotaNode:
@@ -185,7 +202,9 @@ def check_invariants(cluster: SimulatedCluster, sc: Scenario, model: TreeModel, 
     #    exactly the CQ of its admission iff it actively holds quota.
     for wl in cluster.workloads():
         key = workload_key(wl)
-        assert has_quota_reservation(wl) == (wl.status.admission is not None), f"{ctx} {key}: QuotaReserved vs admission"
+        assert has_quota_reservation(wl) == (wl.status.admission is not None), (
+            f"{ctx} {key}: QuotaReserved vs admission"
+        )
         if is_admitted(wl):
             assert has_quota_reservation(wl), f"{ctx} {key}: Admitted=True without QuotaReserved=True"
         counted_in = [name for name, cq in cache.cluster_queues.items() if key in cq.workloads]
@@ -198,7 +217,9 @@ def check_invariants(cluster: SimulatedCluster, sc: Scenario, model: TreeModel, 
         else:
             assert not counted_in, f"{ctx} {key} holds no quota but is counted in {counted_in}"
             assert key not in cache.workload_cq, f"{ctx} {key}: stale workload_cq entry"
-    assert set(cache.workload_cq) <= {workload_key(w) for w in cluster.workloads()}, f"{ctx} unknown keys cached"
+    assert set(cache.workload_cq) <= {workload_key(w) for w in cluster.workloads()}, (
+        f"{ctx} unknown keys cached"
+    )
 
     # 3a. Every CQ's usage equals the sum of its quota-holding workloads' admitted usage.
     cq_usage = cq_usage_from_objects(cluster)
@@ -214,12 +235,14 @@ def check_invariants(cluster: SimulatedCluster, sc: Scenario, model: TreeModel, 
         for child in [*node.child_cohorts.values(), *node.child_cqs.values()]:
             for fr, u in child.usage.items():
                 expected[fr] = expected.get(fr, 0) + max(0, u - child.local_quota(fr))
-        assert _nz(node.usage) == _nz(expected), f"{ctx} cohort {name} usage {_nz(node.usage)} != {_nz(expected)}"
+        assert _nz(node.usage) == _nz(expected), (
+            f"{ctx} cohort {name} usage {_nz(node.usage)} != {_nz(expected)}"
+        )
 
     # ... and every node's structure, subtree quota and usage equal the independent model's.
-    assert {("cohort", n) for n in cache.cohorts} | {("cq", n) for n in cache.cluster_queues} == set(model.nodes), (
-        f"{ctx} tree nodes differ from the model"
-    )
+    assert {("cohort", n) for n in cache.cohorts} | {("cq", n) for n in cache.cluster_queues} == set(
+        model.nodes
+    ), f"{ctx} tree nodes differ from the model"
     model_usage = model.usage(cq_usage)
     for key, mnode in model.nodes.items():
         node = _node(cache, key)
@@ -268,10 +291,16 @@ def check_invariants(cluster: SimulatedCluster, sc: Scenario, model: TreeModel, 
         assert key in cluster.queues.local_queue_workload_keys(lq_key), f"{ctx} {key} missing from {lq_key}"
         pending_per_cq[cq_name] = pending_per_cq.get(cq_name, 0) + 1
     for name in cache.cluster_queues:
-        assert cluster.queues.pending_count(name) == pending_per_cq.get(name, 0), f"{ctx} pending count of {name}"
+        assert cluster.queues.pending_count(name) == pending_per_cq.get(name, 0), (
+            f"{ctx} pending count of {name}"
+        )
 
     # 6. Snapshot simulations fully undone: a cache rebuilt from the same objects is identical.
-    objs = [lo.obj for lo in cluster.objects.values() if isinstance(lo.obj, ResourceFlavor | Cohort | ClusterQueue)]
+    objs = [
+        lo.obj
+        for lo in cluster.objects.values()
+        if isinstance(lo.obj, ResourceFlavor | Cohort | ClusterQueue)
+    ]
     objs += [w for w in cluster.workloads() if has_active_quota_reservation(w)]
     fresh = build_cache(objs, cluster.options)
     assert set(fresh.cohorts) == set(cache.cohorts)
@@ -284,7 +313,9 @@ def check_invariants(cluster: SimulatedCluster, sc: Scenario, model: TreeModel, 
             assert _nz(info.usage) == _nz(f.workloads[key].usage), f"{ctx} {key}: cached usage != admission"
     for name, c in cache.cohorts.items():
         f = fresh.cohorts[name]
-        assert _nz(c.usage) == _nz(f.usage), f"{ctx} cohort {name} usage {_nz(c.usage)} != fresh {_nz(f.usage)}"
+        assert _nz(c.usage) == _nz(f.usage), (
+            f"{ctx} cohort {name} usage {_nz(c.usage)} != fresh {_nz(f.usage)}"
+        )
         assert _nz(c.subtree_quota) == _nz(f.subtree_quota)
 
 
@@ -343,7 +374,9 @@ def test_same_cycle_victims_quota_is_reused_before_release() -> None:
     objs = [
         flavor("f"),
         cluster_queue(
-            "a", flavor_quotas("f", cpu=Q(2, borrowing_limit=0)), cohort="c",
+            "a",
+            flavor_quotas("f", cpu=Q(2, borrowing_limit=0)),
+            cohort="c",
             preemption={"within_cluster_queue": "LowerPriority"},
         ),
         cluster_queue("b", flavor_quotas("f", cpu=1), cohort="c"),
@@ -351,8 +384,12 @@ def test_same_cycle_victims_quota_is_reused_before_release() -> None:
         local_queue("a"),
         local_queue("b"),
         local_queue("d"),
-        admitted(workload("low", queue="a", priority=0, requests={"cpu": "2"}), "a", {"cpu": "f"},
-                 admitted_condition=True),
+        admitted(
+            workload("low", queue="a", priority=0, requests={"cpu": "2"}),
+            "a",
+            {"cpu": "f"},
+            admitted_condition=True,
+        ),
         workload("high", queue="a", priority=1, requests={"cpu": "1"}),
         workload("wb", queue="b", requests={"cpu": "2"}),
         workload("wd", queue="d", requests={"cpu": "1"}),
@@ -459,11 +496,29 @@ def test_model_worked_example_a() -> None:
     from strategies import CohortGen, CQGen, GroupGen, QuotaGen
 
     def cq(name: str, q: QuotaGen) -> CQGen:
-        return CQGen(name, "all", [GroupGen(("cpu",), ("f0",), {"f0": {"cpu": q}})], "Never", "Never", "", None,
-                     "", "MayStopSearch", "TryNextFlavor", "", None)
+        return CQGen(
+            name,
+            "all",
+            [GroupGen(("cpu",), ("f0",), {"f0": {"cpu": q}})],
+            "Never",
+            "Never",
+            "",
+            None,
+            "",
+            "MayStopSearch",
+            "TryNextFlavor",
+            "",
+            None,
+        )
 
-    sc = Scenario(("cpu",), ("f0",), [CohortGen("all", "", False, [])],
-                  [cq("A", QuotaGen(10)), cq("B", QuotaGen(10, borrowing_limit=2, lending_limit=4))], [], False)
+    sc = Scenario(
+        ("cpu",),
+        ("f0",),
+        [CohortGen("all", "", False, [])],
+        [cq("A", QuotaGen(10)), cq("B", QuotaGen(10, borrowing_limit=2, lending_limit=4))],
+        [],
+        False,
+    )
     model = sc.model()
     fr = ("f0", "cpu")
     usage = {"A": {fr: 12}, "B": {fr: 3}}

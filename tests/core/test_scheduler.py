@@ -1793,6 +1793,7 @@ def example_i(b_usage: int, incoming: int) -> list[Any]:
         default_flavor_cq("d", Q(0, 13), cohort="all", preemption=pre),
         default_flavor_cq("shared", 10, cohort="all", preemption=pre),
         local_queue("a", "default", "a"),
+        local_queue("lq", "default", "b"),
         holding(workload("b-running", priority=1, requests={"cpu": b_usage}), "b", {"cpu": "default"}),
         workload("incoming", "default", "a", priority=2, requests={"cpu": incoming}, created=NOW),
     ]

@@ -1217,6 +1217,7 @@ def example_m(incoming: int) -> list[Any]:
         cluster_queue("A", flavor_quotas("default", cpu=10), cohort="root", preemption=pre),
         cluster_queue("B", flavor_quotas("default", cpu=10), cohort="root", preemption=pre),
         local_queue("a", "default", "A"),
+        local_queue("b", "default", "B"),
         holding(workload("a0", "default", "a", requests={"cpu": 2}), "A", {"cpu": "default"}),
         holding(workload("b2", "default", "b", requests={"cpu": 13}), "B", {"cpu": "default"}, at_time=at(1)),
         holding(workload("b1", "default", "b", requests={"cpu": 1}), "B", {"cpu": "default"}, at_time=at(2)),

@@ -8,15 +8,19 @@ scheduler, the dry-run engine and the controllers all use these, so each rule li
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import msgspec
 
 from pykueue.api.kueue import (
+    ADMISSION_GATED_BY_ANNOTATION,
     CHECK_PENDING,
     CHECK_READY,
     CHECK_REJECTED,
     CHECK_RETRY,
+    STOP_HOLD_AND_DRAIN,
+    STOP_NONE,
     Admission,
     AdmissionCheckState,
     PodSetRequest,
@@ -47,6 +51,8 @@ from pykueue.core.workload_info import (
     REQUEUED,
     WorkloadInfo,
     has_quota_reservation,
+    is_active,
+    is_admitted,
     is_evicted,
 )
 
@@ -364,3 +370,111 @@ __all__ = [
     "sync_admission_checks",
     "sync_admitted_condition",
 ]
+
+
+# --- the workload controller's view of queues (§10.5, API reference §3.2, §3.12) ----------------
+
+SCHEDULER_REASONS = frozenset(
+    {
+        "WaitingForQuota",
+        "NoMatchingFlavor",
+        "ExceedsMaxQuota",
+        "TopologyPlacementFailed",
+        "WaitingForPreemptedWorkloads",
+        "WaitingForPodsReady",
+        "PendingEvaluation",
+    }
+)
+BYPASSABLE_REASONS = frozenset({"", "Deactivated", "PendingEvaluation", "Suspended", "Pending"})
+BYPASSED_MESSAGE = "Bypassed scheduling evaluation because an equivalent workload recently failed"
+
+
+@dataclass(frozen=True, slots=True)
+class QueueView:
+    """What the workload controller knows about a workload's queues."""
+
+    local_queue_exists: bool
+    local_queue_stop_policy: str
+    cluster_queue: str
+    cluster_queue_exists: bool
+    cluster_queue_active: bool
+    cluster_queue_stop_policy: str
+    bulk_bypass_reason: str | None = None
+    admissibility_error: str | None = None
+
+
+def pending_condition(wl: Workload, view: QueueView, options: SchedulerOptions) -> tuple[str, str] | None:
+    """``syncQuotaReservedFalseCondition`` for a workload without reservation; None: leave as is."""
+    if not options.gate("UnadmittedWorkloadsObservability"):
+        blocker = _queue_blocker(wl, view)
+        return ("Inadmissible", blocker[1]) if blocker else None
+    current = find_condition(wl.status.conditions, QUOTA_RESERVED)
+    if not is_active(wl):
+        return "Deactivated", "The workload is deactivated"
+    if current is not None and current.status == "False" and current.reason == "OnHold":
+        return None
+    blocker = _queue_blocker(wl, view)
+    if blocker is not None:
+        return blocker
+    if view.admissibility_error is not None:
+        return "Misconfigured", view.admissibility_error
+    gated = wl.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION)
+    if gated and options.gate("AdmissionGatedBy"):
+        return "AdmissionGated", f"Admission is gated by: {gated}"
+    reason = current.reason if current is not None else ""
+    if (
+        view.bulk_bypass_reason is not None
+        and reason in BYPASSABLE_REASONS
+        and (current is not None or options.gate("UnadmittedWorkloadsExplicitStatus"))
+    ):
+        return view.bulk_bypass_reason or "PendingEvaluation", BYPASSED_MESSAGE
+    if current is not None and reason in SCHEDULER_REASONS:
+        return None
+    if current is None and not options.gate("UnadmittedWorkloadsExplicitStatus"):
+        return None
+    return "PendingEvaluation", "Workload is pending evaluation in the scheduling queue"
+
+
+def _queue_blocker(wl: Workload, view: QueueView) -> tuple[str, str] | None:
+    lq = wl.spec.queue_name
+    if not view.local_queue_exists:
+        return "Misconfigured", f"LocalQueue {lq} doesn't exist"
+    if view.local_queue_stop_policy not in ("", STOP_NONE):
+        return "Suspended", f"LocalQueue {lq} is inactive"
+    if not view.cluster_queue_exists:
+        return "Misconfigured", f"ClusterQueue {view.cluster_queue} doesn't exist"
+    if not view.cluster_queue_active:
+        return "Suspended", f"ClusterQueue {view.cluster_queue} is inactive"
+    return None
+
+
+def stopped_queue_action(wl: Workload, view: QueueView) -> tuple[str, str, str] | None:
+    """For a workload holding quota: ("release"|"evict", reason, message) when a queue is stopped."""
+    lq, cq = wl.spec.queue_name, view.cluster_queue
+    if view.local_queue_stop_policy not in ("", STOP_NONE):
+        kind, name, policy, evict_reason = "LocalQueue", lq, view.local_queue_stop_policy, "LocalQueueStopped"
+    elif view.cluster_queue_stop_policy not in ("", STOP_NONE):
+        kind, name, policy, evict_reason = "ClusterQueue", cq, view.cluster_queue_stop_policy, "ClusterQueueStopped"
+    else:
+        return None
+    if not is_admitted(wl):
+        return "release", "Suspended", f"{kind} {name} is stopped"
+    if policy == STOP_HOLD_AND_DRAIN and not is_evicted(wl):
+        return "evict", evict_reason, f"The {kind} is stopped"
+    return None
+
+
+def release_reservation(wl: Workload, reason: str, message: str, now: datetime, options: SchedulerOptions) -> None:
+    """Drop a reservation without eviction (stopped or missing queue, §3.12)."""
+    set_condition(wl, QUOTA_RESERVED, "False", reason, message, now)
+    wl.status.admission = None
+    sync_admitted_condition(wl, now, options)
+
+
+def reactivate(wl: Workload, now: datetime) -> bool:
+    """``Requeued`` False/Deactivated → True/Reactivated for an active workload (§3.9)."""
+    rq = find_condition(wl.status.conditions, REQUEUED)
+    if is_active(wl) and rq is not None and rq.status == "False" and rq.reason == "Deactivated":
+        set_condition(wl, REQUEUED, "True", "Reactivated", "The workload was reactivated", now)
+        return True
+    return False

@@ -16,6 +16,7 @@ from typing import Protocol
 from pykueue.api.kueue import Workload
 from pykueue.api.meta import (
     EVENT_NOTE_LIMIT,
+    LabelSelector,
     find_condition,
     label_selector_matches,
     to_time,
@@ -58,6 +59,24 @@ DEFERRED_FIT_MESSAGE = (
     "Workload has overlapping preemption targets with another workload, but will fit after these "
     "preemptions complete"
 )
+
+
+NAMESPACE_MISMATCH_MESSAGE = "workload namespace doesn't match ClusterQueue selector"
+
+
+def admissibility_error(
+    wl: Workload, selector: LabelSelector | None, namespace_labels: dict[str, str] | None
+) -> str | None:
+    """§5.3 rule 5 (and §10.5 step 5): why ``wl`` may not be admitted to a ClusterQueue, if at all."""
+    ns = wl.metadata.namespace
+    if namespace_labels is None:
+        return f'workload namespace "{ns}" does not exist: namespaces "{ns}" not found'
+    if selector is None or not label_selector_matches(selector, namespace_labels):
+        return NAMESPACE_MISMATCH_MESSAGE
+    errors: list[str] = []
+    for i, ps in enumerate(wl.spec.pod_sets):
+        errors.extend(validate_requests_within_limits(ps.template.spec, f"spec.podSets[{i}].template.spec"))
+    return resources_validation_error(errors)
 
 
 class WorkloadStore(Protocol):
@@ -188,28 +207,13 @@ class Scheduler:
         entry.requeue_reason = requeue
 
     def _validate_admissibility(self, entry: Entry, cq: ClusterQueueState) -> bool:
-        ns = entry.info.namespace
-        labels = self.store.namespace_labels(ns)
-        if labels is None:
-            self._inadmissible(
-                entry,
-                f'workload namespace "{ns}" does not exist: namespaces "{ns}" not found',
-                "Misconfigured",
-            )
-            return False
-        if cq.namespace_selector is None or not label_selector_matches(cq.namespace_selector, labels):
-            self._inadmissible(
-                entry, "workload namespace doesn't match ClusterQueue selector", "Misconfigured", NAMESPACE_MISMATCH
-            )
-            return False
-        errors: list[str] = []
-        for i, ps in enumerate(entry.info.obj.spec.pod_sets):
-            errors.extend(validate_requests_within_limits(ps.template.spec, f"spec.podSets[{i}].template.spec"))
-        message = resources_validation_error(errors)
-        if message is not None:
-            self._inadmissible(entry, message, "Misconfigured")
-            return False
-        return True
+        labels = self.store.namespace_labels(entry.info.namespace)
+        error = admissibility_error(entry.info.obj, cq.namespace_selector, labels)
+        if error is None:
+            return True
+        requeue = NAMESPACE_MISMATCH if error == NAMESPACE_MISMATCH_MESSAGE else REQUEUE_GENERIC
+        self._inadmissible(entry, error, "Misconfigured", requeue)
+        return False
 
     def _assign(
         self,

@@ -34,7 +34,7 @@ from pykueue.core.fair_sharing import cache_weight_of
 from pykueue.core.options import SchedulerOptions
 from pykueue.core.queue_manager import QueueManager
 from pykueue.core.queue_status import cluster_queue_status, cohort_status, local_queue_status
-from pykueue.core.scheduler import CycleResult, Entry, Scheduler
+from pykueue.core.scheduler import CycleResult, Entry, Scheduler, admissibility_error
 from pykueue.core.workload_info import (
     DEACTIVATION_TARGET,
     WorkloadInfo,
@@ -168,6 +168,7 @@ class SimulatedCluster:
         self._propagate_priority_classes()
         for key in self._workload_keys():
             self._index(key, self.objects[key].obj)
+            self._reconcile_queue_state(key)
             self._sync_checks(key, admitted_sync=True)
         self._deliver_updates()
 
@@ -337,6 +338,68 @@ class SimulatedCluster:
                 )
             )
 
+    def _queue_view(self, wl: Workload) -> lifecycle.QueueView:
+        lq_lo = self.objects.get(("LocalQueue", wl.metadata.namespace, wl.spec.queue_name))
+        lq: LocalQueue | None = lq_lo.obj if lq_lo is not None else None
+        cq_name = self._cq_for(wl) or ""
+        cq = self.cache.cluster_queues.get(cq_name)
+        admissibility: str | None = None
+        if cq is not None:
+            labels = self.namespace_labels(wl.metadata.namespace)
+            admissibility = admissibility_error(wl, cq.namespace_selector, labels)
+        return lifecycle.QueueView(
+            local_queue_exists=lq is not None,
+            local_queue_stop_policy=lq.spec.stop_policy if lq is not None else "",
+            cluster_queue=cq_name,
+            cluster_queue_exists=cq is not None and not cq.terminating,
+            cluster_queue_active=cq is not None and cq.is_active(),
+            cluster_queue_stop_policy=cq.stop_policy if cq is not None else "",
+            bulk_bypass_reason=self.queues.is_inadmissible_with_bulk_reason(workload_key(wl)),
+            admissibility_error=admissibility,
+        )
+
+    def _reconcile_queue_state(self, key: ObjectKey) -> None:
+        """The workload controller's queue-related writes (§10.5, §3.9, §3.12)."""
+        wl: Workload = self.objects[key].obj
+        if is_finished(wl):
+            return
+        view = self._queue_view(wl)
+        updated = lifecycle.copy_for_status(wl)
+        changed = lifecycle.reactivate(updated, self.now)
+        if not has_quota_reservation(wl):
+            target = lifecycle.pending_condition(wl, view, self.options)
+            current = find_condition(wl.status.conditions, "QuotaReserved")
+            if target is not None and (current is None or (current.reason, current.message) != target):
+                lifecycle.release_reservation(updated, target[0], target[1], self.now, self.options)
+                changed = True
+        elif (
+            wl.spec.queue_name  # a workload without a queue name is not managed by any LocalQueue
+            and not is_admitted(wl)
+            and (not view.local_queue_exists or not view.cluster_queue_exists)
+        ):
+            kind, name = (
+                ("LocalQueue", wl.spec.queue_name) if not view.local_queue_exists else ("ClusterQueue", view.cluster_queue)
+            )
+            lifecycle.release_reservation(
+                updated, "Misconfigured", f"{kind} {name} is terminating or missing", self.now, self.options
+            )
+            changed = True
+        else:
+            action = lifecycle.stopped_queue_action(wl, view)
+            if action is not None and action[0] == "release":
+                lifecycle.release_reservation(updated, action[1], action[2], self.now, self.options)
+                changed = True
+            elif action is not None:
+                lifecycle.evict(updated, action[1], action[2], self.now)
+                self.record_event(
+                    Event.for_workload(
+                        wl.metadata.namespace, wl.metadata.name, NORMAL, f"EvictedDueTo{action[1]}", action[2]
+                    )
+                )
+                changed = True
+        if changed:
+            self.write_workload_status(updated)
+
     def _reconcile_checks(self, key: ObjectKey) -> None:
         """Retry evicts, Rejected deactivates (§9.3, API reference §3.8-§3.9)."""
         wl: Workload = self.objects[key].obj
@@ -416,10 +479,11 @@ class SimulatedCluster:
         return result
 
     def _sync_touched(self) -> None:
-        """Check-list and Admitted sync for workloads that changed or carry checks."""
+        """Queue-state, check-list and Admitted sync for workloads that changed or carry checks."""
         keys = self._touched | self._with_checks
         self._touched = set()
         for key in sorted(keys):
+            self._reconcile_queue_state(key)
             self._sync_checks(key, admitted_sync=True)
 
     def run(self, cycles: int = 1, until_quiet: bool = False, cap: int = 60) -> RunResult:

@@ -1,0 +1,163 @@
+"""The workload controller's queue-related writes (§10.5, API reference §3.2, §3.9, §3.12).
+
+Pure-function tables for ``lifecycle.pending_condition`` / ``stopped_queue_action`` and
+whole-cluster scenarios for stop policies, inactive queues and reactivation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from builders import (
+    admitted,
+    cluster_queue,
+    flavor,
+    flavor_quotas,
+    local_queue,
+    simulate,
+    workload,
+)
+
+from pykueue.api.meta import find_condition
+from pykueue.core import lifecycle
+from pykueue.core.lifecycle import QueueView
+from pykueue.core.options import SchedulerOptions
+
+OK = QueueView(True, "None", "cq", True, True, "None")
+
+
+def view(**kw: Any) -> QueueView:
+    return dataclasses.replace(OK, **kw)
+
+
+PENDING_CASES = [
+    ("healthy queue, fresh workload: nothing written", {}, {}, None),
+    ("LocalQueue missing", {"local_queue_exists": False}, {}, ("Misconfigured", "LocalQueue lq doesn't exist")),
+    ("LocalQueue stopped", {"local_queue_stop_policy": "Hold"}, {}, ("Suspended", "LocalQueue lq is inactive")),
+    ("ClusterQueue missing", {"cluster_queue_exists": False}, {}, ("Misconfigured", "ClusterQueue cq doesn't exist")),
+    ("ClusterQueue inactive", {"cluster_queue_active": False}, {}, ("Suspended", "ClusterQueue cq is inactive")),
+    (
+        "admissibility error",
+        {"admissibility_error": "workload namespace doesn't match ClusterQueue selector"},
+        {},
+        ("Misconfigured", "workload namespace doesn't match ClusterQueue selector"),
+    ),
+    ("deactivated wins", {"local_queue_exists": False}, {"inactive": True}, ("Deactivated", "The workload is deactivated")),
+    (
+        "admission gated",
+        {},
+        {"gated": "example.com/gate"},
+        ("AdmissionGated", "Admission is gated by: example.com/gate"),
+    ),
+    ("scheduler reason kept", {}, {"reason": "WaitingForQuota"}, None),
+    (
+        "bypassed by an equivalent workload",
+        {"bulk_bypass_reason": "NoMatchingFlavor"},
+        {"reason": "PendingEvaluation"},
+        ("NoMatchingFlavor", lifecycle.BYPASSED_MESSAGE),
+    ),
+    (
+        "unknown reason becomes PendingEvaluation",
+        {},
+        {"reason": "Whatever"},
+        ("PendingEvaluation", "Workload is pending evaluation in the scheduling queue"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "view_kw", "wl_kw", "expected"), PENDING_CASES, ids=[c[0] for c in PENDING_CASES])
+def test_pending_condition(name: str, view_kw: dict[str, Any], wl_kw: dict[str, Any], expected: Any) -> None:
+    wl = workload("w")
+    if wl_kw.get("inactive"):
+        wl.spec.active = False
+    if wl_kw.get("gated"):
+        wl.metadata.annotations["kueue.x-k8s.io/admission-gated-by"] = wl_kw["gated"]
+    if wl_kw.get("reason"):
+        lifecycle.set_condition(wl, "QuotaReserved", "False", wl_kw["reason"], "msg", wl.metadata.creation_timestamp)  # type: ignore[arg-type]
+    assert lifecycle.pending_condition(wl, view(**view_kw), SchedulerOptions()) == expected
+
+
+STOP_CASES = [
+    ("no stop", {}, False, None),
+    ("CQ Hold, reserved only: released", {"cluster_queue_stop_policy": "Hold"}, False, ("release", "Suspended", "ClusterQueue cq is stopped")),
+    ("CQ Hold, admitted keeps running", {"cluster_queue_stop_policy": "Hold"}, True, None),
+    (
+        "CQ HoldAndDrain evicts admitted",
+        {"cluster_queue_stop_policy": "HoldAndDrain"},
+        True,
+        ("evict", "ClusterQueueStopped", "The ClusterQueue is stopped"),
+    ),
+    (
+        "LQ HoldAndDrain evicts admitted",
+        {"local_queue_stop_policy": "HoldAndDrain"},
+        True,
+        ("evict", "LocalQueueStopped", "The LocalQueue is stopped"),
+    ),
+    ("LQ Hold, reserved only: released", {"local_queue_stop_policy": "Hold"}, False, ("release", "Suspended", "LocalQueue lq is stopped")),
+]
+
+
+@pytest.mark.parametrize(("name", "view_kw", "is_admitted", "expected"), STOP_CASES, ids=[c[0] for c in STOP_CASES])
+def test_stopped_queue_action(name: str, view_kw: dict[str, Any], is_admitted: bool, expected: Any) -> None:
+    wl = admitted(workload("w"), "cq", {"cpu": "f"}, admitted_condition=is_admitted)
+    assert lifecycle.stopped_queue_action(wl, view(**view_kw)) == expected
+
+
+def _cond(cluster: Any, name: str, ctype: str) -> tuple[str, str, str] | None:
+    wl = cluster.get_workload(f"default/{name}")
+    c = find_condition(wl.status.conditions, ctype)
+    return (c.status, c.reason, c.message) if c else None
+
+
+def _state(stop_policy: str) -> list[Any]:
+    return [
+        flavor("f"),
+        cluster_queue("cq", flavor_quotas("f", cpu=10), stop_policy=stop_policy),
+        local_queue("lq", "default", "cq"),
+        admitted(workload("running", requests={"cpu": 4}), "cq", {"cpu": "f"}, admitted_condition=True),
+        workload("pending", requests={"cpu": 1}),
+    ]
+
+
+def test_hold_keeps_admitted_and_suspends_pending() -> None:
+    cluster = simulate(_state("Hold"))
+    cluster.run(cycles=2)
+    assert _cond(cluster, "running", "Admitted") == ("True", "Admitted", "The workload is admitted")
+    assert _cond(cluster, "running", "Evicted") is None
+    assert _cond(cluster, "pending", "QuotaReserved") == ("False", "Suspended", "ClusterQueue cq is inactive")
+
+
+def test_hold_and_drain_evicts_then_releases_with_requeued_false() -> None:
+    cluster = simulate(_state("HoldAndDrain"))
+    assert _cond(cluster, "running", "Evicted") == ("True", "ClusterQueueStopped", "The ClusterQueue is stopped")
+    cluster.run(cycles=2)
+    assert _cond(cluster, "running", "Requeued") == ("False", "ClusterQueueStopped", "The ClusterQueue is stopped")
+    assert cluster.get_workload("default/running").status.admission is None  # type: ignore[union-attr]
+    assert cluster.cache.cluster_queues["cq"].node.usage.get(("f", "cpu"), 0) == 0
+    assert any(e.reason == "EvictedDueToClusterQueueStopped" for e in cluster.events)
+
+
+def test_reactivated_workload_gets_requeued_reactivated() -> None:
+    wl = workload("again", requests={"cpu": 1})
+    lifecycle.set_condition(wl, "Requeued", "False", "Deactivated", "The workload is deactivated", wl.metadata.creation_timestamp)  # type: ignore[arg-type]
+    cluster = simulate([flavor("f"), cluster_queue("cq", flavor_quotas("f", cpu=10)), local_queue("lq", "default", "cq"), wl])
+    assert _cond(cluster, "again", "Requeued") == ("True", "Reactivated", "The workload was reactivated")
+    cluster.run(cycles=1)
+    assert _cond(cluster, "again", "QuotaReserved")[1] == "QuotaReserved"  # type: ignore[index]
+
+
+def test_reserved_workload_of_missing_local_queue_is_released() -> None:
+    objs = [
+        flavor("f"),
+        cluster_queue("cq", flavor_quotas("f", cpu=10)),
+        admitted(workload("orphan", queue="gone", requests={"cpu": 4}), "cq", {"cpu": "f"}),
+    ]
+    cluster = simulate(objs)
+    assert _cond(cluster, "orphan", "QuotaReserved") == (
+        "False",
+        "Misconfigured",
+        "LocalQueue gone is terminating or missing",
+    )
+    assert cluster.cache.cluster_queues["cq"].node.usage.get(("f", "cpu"), 0) == 0
