@@ -1,0 +1,1 @@
+"""Embedded Kubernetes-compatible API server (see docs/design/control-plane.md)."""

@@ -1,0 +1,177 @@
+"""``metadata.managedFields`` entries: decoding, encoding, ordering and the update-manager cap.
+
+Managers are keyed like the API server's ``BuildManagerIdentifier``: the JSON of the entry's
+manager, operation, apiVersion (Update entries only) and subresource. Encoded entries are sorted
+as ``sortEncodedManagedFields`` does: by operation (``Apply`` before ``Update``), then time
+(seconds), manager, apiVersion and subresource; entries with an empty field set are dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from pykueue.api.meta import format_time, parse_time
+from pykueue.apiserver.patch._values import go_quote
+from pykueue.apiserver.patch.fieldpath import FieldSet, from_fields_v1, to_fields_v1
+
+APPLY: Final = "Apply"
+UPDATE: Final = "Update"
+FIELDS_V1: Final = "FieldsV1"
+MAX_UPDATE_MANAGERS: Final = 10
+"""``DefaultMaxUpdateManagers``: older Update entries are merged into ``ancient-changes``."""
+ANCIENT_CHANGES: Final = "ancient-changes"
+
+
+def manager_identifier(manager: str, operation: str, api_version: str = "", subresource: str = "") -> str:
+    """``BuildManagerIdentifier``: Apply managers are version independent."""
+    ident: dict[str, str] = {}
+    if manager:
+        ident["manager"] = manager
+    ident["operation"] = operation
+    if operation != APPLY and api_version:
+        ident["apiVersion"] = api_version
+    if subresource:
+        ident["subresource"] = subresource
+    return json.dumps(ident, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class ManagedEntry:
+    """One manager's ownership: a decoded ``ManagedFieldsEntry``."""
+
+    manager: str
+    operation: str
+    api_version: str
+    fields: FieldSet
+    time: str | None = None
+    subresource: str = ""
+
+    @property
+    def identifier(self) -> str:
+        """The key of this manager among the object's managers."""
+        return manager_identifier(self.manager, self.operation, self.api_version, self.subresource)
+
+    def describe(self) -> str:
+        """How conflict messages name the manager (``printManager``)."""
+        text = go_quote(self.manager)
+        if self.subresource:
+            text += f" with subresource {go_quote(self.subresource)}"
+        if self.operation == UPDATE:
+            text += f" using {self.api_version}"
+        return text
+
+    def with_fields(self, fields: FieldSet) -> ManagedEntry:
+        """A copy owning ``fields``."""
+        return replace(self, fields=fields)
+
+    def encode(self) -> dict[str, Any]:
+        """The ``ManagedFieldsEntry`` JSON (field order of the Go struct)."""
+        out: dict[str, Any] = {"manager": self.manager, "operation": self.operation}
+        if self.api_version:
+            out["apiVersion"] = self.api_version
+        if self.time:
+            out["time"] = self.time
+        out["fieldsType"] = FIELDS_V1
+        out["fieldsV1"] = to_fields_v1(self.fields)
+        if self.subresource:
+            out["subresource"] = self.subresource
+        return out
+
+
+Managers = dict[str, ManagedEntry]
+"""Managers by identifier."""
+
+
+def decode_entry(entry: Mapping[str, Any]) -> ManagedEntry:
+    """Decode one ``ManagedFieldsEntry`` (raises ValueError when malformed)."""
+    if not isinstance(entry, Mapping):
+        raise ValueError("managedFields entries must be objects")
+    operation = entry.get("operation", "")
+    if operation not in (APPLY, UPDATE):
+        raise ValueError(f"invalid operation {operation!r} in managedFields entry")
+    fields_type = entry.get("fieldsType", "")
+    raw = entry.get("fieldsV1")
+    if raw is not None and fields_type != FIELDS_V1:
+        raise ValueError(f"invalid fieldsType {fields_type!r}")
+    time = entry.get("time")
+    if time is not None and not isinstance(time, str):
+        raise ValueError("managedFields time must be a string")
+    return ManagedEntry(
+        manager=str(entry.get("manager", "")),
+        operation=operation,
+        api_version=str(entry.get("apiVersion", "")),
+        fields=from_fields_v1(raw) if raw is not None else frozenset(),
+        time=time,
+        subresource=str(entry.get("subresource", "")),
+    )
+
+
+def decode_managed_fields(entries: Iterable[Mapping[str, Any]] | None) -> Managers:
+    """Decode a ``managedFields`` list into managers by identifier (duplicates are unioned)."""
+    managers: Managers = {}
+    if entries is None:
+        return managers
+    if not isinstance(entries, list):
+        raise ValueError("managedFields must be a list")
+    for raw in entries:
+        entry = decode_entry(raw)
+        previous = managers.get(entry.identifier)
+        if previous is not None:
+            entry = entry.with_fields(previous.fields | entry.fields)
+        managers[entry.identifier] = entry
+    return managers
+
+
+def _seconds(time: str | None) -> int:
+    if not time:
+        return 0
+    try:
+        return int(parse_time(time).timestamp())
+    except Exception:
+        return 0
+
+
+def _order(entry: ManagedEntry) -> tuple[str, int, str, str, str]:
+    return (entry.operation, _seconds(entry.time), entry.manager, entry.api_version, entry.subresource)
+
+
+def encode_managed_fields(managers: Mapping[str, ManagedEntry]) -> list[dict[str, Any]]:
+    """The ``managedFields`` list: non-empty entries in the server's order."""
+    entries = [e for e in managers.values() if e.fields]
+    return [e.encode() for e in sorted(entries, key=_order)]
+
+
+def cap_update_managers(managers: Managers, limit: int = MAX_UPDATE_MANAGERS) -> Managers:
+    """Merge the oldest Update entries into per-version ``ancient-changes`` buckets (``capManagersManager``)."""
+    updaters = [ident for ident, e in managers.items() if e.operation == UPDATE]
+    if len(updaters) <= limit:
+        return managers
+    out = dict(managers)
+    updaters.sort(key=lambda ident: (_seconds(out[ident].time), ident))
+    first_of_version: dict[str, str] = {}
+    count = len(updaters)
+    for ident in updaters:
+        if count <= limit:
+            break
+        entry = out[ident]
+        bucket = manager_identifier(ANCIENT_CHANGES, UPDATE, entry.api_version)
+        first = first_of_version.get(entry.api_version)
+        if first is None or ident == bucket:
+            first_of_version.setdefault(entry.api_version, ident)
+            continue
+        if bucket not in out:
+            seed = out.pop(first)
+            out[bucket] = ManagedEntry(ANCIENT_CHANGES, UPDATE, entry.api_version, seed.fields, seed.time)
+        out[bucket] = replace(out[bucket], fields=out[bucket].fields | entry.fields, time=entry.time)
+        del out[ident]
+        count -= 1
+    return out
+
+
+def format_now(now: datetime | None) -> str:
+    """RFC 3339 UTC seconds of ``now`` (the current time when None)."""
+    return format_time(now or datetime.now(UTC))

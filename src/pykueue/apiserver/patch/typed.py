@@ -1,0 +1,358 @@
+"""Schema-aware walks over objects, ported from structured-merge-diff's ``typed`` package.
+
+* :func:`to_field_set` – ``TypedValue.ToFieldSet``: the fields an (applied) object sets.
+* :func:`compare` – ``TypedValue.Compare``: added / modified / removed paths between versions.
+* :func:`merge` – ``TypedValue.Merge``: an applied configuration merged into a live object.
+* :func:`remove_items` – ``TypedValue.RemoveItems``: drop the members of a field set.
+* :func:`ensure_named_fields_are_members` – ``Set.EnsureNamedFieldsAreMembers``.
+
+Values are JSON-like; absent values are :data:`MISSING` (distinct from ``None``/null).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pykueue.apiserver.patch._values import JSON, MISSING, JSONDict, deep_copy, json_equal
+from pykueue.apiserver.patch.fieldpath import (
+    FieldSet,
+    Path,
+    PathElement,
+    element_to_string,
+    field_element,
+    key_element,
+    path_to_string,
+    trie_of,
+    value_element,
+)
+from pykueue.apiserver.patch.schema_node import SchemaNode
+
+
+class TypedError(ValueError):
+    """A value does not fit its schema (missing list-map key, duplicate key, ...)."""
+
+
+@dataclass
+class Comparison:
+    """Result of :func:`compare`."""
+
+    added: set[Path] = field(default_factory=set)
+    modified: set[Path] = field(default_factory=set)
+    removed: set[Path] = field(default_factory=set)
+
+    def changed(self) -> FieldSet:
+        """Added or modified paths (what an updater takes ownership of)."""
+        return frozenset(self.added | self.modified)
+
+    def filtered(self, keep: Callable[[Path], bool]) -> Comparison:
+        """A comparison restricted to the paths for which ``keep(path)`` is true."""
+        return Comparison(
+            {p for p in self.added if keep(p)},
+            {p for p in self.modified if keep(p)},
+            {p for p in self.removed if keep(p)},
+        )
+
+
+# --- shapes and list items ------------------------------------------------------------------------
+
+
+def _shape(node: SchemaNode, value: JSON) -> str:
+    """How ``value`` is walked under ``node``: missing, map, list (associative) or leaf."""
+    if value is MISSING:
+        return "missing"
+    if node.kind == "map":
+        if value is None or isinstance(value, dict):
+            return "map" if node.map_type != "atomic" else "leaf"
+        return "leaf"
+    if node.kind == "list":
+        if value is None or isinstance(value, list):
+            return "list" if node.list_type != "atomic" else "leaf"
+        return "leaf"
+    if node.kind == "any" and isinstance(value, dict):
+        return "map"
+    return "leaf"
+
+
+def _as_map(value: JSON) -> JSONDict:
+    return value if isinstance(value, dict) else {}
+
+
+def _as_list(value: JSON) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def item_element(node: SchemaNode, item: JSON, path: Path = (), index: int = 0) -> PathElement:
+    """The path element of one item of an associative list ``node``."""
+    if node.list_type != "map" or not node.list_map_keys:
+        return value_element(item)
+    if not isinstance(item, dict):
+        raise TypedError(f"{path_to_string(path)}: element {index}: expected map, got {type(item).__name__}")
+    keys: JSONDict = {}
+    for name in node.list_map_keys:
+        if name in item:
+            keys[name] = item[name]
+            continue
+        default = node.items.field(name).default
+        if default is MISSING:
+            raise TypedError(
+                f"{path_to_string(path)}: element {index}: associative list with keys has an element "
+                f'that omits key field "{name}" (and doesn\'t have default value)'
+            )
+        keys[name] = default
+    return key_element(keys)
+
+
+def _index_items(
+    node: SchemaNode, items: list[Any], path: Path, *, unique: bool
+) -> tuple[list[PathElement], dict[PathElement, list[Any]]]:
+    """Item elements in order and the items of each element (several when duplicated)."""
+    order: list[PathElement] = []
+    by_element: dict[PathElement, list[Any]] = {}
+    for index, item in enumerate(items):
+        element = item_element(node, item, path, index)
+        if element in by_element:
+            if unique:
+                raise TypedError(
+                    f"{path_to_string(path)}: duplicate entries for key {element_to_string(element)}"
+                )
+            by_element[element].append(item)
+        else:
+            by_element[element] = [item]
+        order.append(element)
+    return order, by_element
+
+
+# --- ToFieldSet ----------------------------------------------------------------------------------
+
+
+def to_field_set(value: JSON, node: SchemaNode, *, unique: bool = False) -> FieldSet:
+    """The field set of ``value`` (``ToFieldSet``); ``unique`` rejects duplicate list keys."""
+    out: set[Path] = set()
+    _to_field_set(value, node, (), out, unique)
+    out.discard(())
+    return frozenset(out)
+
+
+def _to_field_set(value: JSON, node: SchemaNode, path: Path, out: set[Path], unique: bool) -> None:
+    shape = _shape(node, value)
+    if shape == "leaf":
+        out.add(path)
+    elif shape == "list":
+        order, by_element = _index_items(node, _as_list(value), path, unique=unique)
+        for element in dict.fromkeys(order):
+            child = (*path, element)
+            for item in by_element[element]:
+                _to_field_set(item, node.items, child, out, unique)
+            out.add(child)
+    elif shape == "map":
+        for name, member in _as_map(value).items():
+            child = (*path, field_element(name))
+            _to_field_set(member, node.field(name), child, out, unique)
+            if member is None or member == {} or not node.has_field(name):
+                out.add(child)
+
+
+# --- Compare -------------------------------------------------------------------------------------
+
+
+def compare(lhs: JSON, rhs: JSON, node: SchemaNode) -> Comparison:
+    """Paths added, modified and removed going from ``lhs`` to ``rhs`` (``Compare``)."""
+    out = Comparison()
+    _compare(lhs, rhs, node, (), out)
+    for paths in (out.added, out.modified, out.removed):
+        paths.discard(())
+    return out
+
+
+def _compare_leaf(lhs: JSON, rhs: JSON, path: Path, out: Comparison) -> None:
+    if lhs is MISSING:
+        out.added.add(path)
+    elif rhs is MISSING:
+        out.removed.add(path)
+    elif not json_equal(lhs, rhs):
+        out.modified.add(path)
+
+
+def _compare(lhs: JSON, rhs: JSON, node: SchemaNode, path: Path, out: Comparison) -> None:
+    left, right = _shape(node, lhs), _shape(node, rhs)
+    if "missing" not in (left, right) and left != right:
+        _compare_reshaped(lhs, rhs, node, path, out)
+        return
+    shape = right if left == "missing" else left
+    if shape == "leaf" or (shape in ("map", "list") and _empty(lhs) and _empty(rhs)):
+        _compare_leaf(lhs, rhs, path, out)
+        return
+    if shape == "map":
+        _compare_map(_as_map(lhs), _as_map(rhs), node, path, out)
+    else:
+        _compare_list(_as_list(lhs), _as_list(rhs), node, path, out)
+    if lhs is MISSING:
+        out.added.add(path)
+    elif rhs is MISSING:
+        out.removed.add(path)
+
+
+def _empty(value: JSON) -> bool:
+    return value is MISSING or value is None or value == {} or value == []
+
+
+def _compare_reshaped(lhs: JSON, rhs: JSON, node: SchemaNode, path: Path, out: Comparison) -> None:
+    """A value whose kind changed (e.g. null -> object in untyped content): modified."""
+    sub = Comparison()
+    _compare(lhs, MISSING, node, path, sub)
+    _compare(MISSING, rhs, node, path, sub)
+    out.removed |= sub.removed - {path}
+    out.added |= sub.added - {path}
+    out.modified.add(path)
+
+
+def _compare_map(lhs: JSONDict, rhs: JSONDict, node: SchemaNode, path: Path, out: Comparison) -> None:
+    for name in dict.fromkeys([*lhs, *rhs]):
+        _compare(
+            lhs.get(name, MISSING),
+            rhs.get(name, MISSING),
+            node.field(name),
+            (*path, field_element(name)),
+            out,
+        )
+
+
+def _compare_list(lhs: list[Any], rhs: list[Any], node: SchemaNode, path: Path, out: Comparison) -> None:
+    left_order, left = _index_items(node, lhs, path, unique=False)
+    right_order, right = _index_items(node, rhs, path, unique=False)
+    for element in dict.fromkeys([*left_order, *right_order]):
+        child = (*path, element)
+        lvals, rvals = left.get(element, []), right.get(element, [])
+        if len(lvals) >= 2 or len(rvals) >= 2:
+            _compare_duplicates(lvals, rvals, child, out)
+            continue
+        _compare(lvals[0] if lvals else MISSING, rvals[0] if rvals else MISSING, node.items, child, out)
+
+
+def _compare_duplicates(lvals: list[Any], rvals: list[Any], path: Path, out: Comparison) -> None:
+    if not rvals:
+        out.removed.add(path)
+    elif not lvals:
+        out.added.add(path)
+    elif not json_equal(lvals, rvals):
+        out.modified.add(path)
+
+
+# --- Merge ---------------------------------------------------------------------------------------
+
+
+def merge(lhs: JSON, rhs: JSON, node: SchemaNode) -> JSON:
+    """``rhs`` (an applied configuration) merged into ``lhs`` (the live object); inputs unchanged."""
+    return _merge(lhs, rhs, node, ())
+
+
+def _merge(lhs: JSON, rhs: JSON, node: SchemaNode, path: Path) -> JSON:
+    if rhs is MISSING:
+        return deep_copy(lhs)
+    left, right = _shape(node, lhs), _shape(node, rhs)
+    if left != right or right == "leaf" or (_empty(lhs) and _empty(rhs)):
+        return deep_copy(rhs)
+    if right == "map":
+        result = deep_copy(_as_map(lhs))
+        for name, member in _as_map(rhs).items():
+            result[name] = _merge(
+                result.get(name, MISSING), member, node.field(name), (*path, field_element(name))
+            )
+        return result
+    return _merge_list(_as_list(lhs), _as_list(rhs), node, path)
+
+
+def _merge_list(lhs: list[Any], rhs: list[Any], node: SchemaNode, path: Path) -> list[Any]:
+    """Associative list merge keeping the live order, ported from ``mergingWalker.visitListItems``."""
+    rhs_order, rhs_items = _index_items(node, rhs, path, unique=True)
+    lhs_order, lhs_items = _index_items(node, lhs, path, unique=False)
+
+    def live(element: PathElement) -> JSON:
+        found = lhs_items.get(element)
+        return found[0] if found and len(found) == 1 else MISSING
+
+    def merged(element: PathElement, current: JSON) -> JSON:
+        return _merge(current, rhs_items[element][0], node.items, (*path, element))
+
+    shared = [e for e in rhs_order if e in lhs_items]
+    next_shared = shared.pop(0) if shared else None
+    done: set[PathElement] = set()
+    out: list[Any] = []
+    li = ri = 0
+    while li < len(lhs_order) or ri < len(rhs_order):
+        if li < len(lhs_order) and ri < len(rhs_order):
+            element = lhs_order[li]
+            if element == rhs_order[ri]:
+                done.add(element)
+                out.append(merged(element, live(element)))
+                li, ri = li + 1, ri + 1
+                next_shared = shared.pop(0) if shared else None
+                continue
+            if element in rhs_items and next_shared is not None and next_shared != element:
+                li += 1
+                continue
+        if li < len(lhs_order):
+            element = lhs_order[li]
+            if element not in rhs_items:
+                out.append(deep_copy(lhs[li]))
+                li += 1
+                continue
+            if element in done:
+                li += 1
+                continue
+        if ri < len(rhs_order):
+            element = rhs_order[ri]
+            done.add(element)
+            out.append(merged(element, live(element)))
+            ri += 1
+            if next_shared is not None and next_shared == element:
+                next_shared = shared.pop(0) if shared else None
+    return out
+
+
+# --- RemoveItems ---------------------------------------------------------------------------------
+
+
+def remove_items(value: JSON, paths: Iterable[Path], node: SchemaNode) -> JSON:
+    """A copy of ``value`` without the members of ``paths`` (whole subtrees)."""
+    return _remove(deep_copy(value), list(paths), node, ())
+
+
+def _remove(value: JSON, paths: list[Path], node: SchemaNode, path: Path) -> JSON:
+    members, children = trie_of(paths)
+    shape = _shape(node, value)
+    if shape == "map" and isinstance(value, dict):
+        for name in list(value):
+            element = field_element(name)
+            if element in members:
+                del value[name]
+            elif element in children:
+                value[name] = _remove(value[name], children[element], node.field(name), (*path, element))
+    elif shape == "list" and isinstance(value, list):
+        kept: list[Any] = []
+        for index, item in enumerate(value):
+            element = item_element(node, item, path, index)
+            if element in members:
+                continue
+            if element in children:
+                item = _remove(item, children[element], node.items, (*path, element))
+            kept.append(item)
+        value[:] = kept
+    return value
+
+
+# --- EnsureNamedFieldsAreMembers ------------------------------------------------------------------
+
+
+def ensure_named_fields_are_members(paths: Iterable[Path], node: SchemaNode) -> FieldSet:
+    """Add every prefix of a path that ends in a *declared* struct field as a member itself."""
+    out = set(paths)
+    for path in list(out):
+        current = node
+        for depth, element in enumerate(path[:-1], start=1):
+            if element.startswith("f:") and current.has_field(element[2:]):
+                out.add(path[:depth])
+            current = current.child(element)
+    return frozenset(out)
