@@ -116,6 +116,7 @@ class WorkloadGen:
     pod_sets: list[PodSetGen]
     admission: list[dict[str, str]] | None = None  # per pod set: resource -> flavor
     evicted: bool = False
+    inactive: bool = False  # spec.active=false at load; an "activate" step submits it later
 
     def usage(self) -> dict[FR, int]:
         """Quota this workload holds when admitted with ``admission`` (§1.4)."""
@@ -129,7 +130,7 @@ class WorkloadGen:
 
 @dataclass
 class Step:
-    kind: str  # "cycle" | "advance" | "finish"
+    kind: str  # "cycle" | "advance" | "finish" | "activate" | "deactivate"
     pick: int = 0
 
 
@@ -208,7 +209,7 @@ class Scenario:
             lines.append(
                 f"  wl {w.name} cq={w.cq} prio={w.priority} t={w.created} "
                 f"podsets={[(p.count, p.min_count, p.requests) for p in w.pod_sets]} "
-                f"admission={w.admission} evicted={w.evicted}"
+                f"admission={w.admission} evicted={w.evicted} inactive={w.inactive}"
             )
         lines.append(f"  steps={[(s.kind, s.pick) for s in self.steps]}")
         return "\n".join(lines)
@@ -276,6 +277,8 @@ def build_workload(w: WorkloadGen) -> Workload:
         created=T0 + timedelta(seconds=w.created),
         pod_sets=sets,
     )
+    if w.inactive:
+        wl.spec.active = False
     if w.admission is not None:
         admitted(wl, w.cq, w.admission, at_time=T0 + timedelta(seconds=w.created), admitted_condition=True)
         if w.evicted:
@@ -632,6 +635,8 @@ def scenario(
             created=draw(st.integers(0, 20)),
             pod_sets=[draw(pod_set_gen(resources)) for _ in range(draw(st.integers(1, 2)))],
         )
+        for ps in [p for p in w.pod_sets if p.min_count is not None][1:]:
+            ps.min_count = None  # validation: at most one pod set can use minCount
         if draw(st.integers(0, 2)) == 0:
             # Pre-admit with a random flavor per resource, only if the quota constraints still hold.
             w.admission = [
@@ -646,6 +651,8 @@ def scenario(
             else:
                 held = trial
                 w.evicted = draw(st.integers(0, 5)) == 0
+        if w.admission is None:
+            w.inactive = draw(st.integers(0, 4)) == 0
         sc.workloads.append(w)
     if with_steps:
         sc.steps = draw(
@@ -655,6 +662,7 @@ def scenario(
                     st.just(Step("cycle")),
                     st.just(Step("advance")),
                     st.builds(Step, st.just("finish"), st.integers(0, 30)),
+                    st.builds(Step, st.sampled_from(["activate", "deactivate"]), st.integers(0, 30)),
                 ),
                 min_size=min(2, max_steps),
                 max_size=max_steps,

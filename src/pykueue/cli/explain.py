@@ -30,7 +30,13 @@ def explain(cluster: SimulatedCluster, run: RunResult) -> str:
         if qr is not None:
             lines.append(f"  Reason: {qr.reason}: {qr.message}")
         entry = run.last_entry.get(key)
-        if entry is None:
+        bypass = cluster.queues.is_inadmissible_with_bulk_reason(key)
+        if entry is None and bypass is not None:
+            lines.append(
+                f"  It was not evaluated: a workload of the same shape recently failed ({bypass or 'PendingEvaluation'}); "
+                "it is retried when capacity is freed or the queues change."
+            )
+        elif entry is None:
             lines.append(
                 "  It was not tried in the last cycles: it waits behind other workloads of its ClusterQueue "
                 "(one head per ClusterQueue per cycle) or for a change that frees capacity."

@@ -6,13 +6,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from pykueue.cli import schedule
+from pykueue.cli import schedule, serve
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pykueue", description="A fast, faithful Python implementation of Kueue.")
     sub = parser.add_subparsers(dest="command", required=True)
     schedule.add_parser(sub)
+    serve.add_parser(sub)
     return parser
 
 

@@ -28,13 +28,11 @@ from pykueue.api.kueue import (
     SchedulingStats,
     Workload,
     WorkloadSchedulingStatsEviction,
-    WorkloadStatus,
 )
 from pykueue.api.meta import (
     Condition,
     find_condition,
     format_time,
-    remove_condition,
     set_status_condition,
     to_time,
     truncate_message,
@@ -44,7 +42,6 @@ from pykueue.core.options import SchedulerOptions
 from pykueue.core.workload_info import (
     ADMITTED,
     BLOCKED_ON_PREEMPTION_GATES,
-    DEACTIVATION_TARGET,
     EVICTED,
     PREEMPTED,
     QUOTA_RESERVED,
@@ -339,37 +336,10 @@ def requeue_at(wl: Workload) -> datetime | None:
     return rs.requeue_at if rs is not None else None
 
 
-def deactivation_target_message(wl: Workload) -> tuple[str, str] | None:
-    c = find_condition(wl.status.conditions, DEACTIVATION_TARGET)
-    if c is None or c.status != "True":
-        return None
-    return c.reason, c.message
-
-
 def is_evicted_and_reserved(wl: Workload) -> bool:
     return is_evicted(wl) and has_quota_reservation(wl)
 
 
-__all__ = [
-    "WorkloadStatus",
-    "all_checks_listed",
-    "backoff_seconds",
-    "complete_eviction",
-    "copy_for_status",
-    "evict",
-    "finish_backoff",
-    "rejected_checks_message",
-    "remove_condition",
-    "resource_requests_of",
-    "retry_check_requeue_at",
-    "retry_checks_message",
-    "set_condition",
-    "set_pending",
-    "set_quota_reservation",
-    "set_requeue_at",
-    "sync_admission_checks",
-    "sync_admitted_condition",
-]
 
 
 # --- the workload controller's view of queues (§10.5, API reference §3.2, §3.12) ----------------
@@ -476,5 +446,23 @@ def reactivate(wl: Workload, now: datetime) -> bool:
     rq = find_condition(wl.status.conditions, REQUEUED)
     if is_active(wl) and rq is not None and rq.status == "False" and rq.reason == "Deactivated":
         set_condition(wl, REQUEUED, "True", "Reactivated", "The workload was reactivated", now)
+        return True
+    return False
+
+
+def restart_after_stop(wl: Workload, view: QueueView, now: datetime) -> bool:
+    """``Requeued`` False → True once the queue that evicted the workload runs again (§3.12)."""
+    rq = find_condition(wl.status.conditions, REQUEUED)
+    if rq is None or rq.status != "False":
+        return False
+    if rq.reason == "ClusterQueueStopped" and view.cluster_queue_stop_policy in ("", STOP_NONE):
+        set_condition(
+            wl, REQUEUED, "True", "ClusterQueueRestarted", "The ClusterQueue was restarted after being stopped", now
+        )
+        return True
+    if rq.reason == "LocalQueueStopped" and view.local_queue_stop_policy in ("", STOP_NONE):
+        set_condition(
+            wl, REQUEUED, "True", "LocalQueueRestarted", "The LocalQueue was restarted after being stopped", now
+        )
         return True
     return False

@@ -8,7 +8,8 @@ time comes in as ``now`` and every write goes through the injected ``WorkloadSto
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -34,7 +35,16 @@ from pykueue.core.options import SchedulerOptions
 from pykueue.core.podset_reducer import search_partial
 from pykueue.core.preemption.common import Target
 from pykueue.core.preemption.preemptor import Preemptor, apply_eviction_for_preemption
-from pykueue.core.queue_manager import QueueManager
+from pykueue.core.queue_manager import (
+    REQUEUE_REASON_FAILED_AFTER_NOMINATION,
+    REQUEUE_REASON_GENERIC,
+    REQUEUE_REASON_NAMESPACE_MISMATCH,
+    REQUEUE_REASON_NO_FIT,
+    REQUEUE_REASON_PENDING_PREEMPTION,
+    REQUEUE_REASON_PREEMPTION_FAILED,
+    REQUEUE_REASON_PREEMPTION_NO_CANDIDATES,
+    QueueManager,
+)
 from pykueue.core.snapshot import Snapshot
 from pykueue.core.workload_info import REQUEUED, WorkloadInfo, has_failed_checks
 
@@ -43,17 +53,16 @@ NOT_NOMINATED = ""
 NOMINATED = "nominated"
 SKIPPED = "skipped"
 PREEMPTION_GATED = "preemptionGated"
-EVICTED = "evicted"
 ASSUMED = "assumed"
 
 # Requeue reasons (§4.5).
-REQUEUE_GENERIC = ""
-FAILED_AFTER_NOMINATION = "FailedAfterNomination"
-NAMESPACE_MISMATCH = "NamespaceMismatch"
-PENDING_PREEMPTION = "PendingPreemption"
-PREEMPTION_FAILED = "PreemptionFailed"
-NO_FIT = "NoFit"
-PREEMPTION_NO_CANDIDATES = "PreemptionNoCandidates"
+REQUEUE_GENERIC = REQUEUE_REASON_GENERIC
+FAILED_AFTER_NOMINATION = REQUEUE_REASON_FAILED_AFTER_NOMINATION
+NAMESPACE_MISMATCH = REQUEUE_REASON_NAMESPACE_MISMATCH
+PENDING_PREEMPTION = REQUEUE_REASON_PENDING_PREEMPTION
+PREEMPTION_FAILED = REQUEUE_REASON_PREEMPTION_FAILED
+NO_FIT = REQUEUE_REASON_NO_FIT
+PREEMPTION_NO_CANDIDATES = REQUEUE_REASON_PREEMPTION_NO_CANDIDATES
 
 DEFERRED_FIT_MESSAGE = (
     "Workload has overlapping preemption targets with another workload, but will fit after these "
@@ -121,9 +130,6 @@ class CycleResult:
     preempted: list[str] = field(default_factory=list)
     entries: list[Entry] = field(default_factory=list)
 
-    @property
-    def success(self) -> bool:
-        return bool(self.admitted) or any(e.status == EVICTED for e in self.entries)
 
 
 class Scheduler:
@@ -140,6 +146,8 @@ class Scheduler:
         self.preemptor = Preemptor(options, clock=lambda: self._now_ts)
         self.cycle = 0
         self._issued_evictions: set[str] = set()
+        self._assumed: list[WorkloadInfo] = []
+        self._pods_ready_blocked: bool | None = None
 
     # --- the loop body (§5.1) --------------------------------------------------------------------
 
@@ -155,13 +163,19 @@ class Scheduler:
         snapshot = Snapshot(self.cache)
         entries, inadmissible = self._nominate(heads, snapshot, now)
         preempted: dict[str, Target] = {}
+        self._assumed = []
+        self._pods_ready_blocked = None
         try:
             for entry in self._iterate(entries, snapshot):
                 self._process_entry(entry, snapshot, preempted, now, result)
         finally:
             snapshot.close()
+        # Assumed workloads join the cache only now: during the cycle the snapshot carried their
+        # usage but not the workloads themselves, so none could be chosen as a victim (§3.9, §5.8).
+        for assumed in self._assumed:
+            self.cache.add_workload(assumed)
         for entry in entries:
-            if entry.status not in (ASSUMED, EVICTED):
+            if entry.status != ASSUMED:
                 self._requeue_and_update(entry, now)
         for entry in inadmissible:
             self._requeue_and_update(entry, now)
@@ -170,7 +184,7 @@ class Scheduler:
 
     def _cq_active(self, name: str) -> bool:
         cq = self.cache.cluster_queues.get(name)
-        return cq is not None and cq.is_active() and not cq.has_cycle
+        return cq is not None and cq.is_active()
 
     # --- nomination (§5.3, §5.4) ------------------------------------------------------------------
 
@@ -195,6 +209,7 @@ class Scheduler:
             else:
                 entry.assignment, entry.targets = self._get_assignments(info, cq, snapshot)
                 entry.message = entry.assignment.message()
+                info.last_assignment = entry.assignment.last_state
                 entries.append(entry)
                 continue
             inadmissible.append(entry)
@@ -282,23 +297,27 @@ class Scheduler:
 
     # --- processing (§5.6) ----------------------------------------------------------------------------
 
-    def _fits_after_removing(
-        self, cq: ClusterQueueState, usage: dict[FlavorResource, int], victims: list[WorkloadInfo], snapshot: Snapshot
-    ) -> bool:
-        removed: list[WorkloadInfo] = []
-        seen: set[str] = set()
+    @contextmanager
+    def _without(self, snapshot: Snapshot, victims: Iterable[WorkloadInfo]) -> Iterator[None]:
+        """Simulate ``victims`` (de-duplicated) having released their quota, then restore them."""
+        removed: dict[str, WorkloadInfo] = {}
         for v in victims:
-            if v.key in seen:
-                continue
-            seen.add(v.key)
-            if v.key in self.cache.cluster_queues[v.cluster_queue].workloads:
+            if v.key not in removed and v.key in self.cache.cluster_queues[v.cluster_queue].workloads:
                 snapshot.remove_workload(v)
-                removed.append(v)
+                removed[v.key] = v
         try:
-            return all(available(cq.node, fr) >= v for fr, v in usage.items())
+            yield
         finally:
-            for v in removed:
+            for v in removed.values():
                 snapshot.add_workload(v)
+
+    def _fits(self, e: Entry, cq: ClusterQueueState, snapshot: Snapshot, preempted: dict[str, Target]) -> bool:
+        """§5.6 step 2: the entry's usage fits once every victim chosen so far is gone."""
+        assert e.assignment is not None
+        usage = e.assignment.usage
+        victims = [t.workload for t in preempted.values()] + [t.workload for t in e.targets]
+        with self._without(snapshot, victims):
+            return all(available(cq.node, fr) >= v for fr, v in usage.items())
 
     def _process_entry(
         self,
@@ -310,16 +329,12 @@ class Scheduler:
     ) -> None:
         cq = e.cq
         assert cq is not None and e.assignment is not None
-        usage = e.assignment.usage
-        victims = [t.workload for t in preempted.values()] + [t.workload for t in e.targets]
-        fits = self._fits_after_removing(cq, usage, victims, snapshot)
         if self.options.gate("RecomputeAssignmentUponPreemptionTargetsOverlap") and any(
             t.workload.key in preempted for t in e.targets
         ):
             self._recompute_with_overlap(e, cq, snapshot, preempted)
-            usage = e.assignment.usage
-            victims = [t.workload for t in preempted.values()] + [t.workload for t in e.targets]
-            fits = self._fits_after_removing(cq, usage, victims, snapshot)
+        fits = self._fits(e, cq, snapshot, preempted)
+        usage = e.assignment.usage
         mode = e.mode
         if e.deferred_fit:
             e.message = DEFERRED_FIT_MESSAGE
@@ -335,18 +350,15 @@ class Scheduler:
         if mode is Mode.PREEMPT and not e.targets:
             e.requeue_reason = PREEMPTION_NO_CANDIDATES
             e.quota_reserved_reason = "WaitingForQuota"
-            if cq.reclaim_within_cohort != "Any":
+            preemptor_reserves = e.info.is_preemptor and self.options.gate("PrioritizePreemptorWorkloads")
+            if cq.reclaim_within_cohort != "Any" or preemptor_reserves:
                 snapshot.book(cq, self._resources_to_reserve(e, cq))
             return
         if any(t.workload.key in preempted for t in e.targets):
-            e.status = SKIPPED
-            e.message = "Workload has overlapping preemption targets with another workload"
-            e.quota_reserved_reason = "WaitingForQuota"
+            self._skip(e, "Workload has overlapping preemption targets with another workload")
             return
         if not fits:
-            e.status = SKIPPED
-            e.message = "Workload no longer fits after processing another workload"
-            e.quota_reserved_reason = "WaitingForQuota"
+            self._skip(e, "Workload no longer fits after processing another workload")
             return
         for t in e.targets:
             preempted[t.workload.key] = t
@@ -362,43 +374,38 @@ class Scheduler:
                 e.message += f". Preempting {errors} workload(s) failed, will retry."
                 e.requeue_reason = PREEMPTION_FAILED
             return
-        if self.options.block_admission and self._some_workload_not_ready():
-            e.message = "waiting for all admitted workloads to be in PodsReady condition"
-            e.quota_reserved_reason = "WaitingForPodsReady"
+        if self.options.block_admission and self._blocked_on_pods_ready():
+            self._wait_for_pods_ready(e, now)
             return
         e.status = NOMINATED
-        snapshot.unbook(cq, usage)
         error = self._admit(e, cq, now)
         if error is not None:
             e.message = f"Failed to admit workload: {error}"
-            e.status = NOMINATED
             return
         e.status = ASSUMED
         result.admitted.append(e.info.key)
+
+    def _skip(self, e: Entry, message: str) -> None:
+        e.status = SKIPPED
+        e.message = message
+        e.quota_reserved_reason = "WaitingForQuota"
+        if not self.options.gate("FlavorFungibilityPreserveScanProgress"):
+            e.info.last_assignment = None
 
     def _recompute_with_overlap(
         self, e: Entry, cq: ClusterQueueState, snapshot: Snapshot, preempted: dict[str, Target]
     ) -> None:
         assert e.assignment is not None
-        removed = []
-        for t in preempted.values():
-            wl = t.workload
-            if wl.key in self.cache.cluster_queues[wl.cluster_queue].workloads:
-                snapshot.remove_workload(wl)
-                removed.append(wl)
-        try:
-            pin = {ps.name: {res: fa.name for res, fa in ps.flavors.items()} for ps in e.assignment.pod_sets}
+        pin = {ps.name: {res: fa.name for res, fa in ps.flavors.items()} for ps in e.assignment.pod_sets}
+        with self._without(snapshot, (t.workload for t in preempted.values())):
             e.info.last_assignment = None
             e.assignment, e.targets = self._get_assignments(e.info, cq, snapshot, pin=pin)
             e.message = e.assignment.message()
-        finally:
-            for wl in removed:
-                snapshot.add_workload(wl)
         if e.assignment.representative_mode() is Mode.FIT:
             e.deferred_fit = True
 
     def _resources_to_reserve(self, e: Entry, cq: ClusterQueueState) -> dict[FlavorResource, int]:
-        """§5.7."""
+        """§5.7. A negative amount (usage already above nominal + borrowingLimit) reserves nothing."""
         assert e.assignment is not None
         if e.mode is not Mode.PREEMPT:
             return dict(e.assignment.usage)
@@ -409,10 +416,34 @@ class Scheduler:
             used = cq.node.usage.get(fr, 0)
             if e.assignment.borrowing > 0:
                 bl = q.borrowing_limit if q else None
-                out[fr] = u if bl is None else min(u, nominal + bl - used)
+                out[fr] = u if bl is None else max(0, min(u, nominal + bl - used))
             else:
                 out[fr] = max(0, min(u, nominal - used))
         return out
+
+    def _blocked_on_pods_ready(self) -> bool:
+        """Some quota-holding workload lacks PodsReady=True (computed once per cycle)."""
+        if self._pods_ready_blocked is None:
+            self._pods_ready_blocked = self._some_workload_not_ready()
+        return self._pods_ready_blocked
+
+    def _wait_for_pods_ready(self, e: Entry, now: datetime) -> None:
+        """§5.6 step 12: mark the workload and retry it as soon as the scheduler unblocks.
+
+        Upstream then blocks the scheduler until every admitted workload is ready; a pure cycle
+        cannot block, so the entry is requeued immediately and tried again next cycle.
+        """
+        latest = self.store.get_workload(e.info.key)
+        e.skip_status_update = True
+        e.requeue_reason = FAILED_AFTER_NOMINATION
+        if latest is None:
+            return
+        wl = lifecycle.copy_for_status(latest)
+        reason = "WaitingForPodsReady" if self.options.gate("UnadmittedWorkloadsObservability") else "Waiting"
+        message = "waiting for all admitted workloads to be in PodsReady condition"
+        lifecycle.set_condition(wl, "QuotaReserved", "False", reason, message, now)
+        lifecycle.sync_admitted_condition(wl, now, self.options)
+        self.store.write_workload_status(wl)
 
     def _some_workload_not_ready(self) -> bool:
         for wl in self.cache.iter_workloads():
@@ -482,13 +513,13 @@ class Scheduler:
             usage=dict(e.assignment.usage),
             quota_reserved_ts=to_time(now).timestamp(),
         )
-        if not self.cache.add_workload(assumed):
+        if cq.name not in self.cache.cluster_queues:
             return f"workload {info.key} could not be added to the cache"
         if not self.store.write_workload_status(wl):
-            self.cache.delete_workload(info.key)
             e.requeue_reason = FAILED_AFTER_NOMINATION
             e.skip_status_update = True
             return "Could not admit Workload and assign flavors in apiserver"
+        self._assumed.append(assumed)
         self._emit_admission_events(e, wl, cq, now, admitted_now)
         return None
 

@@ -9,6 +9,7 @@ it loads objects as the informers would, routes every Workload change into the c
 from __future__ import annotations
 
 import uuid
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -26,7 +27,7 @@ from pykueue.api.kueue import (
     Workload,
     WorkloadPriorityClass,
 )
-from pykueue.api.meta import ObjectMeta, find_condition, to_time
+from pykueue.api.meta import ObjectMeta, find_condition, remove_condition, to_time
 from pykueue.core import lifecycle
 from pykueue.core.cache import Cache
 from pykueue.core.events import NORMAL, WARNING, Event
@@ -39,6 +40,7 @@ from pykueue.core.workload_info import (
     DEACTIVATION_TARGET,
     WorkloadInfo,
     has_active_quota_reservation,
+    has_failed_checks,
     has_quota_reservation,
     is_active,
     is_admitted,
@@ -46,6 +48,7 @@ from pykueue.core.workload_info import (
     is_finished,
     is_on_hold,
     new_workload_info,
+    priority_parts,
     workload_key,
 )
 
@@ -94,12 +97,13 @@ class SimulatedCluster:
         self.cache = Cache()
         self.queues = QueueManager(options, self.cache)
         self.scheduler = Scheduler(self.cache, self.queues, self, options)
-        self._updates: list[tuple[Workload, Workload]] = []
+        self._updates: deque[tuple[Workload, Workload]] = deque()
+        self._writes = 0
         self._implicit_namespaces: set[str] = set()
         # Workloads that need controller attention, kept current on every change, so the
         # controller steps never scan every workload.
         self._touched: set[ObjectKey] = set()
-        self._with_checks: set[ObjectKey] = set()
+        self._failed_checks: set[ObjectKey] = set()
         self._evicted_reserved: set[ObjectKey] = set()
         self._backing_off: set[ObjectKey] = set()
 
@@ -118,12 +122,17 @@ class SimulatedCluster:
         old = lo.obj
         lo.obj = wl
         self._updates.append((old, wl))
+        self._writes += 1
         self._index(key, wl)
         self._touched.add(key)
         return True
 
     def _index(self, key: ObjectKey, wl: Workload) -> None:
-        _mark(self._with_checks, key, bool(wl.status.admission_checks))
+        _mark(
+            self._failed_checks,
+            key,
+            has_quota_reservation(wl) and not is_evicted(wl) and has_failed_checks(wl),
+        )
         _mark(self._evicted_reserved, key, lifecycle.is_evicted_and_reserved(wl))
         rq = find_condition(wl.status.conditions, "Requeued")
         _mark(
@@ -247,7 +256,7 @@ class SimulatedCluster:
 
     def _deliver_updates(self) -> None:
         while self._updates:
-            old, new = self._updates.pop(0)
+            old, new = self._updates.popleft()
             self._on_workload_updated(old, new)
 
     def _on_workload_updated(self, old: Workload, new: Workload) -> None:
@@ -285,7 +294,11 @@ class SimulatedCluster:
         self.cache.add_workload(self._info(new))
         # Reserved -> reserved: fewer pods or another priority can let parked workloads in
         # (scheduling reference §4.3, §4.7).
-        if old.status.reclaimable_pods != new.status.reclaimable_pods or old.spec.priority != new.spec.priority:
+        if (
+            old.status.reclaimable_pods != new.status.reclaimable_pods
+            or priority_parts(old, self.options) != priority_parts(new, self.options)
+            or old.spec.priority_class_ref != new.spec.priority_class_ref
+        ):
             cq = self.cache.workload_cq.get(key)
             if cq:
                 self.queues.queue_inadmissible_workloads({cq}, self._ts())
@@ -366,6 +379,7 @@ class SimulatedCluster:
         view = self._queue_view(wl)
         updated = lifecycle.copy_for_status(wl)
         changed = lifecycle.reactivate(updated, self.now)
+        changed = lifecycle.restart_after_stop(updated, view, self.now) or changed
         if not has_quota_reservation(wl):
             target = lifecycle.pending_condition(wl, view, self.options)
             current = find_condition(wl.status.conditions, "QuotaReserved")
@@ -413,7 +427,7 @@ class SimulatedCluster:
             updated.spec = msgspec.structs.replace(updated.spec, active=False)
             message = f"The workload is deactivated due to {rejected}"
             reason = lifecycle.evict(updated, "Deactivated", message, self.now, "AdmissionCheck")
-            lifecycle.remove_condition(updated.status.conditions, DEACTIVATION_TARGET)
+            remove_condition(updated.status.conditions, DEACTIVATION_TARGET)
             updated.status.requeue_state = None
             self.record_event(Event.for_workload(ns, name, WARNING, "AdmissionCheckRejected", f"Deactivated due to {rejected}"))
             self.record_event(Event.for_workload(ns, name, NORMAL, f"EvictedDueTo{reason}", message))
@@ -459,7 +473,7 @@ class SimulatedCluster:
     def advance(self, seconds: float = 1.0) -> None:
         """Move time forward and let the controllers catch up."""
         self.now = self.now + timedelta(seconds=seconds)
-        for key in sorted(self._with_checks):
+        for key in sorted(self._failed_checks):
             self._reconcile_checks(key)
         self._deliver_updates()
         self._complete_evictions()
@@ -479,8 +493,8 @@ class SimulatedCluster:
         return result
 
     def _sync_touched(self) -> None:
-        """Queue-state, check-list and Admitted sync for workloads that changed or carry checks."""
-        keys = self._touched | self._with_checks
+        """Queue-state, check-list and Admitted sync for workloads that changed."""
+        keys = self._touched
         self._touched = set()
         for key in sorted(keys):
             self._reconcile_queue_state(key)
@@ -491,19 +505,24 @@ class SimulatedCluster:
         out = RunResult()
         n = cap if until_quiet else cycles
         for i in range(n):
+            writes = self._writes
             if i > 0:
                 self.advance(1.0)
-            before = self._fingerprint() if until_quiet else None
             result = self.run_cycle()
             out.cycles.append(result)
             for e in result.entries:
                 out.last_entry[e.info.key] = e
-            if until_quiet and result.heads == 0 and not self.queues.has_pending_requests() and before == self._fingerprint():
+            if until_quiet and result.heads == 0 and self._writes == writes and not self._waiting():
                 break
         return out
 
-    def _fingerprint(self) -> bytes:
-        return msgspec.json.encode([self.objects[k].obj.status for k in self._workload_keys()])
+    def _waiting(self) -> bool:
+        """Something is still due later: a batched requeue or a workload backing off."""
+        if self.queues.has_pending_requests():
+            return True
+        return any(
+            (at := lifecycle.requeue_at(self.objects[k].obj)) is not None and at > self.now for k in self._backing_off
+        )
 
     # --- final status ------------------------------------------------------------------------
 

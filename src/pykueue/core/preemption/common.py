@@ -29,11 +29,6 @@ IN_COHORT_RECLAMATION = "InCohortReclamation"
 IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
 IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
 
-# Upstream-style aliases.
-InClusterQueue = IN_CLUSTER_QUEUE
-InCohortReclamation = IN_COHORT_RECLAMATION
-InCohortFairSharing = IN_COHORT_FAIR_SHARING
-InCohortReclaimWhileBorrowing = IN_COHORT_RECLAIM_WHILE_BORROWING
 
 HUMAN_READABLE_REASONS: dict[str, str] = {
     IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
@@ -236,10 +231,6 @@ __all__ = [
     "IN_COHORT_FAIR_SHARING",
     "IN_COHORT_RECLAIM_WHILE_BORROWING",
     "IN_COHORT_RECLAMATION",
-    "InClusterQueue",
-    "InCohortFairSharing",
-    "InCohortReclaimWhileBorrowing",
-    "InCohortReclamation",
     "LocalQueueUsage",
     "PreemptionContext",
     "Target",

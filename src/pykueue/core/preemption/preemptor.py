@@ -5,7 +5,6 @@ Scheduling reference §7.1, §7.9, §7.10 and API reference §3.6.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from datetime import datetime
 
@@ -15,6 +14,7 @@ from pykueue.core.assignment import Assignment, PreemptionMode
 from pykueue.core.cache import ClusterQueueState
 from pykueue.core.cohort_tree import FlavorResource, lowest_fitting_subtree
 from pykueue.core.events import NORMAL, Event
+from pykueue.core.flavor_assignment import Oracle
 from pykueue.core.options import SchedulerOptions
 from pykueue.core.preemption.classical import classical_targets
 from pykueue.core.preemption.common import (
@@ -29,7 +29,6 @@ from pykueue.core.preemption.fairsharing import Strategy, fair_targets, parse_st
 from pykueue.core.snapshot import Snapshot
 from pykueue.core.workload_info import PREEMPTED, WorkloadInfo
 
-Oracle = Callable[[ClusterQueueState, WorkloadInfo, FlavorResource, int], tuple[PreemptionMode, int]]
 """``oracle(cq, wl, fr, val) -> (mode, borrowing level)`` used by flavor assignment (§6.3, §7.9)."""
 
 EVICTED_BY_PREEMPTION = "Preempted"
@@ -41,7 +40,7 @@ class Preemptor:
     def __init__(
         self,
         options: SchedulerOptions,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float],
         lq_usage: LocalQueueUsage | None = None,
     ) -> None:
         self.options = options
@@ -179,4 +178,4 @@ def apply_eviction_for_preemption(
     return events
 
 
-__all__ = ["Oracle", "Preemptor", "apply_eviction_for_preemption"]
+__all__ = ["Preemptor", "apply_eviction_for_preemption"]

@@ -20,7 +20,6 @@ Design (pure and deterministic):
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -56,7 +55,7 @@ REQUEST_COHORT = "Cohort"
 
 # Scheduler-owned fields of an info that survive a refresh from the newest object (§4.5 step 2).
 _KEPT_ON_REFRESH = frozenset(
-    {"last_assignment", "cluster_queue", "is_preemptor", "last_evaluated_generation", "second_pass_iteration"}
+    {"last_assignment", "cluster_queue", "is_preemptor", "last_evaluated_generation"}
 )
 
 
@@ -156,12 +155,6 @@ def _lq_key_of(wl: Workload) -> str:
 
 def _key_of(key_or_wl: str | Workload) -> str:
     return key_or_wl if isinstance(key_or_wl, str) else workload_key(key_or_wl)
-
-
-def _stamp(info: WorkloadInfo, attribute: str, value: object) -> None:
-    """Set an optional scheduler field if ``WorkloadInfo`` declares it."""
-    with contextlib.suppress(AttributeError):
-        setattr(info, attribute, value)
 
 
 class QueueManager:
@@ -415,8 +408,8 @@ class QueueManager:
             if lq is not None:
                 lq.items.pop(info.key, None)
             generation = entry.last_evaluated_generation
-            _stamp(info, "last_evaluated_generation", generation)
-            _stamp(info, "is_preemptor", cq.is_preemptor(info.key, generation))
+            info.last_evaluated_generation = generation
+            info.is_preemptor = cq.is_preemptor(info.key, generation)
             out.append(info)
         return out
 
