@@ -104,6 +104,7 @@ def main() -> None:
     ap.add_argument("--cycles", type=int, default=60)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--memory", action="store_true", help="also measure peak Python heap (slower)")
+    ap.add_argument("--fair-sharing", action="store_true", help="enable fair sharing (DRS tournament + FS preemption)")
     ap.add_argument("--no-gc-freeze", action="store_true", help="leave the loaded state in the cyclic GC")
     args = ap.parse_args()
 
@@ -113,7 +114,7 @@ def main() -> None:
     if args.memory:
         tracemalloc.start()
     t = time.perf_counter()
-    cluster = SimulatedCluster(SchedulerOptions(), T0 + timedelta(hours=2))
+    cluster = SimulatedCluster(SchedulerOptions(fair_sharing=args.fair_sharing), T0 + timedelta(hours=2))
     cluster.load(objs)
     load_s = time.perf_counter() - t
     if not args.no_gc_freeze:

@@ -27,7 +27,7 @@ class Quota:
 class QuotaNode:
     """Quota and usage of one node of a cohort tree."""
 
-    __slots__ = ("name", "parent", "quotas", "subtree_quota", "usage")
+    __slots__ = ("name", "parent", "quotas", "subtree_quota", "usage", "version")
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -35,6 +35,8 @@ class QuotaNode:
         self.quotas: dict[FlavorResource, Quota] = {}
         self.subtree_quota: dict[FlavorResource, int] = {}
         self.usage: dict[FlavorResource, int] = {}
+        self.version = 0
+        """Incremented on every usage or quota change, so derived values can be cached."""
 
     # --- §3.2 -----------------------------------------------------------------------------------
 
@@ -121,6 +123,7 @@ def add_usage(node: QuotaNode, fr: FlavorResource, value: int) -> None:
     while True:
         la = node.local_available(fr)
         node.usage[fr] = sat_add(node.usage.get(fr, 0), value)
+        node.version += 1
         parent = node.parent
         if parent is None or value <= la:
             return
@@ -134,6 +137,7 @@ def remove_usage(node: QuotaNode, fr: FlavorResource, value: int) -> None:
         current = node.usage.get(fr, 0)
         stored = current - node.local_quota(fr)
         node.usage[fr] = sat_sub(current, value)
+        node.version += 1
         parent = node.parent
         if parent is None or stored <= 0:
             return
@@ -220,6 +224,7 @@ def lowest_fitting_subtree(cq: ClusterQueueNode, fr: FlavorResource, value: int)
 
 def recompute_tree(root: QuotaNode) -> None:
     """Recompute subtree quotas and cohort usages of the tree under ``root`` (children first)."""
+    root.version += 1
     if not isinstance(root, CohortNode):
         root.subtree_quota = {fr: q.nominal for fr, q in root.quotas.items()}
         return
@@ -238,7 +243,9 @@ def _recompute_cohort(cohort: CohortNode) -> None:
         for fr, sq in child.subtree_quota.items():
             subtree[fr] = sat_add(subtree.get(fr, 0), sat_sub(sq, child.local_quota(fr)))
     cohort.subtree_quota = subtree
+    cohort.version += 1
     for child in children:
+        child.version += 1
         for fr in child.subtree_quota:
             usage.setdefault(fr, 0)
         for fr, u in child.usage.items():

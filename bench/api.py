@@ -1,0 +1,250 @@
+"""API server throughput: creates/s and updates/s over HTTP, and watch fan-out.
+
+Usage: python bench/api.py [--objects 20000] [--concurrency 32] [--watchers 10]
+                           [--kind workloads|resourceflavors|clusterqueues] [--url URL]
+
+Starts ``pykueue serve`` (a real subprocess, fresh data directory, port 0) unless ``--url`` is
+given, then from one asyncio client process (aiohttp, ``--concurrency`` connections):
+
+1. opens ``--watchers`` watches on the collection (``?watch=true``, from the current revision);
+2. creates ``--objects`` objects (POST) — creates/s;
+3. updates each of them once (merge PATCH of a label) — updates/s;
+4. checks that every watcher received every event (creates + updates) and reports how far each
+   lagged behind the last acknowledged write.
+
+Figures are printed; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+ROOT = Path(__file__).resolve().parents[1]
+G = "kueue.x-k8s.io/v1beta2"
+PATHS = {
+    "workloads": f"/apis/{G}/namespaces/default/workloads",
+    "resourceflavors": f"/apis/{G}/resourceflavors",
+    "clusterqueues": f"/apis/{G}/clusterqueues",
+}
+
+
+def manifest(kind: str, i: int) -> dict[str, Any]:
+    """The i-th object of the benchmark."""
+    name = f"bench-{i:06d}"
+    if kind == "resourceflavors":
+        return {"apiVersion": G, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": {"nodeLabels": {"pool": "a"}}}
+    if kind == "clusterqueues":
+        return {
+            "apiVersion": G,
+            "kind": "ClusterQueue",
+            "metadata": {"name": name},
+            "spec": {
+                "cohortName": f"cohort-{i % 10}",
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu", "memory"],
+                        "flavors": [{"name": "default", "resources": [
+                            {"name": "cpu", "nominalQuota": "8"}, {"name": "memory", "nominalQuota": "32Gi"}]}],
+                    }
+                ],
+            },
+        }  # fmt: skip
+    return {
+        "apiVersion": G,
+        "kind": "Workload",
+        "metadata": {"name": name},
+        "spec": {
+            "queueName": "user-queue",
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1 + i % 4,
+                    "template": {"spec": {"restartPolicy": "Never", "containers": [
+                        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}},
+                }
+            ],
+        },
+    }  # fmt: skip
+
+
+@dataclass
+class Watcher:
+    """Counts the events of one watch stream (one line per event)."""
+
+    received: int = 0
+    errors: list[str] = field(default_factory=list)
+    done_at: float = 0.0
+    target: int = 0
+
+
+async def run_watcher(session: aiohttp.ClientSession, url: str, rv: str, w: Watcher, done: asyncio.Event) -> None:
+    """Read a watch stream until ``w.target`` events arrived (set once the writes are known)."""
+    async with session.get(f"{url}?watch=true&resourceVersion={rv}&timeoutSeconds=600") as resp:
+        buf = b""
+        async for chunk in resp.content.iter_any():
+            buf += chunk
+            lines = buf.split(b"\n")
+            buf = lines[-1]
+            for line in lines[:-1]:
+                if b'"type":"ERROR"' in line[:20]:
+                    w.errors.append(line.decode()[:200])
+                w.received += 1
+            if w.target and w.received >= w.target:
+                w.done_at = time.perf_counter()
+                done.set()
+                return
+
+
+async def timed(coros: list[Any], concurrency: int) -> tuple[float, list[float]]:
+    """Run request coroutines ``concurrency`` at a time; (elapsed seconds, latencies)."""
+    latencies: list[float] = []
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    for c in coros:
+        queue.put_nowait(c)
+
+    async def worker() -> None:
+        while not queue.empty():
+            make = queue.get_nowait()
+            t = time.perf_counter()
+            await make()
+            latencies.append(time.perf_counter() - t)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return time.perf_counter() - start, latencies
+
+
+def pct(values: list[float], q: float) -> float:
+    """The q-quantile in milliseconds."""
+    ordered = sorted(values)
+    return 1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def bench(url: str, kind: str, objects: int, concurrency: int, watchers: int) -> None:
+    base = url + PATHS[kind]
+    conn = aiohttp.TCPConnector(limit=concurrency + watchers + 4)
+    async with aiohttp.ClientSession(connector=conn) as session:
+        async with session.get(base + "?limit=1") as r:
+            rv = (await r.json())["metadata"]["resourceVersion"]
+        ws = [Watcher() for _ in range(watchers)]
+        dones = [asyncio.Event() for _ in ws]
+        tasks = [asyncio.create_task(run_watcher(session, base, rv, w, d)) for w, d in zip(ws, dones, strict=True)]
+        await asyncio.sleep(0.5)
+        bodies = [json.dumps(manifest(kind, i)).encode() for i in range(objects)]
+        failures: list[int] = []
+
+        def create(body: bytes) -> Any:
+            async def go() -> None:
+                async with session.post(base, data=body, headers={"Content-Type": "application/json"}) as resp:
+                    await resp.read()
+                    if resp.status != 201:
+                        failures.append(resp.status)
+
+            return go
+
+        def update(i: int) -> Any:
+            patch = json.dumps({"metadata": {"labels": {"bench": "updated"}}}).encode()
+
+            async def go() -> None:
+                async with session.patch(f"{base}/bench-{i:06d}", data=patch,
+                                         headers={"Content-Type": "application/merge-patch+json"}) as resp:  # fmt: skip
+                    await resp.read()
+                    if resp.status != 200:
+                        failures.append(resp.status)
+
+            return go
+
+        elapsed, lat = await timed([create(b) for b in bodies], concurrency)
+        print(f"creates: {objects} {kind}, concurrency {concurrency}: {objects / elapsed:,.0f} creates/s "
+              f"(p50 {pct(lat, 0.5):.1f} ms, p99 {pct(lat, 0.99):.1f} ms)")  # fmt: skip
+        elapsed, lat = await timed([update(i) for i in range(objects)], concurrency)
+        last_write = time.perf_counter()
+        print(f"updates: {objects} merge patches, concurrency {concurrency}: {objects / elapsed:,.0f} updates/s "
+              f"(p50 {pct(lat, 0.5):.1f} ms, p99 {pct(lat, 0.99):.1f} ms)")  # fmt: skip
+        if failures:
+            print(f"FAILED requests: {len(failures)} (statuses {sorted(set(failures))})")
+        expected = 2 * objects
+        for w, d in zip(ws, dones, strict=True):
+            w.target = expected
+            if w.received >= expected:
+                w.done_at = w.done_at or time.perf_counter()
+                d.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*(d.wait() for d in dones)), 60)
+        for t in tasks:
+            t.cancel()
+        if watchers:
+            got = [w.received for w in ws]
+            lags = [max(0.0, w.done_at - last_write) for w in ws if w.done_at]
+            complete = sum(1 for g in got if g >= expected)
+            print(f"watch fan-out: {watchers} watchers, {complete}/{watchers} received all {expected} events "
+                  f"(min {min(got)}); lag after the last write: max {max(lags, default=float('nan')):.3f}s, "
+                  f"median {statistics.median(lags) if lags else float('nan'):.3f}s")  # fmt: skip
+            errors = [e for w in ws for e in w.errors]
+            if errors:
+                print(f"watch errors: {errors[:3]}")
+
+
+def start_server(data_dir: str) -> tuple[subprocess.Popen[str], str]:
+    """``pykueue serve --port 0`` on ``data_dir``; returns (process, URL)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), PYTHONUNBUFFERED="1")
+    kubeconfig = os.path.join(data_dir, "kubeconfig")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pykueue", "serve", "--port", "0", "--data-dir", data_dir, "--kubeconfig", kubeconfig],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("pykueue API server listening on "):
+            url = line.split()[-1]
+        if line.strip().startswith("export KUBECONFIG="):
+            return proc, url
+    raise SystemExit("pykueue serve did not start")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--objects", type=int, default=20_000)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--watchers", type=int, default=10)
+    parser.add_argument("--kind", choices=sorted(PATHS), default="workloads")
+    parser.add_argument("--url", help="benchmark a running server instead of starting one")
+    args = parser.parse_args()
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:  # pragma: no cover
+        pass
+    if args.url:
+        asyncio.run(bench(args.url.rstrip("/"), args.kind, args.objects, args.concurrency, args.watchers))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, url = start_server(tmp)
+        try:
+            print(f"server: pykueue serve at {url} (fresh data directory)")
+            asyncio.run(bench(url, args.kind, args.objects, args.concurrency, args.watchers))
+        finally:
+            proc.terminate()
+            proc.wait(30)
+
+
+if __name__ == "__main__":
+    main()
