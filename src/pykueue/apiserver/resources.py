@@ -1,0 +1,996 @@
+"""The resource registry: every kind the embedded API server serves (design §2).
+
+A :class:`ResourceInfo` describes one resource (group, kind, names, scope, served and storage
+versions, short names, categories, status subresource, printer columns) and carries its
+behaviour: conversion between served versions, defaulting, create-time preparation, validation,
+its structural OpenAPI schema and its selectable fields.
+
+* Kueue kinds (``kueue.x-k8s.io`` v1beta2 storage + v1beta1) are wired to :mod:`pykueue.api`:
+  :func:`~pykueue.api.conversion.convert`, :func:`~pykueue.api.defaults.apply_defaults`,
+  :func:`~pykueue.api.defaults.apply_admission_mutations` and
+  :func:`~pykueue.api.validation.validate` (through the typed model). The kinds the model does
+  not cover (MultiKueueConfig, MultiKueueCluster, Topology) use their structural schema for
+  defaulting and value checks plus their CEL rules written in Python.
+* Built-in kinds (Namespace, Event, PodTemplate, Job, PriorityClass, Lease, events.k8s.io Event)
+  use :mod:`pykueue.apiserver.builtin`.
+* ProvisioningRequest (``autoscaling.x-k8s.io`` v1 storage + v1beta1) is served as a CRD.
+
+``events.k8s.io/v1`` Events are stored with the ``core/v1`` Events (shared store key, core form),
+as in Kubernetes; :meth:`ResourceInfo.to_storage` / :meth:`ResourceInfo.from_storage` do the
+conversion for every kind and must be used for it (the plain version comparison is not enough
+for this one resource).
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pykueue.api import kueue as k
+from pykueue.api.conversion import ConversionError, DecodeError, convert, to_external, to_internal
+from pykueue.api.defaults import apply_admission_mutations, apply_defaults
+from pykueue.api.feature_gates import DEFAULT_GATES, FeatureGates
+from pykueue.api.validation import TYPE_INVALID as _TYPE_INVALID
+from pykueue.api.validation import WEBHOOK_NAMES as _KUEUE_WEBHOOKS
+from pykueue.api.validation import (
+    FieldError,
+    ValidationFailed,
+    aggregate,
+    cel,
+    required,
+    validate_schema,
+    validate_webhook,
+)
+from pykueue.apiserver import crdgen
+from pykueue.apiserver.builtin import (
+    autoscaling,
+    batch,
+    coordination,
+    core,
+    events,
+    namespaces,
+    scheduling,
+)
+from pykueue.apiserver.builtin import schema as sch
+from pykueue.apiserver.builtin.pods import validate_object_meta
+from pykueue.store import ResourceKey
+
+Obj = dict[str, Any]
+Defaulter = Callable[[Obj], None]
+Validator = Callable[[Obj, "Obj | None"], list[FieldError]]
+FieldGetter = Callable[[Mapping[str, Any]], str]
+
+KUEUE_GROUP = k.GROUP
+KUEUE_DEPRECATION = "This version is deprecated. Use v1beta2 instead."
+VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+
+@dataclass(frozen=True)
+class PrinterColumn:
+    """One ``additionalPrinterColumns`` entry (or a built-in table column)."""
+
+    name: str
+    type: str
+    json_path: str
+    priority: int = 0
+    format: str = ""
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """The pluggable behaviour of a resource (conversion, defaults, validation, schema, fields)."""
+
+    schema: Callable[[str], sch.Schema]
+    """Structural (inlined) schema of a served version."""
+    convert: Callable[[Mapping[str, Any], str], Obj]
+    """Convert an object to a full apiVersion (``group/version`` or ``v1``)."""
+    default: Callable[[Obj], Obj]
+    prepare_for_create: Callable[[Obj], Obj]
+    validate: Callable[[Obj, Obj | None, FeatureGates], list[FieldError]]
+    failure: Callable[[Obj, Obj | None, FeatureGates], ValidationFailed | None]
+    selectable: Mapping[str, FieldGetter] = field(default_factory=dict)
+    component: str = ""
+    """OpenAPI component name of a built-in kind (empty for CRDs)."""
+
+
+@dataclass
+class ResourceInfo:
+    """One served resource (design §2)."""
+
+    group: str
+    kind: str
+    plural: str
+    singular: str
+    namespaced: bool
+    versions: tuple[str, ...]
+    storage_version: str
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    status_subresource: bool = False
+    printer_columns: tuple[PrinterColumn, ...] = ()
+    builtin: bool = False
+    deprecated_versions: dict[str, str] = field(default_factory=dict)
+    version_columns: dict[str, tuple[PrinterColumn, ...]] = field(default_factory=dict)
+    """Printer columns of versions that differ from :attr:`printer_columns`."""
+    storage_group: str | None = None
+    """Group of the store collection when it differs from :attr:`group` (events.k8s.io → core)."""
+    verbs: tuple[str, ...] = VERBS
+    behaviour: Behaviour | None = field(default=None, repr=False, compare=False)
+
+    # --- identity -----------------------------------------------------------------------------
+
+    def key(self) -> ResourceKey:
+        """The store collection of this resource."""
+        group = self.group if self.storage_group is None else self.storage_group
+        return ResourceKey(group, self.plural, self.namespaced)
+
+    def api_version(self, version: str) -> str:
+        """``group/version`` (``version`` for the core group)."""
+        return f"{self.group}/{version}" if self.group else version
+
+    @property
+    def storage_api_version(self) -> str:
+        """The apiVersion objects are stored with."""
+        group = self.group if self.storage_group is None else self.storage_group
+        return f"{group}/{self.storage_version}" if group else self.storage_version
+
+    @property
+    def preferred_version(self) -> str:
+        """The first served version."""
+        return self.versions[0]
+
+    def columns(self, version: str) -> tuple[PrinterColumn, ...]:
+        """Printer columns of ``version``."""
+        return self.version_columns.get(version, self.printer_columns)
+
+    def _behaviour(self) -> Behaviour:
+        if self.behaviour is None:
+            raise RuntimeError(f"{self.kind}: no behaviour registered")
+        return self.behaviour
+
+    # --- conversion ---------------------------------------------------------------------------
+
+    def _target(self, to_version: str) -> str:
+        if "/" in to_version or (not self.group and to_version in self.versions):
+            return to_version
+        if to_version in self.versions:
+            return self.api_version(to_version)
+        raise ConversionError(f'{self.kind}: version "{to_version}" is not served')
+
+    def convert(self, obj: Mapping[str, Any], to_version: str) -> Obj:
+        """Convert ``obj`` to a served version (``v1beta1``) or an apiVersion (``group/v``)."""
+        return self._behaviour().convert(obj, self._target(to_version))
+
+    def to_storage(self, obj: Mapping[str, Any]) -> Obj:
+        """``obj`` (any served version) in the storage form."""
+        if obj.get("apiVersion") == self.storage_api_version:
+            return dict(obj)
+        return self._behaviour().convert(obj, self.storage_api_version)
+
+    def from_storage(self, obj: Mapping[str, Any], version: str) -> Obj:
+        """A stored object as served in ``version``."""
+        target = self._target(version)
+        if obj.get("apiVersion") == target:
+            return dict(obj)
+        return self._behaviour().convert(obj, target)
+
+    # --- defaulting, preparation, validation -------------------------------------------------------
+
+    def default(self, obj: Obj) -> Obj:
+        """Schema defaults of the storage version (every write); returns the defaulted object."""
+        return self._behaviour().default(obj)
+
+    def prepare_for_create(self, obj: Obj) -> Obj:
+        """Create-only mutations: Kueue's mutating webhooks, Job selector generation.
+
+        Assigns ``metadata.uid`` (and a ``generateName`` name) when absent, since the Job
+        selector embeds them; the store must keep a uid set here.
+        """
+        return self._behaviour().prepare_for_create(obj)
+
+    def validate(self, obj: Obj, old: Obj | None, *, gates: FeatureGates = DEFAULT_GATES) -> list[FieldError]:
+        """Schema, CEL and webhook errors of a storage-version object (``old`` for updates)."""
+        return self._behaviour().validate(obj, old, gates)
+
+    def validation_failure(
+        self, obj: Obj, old: Obj | None, *, gates: FeatureGates = DEFAULT_GATES
+    ) -> ValidationFailed | None:
+        """Like :meth:`validate` but as the apiserver's error (message names a webhook if one denied)."""
+        return self._behaviour().failure(obj, old, gates)
+
+    # --- schema and fields --------------------------------------------------------------------
+
+    def openapi_schema(self, version: str) -> sch.Schema:
+        """The structural OpenAPI v3 schema of the kind in ``version`` (no ``$ref``).
+
+        The returned dict is shared and cached: treat it as read-only (copy before changing it).
+        """
+        if version not in self.versions:
+            raise KeyError(f"{self.kind}: version {version} is not served")
+        return self._behaviour().schema(version)
+
+    @property
+    def component(self) -> str:
+        """OpenAPI component name of a built-in kind (empty for CRDs)."""
+        return self._behaviour().component
+
+    def selectable_fields(self) -> tuple[str, ...]:
+        """Field-selector labels besides ``metadata.name`` and ``metadata.namespace``."""
+        return tuple(self._behaviour().selectable)
+
+    def selectable_fields_for(self, version: str) -> tuple[str, ...]:
+        """CRD ``selectableFields`` of ``version`` (Workload: v1beta2 only)."""
+        if self.group == KUEUE_GROUP and version != crdgen.V1BETA2:
+            return ()
+        return self.selectable_fields()
+
+    def field_value(self, obj: Mapping[str, Any], label: str) -> str | None:
+        """The string a field selector compares for ``label`` (None if not selectable)."""
+        meta = obj.get("metadata") or {}
+        if label in ("metadata.name", "metadata.namespace"):
+            return str(meta.get(label.split(".", 1)[1]) or "")
+        getter = self._behaviour().selectable.get(label)
+        return getter(obj) if getter is not None else None
+
+
+# --- registry --------------------------------------------------------------------------------------------
+
+
+class Registry:
+    """Lookups over the served resources."""
+
+    def __init__(self, infos: Iterable[ResourceInfo]) -> None:
+        self._infos = list(infos)
+        self._by_gvr = {(i.group, v, i.plural): i for i in self._infos for v in i.versions}
+        self._by_gk = {(i.group, i.kind): i for i in self._infos}
+
+    def all(self) -> list[ResourceInfo]:
+        """Every resource, in registration order."""
+        return list(self._infos)
+
+    def get(self, group: str, version: str, plural: str) -> ResourceInfo | None:
+        """The resource served at ``/apis/{group}/{version}/{plural}`` (None if not served)."""
+        return self._by_gvr.get((group, version, plural))
+
+    def by_kind(self, group: str, kind: str) -> ResourceInfo | None:
+        """The resource of a group and kind."""
+        return self._by_gk.get((group, kind))
+
+    def by_gvk(self, group: str, version: str, kind: str) -> ResourceInfo | None:
+        """The resource of a kind when ``version`` is served."""
+        info = self.by_kind(group, kind)
+        return info if info is not None and version in info.versions else None
+
+    def by_api_version(self, api_version: str, kind: str) -> ResourceInfo | None:
+        """The resource of an object's ``apiVersion`` and ``kind``."""
+        group, _, version = api_version.rpartition("/")
+        return self.by_gvk(group, version, kind)
+
+    def by_short_name(self, name: str) -> ResourceInfo | None:
+        """The resource with short name ``name``."""
+        return next((i for i in self._infos if name in i.short_names), None)
+
+    def by_category(self, category: str) -> list[ResourceInfo]:
+        """Resources in ``category`` (``kubectl get all``)."""
+        return [i for i in self._infos if category in i.categories]
+
+    def resolve(self, name: str) -> list[ResourceInfo]:
+        """Resources a kubectl-style name refers to: plural, singular, short name or kind (any case)."""
+        lowered = name.lower()
+        resource, _, group = lowered.partition(".")
+        return [
+            i
+            for i in self._infos
+            if resource in (i.plural, i.singular, i.kind.lower(), *i.short_names)
+            and (not group or i.group == group)
+        ]
+
+    def groups(self) -> list[tuple[str, tuple[str, ...]]]:
+        """``(group, versions in preference order)`` for every group (core first)."""
+        out: dict[str, list[str]] = {}
+        for info in self._infos:
+            versions = out.setdefault(info.group, [])
+            versions.extend(v for v in info.versions if v not in versions)
+        return sorted(((g, tuple(vs)) for g, vs in out.items()), key=lambda item: item[0] != "")
+
+    def resources_in(self, group: str, version: str) -> list[ResourceInfo]:
+        """Resources served in one group version."""
+        return [i for i in self._infos if i.group == group and version in i.versions]
+
+    def api_resource_list(self, group: str, version: str) -> dict[str, Any]:
+        """The ``APIResourceList`` discovery document of a group version."""
+        resources: list[dict[str, Any]] = []
+        for info in self.resources_in(group, version):
+            entry: dict[str, Any] = {
+                "name": info.plural,
+                "singularName": info.singular,
+                "namespaced": info.namespaced,
+                "kind": info.kind,
+                "verbs": list(info.verbs),
+            }
+            if info.short_names:
+                entry["shortNames"] = list(info.short_names)
+            if info.categories:
+                entry["categories"] = list(info.categories)
+            resources.append(entry)
+            if info.status_subresource:
+                resources.append(
+                    {
+                        "name": f"{info.plural}/status",
+                        "singularName": "",
+                        "namespaced": info.namespaced,
+                        "kind": info.kind,
+                        "verbs": ["get", "patch", "update"],
+                    }
+                )
+        return {
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": f"{group}/{version}" if group else version,
+            "resources": resources,
+        }
+
+    def api_group_list(self) -> dict[str, Any]:
+        """The ``APIGroupList`` discovery document (``/apis``)."""
+        groups = []
+        for group, versions in self.groups():
+            if not group:
+                continue
+            entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+            groups.append({"name": group, "versions": entries, "preferredVersion": entries[0]})
+        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+
+# --- Kueue behaviour --------------------------------------------------------------------------------------
+
+
+def _decode_problem(err: DecodeError) -> FieldError:
+    if err.detail == "Required value":
+        return required(err.field)
+    return FieldError(err.field or "<nil>", _TYPE_INVALID, None, err.detail)
+
+
+def _type_errors(obj: Obj, kind: str) -> list[FieldError]:
+    schema = crdgen.shared_kueue_schema(kind, crdgen.V1BETA2)
+    return [e for e in sch.validate(obj, schema) if e.type == _TYPE_INVALID]
+
+
+def _typed(obj: Obj) -> k.KueueObject:
+    return to_internal(obj)[0]
+
+
+def _kueue_default(obj: Obj) -> Obj:
+    try:
+        typed = _typed(obj)
+    except ConversionError:
+        return obj
+    apply_defaults(typed)
+    return _keep_unknown_metadata(obj, to_external(typed))
+
+
+def _keep_unknown_metadata(original: Mapping[str, Any], result: Obj) -> Obj:
+    """Metadata keys the typed model does not know (e.g. ``selfLink``) survive defaulting."""
+    meta = result.setdefault("metadata", {})
+    for name, value in (original.get("metadata") or {}).items():
+        meta.setdefault(name, copy.deepcopy(value))
+    return result
+
+
+def _kueue_validate(kind: str) -> Callable[[Obj, Obj | None, FeatureGates], list[FieldError]]:
+    def check(obj: Obj, old: Obj | None, gates: FeatureGates) -> list[FieldError]:
+        failure = _kueue_failure(kind)(obj, old, gates)
+        return failure.errors if failure is not None else []
+
+    return check
+
+
+def _kueue_failure(kind: str) -> Callable[[Obj, Obj | None, FeatureGates], ValidationFailed | None]:
+    def check(obj: Obj, old: Obj | None, gates: FeatureGates) -> ValidationFailed | None:
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        errs = _type_errors(obj, kind)
+        if errs:
+            return ValidationFailed(kind, name, errs)
+        try:
+            typed = _typed(obj)
+            old_typed = _typed(old) if old is not None else None
+        except DecodeError as err:
+            return ValidationFailed(kind, name, [_decode_problem(err)])
+        errs = validate_schema(typed, old_typed)
+        if errs:
+            return ValidationFailed(kind, name, errs)
+        errs = validate_webhook(typed, old_typed, gates=gates)
+        return ValidationFailed(kind, name, errs, webhook=_KUEUE_WEBHOOKS.get(kind)) if errs else None
+
+    return check
+
+
+WEBHOOK_CONVERSION_KINDS = frozenset(
+    {"LocalQueue", "ClusterQueue", "Cohort", "Workload", "MultiKueueCluster"}
+)
+"""Kueue kinds converted by a webhook (through the Go types); the others only change apiVersion."""
+MUTATING_WEBHOOK_KINDS = frozenset({"ClusterQueue", "ResourceFlavor", "Workload"})
+"""Kueue kinds with a mutating (defaulting) webhook on create."""
+
+
+def _canonical(obj: Obj, kind: str) -> Obj:
+    """Quantities as the Go types marshal them (a webhook's round trip)."""
+    version = str(obj.get("apiVersion") or "").rpartition("/")[2]
+    result: Obj = sch.canonicalize_quantities(obj, crdgen.shared_kueue_schema(kind, version))
+    return result
+
+
+def _kueue_convert(kind: str) -> Callable[[Mapping[str, Any], str], Obj]:
+    def convert_(obj: Mapping[str, Any], api_version: str) -> Obj:
+        converted = convert(obj, api_version)
+        if kind in WEBHOOK_CONVERSION_KINDS and obj.get("apiVersion") != api_version:
+            converted = _canonical(converted, kind)
+        return converted
+
+    return convert_
+
+
+def _kueue_prepare(kind: str) -> Callable[[Obj], Obj]:
+    def prepare(obj: Obj) -> Obj:
+        try:
+            typed = _typed(obj)
+        except ConversionError:
+            return obj
+        apply_admission_mutations(typed, create=True)
+        result = _keep_unknown_metadata(obj, to_external(typed))
+        return _canonical(result, kind) if kind in MUTATING_WEBHOOK_KINDS else result
+
+    return prepare
+
+
+def _kueue_behaviour(kind: str) -> Behaviour:
+    return Behaviour(
+        schema=lambda version: crdgen.shared_kueue_schema(kind, version),
+        convert=_kueue_convert(kind),
+        default=_kueue_default,
+        prepare_for_create=_kueue_prepare(kind),
+        validate=_kueue_validate(kind),
+        failure=_kueue_failure(kind),
+        selectable={"status.admission.clusterQueue": _path_getter("status.admission.clusterQueue")}
+        if kind == "Workload"
+        else {},
+    )
+
+
+# --- schema-driven behaviour (unmodelled Kueue kinds, ProvisioningRequest) ----------------------------
+
+
+def _rules_multikueue_config(obj: Obj, old: Obj | None) -> list[FieldError]:
+    clusters = (obj.get("spec") or {}).get("clusters") or []
+    if len(set(map(str, clusters))) != len(clusters):
+        return [cel("spec.clusters", "array", "must be unique")]
+    return []
+
+
+def _rules_multikueue_cluster(obj: Obj, old: Obj | None) -> list[FieldError]:
+    spec = obj.get("spec") or {}
+    source = spec.get("clusterSource", spec) if obj.get("apiVersion") == f"{KUEUE_GROUP}/v1beta2" else spec
+    if not isinstance(source, dict):
+        return []
+    count = sum(1 for name in ("kubeConfig", "clusterProfileRef") if source.get(name) is not None)
+    path = "spec.clusterSource" if "clusterSource" in spec else "spec"
+    if count != 1:
+        return [
+            cel(path, "object", "exactly one of the fields in [kubeConfig clusterProfileRef] must be set")
+        ]
+    return []
+
+
+def _rules_topology(obj: Obj, old: Obj | None) -> list[FieldError]:
+    levels = (obj.get("spec") or {}).get("levels") or []
+    errs: list[FieldError] = []
+    if old is not None and levels != (old.get("spec") or {}).get("levels"):
+        errs.append(cel("spec.levels", "array", "field is immutable"))
+    labels = [str(level.get("nodeLabel")) for level in levels if isinstance(level, dict)]
+    if len(set(labels)) != len(labels):
+        errs.append(cel("spec.levels", "array", "must be unique"))
+    return errs
+
+
+def _schema_behaviour(
+    *,
+    schema: Callable[[str], sch.Schema],
+    storage_api_version: str,
+    kind: str,
+    group: str,
+    namespaced: bool,
+    rules: Callable[[Obj, Obj | None], list[FieldError]],
+) -> Behaviour:
+    def convert_(obj: Mapping[str, Any], api_version: str) -> Obj:
+        if group == KUEUE_GROUP:
+            return convert(obj, api_version)
+        return {**copy.deepcopy(dict(obj)), "apiVersion": api_version}
+
+    def default(obj: Obj) -> Obj:
+        sch.apply_defaults(obj, schema(storage_api_version.rpartition("/")[2]))
+        return obj
+
+    def validate_(obj: Obj, old: Obj | None, gates: FeatureGates) -> list[FieldError]:
+        version = str(obj.get("apiVersion") or storage_api_version).rpartition("/")[2]
+        errs = validate_object_meta(obj, namespaced=namespaced)
+        errs += sch.validate({k_: v for k_, v in obj.items() if k_ != "metadata"}, schema(version))
+        return errs or rules(obj, old)
+
+    def failure(obj: Obj, old: Obj | None, gates: FeatureGates) -> ValidationFailed | None:
+        errs = validate_(obj, old, gates)
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        return GroupValidationFailed(group, kind, name, errs) if errs else None
+
+    return Behaviour(
+        schema=schema,
+        convert=convert_,
+        default=default,
+        prepare_for_create=lambda o: o,
+        validate=validate_,
+        failure=failure,
+    )
+
+
+class GroupValidationFailed(ValidationFailed):
+    """:class:`ValidationFailed` for kinds outside the Kueue group (``Job.batch "x" is invalid``)."""
+
+    def __init__(self, group: str, kind: str, name: str, errors: Sequence[FieldError]) -> None:
+        self.group = group
+        super().__init__(kind, name, errors)
+
+    @property
+    def qualified_kind(self) -> str:
+        """``Kind.group`` (just ``Kind`` for the core group)."""
+        return f"{self.kind}.{self.group}" if self.group else self.kind
+
+    @property
+    def message(self) -> str:
+        """``Kind.group "name" is invalid: <errors>``."""
+        return f'{self.qualified_kind} "{self.name}" is invalid: {aggregate(self.errors)}'
+
+
+# --- built-in behaviour -----------------------------------------------------------------------------
+
+
+def _path_getter(dotted: str) -> FieldGetter:
+    def get(obj: Mapping[str, Any]) -> str:
+        value = sch.field_value(obj, dotted)
+        if value is None:
+            return ""
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value)
+
+    return get
+
+
+_INLINED: dict[str, sch.Schema] = {}
+
+
+def _inlined(component: str) -> sch.Schema:
+    """The structural schema of a built-in component (cached, shared: read-only)."""
+    if component not in _INLINED:
+        _INLINED[component] = sch.inline({"$ref": sch.REF_PREFIX + component})
+    return _INLINED[component]
+
+
+def _identity_convert(obj: Mapping[str, Any], api_version: str) -> Obj:
+    return {**copy.deepcopy(dict(obj)), "apiVersion": api_version}
+
+
+def _builtin_behaviour(
+    *,
+    group: str,
+    kind: str,
+    component: str,
+    validate_fn: Callable[[Obj, Obj | None], list[FieldError]],
+    default_fn: Defaulter | None = None,
+    prepare_fn: Defaulter | None = None,
+    convert_fn: Callable[[Mapping[str, Any], str], Obj] = _identity_convert,
+    selectable: Mapping[str, FieldGetter] | None = None,
+) -> Behaviour:
+    def default(obj: Obj) -> Obj:
+        if default_fn is not None:
+            default_fn(obj)
+        return obj
+
+    def prepare(obj: Obj) -> Obj:
+        if prepare_fn is not None:
+            prepare_fn(obj)
+        return obj
+
+    def failure(obj: Obj, old: Obj | None, gates: FeatureGates) -> ValidationFailed | None:
+        errs = validate_fn(obj, old)
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        return GroupValidationFailed(group, kind, name, errs) if errs else None
+
+    return Behaviour(
+        schema=lambda version: _inlined(component),
+        convert=convert_fn,
+        default=default,
+        prepare_for_create=prepare,
+        validate=lambda obj, old, gates: validate_fn(obj, old),
+        failure=failure,
+        selectable=dict(selectable or {}),
+        component=component,
+    )
+
+
+def _ensure_identity(obj: Obj) -> None:
+    """Give a new object its uid (and generated name) before the Job selector is derived."""
+    meta = obj.setdefault("metadata", {})
+    if not meta.get("uid"):
+        meta["uid"] = str(uuid.uuid4())
+    if not meta.get("name") and meta.get("generateName"):
+        meta["name"] = str(meta["generateName"]) + uuid.uuid4().hex[:5]
+
+
+def _default_job(obj: Obj) -> None:
+    batch.default_job(obj)
+    spec = obj.get("spec")
+    if isinstance(spec, dict) and spec.get("selector") is None and spec.get("manualSelector") is not True:
+        _ensure_identity(obj)
+        batch.prepare_job_for_create(obj)
+
+
+def _prepare_job(obj: Obj) -> None:
+    _ensure_identity(obj)
+    batch.prepare_job_for_create(obj)
+
+
+def _event_getters(prefix: str) -> dict[str, FieldGetter]:
+    """Field selectors of Events (evaluated on the stored core/v1 form)."""
+    getters: dict[str, FieldGetter] = {
+        f"{prefix}.{name}": _path_getter(f"involvedObject.{name}")
+        for name in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
+    }
+    getters["reason"] = _path_getter("reason")
+    getters["source"] = events.event_source
+    getters["type"] = _path_getter("type")
+    getters["reportingComponent" if prefix == "involvedObject" else "reportingController"] = _path_getter(
+        "reportingComponent"
+    )
+    return getters
+
+
+def _core_event_convert(obj: Mapping[str, Any], api_version: str) -> Obj:
+    return events.to_core(obj)
+
+
+def _events_v1_convert(obj: Mapping[str, Any], api_version: str) -> Obj:
+    return events.to_core(obj) if api_version == events.CORE_API_VERSION else events.to_events_v1(obj)
+
+
+def _events_v1_default(obj: Obj) -> None:
+    converted = events.to_core(obj)
+    obj.clear()
+    obj.update(converted)
+
+
+# --- the served resources ---------------------------------------------------------------------------------
+
+
+def _cols(*columns: PrinterColumn) -> tuple[PrinterColumn, ...]:
+    return columns
+
+
+_PENDING = PrinterColumn(
+    "Pending Workloads", "integer", ".status.pendingWorkloads", description="Number of pending workloads"
+)
+_ADMITTED_WORKLOADS = "Number of admitted workloads that haven't finished yet"
+
+KUEUE_COLUMNS: Mapping[str, tuple[PrinterColumn, ...]] = {
+    "ClusterQueue": _cols(
+        PrinterColumn(
+            "Cohort", "string", ".spec.cohortName", description="Cohort that this ClusterQueue belongs to"
+        ),
+        PrinterColumn(
+            "Strategy",
+            "string",
+            ".spec.queueingStrategy",
+            1,
+            description="The queueing strategy used to prioritize workloads",
+        ),
+        _PENDING,
+        PrinterColumn(
+            "Admitted Workloads", "integer", ".status.admittedWorkloads", 1, description=_ADMITTED_WORKLOADS
+        ),
+    ),
+    "LocalQueue": _cols(
+        PrinterColumn("ClusterQueue", "string", ".spec.clusterQueue", description="Backing ClusterQueue"),
+        _PENDING,
+        PrinterColumn(
+            "Admitted Workloads", "integer", ".status.admittedWorkloads", description=_ADMITTED_WORKLOADS
+        ),
+    ),
+    "Workload": _cols(
+        PrinterColumn(
+            "Queue",
+            "string",
+            ".spec.queueName",
+            description="Name of the queue this workload was submitted to",
+        ),
+        PrinterColumn(
+            "Reserved in",
+            "string",
+            ".status.admission.clusterQueue",
+            description="Name of the ClusterQueue where the workload is reserving quota",
+        ),
+        PrinterColumn(
+            "Admitted",
+            "string",
+            ".status.conditions[?(@.type=='Admitted')].status",
+            description="Admission status",
+        ),
+        PrinterColumn(
+            "Finished",
+            "string",
+            ".status.conditions[?(@.type=='Finished')].status",
+            description="Workload finished",
+        ),
+        PrinterColumn(
+            "Age", "date", ".metadata.creationTimestamp", description="Time this workload was created"
+        ),
+    ),
+    "WorkloadPriorityClass": _cols(
+        PrinterColumn("Value", "integer", ".value", description="Value of workloadPriorityClass's Priority"),
+    ),
+    "MultiKueueCluster": _cols(
+        PrinterColumn(
+            "Connected",
+            "string",
+            ".status.conditions[?(@.type=='Active')].status",
+            description="MultiKueueCluster is connected",
+        ),
+        PrinterColumn(
+            "Age", "date", ".metadata.creationTimestamp", description="Time this workload was created"
+        ),
+    ),
+}
+"""Printer columns of the Kueue CRDs (API reference §1.1), v1beta2."""
+
+_KUEUE_NAMES: Mapping[str, tuple[str, str, bool, tuple[str, ...], bool]] = {
+    # kind: (plural, singular, namespaced, short names, status subresource)
+    "ResourceFlavor": ("resourceflavors", "resourceflavor", False, ("flavor", "flavors", "rf"), False),
+    "ClusterQueue": ("clusterqueues", "clusterqueue", False, ("cq",), True),
+    "Cohort": ("cohorts", "cohort", False, ("co",), True),
+    "LocalQueue": ("localqueues", "localqueue", True, ("queue", "queues", "lq"), True),
+    "Workload": ("workloads", "workload", True, ("kwl", "kueueworkload", "kueueworkloads"), True),
+    "WorkloadPriorityClass": ("workloadpriorityclasses", "workloadpriorityclass", False, ("wpc",), False),
+    "AdmissionCheck": ("admissionchecks", "admissioncheck", False, ("ac",), True),
+    "ProvisioningRequestConfig": (
+        "provisioningrequestconfigs",
+        "provisioningrequestconfig",
+        False,
+        ("prc",),
+        False,
+    ),
+    "MultiKueueConfig": ("multikueueconfigs", "multikueueconfig", False, ("mkconf",), False),
+    "MultiKueueCluster": ("multikueueclusters", "multikueuecluster", False, ("mkc",), True),
+    "Topology": ("topologies", "topology", False, ("topo",), False),
+}
+
+_UNMODELLED_RULES: Mapping[str, Callable[[Obj, Obj | None], list[FieldError]]] = {
+    "MultiKueueConfig": _rules_multikueue_config,
+    "MultiKueueCluster": _rules_multikueue_cluster,
+    "Topology": _rules_topology,
+}
+
+
+def _kueue_info(kind: str) -> ResourceInfo:
+    plural, singular, namespaced, short_names, status = _KUEUE_NAMES[kind]
+    if kind in _UNMODELLED_RULES:
+        behaviour = _schema_behaviour(
+            schema=lambda version: crdgen.shared_kueue_schema(kind, version),
+            storage_api_version=f"{KUEUE_GROUP}/{crdgen.V1BETA2}",
+            kind=kind,
+            group=KUEUE_GROUP,
+            namespaced=namespaced,
+            rules=_UNMODELLED_RULES[kind],
+        )
+    else:
+        behaviour = _kueue_behaviour(kind)
+    columns = KUEUE_COLUMNS.get(kind, ())
+    version_columns: dict[str, tuple[PrinterColumn, ...]] = {}
+    if kind == "ClusterQueue":
+        version_columns[crdgen.V1BETA1] = (
+            PrinterColumn(
+                "Cohort", "string", ".spec.cohort", description="Cohort that this ClusterQueue belongs to"
+            ),
+            *columns[1:],
+        )
+    return ResourceInfo(
+        group=KUEUE_GROUP,
+        kind=kind,
+        plural=plural,
+        singular=singular,
+        namespaced=namespaced,
+        versions=(crdgen.V1BETA2, crdgen.V1BETA1),
+        storage_version=crdgen.V1BETA2,
+        short_names=short_names,
+        status_subresource=status,
+        printer_columns=columns,
+        deprecated_versions={} if kind == "MultiKueueConfig" else {crdgen.V1BETA1: KUEUE_DEPRECATION},
+        version_columns=version_columns,
+        behaviour=behaviour,
+    )
+
+
+def _provisioning_request_info() -> ResourceInfo:
+    schema = autoscaling.provisioning_request_schema()
+    behaviour = _schema_behaviour(
+        schema=lambda version: schema,
+        storage_api_version=f"{autoscaling.GROUP}/v1",
+        kind="ProvisioningRequest",
+        group=autoscaling.GROUP,
+        namespaced=True,
+        rules=autoscaling.validate_provisioning_request_rules,
+    )
+    return ResourceInfo(
+        group=autoscaling.GROUP,
+        kind="ProvisioningRequest",
+        plural="provisioningrequests",
+        singular="provisioningrequest",
+        namespaced=True,
+        versions=("v1", "v1beta1"),
+        storage_version="v1",
+        short_names=("provreq", "provreqs"),
+        status_subresource=True,
+        printer_columns=(PrinterColumn("Age", "date", ".metadata.creationTimestamp"),),
+        deprecated_versions={"v1beta1": "autoscaling.k8s.io/v1beta1 API is deprecated"},
+        behaviour=behaviour,
+    )
+
+
+def _builtin_infos() -> list[ResourceInfo]:
+    return [
+        ResourceInfo(
+            group="",
+            kind="Namespace",
+            plural="namespaces",
+            singular="namespace",
+            namespaced=False,
+            versions=("v1",),
+            storage_version="v1",
+            short_names=("ns",),
+            status_subresource=True,
+            builtin=True,
+            verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
+            behaviour=_builtin_behaviour(
+                group="",
+                kind="Namespace",
+                component=core.NAMESPACE,
+                validate_fn=namespaces.validate_namespace,
+                default_fn=namespaces.default_namespace,
+                prepare_fn=namespaces.prepare_namespace_for_create,
+                selectable={"status.phase": _path_getter("status.phase")},
+            ),
+        ),
+        ResourceInfo(
+            group="",
+            kind="Event",
+            plural="events",
+            singular="event",
+            namespaced=True,
+            versions=("v1",),
+            storage_version="v1",
+            short_names=("ev",),
+            builtin=True,
+            behaviour=_builtin_behaviour(
+                group="",
+                kind="Event",
+                component=core.EVENT,
+                validate_fn=events.validate_core_event,
+                convert_fn=_core_event_convert,
+                selectable=_event_getters("involvedObject"),
+            ),
+        ),
+        ResourceInfo(
+            group="",
+            kind="PodTemplate",
+            plural="podtemplates",
+            singular="podtemplate",
+            namespaced=True,
+            versions=("v1",),
+            storage_version="v1",
+            builtin=True,
+            behaviour=_builtin_behaviour(
+                group="",
+                kind="PodTemplate",
+                component=core.POD_TEMPLATE,
+                validate_fn=namespaces.validate_pod_template_object,
+                default_fn=namespaces.default_pod_template_object,
+            ),
+        ),
+        ResourceInfo(
+            group="batch",
+            kind="Job",
+            plural="jobs",
+            singular="job",
+            namespaced=True,
+            versions=("v1",),
+            storage_version="v1",
+            categories=("all",),
+            status_subresource=True,
+            builtin=True,
+            behaviour=_builtin_behaviour(
+                group="batch",
+                kind="Job",
+                component=batch.JOB,
+                validate_fn=batch.validate_job,
+                default_fn=_default_job,
+                prepare_fn=_prepare_job,
+                selectable={"status.successful": _path_getter("status.succeeded")},
+            ),
+        ),
+        ResourceInfo(
+            group="scheduling.k8s.io",
+            kind="PriorityClass",
+            plural="priorityclasses",
+            singular="priorityclass",
+            namespaced=False,
+            versions=("v1",),
+            storage_version="v1",
+            short_names=("pc",),
+            builtin=True,
+            behaviour=_builtin_behaviour(
+                group="scheduling.k8s.io",
+                kind="PriorityClass",
+                component=scheduling.PRIORITY_CLASS,
+                validate_fn=scheduling.validate_priority_class,
+                default_fn=scheduling.default_priority_class,
+            ),
+        ),
+        ResourceInfo(
+            group="coordination.k8s.io",
+            kind="Lease",
+            plural="leases",
+            singular="lease",
+            namespaced=True,
+            versions=("v1",),
+            storage_version="v1",
+            builtin=True,
+            behaviour=_builtin_behaviour(
+                group="coordination.k8s.io",
+                kind="Lease",
+                component=coordination.LEASE,
+                validate_fn=coordination.validate_lease,
+            ),
+        ),
+        ResourceInfo(
+            group="events.k8s.io",
+            kind="Event",
+            plural="events",
+            singular="event",
+            namespaced=True,
+            versions=("v1",),
+            storage_version="v1",
+            short_names=("ev",),
+            builtin=True,
+            storage_group="",
+            behaviour=_builtin_behaviour(
+                group="events.k8s.io",
+                kind="Event",
+                component=events.EVENTS_V1_EVENT,
+                validate_fn=events.validate_events_v1_event,
+                default_fn=_events_v1_default,
+                convert_fn=_events_v1_convert,
+                selectable=_event_getters("regarding"),
+            ),
+        ),
+    ]
+
+
+def build_registry() -> Registry:
+    """A fresh registry of every served resource."""
+    infos = _builtin_infos()
+    infos += [_kueue_info(kind) for kind in crdgen.KUEUE_KINDS]
+    infos.append(_provisioning_request_info())
+    return Registry(infos)
+
+
+REGISTRY: Registry = build_registry()
+"""The resources served by pykueue's API server."""

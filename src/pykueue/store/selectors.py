@@ -1,0 +1,433 @@
+"""Kubernetes label selectors: the string syntax of ``labels.Parse`` and matching.
+
+A faithful port of ``k8s.io/apimachinery/pkg/labels/selector.go``: the same lexer (special symbols
+``= ! ( ) , > <``, keywords ``in``/``notin``), the same grammar, the same validation of keys
+(qualified names) and values (label values), and the same error messages, e.g.
+``unable to parse requirement: found '(', expected: identifier``.
+
+>>> sel = parse_label_selector("app=web,tier in (fe,be),!legacy")
+>>> sel.matches({"app": "web", "tier": "fe"})
+True
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import IntEnum
+
+from .errors import BadRequest
+
+__all__ = ["LabelSelector", "Requirement", "SelectorError", "parse_label_selector"]
+
+
+class SelectorError(BadRequest):
+    """An unparsable or invalid label selector (400, as the apiserver answers for a bad query)."""
+
+
+class _Tok(IntEnum):
+    ERROR = 0
+    END = 1
+    CLOSED_PAR = 2
+    COMMA = 3
+    NOT = 4
+    DOUBLE_EQUALS = 5
+    EQUALS = 6
+    GT = 7
+    IDENT = 8
+    IN = 9
+    LT = 10
+    NOT_EQUALS = 11
+    NOT_IN = 12
+    OPEN_PAR = 13
+
+
+_STRING_TO_TOKEN = {
+    ")": _Tok.CLOSED_PAR,
+    ",": _Tok.COMMA,
+    "!": _Tok.NOT,
+    "==": _Tok.DOUBLE_EQUALS,
+    "=": _Tok.EQUALS,
+    ">": _Tok.GT,
+    "in": _Tok.IN,
+    "<": _Tok.LT,
+    "!=": _Tok.NOT_EQUALS,
+    "notin": _Tok.NOT_IN,
+    "(": _Tok.OPEN_PAR,
+}
+_SPECIAL = frozenset("=!(),><")
+_WHITESPACE = frozenset(" \t\r\n")
+_BINARY_OPERATORS = ["in", "notin", "=", "==", "!=", ">", "<"]
+
+# --- validation (k8s.io/apimachinery/pkg/util/validation) -------------------------------------
+
+_QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_QUALIFIED_NAME_RE = re.compile(f"^{_QUALIFIED_NAME_FMT}$")
+_QUALIFIED_NAME_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character"
+)
+_LABEL_VALUE_FMT = f"({_QUALIFIED_NAME_FMT})?"
+_LABEL_VALUE_RE = re.compile(f"^{_LABEL_VALUE_FMT}$")
+_LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN_FMT = f"{_DNS1123_LABEL_FMT}(\\.{_DNS1123_LABEL_FMT})*"
+_DNS1123_SUBDOMAIN_RE = re.compile(f"^{_DNS1123_SUBDOMAIN_FMT}$")
+_DNS1123_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+
+
+def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+    if not examples:
+        return f"{msg} (regex used for validation is '{fmt}')"
+    text = msg + " (e.g. "
+    for i, example in enumerate(examples):
+        if i:
+            text += " or "
+        text += f"'{example}', "
+    return text + f"regex used for validation is '{fmt}')"
+
+
+def _max_len_error(length: int) -> str:
+    return f"must be no more than {length} characters"
+
+
+def _qualified_name_errors(value: str) -> list[str]:
+    """``validation.IsQualifiedName``."""
+    errs: list[str] = []
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            if len(prefix) > 253:
+                errs.append("prefix part " + _max_len_error(253))
+            if not _DNS1123_SUBDOMAIN_RE.match(prefix):
+                errs.append(
+                    "prefix part "
+                    + _regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com")
+                )
+    else:
+        return [
+            "a qualified name "
+            + _regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    if not name:
+        errs.append("name part must be non-empty")
+    elif len(name) > 63:
+        errs.append("name part " + _max_len_error(63))
+    if not _QUALIFIED_NAME_RE.match(name):
+        errs.append(
+            "name part "
+            + _regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
+        )
+    return errs
+
+
+def _label_value_errors(value: str) -> list[str]:
+    """``validation.IsValidLabelValue``."""
+    errs: list[str] = []
+    if len(value) > 63:
+        errs.append(_max_len_error(63))
+    if not _LABEL_VALUE_RE.match(value):
+        errs.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
+    return errs
+
+
+def _go_quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+# --- requirements ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One ``key op values`` term; ``op`` is one of ``in notin = == != exists !  > <``."""
+
+    key: str
+    op: str
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """``Requirement.Matches``."""
+        op = self.op
+        if op in ("in", "=", "=="):
+            return self.key in labels and labels[self.key] in self.values
+        if op in ("notin", "!="):
+            return self.key not in labels or labels[self.key] not in self.values
+        if op == "exists":
+            return self.key in labels
+        if op == "!":
+            return self.key not in labels
+        if op in (">", "<"):
+            return self._compare(labels)
+        return False
+
+    def _compare(self, labels: Mapping[str, str]) -> bool:
+        if self.key not in labels or len(self.values) != 1:
+            return False
+        try:
+            have, want = _parse_int64(labels[self.key]), _parse_int64(self.values[0])
+        except ValueError:
+            return False
+        return have > want if self.op == ">" else have < want
+
+    def __str__(self) -> str:
+        if self.op == "exists":
+            return self.key
+        if self.op == "!":
+            return "!" + self.key
+        values = ",".join(sorted(self.values)) if len(self.values) > 1 else self.values[0]
+        if self.op in ("in", "notin"):
+            return f"{self.key} {self.op} ({values})"
+        return f"{self.key}{self.op}{values}"
+
+
+def _parse_int64(text: str) -> int:
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        raise ValueError(text)
+    value = int(text)
+    if not -(2**63) <= value < 2**63:
+        raise ValueError(text)
+    return value
+
+
+def _new_requirement(key: str, op: str, values: list[str]) -> Requirement:
+    """``labels.NewRequirement`` with its validation and aggregated error text."""
+    errs: list[str] = []
+    key_errs = _qualified_name_errors(key)
+    if key_errs:
+        errs.append(f"key: Invalid value: {_go_quote(key)}: {'; '.join(key_errs)}")
+    if op in (">", "<"):
+        for i, value in enumerate(values):
+            try:
+                _parse_int64(value)
+            except ValueError:
+                errs.append(
+                    f"values[{i}]: Invalid value: {_go_quote(value)}: for 'Gt', 'Lt' operators, "
+                    "the value must be an integer"
+                )
+    for i, value in enumerate(values):
+        value_errs = _label_value_errors(value)
+        if value_errs:
+            errs.append(f"values[{i}][{key}]: Invalid value: {_go_quote(value)}: {'; '.join(value_errs)}")
+    if errs:
+        unique = list(dict.fromkeys(errs))
+        raise _ParseError(unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]")
+    return Requirement(key, op, tuple(values))
+
+
+class _ParseError(Exception):
+    pass
+
+
+# --- lexer and parser --------------------------------------------------------------------------
+
+
+def _lex(text: str) -> list[tuple[_Tok, str]]:
+    items: list[tuple[_Tok, str]] = []
+    pos, n = 0, len(text)
+    while True:
+        while pos < n and text[pos] in _WHITESPACE:
+            pos += 1
+        if pos >= n:
+            items.append((_Tok.END, ""))
+            return items
+        if text[pos] in _SPECIAL:
+            tok, lit, pos = _scan_special(text, pos)
+        else:
+            start = pos
+            while pos < n and text[pos] not in _SPECIAL and text[pos] not in _WHITESPACE:
+                pos += 1
+            lit = text[start:pos]
+            tok = _STRING_TO_TOKEN.get(lit, _Tok.IDENT)
+        items.append((tok, lit))
+
+
+def _scan_special(text: str, pos: int) -> tuple[_Tok, str, int]:
+    buffer = ""
+    last: tuple[_Tok, str] | None = None
+    while pos < len(text) and text[pos] in _SPECIAL:
+        buffer += text[pos]
+        pos += 1
+        tok = _STRING_TO_TOKEN.get(buffer)
+        if tok is not None:
+            last = (tok, buffer)
+        elif last is not None:
+            pos -= 1
+            break
+    if last is None:
+        return _Tok.ERROR, f"error expected: keyword found '{buffer}'", pos
+    return last[0], last[1], pos
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.items = _lex(text)
+        self.pos = 0
+
+    def lookahead(self, values: bool = True) -> tuple[_Tok, str]:
+        tok, lit = self.items[self.pos]
+        if values and tok in (_Tok.IN, _Tok.NOT_IN):
+            tok = _Tok.IDENT
+        return tok, lit
+
+    def consume(self, values: bool = True) -> tuple[_Tok, str]:
+        result = self.lookahead(values)
+        self.pos += 1
+        return result
+
+    def parse(self) -> list[Requirement]:
+        requirements: list[Requirement] = []
+        while True:
+            tok, lit = self.lookahead()
+            if tok == _Tok.END:
+                return requirements
+            if tok not in (_Tok.IDENT, _Tok.NOT):
+                raise _ParseError(f"found '{lit}', expected: !, identifier, or 'end of string'")
+            try:
+                requirements.append(self.parse_requirement())
+            except _ParseError as err:
+                raise _ParseError(f"unable to parse requirement: {err}") from None
+            tok, lit = self.consume()
+            if tok == _Tok.END:
+                return requirements
+            if tok != _Tok.COMMA:
+                raise _ParseError(f"found '{lit}', expected: ',' or 'end of string'")
+            tok2, lit2 = self.lookahead()
+            if tok2 not in (_Tok.IDENT, _Tok.NOT):
+                raise _ParseError(f"found '{lit2}', expected: identifier after ','")
+
+    def parse_requirement(self) -> Requirement:
+        key, op = self.parse_key_and_infer_operator()
+        if op in ("exists", "!"):
+            return _new_requirement(key, op, [])
+        op = self.parse_operator()
+        values = self.parse_values() if op in ("in", "notin") else self.parse_exact_value()
+        return _new_requirement(key, op, sorted(values))
+
+    def parse_key_and_infer_operator(self) -> tuple[str, str]:
+        op = ""
+        tok, lit = self.consume()
+        if tok == _Tok.NOT:
+            op = "!"
+            tok, lit = self.consume()
+        if tok != _Tok.IDENT:
+            raise _ParseError(f"found '{lit}', expected: identifier")
+        errs = _qualified_name_errors(lit)
+        if errs:
+            raise _ParseError(f"<nil>: Invalid value: {_go_quote(lit)}: {'; '.join(errs)}")
+        if self.lookahead()[0] in (_Tok.END, _Tok.COMMA) and op != "!":
+            op = "exists"
+        return lit, op
+
+    def parse_operator(self) -> str:
+        tok, lit = self.consume(values=False)
+        ops = {
+            _Tok.IN: "in",
+            _Tok.EQUALS: "=",
+            _Tok.DOUBLE_EQUALS: "==",
+            _Tok.GT: ">",
+            _Tok.LT: "<",
+            _Tok.NOT_IN: "notin",
+            _Tok.NOT_EQUALS: "!=",
+        }
+        if tok not in ops:
+            raise _ParseError(f"found '{lit}', expected: {', '.join(_BINARY_OPERATORS)}")
+        return ops[tok]
+
+    def parse_values(self) -> set[str]:
+        tok, lit = self.consume()
+        if tok != _Tok.OPEN_PAR:
+            raise _ParseError(f"found '{lit}' expected: '('")
+        tok, lit = self.lookahead()
+        if tok in (_Tok.IDENT, _Tok.COMMA):
+            values = self.parse_identifiers_list()
+            if self.consume()[0] != _Tok.CLOSED_PAR:
+                raise _ParseError(f"found '{lit}', expected: ')'")
+            return values
+        if tok == _Tok.CLOSED_PAR:
+            self.consume()
+            return {""}
+        raise _ParseError(f"found '{lit}', expected: ',', ')' or identifier")
+
+    def parse_identifiers_list(self) -> set[str]:
+        values: set[str] = set()
+        while True:
+            tok, lit = self.consume()
+            if tok == _Tok.IDENT:
+                values.add(lit)
+                tok2, lit2 = self.lookahead()
+                if tok2 == _Tok.COMMA:
+                    continue
+                if tok2 == _Tok.CLOSED_PAR:
+                    return values
+                raise _ParseError(f"found '{lit2}', expected: ',' or ')'")
+            if tok == _Tok.COMMA:
+                if not values:
+                    values.add("")
+                tok2, _ = self.lookahead()
+                if tok2 == _Tok.CLOSED_PAR:
+                    values.add("")
+                    return values
+                if tok2 == _Tok.COMMA:
+                    values.add("")
+                continue
+            raise _ParseError(f"found '{lit}', expected: ',', or identifier")
+
+    def parse_exact_value(self) -> set[str]:
+        tok, _ = self.lookahead()
+        if tok in (_Tok.END, _Tok.COMMA):
+            return {""}
+        tok, lit = self.consume()
+        if tok == _Tok.IDENT:
+            return {lit}
+        raise _ParseError(f"found '{lit}', expected: identifier")
+
+
+@dataclass(frozen=True)
+class LabelSelector:
+    """A parsed selector: the AND of its requirements (sorted by key, as ``labels.Parse`` does)."""
+
+    requirements: tuple[Requirement, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        """True when the selector selects everything."""
+        return not self.requirements
+
+    def matches(self, labels: Mapping[str, str] | None) -> bool:
+        """Whether a label set satisfies every requirement."""
+        labels = labels or {}
+        return all(r.matches(labels) for r in self.requirements)
+
+    def matches_object(self, obj: Mapping[str, object]) -> bool:
+        """Whether an object's ``metadata.labels`` satisfy the selector."""
+        meta = obj.get("metadata")
+        labels = meta.get("labels") if isinstance(meta, Mapping) else None
+        return self.matches(labels if isinstance(labels, Mapping) else None)
+
+    def __str__(self) -> str:
+        return ",".join(str(r) for r in self.requirements)
+
+
+def parse_label_selector(text: str | None) -> LabelSelector:
+    """Parse the Kubernetes label selector syntax; raises :class:`SelectorError` (400) when invalid."""
+    if text is None:
+        return LabelSelector()
+    try:
+        requirements = _Parser(text).parse()
+    except _ParseError as err:
+        raise SelectorError(str(err)) from None
+    return LabelSelector(tuple(sorted(requirements, key=lambda r: r.key)))

@@ -1,0 +1,608 @@
+"""The persistent object store: a Kubernetes-compatible registry on SQLite.
+
+Concurrency model:
+
+* one SQLite connection, used under ``_db_lock`` (a plain lock) by writers and readers alike;
+  every API write is one ``BEGIN IMMEDIATE`` .. ``COMMIT`` transaction, committed before the call
+  returns (WAL, ``synchronous=NORMAL``: a killed process loses nothing acknowledged);
+* committed changes go to an outbox (in revision order, under ``_db_lock``) and are delivered to
+  watches and subscribers under ``_deliver_lock`` by whichever writer gets there first, so
+  delivery is in revision order and completes before the write call returns;
+* lock order is ``_deliver_lock`` then ``_db_lock`` (watch registration takes both, so a new watch
+  neither misses nor duplicates an event).
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from . import errors as e
+from . import gc, ops
+from .listing import decode_continue, encode_continue
+from .selectors import LabelSelector, parse_label_selector
+from .tx import SCHEMA, SQL_GET, KindMap, RawEvent, Tx, resource_key
+from .types import ResourceKey, WatchEvent, decode, format_timestamp
+from .watch import FieldPredicate, Watch, raise_expired
+
+__all__ = ["Store"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Subscriber = Callable[[WatchEvent, ResourceKey], None]
+
+Rows = list[tuple[str, bytes]]
+Objects = list[dict[str, Any]]
+Events = list[RawEvent]
+Params = list[Any]
+
+_KEY_MAX = "\U0010ffff"
+_WAL_AUTOCHECKPOINT_PAGES = 4000  # ~16 MB of WAL between checkpoints: fewer fsyncs per write
+_LIST_CHUNK = 1000
+
+
+class Store:
+    """Kubernetes-style object store on SQLite (see ``docs/design/control-plane.md`` §1).
+
+    ``path`` is the database file (``None``: in-memory, for tests). ``history`` is how many change
+    log entries (= revisions) are kept for watch replay and consistent pagination.
+    ``garbage_collection`` enables ownerReference GC and the ``orphan``/``foregroundDeletion``
+    finalizers (as kube-controller-manager + apiserver do). ``clock`` returns POSIX seconds (for
+    creation/deletion timestamps). A watch whose consumer falls ``watch_queue_limit`` events
+    behind is closed (``Watch.overflowed``), as the apiserver drops slow watchers.
+    """
+
+    def __init__(
+        self,
+        path: str | None,
+        *,
+        history: int = 100_000,
+        garbage_collection: bool = True,
+        clock: Callable[[], float] = time.time,
+        watch_queue_limit: int = 100_000,
+    ) -> None:
+        if history < 1:
+            raise ValueError("history must be at least 1")
+        self.path = path
+        self._history = history
+        self._prune_slack = min(history // 10, 1000)
+        self._gc = garbage_collection
+        self._clock = clock
+        self._watch_queue_limit = watch_queue_limit
+        self._db_lock = threading.Lock()
+        self._deliver_lock = threading.RLock()
+        self._local = threading.local()
+        self._outbox: deque[RawEvent] = deque()
+        self._watches: dict[tuple[str, str] | None, set[Watch]] = {}
+        self._subscribers: list[Subscriber] = []
+        self._closed = False
+        self._conn = self._connect(path)
+        self._rev, self._oldest, self._counts, self._kinds = self._load_state()
+        self._delivered = self._rev
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _connect(path: str | None) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            path or ":memory:",
+            isolation_level=None,
+            check_same_thread=False,
+            cached_statements=256,
+            timeout=1.0,
+        )
+        try:
+            if path:
+                # Exclusive locking: one process owns the file (a second opener fails instead of
+                # forking the revision sequence); the WAL index lives in process memory.
+                conn.execute("PRAGMA locking_mode=EXCLUSIVE")
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute(f"PRAGMA wal_autocheckpoint={_WAL_AUTOCHECKPOINT_PAGES}")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA busy_timeout=1000")
+            conn.execute("PRAGMA temp_store=MEMORY")
+            conn.execute("PRAGMA cache_size=-65536")
+            conn.executescript(SCHEMA)
+        except sqlite3.OperationalError as err:
+            conn.close()
+            raise e.InternalError(f"cannot open the store at {path}: {err}") from err
+        return conn
+
+    def _load_state(self) -> tuple[int, int, dict[tuple[str, str], int], KindMap]:
+        conn = self._conn
+        floor = int(conn.execute("SELECT value FROM meta WHERE key = 'floor'").fetchone()[0])
+        revision = int(conn.execute("SELECT MAX(rev) FROM changes").fetchone()[0] or 0)
+        counts = {
+            (g, r): int(n)
+            for g, r, n in conn.execute("SELECT grp, resource, COUNT(*) FROM objects GROUP BY grp, resource")
+        }
+        kinds: KindMap = {}
+        for g, kind, resource, namespaced in conn.execute(
+            "SELECT grp, kind, resource, namespaced FROM kinds"
+        ):
+            kinds.setdefault((g, kind), set()).add((resource, bool(namespaced)))
+        return revision, min(floor, revision + 1), counts, kinds
+
+    def close(self) -> None:
+        """Close every watch and the database. Idempotent."""
+        with self._deliver_lock:
+            watches = [w for group in self._watches.values() for w in group]
+        for watch in watches:
+            watch.close()
+        with self._db_lock:
+            if not self._closed:
+                self._closed = True
+                self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise e.InternalError("the store is closed")
+
+    # --- state ----------------------------------------------------------------------------------
+
+    @property
+    def revision(self) -> int:
+        """The current global revision (that of the latest committed write)."""
+        return self._rev
+
+    @property
+    def oldest_revision(self) -> int:
+        """The oldest revision of the retained history: watches and lists can start at this - 1."""
+        return self._oldest
+
+    def count(self, key: ResourceKey, namespace: str | None = None) -> int:
+        """Number of objects in a collection (O(1) without ``namespace``)."""
+        if not namespace or not key.namespaced:
+            return self._counts.get((key.group, key.resource), 0)
+        with self._db_lock:
+            self._check_open()
+            row = self._conn.execute(
+                "SELECT COUNT(*) FROM objects WHERE grp = ? AND resource = ? AND k > ? AND k < ?",
+                (key.group, key.resource, f"{namespace}/", f"{namespace}0"),
+            ).fetchone()
+        return int(row[0])
+
+    def counts(self) -> dict[tuple[str, str], int]:
+        """Object counts per (group, resource)."""
+        with self._db_lock:
+            return {k: v for k, v in self._counts.items() if v}
+
+    # --- reads ----------------------------------------------------------------------------------
+
+    def get(self, key: ResourceKey, namespace: str | None, name: str) -> dict[str, Any]:
+        """The stored object, or NotFound (``<resource>.<group> "<name>" not found``)."""
+        loc = ops.locate(key, namespace, name)
+        with self._db_lock:
+            self._check_open()
+            row = self._conn.execute(SQL_GET, loc).fetchone()
+        if row is None:
+            raise e.not_found(key.group, key.resource, name)
+        result: dict[str, Any] = decode(row[0])
+        return result
+
+    def list(
+        self,
+        key: ResourceKey,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: FieldPredicate | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+        at_revision: int | None = None,
+    ) -> tuple[Objects, int, str | None]:
+        """List a collection: (items in key order, list revision, next continue token or None).
+
+        ``namespace=None`` lists every namespace. With ``limit``, at most that many items are
+        returned, and a token when more keys remain; following pages are served consistently as
+        of the first page's revision (Expired, with a token to continue inconsistently, once
+        that revision has left the history). ``at_revision`` lists the state at an exact past
+        revision (``resourceVersionMatch=Exact``).
+        """
+        selector = parse_label_selector(label_selector) if label_selector else None
+        if selector is not None and selector.empty:
+            selector = None
+        after, high = self._range(key, namespace)
+        list_rev, after = self._list_start(after, continue_token, at_revision)
+        items: Objects = []
+        last: str | None = None
+        more = False
+        for k, data in self._rows_at(key, after, high, list_rev, self._chunk_size(limit, selector)):
+            if limit and len(items) >= limit:
+                more = True
+                break
+            last = k
+            obj: dict[str, Any] = decode(data)
+            if selector is not None and not selector.matches_object(obj):
+                continue
+            if field_selector is not None and not field_selector(obj):
+                continue
+            items.append(obj)
+        token = encode_continue(list_rev, last) if more and last is not None else None
+        return items, list_rev, token
+
+    @staticmethod
+    def _chunk_size(limit: int | None, selector: LabelSelector | None) -> int:
+        if not limit or limit <= 0:
+            return _LIST_CHUNK
+        return min(limit + 1 if selector is None else max(limit + 1, 256), _LIST_CHUNK)
+
+    @staticmethod
+    def _range(key: ResourceKey, namespace: str | None) -> tuple[str, str]:
+        if key.namespaced and namespace:
+            return f"{namespace}/", f"{namespace}0"
+        return "", _KEY_MAX
+
+    def _list_start(self, after: str, token: str | None, at_revision: int | None) -> tuple[int, str]:
+        with self._db_lock:
+            self._check_open()
+            if token:
+                token_rev, last = decode_continue(token)
+                if token_rev == -1:
+                    return self._rev, max(after, last)
+                if token_rev < self._oldest - 1:
+                    raise e.Expired(e.CONTINUE_EXPIRED, continue_token=encode_continue(-1, last))
+                return token_rev, max(after, last)
+            if at_revision is not None:
+                if at_revision > self._rev:
+                    raise e.TooLargeResourceVersion(at_revision, self._rev)
+                if at_revision < self._oldest - 1:
+                    raise e.Expired(e.LIST_EXPIRED)
+                return at_revision, after
+            return self._rev, after
+
+    def _rows_at(
+        self, key: ResourceKey, after: str, high: str, at_rev: int, chunk: int
+    ) -> Iterator[tuple[str, bytes]]:
+        """(k, data) of the collection as of ``at_rev``, in key order, fetched chunk by chunk."""
+        while True:
+            with self._db_lock:
+                self._check_open()
+                if at_rev < self._rev and at_rev < self._oldest - 1:
+                    raise e.Expired(e.LIST_EXPIRED)
+                rows, bound = self._chunk(key, after, high, at_rev, chunk)
+            yield from rows
+            if bound is None:
+                return
+            after = bound
+
+    def _chunk(
+        self, key: ResourceKey, after: str, high: str, at_rev: int, size: int
+    ) -> tuple[Rows, str | None]:
+        """Rows with key in (after, bound] as of ``at_rev``; bound None when the range is exhausted.
+
+        Current rows are rolled back with the change log: the ``prev`` of the first change after
+        ``at_rev`` of a key is its state at ``at_rev`` (NULL: it did not exist).
+        """
+        conn = self._conn
+        rows: Rows = conn.execute(
+            "SELECT o.k, c.data FROM objects o JOIN changes c ON c.rev = o.rv "
+            "WHERE o.grp = ? AND o.resource = ? AND o.k > ? AND o.k < ? ORDER BY o.k LIMIT ?",
+            (key.group, key.resource, after, high, size),
+        ).fetchall()
+        bound = rows[-1][0] if len(rows) == size else None
+        if at_rev >= self._rev:
+            return rows, bound
+        upper, op = (bound, "<=") if bound is not None else (high, "<")
+        first: dict[str, int | None] = {}
+        for k, prev in conn.execute(
+            f"SELECT k, prev FROM changes WHERE rev > ? AND grp = ? AND resource = ? AND k > ? AND k {op} ? "
+            "ORDER BY rev",
+            (at_rev, key.group, key.resource, after, upper),
+        ):
+            first.setdefault(k, prev)
+        if not first:
+            return rows, bound
+        merged = dict(rows)
+        for k, prev in first.items():
+            if prev is None:
+                merged.pop(k, None)
+            else:
+                merged[k] = conn.execute("SELECT data FROM changes WHERE rev = ?", (prev,)).fetchone()[0]
+        return sorted(merged.items()), bound
+
+    # --- writes ---------------------------------------------------------------------------------
+
+    def create(self, key: ResourceKey, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+        """Create an object (``metadata.name`` or ``generateName`` required); returns it as stored.
+
+        Sets uid, creationTimestamp, generation 1 and resourceVersion; AlreadyExists when taken.
+        ``dry_run`` validates and returns the would-be object (without resourceVersion).
+        """
+        return self._write(dry_run, lambda tx: ops.create(tx, key, obj))
+
+    def update(
+        self,
+        key: ResourceKey,
+        obj: dict[str, Any],
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        status_subresource: bool = True,
+    ) -> dict[str, Any]:
+        """Replace an object (optimistic concurrency on a non-empty ``metadata.resourceVersion``).
+
+        With ``status_subresource`` the main resource keeps the stored status and
+        ``subresource="status"`` changes only the status. ``generation`` increments on spec
+        changes. Removing the last finalizer of an object being deleted deletes it (the deleted
+        object is returned). A no-op update returns the stored object without a new revision.
+        """
+        return self._write(
+            dry_run,
+            lambda tx: ops.update(
+                tx, key, obj, subresource=subresource, status_subresource=status_subresource
+            ),
+        )
+
+    def delete(
+        self,
+        key: ResourceKey,
+        namespace: str | None,
+        name: str,
+        *,
+        propagation: str | None = "Background",
+        preconditions: dict[str, Any] | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """Delete an object; returns it as deleted, or as marked when finalizers are pending.
+
+        ``propagation``: Background | Foreground | Orphan, or None to keep what the object's
+        ``orphan``/``foregroundDeletion`` finalizers say (Background otherwise). ``preconditions``
+        ``{"uid": ..., "resourceVersion": ...}`` must match or Conflict is raised.
+        """
+        ops.check_propagation(propagation)
+        loc = ops.locate(key, namespace, name)
+        return self._write(
+            dry_run,
+            lambda tx: ops.delete(tx, key, loc, name, propagation=propagation, preconditions=preconditions),
+        )
+
+    def delete_collection(
+        self,
+        key: ResourceKey,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: FieldPredicate | None = None,
+        propagation: str | None = "Background",
+        dry_run: bool = False,
+    ) -> Objects:
+        """Delete every matching object (as ``deletecollection``); returns them as deleted/marked."""
+        ops.check_propagation(propagation)
+        items, _, _ = self.list(key, namespace, label_selector=label_selector, field_selector=field_selector)
+        deleted: Objects = []
+        for item in items:
+            meta = item["metadata"]
+            try:
+                deleted.append(
+                    self.delete(
+                        key,
+                        meta.get("namespace"),
+                        meta["name"],
+                        propagation=propagation,
+                        preconditions={"uid": meta.get("uid")},
+                        dry_run=dry_run,
+                    )
+                )
+            except (e.NotFound, e.Conflict):
+                continue
+        return deleted
+
+    def _write(self, dry_run: bool, op: Callable[[Tx], T]) -> T:
+        """Run ``op`` (and the GC it triggers) in one transaction; deliver its events."""
+        with self._db_lock:
+            self._check_open()
+            conn = self._conn
+            now = format_timestamp(self._clock())
+            tx = Tx(conn, self._rev, now, self._kinds, gc_enabled=self._gc, dry_run=dry_run)
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                result = op(tx)
+                if tx.events and not dry_run:
+                    gc.run(tx)
+                    new_oldest = self._prune(tx)
+                    conn.execute("COMMIT")
+                else:
+                    conn.execute("ROLLBACK")
+                    return result
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            self._publish(tx, new_oldest)
+        self._drain()
+        return result
+
+    def _prune(self, tx: Tx) -> int:
+        """Raise the history floor to keep the newest ``history`` revisions (in slack-sized steps).
+
+        Deletes the previous states of the changes leaving the history and its DELETED rows (see
+        tx.py): what stays below the floor is live data or the state before a retained change.
+        """
+        floor = self._oldest
+        if tx.rev - floor + 1 <= self._history + self._prune_slack:
+            return floor
+        new_floor = tx.rev - self._history + 1
+        conn = tx.conn
+        conn.execute(
+            "DELETE FROM changes WHERE rev IN "
+            "(SELECT prev FROM changes WHERE rev >= ? AND rev < ? AND prev IS NOT NULL)",
+            (floor, new_floor),
+        )
+        conn.execute(
+            "DELETE FROM changes WHERE rev >= ? AND rev < ? AND type = 'DELETED'", (floor, new_floor)
+        )
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'floor'", (new_floor,))
+        return new_floor
+
+    def _publish(self, tx: Tx, new_oldest: int) -> None:
+        """After COMMIT (still under ``_db_lock``): advance the in-memory state, queue the events."""
+        self._rev = tx.rev
+        self._oldest = new_oldest
+        for ident, delta in tx.deltas.items():
+            self._counts[ident] = self._counts.get(ident, 0) + delta
+        for kind, entries in tx.new_kinds.items():
+            self._kinds.setdefault(kind, set()).update(entries)
+        self._outbox.extend(tx.events)
+
+    # --- delivery -------------------------------------------------------------------------------
+
+    def _drain(self) -> None:
+        """Deliver queued events in revision order (re-entrant calls from callbacks return)."""
+        with self._deliver_lock:
+            if getattr(self._local, "draining", False):
+                return
+            self._local.draining = True
+            try:
+                while self._outbox:
+                    event = self._outbox.popleft()
+                    self._dispatch(event)
+                    self._delivered = event.rev
+            finally:
+                self._local.draining = False
+
+    def _dispatch(self, event: RawEvent) -> None:
+        targets = tuple(self._watches.get((event.group, event.resource), ())) + tuple(
+            self._watches.get(None, ())
+        )
+        for watch in targets:
+            watch.offer(event)
+        if not self._subscribers:
+            return
+        key = resource_key(event.group, event.resource, event.k)
+        for callback in tuple(self._subscribers):
+            try:
+                callback(WatchEvent(event.type, decode(event.data), event.rev, key), key)
+            except Exception:
+                log.exception("store subscriber failed on %s %s", event.type, event.k)
+
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        """Call ``callback(event, key)`` for every committed change, in revision order.
+
+        Callbacks run on the writing thread after the commit, one at a time; each gets its own
+        decoded object. A callback may write to the store (its events are delivered after the
+        current one). Returns a function that unsubscribes.
+        """
+        with self._deliver_lock:
+            self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            with self._deliver_lock:
+                if callback in self._subscribers:
+                    self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def watch(
+        self,
+        key: ResourceKey | None,
+        namespace: str | None = None,
+        *,
+        since: int | None = None,
+        label_selector: str | None = None,
+        field_selector: FieldPredicate | None = None,
+        initial_events: bool = False,
+    ) -> Watch:
+        """Watch a collection (``key=None``: every collection), optionally one namespace.
+
+        ``since=None`` starts from now; ``since=R`` first replays the changes after revision R
+        (Expired ``too old resource version: R (oldest-1)`` when they were pruned). With
+        ``initial_events`` the current objects come first as ADDED events (the state at the
+        watch's start revision), then the changes after it (``since`` is then ignored).
+        """
+        selector = parse_label_selector(label_selector) if label_selector else None
+        scope = (key.group, key.resource) if key is not None else None
+        if key is not None and not key.namespaced:
+            namespace = None
+        with self._deliver_lock:
+            with self._db_lock:
+                self._check_open()
+                now = self._rev
+                if initial_events:
+                    since = None
+                elif since is not None and since < self._oldest - 1:
+                    raise_expired(since, self._oldest)
+                initial = self._snapshot(scope, namespace) if initial_events else []
+            replay = (since, now) if since is not None and since < now else None
+            watch = Watch(
+                scope=scope,
+                namespace=namespace,
+                label_selector=selector,
+                field_selector=field_selector,
+                skip_upto=max(now, since or 0),
+                replay=replay,
+                initial=initial,
+                fetch=self._replay_page,
+                unregister=self._unregister,
+                progress=self._delivered_revision,
+                queue_limit=self._watch_queue_limit,
+            )
+            self._watches.setdefault(scope, set()).add(watch)
+        return watch
+
+    def _delivered_revision(self) -> int:
+        with self._deliver_lock:
+            return self._delivered
+
+    def _unregister(self, watch: Watch) -> None:
+        with self._deliver_lock:
+            group = self._watches.get(watch.scope)
+            if group is not None:
+                group.discard(watch)
+                if not group:
+                    del self._watches[watch.scope]
+
+    @staticmethod
+    def _filters(scope: tuple[str, str] | None, prefix: str | None, table: str) -> tuple[str, Params]:
+        sql: str = ""
+        params: Params = []
+        if scope is not None:
+            sql += f" AND {table}grp = ? AND {table}resource = ?"
+            params += list(scope)
+        if prefix is not None:
+            sql += f" AND {table}k > ? AND {table}k < ?"
+            params += [prefix, prefix[:-1] + "0"]
+        return sql, params
+
+    def _snapshot(self, scope: tuple[str, str] | None, namespace: str | None) -> Events:
+        where, params = self._filters(scope, f"{namespace}/" if namespace else None, "o.")
+        rows = self._conn.execute(
+            "SELECT o.grp, o.resource, o.k, o.rv, c.data FROM objects o JOIN changes c ON c.rev = o.rv "
+            f"WHERE 1 = 1{where} ORDER BY o.grp, o.resource, o.k",
+            params,
+        )
+        return [RawEvent(int(rv), "ADDED", g, r, k, bytes(data), None) for g, r, k, rv, data in rows]
+
+    def _replay_page(self, watch: Watch, after: int, upto: int, size: int) -> Events:
+        """Change-log entries for ``watch`` with revision in (after, upto]."""
+        where, params = self._filters(watch.scope, watch.prefix, "c.")
+        prev = (
+            "p.data FROM changes c LEFT JOIN changes p ON p.rev = c.prev"
+            if watch.filtered
+            else "NULL FROM changes c"
+        )
+        with self._db_lock:
+            self._check_open()
+            if after < self._oldest - 1:
+                raise_expired(after, self._oldest)
+            rows = self._conn.execute(
+                f"SELECT c.rev, c.grp, c.resource, c.k, c.type, c.data, {prev} "
+                f"WHERE c.rev > ? AND c.rev <= ?{where} ORDER BY c.rev LIMIT ?",
+                [after, upto, *params, size],
+            ).fetchall()
+        return [
+            RawEvent(int(rev), t, g, r, k, bytes(data), None if prev is None else bytes(prev))
+            for rev, g, r, k, t, data, prev in rows
+        ]
