@@ -39,14 +39,28 @@ PATHS = {
     "workloads": f"/apis/{G}/namespaces/default/workloads",
     "resourceflavors": f"/apis/{G}/resourceflavors",
     "clusterqueues": f"/apis/{G}/clusterqueues",
+    "leases": "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+    "events": "/api/v1/namespaces/default/events",
 }
 
 
 def manifest(kind: str, i: int) -> dict[str, Any]:
     """The i-th object of the benchmark."""
     name = f"bench-{i:06d}"
+    if kind == "leases":
+        return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": name},
+                "spec": {"holderIdentity": f"holder-{i}", "leaseDurationSeconds": 15}}  # fmt: skip
+    if kind == "events":
+        return {"apiVersion": "v1", "kind": "Event", "metadata": {"name": name}, "reason": "Admitted", "type": "Normal",
+                "message": f"Admitted by ClusterQueue cq-{i % 10}", "source": {"component": "kueue-admission"},
+                "involvedObject": {"apiVersion": G, "kind": "Workload", "name": f"wl-{i}", "namespace": "default"}}  # fmt: skip
     if kind == "resourceflavors":
-        return {"apiVersion": G, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": {"nodeLabels": {"pool": "a"}}}
+        return {
+            "apiVersion": G,
+            "kind": "ResourceFlavor",
+            "metadata": {"name": name},
+            "spec": {"nodeLabels": {"pool": "a"}},
+        }
     if kind == "clusterqueues":
         return {
             "apiVersion": G,
@@ -92,7 +106,9 @@ class Watcher:
     target: int = 0
 
 
-async def run_watcher(session: aiohttp.ClientSession, url: str, rv: str, w: Watcher, done: asyncio.Event) -> None:
+async def run_watcher(
+    session: aiohttp.ClientSession, url: str, rv: str, w: Watcher, done: asyncio.Event
+) -> None:
     """Read a watch stream until ``w.target`` events arrived (set once the writes are known)."""
     async with session.get(f"{url}?watch=true&resourceVersion={rv}&timeoutSeconds=600") as resp:
         buf = b""
@@ -143,14 +159,18 @@ async def bench(url: str, kind: str, objects: int, concurrency: int, watchers: i
             rv = (await r.json())["metadata"]["resourceVersion"]
         ws = [Watcher() for _ in range(watchers)]
         dones = [asyncio.Event() for _ in ws]
-        tasks = [asyncio.create_task(run_watcher(session, base, rv, w, d)) for w, d in zip(ws, dones, strict=True)]
+        tasks = [
+            asyncio.create_task(run_watcher(session, base, rv, w, d)) for w, d in zip(ws, dones, strict=True)
+        ]
         await asyncio.sleep(0.5)
         bodies = [json.dumps(manifest(kind, i)).encode() for i in range(objects)]
         failures: list[int] = []
 
         def create(body: bytes) -> Any:
             async def go() -> None:
-                async with session.post(base, data=body, headers={"Content-Type": "application/json"}) as resp:
+                async with session.post(
+                    base, data=body, headers={"Content-Type": "application/json"}
+                ) as resp:
                     await resp.read()
                     if resp.status != 201:
                         failures.append(resp.status)
@@ -205,7 +225,18 @@ def start_server(data_dir: str) -> tuple[subprocess.Popen[str], str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), PYTHONUNBUFFERED="1")
     kubeconfig = os.path.join(data_dir, "kubeconfig")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pykueue", "serve", "--port", "0", "--data-dir", data_dir, "--kubeconfig", kubeconfig],
+        [
+            sys.executable,
+            "-m",
+            "pykueue",
+            "serve",
+            "--port",
+            "0",
+            "--data-dir",
+            data_dir,
+            "--kubeconfig",
+            kubeconfig,
+        ],
         stdout=subprocess.PIPE,
         text=True,
         env=env,

@@ -12,6 +12,7 @@ Two layers:
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
@@ -552,10 +553,16 @@ def encode(obj: msgspec.Struct) -> dict[str, Any]:
     return order_object_keys(out)
 
 
+@functools.cache
+def _fields(cls: type[msgspec.Struct]) -> tuple[msgspec.structs.FieldInfo, ...]:
+    """``msgspec.structs.fields`` per type, computed once (it re-evaluates annotations each call)."""
+    return msgspec.structs.fields(cls)
+
+
 def _encode_struct(obj: msgspec.Struct, *, skip_empty_status: bool = False) -> dict[str, Any]:
     always = _ALWAYS_SERIALISED.get(type(obj), frozenset())
     out: dict[str, Any] = {}
-    for field in msgspec.structs.fields(obj):
+    for field in _fields(type(obj)):
         value = getattr(obj, field.name)
         if skip_empty_status and field.name == "status" and _is_empty_status(value):
             continue
@@ -593,4 +600,4 @@ def _is_default(field: msgspec.structs.FieldInfo, value: Any) -> bool:
 
 def is_default_struct(value: msgspec.Struct) -> bool:
     """True when every field of ``value`` holds its default (an "empty" object)."""
-    return all(_is_default(f, getattr(value, f.name)) for f in msgspec.structs.fields(value))
+    return all(_is_default(f, getattr(value, f.name)) for f in _fields(type(value)))

@@ -17,17 +17,37 @@ def add_parser(sub: Any) -> None:
         description="Serve the Kubernetes API for Kueue's kinds (and the built-in kinds Kueue uses) on a "
         "SQLite store, write a kubeconfig for kubectl and the Kubernetes clients, and run until Ctrl-C.",
     )
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; "
-                   "a non-loopback address requires the bearer token written into the kubeconfig)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1; "
+        "a non-loopback address requires the bearer token written into the kubeconfig)",
+    )
     p.add_argument("--port", type=int, default=6443, help="port to bind (default 6443; 0 picks a free port)")
-    p.add_argument("--data-dir", type=Path, help="state directory (default $XDG_STATE_HOME/pykueue, "
-                   "i.e. ~/.local/state/pykueue)")
-    p.add_argument("--kubeconfig", type=Path, help="where to write the kubeconfig (default DATA_DIR/kubeconfig)")
-    p.add_argument("--no-controllers", action="store_true", help="serve the API only, without Kueue's controllers")
-    p.add_argument("--watch-history", type=int, default=100_000, metavar="N",
-                   help="changes kept for resuming watches (older resourceVersions get 410 Expired; default 100000)")
-    p.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"),
-                   help="server log level (default warning)")
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        help="state directory (default $XDG_STATE_HOME/pykueue, i.e. ~/.local/state/pykueue)",
+    )
+    p.add_argument(
+        "--kubeconfig", type=Path, help="where to write the kubeconfig (default DATA_DIR/kubeconfig)"
+    )
+    p.add_argument(
+        "--no-controllers", action="store_true", help="serve the API only, without Kueue's controllers"
+    )
+    p.add_argument(
+        "--watch-history",
+        type=int,
+        default=100_000,
+        metavar="N",
+        help="changes kept for resuming watches (older resourceVersions get 410 Expired; default 100000)",
+    )
+    p.add_argument(
+        "--log-level",
+        default="warning",
+        choices=("critical", "error", "warning", "info", "debug"),
+        help="server log level (default warning)",
+    )
     p.set_defaults(func=run)
 
 

@@ -1,0 +1,613 @@
+"""The HTTP layer: a Starlette application serving the Kubernetes API on the store.
+
+Routing follows kube-apiserver: ``/version``, health, discovery (``/api``, ``/apis``, legacy and
+aggregated), OpenAPI v3, and the resource paths
+``/api/v1/[namespaces/{ns}/]{plural}[/{name}[/status]]`` and
+``/apis/{g}/{v}/[namespaces/{ns}/]{plural}[/{name}[/status]]`` (plus the ``/watch/`` prefix).
+Every response is JSON (protobuf requests get JSON with the right Content-Type) and every failure
+is a ``Status``. When a bearer token is configured, requests without it get 401.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import logging
+import urllib.parse
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+import msgspec
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from pykueue.apiserver import errors as E
+from pykueue.apiserver import watch
+from pykueue.apiserver.discovery import Discovery, Document, version_info, wants_aggregated
+from pykueue.apiserver.handlers import APIRequest, APIResponse, Handlers, Resolver, ResourceInfo
+
+log = logging.getLogger("pykueue.apiserver")
+
+MAX_BODY_BYTES = 3 * 1024 * 1024
+ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+UNAUTHENTICATED_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
+BOOTSTRAP_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+class RegistryBackend:
+    """The handlers' view of the registry, the tables, OpenAPI and the patch engine (design §2–§3)."""
+
+    def __init__(self) -> None:
+        from pykueue.apiserver.resources import REGISTRY
+
+        self.registry = REGISTRY
+        self._schemas: dict[tuple[str, str, str], Any] = {}
+        self._openapi_paths: list[str] | None = None
+
+    # -- registry -------------------------------------------------------------------------------
+
+    def lookup(self, group: str, version: str, plural: str) -> ResourceInfo | None:
+        """The resource served at group/version/plural."""
+        info: ResourceInfo | None = self.registry.get(group, version, plural)
+        return info
+
+    def resources(self) -> Sequence[ResourceInfo]:
+        """Every served resource (registration order)."""
+        infos: Sequence[ResourceInfo] = self.registry.all()
+        return infos
+
+    def schema_resolver(self, info: ResourceInfo, version: str) -> Resolver:
+        """``$ref`` resolution (the registry's schemas are inlined, so nothing to resolve)."""
+        return _no_refs
+
+    # -- tables ---------------------------------------------------------------------------------
+
+    def to_table(
+        self, info: ResourceInfo, objs: list[dict[str, Any]], version: str, include_object: str
+    ) -> dict[str, Any]:
+        """A ``Table`` of objects already in ``version``."""
+        from pykueue.apiserver import tables
+
+        table: dict[str, Any] = tables.to_table(info, objs, version, include_object)  # type: ignore[arg-type]
+        return table
+
+    # -- patches --------------------------------------------------------------------------------
+
+    def _schema_node(self, info: ResourceInfo, version: str) -> Any:
+        key = (info.group, info.plural, version)
+        node = self._schemas.get(key)
+        if node is None:
+            from pykueue.apiserver.patch import schema_node_from_openapi
+
+            node = schema_node_from_openapi(info.openapi_schema(version))
+            self._schemas[key] = node
+        return node
+
+    def json_patch(self, obj: dict[str, Any], ops: list[Any]) -> dict[str, Any]:
+        """RFC 6902."""
+        from pykueue.apiserver import patch
+
+        result: dict[str, Any] = patch.json_patch(obj, ops)
+        return result
+
+    def merge_patch(self, obj: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
+        """RFC 7386."""
+        from pykueue.apiserver import patch
+
+        result: dict[str, Any] = patch.merge_patch(obj, doc)
+        return result
+
+    def strategic_merge_patch(
+        self, info: ResourceInfo, version: str, obj: dict[str, Any], doc: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Strategic merge patch with the kind's patch metadata."""
+        from pykueue.apiserver import patch
+
+        result: dict[str, Any] = patch.strategic_merge_patch(obj, doc, self._schema_node(info, version))
+        return result
+
+    def server_side_apply(
+        self,
+        info: ResourceInfo,
+        version: str,
+        live: dict[str, Any] | None,
+        applied: dict[str, Any],
+        manager: str,
+        force: bool,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        """Server-side apply of ``applied`` onto ``live`` (both in ``version``)."""
+        from pykueue.apiserver import patch
+
+        result: dict[str, Any] = patch.server_side_apply(
+            live,
+            applied,
+            manager,
+            force=force,
+            schema=self._schema_node(info, version),
+            subresource=subresource or "",
+            reset_fields=self._reset_fields(info, subresource),
+        )
+        return result
+
+    def update_managed_fields(
+        self,
+        info: ResourceInfo,
+        version: str,
+        old: dict[str, Any] | None,
+        new: dict[str, Any],
+        manager: str,
+        subresource: str | None,
+    ) -> None:
+        """Record an Update by ``manager`` in ``new.metadata.managedFields``."""
+        from pykueue.apiserver import patch
+
+        patch.update_managed_fields(
+            old,
+            new,
+            manager,
+            patch.UPDATE,
+            subresource or "",
+            schema=self._schema_node(info, version),
+            reset_fields=self._reset_fields(info, subresource),
+        )
+
+    @staticmethod
+    def _reset_fields(info: ResourceInfo, subresource: str | None) -> tuple[str, ...]:
+        return ("status",) if info.status_subresource and not subresource else ()
+
+    def patch_error(self, err: Exception) -> E.APIError | None:
+        """The Status of a patch-engine failure (None: not one of its errors)."""
+        from pykueue.apiserver.patch import PatchError
+
+        if not isinstance(err, PatchError):
+            return None
+        code = err.code if err.code < 500 else 422  # malformed patches are the client's fault
+        reason = err.reason or "Invalid"
+        api_err = E.APIError(code, reason, err.message, {"causes": err.causes} if err.causes else None)
+        if err.code < 500:
+            api_err.status_override = err.status()
+        return api_err
+
+    # -- OpenAPI --------------------------------------------------------------------------------
+
+    def openapi_paths(self) -> list[str]:
+        """``api/v1`` and ``apis/{group}/{version}`` of every served group version."""
+        if self._openapi_paths is None:
+            from pykueue.apiserver import openapi
+
+            index = openapi.openapi_v3_index()
+            self._openapi_paths = [p.strip("/") for p in index.get("paths", {})]
+        return self._openapi_paths
+
+    def openapi_document(self, path: str) -> dict[str, Any]:
+        """The OpenAPI v3 document of ``api/v1`` or ``apis/{group}/{version}``."""
+        from pykueue.apiserver import openapi
+
+        parts = path.split("/")
+        group, version = ("", parts[1]) if parts[0] == "api" else (parts[1], parts[2])
+        doc: dict[str, Any] = openapi.openapi_v3_document(group, version)
+        return doc
+
+
+def _no_refs(ref: str) -> dict[str, Any] | None:
+    return None
+
+
+class APIServerApp:
+    """Holds the store, the registry backend, discovery, the watch hub and the handlers."""
+
+    def __init__(
+        self,
+        store: Any,
+        *,
+        token: str | None = None,
+        backend: RegistryBackend | None = None,
+        bookmark_interval: float = watch.DEFAULT_BOOKMARK_INTERVAL,
+    ) -> None:
+        self.store = store
+        self.token = token
+        self.backend = backend or RegistryBackend()
+        self.discovery = Discovery(self.backend.resources())
+        self.hub = watch.WatchHub(store)
+        self.handlers = Handlers(store, self.backend, self.hub, bookmark_interval=bookmark_interval)
+        self._openapi: dict[str, Document] = {}
+        self._openapi_index: Document | None = None
+        self._starlette: Starlette | None = None
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, _app: Starlette) -> AsyncIterator[None]:
+        """Bind the watch hub to the loop, create the built-in namespaces; close watches on exit."""
+        self.hub.start(asyncio.get_running_loop())
+        self.bootstrap()
+        try:
+            yield
+        finally:
+            self.hub.close()
+
+    def bootstrap(self) -> None:
+        """Create ``default``, ``kube-system``, ``kube-public`` and ``kube-node-lease`` if missing."""
+        for name in BOOTSTRAP_NAMESPACES:
+            req = APIRequest(
+                method="POST",
+                group="",
+                version="v1",
+                resource="namespaces",
+                body=msgspec.json.encode(
+                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+                ),
+                user_agent="pykueue-apiserver",
+            )
+            try:
+                self.handlers.handle(req)
+            except E.APIError as err:
+                if err.code != 409:
+                    raise
+
+    # -- application ------------------------------------------------------------------------------
+
+    # -- ASGI entry point: resource requests skip Starlette's routing and middleware ---------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve plain resource requests directly; everything else (watches too) through Starlette."""
+        if scope["type"] == "http":
+            try:
+                req = fast_request(scope)
+            except E.APIError:
+                req = None
+            if req is not None:
+                await self._serve_fast(req, scope, receive, send)
+                return
+        if self._starlette is None:
+            self._starlette = self.build()
+        await self._starlette(scope, receive, send)
+
+    async def _serve_fast(self, req: APIRequest, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            self._authenticate_headers(req.headers)
+            if not self.discovery.has_group_version(req.group, req.version):
+                raise E.path_not_found()
+            if req.method in ("POST", "PUT", "PATCH", "DELETE"):
+                req.body = await receive_body(receive, req.headers.get("content-length"))
+            resp = self.handlers.handle(req)
+        except E.APIError as err:
+            resp = APIResponse(err.code, msgspec.json.encode(err.status()))
+        except Exception as err:  # a bug: still a Status
+            log.exception("internal error serving %s %s", req.method, scope.get("path"))
+            api_err = E.internal(f"{type(err).__name__}: {err}")
+            resp = APIResponse(api_err.code, msgspec.json.encode(api_err.status()))
+        headers = [
+            (b"content-type", resp.content_type.encode()),
+            (b"content-length", str(len(resp.body)).encode()),
+        ]
+        if resp.warnings:
+            headers += _warning_headers(resp.warnings)
+        await send({"type": "http.response.start", "status": resp.status, "headers": headers})
+        await send({"type": "http.response.body", "body": resp.body})
+
+    def _authenticate_headers(self, headers: Mapping[str, str]) -> None:
+        if self.token is None:
+            return
+        scheme, _, credential = headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            credential.strip().encode(), self.token.encode()
+        ):
+            raise E.unauthorized()
+
+    def build(self) -> Starlette:
+        """The Starlette application."""
+        routes = [
+            Route("/version", self._guard(self.version), methods=ALL_METHODS),
+            Route("/healthz", self._guard(self.health), methods=ALL_METHODS),
+            Route("/livez", self._guard(self.health), methods=ALL_METHODS),
+            Route("/readyz", self._guard(self.health), methods=ALL_METHODS),
+            Route("/api", self._guard(self.api), methods=ALL_METHODS),
+            Route("/api/", self._guard(self.api), methods=ALL_METHODS),
+            Route("/apis", self._guard(self.apis), methods=ALL_METHODS),
+            Route("/apis/", self._guard(self.apis), methods=ALL_METHODS),
+            Route("/openapi/v2", self._guard(self.openapi_v2), methods=ALL_METHODS),
+            Route("/openapi/v3", self._guard(self.openapi_v3_index), methods=ALL_METHODS),
+            Route("/openapi/v3/{path:path}", self._guard(self.openapi_v3), methods=ALL_METHODS),
+            Route("/api/{version}", self._guard(self.core_resources), methods=ALL_METHODS),
+            Route("/api/{version}/{rest:path}", self._guard(self.core_resource), methods=ALL_METHODS),
+            Route("/apis/{group}", self._guard(self.group), methods=ALL_METHODS),
+            Route("/apis/{group}/{version}", self._guard(self.group_resources), methods=ALL_METHODS),
+            Route(
+                "/apis/{group}/{version}/{rest:path}", self._guard(self.group_resource), methods=ALL_METHODS
+            ),
+            Route("/{path:path}", self._guard(self.not_found), methods=ALL_METHODS),
+        ]
+        return Starlette(routes=routes, lifespan=self.lifespan)
+
+    def _guard(self, endpoint: Endpoint) -> Endpoint:
+        """Authenticate, then turn :class:`APIError` (and anything unexpected) into ``Status`` responses."""
+
+        async def guarded(request: Request) -> Response:
+            try:
+                self._authenticate(request)
+                return await endpoint(request)
+            except E.APIError as err:
+                return status_response(err)
+            except Exception as err:  # a bug: still a Status, never an empty body
+                log.exception("internal error serving %s %s", request.method, request.url.path)
+                return status_response(E.internal(f"{type(err).__name__}: {err}"))
+
+        return guarded
+
+    def _authenticate(self, request: Request) -> None:
+        if request.url.path not in UNAUTHENTICATED_PATHS:
+            self._authenticate_headers(request.headers)
+
+    # -- simple endpoints -------------------------------------------------------------------------
+
+    async def version(self, request: Request) -> Response:
+        """``/version``."""
+        return Response(msgspec.json.encode(version_info()), media_type="application/json")
+
+    async def health(self, request: Request) -> Response:
+        """``/healthz``, ``/livez``, ``/readyz``."""
+        return Response(b"ok", media_type="text/plain; charset=utf-8")
+
+    async def not_found(self, request: Request) -> Response:
+        """Anything the server does not serve."""
+        raise E.path_not_found()
+
+    # -- discovery --------------------------------------------------------------------------------
+
+    async def api(self, request: Request) -> Response:
+        """``/api``: ``APIVersions`` or the aggregated core group."""
+        aggregated = wants_aggregated(request.headers.get("accept", ""))
+        if aggregated:
+            return document_response(request, self.discovery.aggregated(True, aggregated))
+        host = request.headers.get("host") or f"{request.url.hostname}:{request.url.port}"
+        return document_response(request, self.discovery.api_versions(host))
+
+    async def apis(self, request: Request) -> Response:
+        """``/apis``: ``APIGroupList`` or aggregated discovery."""
+        aggregated = wants_aggregated(request.headers.get("accept", ""))
+        if aggregated:
+            return document_response(request, self.discovery.aggregated(False, aggregated))
+        return document_response(request, self.discovery.api_group_list())
+
+    async def group(self, request: Request) -> Response:
+        """``/apis/{group}``."""
+        doc = self.discovery.api_group(request.path_params["group"])
+        if doc is None:
+            raise E.path_not_found()
+        return document_response(request, doc)
+
+    async def core_resources(self, request: Request) -> Response:
+        """``/api/v1``."""
+        return self._resource_list(request, "", request.path_params["version"])
+
+    async def group_resources(self, request: Request) -> Response:
+        """``/apis/{group}/{version}``."""
+        return self._resource_list(request, request.path_params["group"], request.path_params["version"])
+
+    def _resource_list(self, request: Request, group: str, version: str) -> Response:
+        doc = self.discovery.api_resource_list(group, version)
+        if doc is None:
+            raise E.path_not_found()
+        return document_response(request, doc)
+
+    # -- OpenAPI ----------------------------------------------------------------------------------
+
+    async def openapi_v2(self, request: Request) -> Response:
+        """``/openapi/v2`` is not served (kubectl 1.32 uses v3)."""
+        raise E.path_not_found()
+
+    async def openapi_v3_index(self, request: Request) -> Response:
+        """``/openapi/v3``: the index of group-version documents, with content hashes."""
+        if self._openapi_index is None:
+            paths: dict[str, Any] = {}
+            for path in self.backend.openapi_paths():
+                doc = self._openapi_document(path)
+                digest = doc.etag.strip('"')
+                paths[path] = {"serverRelativeURL": f"/openapi/v3/{path}?hash={digest}"}
+            body = msgspec.json.encode({"paths": paths})
+            self._openapi_index = Document(body, '"' + hashlib.sha256(body).hexdigest()[:32].upper() + '"')
+        return document_response(request, self._openapi_index)
+
+    async def openapi_v3(self, request: Request) -> Response:
+        """``/openapi/v3/api/v1`` and ``/openapi/v3/apis/{g}/{v}``."""
+        path = request.path_params["path"].strip("/")
+        if path not in self.backend.openapi_paths():
+            raise E.path_not_found()
+        doc = self._openapi_document(path)
+        response = document_response(request, doc)
+        if request.query_params.get("hash") == doc.etag.strip('"'):
+            response.headers["Cache-Control"] = "public, immutable, max-age=31536000"
+        return response
+
+    def _openapi_document(self, path: str) -> Document:
+        doc = self._openapi.get(path)
+        if doc is None:
+            body = msgspec.json.encode(self.backend.openapi_document(path))
+            doc = Document(body, '"' + hashlib.sha512(body).hexdigest()[:128].upper() + '"')
+            self._openapi[path] = doc
+        return doc
+
+    # -- resources --------------------------------------------------------------------------------
+
+    async def core_resource(self, request: Request) -> Response:
+        """``/api/v1/...``."""
+        return await self._resource(request, "", request.path_params["version"], request.path_params["rest"])
+
+    async def group_resource(self, request: Request) -> Response:
+        """``/apis/{group}/{version}/...``."""
+        params = request.path_params
+        return await self._resource(request, params["group"], params["version"], params["rest"])
+
+    async def _resource(self, request: Request, group: str, version: str, rest: str) -> Response:
+        if not self.discovery.has_group_version(group, version):
+            raise E.path_not_found()
+        req = parse_resource_path(request.method, group, version, rest)
+        if req.method == "HEAD":
+            req.method = "GET"
+        req.query = parse_query(request.scope.get("query_string", b""))
+        req.content_type = request.headers.get("content-type", "application/json")
+        req.accept = request.headers.get("accept", "application/json")
+        req.user_agent = request.headers.get("user-agent", "")
+        if req.method in ("POST", "PUT", "PATCH", "DELETE"):
+            req.body = await read_body(request)
+        return to_response(self.handlers.handle(req))
+
+
+# --- request parsing ------------------------------------------------------------------------------------
+
+
+def parse_query(raw: bytes) -> dict[str, list[str]]:
+    """Query parameters as lists of values."""
+    if not raw:
+        return {}
+    return urllib.parse.parse_qs(raw.decode("latin-1"), keep_blank_values=True)
+
+
+def parse_resource_path(method: str, group: str, version: str, rest: str) -> APIRequest:
+    """Split ``[watch/][namespaces/{ns}/]{plural}[/{name}[/{subresource}]]`` (as ``RequestInfoFactory``)."""
+    parts = [urllib.parse.unquote(p) for p in rest.strip("/").split("/")] if rest.strip("/") else []
+    watch_prefix = bool(parts) and parts[0] == "watch"
+    if watch_prefix:
+        parts = parts[1:]
+    namespace: str | None = None
+    if len(parts) >= 3 and parts[0] == "namespaces" and parts[2] not in NAMESPACE_SUBRESOURCES:
+        namespace = parts[1]
+        parts = parts[2:]
+    if not parts or len(parts) > 3 or any(p == "" for p in parts):
+        raise E.path_not_found()
+    return APIRequest(
+        method=method,
+        group=group,
+        version=version,
+        resource=parts[0],
+        namespace=namespace,
+        name=parts[1] if len(parts) > 1 else None,
+        subresource=parts[2] if len(parts) > 2 else None,
+        watch_prefix=watch_prefix,
+    )
+
+
+def fast_request(scope: Scope) -> APIRequest | None:
+    """The resource request of a non-watch, non-HEAD ``/api/v1/...`` or ``/apis/g/v/...`` path (else None)."""
+    method = scope["method"]
+    path: str = scope["path"]
+    if method in ("HEAD", "OPTIONS"):
+        return None
+    if path.startswith("/apis/"):
+        parts = path[6:].split("/", 2)
+        if len(parts) < 3 or not parts[2]:
+            return None
+        group, version, rest = parts
+    elif path.startswith("/api/"):
+        parts = path[5:].split("/", 1)
+        if len(parts) < 2 or not parts[1]:
+            return None
+        group, (version, rest) = "", parts
+    else:
+        return None
+    query = parse_query(scope.get("query_string", b""))
+    watch_values = query.get("watch")
+    if rest.startswith("watch/") or (watch_values and watch_values[-1].lower() in ("true", "1")):
+        return None
+    req = parse_resource_path(method, group, version, rest)
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+    req.query = query
+    req.headers = headers
+    req.content_type = headers.get("content-type", "application/json")
+    req.accept = headers.get("accept", "application/json")
+    req.user_agent = headers.get("user-agent", "")
+    return req
+
+
+async def receive_body(receive: Receive, declared: str | None) -> bytes:
+    """Read an ASGI request body, refusing more than :data:`MAX_BODY_BYTES`."""
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise E.entity_too_large(MAX_BODY_BYTES)
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise E.bad_request("client disconnected")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise E.entity_too_large(MAX_BODY_BYTES)
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def read_body(request: Request) -> bytes:
+    """The request body, refusing more than :data:`MAX_BODY_BYTES`."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise E.entity_too_large(MAX_BODY_BYTES)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise E.entity_too_large(MAX_BODY_BYTES)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+# --- responses ------------------------------------------------------------------------------------------
+
+
+def status_response(err: E.APIError) -> Response:
+    """A ``Status`` failure response."""
+    return Response(msgspec.json.encode(err.status()), status_code=err.code, media_type="application/json")
+
+
+def document_response(request: Request, doc: Document) -> Response:
+    """A cached document, answering 304 to a matching ``If-None-Match``."""
+    headers = {"ETag": doc.etag, "Vary": "Accept"}
+    if request.headers.get("if-none-match") == doc.etag:
+        return Response(status_code=304, headers=headers)
+    return Response(doc.body, media_type=doc.content_type, headers=headers)
+
+
+def _warning_headers(warnings: Sequence[str]) -> list[tuple[bytes, bytes]]:
+    out: list[tuple[bytes, bytes]] = []
+    for text in dict.fromkeys(warnings):
+        escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+        escaped = "".join(f"\\x{ord(c):02x}" if ord(c) < 0x20 or ord(c) == 0x7F else c for c in escaped)
+        out.append((b"warning", f'299 - "{escaped}"'.encode("utf-8", "replace")))
+    return out
+
+
+def to_response(resp: APIResponse) -> Response:
+    """The Starlette response for a handler result (streams for watches)."""
+    response: Response
+    if resp.stream is not None:
+        response = StreamingResponse(
+            resp.stream,
+            status_code=resp.status,
+            media_type=resp.content_type,
+            headers={"Cache-Control": "no-cache, private"},
+        )
+    else:
+        response = Response(resp.body, status_code=resp.status, media_type=resp.content_type)
+    if resp.warnings:
+        response.raw_headers.extend(_warning_headers(resp.warnings))
+    return response
+
+
+def create_app(
+    store: Any, *, token: str | None = None, bookmark_interval: float = watch.DEFAULT_BOOKMARK_INTERVAL
+) -> tuple[ASGIApp, APIServerApp]:
+    """The ASGI application for ``store`` (Starlette behind a fast path) and the object holding its parts."""
+    server = APIServerApp(store, token=token, bookmark_interval=bookmark_interval)
+    return server, server

@@ -1,0 +1,1474 @@
+"""Resource request handlers: the kube-apiserver request path for one resource request.
+
+``decode → (patch) → prune/check fields → convert to the storage version → default → validate →
+managedFields → store → convert to the requested version → JSON / YAML / Table``.
+
+Handlers are plain synchronous functions over an :class:`APIRequest` (the store is fast and used
+on the event-loop thread); only watch returns a stream. Every failure is an
+:class:`~pykueue.apiserver.errors.APIError` rendered as a ``Status`` by the HTTP layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+import msgspec
+import yaml
+
+from pykueue.api.manifests import KubeDumper, KubeLoader
+from pykueue.api.validation import TYPE_INVALID, FieldError, ValidationFailed
+from pykueue.apiserver import errors as E
+from pykueue.apiserver import protobuf, watch
+from pykueue.apiserver.discovery import parse_accept
+from pykueue.apiserver.selectors import (
+    FieldSelector,
+    LabelSelector,
+    SelectorError,
+    parse_field_selector,
+    parse_label_selector,
+)
+
+T = TypeVar("T")
+_json_decode = msgspec.json.decode
+_json_encode = msgspec.json.encode
+
+JSON = "application/json"
+YAML = "application/yaml"
+TABLE_V1 = "application/json;as=Table;v=v1;g=meta.k8s.io"
+TABLE_V1BETA1 = "application/json;as=Table;v=v1beta1;g=meta.k8s.io"
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+APPLY_PATCH_CBOR = "application/apply-patch+cbor"
+FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
+PROPAGATION = ("Orphan", "Background", "Foreground")
+MAX_MANAGER_LEN = 128
+MAX_YAML_NODES = 1_000_000
+IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+"""Namespaces the NamespaceLifecycle admission plugin refuses to delete."""
+ALLOW_CREATE_ON_UPDATE = frozenset(
+    {("coordination.k8s.io", "leases"), ("", "events"), ("events.k8s.io", "events")}
+)
+VERB_OF_METHOD = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+ORPHAN_BY_DEFAULT = frozenset({("batch", "jobs")})
+"""batch/v1 Jobs orphan their dependents unless the client chooses (``DefaultGarbageCollectionPolicy``)."""
+
+
+# --- the HTTP layer's view of a request ------------------------------------------------------------
+
+
+@dataclass
+class APIRequest:
+    """A parsed resource request (path already split by the HTTP layer)."""
+
+    method: str
+    group: str
+    version: str
+    resource: str
+    namespace: str | None = None
+    name: str | None = None
+    subresource: str | None = None
+    watch_prefix: bool = False
+    query: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    content_type: str = JSON
+    accept: str = JSON
+    user_agent: str = ""
+    body: bytes = b""
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def param(self, name: str) -> str | None:
+        """The last value of a query parameter (None if absent)."""
+        values = self.query.get(name)
+        return values[-1] if values else None
+
+    def flag(self, name: str) -> bool:
+        """A boolean query parameter (``true``/``1``)."""
+        value = self.param(name)
+        return value is not None and value.lower() in ("true", "1")
+
+
+@dataclass
+class APIResponse:
+    """What the HTTP layer sends back: an encoded body or a stream."""
+
+    status: int
+    body: bytes = b""
+    content_type: str = JSON
+    warnings: list[str] = field(default_factory=list)
+    stream: Any = None  # AsyncIterator[bytes] for watches
+
+
+@dataclass(frozen=True)
+class OutputFormat:
+    """The negotiated representation: ``json``, ``yaml``, ``table`` or ``partial`` (metadata only)."""
+
+    kind: str
+    content_type: str
+    meta_version: str = "v1"
+
+
+# --- protocols of the modules this one drives -------------------------------------------------------
+
+
+class ResourceInfo(Protocol):
+    """``pykueue.apiserver.resources.ResourceInfo`` (design §2)."""
+
+    group: str
+    kind: str
+    plural: str
+    singular: str
+    namespaced: bool
+    versions: tuple[str, ...]
+    storage_version: str
+    short_names: tuple[str, ...]
+    categories: tuple[str, ...]
+    status_subresource: bool
+    builtin: bool
+    deprecated_versions: dict[str, str]
+    verbs: tuple[str, ...]
+
+    def key(self) -> Any: ...
+    def to_storage(self, obj: Mapping[str, Any]) -> dict[str, Any]: ...
+    def from_storage(self, obj: Mapping[str, Any], version: str) -> dict[str, Any]: ...
+    def default(self, obj: dict[str, Any]) -> dict[str, Any]: ...
+    def prepare_for_create(self, obj: dict[str, Any]) -> dict[str, Any]: ...
+    def validation_failure(
+        self, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> ValidationFailed | None: ...
+    def openapi_schema(self, version: str) -> Any: ...
+    def selectable_fields_for(self, version: str) -> tuple[str, ...]: ...
+    def field_value(self, obj: Mapping[str, Any], label: str) -> str | None: ...
+
+
+class Backend(Protocol):
+    """The registry/tables/patch functions the handlers call (adapted in :mod:`app`)."""
+
+    def lookup(self, group: str, version: str, plural: str) -> ResourceInfo | None: ...
+    def resources(self) -> Sequence[ResourceInfo]: ...
+    def schema_resolver(self, info: ResourceInfo, version: str) -> Resolver: ...
+    def to_table(
+        self, info: ResourceInfo, objs: list[dict[str, Any]], version: str, include_object: str
+    ) -> dict[str, Any]: ...
+    def json_patch(self, obj: dict[str, Any], ops: list[Any]) -> dict[str, Any]: ...
+    def merge_patch(self, obj: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]: ...
+    def strategic_merge_patch(
+        self, info: ResourceInfo, version: str, obj: dict[str, Any], patch: dict[str, Any]
+    ) -> dict[str, Any]: ...
+    def server_side_apply(
+        self,
+        info: ResourceInfo,
+        version: str,
+        live: dict[str, Any] | None,
+        applied: dict[str, Any],
+        manager: str,
+        force: bool,
+        subresource: str | None = None,
+    ) -> dict[str, Any]: ...
+    def update_managed_fields(
+        self,
+        info: ResourceInfo,
+        version: str,
+        old: dict[str, Any] | None,
+        new: dict[str, Any],
+        manager: str,
+        subresource: str | None,
+    ) -> None: ...
+    def patch_error(self, err: Exception) -> E.APIError | None: ...
+
+
+# --- media negotiation and body decoding -------------------------------------------------------------
+
+
+def negotiate(accept: str) -> OutputFormat:
+    """Pick the response representation from an ``Accept`` header (protobuf falls back to JSON)."""
+    if not accept:
+        return OutputFormat("json", JSON)
+    fallback = False
+    for media in parse_accept(accept):
+        as_ = media.params.get("as")
+        if media.type in (JSON, "application/*", "*/*", "application/vnd.kubernetes.protobuf"):
+            if as_ is None:
+                return OutputFormat("json", JSON)
+            if as_ == "Table" and media.params.get("g") == "meta.k8s.io":
+                ver = media.params.get("v", "v1")
+                if ver in ("v1", "v1beta1"):
+                    return OutputFormat("table", TABLE_V1 if ver == "v1" else TABLE_V1BETA1, ver)
+            if (
+                as_ in ("PartialObjectMetadata", "PartialObjectMetadataList")
+                and media.params.get("g") == "meta.k8s.io"
+            ):
+                ver = media.params.get("v", "v1")
+                if ver in ("v1", "v1beta1"):
+                    return OutputFormat("partial", f"{JSON};as={as_};v={ver};g=meta.k8s.io", ver)
+            fallback = True
+        elif media.type in (YAML, "application/x-yaml", "text/yaml"):
+            return OutputFormat("yaml", YAML)
+        elif media.type.startswith("application/vnd.kubernetes.protobuf") or media.type == "application/cbor":
+            fallback = True
+    if fallback:
+        return OutputFormat("json", JSON)
+    raise E.not_acceptable()
+
+
+def media_type(content_type: str) -> str:
+    """The bare media type of a ``Content-Type`` header."""
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def decode_document(body: bytes, content_type: str) -> Any:
+    """Decode a JSON or YAML request body (400 for anything else or malformed)."""
+    mtype = media_type(content_type) or JSON
+    if not body.strip():
+        raise E.bad_request("the request body is empty: an object is required")
+    if mtype in (JSON, MERGE_PATCH, JSON_PATCH, STRATEGIC_PATCH) or mtype.endswith("+json"):
+        try:
+            return _json_decode(body)
+        except msgspec.DecodeError as err:
+            raise E.bad_request(f"error decoding JSON: {err}") from None
+    if mtype in (YAML, "application/x-yaml", "text/yaml", APPLY_PATCH):
+        return _decode_yaml(body)
+    if mtype == protobuf.CONTENT_TYPE:
+        try:
+            return protobuf.decode_object(body)
+        except protobuf.ProtobufError as err:
+            if err.unsupported:
+                raise E.unsupported_media_type(mtype, f"application/json, application/yaml ({err})") from None
+            raise E.bad_request(f"error decoding protobuf: {err}") from None
+    raise E.unsupported_media_type(
+        mtype, "application/json, application/yaml, application/vnd.kubernetes.protobuf"
+    )
+
+
+def _decode_yaml(body: bytes) -> Any:
+    try:
+        text = body.decode("utf-8")
+        docs = [d for d in yaml.load_all(text, Loader=KubeLoader) if d is not None]
+    except (yaml.YAMLError, UnicodeDecodeError, ValueError) as err:
+        raise E.bad_request(f"error converting YAML to JSON: {err}") from None
+    if len(docs) != 1:
+        raise E.bad_request("error converting YAML to JSON: expected exactly one YAML document")
+    if _expanded_size(docs[0], MAX_YAML_NODES) > MAX_YAML_NODES:
+        raise E.bad_request("error converting YAML to JSON: yaml: document contains excessive aliasing")
+    try:  # only JSON-compatible values (no YAML-specific types such as binary or sets)
+        return _json_decode(_json_encode(docs[0]))
+    except (TypeError, msgspec.EncodeError, msgspec.DecodeError, OverflowError) as err:
+        raise E.bad_request(f"error converting YAML to JSON: {err}") from None
+
+
+def _expanded_size(value: Any, budget: int) -> int:
+    """Nodes of ``value`` with aliases expanded, counting no further than ``budget`` (alias bombs)."""
+    count = 0
+    stack = [value]
+    while stack and count <= budget:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return count
+
+
+def encode_yaml(obj: Any) -> bytes:
+    """YAML rendering of a response object."""
+    return yaml.dump(obj, Dumper=KubeDumper, sort_keys=False, allow_unicode=True).encode()
+
+
+def group_version(group: str, version: str) -> str:
+    """``group/version`` (``version`` for core)."""
+    return f"{group}/{version}" if group else version
+
+
+def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+def _name_of(obj: Mapping[str, Any]) -> str:
+    meta = _meta(obj)
+    return str(meta.get("name") or meta.get("generateName") or "")
+
+
+# --- handlers -----------------------------------------------------------------------------------------
+
+
+class Handlers:
+    """The resource endpoints of the API server."""
+
+    def __init__(
+        self,
+        store: Any,
+        backend: Backend,
+        hub: watch.WatchHub,
+        *,
+        bookmark_interval: float = watch.DEFAULT_BOOKMARK_INTERVAL,
+    ) -> None:
+        self.store = store
+        self.backend = backend
+        self.hub = hub
+        self.bookmark_interval = bookmark_interval
+        self._namespace_info = backend.lookup("", "v1", "namespaces")
+
+    # -- dispatch ---------------------------------------------------------------------------------
+
+    def handle(self, req: APIRequest) -> APIResponse:
+        """Serve one resource request."""
+        info = self._resolve(req)
+        negotiate(req.accept)  # 406 before anything is done
+        warnings: list[str] = []
+        deprecation = info.deprecated_versions.get(req.version) if info.deprecated_versions else None
+        if deprecation:
+            warnings.append(deprecation)
+        resp = self._route(req, info, warnings)
+        if warnings:
+            resp.warnings = warnings + [w for w in resp.warnings if w not in warnings]
+        return resp
+
+    def _resolve(self, req: APIRequest) -> ResourceInfo:
+        info = self.backend.lookup(req.group, req.version, req.resource)
+        if info is None:
+            raise E.path_not_found()
+        if req.subresource is not None and (
+            req.subresource != "status" or not info.status_subresource or req.name is None
+        ):
+            raise E.path_not_found()
+        if not info.namespaced and req.namespace is not None:
+            raise E.path_not_found()
+        return info
+
+    def _route(self, req: APIRequest, info: ResourceInfo, warnings: list[str]) -> APIResponse:
+        method = req.method
+        if self._verb(req) not in info.verbs:
+            raise E.method_not_supported(info.group, info.plural, "")
+        needs_ns = info.namespaced and req.namespace is None
+        if method == "GET":
+            if req.watch_prefix or req.flag("watch"):
+                return self.watch_objects(req, info)
+            if req.name is None:
+                return self.list_objects(req, info)
+            return self._require_ns(needs_ns) or self.get(req, info)
+        if needs_ns and not (method == "DELETE" and req.name is None):
+            raise E.path_not_found()
+        if method == "POST":
+            if req.name is not None:
+                raise E.method_not_supported(info.group, info.plural, "")
+            return self.create(req, info, warnings)
+        if method in ("PUT", "PATCH") and req.name is None:
+            raise E.method_not_supported(info.group, info.plural, "")
+        if method == "PUT":
+            return self.update(req, info, warnings)
+        if method == "PATCH":
+            return self.patch(req, info, warnings)
+        if method == "DELETE":
+            return self.delete(req, info) if req.name is not None else self.delete_collection(req, info)
+        raise E.method_not_supported(info.group, info.plural, "")
+
+    @staticmethod
+    def _verb(req: APIRequest) -> str:
+        """The Kubernetes verb of a request (``RequestInfo.Verb``)."""
+        if req.method == "GET":
+            if req.watch_prefix or req.flag("watch"):
+                return "watch"
+            return "get" if req.name is not None else "list"
+        if req.method == "DELETE" and req.name is None:
+            return "deletecollection"
+        return VERB_OF_METHOD.get(req.method, "")
+
+    @staticmethod
+    def _require_ns(needs_ns: bool) -> None:
+        if needs_ns:
+            raise E.path_not_found()
+
+    # -- output -----------------------------------------------------------------------------------
+
+    def to_version(self, info: ResourceInfo, obj: dict[str, Any], version: str) -> dict[str, Any]:
+        """A stored object in a served version."""
+        return info.from_storage(obj, version)
+
+    def respond(
+        self, req: APIRequest, info: ResourceInfo, obj: dict[str, Any], status: int = 200
+    ) -> APIResponse:
+        """One object (already in the request version) in the negotiated representation."""
+        fmt = negotiate(req.accept)
+        if fmt.kind == "table":
+            table = self.backend.to_table(info, [obj], req.version, req.param("includeObject") or "Metadata")
+            table["apiVersion"] = f"meta.k8s.io/{fmt.meta_version}"
+            return APIResponse(status, _json_encode(table), fmt.content_type)
+        if fmt.kind == "partial":
+            return APIResponse(
+                status, _json_encode(partial_metadata(obj, fmt.meta_version)), fmt.content_type
+            )
+        if fmt.kind == "yaml":
+            return APIResponse(status, encode_yaml(obj), YAML)
+        return APIResponse(status, _json_encode(obj), JSON)
+
+    def respond_status(self, req: APIRequest, status: dict[str, Any]) -> APIResponse:
+        """A ``Status`` body (JSON or YAML)."""
+        fmt = negotiate(req.accept)
+        if fmt.kind == "yaml":
+            return APIResponse(int(status.get("code", 200)), encode_yaml(status), YAML)
+        return APIResponse(int(status.get("code", 200)), _json_encode(status), JSON)
+
+    # -- read -------------------------------------------------------------------------------------
+
+    def get(self, req: APIRequest, info: ResourceInfo) -> APIResponse:
+        """GET one object."""
+        obj = self._get(info, req.namespace or "", req.name or "")
+        return self.respond(req, info, self.to_version(info, obj, req.version))
+
+    def _get(self, info: ResourceInfo, namespace: str, name: str) -> dict[str, Any]:
+        try:
+            obj: dict[str, Any] = self.store.get(info.key(), namespace, name)
+        except Exception as err:
+            raise self._store_error(err, info, name) from None
+        return obj
+
+    def _selectors(self, req: APIRequest, info: ResourceInfo) -> tuple[LabelSelector, FieldSelector]:
+        try:
+            labels = parse_label_selector(req.param("labelSelector"))
+            fields = parse_field_selector(
+                req.param("fieldSelector"),
+                self._selectable(info, req.version),
+                group=info.group,
+                resource=info.plural,
+                builtin=info.builtin,
+                getter=info.field_value,
+            )
+        except SelectorError as err:
+            raise E.bad_request(str(err)) from None
+        return labels, fields
+
+    @staticmethod
+    def _selectable(info: ResourceInfo, version: str) -> tuple[str, ...]:
+        return tuple(info.selectable_fields_for(version))
+
+    def list_objects(self, req: APIRequest, info: ResourceInfo) -> APIResponse:
+        """GET a collection (label/field selectors, limit/continue, all namespaces)."""
+        labels, fields = self._selectors(req, info)
+        limit = self._int_param(req, "limit")
+        self._check_resource_version(req)
+        try:
+            items, revision, token = self.store.list(
+                info.key(),
+                req.namespace,
+                label_selector=req.param("labelSelector") if not labels.empty else None,
+                field_selector=fields.matches if not fields.empty else None,
+                limit=limit if limit and limit > 0 else None,
+                continue_token=req.param("continue") or None,
+            )
+        except Exception as err:
+            raise self._store_error(err, info, "") from None
+        converted = [self.to_version(info, o, req.version) for o in items]
+        return self._list_response(req, info, converted, revision, token)
+
+    def _list_response(
+        self,
+        req: APIRequest,
+        info: ResourceInfo,
+        items: list[dict[str, Any]],
+        revision: int,
+        token: str | None,
+    ) -> APIResponse:
+        meta: dict[str, Any] = {"resourceVersion": str(revision)}
+        if token:
+            meta["continue"] = token
+        fmt = negotiate(req.accept)
+        if fmt.kind == "table":
+            table = self.backend.to_table(info, items, req.version, req.param("includeObject") or "Metadata")
+            table["apiVersion"] = f"meta.k8s.io/{fmt.meta_version}"
+            table["metadata"] = meta
+            return APIResponse(200, _json_encode(table), fmt.content_type)
+        if fmt.kind == "partial":
+            body = {
+                "kind": "PartialObjectMetadataList",
+                "apiVersion": f"meta.k8s.io/{fmt.meta_version}",
+                "metadata": meta,
+                "items": [partial_metadata(o, fmt.meta_version) for o in items],
+            }
+            return APIResponse(200, _json_encode(body), fmt.content_type)
+        body = {
+            "kind": f"{info.kind}List",
+            "apiVersion": group_version(info.group, req.version),
+            "metadata": meta,
+            "items": items,
+        }
+        if fmt.kind == "yaml":
+            return APIResponse(200, encode_yaml(body), YAML)
+        return APIResponse(200, _json_encode(body), JSON)
+
+    @staticmethod
+    def _int_param(req: APIRequest, name: str) -> int | None:
+        raw = req.param(name)
+        if raw is None or raw == "":
+            return None
+        try:
+            return int(raw)
+        except ValueError:
+            raise E.bad_request(f"{name}: Invalid value: {raw!r}: must be an integer") from None
+
+    def _check_resource_version(self, req: APIRequest) -> int | None:
+        raw = req.param("resourceVersion")
+        if raw is None or raw == "":
+            return None
+        try:
+            rv = int(raw)
+        except ValueError:
+            raise E.bad_request(
+                f'invalid resource version: strconv.ParseUint: parsing "{raw}": invalid syntax'
+            ) from None
+        if rv < 0:
+            raise E.bad_request(f"invalid resource version: {raw}")
+        current = int(self.store.revision)
+        if rv > current:
+            raise E.too_large_resource_version(rv, current)
+        return rv
+
+    # -- watch ------------------------------------------------------------------------------------
+
+    def watch_objects(self, req: APIRequest, info: ResourceInfo) -> APIResponse:
+        """A streaming watch (``?watch=true`` or the ``/watch/`` prefix)."""
+        labels, fields = self._selectors(req, info)
+        timeout = self._int_param(req, "timeoutSeconds")
+        fmt = negotiate(req.accept)
+        matches = self._watch_predicate(req, labels, fields)
+        raw_rv = req.param("resourceVersion") or ""
+        send_initial = req.param("sendInitialEvents")
+        key = info.key()
+        sub = self.hub.subscribe(key.group, key.resource, req.namespace if info.namespaced else None)
+        try:
+            start, start_rev, error = self._watch_start(req, info, raw_rv, send_initial, matches)
+        except BaseException:
+            sub.cancel()
+            raise
+        spec = watch.WatchSpec(
+            subscription=sub,
+            start_events=start,
+            start_revision=start_rev,
+            encode_object=self._event_encoder(req, info, fmt),
+            bookmark_object=self._bookmark_encoder(info, req.version),
+            matches=matches,
+            bookmarks=req.flag("allowWatchBookmarks"),
+            initial_events_end=send_initial == "true" and req.flag("allowWatchBookmarks"),
+            timeout=float(timeout) if timeout is not None and timeout > 0 else None,
+            bookmark_interval=self.bookmark_interval,
+            error=error,
+        )
+        content_type = fmt.content_type if fmt.kind in ("json", "table", "partial") else JSON
+        return APIResponse(200, content_type=content_type, stream=watch.stream(spec))
+
+    @staticmethod
+    def _watch_predicate(
+        req: APIRequest, labels: LabelSelector, fields: FieldSelector
+    ) -> Callable[[Mapping[str, Any]], bool] | None:
+        name = req.name
+        if labels.empty and fields.empty and name is None:
+            return None
+
+        def matches(obj: Mapping[str, Any]) -> bool:
+            if name is not None and _meta(obj).get("name") != name:
+                return False
+            return labels.matches_object(obj) and fields.matches(obj)
+
+        return matches
+
+    def _watch_start(
+        self,
+        req: APIRequest,
+        info: ResourceInfo,
+        raw_rv: str,
+        send_initial: str | None,
+        matches: Callable[[Mapping[str, Any]], bool] | None,
+    ) -> tuple[list[watch.HubEvent], int, bytes | None]:
+        """The events to send before live ones, the revision they reach, or an ERROR event."""
+        initial = send_initial == "true" or (send_initial is None and raw_rv in ("", "0"))
+        if initial:
+            items, revision, _ = self.store.list(info.key(), req.namespace)
+            events = [
+                self._hub_event(info, "ADDED", o, revision) for o in items if matches is None or matches(o)
+            ]
+            return events, int(revision), None
+        if raw_rv in ("", "0"):
+            return [], int(self.hub.last_revision), None
+        try:
+            since = int(raw_rv)
+        except ValueError:
+            raise E.bad_request(
+                f'invalid resource version: strconv.ParseUint: parsing "{raw_rv}": invalid syntax'
+            ) from None
+        current = int(self.store.revision)
+        if since > current:
+            return [], since, watch.error_event(E.too_large_resource_version(since, current).status())
+        try:
+            replayed = self._replay(info, req.namespace, since)
+        except Exception as err:
+            api_err = self._store_error(err, info, "")
+            if api_err.code == 410:
+                return [], since, watch.error_event(api_err.status())
+            raise api_err from None
+        return replayed, since, None
+
+    def _replay(self, info: ResourceInfo, namespace: str | None, since: int) -> list[watch.HubEvent]:
+        """Change-log events after ``since`` (raises the store's Expired when compacted away)."""
+        w = self.store.watch(info.key(), namespace, since=since)
+        events: list[watch.HubEvent] = []
+        try:
+            while True:
+                ev = w.next(0)
+                if ev is None:
+                    break
+                events.append(self._hub_event(info, ev.type, ev.object, ev.revision))
+        finally:
+            w.close()
+        return events
+
+    @staticmethod
+    def _hub_event(info: ResourceInfo, etype: str, obj: dict[str, Any], revision: int) -> watch.HubEvent:
+        key = info.key()
+        ns = str(_meta(obj).get("namespace") or "")
+        return watch.HubEvent(etype, obj, int(revision), key.group, key.resource, ns)
+
+    def _event_encoder(
+        self, req: APIRequest, info: ResourceInfo, fmt: OutputFormat
+    ) -> Callable[[watch.HubEvent], bytes]:
+        version = req.version
+        include = req.param("includeObject") or "Metadata"
+        cache_key = (version, fmt.kind, fmt.meta_version, include)
+
+        def encode(ev: watch.HubEvent) -> bytes:
+            cached = ev.encoded.get(cache_key)
+            if cached is None:
+                obj = self.to_version(info, ev.object, version)
+                if fmt.kind == "table":
+                    table = self.backend.to_table(info, [obj], version, include)
+                    table["apiVersion"] = f"meta.k8s.io/{fmt.meta_version}"
+                    table["metadata"] = {"resourceVersion": str(_meta(obj).get("resourceVersion", ""))}
+                    cached = _json_encode(table)
+                elif fmt.kind == "partial":
+                    cached = _json_encode(partial_metadata(obj, fmt.meta_version))
+                else:
+                    cached = _json_encode(obj)
+                ev.encoded[cache_key] = cached
+            return cached
+
+        return encode
+
+    @staticmethod
+    def _bookmark_encoder(info: ResourceInfo, version: str) -> Callable[[int, bool], bytes]:
+        api_version = group_version(info.group, version)
+
+        def bookmark(revision: int, initial_end: bool) -> bytes:
+            meta: dict[str, Any] = {"resourceVersion": str(revision), "creationTimestamp": None}
+            if initial_end:
+                meta["annotations"] = {watch.INITIAL_EVENTS_END: "true"}
+            return _json_encode({"kind": info.kind, "apiVersion": api_version, "metadata": meta})
+
+        return bookmark
+
+    # -- write helpers ----------------------------------------------------------------------------
+
+    def _dry_run(self, req: APIRequest, options: Mapping[str, Any] | None = None) -> bool:
+        values = list(req.query.get("dryRun", ()))
+        if options and isinstance(options.get("dryRun"), list):
+            values += [str(v) for v in options["dryRun"]]
+        for value in values:
+            if value != "All":
+                raise E.bad_request(f'dryRun: Unsupported value: "{value}": supported values: "All"')
+        return bool(values)
+
+    @staticmethod
+    def _field_validation(req: APIRequest) -> str:
+        mode = req.param("fieldValidation") or "Warn"
+        if mode not in FIELD_VALIDATION:
+            raise E.bad_request(
+                f'fieldValidation: Unsupported value: {mode!r}: supported values: "Ignore", "Strict", "Warn"'
+            )
+        return mode
+
+    @staticmethod
+    def _field_manager(req: APIRequest, required: bool = False) -> str:
+        manager = req.param("fieldManager")
+        if manager is None or manager == "":
+            if required:
+                raise E.bad_request(
+                    "PATCH /apply requests must include a fieldManager (the fieldManager query parameter is required for apply)"
+                )
+            manager = (req.user_agent or "unknown").split("/", 1)[0]
+        if len(manager) > MAX_MANAGER_LEN:
+            raise E.bad_request(f"fieldManager: Too long: must have at most {MAX_MANAGER_LEN} bytes")
+        return manager
+
+    def _check_identity(self, obj: Any, req: APIRequest, info: ResourceInfo) -> dict[str, Any]:
+        """The body is an object of this resource's kind and group version; namespace/name agree with the URL."""
+        if not isinstance(obj, dict):
+            raise E.bad_request(
+                f"the body of the request must be a {info.kind} object, got {type(obj).__name__}"
+            )
+        expected_gv = group_version(info.group, req.version)
+        if obj.get("kind") in (None, ""):  # the decoder defaults both from the endpoint
+            obj["kind"] = info.kind
+        if obj.get("apiVersion") in (None, ""):
+            obj["apiVersion"] = expected_gv
+        api_version, kind = obj["apiVersion"], obj["kind"]
+        if kind != info.kind:
+            raise E.bad_request(
+                f"the kind in the data ({kind}) does not match the expected kind ({info.kind})"
+            )
+        if api_version != expected_gv:
+            raise E.bad_request(
+                f"the API version in the data ({api_version}) does not match the expected API version ({expected_gv})"
+            )
+        meta = obj.get("metadata")
+        if meta is None:
+            meta = obj["metadata"] = {}
+        if not isinstance(meta, dict):
+            raise E.cannot_handle(
+                info.kind,
+                req.version,
+                "json: cannot unmarshal into Go struct field .metadata of type v1.ObjectMeta",
+            )
+        self._check_namespace(meta, req, info)
+        return obj
+
+    @staticmethod
+    def _check_namespace(meta: dict[str, Any], req: APIRequest, info: ResourceInfo) -> None:
+        body_ns = meta.get("namespace")
+        if info.namespaced:
+            if body_ns not in (None, "") and body_ns != req.namespace:
+                raise E.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
+            meta["namespace"] = req.namespace
+        elif body_ns not in (None, ""):
+            meta.pop("namespace", None)
+
+    def _prune(
+        self, obj: dict[str, Any], info: ResourceInfo, version: str, mode: str, warnings: list[str]
+    ) -> None:
+        """Check types and unknown fields against the schema; drop unknown fields (all modes)."""
+        result = walk_schema(obj, info.openapi_schema(version), self.backend.schema_resolver(info, version))
+        if result.metadata_errors:
+            raise E.cannot_handle(info.kind, version, "; ".join(result.metadata_errors))
+        if result.type_errors:
+            if info.builtin:
+                detail = "; ".join(
+                    f"json: cannot unmarshal {t.got} into Go struct field {info.kind}.{t.path} of type {t.expected}"
+                    for t in result.type_errors
+                )
+                raise E.cannot_handle(info.kind, version, detail)
+            errs = [
+                FieldError(
+                    t.path, TYPE_INVALID, t.got, f'{t.path} in body must be of type {t.expected}: "{t.got}"'
+                )
+                for t in result.type_errors
+            ]
+            raise E.invalid(info.group, info.kind, _name_of(obj), errs)
+        if not result.unknown:
+            return
+        messages = [f'unknown field "{p}"' for p in result.unknown]
+        if mode == "Strict":
+            raise E.cannot_handle(info.kind, version, "strict decoding error: " + ", ".join(messages))
+        if mode == "Warn":
+            warnings.extend(messages)
+
+    def _to_storage(self, info: ResourceInfo, obj: dict[str, Any], version: str) -> dict[str, Any]:
+        return self._guard(info, obj, lambda: info.to_storage(obj))
+
+    def _default(self, info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
+        return self._guard(info, obj, lambda: info.default(obj))
+
+    def _validate(
+        self, info: ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None, version: str
+    ) -> None:
+        failure = self._guard(info, obj, lambda: info.validation_failure(obj, old))
+        if failure is not None:
+            raise E.invalid(
+                info.group, info.kind, failure.name or _name_of(obj), failure.errors, failure.message
+            )
+
+    def _guard(self, info: ResourceInfo, obj: Mapping[str, Any], fn: Callable[[], T]) -> T:
+        """Run a registry function, mapping its validation errors to 422 and decode errors to 400."""
+        try:
+            return fn()
+        except E.APIError:
+            raise
+        except ValidationFailed as err:
+            raise E.invalid(
+                info.group, info.kind, err.name or _name_of(obj), err.errors, err.message
+            ) from None
+        except ValueError as err:  # ManifestError / ConversionError / DecodeError
+            raise E.invalid(
+                info.group,
+                info.kind,
+                _name_of(obj),
+                [FieldError("<nil>", TYPE_INVALID, None, str(err))],
+                None,
+            ) from None
+
+    def _require_namespace_exists(self, info: ResourceInfo, namespace: str | None) -> None:
+        if not info.namespaced or self._namespace_info is None or namespace is None:
+            return
+        try:
+            self.store.get(self._namespace_info.key(), "", namespace)
+        except Exception as err:
+            raise self._store_error(err, self._namespace_info, namespace) from None
+
+    def _managed(
+        self,
+        info: ResourceInfo,
+        version: str,
+        old_storage: dict[str, Any] | None,
+        new_storage: dict[str, Any],
+        manager: str,
+        subresource: str | None,
+    ) -> None:
+        """Record the manager's fields (operation Update) in ``new_storage.metadata.managedFields``."""
+        new_v = self.to_version(info, new_storage, version)
+        old_v = self.to_version(info, old_storage, version) if old_storage is not None else None
+        self.backend.update_managed_fields(info, version, old_v, new_v, manager, subresource)
+        if new_v is not new_storage:
+            _meta_set(new_storage, "managedFields", _meta(new_v).get("managedFields"))
+
+    def _store_error(self, err: Exception, info: ResourceInfo, name: str) -> E.APIError:
+        if isinstance(err, E.APIError):
+            return err
+        if hasattr(err, "code") and hasattr(err, "reason"):
+            return E.from_store_error(err, info.group, info.plural, name)
+        raise err
+
+    # -- create -----------------------------------------------------------------------------------
+
+    def create(self, req: APIRequest, info: ResourceInfo, warnings: list[str]) -> APIResponse:
+        """POST: create an object (``dryRun=All`` validates and answers without storing)."""
+        dry_run = self._dry_run(req)
+        mode = self._field_validation(req)
+        manager = self._field_manager(req)
+        obj = self._check_identity(decode_document(req.body, req.content_type), req, info)
+        self._prune(obj, info, req.version, mode, warnings)
+        created = self._create_object(req, info, obj, manager, dry_run, managed=True)
+        return self.respond(req, info, self.to_version(info, created, req.version), 201)
+
+    def _create_object(
+        self,
+        req: APIRequest,
+        info: ResourceInfo,
+        obj: dict[str, Any],
+        manager: str,
+        dry_run: bool,
+        *,
+        managed: bool,
+    ) -> dict[str, Any]:
+        if info.status_subresource:
+            obj.pop("status", None)
+        if _meta(obj).get("resourceVersion"):
+            raise E.bad_request("resourceVersion should not be set on objects to be created")
+        storage = self._default(info, self._to_storage(info, obj, req.version))
+        storage = self._guard(info, storage, lambda: info.prepare_for_create(storage))
+        self._validate(info, storage, None, req.version)
+        self._require_namespace_exists(info, req.namespace)
+        if managed:
+            self._managed(info, req.version, None, storage, manager, None)
+        try:
+            created: dict[str, Any] = self.store.create(info.key(), storage, dry_run=dry_run)
+        except Exception as err:
+            raise self._store_error(err, info, _name_of(storage)) from None
+        return created
+
+    # -- update -----------------------------------------------------------------------------------
+
+    def update(self, req: APIRequest, info: ResourceInfo, warnings: list[str]) -> APIResponse:
+        """PUT: replace an object (or its status)."""
+        dry_run = self._dry_run(req)
+        mode = self._field_validation(req)
+        manager = self._field_manager(req)
+        obj = self._check_identity(decode_document(req.body, req.content_type), req, info)
+        body_name = _meta(obj).get("name")
+        if body_name != req.name:
+            raise E.bad_request(
+                f"the name of the object ({body_name or ''}) does not match the name on the URL ({req.name})"
+            )
+        self._prune(obj, info, req.version, mode, warnings)
+        try:
+            live = self.store.get(info.key(), req.namespace or "", req.name or "")
+        except Exception as err:
+            api_err = self._store_error(err, info, req.name or "")
+            if (
+                api_err.code == 404
+                and (info.group, info.plural) in ALLOW_CREATE_ON_UPDATE
+                and req.subresource is None
+            ):
+                created = self._create_object(req, info, obj, manager, dry_run, managed=True)
+                return self.respond(req, info, self.to_version(info, created, req.version), 201)
+            raise api_err from None
+        updated = self._update_object(req, info, obj, live, manager, dry_run, operation_done=False)
+        return self.respond(req, info, self.to_version(info, updated, req.version))
+
+    def _update_object(
+        self,
+        req: APIRequest,
+        info: ResourceInfo,
+        obj: dict[str, Any],
+        live: dict[str, Any],
+        manager: str,
+        dry_run: bool,
+        *,
+        operation_done: bool,
+    ) -> dict[str, Any]:
+        """Convert, merge with the live object per subresource, default, validate, store."""
+        incoming = self._to_storage(info, obj, req.version)
+        merged = self._merge_subresource(info, req.subresource, incoming, live)
+        merged = self._default(info, merged)
+        self._validate(info, merged, live, req.version)
+        if not operation_done:
+            self._managed(info, req.version, live, merged, manager, req.subresource)
+        try:
+            updated: dict[str, Any] = self.store.update(
+                info.key(),
+                merged,
+                subresource=req.subresource,
+                dry_run=dry_run,
+                status_subresource=info.status_subresource,
+            )
+        except Exception as err:
+            raise self._store_error(err, info, req.name or "") from None
+        return updated
+
+    @staticmethod
+    def _merge_subresource(
+        info: ResourceInfo, subresource: str | None, incoming: dict[str, Any], live: dict[str, Any]
+    ) -> dict[str, Any]:
+        """What the update will store: status-only for /status, everything but status otherwise."""
+        if not info.status_subresource:
+            return incoming
+        if subresource == "status":
+            merged = dict(live)  # the store hands out fresh objects: no deep copy needed
+            meta = merged["metadata"] = dict(merged.get("metadata") or {})
+            in_meta = _meta(incoming)
+            meta["managedFields"] = in_meta.get("managedFields", meta.get("managedFields"))
+            if meta["managedFields"] is None:
+                meta.pop("managedFields")
+            if in_meta.get("resourceVersion"):
+                meta["resourceVersion"] = in_meta["resourceVersion"]
+            if "status" in incoming:
+                merged["status"] = incoming["status"]
+            else:
+                merged.pop("status", None)
+            return merged
+        merged = dict(incoming)
+        if "status" in live:
+            merged["status"] = live["status"]
+        else:
+            merged.pop("status", None)
+        return merged
+
+    # -- patch ------------------------------------------------------------------------------------
+
+    def patch(self, req: APIRequest, info: ResourceInfo, warnings: list[str]) -> APIResponse:
+        """PATCH: JSON patch, merge patch, strategic merge patch (built-ins) or server-side apply."""
+        ptype = media_type(req.content_type)
+        accepted = E.BUILTIN_PATCH_MEDIA_TYPES if info.builtin else E.PATCH_MEDIA_TYPES
+        if ptype not in accepted.split(", "):
+            raise E.unsupported_media_type(ptype, accepted)
+        dry_run = self._dry_run(req)
+        mode = self._field_validation(req)
+        if ptype == APPLY_PATCH:
+            return self._apply(req, info, warnings, dry_run, mode)
+        manager = self._field_manager(req)
+        patch_doc = decode_document(req.body, req.content_type)
+        for _ in range(5):
+            live = self._get(info, req.namespace or "", req.name or "")
+            live_v = self.to_version(info, live, req.version)  # patch functions do not modify inputs
+            patched = self._apply_patch(info, req.version, ptype, live_v, patch_doc)
+            obj = self._check_patched(patched, req, info, live_v)
+            self._prune(obj, info, req.version, mode, warnings)
+            try:
+                updated = self._update_object(req, info, obj, live, manager, dry_run, operation_done=False)
+            except E.APIError as err:
+                if err.reason == "Conflict" and not _meta(
+                    patch_doc if isinstance(patch_doc, dict) else {}
+                ).get("resourceVersion"):
+                    continue
+                raise
+            return self.respond(req, info, self.to_version(info, updated, req.version))
+        raise E.conflict(info.group, info.plural, req.name or "")
+
+    def _apply_patch(
+        self, info: ResourceInfo, version: str, ptype: str, live: dict[str, Any], doc: Any
+    ) -> dict[str, Any]:
+        try:
+            if ptype == JSON_PATCH:
+                if not isinstance(doc, list):
+                    raise E.bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
+                return self.backend.json_patch(live, doc)
+            if not isinstance(doc, dict):
+                raise E.bad_request(
+                    "json: cannot unmarshal array into Go value of type map[string]interface {}"
+                )
+            if ptype == STRATEGIC_PATCH:
+                return self.backend.strategic_merge_patch(info, version, live, doc)
+            return self.backend.merge_patch(live, doc)
+        except E.APIError:
+            raise
+        except Exception as err:
+            mapped = self.backend.patch_error(err)
+            if mapped is None:
+                raise
+            raise mapped from None
+
+    def _check_patched(
+        self, patched: Any, req: APIRequest, info: ResourceInfo, live_v: dict[str, Any]
+    ) -> dict[str, Any]:
+        if not isinstance(patched, dict):
+            raise E.APIError(422, "Invalid", "the patched object is not a JSON object")
+        obj = self._check_identity(patched, req, info)
+        meta = _meta(obj)
+        if meta.get("name") != req.name:
+            errs = [FieldError("metadata.name", "Invalid", meta.get("name"), "field is immutable")]
+            raise E.invalid(info.group, info.kind, req.name or "", errs)
+        live_meta = _meta(live_v)
+        for key in ("uid", "creationTimestamp"):
+            if key in live_meta:
+                meta[key] = live_meta[key]
+        return obj
+
+    def _apply(
+        self, req: APIRequest, info: ResourceInfo, warnings: list[str], dry_run: bool, mode: str
+    ) -> APIResponse:
+        manager = self._field_manager(req, required=True)
+        force = req.flag("force")
+        applied = self._check_identity(decode_document(req.body, req.content_type), req, info)
+        if _meta(applied).get("name") not in (None, req.name):
+            raise E.bad_request(
+                f"the name of the object ({_meta(applied).get('name')}) does not match the name on the URL ({req.name})"
+            )
+        _meta(applied)["name"] = req.name
+        self._prune(applied, info, req.version, mode, warnings)
+        try:
+            live: dict[str, Any] | None = self.store.get(info.key(), req.namespace or "", req.name or "")
+        except Exception as err:
+            api_err = self._store_error(err, info, req.name or "")
+            if api_err.code != 404:
+                raise api_err from None
+            live = None
+        live_v = self.to_version(info, live, req.version) if live is not None else None
+        try:
+            result = self.backend.server_side_apply(
+                info, req.version, live_v, applied, manager, force, req.subresource
+            )
+        except Exception as err:
+            mapped = self.backend.patch_error(err)
+            if mapped is None:
+                raise
+            raise mapped from None
+        if live is None:
+            if req.subresource is not None:
+                raise E.not_found(info.group, info.plural, req.name or "")
+            created = self._create_object(req, info, result, manager, dry_run, managed=False)
+            return self.respond(req, info, self.to_version(info, created, req.version), 201)
+        obj = self._check_patched(result, req, info, live_v or {})
+        updated = self._update_object(req, info, obj, live, manager, dry_run, operation_done=True)
+        return self.respond(req, info, self.to_version(info, updated, req.version))
+
+    # -- delete -----------------------------------------------------------------------------------
+
+    def _delete_options(self, req: APIRequest) -> dict[str, Any]:
+        options: dict[str, Any] = {}
+        if req.body.strip():
+            doc = decode_document(req.body, req.content_type)
+            if not isinstance(doc, dict):
+                raise E.bad_request("the body of a delete request must be a DeleteOptions object")
+            options = doc
+        for name in ("propagationPolicy", "gracePeriodSeconds", "orphanDependents"):
+            value = req.param(name)
+            if value is not None:
+                options[name] = value
+        return options
+
+    def _propagation(self, info: ResourceInfo, options: Mapping[str, Any]) -> str:
+        policy = options.get("propagationPolicy")
+        orphan = options.get("orphanDependents")
+        if policy is not None:
+            if policy not in PROPAGATION:
+                raise E.APIError(
+                    422,
+                    "Invalid",
+                    f'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: "{policy}": '
+                    'supported values: "Foreground", "Background", "Orphan", "nil"',
+                )
+            return str(policy)
+        if orphan is not None:
+            return "Orphan" if str(orphan).lower() in ("true", "1") else "Background"
+        return "Orphan" if (info.group, info.plural) in ORPHAN_BY_DEFAULT else "Background"
+
+    def delete(self, req: APIRequest, info: ResourceInfo) -> APIResponse:
+        """DELETE one object (finalizers, propagation, preconditions, dryRun)."""
+        options = self._delete_options(req)
+        dry_run = self._dry_run(req, options)
+        propagation = self._propagation(info, options)
+        preconditions = (
+            options.get("preconditions") if isinstance(options.get("preconditions"), dict) else None
+        )
+        name = req.name or ""
+        if info.plural == "namespaces" and not info.group and name in IMMORTAL_NAMESPACES:
+            raise E.forbidden(info.group, info.plural, name, "this namespace may not be deleted")
+        if info.plural == "namespaces" and not info.group and not dry_run:
+            self._get(info, "", name)
+            self._delete_namespace_contents(name)
+        try:
+            result: dict[str, Any] = self.store.delete(
+                info.key(),
+                req.namespace or "",
+                name,
+                propagation=propagation,
+                preconditions=preconditions,
+                dry_run=dry_run,
+            )
+        except Exception as err:
+            raise self._store_error(err, info, name) from None
+        return self._delete_response(req, info, result)
+
+    def _delete_response(self, req: APIRequest, info: ResourceInfo, result: dict[str, Any]) -> APIResponse:
+        meta = _meta(result)
+        marked = bool(meta.get("deletionTimestamp")) and bool(meta.get("finalizers"))
+        if marked or not info.builtin:
+            return self.respond(req, info, self.to_version(info, result, req.version))
+        details: dict[str, Any] = {"name": meta.get("name", req.name)}
+        if info.group:
+            details["group"] = info.group
+        details["kind"] = info.plural
+        if meta.get("uid"):
+            details["uid"] = meta["uid"]
+        return self.respond_status(req, E.success_status(details))
+
+    def _delete_namespace_contents(self, namespace: str) -> None:
+        """The namespace controller's job, done inline: delete everything in the namespace first."""
+        for info in self.backend.resources():
+            if not info.namespaced:
+                continue
+            try:
+                items, _, _ = self.store.list(info.key(), namespace)
+            except Exception:
+                continue
+            for obj in items:
+                try:
+                    self.store.delete(
+                        info.key(), namespace, _meta(obj).get("name", ""), propagation="Background"
+                    )
+                except Exception as err:
+                    if getattr(err, "code", None) != 404:
+                        raise
+
+    def delete_collection(self, req: APIRequest, info: ResourceInfo) -> APIResponse:
+        """DELETE a collection (selectors apply); answers the list of deleted objects."""
+        options = self._delete_options(req)
+        dry_run = self._dry_run(req, options)
+        propagation = self._propagation(info, options)
+        labels, fields = self._selectors(req, info)
+        try:
+            items, _, _ = self.store.list(
+                info.key(),
+                req.namespace,
+                label_selector=req.param("labelSelector") if not labels.empty else None,
+                field_selector=fields.matches if not fields.empty else None,
+            )
+        except Exception as err:
+            raise self._store_error(err, info, "") from None
+        deleted: list[dict[str, Any]] = []
+        for obj in items:
+            meta = _meta(obj)
+            try:
+                result = self.store.delete(
+                    info.key(),
+                    meta.get("namespace") or "",
+                    meta.get("name", ""),
+                    propagation=propagation,
+                    dry_run=dry_run,
+                )
+            except Exception as err:
+                if getattr(err, "code", None) == 404:
+                    continue
+                raise self._store_error(err, info, meta.get("name", "")) from None
+            deleted.append(self.to_version(info, result, req.version))
+        return self._list_response(req, info, deleted, int(self.store.revision), None)
+
+
+# --- schema walk: types and unknown fields ------------------------------------------------------------
+
+Resolver = Callable[[str], "dict[str, Any] | None"]
+"""Resolves a ``$ref`` (``#/components/schemas/<name>``) of the kind's OpenAPI document."""
+
+_OBJECT_META_STRINGS = frozenset(
+    {
+        "name",
+        "generateName",
+        "namespace",
+        "selfLink",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+        "deletionTimestamp",
+    }
+)
+_OBJECT_META_INTS = frozenset({"generation", "deletionGracePeriodSeconds"})
+_OBJECT_META_FIELDS = (
+    _OBJECT_META_STRINGS
+    | _OBJECT_META_INTS
+    | {
+        "labels",
+        "annotations",
+        "finalizers",
+        "ownerReferences",
+        "managedFields",
+    }
+)
+_OWNER_REF_FIELDS = {
+    "apiVersion": str,
+    "kind": str,
+    "name": str,
+    "uid": str,
+    "controller": bool,
+    "blockOwnerDeletion": bool,
+}
+_GO_TYPES = {
+    "integer": "int64",
+    "number": "float64",
+    "string": "string",
+    "boolean": "bool",
+    "object": "struct",
+    "array": "slice",
+}
+
+
+@dataclass(frozen=True)
+class TypeProblem:
+    """A value of the wrong JSON type."""
+
+    path: str
+    expected: str
+    got: str
+
+
+@dataclass
+class WalkResult:
+    """What :func:`walk_schema` found (unknown fields have already been dropped)."""
+
+    unknown: list[str] = field(default_factory=list)
+    type_errors: list[TypeProblem] = field(default_factory=list)
+    metadata_errors: list[str] = field(default_factory=list)
+
+
+def json_type(value: Any) -> str:
+    """The JSON type name of a decoded value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object" if isinstance(value, dict) else type(value).__name__
+
+
+def _resolve(schema: Mapping[str, Any], resolver: Resolver, depth: int = 0) -> Mapping[str, Any]:
+    ref = schema.get("$ref")
+    if ref is None:
+        all_of = schema.get("allOf")
+        if (
+            isinstance(all_of, list)
+            and len(all_of) == 1
+            and isinstance(all_of[0], Mapping)
+            and "$ref" in all_of[0]
+        ):
+            ref = all_of[0]["$ref"]
+    if ref is None or depth > 20:
+        return schema
+    target = resolver(str(ref))
+    if target is None:
+        return {"x-kubernetes-preserve-unknown-fields": True}
+    return _resolve(target, resolver, depth + 1)
+
+
+def _type_ok(value: Any, schema: Mapping[str, Any]) -> str | None:
+    """None if the value has the schema's type, else the expected type name."""
+    if schema.get("x-kubernetes-int-or-string"):
+        ok = (
+            (isinstance(value, int) and not isinstance(value, bool))
+            or isinstance(value, str)
+            or _integral(value)
+        )
+        return None if ok else "integer,string"
+    expected = schema.get("type")
+    if not isinstance(expected, str):
+        return None
+    got = json_type(value)
+    if (
+        expected == got
+        or (expected == "number" and got == "integer")
+        or (expected == "integer" and _integral(value))
+    ):
+        return None
+    return expected
+
+
+def _integral(value: Any) -> bool:
+    return isinstance(value, float) and value.is_integer()
+
+
+def _walk_value(
+    value: Any, schema: Mapping[str, Any], path: str, resolver: Resolver, result: WalkResult
+) -> None:
+    schema = _resolve(schema, resolver)
+    expected = _type_ok(value, schema)
+    if expected is not None:
+        result.type_errors.append(TypeProblem(path, expected, json_type(value)))
+        return
+    if isinstance(value, dict):
+        _walk_object(value, schema, path, resolver, result)
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, Mapping):
+            for i, item in enumerate(value):
+                if item is not None:
+                    _walk_value(item, items, f"{path}[{i}]", resolver, result)
+
+
+def _walk_object(
+    obj: dict[str, Any], schema: Mapping[str, Any], path: str, resolver: Resolver, result: WalkResult
+) -> None:
+    props = schema.get("properties")
+    additional = schema.get("additionalProperties")
+    preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
+    free = preserve or (not isinstance(props, Mapping) and additional in (None, True))
+    props = props if isinstance(props, Mapping) else {}
+    for key in list(obj):
+        value = obj[key]
+        child = f"{path}.{key}" if path else str(key)
+        sub = props.get(key)
+        if sub is None and isinstance(additional, Mapping):
+            sub = additional
+            child = f"{path}[{key}]" if path else str(key)
+        if sub is None:
+            if not free:
+                result.unknown.append(child)
+                del obj[key]
+            continue
+        if value is None:
+            if not _resolve(sub, resolver).get("nullable"):
+                del obj[key]
+            continue
+        _walk_value(value, sub, child, resolver, result)
+
+
+def _walk_metadata(meta: dict[str, Any], result: WalkResult) -> None:
+    for key in list(meta):
+        value = meta[key]
+        if key not in _OBJECT_META_FIELDS:
+            result.unknown.append(f"metadata.{key}")
+            del meta[key]
+            continue
+        if value is None:
+            del meta[key]
+            continue
+        problem = _metadata_problem(key, value)
+        if problem is not None:
+            result.metadata_errors.append(
+                f"json: cannot unmarshal {problem[1]} into Go struct field ObjectMeta.metadata.{key} of type {problem[0]}"
+            )
+
+
+def _metadata_problem(key: str, value: Any) -> tuple[str, str] | None:
+    """(expected Go type, got JSON type) when a metadata field has the wrong type."""
+    got = json_type(value)
+    if key in _OBJECT_META_STRINGS:
+        return None if isinstance(value, str) else ("string", got)
+    if key in _OBJECT_META_INTS:
+        return None if got == "integer" else ("int64", got)
+    if key in ("labels", "annotations"):
+        if not isinstance(value, dict):
+            return ("map[string]string", got)
+        bad = [v for v in value.values() if not isinstance(v, str)]
+        return ("string", json_type(bad[0])) if bad else None
+    if key == "finalizers":
+        if not isinstance(value, list):
+            return ("[]string", got)
+        bad = [v for v in value if not isinstance(v, str)]
+        return ("string", json_type(bad[0])) if bad else None
+    if key == "ownerReferences":
+        return _owner_refs_problem(value)
+    if key == "managedFields" and (
+        not isinstance(value, list) or not all(isinstance(v, dict) for v in value)
+    ):
+        return ("[]v1.ManagedFieldsEntry", got)
+    return None
+
+
+def _owner_refs_problem(value: Any) -> tuple[str, str] | None:
+    if not isinstance(value, list):
+        return ("[]v1.OwnerReference", json_type(value))
+    for ref in value:
+        if not isinstance(ref, dict):
+            return ("v1.OwnerReference", json_type(ref))
+        for name, typ in _OWNER_REF_FIELDS.items():
+            v = ref.get(name)
+            if v is not None and not isinstance(v, typ):
+                return (typ.__name__, json_type(v))
+    return None
+
+
+def walk_schema(obj: dict[str, Any], schema: Mapping[str, Any], resolver: Resolver) -> WalkResult:
+    """Check an object against its kind's structural schema; prune unknown fields and nulls.
+
+    ``metadata`` is checked as ``ObjectMeta`` (the server decodes it into the Go type); unknown
+    fields are removed from ``obj`` and reported (the caller rejects them under Strict).
+    """
+    result = WalkResult()
+    schema = _resolve(schema, resolver)
+    props = schema.get("properties")
+    props = props if isinstance(props, Mapping) else {}
+    for key in list(obj):
+        if key in ("apiVersion", "kind"):
+            continue
+        value = obj[key]
+        if key == "metadata":
+            if isinstance(value, dict):
+                _walk_metadata(value, result)
+            continue
+        sub = props.get(key)
+        if sub is None:
+            if props and not schema.get("x-kubernetes-preserve-unknown-fields"):
+                result.unknown.append(key)
+                del obj[key]
+            continue
+        if value is None:
+            del obj[key]
+            continue
+        _walk_value(value, sub, key, resolver, result)
+    result.unknown.sort()
+    return result
+
+
+# --- helpers ------------------------------------------------------------------------------------------
+
+
+def partial_metadata(obj: Mapping[str, Any], meta_version: str) -> dict[str, Any]:
+    """``PartialObjectMetadata`` of an object."""
+    return {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": f"meta.k8s.io/{meta_version}",
+        "metadata": _meta(obj),
+    }
+
+
+def _meta_set(obj: dict[str, Any], key: str, value: Any) -> None:
+    meta = obj.setdefault("metadata", {})
+    if value is None:
+        meta.pop(key, None)
+    else:
+        meta[key] = value

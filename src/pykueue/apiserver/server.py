@@ -1,0 +1,345 @@
+"""Running the API server: uvicorn lifecycle, data directory, bearer token, TLS and kubeconfig.
+
+:func:`serve` opens the store in the data directory, starts uvicorn (httptools + uvloop) with the
+Starlette application, writes the kubeconfig once the socket is listening (so a client that sees
+the file can connect), prints how to use it, and shuts down cleanly on Ctrl-C / SIGTERM: open
+watches are ended, in-flight requests finish, the store is closed.
+
+On a loopback address the server speaks plain HTTP without authentication. On any other address
+it requires a bearer token and serves HTTPS with a self-signed CA kept in the data directory:
+kubectl and client-go only send credentials over TLS, so a token over plain HTTP would never be
+presented. Token and CA go into the kubeconfig.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import ipaddress
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any, TextIO
+
+import uvicorn
+import yaml
+
+from pykueue.apiserver.app import APIServerApp, create_app
+from pykueue.apiserver.watch import DEFAULT_BOOKMARK_INTERVAL
+
+DB_FILE = "pykueue.db"
+TOKEN_FILE = "token"
+CA_CERT = "ca.crt"
+SERVING_CERT = "serving.crt"
+SERVING_KEY = "serving.key"
+CERT_DAYS = 3650
+KUBECONFIG_FILE = "kubeconfig"
+CONTEXT = "pykueue"
+GRACEFUL_SHUTDOWN_SECONDS = 5
+
+
+@dataclass
+class ServeOptions:
+    """``pykueue serve`` options."""
+
+    host: str = "127.0.0.1"
+    port: int = 6443
+    data_dir: Path | None = None
+    kubeconfig: Path | None = None
+    controllers: bool = True
+    log_level: str = "warning"
+    bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL
+    watch_history: int = 100_000
+
+
+def default_data_dir() -> Path:
+    """``$XDG_STATE_HOME/pykueue`` (default ``~/.local/state/pykueue``)."""
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "pykueue"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding to ``host`` only accepts local connections."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def client_host(host: str) -> str:
+    """The address a local client should dial for a bind address (wildcards → loopback)."""
+    bare = host.strip("[]")
+    if bare in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    if bare == "::":
+        return "[::1]"
+    try:
+        if ipaddress.ip_address(bare).version == 6:
+            return f"[{bare}]"
+    except ValueError:
+        pass
+    return bare
+
+
+def load_or_create_token(data_dir: Path) -> str:
+    """The bearer token kept in the data directory (created on first non-loopback start)."""
+    path = data_dir / TOKEN_FILE
+    if path.exists():
+        token = path.read_text().strip()
+        if token:
+            return token
+    token = secrets.token_urlsafe(32)
+    _write_private(path, token + "\n")
+    return token
+
+
+@dataclass(frozen=True)
+class TLSFiles:
+    """The self-signed CA and the serving certificate/key (PEM files in the data directory)."""
+
+    ca: Path
+    cert: Path
+    key: Path
+
+    def ca_data(self) -> str:
+        """``certificate-authority-data`` for the kubeconfig."""
+        return base64.b64encode(self.ca.read_bytes()).decode()
+
+
+def subject_alt_names(host: str) -> tuple[list[str], list[str]]:
+    """(DNS names, IP addresses) the serving certificate must cover for ``host``."""
+    dns = ["localhost", socket.gethostname()]
+    ips = ["127.0.0.1", "::1"]
+    bare = host.strip("[]")
+    try:
+        ipaddress.ip_address(bare)
+        ips.append(bare)
+    except ValueError:
+        dns.append(bare)
+    return list(dict.fromkeys(d for d in dns if d)), list(dict.fromkeys(ips))
+
+
+def ensure_tls(data_dir: Path, host: str) -> TLSFiles:
+    """The CA and serving certificate in ``data_dir`` (created on first use; re-issued for a new host)."""
+    files = TLSFiles(data_dir / CA_CERT, data_dir / SERVING_CERT, data_dir / SERVING_KEY)
+    marker = data_dir / "serving.hosts"
+    wanted = repr(subject_alt_names(host))
+    if (
+        files.ca.exists()
+        and files.cert.exists()
+        and files.key.exists()
+        and marker.exists()
+        and marker.read_text() == wanted
+    ):
+        return files
+    dns, ips = subject_alt_names(host)
+    try:
+        ca_pem, cert_pem, key_pem = _issue_with_cryptography(dns, ips)
+    except ImportError:
+        ca_pem, cert_pem, key_pem = _issue_with_openssl(dns, ips)
+    _write_private(files.ca, ca_pem.decode())
+    _write_private(files.cert, cert_pem.decode())
+    _write_private(files.key, key_pem.decode())
+    _write_private(marker, wanted)
+    return files
+
+
+def _issue_with_cryptography(dns: list[str], ips: list[str]) -> tuple[bytes, bytes, bytes]:
+    """A CA (its key discarded) and a serving certificate it signs, via ``cryptography``."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "pykueue-ca")])
+    ca = (
+        x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=CERT_DAYS))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )  # fmt: skip
+    key = ec.generate_private_key(ec.SECP256R1())
+    sans: list[x509.GeneralName] = [x509.DNSName(d) for d in dns]
+    sans += [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
+    cert = (
+        x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "pykueue-apiserver")]))
+        .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=CERT_DAYS))
+        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )  # fmt: skip
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    pem = serialization.Encoding.PEM
+    return ca.public_bytes(pem), cert.public_bytes(pem), key_pem
+
+
+def _issue_with_openssl(dns: list[str], ips: list[str]) -> tuple[bytes, bytes, bytes]:
+    """The same with the ``openssl`` command (when ``cryptography`` is not installed)."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        raise SystemExit(
+            "error: serving on a non-loopback address needs TLS: install 'cryptography' or openssl"
+        )
+    san = ",".join([f"DNS:{d}" for d in dns] + [f"IP:{i}" for i in ips])
+    with tempfile.TemporaryDirectory() as tmp:
+        t = Path(tmp)
+
+        def run(*args: str) -> None:
+            subprocess.run([openssl, *args], check=True, capture_output=True)
+
+        run("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", str(CERT_DAYS),
+            "-subj", "/CN=pykueue-ca", "-keyout", str(t / "ca.key"), "-out", str(t / "ca.crt"),
+            "-addext", "basicConstraints=critical,CA:TRUE,pathlen:0", "-addext", "keyUsage=critical,keyCertSign,cRLSign")  # fmt: skip
+        run("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=pykueue-apiserver",
+            "-keyout", str(t / "key.pem"), "-out", str(t / "req.csr"))  # fmt: skip
+        (t / "ext.cnf").write_text(f"subjectAltName={san}\nextendedKeyUsage=serverAuth\n")
+        run("x509", "-req", "-in", str(t / "req.csr"), "-CA", str(t / "ca.crt"), "-CAkey", str(t / "ca.key"),
+            "-CAcreateserial", "-days", str(CERT_DAYS), "-extfile", str(t / "ext.cnf"), "-out", str(t / "cert.pem"))  # fmt: skip
+        return (t / "ca.crt").read_bytes(), (t / "cert.pem").read_bytes(), (t / "key.pem").read_bytes()
+
+
+def kubeconfig_document(server_url: str, token: str | None, ca_data: str | None = None) -> dict[str, Any]:
+    """A kubeconfig with one cluster, user and context named ``pykueue``."""
+    user: dict[str, Any] = {"token": token} if token else {}
+    cluster: dict[str, Any] = {"server": server_url}
+    if ca_data:
+        cluster["certificate-authority-data"] = ca_data
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": CONTEXT, "cluster": cluster}],
+        "users": [{"name": CONTEXT, "user": user}],
+        "contexts": [
+            {"name": CONTEXT, "context": {"cluster": CONTEXT, "user": CONTEXT, "namespace": "default"}}
+        ],
+        "current-context": CONTEXT,
+        "preferences": {},
+    }
+
+
+def write_kubeconfig(path: Path, server_url: str, token: str | None, ca_data: str | None = None) -> None:
+    """Write the kubeconfig atomically (mode 0600: it may hold the token)."""
+    text = yaml.safe_dump(kubeconfig_document(server_url, token, ca_data), sort_keys=False)
+    _write_private(path, text)
+
+
+def _write_private(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+
+
+class APIServer(uvicorn.Server):
+    """uvicorn server that reports readiness and ends open watches before shutting down."""
+
+    def __init__(self, config: uvicorn.Config, parts: APIServerApp, on_ready: Callable[[int], None]) -> None:
+        super().__init__(config)
+        self.parts = parts
+        self.on_ready = on_ready
+
+    async def startup(self, sockets: list[Any] | None = None) -> None:
+        """Start listening, then call ``on_ready`` with the bound port."""
+        await super().startup(sockets)
+        if self.should_exit or not self.servers:
+            return
+        port = int(self.servers[0].sockets[0].getsockname()[1])
+        self.on_ready(port)
+
+    async def shutdown(self, sockets: list[Any] | None = None) -> None:
+        """End watch streams first so connections can close, then shut down."""
+        self.parts.hub.close()
+        await super().shutdown(sockets)
+
+
+def _ignore_signal(signum: int, frame: FrameType | None) -> None:
+    """Placeholder handler: uvicorn re-raises the signal it caught after a clean shutdown."""
+
+
+def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
+    """Run the API server until interrupted; returns the exit code."""
+    from pykueue.store import Store
+
+    data_dir = (options.data_dir or default_data_dir()).expanduser().resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    kubeconfig = (options.kubeconfig or data_dir / KUBECONFIG_FILE).expanduser().resolve()
+    secure = not is_loopback(options.host)
+    token = load_or_create_token(data_dir) if secure else None
+    tls = ensure_tls(data_dir, options.host) if secure else None
+    store = Store(str(data_dir / DB_FILE), history=options.watch_history)
+    try:
+        app, parts = create_app(store, token=token, bookmark_interval=options.bookmark_interval)
+        config = uvicorn.Config(
+            app,
+            host=options.host.strip("[]"),
+            port=options.port,
+            loop="uvloop",
+            http="httptools",
+            lifespan="on",
+            log_level=options.log_level,
+            access_log=False,
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+            server_header=False,
+            date_header=True,
+            ssl_certfile=str(tls.cert) if tls else None,
+            ssl_keyfile=str(tls.key) if tls else None,
+        )
+
+        def ready(port: int) -> None:
+            url = f"{'https' if tls else 'http'}://{client_host(options.host)}:{port}"
+            write_kubeconfig(kubeconfig, url, token, tls.ca_data() if tls else None)
+            _announce(out, url, kubeconfig, data_dir, token is not None, options.controllers)
+
+        server = APIServer(config, parts, ready)
+        previous = {sig: signal.signal(sig, _ignore_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            server.run()
+        except SystemExit as exc:  # uvicorn exits on a bind failure
+            return int(exc.code) if isinstance(exc.code, int) else 1
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+    finally:
+        store.close()
+    print("pykueue serve: stopped", file=out, flush=True)
+    return 0
+
+
+def _announce(
+    out: TextIO, url: str, kubeconfig: Path, data_dir: Path, token: bool, controllers: bool
+) -> None:
+    lines = [
+        f"pykueue API server listening on {url}",
+        f"data directory: {data_dir}",
+        f"kubeconfig written to {kubeconfig}" + (" (HTTPS, with the CA and a bearer token)" if token else ""),
+    ]
+    if not controllers:
+        lines.append("controllers: disabled (--no-controllers); serving the API only")
+    lines += [
+        "",
+        "To use it:",
+        f"  export KUBECONFIG={kubeconfig}",
+        "  kubectl api-resources --api-group=kueue.x-k8s.io",
+        "",
+    ]
+    print("\n".join(lines), file=out, flush=True)
