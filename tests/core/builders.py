@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from pykueue.api.feature_gates import DEFAULT_GATES
 from pykueue.api.kueue import (
     V1BETA2,
     Admission,
@@ -54,7 +55,7 @@ from pykueue.api.meta import Condition, LabelSelector, ObjectMeta
 from pykueue.api.quantity import resource_quantity_string, resource_value
 from pykueue.core.cache import Cache, ClusterQueueState
 from pykueue.core.cohort_tree import FlavorResource, add_usage_map
-from pykueue.core.options import DefaultGates, SchedulerOptions
+from pykueue.core.options import SchedulerOptions
 from pykueue.core.snapshot import Snapshot
 from pykueue.core.workload_info import QUOTA_RESERVED, WorkloadInfo, new_workload_info
 from pykueue.sim.cluster import SimulatedCluster
@@ -70,7 +71,7 @@ def at(seconds: float) -> datetime:
 
 def options(*, gates: Mapping[str, bool] | None = None, **kw: Any) -> SchedulerOptions:
     """``SchedulerOptions`` with gate overrides, e.g. ``options(gates={"FlavorFungibility": False})``."""
-    return SchedulerOptions(gates=DefaultGates(gates), **kw)
+    return SchedulerOptions(gates=DEFAULT_GATES.with_overrides(gates or {}), **kw)
 
 
 # --- ResourceFlavor -----------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from msgspec.structs import replace as sreplace
 
+from pykueue.api.feature_gates import DEFAULT_GATES
 from pykueue.api.kueue import (
     BEST_EFFORT_FIFO,
     STRICT_FIFO,
@@ -36,7 +37,7 @@ from pykueue.api.kueue import (
 )
 from pykueue.api.meta import Condition, LabelSelector, LabelSelectorRequirement, ObjectMeta
 from pykueue.core.cache import Cache
-from pykueue.core.options import DefaultGates, SchedulerOptions
+from pykueue.core.options import SchedulerOptions
 from pykueue.core.queue_manager import (
     REQUEST_CLUSTER_QUEUE,
     REQUEST_COHORT,
@@ -163,7 +164,7 @@ def pending_cq(
 
 
 def gates(**overrides: bool) -> SchedulerOptions:
-    return SchedulerOptions(gates=DefaultGates(overrides))
+    return SchedulerOptions(gates=DEFAULT_GATES.with_overrides(overrides or {}))
 
 
 def manager(
