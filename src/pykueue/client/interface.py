@@ -1,0 +1,162 @@
+"""The one API client interface the controllers talk through (design: docs/design/controllers.md).
+
+Two implementations: :class:`pykueue.client.inprocess.InProcessClient` (the embedded control plane,
+no HTTP) and :class:`pykueue.client.http.HTTPClient` (any Kubernetes API server via a kubeconfig).
+Objects are plain JSON dicts in the version the :class:`Resource` names, exactly as the API serves
+them; errors are :class:`APIError` subclasses keyed by the HTTP status code, so callers handle
+conflicts and missing objects the same way whichever transport is used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One served collection: ``/apis/{group}/{version}/{plural}`` (``/api/v1/...`` for core)."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        """``apiVersion`` of the objects (``v1`` for the core group)."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, namespace: str | None = None, name: str | None = None, subresource: str | None = None) -> str:
+        """The URL path of the collection, an object or its subresource."""
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        if name is not None:
+            base += f"/{name}"
+            if subresource:
+                base += f"/{subresource}"
+        return base
+
+
+class APIError(Exception):
+    """A failed request: the Kubernetes ``Status`` code, reason and message."""
+
+    def __init__(self, code: int, reason: str, message: str) -> None:
+        super().__init__(f"{code} {reason}: {message}")
+        self.code = code
+        self.reason = reason
+        self.message = message
+
+
+class NotFound(APIError):
+    """404: the object (or its namespace) does not exist."""
+
+
+class Conflict(APIError):
+    """409 Conflict: a stale resourceVersion; re-read and try again."""
+
+
+class AlreadyExists(APIError):
+    """409 AlreadyExists: create of an existing name."""
+
+
+class Gone(APIError):
+    """410 Expired: a watch resourceVersion older than the server keeps; relist."""
+
+
+class Invalid(APIError):
+    """422: the object failed validation; retrying the same write cannot succeed."""
+
+
+def error_for(code: int, reason: str, message: str) -> APIError:
+    """The :class:`APIError` subclass for a ``Status`` (code + reason)."""
+    if code == 404:
+        return NotFound(code, reason, message)
+    if code == 409:
+        return AlreadyExists(code, reason, message) if reason == "AlreadyExists" else Conflict(code, reason, message)
+    if code == 410:
+        return Gone(code, reason, message)
+    if code == 422:
+        return Invalid(code, reason, message)
+    return APIError(code, reason, message)
+
+
+def error_from_status(code: int, status: Any) -> APIError:
+    """The error a ``Status`` body (or anything else the server sent) stands for."""
+    if isinstance(status, Mapping):
+        return error_for(int(status.get("code") or code), str(status.get("reason") or ""), str(status.get("message") or ""))
+    return error_for(code, "", str(status))
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """``ADDED`` / ``MODIFIED`` / ``DELETED`` (``BOOKMARK`` events are consumed by the client)."""
+
+    type: str
+    object: dict[str, Any]
+
+
+class Watch(Protocol):
+    """A running watch: iterate for events; ends when the server closes it or on ``close()``."""
+
+    def __iter__(self) -> Iterator[WatchEvent]: ...
+
+    def close(self) -> None: ...
+
+
+class Client(Protocol):
+    """Kubernetes API verbs on JSON objects; see the module docstring."""
+
+    def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
+        """GET one object (raises :class:`NotFound`)."""
+        ...
+
+    def list(self, res: Resource, namespace: str | None = None) -> tuple[list[dict[str, Any]], str]:
+        """Every object of a collection (all namespaces when ``namespace`` is None) and the list's resourceVersion."""
+        ...
+
+    def watch(self, res: Resource, resource_version: str, namespace: str | None = None) -> Watch:
+        """Changes after ``resource_version`` (raises or ends with :class:`Gone` when it is too old)."""
+        ...
+
+    def create(self, res: Resource, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """POST; the namespace comes from ``obj.metadata.namespace``."""
+        ...
+
+    def replace(self, res: Resource, obj: Mapping[str, Any], subresource: str | None = None) -> dict[str, Any]:
+        """PUT (``subresource="status"`` for the status); a set resourceVersion is a precondition."""
+        ...
+
+    def patch(
+        self,
+        res: Resource,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+        patch_type: str = "merge",
+    ) -> dict[str, Any]:
+        """PATCH with ``merge`` (RFC 7386) or ``json`` (RFC 6902) semantics."""
+        ...
+
+    def delete(
+        self, res: Resource, name: str, namespace: str | None = None, *, propagation: str | None = None
+    ) -> None:
+        """DELETE (raises :class:`NotFound`); ``propagation`` is Background/Foreground/Orphan."""
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...
+
+
+PATCH_CONTENT_TYPES: Mapping[str, str] = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+}
