@@ -1,0 +1,365 @@
+"""The batch/v1 Job reconciler (API reference §6.3, §6.5): Jobs become Workloads and follow them.
+
+It is the glue around the pure rules of :mod:`pykueue.controllers.jobs.batch_job`: it reads the
+manager's caches, decides one step, and writes through the client. Like upstream's
+``ReconcileGenericJob``, every reconcile makes at most one kind of change and relies on the
+resulting watch events to take the next step.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from pykueue.api.conversion import to_external, to_internal
+from pykueue.api.kueue import PriorityClass, ReclaimablePod, Workload, WorkloadPriorityClass
+from pykueue.api.meta import ObjectMeta, find_condition
+from pykueue.client import resources as R
+from pykueue.client.interface import AlreadyExists
+from pykueue.controllers.informer import ObjectKey
+from pykueue.controllers.jobs import batch_job as bj
+from pykueue.core import lifecycle
+from pykueue.core.events import NORMAL, WARNING, Event
+from pykueue.core.workload_info import has_quota_reservation, is_admitted, is_evicted, is_finished
+
+if TYPE_CHECKING:
+    from pykueue.controllers.manager import ControllerManager
+
+UNMANAGED_NAMESPACES = frozenset({"kube-system", "kueue-system"})
+"""The default ``managedJobsNamespaceSelector`` excludes these."""
+
+
+class JobController:
+    """Reconciles batch/v1 Jobs; see the module docstring."""
+
+    def __init__(self, mgr: ControllerManager) -> None:
+        self.mgr = mgr
+        self.options = mgr.sched_options
+        self._last_check_note: dict[ObjectKey, str] = {}
+
+    # --- helpers ----------------------------------------------------------------------------------
+
+    def _event(self, job: dict[str, Any], type_: str, reason: str, note: str) -> None:
+        meta = job["metadata"]
+        self.mgr.record_event(
+            Event(meta["namespace"], meta["name"], type_, reason, note, kind="Job"),
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "namespace": meta["namespace"],
+                "name": meta["name"],
+                "uid": meta.get("uid", ""),
+            },
+        )
+
+    def _wl_event(self, wl: Workload, type_: str, reason: str, note: str) -> None:
+        self.mgr.record_event(
+            Event.for_workload(wl.metadata.namespace, wl.metadata.name, type_, reason, note)
+        )
+
+    def _owned(self, job: dict[str, Any]) -> list[Workload]:
+        uid = job["metadata"].get("uid", "")
+        keys = sorted(self.mgr.workloads_of_owner.get(uid, ()))
+        return [wl for k in keys if (wl := self.mgr.workloads.get(k)) is not None]
+
+    def _managed(self, job: dict[str, Any]) -> bool:
+        ns = job["metadata"].get("namespace", "")
+        if ns in UNMANAGED_NAMESPACES or ns not in self.mgr.namespace_label_map:
+            return False
+        if bj.queue_name(job):
+            return True
+        return self.mgr.options.manage_jobs_without_queue_name
+
+    def _write_job(self, job: dict[str, Any], status: bool = False) -> dict[str, Any]:
+        return self.mgr.write(R.JOBS, job, subresource="status" if status else None)
+
+    # --- reconcile ----------------------------------------------------------------------------------
+
+    def reconcile(self, key: ObjectKey) -> None:
+        """One reconcile of Job ``(namespace, name)``."""
+        job = self.mgr.raw["jobs"].get(key)
+        if job is None or job["metadata"].get("deletionTimestamp"):
+            self._job_gone(key, job)
+            return
+        if not self._managed(job) or _has_owner(job):
+            return
+        owned = self._owned(job)
+        wl = self._match(job, owned)
+        if wl is None and owned:
+            return  # a leftover was deleted, rewritten or the Job stopped; the next event continues
+        if wl is not None:
+            if bj.needs_priority_update(job, wl):
+                self._update_priority(job, wl)
+                return
+            if is_finished(wl):
+                self._remove_finalizer(wl)
+                return
+            if wl.metadata.deletion_timestamp is not None:
+                self._stop(job, wl, "Workload is deleted")
+                self._remove_finalizer(wl)
+                return
+        finished = bj.job_finished(job)
+        if finished is not None:
+            if wl is not None:
+                self._finish(job, wl, finished[0], finished[1])
+            return
+        if wl is None:
+            self._create_workload(job)
+            return
+        if self._reclaimable(job, wl) or self._pods_ready(job, wl):
+            return
+        if is_evicted(wl):
+            self._evicted(job, wl)
+            return
+        if bj.is_suspended(job):
+            self._suspended(job, wl)
+            return
+        if not is_admitted(wl):
+            self._stop(job, wl, "Not admitted by cluster queue")
+
+    # --- step 1: the Job is gone ----------------------------------------------------------------------
+
+    def _job_gone(self, key: ObjectKey, job: dict[str, Any] | None) -> None:
+        ns, name = key
+        uid = (job or {}).get("metadata", {}).get("uid")
+        for wl in list(self.mgr.workloads.values()):
+            if wl.metadata.namespace != ns:
+                continue
+            refs = [r for r in wl.metadata.owner_references if r.kind == "Job" and r.name == name]
+            if not refs or (uid is not None and all(r.uid != uid for r in refs)):
+                continue
+            if not is_finished(wl) and wl.metadata.deletion_timestamp is None:
+                updated = lifecycle.copy_for_status(wl)
+                lifecycle.set_condition(
+                    updated,
+                    "Finished",
+                    "True",
+                    "OwnerNotFound",
+                    "The workload's owner no longer exists",
+                    self.mgr.now(),
+                )
+                if not self.mgr.write_workload(updated):
+                    continue
+                wl = self.mgr.workloads.get(f"{ns}/{wl.metadata.name}", wl)
+            self._remove_finalizer(wl)
+
+    # --- step 2: find the Workload ------------------------------------------------------------------------
+
+    def _match(self, job: dict[str, Any], owned: list[Workload]) -> Workload | None:
+        match: Workload | None = None
+        for wl in owned:
+            if match is None and bj.is_equivalent(job, wl, self.mgr.flavors):
+                match = wl
+        if match is not None:
+            for wl in owned:
+                if wl is not match:
+                    self._remove_finalizer(wl)
+                    self.mgr.client.delete(R.WORKLOADS, wl.metadata.name, wl.metadata.namespace)
+                    self._event(job, NORMAL, "DeletedWorkload", bj.deleted_workload_message(wl))
+            return match
+        if not owned:
+            return None
+        if bj.is_suspended(job):
+            leftover = next((wl for wl in owned if not has_quota_reservation(wl)), None)
+            if leftover is not None:
+                self._rewrite(job, leftover)
+            return None
+        self._stop(
+            job, owned[0], "No matching Workload; restoring pod templates according to existent Workload"
+        )
+        return None
+
+    def _rewrite(self, job: dict[str, Any], wl: Workload) -> None:
+        priority = self._priority(job)
+        if isinstance(priority, bj.PriorityError):
+            return
+        fresh = self._construct(job, priority)
+        updated = msgspec.structs.replace(wl, spec=fresh.spec)
+        if self.mgr.write_workload(updated, status=False):
+            self._event(job, NORMAL, "UpdatedWorkload", bj.updated_workload_message(wl))
+
+    def _update_priority(self, job: dict[str, Any], wl: Workload) -> None:
+        priority = self._priority(job)
+        if isinstance(priority, bj.PriorityError):
+            if priority.event_reason:
+                self._event(job, WARNING, priority.event_reason, priority.message)
+            return
+        spec = msgspec.structs.replace(
+            wl.spec, priority_class_ref=priority.priority_class_ref, priority=priority.priority
+        )
+        if self.mgr.write_workload(msgspec.structs.replace(wl, spec=spec), status=False):
+            self._event(job, NORMAL, "UpdatedWorkload", bj.updated_priority_message(wl))
+
+    # --- steps 3-5: finished, deleted ---------------------------------------------------------------------
+
+    def _remove_finalizer(self, wl: Workload) -> None:
+        self.mgr.workload_controller.remove_finalizer(wl)
+
+    def _finish(self, job: dict[str, Any], wl: Workload, reason: str, message: str) -> None:
+        if is_finished(wl):
+            return
+        updated = lifecycle.copy_for_status(wl)
+        lifecycle.set_condition(updated, "Finished", "True", reason, message, self.mgr.now())
+        if self.mgr.write_workload(updated):
+            self._event(job, NORMAL, "FinishedWorkload", bj.finished_workload_message(wl))
+
+    # --- step 6: create the Workload ----------------------------------------------------------------------
+
+    def _priority(self, job: dict[str, Any]) -> bj.PriorityInfo | bj.PriorityError:
+        raw = self.mgr.raw
+        wpcs = {k[1]: v for k, v in raw["workloadpriorityclasses"].items()}
+        pcs = {k[1]: v for k, v in raw["priorityclasses"].items()}
+
+        def wpc(name: str) -> WorkloadPriorityClass | None:
+            obj = wpcs.get(name)
+            if obj is None:
+                return None
+            typed, _ = to_internal(obj)
+            assert isinstance(typed, WorkloadPriorityClass)
+            return typed
+
+        def pc(name: str) -> PriorityClass | None:
+            obj = pcs.get(name)
+            return _priority_class(obj) if obj is not None else None
+
+        return bj.resolve_priority(job, wpc, pc, [_priority_class(o) for o in pcs.values()])
+
+    def _construct(self, job: dict[str, Any], priority: bj.PriorityInfo) -> Workload:
+        return bj.construct_workload(
+            job,
+            priority,
+            self.mgr.options.label_keys_to_copy,
+            partial_admission=self.options.gate("PartialAdmission"),
+            short_workload_names=self.options.gate("ShortWorkloadNames"),
+        )
+
+    def _create_workload(self, job: dict[str, Any]) -> None:
+        if bj.active_pods(job) > 0:
+            if not bj.is_suspended(job):
+                self._stop(job, None, "Missing Workload; unable to restore pod templates")
+            return
+        priority = self._priority(job)
+        if isinstance(priority, bj.PriorityError):
+            if priority.event_reason:
+                self._event(job, WARNING, priority.event_reason, priority.message)
+            return
+        wl = self._construct(job, priority)
+        try:
+            out = self.mgr.client.create(R.WORKLOADS, to_external(wl))
+        except AlreadyExists:
+            return
+        self.mgr.observe_write(R.WORKLOADS, out)
+        self._event(job, NORMAL, "CreatedWorkload", bj.created_workload_message(wl))
+        if not bj.is_suspended(job):
+            created = self.mgr.workloads.get(f"{wl.metadata.namespace}/{wl.metadata.name}")
+            self._stop(job, created, "Not admitted by cluster queue")
+
+    # --- steps 7-8: reclaimable pods, PodsReady -----------------------------------------------------------
+
+    def _reclaimable(self, job: dict[str, Any], wl: Workload) -> bool:
+        if not self.options.gate("ReclaimablePods") or not has_quota_reservation(wl):
+            return False
+        wanted = bj.reclaimable_pods(job)
+        current = [{"name": r.name, "count": r.count} for r in wl.status.reclaimable_pods]
+        if wanted == current:
+            return False
+        updated = lifecycle.copy_for_status(wl)
+        updated.status.reclaimable_pods = [
+            ReclaimablePod(name=r["name"], count=r["count"]) for r in wanted
+        ]
+        self.mgr.write_workload(updated)
+        return True
+
+    def _pods_ready(self, job: dict[str, Any], wl: Workload) -> bool:
+        if not self.options.wait_for_pods_ready or is_finished(wl):
+            return False
+        target = bj.pods_ready_condition(wl, is_admitted(wl), bj.pods_ready(job))
+        if target is None:
+            return False
+        updated = lifecycle.copy_for_status(wl)
+        lifecycle.set_condition(updated, "PodsReady", target[0], target[1], target[2], self.mgr.now())
+        self.mgr.write_workload(updated)
+        return True
+
+    # --- step 9: evicted ----------------------------------------------------------------------------------
+
+    def _evicted(self, job: dict[str, Any], wl: Workload) -> None:
+        ev = find_condition(wl.status.conditions, "Evicted")
+        note = ev.message if ev is not None else "Evicted"
+        if not bj.is_suspended(job):
+            self._stop(job, wl, note)
+            return
+        if has_quota_reservation(wl) and bj.active_pods(job) == 0:
+            updated = lifecycle.copy_for_status(wl)
+            if lifecycle.complete_eviction(updated, self.mgr.now(), self.options):
+                self.mgr.write_workload(updated)
+
+    # --- step 10: suspended -------------------------------------------------------------------------------
+
+    def _suspended(self, job: dict[str, Any], wl: Workload) -> None:
+        key = (job["metadata"]["namespace"], job["metadata"]["name"])
+        if is_admitted(wl):
+            self._start(job, wl)
+            return
+        if has_quota_reservation(wl):
+            note = bj.pending_checks_note(wl)
+            if note is not None and self._last_check_note.get(key) != note:
+                self._last_check_note[key] = note
+                self._event(job, NORMAL, "UpdatedAdmissionCheck", note)
+            return
+        queue = bj.queue_name(job)
+        if queue != wl.spec.queue_name:
+            spec = msgspec.structs.replace(wl.spec, queue_name=queue)
+            self.mgr.write_workload(msgspec.structs.replace(wl, spec=spec), status=False)
+
+    def _start(self, job: dict[str, Any], wl: Workload) -> None:
+        try:
+            injections = bj.pod_set_injection(
+                wl, self.mgr.flavors, self.options.gate("AssignQueueLabelsForPods")
+            )
+            started = bj.start_job(job, wl, injections)
+        except bj.FlavorNotFound:
+            self.mgr.requeue_after("job", (job["metadata"]["namespace"], job["metadata"]["name"]), 1.0)
+            return
+        except bj.StartJobError as err:
+            self._finish(job, wl, "FailedToStart", str(err))
+            return
+        self._write_job(started)
+        self._event(job, NORMAL, "Started", bj.started_message(wl))
+
+    # --- stopping -----------------------------------------------------------------------------------------
+
+    def _stop(self, job: dict[str, Any], wl: Workload | None, note: str) -> None:
+        result = bj.stop_job(job, wl)
+        current = job
+        if result.suspend_step is not None:
+            current = self._write_job(result.suspend_step)
+        if result.start_time_reset:
+            status_only = copy.deepcopy(current)
+            (status_only.get("status") or {}).pop("startTime", None)
+            current = self._write_job(status_only, status=True)
+        final = copy.deepcopy(result.job)
+        final["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        final["status"] = current.get("status", {})
+        if final.get("spec") != current.get("spec") or any(
+            final["metadata"].get(k) != current["metadata"].get(k) for k in ("labels", "annotations")
+        ):
+            self._write_job(final)
+        if result.stopped_now:
+            self._event(job, NORMAL, "Stopped", note)
+
+
+def _has_owner(job: dict[str, Any]) -> bool:
+    """A Job controlled by another object is not top-level; Kueue-managed parents are out of scope."""
+    return any(ref.get("controller") for ref in job["metadata"].get("ownerReferences") or [])
+
+
+def _priority_class(obj: dict[str, Any]) -> PriorityClass:
+    meta = obj.get("metadata") or {}
+    return PriorityClass(
+        metadata=ObjectMeta(name=str(meta.get("name", "")), uid=str(meta.get("uid", ""))),
+        value=int(obj.get("value") or 0),
+        global_default=bool(obj.get("globalDefault")),
+    )

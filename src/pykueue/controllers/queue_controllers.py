@@ -1,0 +1,130 @@
+"""ClusterQueue, LocalQueue and Cohort status; finalizers of queues, flavors and checks (§4, §0.5).
+
+Status is computed by :mod:`pykueue.core.queue_status` from the scheduler's cache and queues and
+written with a full status update only when it differs from what the API holds. The
+``kueue.x-k8s.io/resource-in-use`` finalizer keeps a ClusterQueue while it has reserving
+workloads, and a ResourceFlavor or AdmissionCheck while a ClusterQueue references it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from pykueue.api.conversion import to_external
+from pykueue.api.kueue import ClusterQueue
+from pykueue.client import resources as R
+from pykueue.client.interface import Resource
+from pykueue.core.fair_sharing import cache_weight_of
+from pykueue.core.queue_status import cluster_queue_status, cohort_status, local_queue_status
+
+if TYPE_CHECKING:
+    from pykueue.controllers.manager import ControllerManager
+
+RESOURCE_IN_USE = "kueue.x-k8s.io/resource-in-use"
+
+
+class QueueControllers:
+    """Reconcilers for ClusterQueues (``cq``), LocalQueues (``lq``), Cohorts, flavors (``rf``), checks (``ac``)."""
+
+    def __init__(self, mgr: ControllerManager) -> None:
+        self.mgr = mgr
+
+    def reconcile(self, kind: str, key: Any) -> None:
+        """Reconcile object ``key`` of ``kind``."""
+        getattr(self, f"_reconcile_{kind}")(key)
+
+    # --- helpers ------------------------------------------------------------------------------------
+
+    def _write(self, res: Resource, typed: Any, status: bool) -> None:
+        self.mgr.write(res, to_external(typed), subresource="status" if status else None)
+
+    def _set_finalizer(self, res: Resource, typed: Any, present: bool) -> bool:
+        finalizers = list(typed.metadata.finalizers)
+        if (RESOURCE_IN_USE in finalizers) == present:
+            return False
+        if present:
+            finalizers.append(RESOURCE_IN_USE)
+        else:
+            finalizers.remove(RESOURCE_IN_USE)
+        meta = msgspec.structs.replace(typed.metadata, finalizers=finalizers)
+        self._write(res, msgspec.structs.replace(typed, metadata=meta), status=False)
+        return True
+
+    def _referencing_cqs(self, attr: str, name: str) -> list[ClusterQueue]:
+        out = []
+        for cq in self.mgr.cluster_queues.values():
+            state = self.mgr.cache.cluster_queues.get(cq.metadata.name)
+            if state is not None and name in getattr(state, attr):
+                out.append(cq)
+        return out
+
+    # --- ClusterQueue (§4.1) ---------------------------------------------------------------------------
+
+    def _reconcile_cq(self, name: str) -> None:
+        mgr = self.mgr
+        cq = mgr.cluster_queues.get(name)
+        state = mgr.cache.cluster_queues.get(name)
+        if cq is None or state is None:
+            return
+        deleting = cq.metadata.deletion_timestamp is not None
+        if not deleting:
+            if self._set_finalizer(R.CLUSTER_QUEUES, cq, True):
+                return
+        elif RESOURCE_IN_USE in cq.metadata.finalizers and not state.workloads:
+            self._set_finalizer(R.CLUSTER_QUEUES, cq, False)
+            return
+        status = cluster_queue_status(
+            state,
+            cq.status,
+            mgr.queues.pending_count(name),
+            mgr.now(),
+            mgr.sched_options.fair_sharing,
+            cache_weight_of(mgr.cache),
+        )
+        if status != cq.status:
+            self._write(R.CLUSTER_QUEUES, msgspec.structs.replace(cq, status=status), status=True)
+
+    # --- LocalQueue (§4.2) --------------------------------------------------------------------------------
+
+    def _reconcile_lq(self, key: str) -> None:
+        mgr = self.mgr
+        lq = mgr.local_queues.get(key)
+        if lq is None:
+            return
+        status = local_queue_status(lq, mgr.cache, mgr.queues.pending_count_local_queue(key), mgr.now())
+        if status != lq.status:
+            self._write(R.LOCAL_QUEUES, msgspec.structs.replace(lq, status=status), status=True)
+
+    # --- Cohort (§4.3) ---------------------------------------------------------------------------------------
+
+    def _reconcile_cohort(self, name: str) -> None:
+        mgr = self.mgr
+        cohort = mgr.cohorts.get(name)
+        node = mgr.cache.cohorts.get(name)
+        if cohort is None or node is None:
+            return
+        status = cohort_status(node, mgr.sched_options.fair_sharing)
+        if status != cohort.status:
+            self._write(R.COHORTS, msgspec.structs.replace(cohort, status=status), status=True)
+
+    # --- ResourceFlavor and AdmissionCheck finalizers (§0.5) -------------------------------------------------
+
+    def _reconcile_rf(self, name: str) -> None:
+        rf = self.mgr.flavors.get(name)
+        if rf is None:
+            return
+        if rf.metadata.deletion_timestamp is None:
+            self._set_finalizer(R.RESOURCE_FLAVORS, rf, True)
+        elif not self._referencing_cqs("all_flavors", name):
+            self._set_finalizer(R.RESOURCE_FLAVORS, rf, False)
+
+    def _reconcile_ac(self, name: str) -> None:
+        ac = self.mgr.admission_checks.get(name)
+        if ac is None:
+            return
+        if ac.metadata.deletion_timestamp is None:
+            self._set_finalizer(R.ADMISSION_CHECKS, ac, True)
+        elif not self._referencing_cqs("check_flavors", name):
+            self._set_finalizer(R.ADMISSION_CHECKS, ac, False)

@@ -1,0 +1,302 @@
+"""The controller manager over a real embedded API server (in-process client, no HTTP).
+
+Scenarios are named after the upstream tests they follow (API reference §3.16, §4.4). Time is a
+manual clock the test moves, so timeouts and backoffs of minutes take no wall time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from pykueue.apiserver.app import create_app
+from pykueue.client import resources as R
+from pykueue.client.inprocess import InProcessClient
+from pykueue.controllers.manager import ControllerManager, ControllerOptions, default_options
+from pykueue.store import Store
+
+
+class ManualClock:
+    """Wall-clock-free time for the controllers."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+class Env:
+    """An API server, a client and a running controller manager."""
+
+    def __init__(self, options: ControllerOptions | None = None) -> None:
+        self.store = Store(None)
+        _, parts = create_app(self.store)
+        parts.bootstrap()
+        self.client = InProcessClient(parts.handlers)
+        self.clock = ManualClock()
+        self.mgr = ControllerManager(self.client, options, clock=self.clock)
+        self.mgr.start()
+        assert self.mgr.wait_ready(10)
+
+    def close(self) -> None:
+        self.mgr.stop()
+        self.store.close()
+
+    def create(self, res: Any, obj: dict[str, Any]) -> dict[str, Any]:
+        return self.client.create(res, obj)
+
+    def get(self, res: Any, name: str, namespace: str | None = "default") -> dict[str, Any]:
+        return self.client.get(res, name, namespace if res.namespaced else None)
+
+    def patch(self, res: Any, name: str, patch: dict[str, Any], namespace: str | None = "default") -> None:
+        self.client.patch(res, name, patch, namespace if res.namespaced else None)
+
+
+@pytest.fixture
+def env() -> Iterator[Env]:
+    e = Env()
+    yield e
+    e.close()
+
+
+def wait(predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.02)
+
+
+def cond(obj: dict[str, Any], ctype: str) -> dict[str, Any] | None:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c["type"] == ctype:
+            return dict(c)
+    return None
+
+
+def has(env: Env, name: str, ctype: str, status: str = "True", reason: str | None = None) -> Callable[[], Any]:
+    def check() -> dict[str, Any] | None:
+        wl = env.get(R.WORKLOADS, name)
+        c = cond(wl, ctype)
+        if c is not None and c["status"] == status and (reason is None or c["reason"] == reason):
+            return wl
+        return None
+
+    return check
+
+
+def setup_queues(env: Env, cpu: int = 2, stop_policy: str | None = None, lq_stop: str | None = None) -> None:
+    env.create(R.RESOURCE_FLAVORS, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "f"}})
+    spec: dict[str, Any] = {
+        "namespaceSelector": {},
+        "resourceGroups": [
+            {"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": cpu}]}]}
+        ],
+    }
+    if stop_policy:
+        spec["stopPolicy"] = stop_policy
+    env.create(R.CLUSTER_QUEUES, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": spec})
+    lq_spec: dict[str, Any] = {"clusterQueue": "cq"}
+    if lq_stop:
+        lq_spec["stopPolicy"] = lq_stop
+    env.create(
+        R.LOCAL_QUEUES,
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": "default"}, "spec": lq_spec},
+    )
+
+
+def workload(name: str, cpu: str = "1", queue: str = "lq", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "queueName": queue,
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}},
+                }
+            ],
+            **spec,
+        },
+    }
+
+
+# --- admission ------------------------------------------------------------------------------------------
+
+
+def test_admit(env: Env) -> None:
+    setup_queues(env)
+    env.create(R.WORKLOADS, workload("a"))
+    wl = wait(has(env, "a", "Admitted", reason="Admitted"))
+    assert cond(wl, "QuotaReserved")["message"] == "Quota reserved in ClusterQueue cq"  # type: ignore[index]
+    env.clock.advance(1.1)  # queue status is refreshed within the 1s batch period (§4.1)
+    cq = wait(lambda: (c := env.get(R.CLUSTER_QUEUES, "cq")).get("status", {}).get("admittedWorkloads") == 1 and c)
+    assert cq["status"]["reservingWorkloads"] == 1
+    assert cq["status"]["flavorsUsage"] == [{"name": "f", "resources": [{"name": "cpu", "total": "1"}]}]
+    assert "kueue.x-k8s.io/resource-in-use" in cq["metadata"]["finalizers"]
+
+
+def test_local_queue_missing_is_misconfigured(env: Env) -> None:
+    setup_queues(env)
+    env.create(R.WORKLOADS, workload("orphan", queue="nope"))
+    wl = wait(has(env, "orphan", "QuotaReserved", status="False", reason="Misconfigured"))
+    assert cond(wl, "QuotaReserved")["message"] == "LocalQueue nope doesn't exist"  # type: ignore[index]
+
+
+def test_waiting_for_quota_then_admitted_when_quota_frees(env: Env) -> None:
+    setup_queues(env, cpu=1)
+    env.create(R.WORKLOADS, workload("first"))
+    wait(has(env, "first", "Admitted"))
+    env.create(R.WORKLOADS, workload("second"))
+    wl = wait(has(env, "second", "QuotaReserved", status="False"))
+    assert cond(wl, "QuotaReserved")["reason"] in ("WaitingForQuota", "Pending")  # type: ignore[index]
+    # A bare Workload (no job integration): finishing it frees the quota at once (§3.1).
+    first = env.get(R.WORKLOADS, "first")
+    first["status"]["conditions"].append(
+        {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done", "lastTransitionTime": "2026-11-22T12:00:00Z"}
+    )
+    env.client.replace(R.WORKLOADS, first, subresource="status")
+    admitted = has(env, "second", "Admitted")
+
+    def admitted_later() -> Any:
+        env.clock.advance(1)  # parked workloads are retried in 1s batches
+        return admitted()
+
+    wait(admitted_later)
+
+
+# --- stopPolicy (§3.12) ----------------------------------------------------------------------------------
+
+
+def test_hold_and_drain_evicts_admitted_workload(env: Env) -> None:
+    setup_queues(env)
+    env.create(R.WORKLOADS, workload("running"))
+    wait(has(env, "running", "Admitted"))
+    env.patch(R.CLUSTER_QUEUES, "cq", {"spec": {"stopPolicy": "HoldAndDrain"}}, None)
+    wl = wait(has(env, "running", "Evicted", reason="ClusterQueueStopped"))
+    assert cond(wl, "Evicted")["message"] == "The ClusterQueue is stopped"  # type: ignore[index]
+    cq = wait(lambda: (c := cond(env.get(R.CLUSTER_QUEUES, "cq", None), "Active")) and c["status"] == "False" and c)
+    assert cq["reason"] == "Stopped"
+    assert cq["message"] == "Can't admit new workloads: is stopped."
+
+
+def test_hold_keeps_admitted_and_suspends_pending(env: Env) -> None:
+    setup_queues(env, cpu=1)
+    env.create(R.WORKLOADS, workload("running"))
+    wait(has(env, "running", "Admitted"))
+    env.patch(R.CLUSTER_QUEUES, "cq", {"spec": {"stopPolicy": "Hold"}}, None)
+    env.create(R.WORKLOADS, workload("waiting"))
+    wl = wait(has(env, "waiting", "QuotaReserved", status="False", reason="Suspended"))
+    assert cond(wl, "QuotaReserved")["message"] == "ClusterQueue cq is inactive"  # type: ignore[index]
+    time.sleep(0.3)
+    assert cond(env.get(R.WORKLOADS, "running"), "Evicted") is None
+
+
+def test_local_queue_with_hold_stop_policy(env: Env) -> None:
+    setup_queues(env, lq_stop="Hold")
+    env.create(R.WORKLOADS, workload("held"))
+    wl = wait(has(env, "held", "QuotaReserved", status="False", reason="Suspended"))
+    assert cond(wl, "QuotaReserved")["message"] == "LocalQueue lq is inactive"  # type: ignore[index]
+
+    def lq_stopped() -> dict[str, Any] | None:
+        c = cond(env.get(R.LOCAL_QUEUES, "lq"), "Active")
+        return c if c is not None and c["reason"] == "Stopped" else None
+
+    assert wait(lq_stopped)["message"] == "LocalQueue is stopped"
+
+
+# --- PodsReady timeout (§3.10) ---------------------------------------------------------------------------
+
+
+def test_admitted_workload_exceeding_pods_ready_timeout_is_evicted_with_backoff(env: Env) -> None:
+    setup_queues(env)
+    env.create(R.WORKLOADS, workload("slow"))
+    wait(has(env, "slow", "Admitted"))
+    env.clock.advance(1801)  # default timeout 30m; nothing reports PodsReady for a bare Workload
+    wl = wait(has(env, "slow", "Evicted", reason="PodsReadyTimeout"))
+    assert cond(wl, "Evicted")["message"] == "Exceeded the PodsReady timeout default/slow"  # type: ignore[index]
+    assert wl["status"]["requeueState"]["count"] == 1
+    assert wl["status"]["schedulingStats"]["evictions"] == [
+        {"reason": "PodsReadyTimeout", "underlyingCause": "WaitForStart", "count": 1}
+    ]
+
+
+# --- maximum execution time (§3.11) --------------------------------------------------------------------------
+
+
+def test_admitted_workload_with_max_execution_time_expired_is_deactivated(env: Env) -> None:
+    setup_queues(env)
+    env.create(R.WORKLOADS, workload("limited", maximumExecutionTimeSeconds=60))
+    wait(has(env, "limited", "Admitted"))
+    env.clock.advance(61)
+    wl = wait(lambda: (w := env.get(R.WORKLOADS, "limited"))["spec"].get("active") is False and w)
+    ev = wait(has(env, "limited", "Evicted", reason="DeactivatedDueToMaximumExecutionTimeExceeded"))
+    assert cond(ev, "Evicted")["message"] == (  # type: ignore[index]
+        "The workload is deactivated due to exceeding the maximum execution time"
+    )
+    assert cond(wl, "DeactivationTarget") is None or cond(ev, "DeactivationTarget") is None
+
+
+# --- finalizers (§4.1, §0.5) --------------------------------------------------------------------------------
+
+
+def test_reserving_workload_keeps_cluster_queue_terminating(env: Env) -> None:
+    setup_queues(env)
+    env.create(R.WORKLOADS, workload("holder"))
+    wait(has(env, "holder", "Admitted"))
+    env.client.delete(R.CLUSTER_QUEUES, "cq")
+
+    def terminating() -> dict[str, Any] | None:
+        c = cond(env.get(R.CLUSTER_QUEUES, "cq", None), "Active")
+        return c if c is not None and c["reason"] == "Terminating" else None
+
+    assert wait(terminating)["message"] == "Can't admit new workloads; clusterQueue is terminating"
+    env.client.delete(R.WORKLOADS, "holder", "default")
+
+    def gone() -> bool:
+        env.clock.advance(1)  # the status refresh after a workload change waits for the batch period
+        try:
+            env.get(R.CLUSTER_QUEUES, "cq", None)
+        except Exception:
+            return True
+        return False
+
+    wait(gone)
+
+
+def test_flavor_in_use_is_kept_until_cluster_queue_goes(env: Env) -> None:
+    setup_queues(env)
+    wait(lambda: "kueue.x-k8s.io/resource-in-use" in (env.get(R.RESOURCE_FLAVORS, "f", None)["metadata"].get("finalizers") or []))
+    env.client.delete(R.RESOURCE_FLAVORS, "f")
+    time.sleep(0.3)
+    assert env.get(R.RESOURCE_FLAVORS, "f", None)["metadata"].get("deletionTimestamp")
+    env.client.delete(R.CLUSTER_QUEUES, "cq")
+
+    def gone() -> bool:
+        try:
+            env.get(R.RESOURCE_FLAVORS, "f", None)
+        except Exception:
+            return True
+        return False
+
+    wait(gone)
+
+
+def test_options_from_default_config() -> None:
+    opts = default_options()
+    assert opts.scheduler.wait_for_pods_ready
+    assert opts.pods_ready_timeout_seconds == 1800.0
