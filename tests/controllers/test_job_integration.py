@@ -1,0 +1,155 @@
+"""batch/v1 Job integration through the controller manager (in-process API, no job runner).
+
+Nothing runs pods here: the tests play kube's job controller by writing Job status themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from test_workload_lifecycle import Env, cond, setup_queues, wait
+
+from pykueue.client import resources as R
+
+
+@pytest.fixture
+def env() -> Iterator[Env]:
+    e = Env()
+    yield e
+    e.close()
+
+
+def job(name: str, cpu: str = "1", parallelism: int = 1, labels: dict[str, str] | None = None,
+        annotations: dict[str, str] | None = None) -> dict[str, Any]:  # fmt: skip
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "labels": {"kueue.x-k8s.io/queue-name": "lq", **(labels or {})},
+            "annotations": annotations or {},
+        },
+        "spec": {
+            "parallelism": parallelism,
+            "completions": parallelism,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "x", "command": ["true"], "resources": {"requests": {"cpu": cpu}}}],
+                }
+            },
+        },
+    }
+
+
+def workload_of(env: Env, job_name: str) -> dict[str, Any] | None:
+    items, _ = env.client.list(R.WORKLOADS, "default")
+    for wl in items:
+        if any(r["name"] == job_name for r in wl["metadata"].get("ownerReferences") or []):
+            return wl
+    return None
+
+
+def test_the_workload_is_created_when_queue_name_is_set_with_workload_priority_class(env: Env) -> None:
+    setup_queues(env)
+    env.create(
+        R.WORKLOAD_PRIORITY_CLASSES,
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": "high"}, "value": 1000},
+    )
+    created = env.create(R.JOBS, job("prio", labels={"kueue.x-k8s.io/priority-class": "high"}))
+    assert created["spec"]["suspend"] is True  # the Job webhook suspends queued Jobs
+    wl = wait(lambda: workload_of(env, "prio"))
+    assert wl["spec"]["priorityClassRef"] == {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}
+    assert wl["spec"]["priority"] == 1000
+    assert wl["metadata"]["labels"]["kueue.x-k8s.io/job-uid"] == created["metadata"]["uid"]
+    owner = wl["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner["controller"]) == ("Job", "prio", True)
+
+
+def test_missing_workload_priority_class_creates_no_workload(env: Env) -> None:
+    setup_queues(env)
+    env.create(R.JOBS, job("noprio", labels={"kueue.x-k8s.io/priority-class": "missing"}))
+
+    def warned() -> bool:
+        events, _ = env.client.list(R.EVENTS, "default")
+        return any(e["reason"] == "WorkloadPriorityClassNotFound" for e in events)
+
+    wait(warned)
+    assert workload_of(env, "noprio") is None
+
+
+def test_suspended_job_with_partial_admission_and_admitted_workload_is_unsuspended(env: Env) -> None:
+    setup_queues(env, cpu=2)
+    env.create(R.JOBS, job("partial", parallelism=4, annotations={"kueue.x-k8s.io/job-min-parallelism": "2"}))
+
+    def started() -> dict[str, Any] | None:
+        j = env.get(R.JOBS, "partial")
+        return j if j["spec"].get("suspend") is False else None
+
+    j = wait(started)
+    assert j["spec"]["parallelism"] == 2
+    wl = workload_of(env, "partial")
+    assert wl is not None
+    assert wl["status"]["admission"]["podSetAssignments"][0]["count"] == 2
+    assert j["spec"]["template"]["spec"].get("nodeSelector") in (None, {})
+
+
+def test_when_job_completes_workload_is_marked_as_finished(env: Env) -> None:
+    setup_queues(env)
+    env.create(R.JOBS, job("done"))
+    wait(lambda: env.get(R.JOBS, "done")["spec"].get("suspend") is False)
+    j = env.get(R.JOBS, "done")
+    j["status"] = {
+        "succeeded": 1,
+        "conditions": [
+            {"type": "Complete", "status": "True", "reason": "CompletionsReached", "message": "Reached expected number of succeeded pods"}
+        ],
+    }
+    env.client.replace(R.JOBS, j, subresource="status")
+
+    def finished() -> dict[str, Any] | None:
+        wl = workload_of(env, "done")
+        c = cond(wl or {}, "Finished")
+        return wl if c is not None and c["status"] == "True" else None
+
+    wl = wait(finished)
+    c = cond(wl, "Finished")
+    assert c is not None and (c["reason"], c["message"]) == ("Succeeded", "Reached expected number of succeeded pods")
+    wait(lambda: "kueue.x-k8s.io/resource-in-use" not in ((workload_of(env, "done") or {})["metadata"].get("finalizers") or []))
+
+
+def test_pods_ready_follows_the_job(env: Env) -> None:
+    setup_queues(env)
+    env.create(R.JOBS, job("ready"))
+    wait(lambda: env.get(R.JOBS, "ready")["spec"].get("suspend") is False)
+
+    def pods_ready(status: str, reason: str) -> Any:
+        def check() -> bool:
+            c = cond(workload_of(env, "ready") or {}, "PodsReady")
+            return c is not None and (c["status"], c["reason"]) == (status, reason)
+
+        return check
+
+    wait(pods_ready("False", "WaitForStart"))
+    j = env.get(R.JOBS, "ready")
+    j["status"] = {"active": 1, "ready": 1}
+    env.client.replace(R.JOBS, j, subresource="status")
+    wait(pods_ready("True", "Started"))
+
+
+def test_deleting_a_running_job_leaves_no_usage_behind(env: Env) -> None:
+    setup_queues(env)
+    env.create(R.JOBS, job("gone"))
+    wait(lambda: env.get(R.JOBS, "gone")["spec"].get("suspend") is False)
+    env.client.delete(R.JOBS, "gone", "default", propagation="Background")
+    wait(lambda: workload_of(env, "gone") is None)
+
+    def released() -> bool:
+        env.clock.advance(1)
+        st = env.get(R.CLUSTER_QUEUES, "cq", None).get("status") or {}
+        return st.get("reservingWorkloads") == 0
+
+    wait(released)
