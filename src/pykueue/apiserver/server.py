@@ -59,6 +59,9 @@ class ServeOptions:
     log_level: str = "warning"
     bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL
     watch_history: int = 100_000
+    start_components: Callable[[APIServerApp, Path], Callable[[], None]] | None = None
+    """Called once the server is ready with its parts and data directory; returns a stop function.
+    ``pykueue serve`` passes the controllers here (the API server itself imports none of them)."""
 
 
 def default_data_dir() -> Path:
@@ -305,8 +308,12 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
             ssl_keyfile=str(tls.key) if tls else None,
         )
 
+        stops: list[Callable[[], None]] = []
+
         def ready(port: int) -> None:
             url = f"{'https' if tls else 'http'}://{client_host(options.host)}:{port}"
+            if options.start_components is not None:
+                stops.append(options.start_components(parts, data_dir))
             write_kubeconfig(kubeconfig, url, token, tls.ca_data() if tls else None)
             _announce(out, url, kubeconfig, data_dir, token is not None, options.controllers)
 
@@ -317,6 +324,8 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
         except SystemExit as exc:  # uvicorn exits on a bind failure
             return int(exc.code) if isinstance(exc.code, int) else 1
         finally:
+            for stop in stops:
+                stop()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
     finally:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from pykueue.cli import schedule, serve
+from pykueue.cli import controller, schedule, serve
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -14,6 +14,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     schedule.add_parser(sub)
     serve.add_parser(sub)
+    controller.add_parser(sub)
     return parser
 
 

@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from pykueue.cli.components import add_component_arguments
+
 EXIT_USAGE = 2
 
 
@@ -48,6 +50,7 @@ def add_parser(sub: Any) -> None:
         choices=("critical", "error", "warning", "info", "debug"),
         help="server log level (default warning)",
     )
+    add_component_arguments(p, embedded=True)
     p.set_defaults(func=run)
 
 
@@ -69,5 +72,25 @@ def run(args: argparse.Namespace) -> int:
         controllers=not args.no_controllers,
         log_level=args.log_level,
         watch_history=args.watch_history,
+        start_components=_starter(args),
     )
     return serve(options)
+
+
+def _starter(args: argparse.Namespace) -> Any:
+    """Starts the in-process components once the API server is ready (None: nothing to start)."""
+    run_jobs = not args.no_controllers and not args.no_job_runner
+    if args.no_controllers and args.provisioner is None:
+        return None
+
+    def start(parts: Any, data_dir: Path) -> Any:
+        from pykueue.cli.components import build_components, start_all
+        from pykueue.client.inprocess import InProcessClient
+
+        client = InProcessClient(parts.handlers)
+        components = build_components(
+            client, args, data_dir, run_jobs=run_jobs, controllers=not args.no_controllers
+        )
+        return start_all(components)
+
+    return start

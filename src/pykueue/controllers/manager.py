@@ -71,6 +71,7 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 STATUS_BATCH_SECONDS = 1.0
 """``UpdatesBatchPeriod``: queue status is refreshed at most this long after a workload change."""
 _IDLE_WAIT = 0.2
+_EVENT_CACHE_SIZE = 4096
 
 # Collections the manager watches, in the order their initial state is applied (dependencies first).
 WATCHED: tuple[Resource, ...] = (
@@ -173,6 +174,7 @@ class ControllerManager:
         self._initial: list[Change] = []
         self._updates: deque[tuple[Workload | None, Workload | None]] = deque()
         self._events: list[tuple[Event, dict[str, Any] | None]] = []
+        self._event_counts: dict[tuple[Any, ...], tuple[str, int]] = {}
         self._dirty: dict[str, set[Any]] = {k: set() for k in ("workload", "job", "cq", "lq", "cohort", "rf", "ac")}
         self._timers: list[tuple[float, int, str, Any]] = []
         self._timer_seq = 0
@@ -275,7 +277,9 @@ class ControllerManager:
         self.cycles += 1
         self._deliver_updates()
         self._flush_events()
-        return result.heads > 0 or any(self._dirty.values())
+        # A cycle that admitted or preempted nothing waits for the next change or timer instead of
+        # spinning on heads that do not fit.
+        return bool(result.admitted or result.preempted) or any(self._dirty.values())
 
     # --- applying observed changes --------------------------------------------------------------------
 
@@ -314,8 +318,15 @@ class ControllerManager:
             return
         labels = dict(new["metadata"].get("labels") or {})
         labels.setdefault(NAMESPACE_NAME_LABEL, name)
+        previous = self.namespace_label_map.get(name)
         self.namespace_label_map[name] = labels
+        if previous == labels:
+            return
         self.queues.set_namespace_labels(name, labels)
+        # Jobs seen before their namespace were skipped as unmanaged; look at them again.
+        for ns, job in self.raw["jobs"]:
+            if ns == name:
+                self._dirty["job"].add((ns, job))
         self._retry_all_inadmissible()
 
     def _apply_priorityclasses(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
@@ -332,9 +343,12 @@ class ControllerManager:
             self.cache.delete_flavor(name)
         else:
             rf = _typed(new, ResourceFlavor)
+            prev = self.flavors.get(rf.metadata.name)
             self.flavors[rf.metadata.name] = rf
             self.cache.add_or_update_flavor(rf)
             self._dirty["rf"].add(rf.metadata.name)
+            if prev is not None and prev.spec == rf.spec and _same_deletion(prev, rf):
+                return  # only metadata (e.g. our finalizer) changed
         self._cluster_queues_changed()
 
     def _apply_admissionchecks(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
@@ -345,9 +359,12 @@ class ControllerManager:
             self.cache.delete_admission_check(name)
         else:
             ac = _typed(new, AdmissionCheck)
+            prev = self.admission_checks.get(ac.metadata.name)
             self.admission_checks[ac.metadata.name] = ac
             self.cache.add_or_update_admission_check(ac)
             self._dirty["ac"].add(ac.metadata.name)
+            if prev is not None and prev.spec == ac.spec and _active(prev) == _active(ac) and _same_deletion(prev, ac):
+                return
         self._cluster_queues_changed()
 
     def _apply_cohorts(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
@@ -358,7 +375,10 @@ class ControllerManager:
             self.cache.delete_cohort(name)
         else:
             cohort = _typed(new, Cohort)
+            prev = self.cohorts.get(cohort.metadata.name)
             self.cohorts[cohort.metadata.name] = cohort
+            if prev is not None and prev.spec == cohort.spec and prev.metadata.labels == cohort.metadata.labels:
+                return  # our own status write
             self.cache.add_or_update_cohort(cohort)
             self._dirty["cohort"].add(cohort.metadata.name)
         self._cluster_queues_changed()
@@ -376,9 +396,19 @@ class ControllerManager:
             name = cq.metadata.name
             previous = self.cluster_queues.get(name)
             self.cluster_queues[name] = cq
+            if previous is not None and previous.spec == cq.spec and _same_deletion(previous, cq):
+                # A status or finalizer write (usually ours): nothing the core reads changed.
+                state = self.cache.cluster_queues.get(name)
+                if state is not None:
+                    state.obj = cq
+                return
             state = self.cache.add_or_update_cluster_queue(cq)
             if previous is None:
                 self.queues.add_cluster_queue(state, self._ts())
+                # Reservations naming this ClusterQueue seen before it (e.g. after a re-creation).
+                for wl in self.workloads.values():
+                    if has_active_quota_reservation(wl) and self.cluster_queue_of(wl) == name:
+                        self.cache.add_workload(self.info(wl))
             else:
                 self.queues.update_cluster_queue(state, self._ts())
             self.cache.update_activity()
@@ -397,8 +427,10 @@ class ControllerManager:
             assert old is not None
             ns, name = old["metadata"]["namespace"], old["metadata"]["name"]
             key = f"{ns}/{name}"
-            self.local_queues.pop(key, None)
+            gone = self.local_queues.pop(key, None)
             self.queues.delete_local_queue(key)
+            if gone is not None and gone.spec.cluster_queue:
+                self.schedule_status("cq", gone.spec.cluster_queue)
             self._workloads_of_lq_changed(ns, name)
             return
         lq = _typed(new, LocalQueue)
@@ -406,6 +438,10 @@ class ControllerManager:
         key = f"{ns}/{name}"
         previous = self.local_queues.get(key)
         self.local_queues[key] = lq
+        if previous is not None and previous.spec == lq.spec and _same_deletion(previous, lq):
+            return  # our own status write
+        if previous is not None and previous.spec.cluster_queue != lq.spec.cluster_queue:
+            self.schedule_status("cq", previous.spec.cluster_queue)
         pending = [
             wl
             for wl in self.workloads.values()
@@ -635,7 +671,8 @@ class ControllerManager:
             pass
         except APIError as err:
             log.warning("reconcile %s%s: %s", getattr(fn, "__qualname__", fn), args, err)
-            self.requeue_after(_kind_of(fn), args[-1], 1.0)
+            kind = args[0] if len(args) == 2 else _kind_of(fn)
+            self.requeue_after(kind, args[-1], 1.0)
 
     # --- writes -------------------------------------------------------------------------------------------
 
@@ -681,9 +718,30 @@ class ControllerManager:
         events, self._events = self._events, []
         for event, involved in events:
             try:
-                self.client.create(R.EVENTS, self._event_object(event, involved))
+                self._emit(event, involved)
             except APIError as err:
                 log.info("event %s %s not recorded: %s", event.reason, event.name, err)
+
+    def _emit(self, event: Event, involved: dict[str, Any] | None) -> None:
+        """Create the Event, or count a repeat on the one already written (client-go's correlator)."""
+        obj = self._event_object(event, involved)
+        ref = obj["involvedObject"]
+        key = (obj["metadata"]["namespace"], ref.get("kind"), ref.get("name"), ref.get("uid"), event.type, event.reason, event.note)
+        seen = self._event_counts.get(key)
+        if seen is not None:
+            name, count = seen
+            try:
+                self.client.patch(
+                    R.EVENTS, name, {"count": count + 1, "lastTimestamp": obj["lastTimestamp"]}, obj["metadata"]["namespace"]
+                )
+                self._event_counts[key] = (name, count + 1)
+                return
+            except NotFound:
+                pass
+        self.client.create(R.EVENTS, obj)
+        if len(self._event_counts) >= _EVENT_CACHE_SIZE:
+            self._event_counts.pop(next(iter(self._event_counts)))
+        self._event_counts[key] = (obj["metadata"]["name"], 1)
 
     def _event_object(self, event: Event, involved: dict[str, Any] | None) -> dict[str, Any]:
         ref = involved or self._involved(event)
@@ -734,6 +792,15 @@ def _kind_of(fn: Callable[..., None]) -> str:
     owner = getattr(fn, "__self__", None)
     name = type(owner).__name__ if owner is not None else ""
     return {"JobController": "job", "WorkloadController": "workload"}.get(name, "cq")
+
+
+def _same_deletion(a: Any, b: Any) -> bool:
+    return bool(a.metadata.deletion_timestamp is None) == bool(b.metadata.deletion_timestamp is None)
+
+
+def _active(ac: AdmissionCheck) -> bool:
+    conditions = ac.status.conditions if ac.status is not None else []
+    return any(c.type == "Active" and c.status == "True" for c in conditions)
 
 
 def _newer(obj: dict[str, Any], old: dict[str, Any]) -> bool:

@@ -138,14 +138,15 @@ class WorkloadController:
                 message += f" due to {target.message}"
             reason = lifecycle.evict(updated, "Deactivated", message, self.mgr.now(), cause)
             remove_condition(updated.status.conditions, DEACTIVATION_TARGET)
-            if wl.status.admission is not None:
-                self._event(wl, NORMAL, f"EvictedDueTo{reason}", message)
+            event = (f"EvictedDueTo{reason}", message) if wl.status.admission is not None else None
             changed = True
+        else:
+            event = None
         if updated.status.requeue_state is not None:
             updated.status.requeue_state = None
             changed = True
-        if changed:
-            self.mgr.write_workload(updated)
+        if changed and self.mgr.write_workload(updated) and event is not None:
+            self._event(wl, NORMAL, event[0], event[1])
 
     # --- §3.8 check-based eviction ---------------------------------------------------------------------
 

@@ -24,6 +24,8 @@ from pykueue.core import lifecycle
 from pykueue.core.events import NORMAL, WARNING, Event
 from pykueue.core.workload_info import has_quota_reservation, is_admitted, is_evicted, is_finished
 
+RESOURCE_IN_USE = "kueue.x-k8s.io/resource-in-use"
+
 if TYPE_CHECKING:
     from pykueue.controllers.manager import ControllerManager
 
@@ -90,11 +92,14 @@ class JobController:
         if wl is None and owned:
             return  # a leftover was deleted, rewritten or the Job stopped; the next event continues
         if wl is not None:
+            if self._propagate_gate(job, wl):
+                return
             if bj.needs_priority_update(job, wl):
                 self._update_priority(job, wl)
                 return
             if is_finished(wl):
-                self._remove_finalizer(wl)
+                if RESOURCE_IN_USE in wl.metadata.finalizers and self.mgr.workload_controller.remove_finalizer(wl):
+                    self._event(job, NORMAL, "FinishedWorkload", bj.finished_workload_message(wl))
                 return
             if wl.metadata.deletion_timestamp is not None:
                 self._stop(job, wl, "Workload is deleted")
@@ -161,14 +166,19 @@ class JobController:
             return match
         if not owned:
             return None
+        keep: Workload | None = None
         if bj.is_suspended(job):
-            leftover = next((wl for wl in owned if not has_quota_reservation(wl)), None)
-            if leftover is not None:
-                self._rewrite(job, leftover)
-            return None
-        self._stop(
-            job, owned[0], "No matching Workload; restoring pod templates according to existent Workload"
-        )
+            keep = next((wl for wl in owned if not has_quota_reservation(wl)), None)
+            if keep is not None:
+                self._rewrite(job, keep)
+        else:
+            self._stop(job, owned[0], "No matching Workload; restoring pod templates according to existent Workload")
+        # ensureOneWorkload: every other owned Workload goes, so a new one can be created.
+        for wl in owned:
+            if wl is not keep and wl.metadata.deletion_timestamp is None:
+                self._remove_finalizer(wl)
+                self.mgr.client.delete(R.WORKLOADS, wl.metadata.name, wl.metadata.namespace)
+                self._event(job, NORMAL, "DeletedWorkload", bj.deleted_workload_message(wl))
         return None
 
     def _rewrite(self, job: dict[str, Any], wl: Workload) -> None:
@@ -179,6 +189,20 @@ class JobController:
         updated = msgspec.structs.replace(wl, spec=fresh.spec)
         if self.mgr.write_workload(updated, status=False):
             self._event(job, NORMAL, "UpdatedWorkload", bj.updated_workload_message(wl))
+
+    def _propagate_gate(self, job: dict[str, Any], wl: Workload) -> bool:
+        """Copy the Job's ``admission-gated-by`` annotation to its Workload (§6.5 step 2)."""
+        key = bj.ADMISSION_GATED_BY_ANNOTATION
+        want = (job["metadata"].get("annotations") or {}).get(key)
+        have = wl.metadata.annotations.get(key)
+        if want == have:
+            return False
+        annotations = {k: v for k, v in wl.metadata.annotations.items() if k != key}
+        if want:
+            annotations[key] = want
+        meta = msgspec.structs.replace(wl.metadata, annotations=annotations)
+        self.mgr.write_workload(msgspec.structs.replace(wl, metadata=meta), status=False)
+        return True
 
     def _update_priority(self, job: dict[str, Any], wl: Workload) -> None:
         priority = self._priority(job)
@@ -198,12 +222,12 @@ class JobController:
         self.mgr.workload_controller.remove_finalizer(wl)
 
     def _finish(self, job: dict[str, Any], wl: Workload, reason: str, message: str) -> None:
+        """Finish the Workload; ``FinishedWorkload`` follows when its finalizer goes (step 3)."""
         if is_finished(wl):
             return
         updated = lifecycle.copy_for_status(wl)
         lifecycle.set_condition(updated, "Finished", "True", reason, message, self.mgr.now())
-        if self.mgr.write_workload(updated):
-            self._event(job, NORMAL, "FinishedWorkload", bj.finished_workload_message(wl))
+        self.mgr.write_workload(updated)
 
     # --- step 6: create the Workload ----------------------------------------------------------------------
 
@@ -351,9 +375,20 @@ class JobController:
             self._event(job, NORMAL, "Stopped", note)
 
 
+MANAGED_OWNER_KINDS = frozenset({("batch/v1", "Job")})
+"""(apiVersion, kind) of the enabled integrations (``integrations.frameworks``: batch/job)."""
+
+
 def _has_owner(job: dict[str, Any]) -> bool:
-    """A Job controlled by another object is not top-level; Kueue-managed parents are out of scope."""
-    return any(ref.get("controller") for ref in job["metadata"].get("ownerReferences") or [])
+    """Whether the Job's controller owner is a Kueue-managed kind (then it is not top-level, §6.3).
+
+    Owners of other kinds (a CronJob, an operator's custom resource) leave the Job top-level.
+    Child Jobs of a Kueue-managed parent are left alone here (upstream keeps them suspended
+    until the parent's Workload is admitted; pykueue does not implement nested integration)."""
+    for ref in job["metadata"].get("ownerReferences") or []:
+        if ref.get("controller"):
+            return (ref.get("apiVersion"), ref.get("kind")) in MANAGED_OWNER_KINDS
+    return False
 
 
 def _priority_class(obj: dict[str, Any]) -> PriorityClass:

@@ -1,0 +1,295 @@
+"""The machinery under every admission-check controller: informers, a keyed work queue, one worker.
+
+A :class:`ControllerRuntime` owns informers (list + watch through the
+:class:`~pykueue.client.interface.Client`, see :mod:`pykueue.controllers.informer`) whose changes
+are mapped to *keys* ``(kind, namespace, name)`` by handlers, and a single worker thread that
+hands each key to the reconciler registered for its kind. As in controller-runtime:
+
+* a key queued several times before it is processed is processed once;
+* a key re-queued while it is being processed is processed again afterwards, never concurrently;
+* a reconciler returns the seconds after which it wants to see the key again (or None);
+* a reconciler that raises is retried with an exponential backoff (0.5 s doubling up to 30 s).
+
+Delays are measured on the injected :data:`~pykueue.controllers.clock.Clock`, never on wall time,
+so a test (or ``--time-offset-file``) that moves the clock makes due work run at once; the worker
+re-reads the clock every ``poll_interval`` real seconds while it waits.
+
+:func:`update_status` is the status write every controller here uses: a read-modify-write of the
+full object with its resourceVersion as precondition, recomputed on a fresh read after a Conflict.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from pykueue.client.interface import Client, Conflict, NotFound, Resource
+from pykueue.controllers.clock import Clock, system_clock
+from pykueue.controllers.informer import Change, Informer
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str, str]
+"""(kind, namespace, name); namespace is "" for cluster-scoped objects."""
+
+Reconciler = Callable[[str, str], float | None]
+"""``reconcile(namespace, name) -> seconds until the key should be reconciled again, or None``."""
+
+Handler = Callable[[Change], None]
+
+_ERROR_BACKOFF_BASE = 0.5
+_ERROR_BACKOFF_MAX = 30.0
+STATUS_WRITE_ATTEMPTS = 8
+
+
+class WorkQueue:
+    """A de-duplicating queue of keys with delayed adds measured on a :data:`Clock`."""
+
+    def __init__(self, clock: Clock = system_clock, poll_interval: float = 0.2) -> None:
+        self.clock = clock
+        self.poll_interval = poll_interval
+        self._cond = threading.Condition()
+        self._ready: deque[Key] = deque()
+        self._queued: set[Key] = set()
+        self._processing: set[Key] = set()
+        self._dirty: set[Key] = set()
+        self._delayed: dict[Key, datetime] = {}
+        self._shutdown = False
+
+    def add(self, key: Key) -> None:
+        """Queue ``key`` now (a pending delayed add of the same key is superseded)."""
+        with self._cond:
+            self._delayed.pop(key, None)
+            self._add_locked(key)
+
+    def add_after(self, key: Key, seconds: float) -> None:
+        """Queue ``key`` once ``seconds`` have passed on the clock (the earliest due time wins)."""
+        if seconds <= 0:
+            self.add(key)
+            return
+        due = self.clock() + timedelta(seconds=seconds)
+        with self._cond:
+            if key in self._queued:
+                return
+            current = self._delayed.get(key)
+            if current is None or due < current:
+                self._delayed[key] = due
+            self._cond.notify()
+
+    def _add_locked(self, key: Key) -> None:
+        if key in self._processing:
+            self._dirty.add(key)
+            return
+        if key not in self._queued:
+            self._queued.add(key)
+            self._ready.append(key)
+            self._cond.notify()
+
+    def _promote_due_locked(self) -> None:
+        if not self._delayed:
+            return
+        now = self.clock()
+        for key, due in list(self._delayed.items()):
+            if due <= now:
+                del self._delayed[key]
+                self._add_locked(key)
+
+    def get(self) -> Key | None:
+        """The next ready key (blocking); None once the queue is shut down."""
+        with self._cond:
+            while True:
+                if self._shutdown:
+                    return None
+                self._promote_due_locked()
+                if self._ready:
+                    key = self._ready.popleft()
+                    self._queued.discard(key)
+                    self._processing.add(key)
+                    return key
+                self._cond.wait(self.poll_interval if self._delayed else None)
+
+    def done(self, key: Key) -> None:
+        """Mark ``key`` processed; re-queue it when it was added meanwhile."""
+        with self._cond:
+            self._processing.discard(key)
+            if key in self._dirty:
+                self._dirty.discard(key)
+                self._add_locked(key)
+
+    def shut_down(self) -> None:
+        """Wake every waiter; ``get`` returns None from now on."""
+        with self._cond:
+            self._shutdown = True
+            self._cond.notify_all()
+
+    def shutting_down(self) -> bool:
+        """Whether :meth:`shut_down` was called."""
+        with self._cond:
+            return self._shutdown
+
+    def idle(self) -> bool:
+        """Nothing ready or in progress (delayed keys may remain)."""
+        with self._cond:
+            return not self._ready and not self._processing and not self._dirty
+
+    def delayed(self) -> dict[Key, datetime]:
+        """A snapshot of the delayed keys and their due times (for diagnostics and tests)."""
+        with self._cond:
+            return dict(self._delayed)
+
+
+class ControllerRuntime:
+    """Informers + a :class:`WorkQueue` + one worker thread calling per-kind reconcilers."""
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        name: str,
+        clock: Clock = system_clock,
+        poll_interval: float = 0.2,
+    ) -> None:
+        self.client = client
+        self.name = name
+        self.clock = clock
+        self.queue = WorkQueue(clock, poll_interval)
+        self._informers: list[Informer] = []
+        self._reconcilers: dict[str, Reconciler] = {}
+        self._failures: dict[Key, int] = {}
+        self._thread: threading.Thread | None = None
+        self._started = False
+
+    # -- wiring (before start) --------------------------------------------------------------------
+
+    def informer(self, resource: Resource, handler: Handler, namespace: str | None = None) -> Informer:
+        """Watch ``resource``; ``handler`` runs in the informer's thread for each change and
+        should only read caches and :meth:`enqueue` keys."""
+
+        def sink(change: Change) -> None:
+            try:
+                handler(change)
+            except Exception:  # a bad handler must not kill the informer thread
+                log.exception("%s: handler for %s failed", self.name, resource.plural)
+
+        inf = Informer(self.client, resource, sink, namespace)
+        self._informers.append(inf)
+        if self._started:
+            inf.start()
+        return inf
+
+    def register(self, kind: str, reconciler: Reconciler) -> None:
+        """Route keys of ``kind`` to ``reconciler``."""
+        self._reconcilers[kind] = reconciler
+
+    # -- queueing (any thread) --------------------------------------------------------------------
+
+    def enqueue(self, kind: str, namespace: str, name: str, after: float | None = None) -> None:
+        """Reconcile ``(kind, namespace, name)`` now, or after ``after`` clock seconds."""
+        key = (kind, namespace, name)
+        if after is None or after <= 0:
+            self.queue.add(key)
+        else:
+            self.queue.add_after(key, after)
+
+    # -- running --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the informers and the worker (non-blocking)."""
+        if self._started:
+            return
+        self._started = True
+        for inf in self._informers:
+            inf.start()
+        self._thread = threading.Thread(target=self._work, name=f"{self.name}-worker", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the worker and the informers and wait for their threads."""
+        self.queue.shut_down()
+        for inf in self._informers:
+            inf.stop()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._started = False
+
+    def wait_synced(self, timeout: float | None = None) -> bool:
+        """Block until every informer delivered its initial list."""
+        return all(inf.wait_synced(timeout) for inf in self._informers)
+
+    def _work(self) -> None:
+        # Decisions made from half-filled caches are wrong (a config not listed yet looks
+        # missing), so nothing is reconciled before every informer delivered its first list.
+        for inf in self._informers:
+            while not inf.wait_synced(self.queue.poll_interval):
+                if self.queue.shutting_down():
+                    return
+        while True:
+            key = self.queue.get()
+            if key is None:
+                return
+            try:
+                self._process(key)
+            finally:
+                self.queue.done(key)
+
+    def _process(self, key: Key) -> None:
+        kind, namespace, name = key
+        reconciler = self._reconcilers.get(kind)
+        if reconciler is None:
+            log.error("%s: no reconciler for %s", self.name, kind)
+            return
+        try:
+            after = reconciler(namespace, name)
+        except Exception:
+            failures = self._failures.get(key, 0) + 1
+            self._failures[key] = failures
+            delay = min(_ERROR_BACKOFF_BASE * 2 ** (failures - 1), _ERROR_BACKOFF_MAX)
+            log.exception(
+                "%s: reconciling %s %s/%s failed; retrying in %.1fs", self.name, kind, namespace, name, delay
+            )
+            self.queue.add_after(key, delay)
+            return
+        self._failures.pop(key, None)
+        if after is not None:
+            self.queue.add_after(key, after)
+
+
+def update_status(
+    client: Client,
+    resource: Resource,
+    obj: dict[str, Any],
+    mutate: Callable[[dict[str, Any]], bool],
+    *,
+    attempts: int = STATUS_WRITE_ATTEMPTS,
+) -> dict[str, Any] | None:
+    """Apply ``mutate`` to a copy of ``obj`` and PUT its status with ``obj``'s resourceVersion.
+
+    ``mutate`` edits the object in place and returns whether anything changed; nothing is written
+    when it returns False. On a Conflict the object is read again and ``mutate`` runs on the fresh
+    copy, so decisions are always re-applied to the latest state. Returns the object the server
+    stored (or the unchanged fresh copy when there was nothing to write), None when the object is
+    gone. Raises the last :class:`Conflict` after ``attempts`` tries.
+    """
+    current = obj
+    meta = current.get("metadata") or {}
+    for attempt in range(attempts):
+        work = copy.deepcopy(current)
+        if not mutate(work):
+            return current
+        try:
+            return client.replace(resource, work, subresource="status")
+        except NotFound:
+            return None
+        except Conflict:
+            if attempt == attempts - 1:
+                raise
+            try:
+                current = client.get(resource, str(meta.get("name")), meta.get("namespace") or None)
+            except NotFound:
+                return None
+    return None  # pragma: no cover - the loop always returns or raises

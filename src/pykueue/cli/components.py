@@ -1,0 +1,92 @@
+"""Building the controller components for ``pykueue serve`` and ``pykueue controller``.
+
+The CLI is the only place that knows every layer: it picks the client (in-process or HTTP), the
+clock, the configuration, and which components run (controller manager, local job runner, local
+provisioner).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pykueue.client.interface import Client
+
+log = logging.getLogger(__name__)
+
+
+def add_component_arguments(p: argparse.ArgumentParser, *, embedded: bool) -> None:
+    """Flags shared by ``serve`` and ``controller``."""
+    p.add_argument("--config", type=Path, help="a Kueue Configuration file (config.kueue.x-k8s.io v1beta1/v1beta2)")
+    p.add_argument(
+        "--provisioner",
+        type=Path,
+        metavar="FILE",
+        help="run the local provisioner, answering ProvisioningRequests from this capacity file",
+    )
+    p.add_argument(
+        "--time-offset-file",
+        type=Path,
+        metavar="PATH",
+        help="testing: the controllers' clock is wall time plus the seconds written in this file",
+    )
+    if embedded:
+        p.add_argument("--no-job-runner", action="store_true", help="do not run admitted Jobs' pods as local processes")
+    else:
+        p.add_argument(
+            "--run-jobs",
+            action="store_true",
+            help="also run admitted Jobs' pods as local processes (off by default: the cluster runs them)",
+        )
+
+
+def build_components(
+    client: Client, args: argparse.Namespace, data_dir: Path, *, run_jobs: bool, controllers: bool = True
+) -> list[Any]:
+    """The components to start, in start order."""
+    from pykueue.api.config import load_config, load_config_file
+    from pykueue.controllers.clock import clock_from
+    from pykueue.controllers.manager import ControllerManager, ControllerOptions
+
+    clock = clock_from(args.time_offset_file)
+    out: list[Any] = []
+    if controllers:
+        cfg = load_config_file(str(args.config)) if args.config else load_config(None)
+        extra: list[Any] = []
+        try:
+            from pykueue.controllers.admissionchecks.provisioning import ProvisioningCheckController
+        except ImportError:  # pragma: no cover - shipped with the package
+            ProvisioningCheckController = None  # type: ignore[assignment,misc]
+        if ProvisioningCheckController is not None:
+            extra.append(ProvisioningCheckController(client, clock=clock))
+        out.append(ControllerManager(client, ControllerOptions.from_config(cfg), clock=clock, components=extra))
+    if run_jobs:
+        from pykueue.controllers.jobrunner import JobRunner
+
+        out.append(JobRunner(client, data_dir / "pods", clock=clock))
+    if args.provisioner is not None:
+        from pykueue.controllers.provisioner import LocalProvisioner
+
+        out.append(LocalProvisioner(client, args.provisioner, clock))
+    return out
+
+
+def start_all(components: list[Any], wait_seconds: float = 30.0) -> Callable[[], None]:
+    """Start components (waiting for the manager's initial sync); returns the stop function."""
+    for comp in components:
+        comp.start()
+        wait = getattr(comp, "wait_ready", None)
+        if wait is not None and not wait(wait_seconds):
+            log.warning("%s did not finish its initial sync within %ss", type(comp).__name__, wait_seconds)
+
+    def stop() -> None:
+        for comp in reversed(components):
+            try:
+                comp.stop()
+            except Exception:  # stopping must go on for the others
+                log.exception("stopping %s", type(comp).__name__)
+
+    return stop

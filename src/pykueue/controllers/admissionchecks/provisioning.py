@@ -1,0 +1,961 @@
+"""The built-in ProvisioningRequest admission check (API reference §5.3).
+
+Controller name ``kueue.x-k8s.io/provisioning-request``. For every Workload holding a quota
+reservation whose ``status.admissionChecks`` name an AdmissionCheck of this controller, it asks
+the cluster autoscaler (or :mod:`pykueue.controllers.provisioner`) for capacity by creating one
+``autoscaling.x-k8s.io/v1`` ProvisioningRequest per attempt, named ``<workload>-<check>-<attempt>``,
+with one PodTemplate ``ppt-<request>-<podSet>`` per (merged) podSet, and maps the request's
+conditions back onto the check state:
+
+=====================  =====================================================================
+``Failed``             Retry (``requeueAfterSeconds`` from the config's retryStrategy) while the
+                       attempt ≤ ``backoffLimitCount``, then Rejected
+``CapacityRevoked``    Rejected (workload active and not finished)
+``BookingExpired``     like Failed, but ignored once the workload is Admitted
+``Provisioned``        Ready, with podSetUpdates naming the request and its class
+``Accepted``           Pending, carrying the Provisioned=False message (an ETA)
+=====================  =====================================================================
+
+Requests are deleted when the workload finishes or is evicted (gate
+``CleanupProvisioningRequestsOnEviction``) and, through owner references, when it is deleted.
+A second reconciler keeps each AdmissionCheck's ``Active`` condition: True while its parameters
+reference an existing ProvisioningRequestConfig, else False/``BadParametersRef``.
+
+It runs on :class:`pykueue.checks.runtime.ControllerRuntime` (informers on Workloads,
+AdmissionChecks, ProvisioningRequestConfigs and ProvisioningRequests; one worker thread) and
+talks to the API only through the :class:`~pykueue.client.interface.Client`. Time comes from the
+injected clock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pykueue.api.feature_gates import FeatureGates
+from pykueue.checks import states as st
+from pykueue.checks.events import NORMAL, WARNING, EventRecorder
+from pykueue.checks.runtime import ControllerRuntime, update_status
+from pykueue.client import resources as r
+from pykueue.client.interface import AlreadyExists, APIError, Client, NotFound
+from pykueue.controllers.clock import Clock, system_clock
+from pykueue.controllers.informer import DELETED, MODIFIED, SYNCED, Change, object_key
+
+log = logging.getLogger(__name__)
+
+CONTROLLER_NAME = "kueue.x-k8s.io/provisioning-request"
+CONFIG_KIND = "ProvisioningRequestConfig"
+CONFIG_GROUP = r.KUEUE
+
+CHECK_INACTIVE_MESSAGE = "the check is not active"
+NO_REQUEST_NEEDED = "the provisioning request is not needed"
+
+CONSUMES_ANNOTATION = "autoscaling.x-k8s.io/consume-provisioning-request"
+CLASS_NAME_ANNOTATION = "autoscaling.x-k8s.io/provisioning-class-name"
+PROVREQ_ANNOTATION_PREFIX = "provreq.kueue.x-k8s.io/"
+MANAGED_LABEL = "kueue.x-k8s.io/managed"
+POD_TEMPLATES_PREFIX = "ppt"
+
+ACCEPTED = "Accepted"
+PROVISIONED = "Provisioned"
+FAILED = "Failed"
+BOOKING_EXPIRED = "BookingExpired"
+CAPACITY_REVOKED = "CapacityRevoked"
+
+IDENTICAL_POD_TEMPLATES = "IdenticalPodTemplates"
+IDENTICAL_SCHEDULING_REQUIREMENTS = "IdenticalWorkloadSchedulingRequirements"
+
+DEFAULT_BACKOFF_LIMIT_COUNT = 3
+DEFAULT_BACKOFF_BASE_SECONDS = 60
+DEFAULT_BACKOFF_MAX_SECONDS = 1800
+
+EVENT_REQUEST_CREATED = "ProvisioningRequestCreated"
+EVENT_CHECK_UPDATED = "AdmissionCheckUpdated"
+EVENT_FAILED_CREATE = "FailedCreate"
+
+CLEANUP_GATE = "CleanupProvisioningRequestsOnEviction"
+
+_OBJ_NAME_HASH_LENGTH = 5
+# 253 is the longest object name; one character goes to the "-" before the hash.
+_OBJ_NAME_MAX_PREFIX_LENGTH = 252 - _OBJ_NAME_HASH_LENGTH
+
+_WORKLOAD = "workload"
+_CHECK = "admissioncheck"
+
+
+class InconsistentPodSetAssignments(Exception):
+    """The admission lacks an assignment for a podSet that needs capacity."""
+
+    def __init__(self) -> None:
+        super().__init__("inconsistent podSet assignments")
+
+
+# --- naming ---------------------------------------------------------------------------------------
+
+
+def limit_object_name(full_name: str) -> str:
+    """Names longer than 247 characters become their first 247 + ``-`` + 5 hex of SHA-1."""
+    if len(full_name) <= _OBJ_NAME_MAX_PREFIX_LENGTH:
+        return full_name
+    digest = hashlib.sha1(full_name.encode()).hexdigest()
+    return f"{full_name[:_OBJ_NAME_MAX_PREFIX_LENGTH]}-{digest[:_OBJ_NAME_HASH_LENGTH]}"
+
+
+def provisioning_request_name(workload: str, check: str, attempt: int) -> str:
+    """``<workload>-<check>-<attempt>`` (length-limited)."""
+    return limit_object_name(f"{workload}-{check}-{attempt}")
+
+
+def pod_template_name(request: str, pod_set: str) -> str:
+    """``ppt-<request>-<podSet>`` (length-limited)."""
+    return limit_object_name(f"{POD_TEMPLATES_PREFIX}-{request}-{pod_set}")
+
+
+def _attempt_regex(workload: str, check: str) -> re.Pattern[str]:
+    prefix = limit_object_name(f"{workload}-{check}-")
+    return re.compile("^" + re.escape(prefix) + "([0-9]+)$")
+
+
+def attempt_of(request_name: str, workload: str, check: str) -> int | None:
+    """The attempt number of a request of ``(workload, check)``; None when the name is not one."""
+    m = _attempt_regex(workload, check).match(request_name)
+    return int(m.group(1)) if m else None
+
+
+# --- ProvisioningRequestConfig --------------------------------------------------------------------
+
+
+def parameters_ref_error(ref: Mapping[str, Any] | None) -> str | None:
+    """Why an AdmissionCheck's ``spec.parameters`` cannot name a ProvisioningRequestConfig."""
+    if not ref:
+        return "missing parameters reference"
+    if not ref.get("name"):
+        return "empty name: bad parameters reference"
+    if ref.get("apiGroup") != CONFIG_GROUP:
+        return (
+            f'wrong group "{ref.get("apiGroup", "")}", expecting "{CONFIG_GROUP}": bad parameters reference'
+        )
+    if ref.get("kind") != CONFIG_KIND:
+        return f'wrong kind "{ref.get("kind", "")}", expecting "{CONFIG_KIND}": bad parameters reference'
+    return None
+
+
+def config_name_of(ac: Mapping[str, Any]) -> str | None:
+    """The ProvisioningRequestConfig an AdmissionCheck of this controller references, if valid."""
+    spec = ac.get("spec") or {}
+    if spec.get("controllerName") != CONTROLLER_NAME:
+        return None
+    ref = spec.get("parameters")
+    if ref is None or parameters_ref_error(ref) is not None:
+        return None
+    return str(ref["name"])
+
+
+@dataclass(frozen=True)
+class RetryStrategy:
+    """``spec.retryStrategy`` with Kueue's defaults (3 / 60 s / 1800 s)."""
+
+    backoff_limit_count: int = DEFAULT_BACKOFF_LIMIT_COUNT
+    backoff_base_seconds: int = DEFAULT_BACKOFF_BASE_SECONDS
+    backoff_max_seconds: int = DEFAULT_BACKOFF_MAX_SECONDS
+
+    @classmethod
+    def of(cls, prc: Mapping[str, Any]) -> RetryStrategy:
+        """The strategy of a ProvisioningRequestConfig (fields default individually)."""
+        rs = (prc.get("spec") or {}).get("retryStrategy") or {}
+
+        def pick(name: str, default: int) -> int:
+            value = rs.get(name)
+            return default if value is None else int(value)
+
+        return cls(
+            pick("backoffLimitCount", DEFAULT_BACKOFF_LIMIT_COUNT),
+            pick("backoffBaseSeconds", DEFAULT_BACKOFF_BASE_SECONDS),
+            pick("backoffMaxSeconds", DEFAULT_BACKOFF_MAX_SECONDS),
+        )
+
+
+def _uses_resources(pod_spec: Mapping[str, Any], resources: set[str]) -> bool:
+    for key in ("initContainers", "containers"):
+        for c in pod_spec.get(key) or ():
+            res = c.get("resources") or {}
+            if any(name in resources for name in (res.get("requests") or {})):
+                return True
+            if any(name in resources for name in (res.get("limits") or {})):
+                return True
+    return False
+
+
+def _assignments(wl: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    admission = (wl.get("status") or {}).get("admission") or {}
+    return {str(a.get("name")): a for a in admission.get("podSetAssignments") or ()}
+
+
+@dataclass
+class MergedPodSet:
+    """One entry of a request's ``spec.podSets``: the first podSet of a merged group."""
+
+    name: str
+    pod_set: dict[str, Any]
+    assignment: dict[str, Any]
+    count: int
+    members: list[str] = field(default_factory=list)
+
+
+def required_pod_sets(wl: Mapping[str, Any], prc: Mapping[str, Any]) -> list[tuple[dict[str, Any], int]]:
+    """PodSets (spec order) that need capacity under ``prc``, with their admitted counts.
+
+    A podSet needs capacity when its count is positive, it uses one of the config's
+    ``managedResources`` (any resource when the list is empty) and its assignment's count
+    (default: the spec count) is positive.
+    """
+    managed = set((prc.get("spec") or {}).get("managedResources") or ())
+    assignments = _assignments(wl)
+    out: list[tuple[dict[str, Any], int]] = []
+    for ps in (wl.get("spec") or {}).get("podSets") or ():
+        spec_count = int(ps.get("count", 1))
+        if spec_count <= 0:
+            continue
+        if managed and not _uses_resources((ps.get("template") or {}).get("spec") or {}, managed):
+            continue
+        psa = assignments.get(str(ps.get("name")))
+        count = spec_count if psa is None or psa.get("count") is None else int(psa["count"])
+        if count <= 0:
+            continue
+        out.append((ps, count))
+    return out
+
+
+def request_is_needed(wl: Mapping[str, Any], prc: Mapping[str, Any]) -> bool:
+    """Whether the Workload needs a ProvisioningRequest under ``prc`` (§5.3 item 5)."""
+    return bool(required_pod_sets(wl, prc))
+
+
+def _requests_per_container(pod_spec: Mapping[str, Any], key: str) -> list[Any]:
+    return [((c.get("resources") or {}).get("requests") or {}) for c in pod_spec.get(key) or ()]
+
+
+def _similar_scheduling(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    sa = (a.get("template") or {}).get("spec") or {}
+    sb = (b.get("template") or {}).get("spec") or {}
+    for key in ("containers", "initContainers"):
+        if _requests_per_container(sa, key) != _requests_per_container(sb, key):
+            return False
+    return all(
+        (sa.get(key) or None) == (sb.get(key) or None)
+        for key in ("resources", "nodeSelector", "tolerations", "affinity", "resourceClaims")
+    )
+
+
+def _can_merge(first: Mapping[str, Any], other: Mapping[str, Any], policy: str | None) -> bool:
+    if policy == IDENTICAL_POD_TEMPLATES:
+        return bool((first.get("template") or {}) == (other.get("template") or {}))
+    if policy == IDENTICAL_SCHEDULING_REQUIREMENTS:
+        return _similar_scheduling(first, other)
+    return False
+
+
+def merge_pod_sets(wl: Mapping[str, Any], prc: Mapping[str, Any]) -> list[MergedPodSet]:
+    """The request's podSets: required podSets merged per ``podSetMergePolicy`` (none: one each)."""
+    policy = (prc.get("spec") or {}).get("podSetMergePolicy")
+    assignments = _assignments(wl)
+    merged: list[MergedPodSet] = []
+    for ps, count in required_pod_sets(wl, prc):
+        name = str(ps.get("name"))
+        psa = assignments.get(name)
+        if psa is None:
+            raise InconsistentPodSetAssignments()
+        target = next((m for m in merged if policy and _can_merge(m.pod_set, ps, policy)), None)
+        if target is not None:
+            target.count += count
+            target.members.append(name)
+            continue
+        merged.append(MergedPodSet(name, ps, psa, count, [name]))
+    return merged
+
+
+def request_synced_with_config(
+    pr: Mapping[str, Any], prc: Mapping[str, Any], wl: Mapping[str, Any] | None = None
+) -> bool:
+    """Same class as the config and every config parameter present with the value it was given.
+
+    A ``provreq.kueue.x-k8s.io/`` annotation of the Workload (``wl``) legitimately overrides a
+    config parameter; comparing with the raw config value there would delete and recreate the
+    request on every pass, so the expected value is the one :func:`request_parameters` produces.
+    """
+    spec = pr.get("spec") or {}
+    cfg = prc.get("spec") or {}
+    if spec.get("provisioningClassName") != cfg.get("provisioningClassName"):
+        return False
+    params = spec.get("parameters") or {}
+    expected = request_parameters(wl, prc) if wl is not None else dict(cfg.get("parameters") or {})
+    return all(params.get(key) == expected[key] for key in (cfg.get("parameters") or {}))
+
+
+def request_parameters(wl: Mapping[str, Any], prc: Mapping[str, Any]) -> dict[str, str]:
+    """Config parameters, overridden by the Workload's ``provreq.kueue.x-k8s.io/*`` annotations."""
+    params = dict((prc.get("spec") or {}).get("parameters") or {})
+    for key, value in (st.metadata(wl).get("annotations") or {}).items():
+        if key.startswith(PROVREQ_ANNOTATION_PREFIX):
+            params[key[len(PROVREQ_ANNOTATION_PREFIX) :]] = value
+    return params
+
+
+def pod_set_updates(
+    wl: Mapping[str, Any], pr: Mapping[str, Any], prc: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """podSetUpdates for a provisioned request: consume + class annotations per request podSet,
+    and the config's ``podSetUpdates.nodeSelector`` filled from ``provisioningClassDetails``."""
+    name = str(st.metadata(pr).get("name"))
+    spec = pr.get("spec") or {}
+    by_template = {
+        pod_template_name(name, str(ps.get("name"))): str(ps.get("name"))
+        for ps in (wl.get("spec") or {}).get("podSets") or ()
+    }
+    details = (pr.get("status") or {}).get("provisioningClassDetails") or {}
+    selectors = ((prc.get("spec") or {}).get("podSetUpdates") or {}).get("nodeSelector")
+    updates: list[dict[str, Any]] = []
+    for ps in spec.get("podSets") or ():
+        update: dict[str, Any] = {
+            "name": by_template.get(str((ps.get("podTemplateRef") or {}).get("name")), ""),
+            "annotations": {
+                CONSUMES_ANNOTATION: name,
+                CLASS_NAME_ANNOTATION: str(spec.get("provisioningClassName", "")),
+            },
+        }
+        if selectors is not None:
+            node_selector: dict[str, str] = {}
+            for sel in selectors:
+                detail = sel.get("valueFromProvisioningClassDetail")
+                if detail in details:
+                    node_selector[str(sel.get("key"))] = str(details[detail])
+                else:
+                    log.info("provisioning class detail %r not found in %s", detail, name)
+            if node_selector:
+                update["nodeSelector"] = node_selector
+        updates.append(update)
+    return updates
+
+
+# --- small JSON helpers ---------------------------------------------------------------------------
+
+
+def controller_ref(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """An ownerReference making ``obj`` the controller (``SetControllerReference``)."""
+    meta = st.metadata(obj)
+    return {
+        "apiVersion": obj.get("apiVersion", ""),
+        "kind": obj.get("kind", ""),
+        "name": meta.get("name", ""),
+        "uid": meta.get("uid", ""),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def controller_of(obj: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The ownerReference with ``controller: true``."""
+    for ref in st.metadata(obj).get("ownerReferences") or ():
+        if ref.get("controller"):
+            return dict(ref)
+    return None
+
+
+def _is_controlled_by(obj: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:
+    ref = controller_of(obj)
+    return ref is not None and ref.get("uid") == st.metadata(owner).get("uid")
+
+
+def _group_of(api_version: str) -> str:
+    return api_version.split("/", 1)[0] if "/" in api_version else ""
+
+
+def owner_workload_name(pr: Mapping[str, Any]) -> str | None:
+    """The Workload controlling a ProvisioningRequest (by name, as upstream's index does)."""
+    ref = controller_of(pr)
+    if ref is None or ref.get("kind") != "Workload" or _group_of(str(ref.get("apiVersion", ""))) != r.KUEUE:
+        return None
+    return str(ref.get("name"))
+
+
+def _merge_flavor_info(
+    template: dict[str, Any], node_selector: dict[str, str], tolerations: list[Any]
+) -> None:
+    """``podset.Merge`` of flavor data into a pod template (conflicting keys are an error)."""
+    spec = template.setdefault("spec", {})
+    current = dict(spec.get("nodeSelector") or {})
+    for key, value in node_selector.items():
+        if key in current and current[key] != value:
+            raise ValueError(
+                "invalid podset infos: conflict for nodeSelector: "
+                f"conflict for key={key}, value1={current[key]}, value2={value}"
+            )
+        current[key] = value
+    if current:
+        spec["nodeSelector"] = current
+    tols = list(spec.get("tolerations") or [])
+    for tol in tolerations:
+        if tol not in tols:
+            tols.append(tol)
+    if tols:
+        spec["tolerations"] = tols
+
+
+def _use_limits_as_missing_requests(pod_spec: dict[str, Any]) -> None:
+    for key in ("initContainers", "containers"):
+        for c in pod_spec.get(key) or ():
+            res = c.get("resources")
+            if not res or not res.get("limits"):
+                continue
+            requests = res.setdefault("requests", {})
+            for name, value in res["limits"].items():
+                requests.setdefault(name, value)
+
+
+# --- the controller -------------------------------------------------------------------------------
+
+
+@dataclass
+class _StateSync:
+    """The outcome of one check-state pass: events to record and whether it was aborted."""
+
+    notes: list[str] = field(default_factory=list)
+    aborted: bool = False
+
+
+class ProvisioningRequestController:
+    """The ``kueue.x-k8s.io/provisioning-request`` admission check controller (component).
+
+    ``start()`` starts its informers and worker thread; ``stop()`` stops and joins them.
+    ``gates`` supplies ``CleanupProvisioningRequestsOnEviction`` (default on).
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        clock: Clock = system_clock,
+        *,
+        gates: FeatureGates | None = None,
+        poll_interval: float = 0.2,
+    ) -> None:
+        self.client = client
+        self.clock = clock
+        self.gates = gates if gates is not None else FeatureGates()
+        self.recorder = EventRecorder(client, CONTROLLER_NAME, clock)
+        self.runtime = ControllerRuntime(
+            client, name="provisioning", clock=clock, poll_interval=poll_interval
+        )
+        self.checks = self.runtime.informer(r.ADMISSION_CHECKS, self._on_check)
+        self.configs = self.runtime.informer(r.PROVISIONING_REQUEST_CONFIGS, self._on_config)
+        self.requests = self.runtime.informer(r.PROVISIONING_REQUESTS, self._on_request)
+        self.workloads = self.runtime.informer(r.WORKLOADS, self._on_workload)
+        self.runtime.register(_CHECK, self._reconcile_check)
+        self.runtime.register(_WORKLOAD, self._reconcile_workload)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start watching and reconciling (non-blocking)."""
+        self.runtime.start()
+
+    def stop(self) -> None:
+        """Stop and wait for the threads."""
+        self.runtime.stop()
+
+    def wait_synced(self, timeout: float | None = None) -> bool:
+        """Block until every informer delivered its initial list."""
+        return self.runtime.wait_synced(timeout)
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Same as :meth:`wait_synced` (the name the CLI's component runner looks for)."""
+        return self.wait_synced(timeout)
+
+    # -- event routing (informer threads) --------------------------------------------------------
+
+    def _enqueue_workloads_using(self, check: str) -> None:
+        for wl in self.workloads.items():
+            if st.find_check(wl, check) is not None:
+                ns, name = object_key(wl)
+                self.runtime.enqueue(_WORKLOAD, ns, name)
+
+    def _on_check(self, change: Change) -> None:
+        if change.type == SYNCED:
+            return
+        ours = [
+            obj
+            for obj in (change.old, change.new)
+            if obj is not None and (obj.get("spec") or {}).get("controllerName") == CONTROLLER_NAME
+        ]
+        if not ours:
+            return
+        name = str(st.metadata(change.object).get("name"))
+        if change.type != DELETED:
+            self.runtime.enqueue(_CHECK, "", name)
+        self._enqueue_workloads_using(name)
+
+    def _on_config(self, change: Change) -> None:
+        if change.type == SYNCED:
+            return
+        name = str(st.metadata(change.object).get("name"))
+        users = [str(st.metadata(ac).get("name")) for ac in self.checks.items() if config_name_of(ac) == name]
+        for check in users:
+            self.runtime.enqueue(_CHECK, "", check)
+        if change.type == MODIFIED and change.old is not None and change.new is not None:
+            old, new = change.old.get("spec") or {}, change.new.get("spec") or {}
+            if (
+                old.get("provisioningClassName") == new.get("provisioningClassName")
+                and (old.get("parameters") or {}) == (new.get("parameters") or {})
+                and set(old.get("managedResources") or ()) == set(new.get("managedResources") or ())
+            ):
+                return
+        for check in users:
+            self._enqueue_workloads_using(check)
+
+    def _on_request(self, change: Change) -> None:
+        if change.type == SYNCED:
+            return
+        owner = owner_workload_name(change.object)
+        if owner is not None:
+            self.runtime.enqueue(_WORKLOAD, str(st.metadata(change.object).get("namespace") or ""), owner)
+
+    def _on_workload(self, change: Change) -> None:
+        if change.type in (SYNCED, DELETED):
+            return  # deletion: owner references let the garbage collector remove the requests
+        ns, name = object_key(change.object)
+        self.runtime.enqueue(_WORKLOAD, ns, name)
+
+    # -- AdmissionCheck Active condition ---------------------------------------------------------
+
+    def _reconcile_check(self, _namespace: str, name: str) -> float | None:
+        ac = self.checks.get(("", name))
+        if ac is None or (ac.get("spec") or {}).get("controllerName") != CONTROLLER_NAME:
+            return None
+        status, reason, message = "True", st.ACTIVE_REASON, st.ACTIVE_MESSAGE
+        error = parameters_ref_error((ac.get("spec") or {}).get("parameters"))
+        if error is None:
+            try:
+                self.client.get(r.PROVISIONING_REQUEST_CONFIGS, str(ac["spec"]["parameters"]["name"]))
+            except NotFound as err:
+                error = err.message
+        if error is not None:
+            status, reason, message = "False", "BadParametersRef", error
+
+        def mutate(obj: dict[str, Any]) -> bool:
+            if (obj.get("spec") or {}).get("controllerName") != CONTROLLER_NAME:
+                return False
+            current = st.find_condition(obj, st.ACTIVE)
+            # Upstream rewrites the condition only when its status flips.
+            if current is not None and current.get("status") == status:
+                return False
+            generation = int(st.metadata(obj).get("generation") or 0)
+            return st.set_condition(obj, st.ACTIVE, status, reason, message, self.clock(), generation)
+
+        update_status(self.client, r.ADMISSION_CHECKS, ac, mutate)
+        return None
+
+    # -- Workloads -------------------------------------------------------------------------------
+
+    def config_for_check(self, check: str) -> dict[str, Any] | None:
+        """The ProvisioningRequestConfig of an AdmissionCheck (None: the check is not active)."""
+        ac = self.checks.get(("", check))
+        if ac is None:
+            return None
+        name = config_name_of(ac)
+        if name is None:
+            return None
+        return self.configs.get(("", name))
+
+    def _relevant_checks(self, wl: Mapping[str, Any]) -> list[str]:
+        out = []
+        for entry in st.check_states(wl):
+            ac = self.checks.get(("", str(entry.get("name"))))
+            if ac is not None and (ac.get("spec") or {}).get("controllerName") == CONTROLLER_NAME:
+                out.append(str(entry.get("name")))
+        return out
+
+    def owned_requests(self, wl: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Cached ProvisioningRequests controlled by the Workload (same namespace, by name)."""
+        ns, name = object_key(dict(wl))
+        return [
+            pr
+            for pr in self.requests.items()
+            if (st.metadata(pr).get("namespace") or "") == ns and owner_workload_name(pr) == name
+        ]
+
+    def active_or_last(
+        self,
+        wl: Mapping[str, Any],
+        configs: Mapping[str, dict[str, Any] | None],
+        owned: list[dict[str, Any]],
+    ) -> dict[str, dict[str, Any]]:
+        """Per check, the needed, config-synced request with the highest attempt number."""
+        wl_name = str(st.metadata(wl).get("name"))
+        out: dict[str, dict[str, Any]] = {}
+        best: dict[str, int] = {}
+        for check, prc in configs.items():
+            if prc is None or not request_is_needed(wl, prc):
+                continue
+            for pr in owned:
+                attempt = attempt_of(str(st.metadata(pr).get("name")), wl_name, check)
+                if attempt is None or not request_synced_with_config(pr, prc, wl):
+                    continue
+                if check not in best or best[check] < attempt:
+                    best[check] = attempt
+                    out[check] = pr
+        return out
+
+    def _reconcile_workload(self, namespace: str, name: str) -> float | None:
+        try:
+            # A fresh read: decisions about attempts must not be made from a cached copy that
+            # predates this controller's own last status write.
+            wl = self.client.get(r.WORKLOADS, name, namespace)
+        except NotFound:
+            return None
+        finished = st.is_finished(wl)
+        evicted = st.is_evicted(wl)
+        if not st.has_quota_reservation(wl) and not finished and not evicted:
+            return None
+        owned = self.owned_requests(wl)
+        if finished or (evicted and self.gates.enabled(CLEANUP_GATE)):
+            self._delete_requests(owned, keep=set())
+            return None
+        if evicted:
+            return None
+        relevant = self._relevant_checks(wl)
+        if not relevant:
+            return None
+        configs = {check: self.config_for_check(check) for check in relevant}
+        active = self.active_or_last(wl, configs, owned)
+        synced = self._sync_check_states(wl, configs, active)
+        if synced is None:
+            return None
+        self._delete_requests(owned, keep={str(st.metadata(pr).get("name")) for pr in active.values()})
+        self._sync_owned_requests(synced, configs, active)
+        return None
+
+    def _delete_requests(self, owned: list[dict[str, Any]], keep: set[str]) -> None:
+        for pr in owned:
+            meta = st.metadata(pr)
+            if meta.get("name") in keep:
+                continue
+            with contextlib.suppress(NotFound):  # already gone is what we want
+                self.client.delete(r.PROVISIONING_REQUESTS, str(meta.get("name")), str(meta.get("namespace")))
+
+    # -- check states ----------------------------------------------------------------------------
+
+    def _next_check_state(
+        self,
+        wl: Mapping[str, Any],
+        check: str,
+        entry: dict[str, Any],
+        prc: dict[str, Any] | None,
+        pr: dict[str, Any] | None,
+    ) -> dict[str, Any] | None:
+        """The entry after this pass (a copy), or None to abort the whole pass (§5.3 item 6)."""
+        new = copy.deepcopy(entry)
+
+        def set_state(state: str) -> None:
+            new["state"] = state
+
+        def set_message(message: str) -> None:
+            # Upstream's updateCheckMessage never clears a message.
+            if message:
+                new["message"] = message
+
+        if prc is None:
+            set_state(st.PENDING)
+            set_message(CHECK_INACTIVE_MESSAGE)
+            return new
+        if not request_is_needed(wl, prc):
+            if new.get("state") != st.READY:
+                set_state(st.READY)
+                new["message"] = NO_REQUEST_NEEDED
+                new.pop("podSetUpdates", None)
+            return new
+        if pr is None:
+            return None
+        wl_name = str(st.metadata(wl).get("name"))
+        attempt = attempt_of(str(st.metadata(pr).get("name")), wl_name, check) or 1
+        strategy = RetryStrategy.of(prc)
+
+        def retry_or_reject(cond: dict[str, Any], prefix: str) -> None:
+            cond_message = str(cond.get("message") or "")
+            if attempt <= strategy.backoff_limit_count:
+                set_message(f"{prefix}{cond_message}")
+                retry_count = int(new.get("retryCount") or 0)
+                # A request older than the retries already taken must not trigger another one.
+                if attempt > retry_count:
+                    set_state(st.RETRY)
+                    new["requeueAfterSeconds"] = st.requeue_after_seconds(
+                        retry_count, strategy.backoff_base_seconds, strategy.backoff_max_seconds
+                    )
+            else:
+                set_state(st.REJECTED)
+                new["message"] = cond_message
+
+        failed = _true_condition(pr, FAILED)
+        revoked = _true_condition(pr, CAPACITY_REVOKED)
+        expired = _true_condition(pr, BOOKING_EXPIRED)
+        provisioned = _true_condition(pr, PROVISIONED)
+        if failed is not None:
+            retry_or_reject(failed, "Retrying after failure: ")
+        elif revoked is not None:
+            if st.is_active(wl) and not st.is_finished(wl):
+                # Rejecting deactivates the workload: its pods could never run again, the nodes
+                # are already gone.
+                set_state(st.REJECTED)
+                set_message(str(revoked.get("message") or ""))
+        elif expired is not None:
+            if not st.is_admitted(wl):
+                retry_or_reject(expired, "Retrying after booking expired: ")
+        elif provisioned is not None:
+            if new.get("state") != st.READY:
+                set_state(st.READY)
+                updates = pod_set_updates(wl, pr, prc)
+                if updates:
+                    new["podSetUpdates"] = updates
+                else:
+                    new.pop("podSetUpdates", None)
+                set_message(str(provisioned.get("message") or ""))
+        elif _true_condition(pr, ACCEPTED) is not None:
+            eta = st.find_condition(pr, PROVISIONED)
+            if eta is not None:
+                set_message(str(eta.get("message") or ""))
+                set_state(st.PENDING)
+        else:
+            set_state(st.PENDING)
+        return new
+
+    def _sync_check_states(
+        self,
+        wl: dict[str, Any],
+        configs: Mapping[str, dict[str, Any] | None],
+        active: Mapping[str, dict[str, Any]],
+    ) -> dict[str, Any] | None:
+        """One status write for every relevant check; returns the Workload as now stored."""
+        result = _StateSync()
+
+        def mutate(obj: dict[str, Any]) -> bool:
+            result.notes.clear()
+            result.aborted = False
+            now = self.clock()
+            changed = False
+            for check, prc in configs.items():
+                entry = st.find_check(obj, check)
+                if entry is None:
+                    continue
+                new = self._next_check_state(obj, check, entry, prc, active.get(check))
+                if new is None:
+                    result.aborted = True
+                    return False
+                old_state = str(entry.get("state"))
+                if old_state != new["state"]:
+                    result.notes.append(
+                        st.state_change_note(
+                            check, old_state, str(new["state"]), str(new.get("message") or "")
+                        )
+                    )
+                changed |= st.set_check_state(
+                    obj,
+                    check,
+                    str(new["state"]),
+                    str(new.get("message") or ""),
+                    now,
+                    pod_set_updates=new.get("podSetUpdates"),
+                    requeue_after_seconds=new.get("requeueAfterSeconds"),
+                )
+            return changed
+
+        stored = update_status(self.client, r.WORKLOADS, wl, mutate)
+        if stored is None:
+            return None
+        if not result.aborted:
+            for note in result.notes:
+                self.recorder.event(stored, NORMAL, EVENT_CHECK_UPDATED, note)
+        return stored
+
+    # -- requests and pod templates --------------------------------------------------------------
+
+    def _sync_owned_requests(
+        self,
+        wl: dict[str, Any],
+        configs: Mapping[str, dict[str, Any] | None],
+        active: Mapping[str, dict[str, Any]],
+    ) -> None:
+        wl_name = str(st.metadata(wl).get("name"))
+        for check, prc in configs.items():
+            if prc is None or not request_is_needed(wl, prc):
+                continue
+            entry = st.find_check(wl, check)
+            if entry is not None and entry.get("state") != st.PENDING:
+                continue  # Ready is done; Retry/Rejected wait for Kueue's eviction/deactivation
+            pr = active.get(check)
+            attempt = int((entry or {}).get("retryCount") or 0) + 1
+            create = pr is None
+            if pr is not None and (
+                _true_condition(pr, FAILED) is not None
+                or (_true_condition(pr, BOOKING_EXPIRED) is not None and not st.is_admitted(wl))
+            ):
+                attempt = (attempt_of(str(st.metadata(pr).get("name")), wl_name, check) or 1) + 1
+                create = True
+            if create:
+                pr = self._create_request(wl, check, entry, prc, attempt)
+            if pr is None:
+                return
+            self._adopt_pod_templates(wl, pr)
+
+    def _create_request(
+        self,
+        wl: dict[str, Any],
+        check: str,
+        entry: dict[str, Any] | None,
+        prc: dict[str, Any],
+        attempt: int,
+    ) -> dict[str, Any] | None:
+        meta = st.metadata(wl)
+        namespace = str(meta.get("namespace"))
+        name = provisioning_request_name(str(meta.get("name")), check, attempt)
+        pod_sets: list[dict[str, Any]] = []
+        for merged in merge_pod_sets(wl, prc):
+            template_name = pod_template_name(name, merged.name)
+            try:
+                self.client.get(r.POD_TEMPLATES, template_name, namespace)
+            except NotFound:
+                try:
+                    self.client.create(r.POD_TEMPLATES, self._build_pod_template(wl, template_name, merged))
+                except AlreadyExists:
+                    pass  # created meanwhile (or by an earlier pass whose read was stale)
+                except (APIError, ValueError) as err:
+                    self._handle_create_error(
+                        wl, check, entry, f'Error creating PodTemplate "{template_name}": {_err_text(err)}'
+                    )
+                    return None
+            pod_sets.append({"podTemplateRef": {"name": template_name}, "count": merged.count})
+        body: dict[str, Any] = {
+            "apiVersion": r.PROVISIONING_REQUESTS.api_version,
+            "kind": r.PROVISIONING_REQUESTS.kind,
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "labels": {MANAGED_LABEL: "true"},
+                "ownerReferences": [controller_ref(wl)],
+            },
+            "spec": {"provisioningClassName": (prc.get("spec") or {}).get("provisioningClassName", "")},
+        }
+        params = request_parameters(wl, prc)
+        if params:
+            body["spec"]["parameters"] = params
+        body["spec"]["podSets"] = pod_sets
+        try:
+            created = self.client.create(r.PROVISIONING_REQUESTS, body)
+        except AlreadyExists:
+            # It exists but the cache has not seen it yet: not an error (upstream skips the
+            # FailedCreate event in this case too).
+            try:
+                return self.client.get(r.PROVISIONING_REQUESTS, name, namespace)
+            except NotFound:
+                return None
+        except APIError as err:
+            self._handle_create_error(
+                wl, check, entry, f'Error creating ProvisioningRequest "{name}": {_err_text(err)}'
+            )
+            return None
+        self.recorder.event(
+            wl, NORMAL, EVENT_REQUEST_CREATED, f'Created ProvisioningRequest: "{name}"', action="Created"
+        )
+        return created
+
+    def _build_pod_template(self, wl: dict[str, Any], name: str, merged: MergedPodSet) -> dict[str, Any]:
+        template = copy.deepcopy(merged.pod_set.get("template") or {})
+        node_selector: dict[str, str] = {}
+        tolerations: list[Any] = []
+        seen: set[str] = set()
+        for flavor in (merged.assignment.get("flavors") or {}).values():
+            if flavor in seen:
+                continue
+            seen.add(flavor)
+            rf = self.client.get(r.RESOURCE_FLAVORS, str(flavor))
+            rf_spec = rf.get("spec") or {}
+            node_selector.update(rf_spec.get("nodeLabels") or {})
+            tolerations.extend(rf_spec.get("tolerations") or ())
+        _merge_flavor_info(template, node_selector, tolerations)
+        _use_limits_as_missing_requests(template.setdefault("spec", {}))
+        return {
+            "apiVersion": "v1",
+            "kind": "PodTemplate",
+            "metadata": {
+                "name": name,
+                "namespace": st.metadata(wl).get("namespace"),
+                "labels": {MANAGED_LABEL: "true"},
+                # Owned by the Workload until the request exists, so a failed request creation
+                # leaves no orphan; ownership moves to the request afterwards.
+                "ownerReferences": [controller_ref(wl)],
+            },
+            "template": template,
+        }
+
+    def _adopt_pod_templates(self, wl: dict[str, Any], pr: dict[str, Any]) -> None:
+        namespace = str(st.metadata(pr).get("namespace"))
+        for ps in (pr.get("spec") or {}).get("podSets") or ():
+            template_name = str((ps.get("podTemplateRef") or {}).get("name"))
+            try:
+                pt = self.client.get(r.POD_TEMPLATES, template_name, namespace)
+            except NotFound:
+                continue
+            refs = list(st.metadata(pt).get("ownerReferences") or ())
+            changed = False
+            if _is_controlled_by(pt, wl):
+                wl_uid = st.metadata(wl).get("uid")
+                refs = [ref for ref in refs if ref.get("uid") != wl_uid]
+                changed = True
+            if not _is_controlled_by({"metadata": {"ownerReferences": refs}}, pr):
+                refs = [ref for ref in refs if ref.get("uid") != st.metadata(pr).get("uid")]
+                refs.append(controller_ref(pr))
+                changed = True
+            if changed:
+                pt["metadata"]["ownerReferences"] = refs
+                self.client.replace(r.POD_TEMPLATES, pt)
+
+    def _handle_create_error(
+        self, wl: dict[str, Any], check: str, entry: dict[str, Any] | None, message: str
+    ) -> None:
+        self.recorder.event(wl, WARNING, EVENT_FAILED_CREATE, message)
+        if entry is None:
+            return
+        state = str(entry.get("state"))
+        updates = entry.get("podSetUpdates")
+        requeue = entry.get("requeueAfterSeconds")
+
+        def mutate(obj: dict[str, Any]) -> bool:
+            if st.find_check(obj, check) is None:
+                return False
+            return st.set_check_state(
+                obj,
+                check,
+                state,
+                message,
+                self.clock(),
+                pod_set_updates=updates,
+                requeue_after_seconds=requeue,
+            )
+
+        update_status(self.client, r.WORKLOADS, wl, mutate)
+
+
+ProvisioningCheckController = ProvisioningRequestController
+"""Alias under which ``pykueue.cli.components`` wires the controller."""
+
+
+def _true_condition(obj: Mapping[str, Any], ctype: str) -> dict[str, Any] | None:
+    cond = st.find_condition(obj, ctype)
+    return cond if cond is not None and cond.get("status") == "True" else None
+
+
+def _err_text(err: Exception) -> str:
+    return err.message if isinstance(err, APIError) else str(err)

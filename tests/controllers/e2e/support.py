@@ -1,0 +1,170 @@
+"""Running Kueue end to end: ``pykueue serve`` with its controllers (embedded) or
+``pykueue serve --no-controllers`` plus ``pykueue controller --kubeconfig`` (cluster mode).
+
+The server process helpers come from the API server's end-to-end fixtures (one implementation of
+"start the real server, drive it with the real kubectl"); this module adds the controller process
+and Kueue-level helpers.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+_CONFTEST = Path(__file__).resolve().parents[2] / "apiserver" / "e2e" / "conftest.py"
+_spec = importlib.util.spec_from_file_location("apiserver_e2e_support", _CONFTEST)
+assert _spec is not None and _spec.loader is not None
+_support = importlib.util.module_from_spec(_spec)
+sys.modules["apiserver_e2e_support"] = _support
+_spec.loader.exec_module(_support)
+
+ROOT: Path = _support.ROOT
+SEEDS: Path = _support.SEEDS
+ServerProcess = _support.ServerProcess
+start_server = _support.start_server
+
+
+@dataclass
+class Kueue:
+    """A running control plane with Kueue's controllers, in one of the two modes."""
+
+    mode: str
+    server: Any
+    base: Path
+    offset_file: Path
+    controller: subprocess.Popen[str] | None = None
+    extra: list[str] = field(default_factory=list)
+    run_jobs: bool = True
+
+    # -- processes ----------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop the controller process (cluster mode) and the server."""
+        self.stop_controller()
+        if self.server.alive():
+            self.server.stop()
+
+    def stop_controller(self, kill: bool = False) -> None:
+        """Stop the separate controller process, if any."""
+        if self.controller is not None and self.controller.poll() is None:
+            if kill:
+                self.controller.kill()
+            else:
+                self.controller.terminate()
+            self.controller.wait(timeout=20)
+
+    def start_controller(self) -> None:
+        """Start ``pykueue controller`` against the server's kubeconfig (cluster mode)."""
+        env = dict(os.environ)
+        env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
+        log = open(self.base / "controller.log", "a")  # noqa: SIM115 - owned by the child
+        self.controller = subprocess.Popen(
+            [
+                sys.executable, "-m", "pykueue", "controller",
+                "--kubeconfig", str(self.server.kubeconfig),
+                "--work-dir", str(self.base / "pods"),
+                "--time-offset-file", str(self.offset_file), *self.extra,
+                *(["--run-jobs"] if self.run_jobs else []),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            cwd=self.base,
+        )
+        log.close()
+
+    def controller_log(self) -> str:
+        """The separate controller's output (cluster mode) or the server's log."""
+        path = self.base / "controller.log"
+        return path.read_text() if path.exists() else self.server.log()
+
+    # -- time ------------------------------------------------------------------------------------------
+
+    def advance(self, seconds: float) -> None:
+        """Move the controllers' clock forward (shared through the offset file)."""
+        current = float(self.offset_file.read_text() or 0) if self.offset_file.exists() else 0.0
+        tmp = self.offset_file.with_suffix(".tmp")
+        tmp.write_text(repr(current + seconds))
+        tmp.replace(self.offset_file)
+
+    # -- kubectl ----------------------------------------------------------------------------------------
+
+    def kubectl(self, *args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
+        """The real kubectl against the server."""
+        result: subprocess.CompletedProcess[str] = self.server.kubectl(*args, **kw)
+        return result
+
+    def apply(self, manifest: str) -> None:
+        """``kubectl apply -f -``."""
+        self.kubectl("apply", "-f", "-", stdin=manifest)
+
+    def get(self, kind: str, name: str, namespace: str | None = "default") -> dict[str, Any]:
+        """``kubectl get -o json``."""
+        args = ["get", kind, name, "-o", "json"]
+        if namespace:
+            args += ["-n", namespace]
+        out: dict[str, Any] = json.loads(self.kubectl(*args).stdout)
+        return out
+
+    def items(self, kind: str, namespace: str | None = "default") -> list[dict[str, Any]]:
+        """``kubectl get <kind> -o json`` items."""
+        args = ["get", kind, "-o", "json"] + (["-n", namespace] if namespace else ["-A"])
+        items: list[dict[str, Any]] = json.loads(self.kubectl(*args).stdout)["items"]
+        return items
+
+    def workload_of(self, job: str, namespace: str = "default") -> dict[str, Any] | None:
+        """The Workload owned by Job ``job``."""
+        for wl in self.items("workloads", namespace):
+            refs = wl["metadata"].get("ownerReferences") or []
+            if any(r["kind"] == "Job" and r["name"] == job for r in refs):
+                return wl
+        return None
+
+
+def condition(obj: dict[str, Any] | None, ctype: str) -> dict[str, Any] | None:
+    """The condition ``ctype`` of an object's status."""
+    for c in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if c["type"] == ctype:
+            return dict(c)
+    return None
+
+
+def is_true(obj: dict[str, Any] | None, ctype: str) -> bool:
+    """Whether condition ``ctype`` is True."""
+    c = condition(obj, ctype)
+    return c is not None and c["status"] == "True"
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, interval: float = 0.1, what: str = "") -> Any:
+    """Poll until ``predicate()`` is truthy; return its value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met in time: {what}")
+        time.sleep(interval)
+
+
+def start_kueue(base: Path, mode: str, extra: list[str] | None = None, *, run_jobs: bool = True) -> Kueue:
+    """Start the control plane in ``mode`` (``embedded`` or ``cluster``)."""
+    offset = base / "clock-offset"
+    offset.write_text("0")
+    flags = list(extra or [])
+    if mode == "embedded":
+        server = start_server(base, ["--time-offset-file", str(offset), *flags], controllers=True)
+        return Kueue(mode, server, base, offset)
+    server = start_server(base, ["--no-controllers"])
+    kueue = Kueue(mode, server, base, offset, extra=flags, run_jobs=run_jobs)
+    kueue.start_controller()
+    return kueue
