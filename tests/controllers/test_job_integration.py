@@ -153,3 +153,53 @@ def test_deleting_a_running_job_leaves_no_usage_behind(env: Env) -> None:
         return st.get("reservingWorkloads") == 0
 
     wait(released)
+
+
+def test_job_owned_by_a_non_kueue_kind_is_top_level(env: Env) -> None:
+    setup_queues(env)
+    # Any owner kind Kueue does not integrate (a CronJob on a cluster; a PodTemplate here, as the
+    # garbage collector needs the owner to exist).
+    owner = env.create(
+        R.POD_TEMPLATES,
+        {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "owner", "namespace": "default"},
+         "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}},
+    )
+    owned = job("cron-child")
+    owned["metadata"]["ownerReferences"] = [
+        {"apiVersion": "v1", "kind": "PodTemplate", "name": "owner", "uid": owner["metadata"]["uid"], "controller": True}
+    ]
+    env.create(R.JOBS, owned)
+    wait(lambda: workload_of(env, "cron-child"))
+
+
+def test_job_with_queue_name_is_not_reconciled_in_an_excluded_namespace(env: Env) -> None:
+    setup_queues(env)
+    skipped = job("system-job")
+    skipped["metadata"]["namespace"] = "kube-system"
+    env.create(R.JOBS, skipped)
+    marker = job("marker")
+    env.create(R.JOBS, marker)
+    wait(lambda: workload_of(env, "marker"))  # the manager has processed the Jobs
+    items, _ = env.client.list(R.WORKLOADS, "kube-system")
+    assert items == []
+
+
+def test_workload_with_admission_gated_by_annotation_removed_clears_the_gate(env: Env) -> None:
+    setup_queues(env)
+    gated = job("gated", annotations={"kueue.x-k8s.io/admission-gated-by": "example.com/gate"})
+    env.create(R.JOBS, gated)
+
+    def reason(expected: str) -> Any:
+        def check() -> dict[str, Any] | None:
+            wl = workload_of(env, "gated")
+            c = cond(wl or {}, "QuotaReserved")
+            return c if c is not None and c["reason"] == expected else None
+
+        return check
+
+    c = wait(reason("AdmissionGated"))
+    assert c["message"] == "Admission is gated by: example.com/gate"
+    env.client.patch(
+        R.JOBS, "gated", {"metadata": {"annotations": {"kueue.x-k8s.io/admission-gated-by": None}}}, "default"
+    )
+    wait(lambda: (wl := workload_of(env, "gated")) and cond(wl, "Admitted") and cond(wl, "Admitted")["status"] == "True")  # type: ignore[index]

@@ -300,3 +300,30 @@ def test_options_from_default_config() -> None:
     opts = default_options()
     assert opts.scheduler.wait_for_pods_ready
     assert opts.pods_ready_timeout_seconds == 1800.0
+
+
+def test_cluster_queue_recreated_counts_existing_reservations(env: Env) -> None:
+    setup_queues(env, cpu=1)
+    env.create(R.WORKLOADS, workload("holder"))
+    wait(has(env, "holder", "Admitted"))
+    env.client.delete(R.CLUSTER_QUEUES, "cq")
+    env.patch(R.CLUSTER_QUEUES, "cq", {"metadata": {"finalizers": None}}, None)  # forced away
+
+    def gone() -> bool:
+        try:
+            env.get(R.CLUSTER_QUEUES, "cq", None)
+        except Exception:
+            return True
+        return False
+
+    wait(gone)
+    spec = {
+        "namespaceSelector": {},
+        "resourceGroups": [
+            {"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": 1}]}]}
+        ],
+    }
+    env.create(R.CLUSTER_QUEUES, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": spec})
+    env.create(R.WORKLOADS, workload("newcomer"))
+    wait(has(env, "newcomer", "QuotaReserved", status="False"))
+    assert cond(env.get(R.WORKLOADS, "newcomer"), "QuotaReserved")["reason"] == "WaitingForQuota"  # type: ignore[index]

@@ -33,7 +33,7 @@ from pykueue.api.kueue import (
     ResourceFlavor,
     Workload,
 )
-from pykueue.api.meta import format_time, to_time
+from pykueue.api.meta import LabelSelector, format_time, to_time
 from pykueue.client import resources as R
 from pykueue.client.interface import APIError, Client, Conflict, NotFound, Resource
 from pykueue.controllers.clock import Clock, system_clock
@@ -99,6 +99,8 @@ class ControllerOptions:
     finished_retention_seconds: float | None = None
     label_keys_to_copy: tuple[str, ...] = ()
     manage_jobs_without_queue_name: bool = False
+    managed_jobs_namespace_selector: LabelSelector | None = None
+    """``managedJobsNamespaceSelector`` (None: every namespace)."""
 
     @staticmethod
     def from_config(cfg: KueueConfig) -> ControllerOptions:
@@ -114,6 +116,7 @@ class ControllerOptions:
             finished_retention_seconds=_seconds(after),
             label_keys_to_copy=tuple(conf.integrations.label_keys_to_copy) if conf.integrations else (),
             manage_jobs_without_queue_name=conf.manage_jobs_without_queue_name,
+            managed_jobs_namespace_selector=conf.managed_jobs_namespace_selector,
         )
 
 

@@ -392,6 +392,8 @@ def pending_condition(wl: Workload, view: QueueView, options: SchedulerOptions) 
     if gated and options.gate("AdmissionGatedBy"):
         return "AdmissionGated", f"Admission is gated by: {gated}"
     reason = current.reason if current is not None else ""
+    if reason == "AdmissionGated":  # the gate annotation was removed (API reference §3.1)
+        return "PendingEvaluation", "AdmissionGatedBy cleared, waiting for quota reservation"
     if (
         view.bulk_bypass_reason is not None
         and reason in BYPASSABLE_REASONS

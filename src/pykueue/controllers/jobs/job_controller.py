@@ -15,7 +15,7 @@ import msgspec
 
 from pykueue.api.conversion import to_external, to_internal
 from pykueue.api.kueue import PriorityClass, ReclaimablePod, Workload, WorkloadPriorityClass
-from pykueue.api.meta import ObjectMeta, find_condition
+from pykueue.api.meta import ObjectMeta, find_condition, label_selector_matches
 from pykueue.client import resources as R
 from pykueue.client.interface import AlreadyExists
 from pykueue.controllers.informer import ObjectKey
@@ -28,9 +28,6 @@ RESOURCE_IN_USE = "kueue.x-k8s.io/resource-in-use"
 
 if TYPE_CHECKING:
     from pykueue.controllers.manager import ControllerManager
-
-UNMANAGED_NAMESPACES = frozenset({"kube-system", "kueue-system"})
-"""The default ``managedJobsNamespaceSelector`` excludes these."""
 
 
 class JobController:
@@ -68,7 +65,11 @@ class JobController:
 
     def _managed(self, job: dict[str, Any]) -> bool:
         ns = job["metadata"].get("namespace", "")
-        if ns in UNMANAGED_NAMESPACES or ns not in self.mgr.namespace_label_map:
+        labels = self.mgr.namespace_label_map.get(ns)
+        if labels is None:
+            return False
+        selector = self.mgr.options.managed_jobs_namespace_selector
+        if selector is not None and not label_selector_matches(selector, labels):
             return False
         if bj.queue_name(job):
             return True
