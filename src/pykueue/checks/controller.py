@@ -39,7 +39,7 @@ from pykueue.api import kueue as k
 from pykueue.api.conversion import to_internal
 from pykueue.checks import states as st
 from pykueue.checks.events import NORMAL, EventRecorder
-from pykueue.checks.runtime import ControllerRuntime, update_status
+from pykueue.checks.runtime import ControllerRuntime, RuntimeComponent, update_status
 from pykueue.client import resources as r
 from pykueue.client.interface import Client
 from pykueue.controllers.clock import Clock, system_clock
@@ -159,7 +159,7 @@ class _Outcome:
     events: list[str] = field(default_factory=list)
 
 
-class AdmissionCheckController:
+class AdmissionCheckController(RuntimeComponent):
     """Runs a check function as an admission-check controller; see the module docstring.
 
     ``start()`` starts the watches and the worker thread and returns; ``stop()`` stops and joins
@@ -198,24 +198,6 @@ class AdmissionCheckController:
         self.workloads = self.runtime.informer(r.WORKLOADS, self._on_workload, namespace)
         self.runtime.register(_CHECK, self._reconcile_check)
         self.runtime.register(_WORKLOAD, self._reconcile_workload)
-
-    # -- lifecycle -------------------------------------------------------------------------------
-
-    def start(self) -> None:
-        """Start watching and deciding (non-blocking)."""
-        self.runtime.start()
-
-    def stop(self) -> None:
-        """Stop and wait for the threads."""
-        self.runtime.stop()
-
-    def wait_synced(self, timeout: float | None = None) -> bool:
-        """Block until the initial lists of AdmissionChecks and Workloads were seen."""
-        return self.runtime.wait_synced(timeout)
-
-    def wait_ready(self, timeout: float | None = None) -> bool:
-        """Same as :meth:`wait_synced` (the name ``pykueue``'s component runner looks for)."""
-        return self.wait_synced(timeout)
 
     def enqueue_workload(self, namespace: str, name: str, after: float | None = None) -> None:
         """Ask for the Workload's checks to be evaluated again (now or after ``after`` seconds)."""

@@ -293,3 +293,29 @@ def update_status(
             except NotFound:
                 return None
     return None  # pragma: no cover - the loop always returns or raises
+
+
+class RuntimeComponent:
+    """A component driven by one :class:`ControllerRuntime` in ``self.runtime``.
+
+    The lifecycle ``pykueue serve`` and ``pykueue controller`` expect of every component:
+    ``start()`` (non-blocking), ``stop()``, and ``wait_ready()`` for the initial lists.
+    """
+
+    runtime: ControllerRuntime
+
+    def start(self) -> None:
+        """Start watching and reconciling (non-blocking)."""
+        self.runtime.start()
+
+    def stop(self) -> None:
+        """Stop and wait for the threads."""
+        self.runtime.stop()
+
+    def wait_synced(self, timeout: float | None = None) -> bool:
+        """Block until every informer delivered its initial list."""
+        return self.runtime.wait_synced(timeout)
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Same as :meth:`wait_synced` (the name the CLI's component runner looks for)."""
+        return self.wait_synced(timeout)

@@ -46,7 +46,6 @@ from pykueue.controllers.informer import (
     object_key,
     resource_version,
 )
-from pykueue.core import lifecycle
 from pykueue.core.cache import Cache
 from pykueue.core.events import Event
 from pykueue.core.options import SchedulerOptions, options_from_config
@@ -57,13 +56,12 @@ from pykueue.core.workload_info import (
     has_active_quota_reservation,
     has_quota_reservation,
     is_active,
-    is_evicted,
     is_finished,
     is_on_hold,
     new_workload_info,
-    priority_parts,
     workload_key,
 )
+from pykueue.core.workload_routing import route_workload_change
 
 log = logging.getLogger(__name__)
 
@@ -513,61 +511,15 @@ class ControllerManager:
         for ref in wl.metadata.owner_references:
             if ref.kind == "Job":
                 self._dirty["job"].add((wl.metadata.namespace, ref.name))
-        now = self._ts()
-        if new is None:
-            cq = self.cache.workload_cq.get(key)
-            self.queues.delete_workload(key, forget=True)
-            self.cache.delete_workload(key)
-            if cq:
-                self.queues.queue_inadmissible_workloads({cq}, now)
-            return
-        if old is None:
-            if is_finished(new):
-                return
-            if has_active_quota_reservation(new):
-                self.cache.add_workload(self.info(new))
-            elif self._queueable(new):
-                self.queues.add_or_update_workload(new, now)
-            return
-        if is_evicted(new) and not is_evicted(old):
-            self.scheduler.observed_eviction(new.metadata.uid)
-        was_reserved = has_quota_reservation(old)
-        now_reserved = has_quota_reservation(new)
-        if is_finished(new) or not is_active(new):
-            self.queues.delete_workload(key)
-            cq = self.cache.workload_cq.get(key)
-            self.cache.delete_workload(key)
-            if cq:
-                self.queues.queue_inadmissible_workloads({cq}, now)
-            return
-        if not was_reserved and not now_reserved:
-            if is_on_hold(new):
-                self.queues.delete_workload(key)
-            else:
-                self.queues.add_or_update_workload(new, now)
-            return
-        if not was_reserved and now_reserved:
-            self.queues.delete_workload(key)
-            self.cache.add_workload(self.info(new))
-            return
-        if was_reserved and not now_reserved:
-            cq = self.cache.workload_cq.get(key)
-            self.cache.delete_workload(key)
-            at = lifecycle.requeue_at(new)
-            if at is None or at <= self.now():
-                self.queues.add_or_update_workload(new, now)
-            if cq:
-                self.queues.queue_inadmissible_workloads({cq}, now)
-            return
-        self.cache.add_workload(self.info(new))
-        if (
-            old.status.reclaimable_pods != new.status.reclaimable_pods
-            or priority_parts(old, self.sched_options) != priority_parts(new, self.sched_options)
-            or old.spec.priority_class_ref != new.spec.priority_class_ref
-        ):
-            cq = self.cache.workload_cq.get(key)
-            if cq:
-                self.queues.queue_inadmissible_workloads({cq}, now)
+        route_workload_change(
+            old,
+            new,
+            cache=self.cache,
+            queues=self.queues,
+            scheduler=self.scheduler,
+            options=self.sched_options,
+            now=self.now(),
+        )
 
     def _status_touched(self, wl: Workload | None) -> None:
         """A workload change refreshes its queues' status within the batch period (§4.1, §4.2)."""

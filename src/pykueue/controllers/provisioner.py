@@ -60,7 +60,7 @@ from pykueue.api.meta import format_time, parse_time
 from pykueue.api.podspec import per_pod_integer_requests
 from pykueue.api.quantity import format_amount, resource_value
 from pykueue.checks import states as st
-from pykueue.checks.runtime import ControllerRuntime, update_status
+from pykueue.checks.runtime import ControllerRuntime, RuntimeComponent, update_status
 from pykueue.client import resources as r
 from pykueue.client.interface import Client, NotFound
 from pykueue.controllers.clock import Clock, system_clock
@@ -356,7 +356,7 @@ def _true(obj: Mapping[str, Any], ctype: str) -> bool:
     return st.condition_true(obj, ctype)
 
 
-class LocalProvisioner:
+class LocalProvisioner(RuntimeComponent):
     """Answers ProvisioningRequests from a capacity file (component; see the module docstring).
 
     ``start()`` starts the watch and worker threads, ``stop()`` stops and joins them.
@@ -380,24 +380,6 @@ class LocalProvisioner:
         )
         self.requests = self.runtime.informer(r.PROVISIONING_REQUESTS, self._on_request)
         self.runtime.register(_REQUEST, self._reconcile)
-
-    # -- lifecycle -------------------------------------------------------------------------------
-
-    def start(self) -> None:
-        """Start answering (non-blocking)."""
-        self.runtime.start()
-
-    def stop(self) -> None:
-        """Stop and wait for the threads."""
-        self.runtime.stop()
-
-    def wait_synced(self, timeout: float | None = None) -> bool:
-        """Block until the initial list of ProvisioningRequests was seen."""
-        return self.runtime.wait_synced(timeout)
-
-    def wait_ready(self, timeout: float | None = None) -> bool:
-        """Same as :meth:`wait_synced` (the name the CLI's component runner looks for)."""
-        return self.wait_synced(timeout)
 
     def allocations(self) -> dict[tuple[str, str], Allocation]:
         """Capacity currently held, by request (namespace, name)."""

@@ -46,11 +46,10 @@ from pykueue.core.workload_info import (
     is_admitted,
     is_evicted,
     is_finished,
-    is_on_hold,
     new_workload_info,
-    priority_parts,
     workload_key,
 )
+from pykueue.core.workload_routing import route_workload_change
 
 ObjectKey = tuple[str, str, str]
 """(kind, namespace, name)."""
@@ -247,61 +246,23 @@ class SimulatedCluster:
         return new_workload_info(wl, self.options, self.cache.workload(workload_key(wl)))
 
     def _on_workload_added(self, wl: Workload) -> None:
-        if is_finished(wl):
-            return
-        if has_active_quota_reservation(wl):
-            self.cache.add_workload(self._info(wl))
-            return
-        self.queues.add_or_update_workload(wl, self._ts())
+        self._route(None, wl)
 
     def _deliver_updates(self) -> None:
         while self._updates:
             old, new = self._updates.popleft()
-            self._on_workload_updated(old, new)
+            self._route(old, new)
 
-    def _on_workload_updated(self, old: Workload, new: Workload) -> None:
-        key = workload_key(new)
-        was_reserved = has_quota_reservation(old)
-        now_reserved = has_quota_reservation(new)
-        if is_evicted(new) and not is_evicted(old):
-            self.scheduler.observed_eviction(new.metadata.uid)
-        if is_finished(new) or not is_active(new):
-            self.queues.delete_workload(key)
-            cq = self.cache.workload_cq.get(key)
-            self.cache.delete_workload(key)
-            if cq:
-                self.queues.queue_inadmissible_workloads({cq}, self._ts())
-            return
-        if not was_reserved and not now_reserved:
-            if is_on_hold(new):
-                self.queues.delete_workload(key)
-            else:
-                self.queues.add_or_update_workload(new, self._ts())
-            return
-        if not was_reserved and now_reserved:
-            self.queues.delete_workload(key)
-            self.cache.add_workload(self._info(new))
-            return
-        if was_reserved and not now_reserved:
-            cq = self.cache.workload_cq.get(key)
-            self.cache.delete_workload(key)
-            at = lifecycle.requeue_at(new)
-            if at is None or at <= self.now:
-                self.queues.add_or_update_workload(new, self._ts())
-            if cq:
-                self.queues.queue_inadmissible_workloads({cq}, self._ts())
-            return
-        self.cache.add_workload(self._info(new))
-        # Reserved -> reserved: fewer pods or another priority can let parked workloads in
-        # (scheduling reference §4.3, §4.7).
-        if (
-            old.status.reclaimable_pods != new.status.reclaimable_pods
-            or priority_parts(old, self.options) != priority_parts(new, self.options)
-            or old.spec.priority_class_ref != new.spec.priority_class_ref
-        ):
-            cq = self.cache.workload_cq.get(key)
-            if cq:
-                self.queues.queue_inadmissible_workloads({cq}, self._ts())
+    def _route(self, old: Workload | None, new: Workload) -> None:
+        route_workload_change(
+            old,
+            new,
+            cache=self.cache,
+            queues=self.queues,
+            scheduler=self.scheduler,
+            options=self.options,
+            now=self.now,
+        )
 
     # --- controller behaviour between cycles ---------------------------------------------------
 

@@ -258,8 +258,16 @@ def test_rejected_check_deactivates_the_workload(kueue: tuple[Any, HTTPClient, P
     _provisioning_check(client, "broken", "broken." + CLASS, retryStrategy={"backoffLimitCount": 0})
     _queue(client, "cq-broken", ["broken"])
     _job(client, "job-broken", "cq-broken")
-    wl = _wait_workload(client, "job-broken", lambda w: w["spec"].get("active") is False)
-    # Deactivation evicts, and eviction resets the check (§3.6).
+    # Deactivation (spec.active=false) comes first; the eviction that resets the check (§3.6)
+    # is the controller's next write.
+    wl = _wait_workload(
+        client,
+        "job-broken",
+        lambda w: w["spec"].get("active") is False
+        and any(
+            c["type"] == "Evicted" and c["status"] == "True" for c in (w.get("status") or {}).get("conditions") or []
+        ),
+    )
     entry = _check(wl, "broken")
     assert (entry["state"], entry["message"]) == (
         "Pending",

@@ -41,7 +41,7 @@ from typing import Any
 from pykueue.api.feature_gates import FeatureGates
 from pykueue.checks import states as st
 from pykueue.checks.events import NORMAL, WARNING, EventRecorder
-from pykueue.checks.runtime import ControllerRuntime, update_status
+from pykueue.checks.runtime import ControllerRuntime, RuntimeComponent, update_status
 from pykueue.client import resources as r
 from pykueue.client.interface import AlreadyExists, APIError, Client, NotFound
 from pykueue.controllers.clock import Clock, system_clock
@@ -429,7 +429,7 @@ class _StateSync:
     aborted: bool = False
 
 
-class ProvisioningRequestController:
+class ProvisioningRequestController(RuntimeComponent):
     """The ``kueue.x-k8s.io/provisioning-request`` admission check controller (component).
 
     ``start()`` starts its informers and worker thread; ``stop()`` stops and joins them.
@@ -457,24 +457,6 @@ class ProvisioningRequestController:
         self.workloads = self.runtime.informer(r.WORKLOADS, self._on_workload)
         self.runtime.register(_CHECK, self._reconcile_check)
         self.runtime.register(_WORKLOAD, self._reconcile_workload)
-
-    # -- lifecycle -------------------------------------------------------------------------------
-
-    def start(self) -> None:
-        """Start watching and reconciling (non-blocking)."""
-        self.runtime.start()
-
-    def stop(self) -> None:
-        """Stop and wait for the threads."""
-        self.runtime.stop()
-
-    def wait_synced(self, timeout: float | None = None) -> bool:
-        """Block until every informer delivered its initial list."""
-        return self.runtime.wait_synced(timeout)
-
-    def wait_ready(self, timeout: float | None = None) -> bool:
-        """Same as :meth:`wait_synced` (the name the CLI's component runner looks for)."""
-        return self.wait_synced(timeout)
 
     # -- event routing (informer threads) --------------------------------------------------------
 
