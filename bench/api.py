@@ -1,9 +1,11 @@
 """API server throughput: creates/s and updates/s over HTTP, and watch fan-out.
 
 Usage: python bench/api.py [--objects 20000] [--concurrency 32] [--watchers 10]
-                           [--kind workloads|resourceflavors|clusterqueues] [--url URL]
+                           [--kind workloads|resourceflavors|clusterqueues|leases|events]
+                           [--url URL] [--controllers]
 
-Starts ``pykueue serve`` (a real subprocess, fresh data directory, port 0) unless ``--url`` is
+Starts ``pykueue serve --no-controllers`` (a real subprocess, fresh data directory, port 0; with
+``--controllers`` Kueue's controllers run too and react to the objects) unless ``--url`` is
 given, then from one asyncio client process (aiohttp, ``--concurrency`` connections):
 
 1. opens ``--watchers`` watches on the collection (``?watch=true``, from the current revision);
@@ -220,8 +222,8 @@ async def bench(url: str, kind: str, objects: int, concurrency: int, watchers: i
                 print(f"watch errors: {errors[:3]}")
 
 
-def start_server(data_dir: str) -> tuple[subprocess.Popen[str], str]:
-    """``pykueue serve --port 0`` on ``data_dir``; returns (process, URL)."""
+def start_server(data_dir: str, controllers: bool = False) -> tuple[subprocess.Popen[str], str]:
+    """``pykueue serve --port 0 [--no-controllers]`` on ``data_dir``; returns (process, URL)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), PYTHONUNBUFFERED="1")
     kubeconfig = os.path.join(data_dir, "kubeconfig")
     proc = subprocess.Popen(
@@ -236,6 +238,7 @@ def start_server(data_dir: str) -> tuple[subprocess.Popen[str], str]:
             data_dir,
             "--kubeconfig",
             kubeconfig,
+            *(() if controllers else ("--no-controllers",)),
         ],
         stdout=subprocess.PIPE,
         text=True,
@@ -257,6 +260,9 @@ def main() -> None:
     parser.add_argument("--watchers", type=int, default=10)
     parser.add_argument("--kind", choices=sorted(PATHS), default="workloads")
     parser.add_argument("--url", help="benchmark a running server instead of starting one")
+    parser.add_argument(
+        "--controllers", action="store_true", help="run Kueue's controllers in the server (default: API only)"
+    )
     args = parser.parse_args()
     try:
         import uvloop
@@ -268,7 +274,7 @@ def main() -> None:
         asyncio.run(bench(args.url.rstrip("/"), args.kind, args.objects, args.concurrency, args.watchers))
         return
     with tempfile.TemporaryDirectory() as tmp:
-        proc, url = start_server(tmp)
+        proc, url = start_server(tmp, args.controllers)
         try:
             print(f"server: pykueue serve at {url} (fresh data directory)")
             asyncio.run(bench(url, args.kind, args.objects, args.concurrency, args.watchers))

@@ -46,9 +46,14 @@ class RegistryBackend:
     """The handlers' view of the registry, the tables, OpenAPI and the patch engine (design §2–§3)."""
 
     def __init__(self) -> None:
+        # Imported here, not at module level, so that importing the HTTP layer stays cheap; kept
+        # on the instance because an import statement in a per-request method costs microseconds.
+        from pykueue.apiserver import patch, tables
         from pykueue.apiserver.resources import REGISTRY
 
         self.registry = REGISTRY
+        self._patch = patch
+        self._tables = tables
         self._schemas: dict[tuple[str, str, str], Any] = {}
         self._openapi_paths: list[str] | None = None
 
@@ -74,9 +79,7 @@ class RegistryBackend:
         self, info: ResourceInfo, objs: list[dict[str, Any]], version: str, include_object: str
     ) -> dict[str, Any]:
         """A ``Table`` of objects already in ``version``."""
-        from pykueue.apiserver import tables
-
-        table: dict[str, Any] = tables.to_table(info, objs, version, include_object)  # type: ignore[arg-type]
+        table: dict[str, Any] = self._tables.to_table(info, objs, version, include_object)  # type: ignore[arg-type]
         return table
 
     # -- patches --------------------------------------------------------------------------------
@@ -85,23 +88,19 @@ class RegistryBackend:
         key = (info.group, info.plural, version)
         node = self._schemas.get(key)
         if node is None:
-            from pykueue.apiserver.patch import schema_node_from_openapi
-
-            node = schema_node_from_openapi(info.openapi_schema(version))
+            node = self._patch.schema_node_from_openapi(info.openapi_schema(version))
             self._schemas[key] = node
         return node
 
     def json_patch(self, obj: dict[str, Any], ops: list[Any]) -> dict[str, Any]:
         """RFC 6902."""
-        from pykueue.apiserver import patch
-
+        patch = self._patch
         result: dict[str, Any] = patch.json_patch(obj, ops)
         return result
 
     def merge_patch(self, obj: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
         """RFC 7386."""
-        from pykueue.apiserver import patch
-
+        patch = self._patch
         result: dict[str, Any] = patch.merge_patch(obj, doc)
         return result
 
@@ -109,8 +108,7 @@ class RegistryBackend:
         self, info: ResourceInfo, version: str, obj: dict[str, Any], doc: dict[str, Any]
     ) -> dict[str, Any]:
         """Strategic merge patch with the kind's patch metadata."""
-        from pykueue.apiserver import patch
-
+        patch = self._patch
         result: dict[str, Any] = patch.strategic_merge_patch(obj, doc, self._schema_node(info, version))
         return result
 
@@ -125,8 +123,7 @@ class RegistryBackend:
         subresource: str | None = None,
     ) -> dict[str, Any]:
         """Server-side apply of ``applied`` onto ``live`` (both in ``version``)."""
-        from pykueue.apiserver import patch
-
+        patch = self._patch
         result: dict[str, Any] = patch.server_side_apply(
             live,
             applied,
@@ -148,8 +145,7 @@ class RegistryBackend:
         subresource: str | None,
     ) -> None:
         """Record an Update by ``manager`` in ``new.metadata.managedFields``."""
-        from pykueue.apiserver import patch
-
+        patch = self._patch
         patch.update_managed_fields(
             old,
             new,
@@ -166,9 +162,7 @@ class RegistryBackend:
 
     def patch_error(self, err: Exception) -> E.APIError | None:
         """The Status of a patch-engine failure (None: not one of its errors)."""
-        from pykueue.apiserver.patch import PatchError
-
-        if not isinstance(err, PatchError):
+        if not isinstance(err, self._patch.PatchError):
             return None
         code = err.code if err.code < 500 else 422  # malformed patches are the client's fault
         reason = err.reason or "Invalid"
@@ -475,7 +469,8 @@ def parse_query(raw: bytes) -> dict[str, list[str]]:
 
 def parse_resource_path(method: str, group: str, version: str, rest: str) -> APIRequest:
     """Split ``[watch/][namespaces/{ns}/]{plural}[/{name}[/{subresource}]]`` (as ``RequestInfoFactory``)."""
-    parts = [urllib.parse.unquote(p) for p in rest.strip("/").split("/")] if rest.strip("/") else []
+    stripped = rest.strip("/")
+    parts = [urllib.parse.unquote(p) if "%" in p else p for p in stripped.split("/")] if stripped else []
     watch_prefix = bool(parts) and parts[0] == "watch"
     if watch_prefix:
         parts = parts[1:]

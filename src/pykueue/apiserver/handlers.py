@@ -10,9 +10,10 @@ on the event-loop thread); only watch returns a stream. Every failure is an
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeGuard, TypeVar
 
 import msgspec
 import yaml
@@ -21,6 +22,7 @@ from pykueue.api.manifests import KubeDumper, KubeLoader
 from pykueue.api.validation import TYPE_INVALID, FieldError, ValidationFailed
 from pykueue.apiserver import errors as E
 from pykueue.apiserver import protobuf, watch
+from pykueue.apiserver.admission import Lookup
 from pykueue.apiserver.discovery import parse_accept
 from pykueue.apiserver.selectors import (
     FieldSelector,
@@ -135,8 +137,13 @@ class ResourceInfo(Protocol):
     def from_storage(self, obj: Mapping[str, Any], version: str) -> dict[str, Any]: ...
     def default(self, obj: dict[str, Any]) -> dict[str, Any]: ...
     def prepare_for_create(self, obj: dict[str, Any]) -> dict[str, Any]: ...
+    def default_for_create(self, obj: dict[str, Any]) -> dict[str, Any]: ...
     def validation_failure(
         self, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> ValidationFailed | None: ...
+    def admit(self, obj: dict[str, Any], lookup: Lookup) -> None: ...
+    def admission_failure(
+        self, obj: dict[str, Any], old: dict[str, Any] | None, lookup: Lookup
     ) -> ValidationFailed | None: ...
     def openapi_schema(self, version: str) -> Any: ...
     def selectable_fields_for(self, version: str) -> tuple[str, ...]: ...
@@ -182,8 +189,12 @@ class Backend(Protocol):
 # --- media negotiation and body decoding -------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=256)
 def negotiate(accept: str) -> OutputFormat:
-    """Pick the response representation from an ``Accept`` header (protobuf falls back to JSON)."""
+    """Pick the response representation from an ``Accept`` header (protobuf falls back to JSON).
+
+    Memoised (clients send a handful of distinct headers; every request negotiates twice).
+    """
     if not accept:
         return OutputFormat("json", JSON)
     fallback = False
@@ -311,6 +322,9 @@ class Handlers:
         self.hub = hub
         self.bookmark_interval = bookmark_interval
         self._namespace_info = backend.lookup("", "v1", "namespaces")
+        self._by_resource: dict[tuple[str, str], ResourceInfo] = {}
+        for info in backend.resources():
+            self._by_resource.setdefault((info.group, info.plural), info)
 
     # -- dispatch ---------------------------------------------------------------------------------
 
@@ -788,6 +802,28 @@ class Handlers:
                 info.group, info.kind, failure.name or _name_of(obj), failure.errors, failure.message
             )
 
+    def _admission_validate(
+        self, info: ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> None:
+        failure = self._guard(info, obj, lambda: info.admission_failure(obj, old, self.lookup))
+        if failure is not None:
+            raise E.invalid(
+                info.group, info.kind, failure.name or _name_of(obj), failure.errors, failure.message
+            )
+
+    def lookup(self, group: str, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """The admission webhooks' read of a stored object (None when missing or not served)."""
+        info = self._by_resource.get((group, plural))
+        if info is None:
+            return None
+        try:
+            obj: dict[str, Any] = self.store.get(info.key(), namespace if info.namespaced else "", name)
+        except Exception as err:
+            if getattr(err, "code", None) == 404:
+                return None
+            raise
+        return obj
+
     def _guard(self, info: ResourceInfo, obj: Mapping[str, Any], fn: Callable[[], T]) -> T:
         """Run a registry function, mapping its validation errors to 422 and decode errors to 400."""
         try:
@@ -864,12 +900,16 @@ class Handlers:
             obj.pop("status", None)
         if _meta(obj).get("resourceVersion"):
             raise E.bad_request("resourceVersion should not be set on objects to be created")
-        storage = self._default(info, self._to_storage(info, obj, req.version))
-        storage = self._guard(info, storage, lambda: info.prepare_for_create(storage))
+        storage = self._to_storage(info, obj, req.version)
+        storage = self._guard(info, storage, lambda: info.default_for_create(storage))
         self._validate(info, storage, None, req.version)
         self._require_namespace_exists(info, req.namespace)
         if managed:
             self._managed(info, req.version, None, storage, manager, None)
+        # Webhooks run after managedFields are recorded (kube-apiserver's order), so the fields a
+        # mutating webhook sets belong to no manager.
+        self._guard(info, storage, lambda: info.admit(storage, self.lookup))
+        self._admission_validate(info, storage, None)
         try:
             created: dict[str, Any] = self.store.create(info.key(), storage, dry_run=dry_run)
         except Exception as err:
@@ -921,6 +961,8 @@ class Handlers:
         merged = self._merge_subresource(info, req.subresource, incoming, live)
         merged = self._default(info, merged)
         self._validate(info, merged, live, req.version)
+        if req.subresource is None:  # webhook rules name the main resource only, not /status
+            self._admission_validate(info, merged, live)
         if not operation_done:
             self._managed(info, req.version, live, merged, manager, req.subresource)
         try:
@@ -1276,16 +1318,16 @@ def json_type(value: Any) -> str:
     return "object" if isinstance(value, dict) else type(value).__name__
 
 
+def _is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    """``isinstance(value, Mapping)``, answered without the ABC check for plain dicts (hot path)."""
+    return isinstance(value, (dict, Mapping))
+
+
 def _resolve(schema: Mapping[str, Any], resolver: Resolver, depth: int = 0) -> Mapping[str, Any]:
     ref = schema.get("$ref")
     if ref is None:
         all_of = schema.get("allOf")
-        if (
-            isinstance(all_of, list)
-            and len(all_of) == 1
-            and isinstance(all_of[0], Mapping)
-            and "$ref" in all_of[0]
-        ):
+        if isinstance(all_of, list) and len(all_of) == 1 and _is_map(all_of[0]) and "$ref" in all_of[0]:
             ref = all_of[0]["$ref"]
     if ref is None or depth > 20:
         return schema
@@ -1333,7 +1375,7 @@ def _walk_value(
         _walk_object(value, schema, path, resolver, result)
     elif isinstance(value, list):
         items = schema.get("items")
-        if isinstance(items, Mapping):
+        if _is_map(items):
             for i, item in enumerate(value):
                 if item is not None:
                     _walk_value(item, items, f"{path}[{i}]", resolver, result)
@@ -1345,13 +1387,13 @@ def _walk_object(
     props = schema.get("properties")
     additional = schema.get("additionalProperties")
     preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
-    free = preserve or (not isinstance(props, Mapping) and additional in (None, True))
-    props = props if isinstance(props, Mapping) else {}
+    free = preserve or (not _is_map(props) and additional in (None, True))
+    props = props if _is_map(props) else {}
     for key in list(obj):
         value = obj[key]
         child = f"{path}.{key}" if path else str(key)
         sub = props.get(key)
-        if sub is None and isinstance(additional, Mapping):
+        if sub is None and _is_map(additional):
             sub = additional
             child = f"{path}[{key}]" if path else str(key)
         if sub is None:
@@ -1431,7 +1473,7 @@ def walk_schema(obj: dict[str, Any], schema: Mapping[str, Any], resolver: Resolv
     result = WalkResult()
     schema = _resolve(schema, resolver)
     props = schema.get("properties")
-    props = props if isinstance(props, Mapping) else {}
+    props = props if _is_map(props) else {}
     for key in list(obj):
         if key in ("apiVersion", "kind"):
             continue

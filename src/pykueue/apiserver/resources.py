@@ -29,8 +29,21 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from pykueue.api import kueue as k
-from pykueue.api.conversion import ConversionError, DecodeError, convert, to_external, to_internal
+from pykueue.api.conversion import (
+    ConversionError,
+    DecodeError,
+    convert,
+    describe_validation_error,
+    identify,
+    internal_version,
+    object_ref,
+    order_object_keys,
+    to_internal,
+)
+from pykueue.api.conversion import encode as encode_typed
 from pykueue.api.defaults import apply_admission_mutations, apply_defaults
 from pykueue.api.feature_gates import DEFAULT_GATES, FeatureGates
 from pykueue.api.validation import TYPE_INVALID as _TYPE_INVALID
@@ -45,12 +58,14 @@ from pykueue.api.validation import (
     validate_webhook,
 )
 from pykueue.apiserver import crdgen
+from pykueue.apiserver.admission import Admission, Lookup
 from pykueue.apiserver.builtin import (
     autoscaling,
     batch,
     coordination,
     core,
     events,
+    job_webhook,
     namespaces,
     scheduling,
 )
@@ -95,6 +110,8 @@ class Behaviour:
     selectable: Mapping[str, FieldGetter] = field(default_factory=dict)
     component: str = ""
     """OpenAPI component name of a built-in kind (empty for CRDs)."""
+    default_for_create: Callable[[Obj], Obj] | None = None
+    """``prepare_for_create(default(obj))`` done faster (None: the two steps)."""
 
 
 @dataclass
@@ -120,6 +137,8 @@ class ResourceInfo:
     """Group of the store collection when it differs from :attr:`group` (events.k8s.io → core)."""
     verbs: tuple[str, ...] = VERBS
     behaviour: Behaviour | None = field(default=None, repr=False, compare=False)
+    admission: Admission | None = field(default=None, repr=False, compare=False)
+    """Webhooks that read other objects (see :mod:`pykueue.apiserver.admission`); None for most."""
 
     # --- identity -----------------------------------------------------------------------------
 
@@ -192,6 +211,13 @@ class ResourceInfo:
         """
         return self._behaviour().prepare_for_create(obj)
 
+    def default_for_create(self, obj: Obj) -> Obj:
+        """``prepare_for_create(default(obj))``: what a create stores before validation."""
+        behaviour = self._behaviour()
+        if behaviour.default_for_create is not None:
+            return behaviour.default_for_create(obj)
+        return behaviour.prepare_for_create(behaviour.default(obj))
+
     def validate(self, obj: Obj, old: Obj | None, *, gates: FeatureGates = DEFAULT_GATES) -> list[FieldError]:
         """Schema, CEL and webhook errors of a storage-version object (``old`` for updates)."""
         return self._behaviour().validate(obj, old, gates)
@@ -201,6 +227,19 @@ class ResourceInfo:
     ) -> ValidationFailed | None:
         """Like :meth:`validate` but as the apiserver's error (message names a webhook if one denied)."""
         return self._behaviour().failure(obj, old, gates)
+
+    # --- admission that reads the cluster -------------------------------------------------------
+
+    def admit(self, obj: Obj, lookup: Lookup) -> None:
+        """Mutating admission on create (in place); may raise an ``APIError`` denial."""
+        if self.admission is not None and self.admission.mutate is not None:
+            self.admission.mutate(obj, lookup)
+
+    def admission_failure(self, obj: Obj, old: Obj | None, lookup: Lookup) -> ValidationFailed | None:
+        """Validating admission of a create (``old`` None) or main-resource update."""
+        if self.admission is None or self.admission.validate is None:
+            return None
+        return self.admission.validate(obj, old, lookup)
 
     # --- schema and fields --------------------------------------------------------------------
 
@@ -355,12 +394,36 @@ def _decode_problem(err: DecodeError) -> FieldError:
 
 
 def _type_errors(obj: Obj, kind: str) -> list[FieldError]:
-    schema = crdgen.shared_kueue_schema(kind, crdgen.V1BETA2)
-    return [e for e in sch.validate(obj, schema) if e.type == _TYPE_INVALID]
+    return sch.type_errors(obj, crdgen.shared_kueue_schema(kind, crdgen.V1BETA2))
 
 
 def _typed(obj: Obj) -> k.KueueObject:
-    return to_internal(obj)[0]
+    """``to_internal(obj)`` without its defensive deep copy when ``obj`` is already v1beta2.
+
+    Every write decodes the object into the typed model two or three times; the copy
+    ``conversion.convert`` makes first was the largest single cost of a Kueue-kind write. The
+    typed object may share raw sub-dicts (pod templates) with ``obj``: the defaulters, mutating
+    webhooks and validators only read or replace typed fields, and :func:`_external` builds
+    fresh values, so neither side sees the other change.
+    """
+    kind, version = identify(obj)
+    typ = k.KIND_TYPES.get(kind)
+    if typ is None or version != internal_version(kind):
+        return to_internal(obj)[0]
+    try:
+        typed: k.KueueObject = msgspec.convert(obj, typ)
+    except msgspec.ValidationError as err:
+        field_path, detail = describe_validation_error(str(err))
+        raise DecodeError(object_ref(obj), field_path, detail) from None
+    return typed
+
+
+def _external(typed: k.KueueObject) -> Obj:
+    """``to_external(typed)`` without the deep copy of the freshly encoded dict (same result)."""
+    data = encode_typed(typed)
+    data["apiVersion"] = internal_version(typed.kind)
+    data["kind"] = typed.kind
+    return order_object_keys(data)
 
 
 def _kueue_default(obj: Obj) -> Obj:
@@ -369,14 +432,36 @@ def _kueue_default(obj: Obj) -> Obj:
     except ConversionError:
         return obj
     apply_defaults(typed)
-    return _keep_unknown_metadata(obj, to_external(typed))
+    return _keep_unknown_metadata(obj, _external(typed))
+
+
+def _kueue_default_for_create(kind: str) -> Callable[[Obj], Obj]:
+    """``prepare(default(obj))`` in one decode and one encode (create requests).
+
+    Equivalent to the two steps: the prepare step decoded the defaulted object again, which
+    gives back the typed object the defaulting produced (the model round-trips), and the
+    metadata keys the model does not know are the original object's either way.
+    """
+
+    def run(obj: Obj) -> Obj:
+        try:
+            typed = _typed(obj)
+        except ConversionError:  # both steps leave an object the model cannot read unchanged
+            return obj
+        apply_defaults(typed)
+        apply_admission_mutations(typed, create=True)
+        result = _keep_unknown_metadata(obj, _external(typed))
+        return _canonical(result, kind) if kind in MUTATING_WEBHOOK_KINDS else result
+
+    return run
 
 
 def _keep_unknown_metadata(original: Mapping[str, Any], result: Obj) -> Obj:
     """Metadata keys the typed model does not know (e.g. ``selfLink``) survive defaulting."""
     meta = result.setdefault("metadata", {})
     for name, value in (original.get("metadata") or {}).items():
-        meta.setdefault(name, copy.deepcopy(value))
+        if name not in meta:
+            meta[name] = copy.deepcopy(value)
     return result
 
 
@@ -440,7 +525,7 @@ def _kueue_prepare(kind: str) -> Callable[[Obj], Obj]:
         except ConversionError:
             return obj
         apply_admission_mutations(typed, create=True)
-        result = _keep_unknown_metadata(obj, to_external(typed))
+        result = _keep_unknown_metadata(obj, _external(typed))
         return _canonical(result, kind) if kind in MUTATING_WEBHOOK_KINDS else result
 
     return prepare
@@ -452,6 +537,7 @@ def _kueue_behaviour(kind: str) -> Behaviour:
         convert=_kueue_convert(kind),
         default=_kueue_default,
         prepare_for_create=_kueue_prepare(kind),
+        default_for_create=_kueue_default_for_create(kind),
         validate=_kueue_validate(kind),
         failure=_kueue_failure(kind),
         selectable={"status.admission.clusterQueue": _path_getter("status.admission.clusterQueue")}
@@ -925,6 +1011,7 @@ def _builtin_infos() -> list[ResourceInfo]:
                 prepare_fn=_prepare_job,
                 selectable={"status.successful": _path_getter("status.succeeded")},
             ),
+            admission=job_webhook.admission(),
         ),
         ResourceInfo(
             group="scheduling.k8s.io",

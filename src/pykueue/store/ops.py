@@ -8,8 +8,9 @@ status-subresource rules).
 
 from __future__ import annotations
 
+import os
 import random
-import uuid
+import threading
 from typing import Any
 
 from . import errors as e
@@ -22,6 +23,37 @@ GENERATE_NAME_ATTEMPTS = 8
 PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
 
 _random = random.Random()
+
+
+_UID_BATCH = 256
+_uid_pool = bytearray()
+_uid_lock = threading.Lock()  # several stores (tests) may create at once
+
+
+def _forget_uids() -> None:
+    global _uid_pool
+    _uid_pool = bytearray()
+
+
+os.register_at_fork(after_in_child=_forget_uids)  # a forked child must not reuse the parent's bytes
+
+
+def new_uid() -> str:
+    """A random (version 4) UUID string, as ``str(uuid.uuid4())``.
+
+    The random bytes are read from ``os.urandom`` 256 uids at a time: one system call per uid
+    was a visible part of a create.
+    """
+    global _uid_pool
+    with _uid_lock:
+        if len(_uid_pool) < 16:
+            _uid_pool = bytearray(os.urandom(16 * _UID_BATCH))
+        raw = _uid_pool[-16:]
+        del _uid_pool[-16:]
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def kind_of(key: ResourceKey, obj: dict[str, Any] | None) -> str:
@@ -104,7 +136,7 @@ def create(tx: Tx, key: ResourceKey, obj: dict[str, Any]) -> dict[str, Any]:
     # The apiserver's create handler assigns the uid before admission and PrepareForCreate (the
     # Job selector embeds it), so a uid the caller already set is kept.
     if not meta.get("uid") or not isinstance(meta["uid"], str):
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = new_uid()
     meta["creationTimestamp"] = tx.now
     meta["generation"] = 1
     meta.pop("deletionTimestamp", None)

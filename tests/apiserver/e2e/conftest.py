@@ -1,7 +1,7 @@
 """Fixtures that run the real ``pykueue serve`` in a subprocess and drive it with real clients.
 
-``start_server`` launches ``python -m pykueue serve --port 0`` on a temporary data directory,
-waits for the ``export KUBECONFIG=...`` line (printed only once the socket listens and the
+``start_server`` launches ``python -m pykueue serve --port 0 --no-controllers`` on a temporary
+data directory, waits for the ``export KUBECONFIG=...`` line (printed only once the socket listens and the
 kubeconfig is written) and returns a :class:`ServerProcess` with helpers for the real kubectl
 (``/usr/bin/kubectl``, an isolated discovery cache) and the official Python client.
 """
@@ -115,8 +115,16 @@ def _pump(stream: Any, sink: list[str], ready: threading.Event) -> None:
     ready.set()
 
 
-def start_server(base: Path, extra: Sequence[str] = (), *, data_dir: Path | None = None) -> ServerProcess:
-    """Start ``pykueue serve`` on a free loopback port; return once it is ready to serve."""
+def start_server(
+    base: Path, extra: Sequence[str] = (), *, data_dir: Path | None = None, controllers: bool = False
+) -> ServerProcess:
+    """Start ``pykueue serve`` on a free loopback port; return once it is ready to serve.
+
+    The API server's tests pin API behaviour (e.g. a finalizer stays until a client removes it),
+    so Kueue's controllers are off (``--no-controllers``) unless ``controllers`` is set.
+    """
+    if not controllers and "--no-controllers" not in extra:
+        extra = (*extra, "--no-controllers")
     data_dir = data_dir or base / "data"
     kubeconfig = base / "kubeconfig"
     cache_dir = base / "kube-cache"

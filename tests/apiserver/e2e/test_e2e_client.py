@@ -394,7 +394,7 @@ def test_http_details(server: ServerProcess) -> None:
 
 
 def test_token_and_tls_on_non_loopback_bind(tmp_path: Path) -> None:
-    srv = start_server(tmp_path, ["--host", "0.0.0.0"])
+    srv = start_server(tmp_path, ["--host", "0.0.0.0", "--no-controllers"])
     try:
         assert srv.token and srv.url.startswith("https://127.0.0.1:")
         url, ca = f"{srv.url}/api/v1/namespaces", srv.verify()
@@ -438,7 +438,7 @@ def test_state_survives_restart_and_ctrl_c_is_clean(tmp_path: Path) -> None:
 
 
 def test_watch_expired_resource_version_is_410(tmp_path: Path) -> None:
-    srv = start_server(tmp_path, ["--watch-history", "5"])
+    srv = start_server(tmp_path, ["--watch-history", "5", "--no-controllers"])
     try:
         co = client.CustomObjectsApi(srv.api_client())
         first = co.list_cluster_custom_object(G, V2, "resourceflavors")["metadata"]["resourceVersion"]

@@ -15,6 +15,7 @@ bounds, ``x-kubernetes-list-type`` uniqueness) with apimachinery-style field err
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -366,6 +367,8 @@ def canonicalize_quantities(value: Any, schema: Mapping[str, Any]) -> Any:
     (possibly new) value is returned. Invalid quantities are left as they are.
     """
     if schema.get(INT_OR_STRING) and schema.get("pattern") == QUANTITY_PATTERN:
+        if isinstance(value, str | int | float) and not isinstance(value, bool):
+            return _canonical_quantity(value)
         try:
             return str(Quantity.parse(value))
         except (QuantityError, TypeError, ValueError):
@@ -397,6 +400,15 @@ def json_type(value: Any) -> str:
     return _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
 
 
+@functools.lru_cache(maxsize=4096, typed=True)
+def _canonical_quantity(value: str | int | float) -> str | int | float:
+    """``str(Quantity.parse(value))`` or ``value`` itself when invalid (memoised: quantities repeat)."""
+    try:
+        return str(Quantity.parse(value))
+    except (QuantityError, TypeError, ValueError):
+        return value
+
+
 def _type_matches(expected: str, value: Any) -> bool:
     actual = json_type(value)
     if expected == "number":
@@ -425,6 +437,67 @@ def validate(value: Any, schema: Mapping[str, Any], path: str = "") -> list[Fiel
     if isinstance(value, list):
         return _validate_array(value, schema, path)
     return _validate_scalar(value, schema, path)
+
+
+def type_errors(value: Any, schema: Mapping[str, Any], path: str = "") -> list[FieldError]:
+    """The ``TypeInvalid`` errors of :func:`validate`, in the same order, without the other checks."""
+    if _types_ok(value, schema):  # the usual case, checked without building any field path
+        return []
+    out: list[FieldError] = []
+    _collect_type_errors(value, schema, path, out)
+    return out
+
+
+def _types_ok(value: Any, schema: Mapping[str, Any]) -> bool:
+    """Whether :func:`type_errors` finds nothing."""
+    if value is None:
+        return bool(schema.get("nullable")) or not (schema.get(INT_OR_STRING) or schema.get("type"))
+    if schema.get(INT_OR_STRING):
+        return not isinstance(value, bool) and isinstance(value, int | float | str)
+    expected = schema.get("type")
+    if expected and not _type_matches(expected, value):
+        return False
+    if isinstance(value, dict):
+        props = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        extra = extra if isinstance(extra, dict) else None
+        for name, sub in value.items():
+            sub_schema = props.get(name, extra)
+            if sub_schema is not None and not _types_ok(sub, sub_schema):
+                return False
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, dict):
+            return all(_types_ok(item, items) for item in value)
+    return True
+
+
+def _collect_type_errors(value: Any, schema: Mapping[str, Any], path: str, out: list[FieldError]) -> None:
+    if value is None:
+        if not schema.get("nullable"):
+            out += [e for e in _null_error(path, schema) if e.type == _TYPE_INVALID]
+        return
+    if schema.get(INT_OR_STRING):
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            out.append(_type_error(path, value, "integer,string"))
+        return
+    expected = schema.get("type")
+    if expected and not _type_matches(expected, value):
+        out.append(_type_error(path, value, expected))
+        return
+    if isinstance(value, dict):
+        props = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        for name, sub in value.items():
+            if name in props:
+                _collect_type_errors(sub, props[name], _join(path, name), out)
+            elif isinstance(extra, dict):
+                _collect_type_errors(sub, extra, key(path, name), out)
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for i, item in enumerate(value):
+                _collect_type_errors(item, items, idx(path, i), out)
 
 
 def _null_error(path: str, schema: Mapping[str, Any]) -> list[FieldError]:

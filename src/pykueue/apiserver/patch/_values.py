@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any, Final
 
@@ -33,8 +32,16 @@ MISSING: Final = _Missing()
 
 
 def deep_copy(value: JSON) -> JSON:
-    """A deep copy of a JSON value."""
-    return copy.deepcopy(value)
+    """A deep copy of a JSON value (dicts and lists copied, scalars shared).
+
+    Several times faster than ``copy.deepcopy``, which keeps a memo of every node for shared
+    references and cycles that decoded JSON never has; every patch copies whole objects.
+    """
+    if isinstance(value, dict):
+        return {k: deep_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [deep_copy(v) for v in value]
+    return value
 
 
 def is_number(value: JSON) -> bool:

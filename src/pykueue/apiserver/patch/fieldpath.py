@@ -16,6 +16,7 @@ itself a member.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -37,7 +38,18 @@ def field_element(name: str) -> PathElement:
 
 def key_element(keys: Mapping[str, JSON]) -> PathElement:
     """``k:{...}`` for a map-list item with the given key fields."""
+    if all(type(v) in _SCALAR_TYPES for v in keys.values()):
+        # Memoised on the (name, type, value) triples: map-list keys repeat in every object.
+        return _scalar_key_element(tuple((name, type(keys[name]), keys[name]) for name in sorted(keys)))
     return "k:" + go_json({name: keys[name] for name in sorted(keys)}, sort_keys=False)
+
+
+_SCALAR_TYPES = frozenset({str, int, bool, type(None)})
+
+
+@functools.lru_cache(maxsize=65536)
+def _scalar_key_element(items: tuple[tuple[str, type, JSON], ...]) -> PathElement:
+    return "k:" + go_json({name: value for name, _, value in items}, sort_keys=False)
 
 
 def value_element(value: JSON) -> PathElement:
@@ -50,8 +62,12 @@ def index_element(index: int) -> PathElement:
     return f"i:{index}"
 
 
+@functools.lru_cache(maxsize=65536)
 def canonical_element(raw: str) -> PathElement:
-    """Validate and canonically re-encode one FieldsV1 key (raises ValueError when invalid)."""
+    """Validate and canonically re-encode one FieldsV1 key (raises ValueError when invalid).
+
+    Memoised: every write decodes the stored managedFields, whose keys repeat across objects.
+    """
     prefix, sep, body = raw.partition(":")
     if prefix == "f" and sep:
         return raw
@@ -80,8 +96,12 @@ def element_value(element: PathElement) -> Any:
     return json.loads(body)
 
 
+@functools.lru_cache(maxsize=65536)
 def element_sort_key(element: PathElement) -> tuple[Any, ...]:
-    """``PathElement.Compare`` order: fields < keys < values < indexes."""
+    """``PathElement.Compare`` order: fields < keys < values < indexes.
+
+    Memoised (a pure function of a string): encoding managedFields sorts every level.
+    """
     prefix = element[0]
     value = element_value(element)
     if prefix == "f":
@@ -141,16 +161,41 @@ def _sorted(elements: Iterable[PathElement]) -> list[PathElement]:
     return sorted(elements, key=element_sort_key)
 
 
+FieldTrie = dict[PathElement, list[Any]]
+"""Encoding trie: element -> [is a member, child trie]."""
+_Node = FieldTrie
+
+
 def to_fields_v1(paths: Iterable[Path]) -> dict[str, Any]:
     """Encode a field set as a FieldsV1 object (keys in structured-merge-diff order)."""
-    return _emit(_build_trie(paths), member=False)
+    root: _Node = {}
+    for path in paths:
+        if not path:
+            continue
+        node = root
+        for element in path[:-1]:
+            entry = node.get(element)
+            if entry is None:
+                entry = node[element] = [False, {}]
+            node = entry[1]
+        entry = node.get(path[-1])
+        if entry is None:
+            node[path[-1]] = [True, {}]
+        else:
+            entry[0] = True
+    return _emit(root, member=False)
 
 
-def _emit(trie: _Trie, *, member: bool) -> dict[str, Any]:
+def emit_fields_v1(node: _Node) -> dict[str, Any]:
+    """The FieldsV1 object of an encoding trie (``{element: [is member, child trie]}``)."""
+    return _emit(node, member=False)
+
+
+def _emit(node: _Node, *, member: bool) -> dict[str, Any]:
     out: dict[str, Any] = {".": {}} if member else {}
-    for element in _sorted(trie.members | trie.children.keys()):
-        child = trie.children.get(element)
-        out[element] = {} if child is None else _emit(child, member=element in trie.members)
+    for element in sorted(node, key=element_sort_key):
+        is_member, children = node[element]
+        out[element] = _emit(children, member=is_member) if children else {}
     return out
 
 
@@ -165,7 +210,7 @@ def from_fields_v1(doc: Mapping[str, Any]) -> FieldSet:
 
 def _decode(doc: Mapping[str, Any], prefix: Path, out: set[Path]) -> None:
     for raw, child in doc.items():
-        if not isinstance(child, Mapping):
+        if not isinstance(child, (dict, Mapping)):  # dicts are answered before the ABC check
             raise ValueError(f"fieldsV1 value of {raw!r} must be an object")
         if raw == ".":
             if prefix:

@@ -9,6 +9,7 @@ as ``sortEncodedManagedFields`` does: by operation (``Apply`` before ``Update``)
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -70,13 +71,17 @@ class ManagedEntry:
 
     def encode(self) -> dict[str, Any]:
         """The ``ManagedFieldsEntry`` JSON (field order of the Go struct)."""
+        return self.encode_with(to_fields_v1(self.fields))
+
+    def encode_with(self, fields_v1: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`encode` with the FieldsV1 of :attr:`fields` already built."""
         out: dict[str, Any] = {"manager": self.manager, "operation": self.operation}
         if self.api_version:
             out["apiVersion"] = self.api_version
         if self.time:
             out["time"] = self.time
         out["fieldsType"] = FIELDS_V1
-        out["fieldsV1"] = to_fields_v1(self.fields)
+        out["fieldsV1"] = fields_v1
         if self.subresource:
             out["subresource"] = self.subresource
         return out
@@ -174,4 +179,15 @@ def cap_update_managers(managers: Managers, limit: int = MAX_UPDATE_MANAGERS) ->
 
 def format_now(now: datetime | None) -> str:
     """RFC 3339 UTC seconds of ``now`` (the current time when None)."""
-    return format_time(now or datetime.now(UTC))
+    if now is not None:
+        return format_time(now)
+    second = int(time.time())
+    cached = _NOW_CACHE[0]  # one tuple, replaced whole: safe across threads
+    if cached[0] != second:
+        cached = (second, format_time(datetime.fromtimestamp(second, UTC)))
+        _NOW_CACHE[0] = cached
+    return cached[1]
+
+
+_NOW_CACHE: list[tuple[int, str]] = [(-1, "")]
+"""The formatted current second (every write stamps its managedFields entry)."""

@@ -11,16 +11,18 @@ Values are JSON-like; absent values are :data:`MISSING` (distinct from ``None``/
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pykueue.apiserver.patch._values import JSON, MISSING, JSONDict, deep_copy, json_equal
 from pykueue.apiserver.patch.fieldpath import (
     FieldSet,
+    FieldTrie,
     Path,
     PathElement,
     element_to_string,
+    emit_fields_v1,
     field_element,
     key_element,
     path_to_string,
@@ -194,8 +196,98 @@ def _compare(lhs: JSON, rhs: JSON, node: SchemaNode, path: Path, out: Comparison
         out.removed.add(path)
 
 
+def compare_created(value: JSON, node: SchemaNode) -> Comparison:
+    """``compare({}, value, node)`` (a create: every field is added), without the pairwise walk."""
+    if _empty(value) or _shape(node, {}) != "map" or _shape(node, value) != "map":
+        return compare({}, value, node)
+    out: set[Path] = set()
+    for name, member in _as_map(value).items():
+        _add_all(member, node.field(name), (field_element(name),), out)
+    return Comparison(added=out)
+
+
+def created_fields_v1(
+    value: JSONDict, node: SchemaNode, *, exclude: Collection[str], strip: Sequence[Path]
+) -> dict[str, Any] | None:
+    """The FieldsV1 of what a create sets, directly (no path sets, no second walk).
+
+    Equal to ``to_fields_v1(p for p in compare({}, value, node).added if p[0] not in
+    exclude and p not in strip)`` for a non-empty object ``value``: top-level members named in
+    ``exclude`` are left out with everything below them; the exact paths in ``strip`` are not
+    members (their children stay). None when ``value`` is not a non-empty object of an object
+    schema (the caller then takes the general path).
+    """
+    if _empty(value) or _shape(node, {}) != "map" or _shape(node, value) != "map":
+        return None
+    trie: FieldTrie = {}
+    for name, member in value.items():
+        if name not in exclude:
+            element = field_element(name)
+            trie[element] = _trie_all(member, node.field(name), (element,))
+    for path in strip:
+        _unmark(trie, path)
+    return emit_fields_v1(trie)
+
+
+def _trie_all(value: JSON, node: SchemaNode, path: Path) -> list[Any]:
+    """``[member, child trie]`` of ``path``: the trie form of :func:`_add_all`."""
+    shape = _shape(node, value)
+    children: FieldTrie = {}
+    if shape == "leaf" or _empty(value):
+        return [True, children]
+    if shape == "map":
+        for name, member in _as_map(value).items():
+            element = field_element(name)
+            children[element] = _trie_all(member, node.field(name), (*path, element))
+    else:
+        order, by_element = _index_items(node, _as_list(value), path, unique=False)
+        for element in dict.fromkeys(order):
+            items = by_element[element]
+            children[element] = (
+                [True, {}] if len(items) >= 2 else _trie_all(items[0], node.items, (*path, element))
+            )
+    return [True, children]
+
+
+def _unmark(trie: FieldTrie, path: Path) -> None:
+    """Make ``path`` a non-member (dropped entirely when nothing below it remains)."""
+    for element in path[:-1]:
+        entry = trie.get(element)
+        if entry is None:
+            return
+        trie = entry[1]
+    entry = trie.get(path[-1])
+    if entry is None:
+        return
+    if entry[1]:
+        entry[0] = False
+    else:
+        del trie[path[-1]]
+
+
+def _add_all(value: JSON, node: SchemaNode, path: Path, out: set[Path]) -> None:
+    """``_compare(MISSING, value, node, path)`` for the added set (value is present)."""
+    shape = _shape(node, value)
+    if shape == "leaf" or _empty(value):
+        out.add(path)
+        return
+    if shape == "map":
+        for name, member in _as_map(value).items():
+            _add_all(member, node.field(name), (*path, field_element(name)), out)
+    else:
+        order, by_element = _index_items(node, _as_list(value), path, unique=False)
+        for element in dict.fromkeys(order):
+            items = by_element[element]
+            if len(items) >= 2:
+                out.add((*path, element))
+            else:
+                _add_all(items[0], node.items, (*path, element), out)
+    out.add(path)
+
+
 def _empty(value: JSON) -> bool:
-    return value is MISSING or value is None or value == {} or value == []
+    # ``value == {}`` built an empty dict (and a list) per call; same answer for JSON values.
+    return value is MISSING or value is None or (isinstance(value, dict | list) and not value)
 
 
 def _compare_reshaped(lhs: JSON, rhs: JSON, node: SchemaNode, path: Path, out: Comparison) -> None:

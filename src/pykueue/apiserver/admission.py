@@ -1,0 +1,52 @@
+"""Admission control that reads other objects: the seam between the registry and the store.
+
+Most of a resource's behaviour (:class:`pykueue.apiserver.resources.Behaviour`) is a pure
+function of the object, so the registry can be used without a store (``pykueue schedule``, unit
+tests, the CRD generator). Some of Kueue's webhooks are not: the batch/v1 Job webhook defaults
+the queue-name label only when the namespace has a LocalQueue named ``default``, and walks the
+Job's owners. Those webhooks get a :data:`Lookup` from the request handlers for the duration of
+one request instead of holding the store themselves, which keeps the registry free of state and
+of a dependency on :mod:`pykueue.store`.
+
+Order in the request path (as kube-apiserver): defaulting → create-time preparation → built-in
+validation → managedFields → **mutating admission** (create only) → **validating admission**
+(create and main-resource update; ``/status`` writes are not sent to Kueue's webhooks, whose
+rules name only the main resource) → store. managedFields are recorded before the mutating
+webhooks, so fields a webhook sets are owned by no manager, as on a real cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pykueue.api.validation import ValidationFailed
+
+Obj = dict[str, Any]
+
+Lookup = Callable[[str, str, str, str], "Obj | None"]
+"""``lookup(group, plural, namespace, name)``: the stored object (storage version) or None.
+
+``namespace`` is ignored for cluster-scoped resources; resources the server does not serve read
+as missing. The returned dict is the caller's own copy.
+"""
+
+Mutator = Callable[[Obj, Lookup], None]
+"""Mutating admission on create: changes the (storage-version) object in place.
+
+Raises :class:`pykueue.apiserver.errors.APIError` to deny the request with a specific status.
+"""
+
+Validator = Callable[[Obj, "Obj | None", Lookup], "ValidationFailed | None"]
+"""Validating admission: ``(new, old or None on create, lookup)`` → the denial, or None."""
+
+
+@dataclass(frozen=True)
+class Admission:
+    """The admission webhooks of one resource that need to read the cluster."""
+
+    name: str
+    """What the webhooks emulate (for logs and docs), e.g. ``kueue batch/v1 Job webhook``."""
+    mutate: Mutator | None = None
+    validate: Validator | None = None
