@@ -49,7 +49,16 @@ class Quantity:
 
     @classmethod
     def parse(cls, text: str | int | float) -> Quantity:
-        """Parse a quantity string (or a YAML number) exactly; raise QuantityError if invalid."""
+        """Parse a quantity string (or a YAML number) exactly; raise QuantityError if invalid.
+
+        String results are cached (the same few strings are parsed on every request; Quantity
+        objects are never mutated, so sharing them is safe)."""
+        if type(text) is str and cls is Quantity:
+            return _parse_string(text)
+        return cls._parse(text)
+
+    @classmethod
+    def _parse(cls, text: str | int | float) -> Quantity:
         if isinstance(text, bool):
             raise QuantityError(f"quantities must match the regular expression: {text!r}")
         if isinstance(text, int):
@@ -166,6 +175,11 @@ def format_quantity(value: Fraction, fmt: QuantityFormat) -> str:
         mantissa *= 10 ** (exponent - 18)
         return f"{sign}{mantissa}E"
     return f"{sign}{mantissa}e{exponent}"
+
+
+@functools.lru_cache(maxsize=8192)
+def _parse_string(text: str) -> Quantity:
+    return Quantity._parse(text)
 
 
 def parse_quantity(text: str | int | float) -> Quantity:
