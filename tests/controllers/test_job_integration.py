@@ -203,3 +203,34 @@ def test_workload_with_admission_gated_by_annotation_removed_clears_the_gate(env
         R.JOBS, "gated", {"metadata": {"annotations": {"kueue.x-k8s.io/admission-gated-by": None}}}, "default"
     )
     wait(lambda: (wl := workload_of(env, "gated")) and cond(wl, "Admitted") and cond(wl, "Admitted")["status"] == "True")  # type: ignore[index]
+
+
+def test_admitted_job_gets_the_flavor_node_labels(env: Env) -> None:
+    env.create(
+        R.RESOURCE_FLAVORS,
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "f"},
+         "spec": {"nodeLabels": {"cloud.example.com/pool": "spot"},
+                  "tolerations": [{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}]}},
+    )  # fmt: skip
+    env.create(
+        R.CLUSTER_QUEUES,
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"},
+         "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"],
+                  "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": 2}]}]}]}},
+    )  # fmt: skip
+    env.create(
+        R.LOCAL_QUEUES,
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": "default"},
+         "spec": {"clusterQueue": "cq"}},
+    )  # fmt: skip
+    env.create(R.JOBS, job("labelled"))
+
+    def started() -> dict[str, Any] | None:
+        j = env.get(R.JOBS, "labelled")
+        return j if j["spec"].get("suspend") is False else None
+
+    pod = wait(started)["spec"]["template"]
+    assert pod["spec"]["nodeSelector"] == {"cloud.example.com/pool": "spot"}
+    assert {"key": "spot", "operator": "Exists", "effect": "NoSchedule"} in pod["spec"]["tolerations"]
+    assert pod["metadata"]["labels"]["kueue.x-k8s.io/podset"] == "main"
+    assert pod["metadata"]["labels"]["kueue.x-k8s.io/cluster-queue-name"] == "cq"

@@ -327,3 +327,29 @@ def test_cluster_queue_recreated_counts_existing_reservations(env: Env) -> None:
     env.create(R.WORKLOADS, workload("newcomer"))
     wait(has(env, "newcomer", "QuotaReserved", status="False"))
     assert cond(env.get(R.WORKLOADS, "newcomer"), "QuotaReserved")["reason"] == "WaitingForQuota"  # type: ignore[index]
+
+
+def test_should_set_the_workload_requeued_condition_to_true_on_reactivated(env: Env) -> None:
+    setup_queues(env)
+    env.create(R.WORKLOADS, workload("toggled"))
+    wait(has(env, "toggled", "Admitted"))
+    env.patch(R.WORKLOADS, "toggled", {"spec": {"active": False}})
+    wl = wait(has(env, "toggled", "Evicted", reason="Deactivated"))
+    assert cond(wl, "Evicted")["message"] == "The workload is deactivated"  # type: ignore[index]
+    # Nothing releases a bare Workload's quota (no job integration): play the integration's part.
+    wl = env.get(R.WORKLOADS, "toggled")
+    wl["status"].pop("admission", None)
+    for c in wl["status"]["conditions"]:
+        if c["type"] == "QuotaReserved":
+            c.update(status="False", reason="PendingEvaluation", message="The workload is deactivated")
+        if c["type"] == "Admitted":
+            c.update(status="False", reason="NoReservation", message="The workload has no reservation")
+    wl["status"]["conditions"].append(
+        {"type": "Requeued", "status": "False", "reason": "Deactivated", "message": "The workload is deactivated",
+         "lastTransitionTime": "2026-11-22T12:00:00Z"}
+    )  # fmt: skip
+    env.client.replace(R.WORKLOADS, wl, subresource="status")
+    env.patch(R.WORKLOADS, "toggled", {"spec": {"active": True}})
+    back = wait(has(env, "toggled", "Requeued", reason="Reactivated"))
+    assert cond(back, "Requeued")["message"] == "The workload was reactivated"  # type: ignore[index]
+    wait(has(env, "toggled", "Admitted"))
