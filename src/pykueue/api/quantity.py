@@ -42,10 +42,16 @@ class Quantity:
     """An exact quantity with the print format its suffix implies."""
 
     __slots__ = ("format", "value")
+    value: Fraction
+    format: QuantityFormat
 
     def __init__(self, value: Fraction, fmt: QuantityFormat = QuantityFormat.DECIMAL_SI) -> None:
-        self.value = value
-        self.format = fmt
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "format", fmt)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        # Parsed quantities are cached and shared (``Quantity.parse``): never mutate one.
+        raise AttributeError(f"Quantity is immutable (cannot set {name})")
 
     @classmethod
     def parse(cls, text: str | int | float) -> Quantity:

@@ -24,6 +24,7 @@ from typing import Any
 import msgspec
 
 from pykueue.api.meta import format_time, truncate_message
+from pykueue.core.lifecycle import backoff_seconds as backoff_seconds  # Kueue's formula (§3.10), one copy
 
 PENDING = "Pending"
 READY = "Ready"
@@ -235,16 +236,6 @@ def set_check_state(
         entry.pop("requeueAfterSeconds", None)
     return entry != before
 
-
-def backoff_seconds(n: int, base: float, cap: float) -> float:
-    """Kueue's backoff for iteration ``n ≥ 1`` without jitter: d₁ = base, dₖ₊₁ = min(2·dₖ, cap).
-
-    The cap applies to the *next* duration, so d₁ = base even when base > cap (§3.10).
-    """
-    d = float(base)
-    for _ in range(max(0, n - 1)):
-        d = min(2 * d, float(cap))
-    return d
 
 
 def requeue_after_seconds(

@@ -588,9 +588,10 @@ class JobRunner:
                 waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
             with pod.lock, contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
-        code = proc.wait()
+        # Reap and record under the lock: once reaped, the pid (and group id) may be reused, so
+        # _signal must see exit_code set before that can happen.
         with pod.lock:
-            pod.exit_code = code
+            pod.exit_code = proc.wait()
         self._mark_dirty(key)
 
     def _signal(self, pod: _Pod, sig: signal.Signals) -> None:

@@ -15,12 +15,11 @@ import heapq
 import logging
 import queue
 import threading
-import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from pykueue.api.config import KueueConfig, load_config
@@ -33,7 +32,7 @@ from pykueue.api.kueue import (
     ResourceFlavor,
     Workload,
 )
-from pykueue.api.meta import LabelSelector, format_time, to_time
+from pykueue.api.meta import LabelSelector, format_time, is_condition_true, to_time
 from pykueue.client import resources as R
 from pykueue.client.interface import APIError, Client, Conflict, NotFound, Resource
 from pykueue.controllers.clock import Clock, system_clock
@@ -588,10 +587,6 @@ class ControllerManager:
         """Queue status refresh, batched over :data:`STATUS_BATCH_SECONDS`."""
         self.requeue_after(kind, key, STATUS_BATCH_SECONDS)
 
-    def mark_dirty(self, kind: str, key: Any) -> None:
-        """Reconcile ``key`` in the next pass."""
-        self._dirty[kind].add(key)
-
     def _fire_timers(self, now: float) -> None:
         while self._timers and self._timers[0][0] <= now:
             due, _, kind, key = heapq.heappop(self._timers)
@@ -754,8 +749,7 @@ def _same_deletion(a: Any, b: Any) -> bool:
 
 
 def _active(ac: AdmissionCheck) -> bool:
-    conditions = ac.status.conditions if ac.status is not None else []
-    return any(c.type == "Active" and c.status == "True" for c in conditions)
+    return ac.status is not None and is_condition_true(ac.status.conditions, "Active")
 
 
 def _newer(obj: dict[str, Any], old: dict[str, Any]) -> bool:
@@ -780,11 +774,3 @@ def _typed(obj: dict[str, Any], cls: type[Any]) -> Any:
     return typed
 
 
-def seconds_until(when: datetime, now: datetime) -> float:
-    """Seconds from ``now`` to ``when`` (negative when past)."""
-    return (to_time(when) - to_time(now)) / timedelta(seconds=1)
-
-
-def monotonic() -> float:
-    """Monotonic seconds (for measuring, never for decisions)."""
-    return time.monotonic()

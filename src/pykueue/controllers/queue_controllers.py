@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from pykueue.api.conversion import to_external
+from pykueue.api.kueue import RESOURCE_IN_USE_FINALIZER as RESOURCE_IN_USE
 from pykueue.api.kueue import ClusterQueue
 from pykueue.client import resources as R
 from pykueue.client.interface import Resource
@@ -22,7 +23,6 @@ from pykueue.core.queue_status import cluster_queue_status, cohort_status, local
 if TYPE_CHECKING:
     from pykueue.controllers.manager import ControllerManager
 
-RESOURCE_IN_USE = "kueue.x-k8s.io/resource-in-use"
 
 
 class QueueControllers:

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from pykueue.api.kueue import RequeueState, Workload
-from pykueue.api.meta import find_condition, remove_condition, to_time
+from pykueue.api.kueue import JOB_UID_LABEL, RequeueState, Workload
+from pykueue.api.kueue import RESOURCE_IN_USE_FINALIZER as RESOURCE_IN_USE
+from pykueue.api.meta import find_condition, is_condition_true, remove_condition, to_time
 from pykueue.client import resources as R
 from pykueue.core import lifecycle
 from pykueue.core.events import NORMAL, WARNING, Event
@@ -32,8 +33,6 @@ from pykueue.core.workload_info import (
 if TYPE_CHECKING:
     from pykueue.controllers.manager import ControllerManager
 
-RESOURCE_IN_USE = "kueue.x-k8s.io/resource-in-use"
-JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 
 
 class WorkloadController:
@@ -366,5 +365,4 @@ def _requeue_state() -> RequeueState:
 
 
 def _condition_true(wl: Workload, ctype: str) -> bool:
-    cond = find_condition(wl.status.conditions, ctype)
-    return cond is not None and cond.status == "True"
+    return is_condition_true(wl.status.conditions, ctype)

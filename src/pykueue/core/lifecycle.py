@@ -291,7 +291,7 @@ def complete_eviction(wl: Workload, now: datetime, options: SchedulerOptions, po
 # --- backoff (§4.8) ---------------------------------------------------------------------------
 
 
-def backoff_seconds(n: int, base: int, cap: int) -> float:
+def backoff_seconds(n: int, base: float, cap: float) -> float:
     """d₁ = base; dₖ₊₁ = min(2·dₖ, cap) — without jitter (deterministic core)."""
     d = float(base)
     for _ in range(max(0, n - 1)):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from pykueue.api.conversion import to_external, to_internal
+from pykueue.api.kueue import RESOURCE_IN_USE_FINALIZER as RESOURCE_IN_USE
 from pykueue.api.kueue import PriorityClass, ReclaimablePod, Workload, WorkloadPriorityClass
 from pykueue.api.meta import ObjectMeta, find_condition, label_selector_matches
 from pykueue.client import resources as R
@@ -23,8 +24,6 @@ from pykueue.controllers.jobs import batch_job as bj
 from pykueue.core import lifecycle
 from pykueue.core.events import NORMAL, WARNING, Event
 from pykueue.core.workload_info import has_quota_reservation, is_admitted, is_evicted, is_finished
-
-RESOURCE_IN_USE = "kueue.x-k8s.io/resource-in-use"
 
 if TYPE_CHECKING:
     from pykueue.controllers.manager import ControllerManager
