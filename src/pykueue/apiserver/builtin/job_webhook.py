@@ -37,6 +37,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pykueue.api import kueue as k
+from pykueue.api.jobs import (
+    completions,
+    is_suspended,
+    parallelism,
+    pods_count,
+    queue_name,
+    workload_priority_class_name,
+)
 from pykueue.api.validation import (
     FIELD_IMMUTABLE_MSG,
     FieldError,
@@ -119,14 +127,8 @@ def _spec(obj: Mapping[str, Any]) -> dict[str, Any]:
     return mapping(obj.get("spec"))
 
 
-def queue_name(obj: Mapping[str, Any]) -> str:
-    """``QueueNameForObject``: the queue-name label ("" when absent)."""
-    return str(_labels(obj).get(QUEUE_NAME_LABEL) or "")
 
 
-def priority_class_name(obj: Mapping[str, Any]) -> str:
-    """``WorkloadPriorityClassName``: the priority-class label ("" when absent)."""
-    return str(_labels(obj).get(PRIORITY_CLASS_LABEL) or "")
 
 
 def prebuilt_workload_name(obj: Mapping[str, Any]) -> str:
@@ -136,23 +138,10 @@ def prebuilt_workload_name(obj: Mapping[str, Any]) -> str:
     )
 
 
-def is_suspended(job: Mapping[str, Any]) -> bool:
-    """``Job.IsSuspended``: ``spec.suspend`` and not being stopped by Kueue."""
-    return _spec(job).get("suspend") is True and _annotations(job).get(STOPPING_ANNOTATION) != "true"
 
 
-def _int_or(value: Any, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
-def pods_count(job: Mapping[str, Any]) -> int:
-    """``min(parallelism, completions)`` (completions only when set; parallelism defaults to 1)."""
-    spec = _spec(job)
-    count = _int_or(spec.get("parallelism"), 1)
-    completions = spec.get("completions")
-    if isinstance(completions, int) and not isinstance(completions, bool) and completions < count:
-        count = completions
-    return count
 
 
 def controller_of(obj: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -298,7 +287,7 @@ def default_job(job: Obj, lookup: Lookup, config: JobWebhookConfig = DEFAULT_CON
         meta.setdefault("labels", {})[QUEUE_NAME_LABEL] = DEFAULT_LOCAL_QUEUE
     if (
         config.workload_priority_class_defaulting
-        and not priority_class_name(job)
+        and not workload_priority_class_name(job)
         and not owner_managed
         and lookup(k.GROUP, "workloadpriorityclasses", "", DEFAULT_PRIORITY_CLASS) is not None
     ):
@@ -400,7 +389,8 @@ def _sync_completion_create(job: Obj) -> list[FieldError]:
         spec = _spec(job)
         if spec.get("completionMode") in (None, "NonIndexed"):
             errs.append(invalid(_SYNC_COMPLETIONS_PATH, raw, "should not be enabled for NonIndexed jobs"))
-        if _int_or(spec.get("parallelism"), 1) != _int_or(spec.get("completions"), 1):
+        done = completions(job)
+        if parallelism(job) != (1 if done is None else done):
             # Kueue's message (sic: "is annotation is true").
             errs.append(
                 invalid(
@@ -445,7 +435,7 @@ def _validate_on_update(old: Obj, job: Obj, lookup: Lookup) -> list[FieldError]:
             str(_labels(job).get(MAX_EXEC_TIME_LABEL, "")),
             str(_labels(old).get(MAX_EXEC_TIME_LABEL, "")),
         )
-    new_class, old_class = priority_class_name(job), priority_class_name(old)
+    new_class, old_class = workload_priority_class_name(job), workload_priority_class_name(old)
     if not new_suspended and not old_class and new_class:
         errs.append(
             invalid(
@@ -465,17 +455,14 @@ def _validate_on_update(old: Obj, job: Obj, lookup: Lookup) -> list[FieldError]:
 
 def _partial_admission_update(old: Obj, job: Obj) -> list[FieldError]:
     errs: list[FieldError] = []
-    if MIN_PARALLELISM_ANNOTATION in _annotations(old):
-        old_spec, new_spec = _spec(old), _spec(job)
-        if old_spec.get("suspend") is not True and _int_or(old_spec.get("parallelism"), 1) != _int_or(
-            new_spec.get("parallelism"), 1
-        ):
-            errs.append(
-                forbidden(
-                    "spec.parallelism",
-                    "cannot change when partial admission is enabled and the job is not suspended",
-                )
-            )
+    if (
+        MIN_PARALLELISM_ANNOTATION in _annotations(old)
+        and _spec(old).get("suspend") is not True
+        and parallelism(old) != parallelism(job)
+    ):
+        errs.append(
+            forbidden("spec.parallelism", "cannot change when partial admission is enabled and the job is not suspended")
+        )
     new_suspended = is_suspended(job)
     if (
         is_suspended(old) == new_suspended

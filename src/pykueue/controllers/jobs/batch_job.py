@@ -23,6 +23,17 @@ from typing import Any, Final
 
 import msgspec
 
+from pykueue.api.jobs import (  # the Job readers shared with the API server's Job webhook
+    PRIORITY_CLASS_LABEL as PRIORITY_CLASS_LABEL,
+)
+from pykueue.api.jobs import QUEUE_NAME_LABEL as QUEUE_NAME_LABEL
+from pykueue.api.jobs import STOPPING_ANNOTATION as STOPPING_ANNOTATION
+from pykueue.api.jobs import completions as completions
+from pykueue.api.jobs import is_suspended as is_suspended
+from pykueue.api.jobs import parallelism as parallelism
+from pykueue.api.jobs import pods_count as pods_count
+from pykueue.api.jobs import queue_name as queue_name
+from pykueue.api.jobs import workload_priority_class_name as workload_priority_class_name
 from pykueue.api.kueue import (
     CHECK_PENDING,
     PodSet,
@@ -43,14 +54,11 @@ from pykueue.core.workload_info import PODS_READY, has_quota_reservation, is_adm
 
 # --- labels, annotations and other well-known names -------------------------------------------------
 
-QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
-PRIORITY_CLASS_LABEL: Final = "kueue.x-k8s.io/priority-class"
 MAX_EXEC_TIME_SECONDS_LABEL: Final = "kueue.x-k8s.io/max-exec-time-seconds"
 JOB_MIN_PARALLELISM_ANNOTATION: Final = "kueue.x-k8s.io/job-min-parallelism"
 JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION: Final = "kueue.x-k8s.io/job-completions-equal-parallelism"
 ADMISSION_GATED_BY_ANNOTATION: Final = "kueue.x-k8s.io/admission-gated-by"
 JOB_UID_LABEL: Final = "kueue.x-k8s.io/job-uid"
-STOPPING_ANNOTATION: Final = "kueue.x-k8s.io/stopping"
 PREBUILT_WORKLOAD_NAME_ANNOTATION: Final = "kueue.x-k8s.io/prebuilt-workload-name"
 PREBUILT_WORKLOAD_NAME_LABEL: Final = "kueue.x-k8s.io/prebuilt-workload-name"
 ELASTIC_JOB_ANNOTATION: Final = "kueue.x-k8s.io/elastic-job"
@@ -230,14 +238,8 @@ def _go_parse_bool(text: str) -> bool | None:
     return None
 
 
-def queue_name(job: Mapping[str, Any]) -> str:
-    """The LocalQueue the Job asks for: its ``kueue.x-k8s.io/queue-name`` label, or ``""``."""
-    return str(_labels(job).get(QUEUE_NAME_LABEL, ""))
 
 
-def workload_priority_class_name(job: Mapping[str, Any]) -> str:
-    """The ``kueue.x-k8s.io/priority-class`` label, or ``""``."""
-    return str(_labels(job).get(PRIORITY_CLASS_LABEL, ""))
 
 
 def prebuilt_workload_name(job: Mapping[str, Any]) -> str | None:
@@ -277,27 +279,12 @@ def is_elastic(job: Mapping[str, Any]) -> bool:
     return _annotations(job).get(ELASTIC_JOB_ANNOTATION) == "true"
 
 
-def parallelism(job: Mapping[str, Any]) -> int:
-    """``spec.parallelism``; the API server defaults it to 1."""
-    value = _int_field(_sub(job, "spec"), "parallelism")
-    return 1 if value is None else value
 
 
-def completions(job: Mapping[str, Any]) -> int | None:
-    """``spec.completions`` (``None`` for a work-queue Job)."""
-    return _int_field(_sub(job, "spec"), "completions")
 
 
-def pods_count(job: Mapping[str, Any]) -> int:
-    """Pods the Job runs at once: ``min(parallelism, completions)``."""
-    count = parallelism(job)
-    done = completions(job)
-    return done if done is not None and done < count else count
 
 
-def is_suspended(job: Mapping[str, Any]) -> bool:
-    """``spec.suspend`` is true and no stop is half-way (a Job with the stopping annotation is not)."""
-    return _sub(job, "spec").get("suspend") is True and _annotations(job).get(STOPPING_ANNOTATION) != "true"
 
 
 def active_pods(job: Mapping[str, Any]) -> int:

@@ -1,0 +1,69 @@
+"""Reading Kueue's settings off a ``batch/v1`` Job (API reference §6.1), shared by the Job webhook
+in the API server and the Job integration in the controllers, so both read a Job the same way.
+
+Jobs are plain JSON dicts as the API serves them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
+PRIORITY_CLASS_LABEL: Final = "kueue.x-k8s.io/priority-class"
+STOPPING_ANNOTATION: Final = "kueue.x-k8s.io/stopping"
+
+
+def sub(obj: Mapping[str, Any] | None, key: str) -> Mapping[str, Any]:
+    """``obj[key]`` when it is a mapping, else an empty one."""
+    value = obj.get(key) if obj is not None else None
+    return value if isinstance(value, Mapping) else {}
+
+
+def job_labels(job: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``metadata.labels``."""
+    return sub(sub(job, "metadata"), "labels")
+
+
+def job_annotations(job: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``metadata.annotations``."""
+    return sub(sub(job, "metadata"), "annotations")
+
+
+def int_field(obj: Mapping[str, Any], key: str) -> int | None:
+    """An integer field (booleans are not integers here)."""
+    value = obj.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def queue_name(job: Mapping[str, Any]) -> str:
+    """The LocalQueue the Job asks for: its ``kueue.x-k8s.io/queue-name`` label, or ``""``."""
+    return str(job_labels(job).get(QUEUE_NAME_LABEL) or "")
+
+
+def workload_priority_class_name(job: Mapping[str, Any]) -> str:
+    """The ``kueue.x-k8s.io/priority-class`` label, or ``""``."""
+    return str(job_labels(job).get(PRIORITY_CLASS_LABEL) or "")
+
+
+def parallelism(job: Mapping[str, Any]) -> int:
+    """``spec.parallelism``; the API server defaults it to 1."""
+    value = int_field(sub(job, "spec"), "parallelism")
+    return 1 if value is None else value
+
+
+def completions(job: Mapping[str, Any]) -> int | None:
+    """``spec.completions`` (``None`` for a work-queue Job)."""
+    return int_field(sub(job, "spec"), "completions")
+
+
+def pods_count(job: Mapping[str, Any]) -> int:
+    """Pods the Job runs at once: ``min(parallelism, completions)``."""
+    count = parallelism(job)
+    done = completions(job)
+    return done if done is not None and done < count else count
+
+
+def is_suspended(job: Mapping[str, Any]) -> bool:
+    """``spec.suspend`` is true and no stop is half-way (a Job with the stopping annotation is not)."""
+    return sub(job, "spec").get("suspend") is True and job_annotations(job).get(STOPPING_ANNOTATION) != "true"
