@@ -53,14 +53,10 @@ from pykueue.core.scheduler import Scheduler
 from pykueue.core.workload_info import (
     WorkloadInfo,
     has_active_quota_reservation,
-    has_quota_reservation,
-    is_active,
-    is_finished,
-    is_on_hold,
     new_workload_info,
     workload_key,
 )
-from pykueue.core.workload_routing import route_workload_change
+from pykueue.core.workload_routing import queueable, route_workload_change
 
 log = logging.getLogger(__name__)
 
@@ -445,7 +441,7 @@ class ControllerManager:
         pending = [
             wl
             for wl in self.workloads.values()
-            if wl.metadata.namespace == ns and wl.spec.queue_name == name and self._queueable(wl)
+            if wl.metadata.namespace == ns and wl.spec.queue_name == name and queueable(wl)
         ]
         if previous is None:
             self.queues.add_local_queue(lq, pending)
@@ -478,9 +474,6 @@ class ControllerManager:
         self._dirty["job"].add(object_key(obj))
 
     # --- workload routing into the core (API reference §3.14a) ----------------------------------------
-
-    def _queueable(self, wl: Workload) -> bool:
-        return not is_finished(wl) and is_active(wl) and not has_quota_reservation(wl) and not is_on_hold(wl)
 
     def _index_owner(self, wl: Workload, remove: bool = False) -> None:
         key = workload_key(wl)

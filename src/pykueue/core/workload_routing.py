@@ -30,6 +30,11 @@ from pykueue.core.workload_info import (
 )
 
 
+def queueable(wl: Workload) -> bool:
+    """Whether a Workload may sit in its LocalQueue (§3.1 *admissible*, admission gates aside)."""
+    return not is_finished(wl) and is_active(wl) and not has_quota_reservation(wl) and not is_on_hold(wl)
+
+
 def route_workload_change(
     old: Workload | None,
     new: Workload | None,
@@ -65,7 +70,7 @@ def route_workload_change(
             return
         if has_active_quota_reservation(new):
             info(new)
-        elif is_active(new) and not has_quota_reservation(new) and not is_on_hold(new):
+        elif queueable(new):
             queues.add_or_update_workload(new, ts)
         return
     if is_evicted(new) and not is_evicted(old):
