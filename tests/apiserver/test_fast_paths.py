@@ -265,3 +265,33 @@ def test_typed_decode_error_matches_to_internal() -> None:
     with pytest.raises(ConversionError) as slow:
         to_internal(bad)
     assert str(fast.value) == str(slow.value)
+
+
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=5)),
+    lambda children: st.one_of(
+        st.lists(children, max_size=3), st.dictionaries(st.text(max_size=3), children, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@SETTINGS
+@given(json_values)
+def test_raw_fields_encode_as_the_recursive_encoder(value: Any) -> None:
+    from pykueue.api import conversion as C
+
+    fast = C.msgspec.to_builtins(value)
+    assert fast == C._encode_value(value)
+    if isinstance(value, dict | list) and value:
+        assert fast is not value, "a copy, never the typed object's own container"
+
+
+def test_the_pod_template_is_a_raw_field_and_typed_fields_are_not() -> None:
+    from pykueue.api import conversion as C
+    from pykueue.api import kueue as K
+
+    raw = {name for name, _, _, _, is_raw in C._encoding_plan(K.PodTemplateSpec) if is_raw}
+    assert raw == {"metadata", "spec"}
+    plan = {name: is_raw for name, _, _, _, is_raw in C._encoding_plan(K.PodSet)}
+    assert plan["name"] and not plan["template"]

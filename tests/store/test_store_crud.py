@@ -572,3 +572,30 @@ def test_one_process_owns_the_file(tmp_path: Path) -> None:
             open_store(path)
     with open_store(path) as store:
         assert store.count(CQ) == 1
+
+
+def _ns(name: str, *finalizers: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "finalizers": list(finalizers)}}
+
+
+def test_namespace_exists_follows_commits_and_survives_reopen(tmp_path: Path) -> None:
+    path = str(tmp_path / "db.sqlite")
+    with open_store(path) as store:
+        assert not store.namespace_exists("team-a")
+        store.create(NS, _ns("team-a"), dry_run=True)
+        assert not store.namespace_exists("team-a"), "a dry run stores nothing"
+        store.create(NS, _ns("team-a"))
+        store.create(NS, _ns("team-b", "example.com/hold"))
+        store.create(CM, cm("x", namespace="team-a"))
+        assert store.namespace_exists("team-a") and store.namespace_exists("team-b")
+        assert not store.namespace_exists("x"), "only Namespaces count"
+        store.delete(NS, None, "team-b")
+        assert store.namespace_exists("team-b"), "still stored while a finalizer holds it"
+        live = store.get(NS, None, "team-b")
+        live["metadata"]["finalizers"] = []
+        store.update(NS, live)
+        assert not store.namespace_exists("team-b")
+    with open_store(path) as store:
+        assert store.namespace_exists("team-a") and not store.namespace_exists("team-b")
+        store.delete(NS, None, "team-a")
+        assert not store.namespace_exists("team-a")

@@ -559,16 +559,64 @@ def _fields(cls: type[msgspec.Struct]) -> tuple[msgspec.structs.FieldInfo, ...]:
     return msgspec.structs.fields(cls)
 
 
+_NO_DEFAULT = object()
+
+
+@functools.cache
+def _encoding_plan(cls: type[msgspec.Struct]) -> tuple[tuple[str, str, Any, bool, bool], ...]:
+    """Per field: (attribute, JSON key, default value or _NO_DEFAULT, always serialised, raw JSON).
+
+    A raw field's type holds no Struct and no datetime (e.g. a pod template's ``dict[str, Any]``),
+    so :func:`msgspec.to_builtins` copies it in C with the same result as :func:`_encode_value`.
+    """
+    always = _ALWAYS_SERIALISED.get(cls, frozenset())
+    plan = []
+    for field in _fields(cls):
+        if field.default is not msgspec.NODEFAULT:
+            default = field.default
+        elif field.default_factory is not msgspec.NODEFAULT:
+            default = field.default_factory()  # compared with ``==`` only, never handed out
+        else:
+            default = _NO_DEFAULT
+        raw = _is_raw_json(msgspec.inspect.type_info(field.type))
+        plan.append((field.name, field.encode_name, default, field.name in always, raw))
+    return tuple(plan)
+
+
+_RAW_SCALARS = (
+    msgspec.inspect.AnyType,
+    msgspec.inspect.NoneType,
+    msgspec.inspect.BoolType,
+    msgspec.inspect.IntType,
+    msgspec.inspect.FloatType,
+    msgspec.inspect.StrType,
+)
+
+
+def _is_raw_json(info: msgspec.inspect.Type) -> bool:
+    if isinstance(info, _RAW_SCALARS):
+        return True
+    if isinstance(info, msgspec.inspect.UnionType):
+        return all(_is_raw_json(t) for t in info.types)
+    if isinstance(info, msgspec.inspect.ListType):
+        return _is_raw_json(info.item_type)
+    if isinstance(info, msgspec.inspect.DictType):
+        return isinstance(info.key_type, msgspec.inspect.StrType) and _is_raw_json(info.value_type)
+    return False
+
+
 def _encode_struct(obj: msgspec.Struct, *, skip_empty_status: bool = False) -> dict[str, Any]:
-    always = _ALWAYS_SERIALISED.get(type(obj), frozenset())
     out: dict[str, Any] = {}
-    for field in _fields(type(obj)):
-        value = getattr(obj, field.name)
-        if skip_empty_status and field.name == "status" and _is_empty_status(value):
+    for name, key, default, always, raw in _encoding_plan(type(obj)):
+        value = getattr(obj, name)
+        if skip_empty_status and name == "status" and _is_empty_status(value):
             continue
-        if _is_default(field, value) and field.name not in always:
+        if default is not _NO_DEFAULT and not always and value == default:
             continue
-        out[field.encode_name] = _encode_value(value)
+        if raw:
+            out[key] = msgspec.to_builtins(value) if isinstance(value, (dict, list)) else value
+        else:
+            out[key] = _encode_value(value)
     return out
 
 

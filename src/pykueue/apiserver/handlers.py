@@ -139,7 +139,7 @@ class ResourceInfo(Protocol):
     def prepare_for_create(self, obj: dict[str, Any]) -> dict[str, Any]: ...
     def default_for_create(self, obj: dict[str, Any]) -> dict[str, Any]: ...
     def validation_failure(
-        self, obj: dict[str, Any], old: dict[str, Any] | None
+        self, obj: dict[str, Any], old: dict[str, Any] | None, *, types_checked: bool = False
     ) -> ValidationFailed | None: ...
     def admit(self, obj: dict[str, Any], lookup: Lookup) -> None: ...
     def admission_failure(
@@ -796,7 +796,8 @@ class Handlers:
     def _validate(
         self, info: ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None, version: str
     ) -> None:
-        failure = self._guard(info, obj, lambda: info.validation_failure(obj, old))
+        # Every request path prunes (and so type-checks) the object before it gets here.
+        failure = self._guard(info, obj, lambda: info.validation_failure(obj, old, types_checked=True))
         if failure is not None:
             raise E.invalid(
                 info.group, info.kind, failure.name or _name_of(obj), failure.errors, failure.message
@@ -846,7 +847,9 @@ class Handlers:
     def _require_namespace_exists(self, info: ResourceInfo, namespace: str | None) -> None:
         if not info.namespaced or self._namespace_info is None or namespace is None:
             return
-        try:
+        if self.store.namespace_exists(namespace):
+            return
+        try:  # not there: the store's own NotFound names it
             self.store.get(self._namespace_info.key(), "", namespace)
         except Exception as err:
             raise self._store_error(err, self._namespace_info, namespace) from None
@@ -1337,19 +1340,85 @@ def _resolve(schema: Mapping[str, Any], resolver: Resolver, depth: int = 0) -> M
     return _resolve(target, resolver, depth + 1)
 
 
-def _type_ok(value: Any, schema: Mapping[str, Any]) -> str | None:
+_JSON_TYPES: dict[type, str] = {
+    type(None): "null", bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"
+}  # fmt: skip
+
+
+class _SchemaNode:
+    """A resolved schema with what the pruning walk reads from it looked up once.
+
+    Children are compiled on first use (schemas may be large, and a ``$ref`` may recurse).
+    """
+
+    __slots__ = ("_additional", "_items", "_props", "additional", "expected", "free", "int_or_string",
+                 "items", "nullable", "props", "resolver")  # fmt: skip
+
+    def __init__(self, schema: Mapping[str, Any], resolver: Resolver) -> None:
+        self.resolver = resolver
+        self.int_or_string = bool(schema.get("x-kubernetes-int-or-string"))
+        expected = schema.get("type")
+        self.expected = expected if isinstance(expected, str) else None
+        self.nullable = bool(schema.get("nullable"))
+        props = schema.get("properties")
+        additional = schema.get("additionalProperties")
+        preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
+        self.free = preserve or (not _is_map(props) and additional in (None, True))
+        self.props: Mapping[str, Any] = props if _is_map(props) else {}
+        self._props: dict[str, _SchemaNode] = {}
+        self.additional: Mapping[str, Any] | None = additional if _is_map(additional) else None
+        self._additional: _SchemaNode | None = None
+        items = schema.get("items")
+        self.items: Mapping[str, Any] | None = items if _is_map(items) else None
+        self._items: _SchemaNode | None = None
+
+    def prop(self, key: str) -> _SchemaNode:
+        node = self._props.get(key)
+        if node is None:
+            node = self._props[key] = _compiled(self.props[key], self.resolver)
+        return node
+
+    def additional_node(self) -> _SchemaNode:
+        if self._additional is None:
+            self._additional = _compiled(self.additional or {}, self.resolver)
+        return self._additional
+
+    def items_node(self) -> _SchemaNode:
+        if self._items is None:
+            self._items = _compiled(self.items or {}, self.resolver)
+        return self._items
+
+
+_COMPILED: dict[tuple[int, int], tuple[Mapping[str, Any], Resolver, _SchemaNode]] = {}
+_COMPILED_LIMIT = 4096
+
+
+def _compiled(schema: Mapping[str, Any], resolver: Resolver) -> _SchemaNode:
+    """The compiled form of ``schema`` (memoised; the registry's schemas are long-lived)."""
+    key = (id(schema), id(resolver))
+    hit = _COMPILED.get(key)
+    if hit is not None and hit[0] is schema and hit[1] is resolver:
+        return hit[2]
+    if len(_COMPILED) >= _COMPILED_LIMIT:
+        _COMPILED.clear()
+    node = _SchemaNode(_resolve(schema, resolver), resolver)
+    _COMPILED[key] = (schema, resolver, node)  # the references keep the ids from being reused
+    return node
+
+
+def _type_ok(value: Any, node: _SchemaNode) -> str | None:
     """None if the value has the schema's type, else the expected type name."""
-    if schema.get("x-kubernetes-int-or-string"):
+    if node.int_or_string:
         ok = (
             (isinstance(value, int) and not isinstance(value, bool))
             or isinstance(value, str)
             or _integral(value)
         )
         return None if ok else "integer,string"
-    expected = schema.get("type")
-    if not isinstance(expected, str):
+    expected = node.expected
+    if expected is None:
         return None
-    got = json_type(value)
+    got = _JSON_TYPES.get(type(value)) or json_type(value)
     if (
         expected == got
         or (expected == "number" and got == "integer")
@@ -1363,49 +1432,40 @@ def _integral(value: Any) -> bool:
     return isinstance(value, float) and value.is_integer()
 
 
-def _walk_value(
-    value: Any, schema: Mapping[str, Any], path: str, resolver: Resolver, result: WalkResult
-) -> None:
-    schema = _resolve(schema, resolver)
-    expected = _type_ok(value, schema)
+def _walk_value(value: Any, node: _SchemaNode, path: str, result: WalkResult) -> None:
+    expected = _type_ok(value, node)
     if expected is not None:
         result.type_errors.append(TypeProblem(path, expected, json_type(value)))
         return
     if isinstance(value, dict):
-        _walk_object(value, schema, path, resolver, result)
-    elif isinstance(value, list):
-        items = schema.get("items")
-        if _is_map(items):
-            for i, item in enumerate(value):
-                if item is not None:
-                    _walk_value(item, items, f"{path}[{i}]", resolver, result)
+        _walk_object(value, node, path, result)
+    elif isinstance(value, list) and node.items is not None:
+        items = node.items_node()
+        for i, item in enumerate(value):
+            if item is not None:
+                _walk_value(item, items, f"{path}[{i}]", result)
 
 
-def _walk_object(
-    obj: dict[str, Any], schema: Mapping[str, Any], path: str, resolver: Resolver, result: WalkResult
-) -> None:
-    props = schema.get("properties")
-    additional = schema.get("additionalProperties")
-    preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
-    free = preserve or (not _is_map(props) and additional in (None, True))
-    props = props if _is_map(props) else {}
+def _walk_object(obj: dict[str, Any], node: _SchemaNode, path: str, result: WalkResult) -> None:
+    props = node.props
     for key in list(obj):
         value = obj[key]
-        child = f"{path}.{key}" if path else str(key)
-        sub = props.get(key)
-        if sub is None and _is_map(additional):
-            sub = additional
+        if key in props:
+            sub = node.prop(key)
+            child = f"{path}.{key}" if path else str(key)
+        elif node.additional is not None:
+            sub = node.additional_node()
             child = f"{path}[{key}]" if path else str(key)
-        if sub is None:
-            if not free:
-                result.unknown.append(child)
+        else:
+            if not node.free:
+                result.unknown.append(f"{path}.{key}" if path else str(key))
                 del obj[key]
             continue
         if value is None:
-            if not _resolve(sub, resolver).get("nullable"):
+            if not sub.nullable:
                 del obj[key]
             continue
-        _walk_value(value, sub, child, resolver, result)
+        _walk_value(value, sub, child, result)
 
 
 def _walk_metadata(meta: dict[str, Any], result: WalkResult) -> None:
@@ -1491,7 +1551,7 @@ def walk_schema(obj: dict[str, Any], schema: Mapping[str, Any], resolver: Resolv
         if value is None:
             del obj[key]
             continue
-        _walk_value(value, sub, key, resolver, result)
+        _walk_value(value, _compiled(sub, resolver), key, result)
     result.unknown.sort()
     return result
 

@@ -112,6 +112,8 @@ class Behaviour:
     """OpenAPI component name of a built-in kind (empty for CRDs)."""
     default_for_create: Callable[[Obj], Obj] | None = None
     """``prepare_for_create(default(obj))`` done faster (None: the two steps)."""
+    failure_after_type_check: Callable[[Obj, Obj | None, FeatureGates], ValidationFailed | None] | None = None
+    """:attr:`failure` of an object whose JSON types were already checked (None: the same)."""
 
 
 @dataclass
@@ -223,10 +225,18 @@ class ResourceInfo:
         return self._behaviour().validate(obj, old, gates)
 
     def validation_failure(
-        self, obj: Obj, old: Obj | None, *, gates: FeatureGates = DEFAULT_GATES
+        self, obj: Obj, old: Obj | None, *, gates: FeatureGates = DEFAULT_GATES, types_checked: bool = False
     ) -> ValidationFailed | None:
-        """Like :meth:`validate` but as the apiserver's error (message names a webhook if one denied)."""
-        return self._behaviour().failure(obj, old, gates)
+        """Like :meth:`validate` but as the apiserver's error (message names a webhook if one denied).
+
+        ``types_checked``: the request path already checked the object's JSON types against the
+        schema (field pruning does, before conversion and defaulting, which only produce typed
+        values), so the second walk of the whole object is skipped.
+        """
+        behaviour = self._behaviour()
+        if types_checked and behaviour.failure_after_type_check is not None:
+            return behaviour.failure_after_type_check(obj, old, gates)
+        return behaviour.failure(obj, old, gates)
 
     # --- admission that reads the cluster -------------------------------------------------------
 
@@ -473,10 +483,12 @@ def _kueue_validate(kind: str) -> Callable[[Obj, Obj | None, FeatureGates], list
     return check
 
 
-def _kueue_failure(kind: str) -> Callable[[Obj, Obj | None, FeatureGates], ValidationFailed | None]:
+def _kueue_failure(
+    kind: str, *, check_types: bool = True
+) -> Callable[[Obj, Obj | None, FeatureGates], ValidationFailed | None]:
     def check(obj: Obj, old: Obj | None, gates: FeatureGates) -> ValidationFailed | None:
         name = str((obj.get("metadata") or {}).get("name") or "")
-        errs = _type_errors(obj, kind)
+        errs = _type_errors(obj, kind) if check_types else []
         if errs:
             return ValidationFailed(kind, name, errs)
         try:
@@ -540,6 +552,7 @@ def _kueue_behaviour(kind: str) -> Behaviour:
         default_for_create=_kueue_default_for_create(kind),
         validate=_kueue_validate(kind),
         failure=_kueue_failure(kind),
+        failure_after_type_check=_kueue_failure(kind, check_types=False),
         selectable={"status.admission.clusterQueue": _path_getter("status.admission.clusterQueue")}
         if kind == "Workload"
         else {},

@@ -303,6 +303,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
             access_log=False,
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
             server_header=False,
+            proxy_headers=False,  # client addresses are not used; saves a middleware per request
             date_header=True,
             ssl_certfile=str(tls.cert) if tls else None,
             ssl_keyfile=str(tls.key) if tls else None,

@@ -84,6 +84,11 @@ class Store:
         self._closed = False
         self._conn = self._connect(path)
         self._rev, self._oldest, self._counts, self._kinds = self._load_state()
+        # Names of the stored core/v1 Namespaces, so that "does the namespace exist" (asked by every
+        # create of a namespaced object) needs no query; kept current in ``_publish``.
+        self._namespaces: set[str] = {
+            k for (k,) in self._conn.execute("SELECT k FROM objects WHERE grp = '' AND resource = 'namespaces'")
+        }
         self._delivered = self._rev
 
     # --- lifecycle ------------------------------------------------------------------------------
@@ -180,6 +185,10 @@ class Store:
             return {k: v for k, v in self._counts.items() if v}
 
     # --- reads ----------------------------------------------------------------------------------
+
+    def namespace_exists(self, name: str) -> bool:
+        """Whether the Namespace ``name`` is stored (answered from memory, no query)."""
+        return name in self._namespaces
 
     def get(self, key: ResourceKey, namespace: str | None, name: str) -> dict[str, Any]:
         """The stored object, or NotFound (``<resource>.<group> "<name>" not found``)."""
@@ -455,6 +464,12 @@ class Store:
             self._counts[ident] = self._counts.get(ident, 0) + delta
         for kind, entries in tx.new_kinds.items():
             self._kinds.setdefault(kind, set()).update(entries)
+        for event in tx.events:
+            if event.resource == "namespaces" and event.group == "":
+                if event.type == "DELETED":
+                    self._namespaces.discard(event.k)
+                else:
+                    self._namespaces.add(event.k)
         self._outbox.extend(tx.events)
 
     # --- delivery -------------------------------------------------------------------------------

@@ -186,11 +186,6 @@ def to_fields_v1(paths: Iterable[Path]) -> dict[str, Any]:
     return _emit(root, member=False)
 
 
-def emit_fields_v1(node: _Node) -> dict[str, Any]:
-    """The FieldsV1 object of an encoding trie (``{element: [is member, child trie]}``)."""
-    return _emit(node, member=False)
-
-
 def _emit(node: _Node, *, member: bool) -> dict[str, Any]:
     out: dict[str, Any] = {".": {}} if member else {}
     for element in sorted(node, key=element_sort_key):

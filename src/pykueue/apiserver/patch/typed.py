@@ -18,11 +18,10 @@ from typing import Any
 from pykueue.apiserver.patch._values import JSON, MISSING, JSONDict, deep_copy, json_equal
 from pykueue.apiserver.patch.fieldpath import (
     FieldSet,
-    FieldTrie,
     Path,
     PathElement,
+    element_sort_key,
     element_to_string,
-    emit_fields_v1,
     field_element,
     key_element,
     path_to_string,
@@ -219,50 +218,52 @@ def created_fields_v1(
     """
     if _empty(value) or _shape(node, {}) != "map" or _shape(node, value) != "map":
         return None
-    trie: FieldTrie = {}
-    for name, member in value.items():
+    out: dict[str, Any] = {}
+    for name in sorted(value):
         if name not in exclude:
             element = field_element(name)
-            trie[element] = _trie_all(member, node.field(name), (element,))
+            out[element] = _created_member(value[name], node.field(name), (element,))
     for path in strip:
-        _unmark(trie, path)
-    return emit_fields_v1(trie)
+        _strip_member(out, path)
+    return out
 
 
-def _trie_all(value: JSON, node: SchemaNode, path: Path) -> list[Any]:
-    """``[member, child trie]`` of ``path``: the trie form of :func:`_add_all`."""
+def _created_member(value: JSON, node: SchemaNode, path: Path) -> dict[str, Any]:
+    """The FieldsV1 body of a member that a create sets (``"."`` when it has children)."""
     shape = _shape(node, value)
-    children: FieldTrie = {}
     if shape == "leaf" or _empty(value):
-        return [True, children]
+        return {}
+    out: dict[str, Any] = {".": {}}
     if shape == "map":
-        for name, member in _as_map(value).items():
+        members = _as_map(value)
+        for name in sorted(members):
             element = field_element(name)
-            children[element] = _trie_all(member, node.field(name), (*path, element))
+            out[element] = _created_member(members[name], node.field(name), (*path, element))
     else:
-        order, by_element = _index_items(node, _as_list(value), path, unique=False)
-        for element in dict.fromkeys(order):
+        _, by_element = _index_items(node, _as_list(value), path, unique=False)
+        for element in sorted(by_element, key=element_sort_key):
             items = by_element[element]
-            children[element] = (
-                [True, {}] if len(items) >= 2 else _trie_all(items[0], node.items, (*path, element))
-            )
-    return [True, children]
+            out[element] = {} if len(items) >= 2 else _created_member(items[0], node.items, (*path, element))
+    return out
 
 
-def _unmark(trie: FieldTrie, path: Path) -> None:
-    """Make ``path`` a non-member (dropped entirely when nothing below it remains)."""
+def _strip_member(fields_v1: dict[str, Any], path: Path) -> None:
+    """Make ``path`` a non-member: drop its ``"."``, or the whole entry when nothing is below it."""
+    parent = fields_v1
     for element in path[:-1]:
-        entry = trie.get(element)
-        if entry is None:
+        child = parent.get(element)
+        if child is None:
             return
-        trie = entry[1]
-    entry = trie.get(path[-1])
+        parent = child
+    entry = parent.get(path[-1])
     if entry is None:
         return
-    if entry[1]:
-        entry[0] = False
+    if len(entry) > 1 or (entry and "." not in entry):
+        entry.pop(".", None)
     else:
-        del trie[path[-1]]
+        del parent[path[-1]]
+        if len(parent) == 1 and "." in parent:
+            parent.clear()  # a member whose only child went: a leaf member again
 
 
 def _add_all(value: JSON, node: SchemaNode, path: Path, out: set[Path]) -> None:
