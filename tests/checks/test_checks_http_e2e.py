@@ -240,8 +240,15 @@ def test_business_hours_example_as_a_process(server: Any, client: HTTPClient, tm
         t.reserve_quota(client, NS, "bh-wl", ["bh"], clock_now)
         ready = t.wait_for(lambda: _state(client, "bh-wl", "bh", "Ready"), timeout=20)
         assert ready["message"].startswith("Within business hours")
-        events = [e for e in client.list(r.EVENTS, NS)[0] if e.get("reason") == "AdmissionCheckUpdated"]
-        assert any("bh updated state from Pending to Ready" in str(e.get("message")) for e in events)
+        # The example records its Event after the status write that the wait above saw.
+        t.wait_for(
+            lambda: any(
+                e.get("reason") == "AdmissionCheckUpdated"
+                and "bh updated state from Pending to Ready" in str(e.get("message"))
+                for e in client.list(r.EVENTS, NS)[0]
+            ),
+            timeout=20,
+        )
     finally:
         code = proc.stop()
     assert code == 0, "".join(proc.output)
