@@ -650,9 +650,13 @@ class Handlers:
         version = req.version
         include = req.param("includeObject") or "Metadata"
         cache_key = (version, fmt.kind, fmt.meta_version, include)
+        # The stored JSON starts with its apiVersion (key order apiVersion, kind, metadata, ...).
+        stored_as_served = b'{"apiVersion":' + _json_encode(group_version(info.group, version)) + b","
 
         def encode(ev: watch.HubEvent) -> bytes:
             cached = ev.encoded.get(cache_key)
+            if cached is None and fmt.kind == "json" and ev.raw is not None and ev.raw.startswith(stored_as_served):
+                cached = ev.encoded[cache_key] = ev.raw  # what decoding and re-encoding would give
             if cached is None:
                 obj = self.to_version(info, ev.object, version)
                 if fmt.kind == "table":

@@ -34,6 +34,7 @@ import uvicorn
 import yaml
 
 from pykueue.apiserver.app import APIServerApp, create_app
+from pykueue.apiserver.protocol import CoalescingHttpToolsProtocol
 from pykueue.apiserver.watch import DEFAULT_BOOKMARK_INTERVAL
 
 DB_FILE = "pykueue.db"
@@ -297,7 +298,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
             host=options.host.strip("[]"),
             port=options.port,
             loop="uvloop",
-            http="httptools",
+            http=CoalescingHttpToolsProtocol,
             lifespan="on",
             log_level=options.log_level,
             access_log=False,

@@ -22,6 +22,8 @@ from typing import Any
 
 import msgspec
 
+from pykueue.store.tx import loc_namespace
+
 MAX_QUEUED = 200_000
 """A watcher this far behind is closed (the client re-lists), as the real server does."""
 DEFAULT_BOOKMARK_INTERVAL = 30.0
@@ -29,20 +31,47 @@ BOOKMARK_BEFORE_TIMEOUT = 1.0
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 _encode = msgspec.json.encode
+_decode: Callable[[bytes], dict[str, Any]] = msgspec.json.Decoder(dict[str, Any]).decode
 EventEncoder = Callable[[str, Mapping[str, Any]], bytes]
 
 
-@dataclass
 class HubEvent:
-    """A store event on its way to watchers, with its encodings cached per format."""
+    """A store event on its way to watchers, with its encodings cached per format.
 
-    type: str
-    object: dict[str, Any]
-    revision: int
-    group: str
-    resource: str
-    namespace: str
-    encoded: dict[Any, bytes] = field(default_factory=dict)
+    Live events carry the stored JSON (``raw``) and decode it only when a watcher needs the
+    object (another version, a Table, selectors): a watcher of the storage version in JSON is
+    sent the stored bytes as they are.
+    """
+
+    __slots__ = ("_object", "encoded", "group", "namespace", "raw", "resource", "revision", "type")
+
+    def __init__(
+        self,
+        type: str,
+        object: dict[str, Any] | None,
+        revision: int,
+        group: str,
+        resource: str,
+        namespace: str,
+        raw: bytes | None = None,
+    ) -> None:
+        if object is None and raw is None:
+            raise ValueError("a HubEvent needs its object or its stored JSON")
+        self.type = type
+        self._object = object
+        self.revision = revision
+        self.group = group
+        self.resource = resource
+        self.namespace = namespace
+        self.raw = raw
+        self.encoded: dict[Any, bytes] = {}
+
+    @property
+    def object(self) -> dict[str, Any]:
+        """The event's object (decoded once, shared by the watchers: treat it as read-only)."""
+        if self._object is None:
+            self._object = _decode(self.raw or b"{}")
+        return self._object
 
 
 class Subscription:
@@ -97,7 +126,7 @@ class WatchHub:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.loop_thread: int | None = None
         self.last_revision = int(store.revision)
-        self._unsubscribe: Callable[[], None] | None = store.subscribe(self._on_event)
+        self._unsubscribe: Callable[[], None] | None = store.subscribe_raw(self._on_event)
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Bind to the serving event loop (events from other threads are handed over to it)."""
@@ -111,15 +140,14 @@ class WatchHub:
             self.loop.call_soon_threadsafe(self._dispatch, event, key)
 
     def _dispatch(self, event: Any, key: Any) -> None:
-        revision = int(event.revision)
+        revision = int(event.rev)
         if revision > self.last_revision:
             self.last_revision = revision
         subs = self.subs.get((key.group, key.resource))
         if not subs:
             return
-        obj = event.object
-        namespace = (obj.get("metadata") or {}).get("namespace") or ""
-        hub_event = HubEvent(event.type, obj, revision, key.group, key.resource, namespace)
+        namespace = loc_namespace(event.k)
+        hub_event = HubEvent(event.type, None, revision, key.group, key.resource, namespace, raw=event.data)
         for sub in tuple(subs):
             if sub.namespace is None or sub.namespace == namespace:
                 sub.push(hub_event)

@@ -19,7 +19,7 @@ import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, MutableSequence
 from typing import Any, TypeVar
 
 from . import errors as e
@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 Subscriber = Callable[[WatchEvent, ResourceKey], None]
+RawSubscriber = Callable[[RawEvent, ResourceKey], None]
 
 Rows = list[tuple[str, bytes]]
 Objects = list[dict[str, Any]]
@@ -81,6 +82,7 @@ class Store:
         self._outbox: deque[RawEvent] = deque()
         self._watches: dict[tuple[str, str] | None, set[Watch]] = {}
         self._subscribers: list[Subscriber] = []
+        self._raw_subscribers: list[RawSubscriber] = []
         self._closed = False
         self._conn = self._connect(path)
         self._rev, self._oldest, self._counts, self._kinds = self._load_state()
@@ -494,9 +496,14 @@ class Store:
         )
         for watch in targets:
             watch.offer(event)
-        if not self._subscribers:
+        if not self._subscribers and not self._raw_subscribers:
             return
         key = resource_key(event.group, event.resource, event.k)
+        for raw_callback in tuple(self._raw_subscribers):
+            try:
+                raw_callback(event, key)
+            except Exception:
+                log.exception("store subscriber failed on %s %s", event.type, event.k)
         for callback in tuple(self._subscribers):
             try:
                 callback(WatchEvent(event.type, decode(event.data), event.rev, key), key)
@@ -510,13 +517,20 @@ class Store:
         decoded object. A callback may write to the store (its events are delivered after the
         current one). Returns a function that unsubscribes.
         """
+        return self._add_subscriber(self._subscribers, callback)
+
+    def subscribe_raw(self, callback: RawSubscriber) -> Callable[[], None]:
+        """:meth:`subscribe` with the change as stored (JSON bytes): the callback decodes if it must."""
+        return self._add_subscriber(self._raw_subscribers, callback)
+
+    def _add_subscriber(self, subscribers: MutableSequence[Any], callback: Any) -> Callable[[], None]:
         with self._deliver_lock:
-            self._subscribers.append(callback)
+            subscribers.append(callback)
 
         def unsubscribe() -> None:
             with self._deliver_lock:
-                if callback in self._subscribers:
-                    self._subscribers.remove(callback)
+                if callback in subscribers:
+                    subscribers.remove(callback)
 
         return unsubscribe
 

@@ -1,0 +1,71 @@
+"""The watch hub hands live events over as stored JSON and decodes only for watchers that need it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+import pytest
+
+from pykueue.apiserver.app import APIServerApp
+from pykueue.apiserver.handlers import APIRequest, negotiate
+from pykueue.apiserver.watch import HubEvent
+from pykueue.store import Store
+
+G = "kueue.x-k8s.io"
+WORKLOAD = {
+    "apiVersion": f"{G}/v1beta2",
+    "kind": "Workload",
+    "metadata": {"name": "w", "namespace": "default", "labels": {"a": "b"}},
+    "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+        "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]}}}]},
+}  # fmt: skip
+
+
+def _post(app: APIServerApp, obj: dict[str, Any]) -> None:
+    req = APIRequest("POST", G, "v1beta2", "workloads", namespace="default", body=json.dumps(obj).encode())
+    assert app.handlers.handle(req).status == 201
+
+
+def _live_event(app: APIServerApp) -> HubEvent:
+    sub = app.hub.subscribe(G, "workloads", None)
+    _post(app, WORKLOAD)  # no loop bound: the hub dispatches on the writing thread
+    (event,) = sub.drain()
+    return event
+
+
+def _encoder(app: APIServerApp, version: str, accept: str = "application/json") -> Any:
+    info = app.backend.lookup(G, version, "workloads")
+    req = APIRequest("GET", G, version, "workloads", accept=accept)
+    return app.handlers._event_encoder(req, info, negotiate(accept))
+
+
+def test_storage_version_watchers_get_the_stored_bytes_undecoded() -> None:
+    app = APIServerApp(Store(None))
+    app.bootstrap()
+    event = _live_event(app)
+    assert event.raw is not None and event.namespace == "default"
+    sent = _encoder(app, "v1beta2")(event)
+    assert sent is event.raw, "no decode, no re-encode"
+    assert event._object is None
+    assert msgspec.json.decode(sent) == app.store.get(app.backend.lookup(G, "v1beta2", "workloads").key(),
+                                                      "default", "w")  # fmt: skip
+
+
+def test_other_versions_and_tables_decode_once_and_convert() -> None:
+    app = APIServerApp(Store(None))
+    app.bootstrap()
+    event = _live_event(app)
+    old = msgspec.json.decode(_encoder(app, "v1beta1")(event))
+    assert old["apiVersion"] == f"{G}/v1beta1" and old["metadata"]["name"] == "w"
+    table = msgspec.json.decode(
+        _encoder(app, "v1beta2", "application/json;as=Table;v=v1;g=meta.k8s.io")(event)
+    )
+    assert table["kind"] == "Table" and table["rows"][0]["cells"][0] == "w"
+    assert event.object is event.object, "decoded once, shared"
+
+
+def test_a_hub_event_needs_an_object_or_its_json() -> None:
+    with pytest.raises(ValueError):
+        HubEvent("ADDED", None, 1, G, "workloads", "default")
