@@ -364,9 +364,55 @@ def canonicalize_quantities(value: Any, schema: Mapping[str, Any]) -> Any:
     This is what a round trip through Go's ``resource.Quantity`` does (``12`` → ``"12"``,
     ``"1.5"`` → ``"1500m"``, ``"1024Mi"`` → ``"1Gi"``): Kueue's conversion and mutating
     webhooks decode objects into the Go types. Dicts and lists are updated in place; the
-    (possibly new) value is returned. Invalid quantities are left as they are.
+    (possibly new) value is returned. Invalid quantities are left as they are. Only the parts of
+    the schema that can hold a quantity are walked (see :func:`_quantity_plan`).
     """
+    plan = _quantity_plan(schema)
+    return value if plan is None else _canonicalize(value, plan)
+
+
+class _QuantityPlan:
+    """Where quantities can be below a schema node: the node itself, or some of its children."""
+
+    __slots__ = ("extra", "items", "props", "quantity")
+
+    def __init__(self) -> None:
+        self.quantity = False
+        self.props: dict[str, _QuantityPlan | None] = {}
+        """Every declared property; None for those that hold no quantity."""
+        self.extra: _QuantityPlan | None = None
+        self.items: _QuantityPlan | None = None
+
+
+_PLANS: dict[int, tuple[Mapping[str, Any], _QuantityPlan | None]] = {}
+
+
+def _quantity_plan(schema: Mapping[str, Any]) -> _QuantityPlan | None:
+    """The plan of ``schema`` (None: nothing below it is a quantity). Memoised per schema object."""
+    hit = _PLANS.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    if len(_PLANS) > 65536:
+        _PLANS.clear()
+    plan = _QuantityPlan()
+    _PLANS[id(schema)] = (schema, plan)  # provisional: a schema that contains itself ends here
     if schema.get(INT_OR_STRING) and schema.get("pattern") == QUANTITY_PATTERN:
+        plan.quantity = True
+    else:
+        props = schema.get("properties") or {}
+        plan.props = {name: _quantity_plan(sub) for name, sub in props.items()}
+        extra = schema.get("additionalProperties")
+        plan.extra = _quantity_plan(extra) if isinstance(extra, dict) else None
+        items = schema.get("items")
+        plan.items = _quantity_plan(items) if isinstance(items, dict) else None
+    bearing = plan.quantity or plan.extra is not None or plan.items is not None or any(plan.props.values())
+    result = plan if bearing else None
+    _PLANS[id(schema)] = (schema, result)
+    return result
+
+
+def _canonicalize(value: Any, plan: _QuantityPlan) -> Any:
+    if plan.quantity:
         if isinstance(value, str | int | float) and not isinstance(value, bool):
             return _canonical_quantity(value)
         try:
@@ -374,15 +420,15 @@ def canonicalize_quantities(value: Any, schema: Mapping[str, Any]) -> Any:
         except (QuantityError, TypeError, ValueError):
             return value
     if isinstance(value, dict):
-        props = schema.get("properties") or {}
-        extra = schema.get("additionalProperties")
+        props, extra = plan.props, plan.extra
         for name in list(value):
-            sub = props.get(name, extra if isinstance(extra, dict) else None)
+            sub = props[name] if name in props else extra
             if sub is not None:
-                value[name] = canonicalize_quantities(value[name], sub)
-    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+                value[name] = _canonicalize(value[name], sub)
+    elif isinstance(value, list) and plan.items is not None:
+        items = plan.items
         for i, item in enumerate(value):
-            value[i] = canonicalize_quantities(item, schema["items"])
+            value[i] = _canonicalize(item, items)
     return value
 
 
