@@ -422,7 +422,7 @@ def _canonicalize(value: Any, plan: _QuantityPlan) -> Any:
     if isinstance(value, dict):
         props, extra = plan.props, plan.extra
         for name in list(value):
-            sub = props[name] if name in props else extra
+            sub = props.get(name, extra)  # a declared property never falls back to extra
             if sub is not None:
                 value[name] = _canonicalize(value[name], sub)
     elif isinstance(value, list) and plan.items is not None:
