@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from pykueue.api import strconv
 from pykueue.apiserver.app import APIServerApp
 from pykueue.apiserver.builtin import job_webhook as jw
 from pykueue.apiserver.errors import APIError
@@ -480,13 +481,22 @@ def test_status_updates_skip_the_webhook(server: Server) -> None:
     ],
 )
 def test_go_atoi(text: str, value: int | None, error: str) -> None:
-    assert jw.go_atoi(text) == (value, error)
+    assert strconv.parse_int(text) == (value, error)
+
+
+def test_go_parse_int_32_bits_and_no_trailing_newline() -> None:
+    assert strconv.parse_int("2147483647", strconv.INT32, "ParseInt") == (2147483647, "")
+    assert strconv.parse_int("2147483648", strconv.INT32, "ParseInt") == (
+        None,
+        'strconv.ParseInt: parsing "2147483648": value out of range',
+    )
+    assert strconv.parse_int("12\n")[0] is None, "Go rejects what Python's re '$' would let through"
 
 
 def test_go_parse_bool() -> None:
-    assert jw.go_parse_bool("T") == (True, "")
-    assert jw.go_parse_bool("FALSE") == (False, "")
-    assert jw.go_parse_bool("no") == (False, 'strconv.ParseBool: parsing "no": invalid syntax')
+    assert strconv.parse_bool("T") == (True, "")
+    assert strconv.parse_bool("FALSE") == (False, "")
+    assert strconv.parse_bool("no") == (None, 'strconv.ParseBool: parsing "no": invalid syntax')
 
 
 def test_ancestor_chain_limits() -> None:

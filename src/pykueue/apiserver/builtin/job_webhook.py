@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pykueue.api import kueue as k
+from pykueue.api import strconv
 from pykueue.api.jobs import (
     completions,
     is_suspended,
@@ -82,9 +83,6 @@ _MAX_EXEC_TIME_PATH = f"{_LABELS}[{MAX_EXEC_TIME_LABEL}]"
 _PREBUILT_PATH = f"{_LABELS}[{PREBUILT_WORKLOAD_LABEL}]"
 _MIN_PARALLELISM_PATH = f"{_ANNOTATIONS}[{MIN_PARALLELISM_ANNOTATION}]"
 _SYNC_COMPLETIONS_PATH = f"{_ANNOTATIONS}[{COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION}]"
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-_GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
-_GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 
 Obj = dict[str, Any]
 
@@ -160,50 +158,6 @@ def owner_managed_by_kueue(obj: Mapping[str, Any]) -> bool:
     """``IsOwnerManagedByKueueForObject``: the controller owner is of a Kueue-managed kind."""
     owner = controller_of(obj)
     return owner is not None and _managed_kind(owner)
-
-
-# --- Go's strconv error texts ---------------------------------------------------------------------
-
-
-def _go_quote(text: str) -> str:
-    """``strconv.Quote`` for the texts this module quotes (printable ASCII in practice)."""
-    out = ['"']
-    for ch in text:
-        code = ord(ch)
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\x{code:02x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
-def go_atoi(text: str) -> tuple[int | None, str]:
-    """``strconv.Atoi`` (64-bit ``int``): (value, "") or (None, the error text)."""
-    digits = text[1:] if text[:1] in ("+", "-") else text
-    if not digits or not (digits.isascii() and digits.isdigit()):
-        return None, f"strconv.Atoi: parsing {_go_quote(text)}: invalid syntax"
-    value = int(text)
-    if not _INT64_MIN <= value <= _INT64_MAX:
-        return None, f"strconv.Atoi: parsing {_go_quote(text)}: value out of range"
-    return value, ""
-
-
-def go_parse_bool(text: str) -> tuple[bool, str]:
-    """``strconv.ParseBool``: (value, "") or (False, the error text)."""
-    if text in _GO_TRUE:
-        return True, ""
-    if text in _GO_FALSE:
-        return False, ""
-    return False, f"strconv.ParseBool: parsing {_go_quote(text)}: invalid syntax"
 
 
 def _int32(value: int) -> int:
@@ -356,7 +310,7 @@ def _validate_on_create(job: Obj) -> list[FieldError]:
     labels = _labels(job)
     if MAX_EXEC_TIME_LABEL in labels:
         raw = str(labels[MAX_EXEC_TIME_LABEL])
-        value, problem = go_atoi(raw)
+        value, problem = strconv.parse_int(raw)
         if value is None:
             errs.append(invalid(_MAX_EXEC_TIME_PATH, raw, problem))
         elif value <= 0:
@@ -369,7 +323,7 @@ def _partial_admission_create(job: Obj) -> list[FieldError]:
     if MIN_PARALLELISM_ANNOTATION not in annotations:
         return []
     raw = str(annotations[MIN_PARALLELISM_ANNOTATION])
-    value, problem = go_atoi(raw)
+    value, problem = strconv.parse_int(raw)
     if value is None:
         return [invalid(_MIN_PARALLELISM_PATH, raw, problem)]
     count = pods_count(job)
@@ -383,7 +337,7 @@ def _sync_completion_create(job: Obj) -> list[FieldError]:
     if COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION not in annotations:
         return []
     raw = str(annotations[COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION])
-    enabled, problem = go_parse_bool(raw)
+    enabled, problem = strconv.parse_bool(raw)
     errs = [invalid(_SYNC_COMPLETIONS_PATH, raw, problem)] if problem else []
     if enabled:
         spec = _spec(job)
@@ -405,7 +359,7 @@ def _sync_completion_create(job: Obj) -> list[FieldError]:
 
 def _sync_completion_enabled(job: Obj) -> bool:
     raw = _annotations(job).get(COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION)
-    return raw is not None and go_parse_bool(str(raw))[0]
+    return raw is not None and strconv.parse_bool(str(raw))[0] is True
 
 
 def _immutable(path: str, new: Any, old: Any) -> list[FieldError]:

@@ -16,13 +16,13 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import msgspec
 
+from pykueue.api import strconv
 from pykueue.api.jobs import (  # the Job readers shared with the API server's Job webhook
     PRIORITY_CLASS_LABEL as PRIORITY_CLASS_LABEL,
 )
@@ -197,11 +197,6 @@ class FlavorNotFound(LookupError):
 
 # --- small readers over the Job dict ----------------------------------------------------------------
 
-_GO_INT_RE = re.compile(r"^[+-]?[0-9]+$")
-_GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
-_GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
-_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _sub(obj: Mapping[str, Any] | None, key: str) -> Mapping[str, Any]:
@@ -222,26 +217,6 @@ def _int_field(obj: Mapping[str, Any], key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _go_atoi(text: str, lo: int, hi: int) -> int | None:
-    """``strconv.ParseInt(text, 10, bits)``: an optional sign and decimal digits, in range."""
-    if not _GO_INT_RE.match(text):
-        return None
-    value = int(text)
-    return value if lo <= value <= hi else None
-
-
-def _go_parse_bool(text: str) -> bool | None:
-    if text in _GO_TRUE:
-        return True
-    if text in _GO_FALSE:
-        return False
-    return None
-
-
-
-
-
-
 def prebuilt_workload_name(job: Mapping[str, Any]) -> str | None:
     """The prebuilt Workload to use instead of creating one (annotation first, then label)."""
     # WorkloadIdentifierAnnotations is on: the annotation wins over the older label.
@@ -256,7 +231,7 @@ def max_execution_time_seconds(job: Mapping[str, Any]) -> int | None:
     raw = _labels(job).get(MAX_EXEC_TIME_SECONDS_LABEL)
     if raw is None:
         return None
-    value = _go_atoi(str(raw), _INT32_MIN, _INT32_MAX)
+    value = strconv.parse_int(str(raw), strconv.INT32, "ParseInt")[0]
     return value if value is not None and value > 0 else None
 
 
@@ -265,13 +240,13 @@ def min_pods_count(job: Mapping[str, Any]) -> int | None:
     raw = _annotations(job).get(JOB_MIN_PARALLELISM_ANNOTATION)
     if raw is None:
         return None
-    return _go_atoi(str(raw), _INT64_MIN, _INT64_MAX)
+    return strconv.parse_int(str(raw), strconv.INT64, "ParseInt")[0]
 
 
 def sync_completions_with_parallelism(job: Mapping[str, Any]) -> bool:
     """Whether ``kueue.x-k8s.io/job-completions-equal-parallelism`` parses as true."""
     raw = _annotations(job).get(JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION)
-    return raw is not None and _go_parse_bool(str(raw)) is True
+    return raw is not None and strconv.parse_bool(str(raw))[0] is True
 
 
 def is_elastic(job: Mapping[str, Any]) -> bool:
@@ -502,12 +477,12 @@ def _topology_request(template_meta: Mapping[str, Any]) -> dict[str, Any] | None
         req["preferred"] = ann[PODSET_PREFERRED_TOPOLOGY_ANNOTATION]
     elif PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION in ann:
         # The webhook rejects a non-boolean value, so an unparsable one is simply not a request.
-        unconstrained = _go_parse_bool(str(ann[PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION]))
+        unconstrained = strconv.parse_bool(str(ann[PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION]))[0]
         if unconstrained is not None:
             req["unconstrained"] = unconstrained
     req["podIndexLabel"] = JOB_COMPLETION_INDEX_ANNOTATION
     if PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION in ann and PODSET_SLICE_SIZE_ANNOTATION in ann:
-        size = _go_atoi(str(ann[PODSET_SLICE_SIZE_ANNOTATION]), _INT32_MIN, _INT32_MAX)
+        size = strconv.parse_int(str(ann[PODSET_SLICE_SIZE_ANNOTATION]), strconv.INT32, "ParseInt")[0]
         if size is not None:
             req["podSetSliceRequiredTopology"] = ann[PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION]
             req["podSetSliceSize"] = size
