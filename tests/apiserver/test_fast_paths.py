@@ -295,3 +295,68 @@ def test_the_pod_template_is_a_raw_field_and_typed_fields_are_not() -> None:
     assert raw == {"metadata", "spec"}
     plan = {name: is_raw for name, _, _, _, is_raw in C._encoding_plan(K.PodSet)}
     assert plan["name"] and not plan["template"]
+
+
+def test_a_quantity_plan_is_used_only_once_complete() -> None:
+    """Another thread canonicalizing while a plan is being built gets a complete one (review find)."""
+    import threading
+
+    quantity = {sch.INT_OR_STRING: True, "pattern": sch.QUANTITY_PATTERN}
+    entered, release = threading.Event(), threading.Event()
+
+    class SlowSchema(dict[str, Any]):
+        def get(self, key: str, default: Any = None) -> Any:
+            if key == sch.INT_OR_STRING:
+                entered.set()
+                release.wait(5)
+            return super().get(key, default)
+
+    schema = {"type": "object", "properties": {"a": quantity, "z": SlowSchema(type="string")}}
+    builder = threading.Thread(target=lambda: sch.canonicalize_quantities({"a": "1.5"}, schema))
+    builder.start()
+    try:
+        assert entered.wait(5)
+        assert sch.canonicalize_quantities({"a": "1.5"}, schema) == {"a": "1500m"}
+    finally:
+        release.set()
+        builder.join()
+    assert sch.canonicalize_quantities({"a": "1.5"}, schema) == {"a": "1500m"}
+
+
+@pytest.mark.parametrize(
+    ("resource", "namespace", "body", "message"),
+    [
+        (
+            "resourceflavors",
+            None,
+            {"apiVersion": f"{G}/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "rf1"},
+             "spec": {"nodeTaints": [None], "tolerations": [None]}},
+            'ResourceFlavor.kueue.x-k8s.io "rf1" is invalid: [spec.nodeTaints[0]: Invalid value: "null": '
+            'spec.nodeTaints[0] in body must be of type object: "null", spec.tolerations[0]: Invalid value: '
+            '"null": spec.tolerations[0] in body must be of type object: "null"]',
+        ),
+        (
+            "workloads",
+            "default",
+            {"apiVersion": f"{G}/v1beta2", "kind": "Workload", "metadata": {"name": "w"},
+             "spec": {"queueName": "q", "podSets": [{"name": "main", "count": 1,
+                                                     "template": {"spec": {"containers": [None]}}}]}},
+            'Workload.kueue.x-k8s.io "w" is invalid: spec.podSets[0].template.spec.containers[0]: Invalid '
+            'value: "null": spec.podSets[0].template.spec.containers[0] in body must be of type object: "null"',
+        ),
+    ],
+)  # fmt: skip
+def test_null_list_items_get_the_full_type_check(
+    resource: str, namespace: str | None, body: dict[str, Any], message: str
+) -> None:
+    """The pruning walk passes over null list items, so validation must still type-check them."""
+    from pykueue.apiserver.app import APIServerApp
+    from pykueue.apiserver.handlers import APIRequest
+    from pykueue.store import Store
+
+    app = APIServerApp(Store(None))
+    app.bootstrap()
+    req = APIRequest("POST", G, "v1beta2", resource, namespace=namespace, body=json.dumps(body).encode())
+    with pytest.raises(Exception) as caught:
+        app.handlers.handle(req)
+    assert (getattr(caught.value, "code", None), getattr(caught.value, "message", None)) == (422, message)

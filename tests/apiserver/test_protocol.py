@@ -65,3 +65,23 @@ def test_close_sends_what_is_queued_first() -> None:
         peer.close()
 
     asyncio.run(scenario())
+
+
+def test_large_writes_go_out_at_once_after_what_is_queued() -> None:
+    from pykueue.apiserver.protocol import COALESCE_LIMIT
+
+    async def scenario() -> None:
+        transport, peer, sends = await _pair()
+        wrapped = CoalescingTransport(transport, asyncio.get_running_loop())
+        big = b"x" * COALESCE_LIMIT
+        wrapped.write(b"head")
+        wrapped.write(big)
+        assert sends == [b"head", big], "queued bytes first, then the large body, without waiting"
+        for _ in range(COALESCE_LIMIT // 1024):
+            wrapped.write(b"y" * 1024)
+        assert len(sends) == 3 and wrapped.get_write_buffer_size() == transport.get_write_buffer_size()
+        assert await _read(peer, 4 + 2 * COALESCE_LIMIT) == b"head" + big + b"y" * COALESCE_LIMIT
+        wrapped.close()
+        peer.close()
+
+    asyncio.run(scenario())

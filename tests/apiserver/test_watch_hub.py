@@ -69,3 +69,31 @@ def test_other_versions_and_tables_decode_once_and_convert() -> None:
 def test_a_hub_event_needs_an_object_or_its_json() -> None:
     with pytest.raises(ValueError):
         HubEvent("ADDED", None, 1, G, "workloads", "default")
+
+
+def test_a_loop_thread_write_does_not_overtake_one_from_another_thread() -> None:
+    """Events are dispatched in revision order whichever thread wrote them (review find)."""
+    import asyncio
+    import threading
+
+    from pykueue.apiserver.watch import WatchHub
+    from pykueue.store import ResourceKey
+
+    store = Store(None)
+    configmaps = ResourceKey("", "configmaps", namespaced=True)
+    hub = WatchHub(store)
+
+    def config_map(name: str) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "ns"}}
+
+    async def scenario() -> list[tuple[int, str]]:
+        hub.start(asyncio.get_running_loop())
+        sub = hub.subscribe("", "configmaps", None)
+        writer = threading.Thread(target=lambda: store.create(configmaps, config_map("from-thread")))
+        writer.start()
+        writer.join()  # its event is handed over to the loop, not dispatched yet
+        store.create(configmaps, config_map("from-loop"))
+        await asyncio.sleep(0.05)
+        return [(e.revision, e.object["metadata"]["name"]) for e in sub.drain()]
+
+    assert asyncio.run(scenario()) == [(1, "from-thread"), (2, "from-loop")]

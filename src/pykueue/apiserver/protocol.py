@@ -15,6 +15,10 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+COALESCE_LIMIT = 64 * 1024
+"""Queued bytes that are sent at once: large responses skip the extra copy, and the real
+transport sees the data (and can pause the writer) without waiting for the end of the step."""
+
 
 class CoalescingTransport:
     """Wraps a transport: writes made in the same loop step go out as one ``write``."""
@@ -23,12 +27,20 @@ class CoalescingTransport:
         self._transport = transport
         self._loop = loop
         self._pending: list[bytes] = []
+        self._size = 0
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
-        """Queue ``data``; the first write of a step schedules the send."""
+        """Queue ``data``; the first write of a step schedules the send, a large one sends now."""
+        if len(data) >= COALESCE_LIMIT:
+            self.flush()
+            self._transport.write(data)
+            return
         if not self._pending:
             self._loop.call_soon(self.flush)
         self._pending.append(bytes(data))
+        self._size += len(data)
+        if self._size >= COALESCE_LIMIT:
+            self.flush()
 
     def writelines(self, chunks: Iterable[bytes | bytearray | memoryview]) -> None:
         """Queue each chunk."""
@@ -41,12 +53,13 @@ class CoalescingTransport:
             return
         data = b"".join(self._pending)
         self._pending.clear()
+        self._size = 0
         if not self._transport.is_closing():
             self._transport.write(data)
 
     def get_write_buffer_size(self) -> int:
         """Queued bytes included (flow control reads this)."""
-        return self._transport.get_write_buffer_size() + sum(len(chunk) for chunk in self._pending)
+        return self._transport.get_write_buffer_size() + self._size
 
     def write_eof(self) -> None:
         """Send what is queued, then half-close."""

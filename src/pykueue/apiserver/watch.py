@@ -126,6 +126,13 @@ class WatchHub:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.loop_thread: int | None = None
         self.last_revision = int(store.revision)
+        # Events reach the hub in revision order, from whichever thread wrote them; they are
+        # dispatched on the loop thread in that order (a write made on the loop thread must not
+        # overtake an earlier one still on its way from another thread: watch streams drop events
+        # older than the last one they sent).
+        self._handover: collections.deque[tuple[Any, Any]] = collections.deque()
+        self._handover_lock = threading.Lock()
+        self._handover_scheduled = False
         self._unsubscribe: Callable[[], None] | None = store.subscribe_raw(self._on_event)
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -134,10 +141,26 @@ class WatchHub:
         self.loop_thread = threading.get_ident()
 
     def _on_event(self, event: Any, key: Any) -> None:
-        if self.loop is None or threading.get_ident() == self.loop_thread:
+        if self.loop is None:
             self._dispatch(event, key)
-        else:
-            self.loop.call_soon_threadsafe(self._dispatch, event, key)
+            return
+        with self._handover_lock:
+            self._handover.append((event, key))
+            schedule = not self._handover_scheduled
+            self._handover_scheduled = True
+        if threading.get_ident() == self.loop_thread:
+            self._dispatch_handed_over()
+        elif schedule:
+            self.loop.call_soon_threadsafe(self._dispatch_handed_over)
+
+    def _dispatch_handed_over(self) -> None:
+        """Dispatch every queued event, oldest first (on the loop thread)."""
+        with self._handover_lock:
+            batch = list(self._handover)
+            self._handover.clear()
+            self._handover_scheduled = False
+        for event, key in batch:
+            self._dispatch(event, key)
 
     def _dispatch(self, event: Any, key: Any) -> None:
         revision = int(event.rev)

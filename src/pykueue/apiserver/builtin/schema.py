@@ -388,26 +388,43 @@ _PLANS: dict[int, tuple[Mapping[str, Any], _QuantityPlan | None]] = {}
 
 
 def _quantity_plan(schema: Mapping[str, Any]) -> _QuantityPlan | None:
-    """The plan of ``schema`` (None: nothing below it is a quantity). Memoised per schema object."""
+    """The plan of ``schema`` (None: nothing below it is a quantity). Memoised per schema object.
+
+    Plans are built privately and published only when complete: handlers run on several threads,
+    and a half-built plan would skip quantities.
+    """
     hit = _PLANS.get(id(schema))
     if hit is not None and hit[0] is schema:
         return hit[1]
-    if len(_PLANS) > 65536:
+    building: dict[int, tuple[Mapping[str, Any], _QuantityPlan | None]] = {}
+    plan = _build_plan(schema, building)
+    if len(_PLANS) + len(building) > 65536:
         _PLANS.clear()
+    _PLANS.update(building)
+    return plan
+
+
+def _build_plan(
+    schema: Mapping[str, Any], building: dict[int, tuple[Mapping[str, Any], _QuantityPlan | None]]
+) -> _QuantityPlan | None:
+    for memo in (_PLANS, building):
+        hit = memo.get(id(schema))
+        if hit is not None and hit[0] is schema:
+            return hit[1]
     plan = _QuantityPlan()
-    _PLANS[id(schema)] = (schema, plan)  # provisional: a schema that contains itself ends here
+    building[id(schema)] = (schema, plan)  # provisional: a schema that contains itself ends here
     if schema.get(INT_OR_STRING) and schema.get("pattern") == QUANTITY_PATTERN:
         plan.quantity = True
     else:
         props = schema.get("properties") or {}
-        plan.props = {name: _quantity_plan(sub) for name, sub in props.items()}
+        plan.props = {name: _build_plan(sub, building) for name, sub in props.items()}
         extra = schema.get("additionalProperties")
-        plan.extra = _quantity_plan(extra) if isinstance(extra, dict) else None
+        plan.extra = _build_plan(extra, building) if isinstance(extra, dict) else None
         items = schema.get("items")
-        plan.items = _quantity_plan(items) if isinstance(items, dict) else None
+        plan.items = _build_plan(items, building) if isinstance(items, dict) else None
     bearing = plan.quantity or plan.extra is not None or plan.items is not None or any(plan.props.values())
     result = plan if bearing else None
-    _PLANS[id(schema)] = (schema, result)
+    building[id(schema)] = (schema, result)
     return result
 
 
