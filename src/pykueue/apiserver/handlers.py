@@ -23,6 +23,7 @@ from pykueue.api.validation import TYPE_INVALID, FieldError, ValidationFailed
 from pykueue.apiserver import errors as E
 from pykueue.apiserver import protobuf, watch
 from pykueue.apiserver.admission import Lookup
+from pykueue.apiserver.builtin.schema import json_type
 from pykueue.apiserver.discovery import parse_accept
 from pykueue.apiserver.selectors import (
     FieldSelector,
@@ -1313,23 +1314,6 @@ class WalkResult:
     metadata_errors: list[str] = field(default_factory=list)
 
 
-def json_type(value: Any) -> str:
-    """The JSON type name of a decoded value."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object" if isinstance(value, dict) else type(value).__name__
-
-
 def _is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
     """``isinstance(value, Mapping)``, answered without the ABC check for plain dicts (hot path)."""
     return isinstance(value, (dict, Mapping))
@@ -1347,11 +1331,6 @@ def _resolve(schema: Mapping[str, Any], resolver: Resolver, depth: int = 0) -> M
     if target is None:
         return {"x-kubernetes-preserve-unknown-fields": True}
     return _resolve(target, resolver, depth + 1)
-
-
-_JSON_TYPES: dict[type, str] = {
-    type(None): "null", bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"
-}  # fmt: skip
 
 
 class _SchemaNode:
@@ -1427,7 +1406,7 @@ def _type_ok(value: Any, node: _SchemaNode) -> str | None:
     expected = node.expected
     if expected is None:
         return None
-    got = _JSON_TYPES.get(type(value)) or json_type(value)
+    got = json_type(value)
     if (
         expected == got
         or (expected == "number" and got == "integer")
