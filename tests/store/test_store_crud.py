@@ -599,3 +599,52 @@ def test_namespace_exists_follows_commits_and_survives_reopen(tmp_path: Path) ->
         assert store.namespace_exists("team-a") and not store.namespace_exists("team-b")
         store.delete(NS, None, "team-a")
         assert not store.namespace_exists("team-a")
+
+
+def _held_ns(name: str) -> dict[str, Any]:
+    ns = _ns(name)
+    ns["spec"] = {"finalizers": ["kubernetes"]}
+    ns["status"] = {"phase": "Active"}
+    return ns
+
+
+def test_namespace_spec_finalizers_hold_its_deletion(store: Store) -> None:
+    store.create(NS, _held_ns("team"))
+    marked = store.delete(NS, None, "team")
+    assert marked["metadata"]["deletionTimestamp"] and marked["status"]["phase"] == "Terminating"
+    assert store.namespace_exists("team") and store.get(NS, None, "team") == marked
+    assert store.delete(NS, None, "team") == marked, "deleting again changes nothing"
+    marked["spec"]["finalizers"] = []
+    store.update(NS, marked)  # what the namespace controller's finalize does
+    assert not store.namespace_exists("team")
+    with pytest.raises(NotFound):
+        store.get(NS, None, "team")
+
+
+def test_a_namespace_without_spec_finalizers_goes_at_once(store: Store) -> None:
+    store.create(NS, _ns("plain"))
+    deleted = store.delete(NS, None, "plain")
+    assert "status" not in deleted or deleted["status"].get("phase") != "Terminating"
+    assert not store.namespace_exists("plain")
+
+
+def test_metadata_and_spec_finalizers_both_hold_a_namespace(store: Store) -> None:
+    ns = _held_ns("both")
+    ns["metadata"]["finalizers"] = ["example.com/hold"]
+    store.create(NS, ns)
+    marked = store.delete(NS, None, "both")
+    marked["spec"]["finalizers"] = []
+    still = store.update(NS, marked)
+    assert still["metadata"]["finalizers"] == ["example.com/hold"], "the metadata finalizer still holds it"
+    still["metadata"]["finalizers"] = []
+    store.update(NS, still)
+    assert not store.namespace_exists("both")
+
+
+def test_only_namespaces_are_held_by_spec_finalizers(store: Store) -> None:
+    obj = cq("x")
+    obj["spec"]["finalizers"] = ["kubernetes"]
+    store.create(CQ, obj)
+    store.delete(CQ, None, "x")
+    with pytest.raises(NotFound):
+        store.get(CQ, None, "x")

@@ -230,7 +230,8 @@ class APIServerApp:
             self.hub.close()
 
     def bootstrap(self) -> None:
-        """Create ``default``, ``kube-system``, ``kube-public`` and ``kube-node-lease`` if missing."""
+        """Create ``default``, ``kube-system``, ``kube-public`` and ``kube-node-lease`` if missing;
+        finish Namespaces left Terminating with nothing in them."""
         for name in BOOTSTRAP_NAMESPACES:
             req = APIRequest(
                 method="POST",
@@ -247,6 +248,8 @@ class APIServerApp:
             except E.APIError as err:
                 if err.code != 409:
                     raise
+        if self.handlers.namespaces is not None:
+            self.handlers.namespaces.recover()
 
     # -- application ------------------------------------------------------------------------------
 

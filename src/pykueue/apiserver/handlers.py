@@ -25,6 +25,7 @@ from pykueue.apiserver import protobuf, watch
 from pykueue.apiserver.admission import Lookup
 from pykueue.apiserver.builtin.schema import json_type
 from pykueue.apiserver.discovery import parse_accept
+from pykueue.apiserver.namespace_lifecycle import NamespaceLifecycle
 from pykueue.apiserver.selectors import (
     FieldSelector,
     LabelSelector,
@@ -323,6 +324,11 @@ class Handlers:
         self.hub = hub
         self.bookmark_interval = bookmark_interval
         self._namespace_info = backend.lookup("", "v1", "namespaces")
+        self.namespaces = (
+            NamespaceLifecycle(store, backend.resources(), self._namespace_info.key())
+            if self._namespace_info is not None
+            else None
+        )
         self._by_resource: dict[tuple[str, str], ResourceInfo] = {}
         for info in backend.resources():
             self._by_resource.setdefault((info.group, info.plural), info)
@@ -854,10 +860,12 @@ class Handlers:
                 None,
             ) from None
 
-    def _require_namespace_exists(self, info: ResourceInfo, namespace: str | None) -> None:
+    def _require_namespace_exists(self, info: ResourceInfo, namespace: str | None, name: str = "") -> None:
         if not info.namespaced or self._namespace_info is None or namespace is None:
             return
         if self.store.namespace_exists(namespace):
+            if self.namespaces is not None:
+                self.namespaces.check_create(info.group, info.plural, namespace, name)
             return
         try:  # not there: the store's own NotFound names it
             self.store.get(self._namespace_info.key(), "", namespace)
@@ -916,7 +924,7 @@ class Handlers:
         storage = self._to_storage(info, obj, req.version)
         storage = self._guard(info, storage, lambda: info.default_for_create(storage))
         self._validate(info, storage, None, req.version)
-        self._require_namespace_exists(info, req.namespace)
+        self._require_namespace_exists(info, req.namespace, str(_meta(storage).get("name") or ""))
         if managed:
             self._managed(info, req.version, None, storage, manager, None)
         # Webhooks run after managedFields are recorded (kube-apiserver's order), so the fields a
@@ -1168,9 +1176,6 @@ class Handlers:
         name = req.name or ""
         if info.plural == "namespaces" and not info.group and name in IMMORTAL_NAMESPACES:
             raise E.forbidden(info.group, info.plural, name, "this namespace may not be deleted")
-        if info.plural == "namespaces" and not info.group and not dry_run:
-            self._get(info, "", name)
-            self._delete_namespace_contents(name)
         try:
             result: dict[str, Any] = self.store.delete(
                 info.key(),
@@ -1182,11 +1187,15 @@ class Handlers:
             )
         except Exception as err:
             raise self._store_error(err, info, name) from None
+        namespace_terminating = info.plural == "namespaces" and not info.group and _meta(result).get("deletionTimestamp")
+        if namespace_terminating and not dry_run and self.namespaces is not None:
+            self.namespaces.terminate(name)
         return self._delete_response(req, info, result)
 
     def _delete_response(self, req: APIRequest, info: ResourceInfo, result: dict[str, Any]) -> APIResponse:
         meta = _meta(result)
-        marked = bool(meta.get("deletionTimestamp")) and bool(meta.get("finalizers"))
+        held = meta.get("finalizers") or (info.plural == "namespaces" and (result.get("spec") or {}).get("finalizers"))
+        marked = bool(meta.get("deletionTimestamp")) and bool(held)
         if marked or not info.builtin:
             return self.respond(req, info, self.to_version(info, result, req.version))
         details: dict[str, Any] = {"name": meta.get("name", req.name)}
@@ -1196,24 +1205,6 @@ class Handlers:
         if meta.get("uid"):
             details["uid"] = meta["uid"]
         return self.respond_status(req, E.success_status(details))
-
-    def _delete_namespace_contents(self, namespace: str) -> None:
-        """The namespace controller's job, done inline: delete everything in the namespace first."""
-        for info in self.backend.resources():
-            if not info.namespaced:
-                continue
-            try:
-                items, _, _ = self.store.list(info.key(), namespace)
-            except Exception:
-                continue
-            for obj in items:
-                try:
-                    self.store.delete(
-                        info.key(), namespace, _meta(obj).get("name", ""), propagation="Background"
-                    )
-                except Exception as err:
-                    if getattr(err, "code", None) != 404:
-                        raise
 
     def delete_collection(self, req: APIRequest, info: ResourceInfo) -> APIResponse:
         """DELETE a collection (selectors apply); answers the list of deleted objects."""

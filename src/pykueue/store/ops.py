@@ -14,7 +14,7 @@ import threading
 from typing import Any
 
 from . import errors as e
-from .tx import FOREGROUND, ORPHAN, KeyExists, Loc, Tx, finalizers, is_deleting, make_k
+from .tx import FOREGROUND, ORPHAN, KeyExists, Loc, Tx, finalizers, is_deleting, make_k, namespace_finalizers
 from .types import ResourceKey, decode, encode
 
 GENERATED_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -211,7 +211,7 @@ def update(
     new["metadata"]["resourceVersion"] = old_rv
     if new == old:
         return old
-    if is_deleting(old) and not finalizers(new):
+    if is_deleting(old) and not finalizers(new) and not namespace_finalizers(loc, new):
         result: dict[str, Any] = decode(tx.remove(loc, old, old_raw))
     else:
         result = decode(tx.replace(loc, old, old_raw, new))
@@ -313,10 +313,17 @@ def delete_loaded(
     """Delete an already loaded object (also used by the garbage collector)."""
     old_rv = old["metadata"].get("resourceVersion", "")
     fins = _finalizers_for_gc(finalizers(old), propagation) if tx.gc_enabled else finalizers(old)
-    if fins:
+    held_namespace = bool(namespace_finalizers(loc, old))
+    if fins or held_namespace:
         new: dict[str, Any] = decode(old_raw)
-        new["metadata"]["finalizers"] = fins
+        if fins:
+            new["metadata"]["finalizers"] = fins
+        else:
+            new["metadata"].pop("finalizers", None)
         _mark_as_deleting(new["metadata"], tx.now)
+        if held_namespace:  # the namespace controller deletes its content, then finalizes it
+            status = new.get("status")
+            new["status"] = dict(status if isinstance(status, dict) else {}, phase="Terminating")
         if new == old:
             return old
         result: dict[str, Any] = decode(tx.replace(loc, old, old_raw, new))
@@ -386,7 +393,7 @@ def set_finalizers(tx: Tx, loc: Loc, old: dict[str, Any], old_raw: bytes, fins: 
         new["metadata"]["finalizers"] = fins
     else:
         new["metadata"].pop("finalizers", None)
-    if is_deleting(old) and not fins:
+    if is_deleting(old) and not fins and not namespace_finalizers(loc, new):
         tx.remove(loc, old, old_raw)
     elif new != old:
         tx.replace(loc, old, old_raw, new)

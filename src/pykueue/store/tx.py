@@ -149,6 +149,19 @@ def finalizers(obj: dict[str, Any]) -> list[str]:
     return fins if isinstance(fins, list) else []
 
 
+NAMESPACES = ("", "namespaces")
+"""The collection whose objects ``spec.finalizers`` also hold (the namespace registry's rule)."""
+
+
+def namespace_finalizers(loc: Loc, obj: dict[str, Any]) -> list[str]:
+    """A Namespace's ``spec.finalizers`` (``kubernetes`` until its content is gone); [] otherwise."""
+    if loc[:2] != NAMESPACES:
+        return []
+    spec = obj.get("spec")
+    fins = spec.get("finalizers") if isinstance(spec, dict) else None
+    return fins if isinstance(fins, list) else []
+
+
 def is_deleting(obj: dict[str, Any]) -> bool:
     """Whether ``metadata.deletionTimestamp`` is set."""
     return bool(obj["metadata"].get("deletionTimestamp"))

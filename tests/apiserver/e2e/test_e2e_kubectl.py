@@ -442,6 +442,29 @@ def test_delete_namespace_deletes_its_contents(server: ServerProcess) -> None:
     assert 'namespaces "default" is forbidden: this namespace may not be deleted' in forbidden.stderr
 
 
+def test_namespace_held_by_content_stays_terminating(server: ServerProcess) -> None:
+    server.kubectl("create", "namespace", "held")
+    workload = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: w, namespace: held, finalizers: [example.com/hold]}
+spec:
+  queueName: q
+  podSets: [{name: main, count: 1, template: {spec: {containers: [{name: c, image: busybox}]}}}]
+"""
+    server.kubectl("apply", "-f", "-", stdin=workload)
+    out = server.kubectl("delete", "namespace", "held", "--wait=false").stdout
+    assert 'namespace "held" deleted' in out
+    status = server.kubectl("get", "namespace", "held", "--no-headers").stdout.split()
+    assert status[:2] == ["held", "Terminating"]
+    refused = server.kubectl("create", "job", "late", "--image=busybox", "-n", "held", check=False)
+    assert refused.returncode != 0
+    assert "unable to create new content in namespace held because it is being terminated" in refused.stderr
+    server.kubectl("patch", "workload", "w", "-n", "held", "--type=merge", "-p", '{"metadata":{"finalizers":null}}')
+    gone = server.kubectl("get", "namespace", "held", check=False)
+    assert 'namespaces "held" not found' in gone.stderr
+
+
 # --- delete --------------------------------------------------------------------------------------------
 
 
