@@ -4,42 +4,19 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import pytest
 import yaml
 from httpclient_support import (
     Starter,
     TCPProxy,
-    client_of,
     pod_template,
-    serving,
-    starting,
     wait_for,
 )
 
 from pykueue.client.http import HTTPClient
 from pykueue.client.resources import POD_TEMPLATES
 from pykueue.controllers.informer import ADDED, DELETED, MODIFIED, SYNCED, Change, Informer
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """One API-only server per module (tests use distinct object names)."""
-    yield from serving(tmp_path_factory.mktemp("serve"))
-
-
-@pytest.fixture
-def client(server: Any) -> Iterator[HTTPClient]:
-    yield from client_of(server)
-
-
-@pytest.fixture
-def start(tmp_path: Path) -> Iterator[Starter]:
-    """Servers of the test's own, e.g. ``start("--watch-history", "5")``."""
-    yield from starting(tmp_path)
 
 
 class Sink:

@@ -21,7 +21,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from httpclient_support import Starter, serving, starting, tls_serving
+from httpclient_support import Starter, tls_serving
 
 from pykueue.client.http import ConnectionFailed, HTTPClient
 from pykueue.client.interface import APIError
@@ -30,20 +30,8 @@ from pykueue.client.resources import NAMESPACES
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """One API-only server per module (tests use distinct object names)."""
-    yield from serving(tmp_path_factory.mktemp("serve"))
-
-
-@pytest.fixture(scope="module")
 def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     yield from tls_serving(tmp_path_factory.mktemp("tls"))
-
-
-@pytest.fixture
-def start(tmp_path: Path) -> Iterator[Starter]:
-    """Servers of the test's own, e.g. ``start("--watch-history", "5")``."""
-    yield from starting(tmp_path)
 
 
 def kubeconfig(

@@ -4,21 +4,17 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from httpclient_support import (
     Starter,
-    client_of,
     flavor,
     local_queue,
     namespace,
     pod_template,
     rv,
-    serving,
-    starting,
 )
 
 from pykueue.client.http import HTTPClient
@@ -36,23 +32,6 @@ from pykueue.client.resources import (
     POD_TEMPLATES,
     RESOURCE_FLAVORS,
 )
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """One API-only server per module (tests use distinct object names)."""
-    yield from serving(tmp_path_factory.mktemp("serve"))
-
-
-@pytest.fixture
-def client(server: Any) -> Iterator[HTTPClient]:
-    yield from client_of(server)
-
-
-@pytest.fixture
-def start(tmp_path: Path) -> Iterator[Starter]:
-    """Servers of the test's own, e.g. ``start("--watch-history", "5")``."""
-    yield from starting(tmp_path)
 
 
 def test_create_get_and_list_fill_kind(client: HTTPClient) -> None:

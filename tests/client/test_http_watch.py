@@ -4,44 +4,22 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from httpclient_support import (
     Starter,
-    client_of,
     flavor,
     local_queue,
     namespace,
     pod_template,
     rv,
-    serving,
-    starting,
     wait_for,
 )
 
 from pykueue.client.http import HTTPClient, HTTPWatch
 from pykueue.client.interface import APIError, Gone, WatchEvent
 from pykueue.client.resources import LOCAL_QUEUES, NAMESPACES, POD_TEMPLATES, RESOURCE_FLAVORS
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """One API-only server per module (tests use distinct object names)."""
-    yield from serving(tmp_path_factory.mktemp("serve"))
-
-
-@pytest.fixture
-def client(server: Any) -> Iterator[HTTPClient]:
-    yield from client_of(server)
-
-
-@pytest.fixture
-def start(tmp_path: Path) -> Iterator[Starter]:
-    """Servers of the test's own, e.g. ``start("--watch-history", "5")``."""
-    yield from starting(tmp_path)
 
 
 class Collector:

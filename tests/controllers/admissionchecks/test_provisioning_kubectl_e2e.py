@@ -29,7 +29,8 @@ _E2E = str(Path(__file__).resolve().parents[1] / "e2e")
 if _E2E not in sys.path:
     sys.path.insert(0, _E2E)
 
-from support import SEEDS, Kueue, condition, is_true, start_kueue, wait_for  # noqa: E402
+from support import SEEDS, Kueue, condition, is_true, local_queue, start_kueue, wait_for  # noqa: E402
+from support import job as job_manifest  # noqa: E402
 
 MODES = ["embedded", "cluster"]
 NS = "default"
@@ -131,41 +132,6 @@ spec:
     admissionChecks:
     - name: {check}
 """
-
-LQ = """
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata:
-  namespace: default
-  name: {name}
-spec:
-  clusterQueue: {cq}
-"""
-
-JOB = """
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {name}
-  namespace: default
-  labels:
-    kueue.x-k8s.io/queue-name: {queue}
-spec:
-  parallelism: 1
-  completions: 1
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: main
-        image: busybox
-        command: ["sh", "-c", "sleep 1"]
-        resources:
-          requests:
-            cpu: "{cpu}"
-            memory: 100Mi
-"""
-
 
 # --- the seeds ---------------------------------------------------------------------------------------
 
@@ -348,9 +314,9 @@ def test_job_admitted_only_after_request_is_provisioned(kueue: Kueue) -> None:
     assert cq["spec"]["admissionChecksStrategy"]["admissionChecks"] == [{"name": "sample-prov"}]
     assert "admissionChecks" not in cq["spec"]
     _cq_active(kueue, "cluster-queue")
-    kueue.apply(LQ.format(name="prov-lq", cq="cluster-queue"))
+    kueue.apply(local_queue("prov-lq", "cluster-queue"))
 
-    kueue.apply(JOB.format(name="prov-job", queue="prov-lq", cpu="1"))
+    kueue.apply(job_manifest("prov-job", "prov-lq", cpu="1"))
     wl_name = _workload(kueue, "prov-job")
     request = f"{wl_name}-sample-prov-1"
 
@@ -424,9 +390,9 @@ def test_job_admitted_only_after_request_is_provisioned(kueue: Kueue) -> None:
 def test_failed_request_is_retried_after_backoff(kueue: Kueue) -> None:
     _ensure_objects(kueue)
     kueue.apply(CQ.format(name="retry-cq", check="flaky-prov"))
-    kueue.apply(LQ.format(name="retry-lq", cq="retry-cq"))
+    kueue.apply(local_queue("retry-lq", "retry-cq"))
     _cq_active(kueue, "retry-cq")
-    kueue.apply(JOB.format(name="retry-job", queue="retry-lq", cpu="1"))
+    kueue.apply(job_manifest("retry-job", "retry-lq", cpu="1"))
     wl_name = _workload(kueue, "retry-job")
     first, second = f"{wl_name}-flaky-prov-1", f"{wl_name}-flaky-prov-2"
 
@@ -484,9 +450,9 @@ def test_failed_request_is_retried_after_backoff(kueue: Kueue) -> None:
 def test_exhausted_retries_reject_and_deactivate(kueue: Kueue) -> None:
     _ensure_objects(kueue)
     kueue.apply(CQ.format(name="reject-cq", check="broken-prov"))
-    kueue.apply(LQ.format(name="reject-lq", cq="reject-cq"))
+    kueue.apply(local_queue("reject-lq", "reject-cq"))
     _cq_active(kueue, "reject-cq")
-    kueue.apply(JOB.format(name="reject-job", queue="reject-lq", cpu="1"))
+    kueue.apply(job_manifest("reject-job", "reject-lq", cpu="1"))
     wl_name = _workload(kueue, "reject-job")
 
     # Attempt 1 fails: Retry after 60 s; attempt 2 fails: Retry after 120 s (backoff base 60).
@@ -542,10 +508,10 @@ def test_on_flavors_check_runs_only_for_its_flavor(kueue: Kueue) -> None:
         {"name": "sample-prov-2"},
     ]
     _cq_active(kueue, "cluster-queue")
-    kueue.apply(LQ.format(name="prov-lq", cq="cluster-queue"))
+    kueue.apply(local_queue("prov-lq", "cluster-queue"))
 
     # The first Job fills default-flavor: both checks apply, sample-prov waits for provisioning.
-    kueue.apply(JOB.format(name="flavor-a", queue="prov-lq", cpu="4"))
+    kueue.apply(job_manifest("flavor-a", "prov-lq", cpu="4"))
     wl_a = _workload(kueue, "flavor-a")
     wl = _wait_wl(
         kueue,
@@ -563,7 +529,7 @@ def test_on_flavors_check_runs_only_for_its_flavor(kueue: Kueue) -> None:
     assert f"{wl_a}-sample-prov-1" in _requests(kueue)
 
     # The second Job lands on spot-flavor: sample-prov does not apply, so it is admitted at once.
-    kueue.apply(JOB.format(name="flavor-b", queue="prov-lq", cpu="1"))
+    kueue.apply(job_manifest("flavor-b", "prov-lq", cpu="1"))
     wl_b = _workload(kueue, "flavor-b")
     wl = _wait_wl(kueue, wl_b, lambda w: is_true(w, "Admitted"), "second job admitted on spot-flavor")
     assert wl["status"]["admission"]["podSetAssignments"][0]["flavors"]["cpu"] == "spot-flavor"

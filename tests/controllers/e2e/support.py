@@ -168,3 +168,50 @@ def start_kueue(base: Path, mode: str, extra: list[str] | None = None, *, run_jo
     kueue = Kueue(mode, server, base, offset, extra=flags, run_jobs=run_jobs)
     kueue.start_controller()
     return kueue
+
+
+# --- manifests shared by the e2e tests ------------------------------------------------------------------
+
+LQ = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata:
+  namespace: default
+  name: {name}
+spec:
+  clusterQueue: {cq}
+"""
+
+JOB = """
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {name}
+  namespace: default
+  labels:
+    kueue.x-k8s.io/queue-name: {queue}
+spec:
+  parallelism: {parallelism}
+  completions: {parallelism}
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: busybox
+        command: ["sh", "-c", "{command}"]
+        resources:
+          requests:
+            cpu: "{cpu}"
+            memory: 100Mi
+"""
+
+
+def job(name: str, queue: str, command: str = "sleep 1", cpu: str = "1", parallelism: int = 1) -> str:
+    """A batch/v1 Job in ``default`` for ``queue`` (busybox running ``command``)."""
+    return JOB.format(name=name, queue=queue, command=command, cpu=cpu, parallelism=parallelism)
+
+
+def local_queue(name: str, cq: str) -> str:
+    """A LocalQueue in ``default`` pointing at ``cq``."""
+    return LQ.format(name=name, cq=cq)

@@ -16,7 +16,18 @@ from typing import Any
 
 import pytest
 import yaml
-from support import ROOT, SEEDS, Kueue, condition, is_true, start_kueue, start_server, wait_for
+from support import (
+    ROOT,
+    SEEDS,
+    Kueue,
+    condition,
+    is_true,
+    job,
+    local_queue,
+    start_kueue,
+    start_server,
+    wait_for,
+)
 
 MODES = ["embedded", "cluster"]
 
@@ -48,45 +59,6 @@ spec:
       - name: memory
         nominalQuota: 4Gi
 """
-
-LQ = """
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata:
-  namespace: default
-  name: {name}
-spec:
-  clusterQueue: {cq}
-"""
-
-JOB = """
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {name}
-  namespace: default
-  labels:
-    kueue.x-k8s.io/queue-name: {queue}
-spec:
-  parallelism: {parallelism}
-  completions: {parallelism}
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: main
-        image: busybox
-        command: ["sh", "-c", "{command}"]
-        resources:
-          requests:
-            cpu: "{cpu}"
-            memory: 100Mi
-"""
-
-
-def job(name: str, queue: str, command: str = "sleep 1", cpu: str = "1", parallelism: int = 1) -> str:
-    return JOB.format(name=name, queue=queue, command=command, cpu=cpu, parallelism=parallelism)
-
 
 @pytest.fixture(scope="module", params=MODES)
 def kueue(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kueue]:
@@ -121,7 +93,7 @@ def _workload_name(k: Kueue, job_name: str) -> str:
 def test_job_is_admitted_runs_completes_and_frees_quota(kueue: Kueue) -> None:
     kueue.apply(FLAVOR.format(name="life-flavor"))
     kueue.apply(CQ.format(name="life-cq", cohort="", flavor="life-flavor", cpu=2))
-    kueue.apply(LQ.format(name="life-lq", cq="life-cq"))
+    kueue.apply(local_queue("life-lq", "life-cq"))
     kueue.apply(job("life-job", "life-lq", command="sleep 1"))
     created = kueue.get("job", "life-job")
     assert created["spec"]["suspend"] is False or created["spec"]["suspend"] is True  # admitted already or not
@@ -159,8 +131,8 @@ def test_borrowing_then_reclaim_preempts_and_readmits(kueue: Kueue) -> None:
     kueue.apply(FLAVOR.format(name="bp-flavor"))
     kueue.apply(CQ.format(name="bp-a", cohort="cohortName: bp", flavor="bp-flavor", cpu=1))
     kueue.apply(CQ.format(name="bp-b", cohort="cohortName: bp", flavor="bp-flavor", cpu=1))
-    kueue.apply(LQ.format(name="bp-a", cq="bp-a"))
-    kueue.apply(LQ.format(name="bp-b", cq="bp-b"))
+    kueue.apply(local_queue("bp-a", "bp-a"))
+    kueue.apply(local_queue("bp-b", "bp-b"))
     kueue.apply(job("bp-borrower", "bp-a", command="sleep 300", cpu="2"))
     borrower = _workload_name(kueue, "bp-borrower")
     wait_for(lambda: is_true(kueue.get("workload", borrower), "Admitted"), what="borrower admitted")
@@ -287,7 +259,7 @@ spec:
     cq = yaml.safe_load(CQ.format(name="ac-cq", cohort="", flavor="ac-flavor", cpu=4))
     cq["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": CHECK}]}
     kueue.apply(yaml.safe_dump(cq))
-    kueue.apply(LQ.format(name="ac-lq", cq="ac-cq"))
+    kueue.apply(local_queue("ac-lq", "ac-cq"))
 
     def cq_active() -> dict[str, Any] | None:
         return condition(kueue.get("clusterqueue", "ac-cq", None), "Active")
@@ -433,7 +405,7 @@ def _storm(base: Path, mode: str) -> None:
     try:
         k.apply(FLAVOR.format(name="storm-flavor"))
         k.apply(CQ.format(name="storm-cq", cohort="", flavor="storm-flavor", cpu=10))
-        k.apply(LQ.format(name="storm-lq", cq="storm-cq"))
+        k.apply(local_queue("storm-lq", "storm-cq"))
         manifests = "---".join(job(f"storm-{i}", "storm-lq", command="sleep 600", cpu="1") for i in range(30))
         done = threading.Event()
 
