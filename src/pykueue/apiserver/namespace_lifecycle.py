@@ -17,11 +17,10 @@ from typing import Any
 import msgspec
 
 from pykueue.apiserver import errors as E
+from pykueue.apiserver.builtin.namespaces import NAMESPACE_FINALIZER
 from pykueue.store.tx import NAMESPACES, loc_namespace
 
 log = logging.getLogger("pykueue.apiserver")
-
-NAMESPACE_FINALIZER = "kubernetes"
 
 
 class NamespaceLifecycle:
