@@ -18,7 +18,7 @@ from functools import lru_cache
 
 from pykueue.api import podspec
 from pykueue.api.kueue import PREEMPT_NEVER, PREEMPTION_OVER_BORROWING, TRY_NEXT_FLAVOR, Toleration
-from pykueue.api.quantity import PODS, format_amount, sat_add, sat_mul, sat_sub
+from pykueue.api.quantity import PODS, format_amount, resource_quantity_string, sat_add, sat_mul, sat_sub
 from pykueue.core.assignment import (
     EXCEEDS_MAX_QUOTA,
     NO_FIT_SEVERITY,
@@ -431,11 +431,13 @@ class FlavorAssigner:
         value = sat_add(assumed, request)
         capacity = potential_available(node, fr)
         if value > capacity:
+            # Amounts go through AmountQuantityString, the request through ResourceQuantityString
+            # (no "<unlimited>" for it), as upstream's fitsResourceQuota prints them.
             return _QuotaCheck(
                 _NO_FIT,
                 0,
                 f"insufficient quota for {res} in flavor {flavor}, previously considered podsets requests "
-                f"({format_amount(res, assumed)}) + current podset request ({format_amount(res, request)}) "
+                f"({format_amount(res, assumed)}) + current podset request ({resource_quantity_string(res, request)}) "
                 f"> maximum capacity ({format_amount(res, capacity)})",
                 EXCEEDS_MAX_QUOTA,
             )
