@@ -44,12 +44,19 @@ def route_workload_change(
     scheduler: Scheduler,
     options: SchedulerOptions,
     now: datetime,
+    retry_from: datetime | None = None,
 ) -> None:
-    """Apply one observed Workload change (``old`` None: created; ``new`` None: deleted)."""
+    """Apply one observed Workload change (``old`` None: created; ``new`` None: deleted).
+
+    ``retry_from`` (default ``now``) is when the change happened, from which the batched retry
+    of parked workloads it requests runs (``RETRY_BATCH_PERIOD``): the simulator observes some
+    changes a tick after they happened.
+    """
     wl = new if new is not None else old
     assert wl is not None
     key = workload_key(wl)
     ts = to_time(now).timestamp()
+    retry_ts = ts if retry_from is None else to_time(retry_from).timestamp()
 
     def info(w: Workload) -> None:
         cache.add_workload(new_workload_info(w, options, cache.workload(key)))
@@ -59,7 +66,7 @@ def route_workload_change(
         cq = cache.workload_cq.get(key)
         cache.delete_workload(key)
         if cq:
-            queues.queue_inadmissible_workloads({cq}, ts)
+            queues.queue_inadmissible_workloads({cq}, retry_ts)
 
     if new is None:
         queues.delete_workload(key, forget=True)
@@ -99,7 +106,7 @@ def route_workload_change(
         if at is None or at <= to_time(now):
             queues.add_or_update_workload(new, ts)
         if cq:
-            queues.queue_inadmissible_workloads({cq}, ts)
+            queues.queue_inadmissible_workloads({cq}, retry_ts)
         return
     info(new)
     # Reserved -> reserved: fewer pods or another priority can let parked workloads in
@@ -111,4 +118,4 @@ def route_workload_change(
     ):
         cq = cache.workload_cq.get(key)
         if cq:
-            queues.queue_inadmissible_workloads({cq}, ts)
+            queues.queue_inadmissible_workloads({cq}, retry_ts)
