@@ -19,6 +19,7 @@ from builders import (
     Cond,
     Ev,
     Q,
+    admission_check,
     admitted,
     at,
     cache_assignments,
@@ -2571,6 +2572,32 @@ def test_reclaimable_pods_retry_inadmissible_workloads() -> None:
     cluster.finalize_status()
     status = cluster.objects[("ClusterQueue", "", "q")].obj.status
     assert [(r.name, str(r.total)) for r in status.flavors_reservation[0].resources] == [("cpu", "4")]
+
+
+def test_reclaimable_pods_of_a_reservation_waiting_for_checks_retry_nothing() -> None:
+    """Upstream's Update handler retries parked workloads on reclaimable pods only between two Admitted
+    states; a reservation still waiting for its checks only updates the cache."""
+    w0 = holding(workload("w0", pod_sets=[pod_set("main", 4, {"cpu": "1"})]), "q", {"cpu": "default"})
+    cluster = simulate(
+        [
+            flavor("default"),
+            admission_check("check"),
+            default_flavor_cq("q", 4, admission_checks={"check": []}),
+            local_queue("lq", "default", "q"),
+            w0,
+            workload("w1", requests={"cpu": 2}, created=at(1)),
+        ]
+    )
+    cluster.run_cycle()
+    assert queued(cluster) == ({}, {"q": ["default/w1"]})
+    current = cluster.get_workload("default/w0")
+    assert current is not None and conditions(current)["Admitted"][:2] == ("False", "UnsatisfiedAdmissionChecks")
+    updated = lifecycle.copy_for_status(current)
+    updated.status.reclaimable_pods = [ReclaimablePod(name="main", count=2)]
+    cluster.write_workload_status(updated)
+    assert step(cluster).heads == 0
+    assert step(cluster).heads == 0
+    assert queued(cluster) == ({}, {"q": ["default/w1"]})
 
 
 def test_ongoing_preemption_is_not_issued_again() -> None:

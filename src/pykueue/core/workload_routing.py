@@ -21,6 +21,7 @@ from pykueue.core.workload_info import (
     has_active_quota_reservation,
     has_quota_reservation,
     is_active,
+    is_admitted,
     is_evicted,
     is_finished,
     is_on_hold,
@@ -110,9 +111,10 @@ def route_workload_change(
         return
     info(new)
     # Reserved -> reserved: fewer pods or another priority can let parked workloads in
-    # (scheduling reference §4.3, §4.7).
+    # (scheduling reference §4.3, §4.7). Upstream's Update handler retries on reclaimable pods
+    # only between two Admitted states; a reservation waiting for checks just updates the cache.
     if (
-        old.status.reclaimable_pods != new.status.reclaimable_pods
+        (is_admitted(old) and is_admitted(new) and old.status.reclaimable_pods != new.status.reclaimable_pods)
         or priority_parts(old, options) != priority_parts(new, options)
         or old.spec.priority_class_ref != new.spec.priority_class_ref
     ):
