@@ -323,3 +323,13 @@ def test_explain_does_not_contradict_itself(queue: str, extra: str, reason: str)
     assert f"Reason: {reason}:" in paragraph
     assert f"It is not queued for scheduling until that changes ({reason})" in paragraph
     assert "waits behind" not in paragraph
+
+
+def test_unmodelled_features_are_warned_about() -> None:
+    state = QUEUES.replace("nodeLabels: {instance-type: on-demand}", "nodeLabels: {instance-type: on-demand}\n  topologyName: t")
+    proc = schedule("-f", "-", "--now", NOW, stdin=state)
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        'warning: <stdin>: document 1: ResourceFlavor "on-demand": pykueue does not implement '
+        "Topology Aware Scheduling: spec.topologyName is ignored" in proc.stderr
+    )

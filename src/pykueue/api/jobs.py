@@ -15,6 +15,18 @@ QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL: Final = "kueue.x-k8s.io/priority-class"
 STOPPING_ANNOTATION: Final = "kueue.x-k8s.io/stopping"
 
+# Topology-aware scheduling requests on a Job's pod template.
+PODSET_REQUIRED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-required-topology"
+PODSET_PREFERRED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-preferred-topology"
+PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-unconstrained-topology"
+PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-slice-required-topology"
+TOPOLOGY_REQUEST_ANNOTATIONS: Final = (
+    PODSET_REQUIRED_TOPOLOGY_ANNOTATION,
+    PODSET_PREFERRED_TOPOLOGY_ANNOTATION,
+    PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION,
+    PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION,
+)
+
 # Owner kinds whose child Jobs Kueue manages through the parent (``IsOwnerManagedByKueue``).
 MANAGED_OWNER_KINDS: Final = frozenset({("batch/v1", "Job")})
 

@@ -108,6 +108,8 @@ def _run(args: argparse.Namespace) -> int:
         state = admit_state(documents, controller_options, validate=args.validate != "false")
     except StateError as err:
         raise UsageError(f"error: {err}") from err
+    for warning in state.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     cluster = SimulatedCluster(options, now)
     try:
         cluster.load(state.objects)

@@ -29,6 +29,7 @@ import msgspec
 from pykueue.api import kueue as k
 from pykueue.api.conversion import object_ref, to_external, to_internal
 from pykueue.api.jobs import is_managed, owner_managed_by_kueue
+from pykueue.api.unmodelled import unmodelled_features
 from pykueue.apiserver.app import APIServerApp
 from pykueue.apiserver.errors import APIError
 from pykueue.apiserver.handlers import APIRequest
@@ -89,6 +90,8 @@ class AdmittedState:
 
     objects: list[tuple[k.KueueObject, str]]
     jobs: list[AdmittedJob]
+    warnings: list[str]
+    """One line per use of a Kueue feature pykueue does not implement (:mod:`pykueue.api.unmodelled`)."""
 
 
 def admit_state(documents: Sequence[Document], options: ControllerOptions, *, validate: bool = True) -> AdmittedState:
@@ -105,7 +108,7 @@ def admit_state(documents: Sequence[Document], options: ControllerOptions, *, va
     for doc in ordered:
         admitter.admit(doc)
     admitter.create_job_workloads()
-    return AdmittedState(admitter.objects, admitter.jobs)
+    return AdmittedState(admitter.objects, admitter.jobs, admitter.warnings)
 
 
 class _Admitter:
@@ -115,6 +118,7 @@ class _Admitter:
         self.field_validation = field_validation
         self.objects: list[tuple[k.KueueObject, str]] = []
         self.jobs: list[AdmittedJob] = []
+        self.warnings: list[str] = []
         self._job_docs: list[tuple[Document, dict[str, Any]]] = []
         self._namespaces: dict[str, dict[str, str]] = {}
         self._explicit_namespaces: set[str] = set()
@@ -214,6 +218,8 @@ class _Admitter:
             stored["status"] = status
             stored = self._request("PUT", info, version, stored, doc, subresource="status")
         restored = _restore_metadata(stored, owned)
+        where = _location(doc)
+        self.warnings.extend(f"{where}: {u.message}" for u in unmodelled_features(info.group, info.kind, restored))
         if doc.data.get("kind") == JOB_KIND:
             self._job_docs.append((doc, restored))
             return
@@ -282,8 +288,12 @@ def _restore_metadata(stored: dict[str, Any], owned: Mapping[str, Any]) -> dict[
     return stored
 
 
-def _state_error(doc: Document, message: str) -> StateError:
+def _location(doc: Document) -> str:
     ref = object_ref(doc.data) if isinstance(doc.data, dict) else ""
     where = f"{doc.source}: document {doc.index}"
-    return StateError(f"{where}: {ref}: {message}" if ref else f"{where}: {message}")
+    return f"{where}: {ref}" if ref else where
+
+
+def _state_error(doc: Document, message: str) -> StateError:
+    return StateError(f"{_location(doc)}: {message}")
 
