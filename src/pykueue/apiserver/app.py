@@ -196,6 +196,9 @@ def _no_refs(ref: str) -> dict[str, Any] | None:
     return None
 
 
+OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"  # kube-openapi handler.go
+
+
 class APIServerApp:
     """Holds the store, the registry backend, discovery, the watch hub and the handlers."""
 
@@ -400,8 +403,14 @@ class APIServerApp:
     # -- OpenAPI ----------------------------------------------------------------------------------
 
     async def openapi_v2(self, request: Request) -> Response:
-        """``/openapi/v2`` is not served (kubectl 1.32 uses v3)."""
-        raise E.path_not_found()
+        """``/openapi/v2``: an empty document (protobuf, as client-go asks for it).
+
+        kubectl validates with OpenAPI v3 and falls back to v2 for a kind that v3 does not
+        describe; a 404 there made it report "failed to download openapi" for a kind pykueue
+        does not serve (CronJob, JobSet). An empty v2 document lets it go on to its own clear
+        answer, ``no matches for kind "CronJob" in version "batch/v1"``.
+        """
+        return Response(b"", media_type=OPENAPI_V2_PROTOBUF)
 
     async def openapi_v3_index(self, request: Request) -> Response:
         """``/openapi/v3``: the index of group-version documents, with content hashes."""

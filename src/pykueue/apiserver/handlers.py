@@ -19,6 +19,7 @@ import msgspec
 import yaml
 
 from pykueue.api.manifests import KubeDumper, KubeLoader
+from pykueue.api.unmodelled import unmodelled_features
 from pykueue.api.validation import TYPE_INVALID, FieldError, ValidationFailed
 from pykueue.apiserver import errors as E
 from pykueue.apiserver import protobuf, watch
@@ -62,6 +63,9 @@ ORPHAN_BY_DEFAULT = frozenset({("batch", "jobs")})
 
 
 # --- the HTTP layer's view of a request ------------------------------------------------------------
+
+
+_WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
 @dataclass
@@ -412,19 +416,25 @@ class Handlers:
     def respond(
         self, req: APIRequest, info: ResourceInfo, obj: dict[str, Any], status: int = 200
     ) -> APIResponse:
-        """One object (already in the request version) in the negotiated representation."""
+        """One object (already in the request version) in the negotiated representation.
+
+        The answer to a write of an object that asks for a Kueue feature pykueue does not
+        implement carries a ``Warning`` naming it (:mod:`pykueue.api.unmodelled`).
+        """
         fmt = negotiate(req.accept)
         if fmt.kind == "table":
             table = self.backend.to_table(info, [obj], req.version, req.param("includeObject") or "Metadata")
             table["apiVersion"] = f"meta.k8s.io/{fmt.meta_version}"
-            return APIResponse(status, _json_encode(table), fmt.content_type)
-        if fmt.kind == "partial":
-            return APIResponse(
-                status, _json_encode(partial_metadata(obj, fmt.meta_version)), fmt.content_type
-            )
-        if fmt.kind == "yaml":
-            return APIResponse(status, encode_yaml(obj), YAML)
-        return APIResponse(status, _json_encode(obj), JSON)
+            resp = APIResponse(status, _json_encode(table), fmt.content_type)
+        elif fmt.kind == "partial":
+            resp = APIResponse(status, _json_encode(partial_metadata(obj, fmt.meta_version)), fmt.content_type)
+        elif fmt.kind == "yaml":
+            resp = APIResponse(status, encode_yaml(obj), YAML)
+        else:
+            resp = APIResponse(status, _json_encode(obj), JSON)
+        if req.method in _WRITE_METHODS and req.subresource is None:
+            resp.warnings.extend(u.message for u in unmodelled_features(info.group, info.kind, obj))
+        return resp
 
     def respond_status(self, req: APIRequest, status: dict[str, Any]) -> APIResponse:
         """A ``Status`` body (JSON or YAML)."""

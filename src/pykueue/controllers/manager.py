@@ -33,6 +33,8 @@ from pykueue.api.kueue import (
     Workload,
 )
 from pykueue.api.meta import LabelSelector, format_time, is_condition_true, to_time
+from pykueue.api.unmodelled import EVENT_REASON as UNMODELLED_EVENT_REASON
+from pykueue.api.unmodelled import unmodelled_features
 from pykueue.client import resources as R
 from pykueue.client.interface import APIError, Client, Conflict, NotFound, Resource
 from pykueue.controllers.clock import Clock, system_clock
@@ -46,7 +48,7 @@ from pykueue.controllers.informer import (
     resource_version,
 )
 from pykueue.core.cache import Cache
-from pykueue.core.events import Event
+from pykueue.core.events import WARNING, Event
 from pykueue.core.options import SchedulerOptions, options_from_config
 from pykueue.core.queue_manager import QueueManager
 from pykueue.core.scheduler import Scheduler
@@ -294,7 +296,25 @@ class ControllerManager:
         if old is not None and not _newer(obj, old):
             return  # our own write, already applied (or an older version)
         cached[key] = obj
+        if old is None:
+            self._report_unmodelled(change.resource, obj)
         self._apply(plural, old, obj)
+
+    def _report_unmodelled(self, res: Resource, obj: dict[str, Any]) -> None:
+        """A Warning Event on an object that asks for a Kueue feature pykueue does not implement."""
+        meta = obj.get("metadata") or {}
+        for found in unmodelled_features(res.group, res.kind, obj):
+            involved = {
+                "apiVersion": res.api_version,
+                "kind": res.kind,
+                "name": meta.get("name", ""),
+                "namespace": meta.get("namespace", ""),
+                "uid": meta.get("uid", ""),
+                "resourceVersion": meta.get("resourceVersion", ""),
+            }
+            event = Event(str(meta.get("namespace") or ""), str(meta.get("name") or ""), WARNING,
+                          UNMODELLED_EVENT_REASON, found.message, kind=res.kind)
+            self.record_event(event, involved)
 
     def observe_write(self, res: Resource, obj: dict[str, Any]) -> None:
         """Apply the result of our own successful write at once (write-through)."""

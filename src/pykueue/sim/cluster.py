@@ -189,7 +189,7 @@ class SimulatedCluster:
     def _fill_metadata(self, obj: Any) -> None:
         md = obj.metadata
         if not md.uid:
-            md.uid = str(uuid.uuid5(_UID_NAMESPACE, f"{obj.kind}/{md.namespace}/{md.name}"))
+            md.uid = stable_uid(obj.kind, md.namespace, md.name)
         if md.creation_timestamp is None:
             md.creation_timestamp = self.now
         if not md.generation:
@@ -532,6 +532,11 @@ class SimulatedCluster:
 
     def workloads(self) -> list[Workload]:
         return [self.objects[k].obj for k in self._workload_keys()]
+
+
+def stable_uid(kind: str, namespace: str, name: str) -> str:
+    """The uid a state object without one gets: the same on every run."""
+    return str(uuid.uuid5(_UID_NAMESPACE, f"{kind}/{namespace}/{name}"))
 
 
 def _key(obj: Any) -> ObjectKey:
