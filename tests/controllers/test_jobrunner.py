@@ -56,12 +56,14 @@ class Env:
         parts.bootstrap()
         self.client = InProcessClient(parts.handlers)
         self.work = tmp_path / "work"
+        self.scratch = tmp_path / "scratch"
         self.clock = FakeClock()
         self.runners: list[JobRunner] = []
 
     def runner(self, **kwargs: Any) -> JobRunner:
         kwargs.setdefault("pod_failure_backoff", 0.0)
-        runner = JobRunner(self.client, self.work, clock=self.clock, **kwargs)
+        kwargs.setdefault("run_unmanaged_jobs", True)
+        runner = JobRunner(self.client, self.work, clock=self.clock, scratch_dir=self.scratch, **kwargs)
         runner.start()
         self.runners.append(runner)
         return runner
@@ -103,7 +105,12 @@ class Env:
         return self.wait_status(name, lambda st: conditions(st).get(kind, ("",))[0] == status)
 
     def pods(self, name: str) -> list[Path]:
-        """The pod scratch directories of a Job, oldest first."""
+        """The pods' working directories of a Job, oldest first."""
+        base = self.scratch / NS / name
+        return sorted(base.iterdir(), key=lambda p: p.stat().st_mtime) if base.exists() else []
+
+    def records(self, name: str) -> list[Path]:
+        """The runner's record directories of a Job's pods (spec, pid, exit, logs), oldest first."""
         base = self.work / NS / name
         return sorted(base.iterdir(), key=lambda p: p.stat().st_mtime) if base.exists() else []
 
@@ -291,10 +298,12 @@ def test_environment_working_directory_and_logs(env: Env) -> None:
     )
     env.wait_condition("envjob", "Complete")
     (pod,) = env.pods("envjob")
+    (record,) = env.records("envjob")
+    assert record.name == pod.name
     assert (pod / "out.txt").read_text().strip() == f"hi|hi-there $(GREETING)|{pod.name}|{pod.name}"
     assert (pod / "where.txt").read_text().strip() == str(pod.resolve())
-    assert (pod / "stdout.log").read_text() == "hello\n"
-    assert (pod / "stderr.log").read_text() == "oops\n"
+    assert (record / "stdout.log").read_text() == "hello\n"
+    assert (record / "stderr.log").read_text() == "oops\n"
 
 
 def test_indexed_job_gets_completion_indexes(env: Env) -> None:
