@@ -83,6 +83,7 @@ from pykueue.controllers.podsandbox import (
     Cgroups,
     PodConfigError,
     RunAsUser,
+    check_searchable,
     expand,
     pod_environment,
     private_dir,
@@ -260,6 +261,8 @@ class JobRunner:
         """Adopt the pods a previous runner left, then watch Jobs and Workloads and start working."""
         private_dir(self.work_dir)
         private_dir(self.scratch_dir, 0o711 if self.run_as_user else 0o700)
+        if self.run_as_user is not None:
+            check_searchable(self.scratch_dir, self.run_as_user)
         self._cgroups = Cgroups(self.work_dir, enabled=self._use_cgroups)
         self._adopt()
         self._thread = threading.Thread(target=self._loop, name="job-runner", daemon=True)

@@ -42,6 +42,7 @@ __all__ = [
     "Cgroups",
     "PodConfigError",
     "RunAsUser",
+    "check_searchable",
     "pod_environment",
     "private_dir",
     "process_identity",
@@ -109,6 +110,24 @@ def private_dir(path: Path, mode: int = 0o700, owner: RunAsUser | None = None) -
     if owner is not None and path in missing[:1]:
         os.chown(path, owner.uid, owner.gid)
     return path
+
+
+def check_searchable(path: Path, user: RunAsUser) -> None:
+    """Refuse a scratch directory the pod's user could not reach (a parent without search permission
+    for it), naming the directory, instead of failing every pod later."""
+    for directory in [path, *path.parents]:
+        st = directory.stat()
+        if st.st_uid == user.uid:
+            ok = st.st_mode & 0o100
+        elif st.st_gid in user.groups:
+            ok = st.st_mode & 0o010
+        else:
+            ok = st.st_mode & 0o001
+        if not ok:
+            raise PermissionError(
+                f"pod scratch directory {path}: {directory} is not searchable by user {user.name} "
+                f"(mode {st.st_mode & 0o777:o}); choose another with --pod-scratch-dir"
+            )
 
 
 def _boot_id() -> str:
