@@ -682,3 +682,51 @@ def test_run_as_user_cannot_read_the_servers_files(env: Env) -> None:
         assert record.stat().st_uid == 0 and (record / "stdout.log").stat().st_uid == 0
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def test_a_stopped_runners_pods_are_replaced_not_failed(env: Env) -> None:
+    first = env.runner()
+    env.create("again", SLEEPER)
+    pid = read_pid(wait_for(lambda: env.pods("again"))[0] / "pid")
+    env.wait_status("again", lambda s: s.get("ready") == 1)
+    first.stop()
+    env.runners.remove(first)
+    assert not alive(pid)
+    env.runner()  # a new runner on the same work directory
+    second_dir = wait_for(lambda: pods[1] if len(pods := env.pods("again")) == 2 else None)
+    assert alive(read_pid(second_dir / "pid"))
+    st = env.wait_status("again", lambda s: s.get("ready") == 1)
+    assert "failed" not in st and st["active"] == 1 and st["uncountedTerminatedPods"] == {}
+
+
+def test_a_restarted_runner_counts_a_pod_that_ended_meanwhile_once(env: Env, tmp_path: Path) -> None:
+    """The record a runner leaves when it dies between the pod's end and the status write: the
+    exit file, and possibly the pod's uid already listed in uncountedTerminatedPods."""
+    first = env.runner()
+    mark = tmp_path / "mark"
+    # The first pod succeeds at once; the second waits while the mark is there.
+    script = '[ -e "$MARK" ] && exec sleep 30; touch "$MARK"'
+    env.create(
+        "meanwhile",
+        ["sh", "-c", script],
+        completions=2,
+        parallelism=1,
+        env=[{"name": "MARK", "value": str(mark)}],
+    )
+    env.wait_status("meanwhile", lambda s: s.get("succeeded") == 1 and s.get("ready") == 1)
+    first.stop()
+    env.runners.remove(first)
+    mark.unlink()
+    # Forge the crash window of the first pod: its exit recorded, listed as uncounted, not counted.
+    (record,) = [r for r in env.records("meanwhile") if not (r / "removed").exists()]
+    spec = json.loads((record / "spec.json").read_text())
+    (record / "done").unlink()
+    job = env.client.get(JOBS, "meanwhile", NS)
+    job["status"]["succeeded"] = 0
+    job["status"]["uncountedTerminatedPods"] = {"succeeded": [spec["uid"]]}
+    env.client.replace(JOBS, job, subresource="status")
+    env.runner()
+    st = env.wait_condition("meanwhile", "Complete")
+    assert st["succeeded"] == 2 and st["uncountedTerminatedPods"] == {}
+    # The first pod counted once: exactly one more pod ran (neither zero nor two).
+    assert len(env.records("meanwhile")) == 3

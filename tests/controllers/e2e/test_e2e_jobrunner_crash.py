@@ -97,13 +97,18 @@ def _restart(k: Kueue, mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", ["embedded", "cluster"])
-def test_kill_9_mid_job_runs_each_pod_exactly_once(tmp_path: Path, mode: str) -> None:
+@pytest.mark.parametrize(
+    "sleep",
+    [6, 1],
+    ids=["pods-outlive-the-restart", "pods-end-while-down"],  # adopted running, or accounted from their exit files
+)
+def test_kill_9_mid_job_runs_each_pod_exactly_once(tmp_path: Path, mode: str, sleep: int) -> None:
     k = start_kueue(tmp_path, mode)
     trace = tmp_path / "trace"
     try:
         k.apply(SETUP)
         k.apply(local_queue("crash-lq", "crash-cq"))
-        k.apply(JOB.replace("{sleep}", "6").replace("{trace}", str(trace)))
+        k.apply(JOB.replace("{sleep}", str(sleep)).replace("{trace}", str(trace)))
         wait_for(lambda: len(_lines(trace)) >= 2, timeout=60, what="the first two pods run")
         _restart(k, mode)
 
