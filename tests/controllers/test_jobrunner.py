@@ -730,3 +730,15 @@ def test_a_restarted_runner_counts_a_pod_that_ended_meanwhile_once(env: Env, tmp
     assert st["succeeded"] == 2 and st["uncountedTerminatedPods"] == {}
     # The first pod counted once: exactly one more pod ran (neither zero nor two).
     assert len(env.records("meanwhile")) == 3
+
+
+def test_a_deleted_jobs_pod_files_go_with_it(env: Env) -> None:
+    env.runner()
+    env.create("gone", ["sh", "-c", "echo hi > file"])
+    env.create("kept", ["sh", "-c", "echo hi > file"])
+    env.wait_condition("gone", "Complete")
+    env.wait_condition("kept", "Complete")
+    assert len(env.pods("gone")) == 1 and len(env.records("gone")) == 1
+    env.client.delete(JOBS, "gone", NS)
+    wait_for(lambda: not (env.scratch / NS / "gone").exists() and not (env.work / NS / "gone").exists())
+    assert len(env.pods("kept")) == 1 and len(env.records("kept")) == 1

@@ -58,6 +58,7 @@ import logging
 import os
 import random
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -78,7 +79,7 @@ from pykueue.client.interface import APIError, Client, Conflict, NotFound
 from pykueue.client.resources import EVENTS, JOBS, WORKLOADS
 from pykueue.controllers import podshim
 from pykueue.controllers.clock import Clock, system_clock
-from pykueue.controllers.informer import SYNCED, Change, Informer, ObjectKey, object_key
+from pykueue.controllers.informer import DELETED, SYNCED, Change, Informer, ObjectKey, object_key
 from pykueue.controllers.podsandbox import (
     Cgroups,
     PodConfigError,
@@ -251,6 +252,7 @@ class JobRunner:
         self._orphans: list[_Pod] = []  # terminating pods of Jobs that are gone
         self._seen: dict[ObjectKey, dict[str, Any]] = {}  # objects from our own writes and reads
         self._due: dict[ObjectKey, datetime] = {}  # clock time at which a Job needs a look
+        self._deleted: list[tuple[ObjectKey, str]] = []  # Jobs whose pods' files go, guarded by _cond
         self._refused: set[str] = set()  # uids of unmanaged Jobs already told why they do not run
         self._waiters: list[threading.Thread] = []
         self._seq = itertools.count()
@@ -318,6 +320,9 @@ class JobRunner:
     def _on_change(self, change: Change) -> None:
         if change.type == SYNCED:
             return
+        if change.type == DELETED:
+            with self._cond:
+                self._deleted.append((object_key(change.object), _uid(change.object)))
         self._mark_dirty(object_key(change.object))
 
     def _on_workload(self, change: Change) -> None:
@@ -332,7 +337,7 @@ class JobRunner:
                 if ref.get("kind") != "Job" or not str(ref.get("apiVersion", "")).startswith("batch/"):
                     continue
                 with self._wl_lock:
-                    if gone and change.type == "DELETED":
+                    if gone and change.type == DELETED:
                         self._wl_by_owner.pop(str(ref.get("uid")), None)
                     elif not gone:
                         self._wl_by_owner[str(ref.get("uid"))] = object_key(obj)
@@ -374,6 +379,7 @@ class JobRunner:
             if self._adopted and self._informer.wait_synced(0):
                 self._sweep_adopted()
             self._enforce_grace()
+            self._remove_deleted_pods()
 
     def _next_wait(self) -> float:
         wait = _IDLE_WAIT_SECONDS
@@ -410,6 +416,33 @@ class JobRunner:
             else:
                 self._mark(pod, _DONE)
         self._orphans = kept
+
+    def _remove_deleted_pods(self) -> None:
+        """A deleted Job's pods go with it, as the garbage collector deletes them on a cluster: their
+        working directories and records, once none of their processes is left."""
+        with self._cond:
+            deleted, self._deleted = self._deleted, []
+        busy = {p.job_uid for p in self._all_pods() if p.has_process}
+        busy |= {p.job_uid for pods in self._adopted.values() for p in pods if p.has_process}
+        later: list[tuple[ObjectKey, str]] = []
+        for (namespace, name), job_uid in deleted:
+            if job_uid in busy or any(run.uid == job_uid for run in self._runs.values()):
+                later.append(((namespace, name), job_uid))
+                continue
+            base = self.work_dir / namespace / name
+            for spec_path in base.glob("*/spec.json"):
+                spec = read_json(spec_path)
+                if spec is None or spec.get("jobUID") != job_uid:
+                    continue
+                # The path is rebuilt, not read from the record: a record is no authority on what to delete.
+                shutil.rmtree(self.scratch_dir / namespace / name / spec_path.parent.name, ignore_errors=True)
+                shutil.rmtree(spec_path.parent, ignore_errors=True)
+            for directory in (base, self.scratch_dir / namespace / name):
+                with contextlib.suppress(OSError):
+                    directory.rmdir()  # only when empty: a Job of the same name may have pods there
+        if later:
+            with self._cond:
+                self._deleted.extend(later)
 
     def _schedule(self, key: ObjectKey, at: datetime) -> None:
         prev = self._due.get(key)
