@@ -227,6 +227,7 @@ class JobRunner:
             raise ValueError("max_processes must be at least 1")
         self.client = client
         self.work_dir = Path(work_dir).absolute()
+        self._own_scratch_root = scratch_dir is None  # our $TMPDIR/pykueue-pods-<uid>, not the user's
         if scratch_dir is None:
             tag = hashlib.sha256(str(self.work_dir).encode()).hexdigest()[:12]
             scratch_dir = Path(tempfile.gettempdir()) / f"pykueue-pods-{os.geteuid()}" / tag
@@ -264,6 +265,10 @@ class JobRunner:
         private_dir(self.work_dir)
         private_dir(self.scratch_dir, 0o711 if self.run_as_user else 0o700)
         if self.run_as_user is not None:
+            ours = [self.scratch_dir, self.scratch_dir.parent] if self._own_scratch_root else [self.scratch_dir]
+            for directory in ours:
+                if directory.stat().st_uid == os.geteuid():
+                    os.chmod(directory, 0o711)
             check_searchable(self.scratch_dir, self.run_as_user)
         self._cgroups = Cgroups(self.work_dir, enabled=self._use_cgroups)
         self._adopt()
@@ -835,6 +840,9 @@ class JobRunner:
         try:
             private_dir(pod.state_dir)
             private_dir(pod.scratch_dir.parent, 0o711 if self.run_as_user else 0o700)
+            if self.run_as_user is not None:
+                for directory in (pod.scratch_dir.parent, pod.scratch_dir.parent.parent):
+                    os.chmod(directory, 0o711)  # the pod's user must reach its directory
             private_dir(pod.scratch_dir, owner=self.run_as_user)
             cgroup = cgroups.create(pod.uid, files) if cgroups is not None else None
             pod.cgroup = str(cgroup) if cgroup is not None else None

@@ -99,6 +99,8 @@ class Shim:
             self.spec: dict[str, Any] = json.load(f)
         self.cgroup: str | None = self.spec.get("cgroup")
         self.main_pid = 0
+        self.term_requested = False  # signals that arrive before the pod's process exists
+        self.kill_requested = False
 
     # -- killing ------------------------------------------------------------------------------
 
@@ -128,11 +130,13 @@ class Shim:
                     os.kill(pid, signal.SIGKILL)
 
     def on_term(self, signum: int, frame: Any) -> None:
+        self.term_requested = True
         if self.main_pid:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.main_pid, signal.SIGTERM)
 
     def on_kill(self, signum: int, frame: Any) -> None:
+        self.kill_requested = True
         self.kill_all()
 
     # -- running ------------------------------------------------------------------------------
@@ -154,6 +158,10 @@ class Shim:
             self.child(wfd)
         os.close(wfd)
         self.main_pid = pid
+        if self.kill_requested:
+            self.kill_all()
+        elif self.term_requested:
+            self.on_term(signal.SIGTERM, None)
         error = b""
         while chunk := os.read(rfd, 4096):
             error += chunk
@@ -164,11 +172,15 @@ class Shim:
         else:
             write_durably(os.path.join(self.state_dir, "child"), {"pid": pid, "start": start_time(pid)})
         code: int | None = None
+        strangers = 0
         while True:
             try:
                 reaped, status = os.waitpid(-1, 0)
             except ChildProcessError:
-                if self.cgroup_pids():  # moved in but not our descendant: still the pod's
+                # Moved into the pod's cgroup but not our descendant: still the pod's (bounded, in
+                # case one cannot be killed).
+                if self.cgroup_pids() and strangers < 500:
+                    strangers += 1
                     self.kill_all()
                     time.sleep(0.01)
                     continue
