@@ -55,6 +55,7 @@ import contextlib
 import hashlib
 import itertools
 import logging
+import marshal
 import os
 import random
 import select
@@ -86,6 +87,7 @@ from pykueue.controllers.podsandbox import (
     RunAsUser,
     check_searchable,
     expand,
+    mark_durably,
     pod_environment,
     private_dir,
     process_identity,
@@ -867,11 +869,12 @@ class JobRunner:
                 if user is None
                 else {"name": user.name, "uid": user.uid, "gid": user.gid, "groups": list(user.groups)},
             }
-            write_durably(str(pod.state_dir / "spec.json"), spec)
+            # Its directory entry becomes durable with the pid file's, below.
+            write_durably(str(pod.state_dir / "spec.json"), spec, sync_dir=False)
             shim_log = os.open(pod.state_dir / "shim.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
                 proc = subprocess.Popen(
-                    [sys.executable, "-I", _SHIM, str(pod.state_dir)],
+                    [sys.executable, "-I", "-S", _SHIM, str(pod.state_dir)],  # no site: 4x faster start
                     cwd=pod.state_dir,
                     env={},  # the shim needs nothing of the runner's environment
                     stdin=subprocess.PIPE,
@@ -885,7 +888,7 @@ class JobRunner:
             # Durable before the pod may start: a restarted runner must find every started pod.
             write_durably(str(pod.state_dir / "pid"), pod.identity)
             assert proc.stdin is not None
-            proc.stdin.write(b"go\n")
+            proc.stdin.write(marshal.dumps(spec))  # the shim starts the pod once it has all of it
             proc.stdin.close()
         except (OSError, ValueError) as error:
             if proc is not None:
@@ -1030,7 +1033,7 @@ class JobRunner:
             if marker == _DONE:
                 path.touch(mode=0o600)
             else:
-                write_durably(str(path), {})
+                mark_durably(str(path))
         except OSError as err:
             log.warning("job runner: pod %s: cannot record %s: %s", pod.name, marker, err)
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from pykueue.api.quantity import Quantity, QuantityError
-from pykueue.controllers.podshim import start_time, write_durably
+from pykueue.controllers.podshim import start_time
 
 __all__ = [
     "DEFAULT_PATH",
@@ -43,6 +43,7 @@ __all__ = [
     "PodConfigError",
     "RunAsUser",
     "check_searchable",
+    "mark_durably",
     "pod_environment",
     "private_dir",
     "process_identity",
@@ -355,6 +356,38 @@ class Cgroups:
         if self.parent is not None:
             with contextlib.suppress(OSError):
                 self.parent.rmdir()
+
+
+def write_durably(path: str, data: Mapping[str, Any], *, sync_dir: bool = True) -> None:
+    """Write JSON to ``path`` atomically: temp file, fsync, rename, fsync of the directory.
+
+    ``sync_dir=False`` leaves the directory's fsync to a later :func:`write_durably` or
+    :func:`mark_durably` in the same directory, which makes both entries durable at once.
+    """
+    tmp = f"{path}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, json.dumps(data).encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    if sync_dir:
+        _sync_dir(os.path.dirname(path) or ".")
+
+
+def mark_durably(path: str) -> None:
+    """Create an empty marker file durably: only its directory entry needs the fsync."""
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+    _sync_dir(os.path.dirname(path) or ".")
+
+
+def _sync_dir(path: str) -> None:
+    dfd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
