@@ -194,6 +194,7 @@ class Shim:
     # -- running ------------------------------------------------------------------------------
 
     def run(self) -> int:
+        os.umask(0o077)  # the shim's own files are the runner's records
         exit_path = os.path.join(self.state_dir, "exit")
         signal.signal(signal.SIGTERM, self.on_term)
         signal.signal(signal.SIGUSR1, self.on_kill)
@@ -223,8 +224,9 @@ class Shim:
         os.close(rfd)
         if not error:
             # A hint for cleaning up after a shim killed without a word: not worth an fsync.
-            with open(os.path.join(self.state_dir, "child"), "w") as f:
-                f.write(f'{{"pid": {pid}, "start": {start_time(pid)}}}')
+            fd = os.open(os.path.join(self.state_dir, "child"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.write(fd, f'{{"pid": {pid}, "start": {start_time(pid)}}}'.encode())
+            os.close(fd)
         code: int | None = None
         strangers = 0
         while True:
@@ -267,6 +269,7 @@ class Shim:
             for sig in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGPIPE, signal.SIGXFSZ):
                 signal.signal(sig, signal.SIG_DFL)
             os.setsid()
+            os.umask(0o022)  # a container's default
             if spec.cgroup:
                 with open(os.path.join(spec.cgroup, "cgroup.procs"), "w") as f:
                     f.write("0")
@@ -286,13 +289,31 @@ class Shim:
             os.chdir(spec.cwd)
             os.closerange(3, wfd)
             os.closerange(wfd + 1, 65536)
-            os.execvpe(spec.argv[0], spec.argv, spec.env)
+            _execvpe(spec.argv, spec.env)
         except BaseException as error:  # reported to the shim, then the child exits
             try:
                 os.write(wfd, str(error).encode() or type(error).__name__.encode())
             except OSError:
                 pass
         os._exit(127)
+
+
+def _execvpe(argv: list[str], env: dict[str, str]) -> None:  # pragma: no cover - in the child
+    """``execvpe`` with the pod's ``PATH``, as the C library does it (EACCES remembered, ENOENT and
+    ENOTDIR skipped). Not ``os.execvpe``: it imports ``warnings``, which a pod's user may be unable
+    to read once the shim has switched to it (the shim runs without ``site``)."""
+    if "/" in argv[0]:
+        os.execve(argv[0], argv, env)
+    denied: OSError | None = None
+    missing: OSError | None = None
+    for directory in env.get("PATH", "/usr/local/bin:/usr/bin:/bin").split(":"):
+        try:
+            os.execve(os.path.join(directory or ".", argv[0]), argv, env)
+        except PermissionError as error:
+            denied = error
+        except (FileNotFoundError, NotADirectoryError) as error:
+            missing = error
+    raise denied or missing or FileNotFoundError(f"{argv[0]}: not found")
 
 
 def _has_children() -> bool:
