@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -742,3 +743,38 @@ def test_a_deleted_jobs_pod_files_go_with_it(env: Env) -> None:
     env.client.delete(JOBS, "gone", NS)
     wait_for(lambda: not (env.scratch / NS / "gone").exists() and not (env.work / NS / "gone").exists())
     assert len(env.pods("kept")) == 1 and len(env.records("kept")) == 1
+
+
+@pytest.mark.parametrize("cgroups", [True, False], ids=["cgroup", "child-record"])
+def test_a_killed_shim_takes_its_pod_with_it(env: Env, cgroups: bool) -> None:
+    """A pod's supervisor killed without a word (OOM killer, or the pod itself): the runner kills
+    what is left of the pod and counts it as failed with 137, as for a container killed by SIGKILL."""
+    env.runner(cgroups=cgroups)
+    env.create("headless", SLEEPER, backoffLimit=0)
+    pid = read_pid(wait_for(lambda: env.pods("headless"))[0] / "pid")
+    record = pod_record(env, "headless")
+    shim = json.loads((record / "pid").read_text())["pid"]
+    wait_for(lambda: (record / "child").exists())
+    os.kill(shim, signal.SIGKILL)
+    st = env.wait_condition("headless", "Failed")
+    assert st["failed"] == 1
+    wait_for(lambda: not alive(pid))
+
+
+def test_a_record_of_a_pod_never_started_is_dropped_and_replaced(env: Env) -> None:
+    """The runner died after recording a pod but before its shim got the pod's spec: the shim
+    recorded ``aborted`` and nothing ran; a restarted runner neither counts nor adopts it."""
+    first = env.runner()
+    env.create("unborn", SLEEPER)
+    wait_for(lambda: env.pods("unborn"))
+    env.wait_status("unborn", lambda s: s.get("ready") == 1)
+    first.stop()
+    env.runners.remove(first)
+    (record,) = env.records("unborn")
+    for name in ("done", "removed", "child"):
+        (record / name).unlink(missing_ok=True)
+    (record / "exit").write_text('{"aborted": true}')
+    env.runner()
+    wait_for(lambda: len(env.records("unborn")) == 2)
+    st = env.wait_status("unborn", lambda s: s.get("ready") == 1)
+    assert "failed" not in st and "succeeded" not in st and st["active"] == 1
