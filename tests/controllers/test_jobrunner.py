@@ -14,6 +14,8 @@ import json
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -29,8 +31,9 @@ from pykueue.apiserver.app import create_app
 from pykueue.client.inprocess import InProcessClient
 from pykueue.client.interface import NotFound
 from pykueue.client.resources import EVENTS, JOBS, WORKLOADS
+from pykueue.controllers import podshim
 from pykueue.controllers.jobrunner import JobRunner
-from pykueue.controllers.podsandbox import resolve_user
+from pykueue.controllers.podsandbox import process_identity, resolve_user
 from pykueue.store import Store
 
 T = TypeVar("T")
@@ -441,7 +444,7 @@ def test_unsupported_value_from_is_refused_with_an_event(env: Env) -> None:
     st = env.wait_condition("secretenv", "Failed")
     assert st["failed"] == 1
     (event,) = [e for e in env.events("secretenv") if e["reason"] == "FailedToRun"]
-    assert 'env[0] (PASSWORD): valueFrom.secretKeyRef is not supported' in event["message"]
+    assert "env[0] (PASSWORD): valueFrom.secretKeyRef is not supported" in event["message"]
     assert env.records("secretenv") == []  # nothing was started
 
 
@@ -594,7 +597,9 @@ def admit(env: Env, job: dict[str, Any], count: int) -> None:
             },
             "spec": {
                 "queueName": "lq",
-                "podSets": [{"name": "main", "count": job["spec"]["parallelism"], "template": job["spec"]["template"]}],
+                "podSets": [
+                    {"name": "main", "count": job["spec"]["parallelism"], "template": job["spec"]["template"]}
+                ],
             },
         },
     )
@@ -778,3 +783,43 @@ def test_a_record_of_a_pod_never_started_is_dropped_and_replaced(env: Env) -> No
     wait_for(lambda: len(env.records("unborn")) == 2)
     st = env.wait_status("unborn", lambda s: s.get("ready") == 1)
     assert "failed" not in st and "succeeded" not in st and st["active"] == 1
+
+
+def test_an_adopted_shim_that_never_got_its_spec_is_not_a_failure(env: Env) -> None:
+    """The previous runner died between recording the shim and sending it the pod's spec: the
+    adopted shim aborts (EOF) and the restarted runner replaces the pod without counting it."""
+    job = env.create("limbo", SLEEPER)
+    record = env.work / NS / "limbo" / "limbo-bbbbb"
+    record.mkdir(parents=True)
+    spec = {
+        "pod": "limbo-bbbbb",
+        "uid": "5d0c2f4e-0000-4000-8000-000000000001",
+        "index": None,
+        "namespace": NS,
+        "job": "limbo",
+        "jobUID": job["metadata"]["uid"],
+        "grace": 1,
+        "cwd": str(env.scratch / NS / "limbo" / "limbo-bbbbb"),
+        "cgroup": None,
+    }
+    (record / "spec.json").write_text(json.dumps(spec))
+    shim = subprocess.Popen(
+        [sys.executable, "-I", "-S", podshim.__file__, str(record)],
+        stdin=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        (record / "pid").write_text(json.dumps(process_identity(shim.pid)))
+        env.runner()
+        env.wait_status("limbo", lambda s: s.get("active") == 1)  # adopted, as a running pod
+        assert shim.stdin is not None
+        shim.stdin.close()  # what the old runner's death does to the shim's stdin
+        assert shim.wait(timeout=TIMEOUT) == 0
+        assert json.loads((record / "exit").read_text()) == {"aborted": True}
+        wait_for(lambda: len(env.records("limbo")) == 2)
+        st = env.wait_status("limbo", lambda s: s.get("ready") == 1)
+        assert "failed" not in st and st["active"] == 1
+    finally:
+        if shim.poll() is None:
+            shim.kill()
+            shim.wait()

@@ -708,8 +708,9 @@ class JobRunner:
             if pod.exit_code is None:
                 kept.append(pod)
                 continue
-            if pod.phase == TERMINATING:
-                self._mark(pod, _DONE)  # removed by the runner: neither a success nor a failure
+            if pod.phase == TERMINATING or pod.aborted:
+                # Removed by the runner, or never started: neither a success nor a failure.
+                self._mark(pod, _DONE)
                 continue
             if pod.start_error is not None:
                 self._fail_to_run_event(pod, pod.start_error)
