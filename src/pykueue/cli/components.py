@@ -41,6 +41,44 @@ def add_component_arguments(p: argparse.ArgumentParser, *, embedded: bool) -> No
             action="store_true",
             help="also run admitted Jobs' pods as local processes (off by default: the cluster runs them)",
         )
+    runner = p.add_argument_group("local job runner")
+    runner.add_argument(
+        "--run-unmanaged-jobs",
+        action="store_true",
+        help="also run Jobs that Kueue does not manage (no kueue.x-k8s.io/queue-name label); by default they "
+        "are left alone with a NotManagedByKueue Event",
+    )
+    runner.add_argument(
+        "--run-as-user",
+        metavar="USER",
+        help="run pods as this user (name or uid; the server must run as root), so they cannot read its files",
+    )
+    runner.add_argument(
+        "--pod-scratch-dir",
+        type=Path,
+        metavar="DIR",
+        help="where pods get their working directories (default: a private directory under $TMPDIR)",
+    )
+    runner.add_argument(
+        "--max-pod-processes",
+        type=int,
+        metavar="N",
+        help="run at most N pods at once across all Jobs (default: only Kueue's admission bounds them)",
+    )
+
+
+def runner_argument_error(args: argparse.Namespace) -> str | None:
+    """The problem with the local job runner's flags, or None (checked before anything starts)."""
+    if args.max_pod_processes is not None and args.max_pod_processes < 1:
+        return f"--max-pod-processes {args.max_pod_processes}: must be at least 1"
+    if args.run_as_user:
+        from pykueue.controllers.podsandbox import resolve_user
+
+        try:
+            resolve_user(args.run_as_user)
+        except ValueError as err:
+            return str(err)
+    return None
 
 
 def build_components(
@@ -65,8 +103,19 @@ def build_components(
         out.append(ControllerManager(client, ControllerOptions.from_config(cfg), clock=clock, components=extra))
     if run_jobs:
         from pykueue.controllers.jobrunner import JobRunner
+        from pykueue.controllers.podsandbox import resolve_user
 
-        out.append(JobRunner(client, data_dir / "pods", clock=clock))
+        out.append(
+            JobRunner(
+                client,
+                data_dir / "pods",
+                clock=clock,
+                max_processes=args.max_pod_processes,
+                scratch_dir=args.pod_scratch_dir.resolve() if args.pod_scratch_dir else None,
+                run_unmanaged_jobs=args.run_unmanaged_jobs,
+                run_as_user=resolve_user(args.run_as_user) if args.run_as_user else None,
+            )
+        )
     if args.provisioner is not None:
         from pykueue.controllers.provisioner import LocalProvisioner
 

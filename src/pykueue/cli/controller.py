@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from pykueue.cli.components import add_component_arguments
+from pykueue.cli.components import add_component_arguments, runner_argument_error
 
 
 def add_parser(sub: Any) -> None:
@@ -41,6 +41,10 @@ def run(args: argparse.Namespace) -> int:
     from pykueue.cli.components import build_components, start_all
     from pykueue.client.http import HTTPClient
 
+    problem = runner_argument_error(args)
+    if problem is not None:
+        print(f"error: {problem}", flush=True)
+        return 2
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     client = HTTPClient.from_kubeconfig(args.kubeconfig, args.context)
     components = build_components(client, args, args.work_dir.resolve(), run_jobs=args.run_jobs)

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pykueue.cli.components import add_component_arguments
+from pykueue.cli.components import add_component_arguments, runner_argument_error
 
 EXIT_USAGE = 2
 
@@ -63,6 +63,10 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if args.watch_history < 1:
         print("error: --watch-history must be at least 1", flush=True)
+        return EXIT_USAGE
+    problem = runner_argument_error(args)
+    if problem is not None:
+        print(f"error: {problem}", flush=True)
         return EXIT_USAGE
     options = ServeOptions(
         host=args.host,
