@@ -61,7 +61,7 @@ def _rf_names(app: APIServerApp) -> set[str]:
         b'{"apiVersion":"kueue.x-k8s.io/v1beta2","kind":"ResourceFlavor","metadata":{"name":"x"}',
     ],
     ids=["invalid-utf8-name", "utf8-surrogate", "nested-1000", "nested-over-limit", "bare-1000",
-         "arrays-5000", "truncated"],  # fmt: skip
+         "arrays-5000", "truncated"],
 )
 def test_malformed_json_is_a_400_status_and_stores_nothing(app: APIServerApp, body: bytes) -> None:
     before = _rf_names(app)

@@ -38,6 +38,8 @@ MAX_BODY_BYTES = 3 * 1024 * 1024
 ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 BOOTSTRAP_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+USER_SCOPE_KEY = "pykueue.user"
+"""ASGI scope key of the authenticated :class:`User` (None: authentication off or a public path)."""
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -269,13 +271,14 @@ class APIServerApp:
         if scope["type"] == "http":
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
             try:
-                self.guard.check(
+                user = self.guard.check(
                     scope["method"], scope["path"], scope.get("scheme", "http"), headers,
                     scope.get("query_string", b""),
                 )  # fmt: skip
             except E.APIError as err:
                 await _refuse(err, send)
                 return
+            scope[USER_SCOPE_KEY] = user
             try:
                 req = fast_request(scope, headers)
             except E.APIError:
@@ -455,7 +458,7 @@ class APIServerApp:
         if req.method == "HEAD":
             req.method = "GET"
         req.query = parse_query(request.scope.get("query_string", b""))
-        req.content_type = request.headers.get("content-type", "")
+        req.content_type = body_media_type(request.headers, request.scope.get(USER_SCOPE_KEY))
         req.accept = request.headers.get("accept", "application/json")
         req.user_agent = request.headers.get("user-agent", "")
         if req.method in ("POST", "PUT", "PATCH", "DELETE"):
@@ -523,12 +526,24 @@ def fast_request(scope: Scope, headers: Mapping[str, str]) -> APIRequest | None:
     req = parse_resource_path(method, group, version, rest)
     req.query = query
     req.headers = headers
-    # No default: a body without a Content-Type is refused (415), as a browser's no-cors request
-    # carries none (kube-apiserver would read it as JSON).
-    req.content_type = headers.get("content-type", "")
+    req.content_type = body_media_type(headers, scope.get(USER_SCOPE_KEY))
     req.accept = headers.get("accept", "application/json")
     req.user_agent = headers.get("user-agent", "")
     return req
+
+
+def body_media_type(headers: Mapping[str, str], user: User | None) -> str:
+    """The request's ``Content-Type``; when there is none, JSON for a token-authenticated client.
+
+    kube-apiserver reads a body without a Content-Type as JSON, and some clients rely on it (the
+    official Python client's ``CustomObjectsApi`` sends none). A browser's no-cors request also
+    sends none (a Blob body) but can never carry a bearer token, so without one such a body is
+    refused with 415.
+    """
+    content_type = headers.get("content-type")
+    if content_type is None and user is not None:
+        return "application/json"
+    return content_type or ""
 
 
 async def receive_body(receive: Receive, declared: str | None) -> bytes:
