@@ -15,6 +15,7 @@ HTTP without authentication, for loopback binds only.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import datetime
 import ipaddress
@@ -308,14 +309,37 @@ def _write_private(path: Path, text: str) -> None:
 class APIServer(uvicorn.Server):
     """uvicorn server that reports readiness and ends open watches before shutting down."""
 
-    def __init__(self, config: uvicorn.Config, parts: APIServerApp, on_ready: Callable[[int], None]) -> None:
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        parts: APIServerApp,
+        on_ready: Callable[[int], None],
+        handshake_timeout: float = 60.0,
+    ) -> None:
         super().__init__(config)
         self.parts = parts
         self.on_ready = on_ready
+        self.handshake_timeout = handshake_timeout
 
     async def startup(self, sockets: list[Any] | None = None) -> None:
-        """Start listening, then call ``on_ready`` with the bound port."""
-        await super().startup(sockets)
+        """Start listening (TLS handshakes bounded by ``handshake_timeout``), then call ``on_ready``
+        with the bound port."""
+        loop = asyncio.get_running_loop()
+        create_server = loop.create_server
+
+        def bounded_handshakes(*args: Any, **kwargs: Any) -> Any:
+            # uvicorn passes no ssl_handshake_timeout (asyncio's default is 60 s): a client that
+            # connects and never completes the handshake is held no longer than one that sends
+            # no request.
+            if kwargs.get("ssl") is not None:
+                kwargs.setdefault("ssl_handshake_timeout", self.handshake_timeout)
+            return create_server(*args, **kwargs)
+
+        setattr(loop, "create_server", bounded_handshakes)  # noqa: B010 - an instance override
+        try:
+            await super().startup(sockets)
+        finally:
+            delattr(loop, "create_server")  # the loop's own method again
         if self.should_exit or not self.servers:
             return
         port = int(self.servers[0].sockets[0].getsockname()[1])
@@ -407,7 +431,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
                 file=out, flush=True,
             )  # fmt: skip
 
-        server = APIServer(config, parts, ready)
+        server = APIServer(config, parts, ready, handshake_timeout=limits.header)
         previous = {sig: signal.signal(sig, _ignore_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             server.run()

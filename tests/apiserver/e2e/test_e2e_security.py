@@ -263,6 +263,23 @@ def test_silent_client_is_dropped_after_the_header_timeout(quick: ServerProcess)
         sock.close()
 
 
+def test_client_that_never_completes_the_tls_handshake_is_dropped(quick: ServerProcess) -> None:
+    host, port = quick.url.split("://", 1)[1].rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)), timeout=30)
+    try:
+        sock.sendall(b"\x16\x03\x01")  # the start of a ClientHello, then nothing
+        started = time.monotonic()
+        sock.settimeout(20)
+        try:
+            while sock.recv(4096):
+                pass
+        except ConnectionResetError:
+            pass
+        assert time.monotonic() - started < 10
+    finally:
+        sock.close()
+
+
 def test_idle_keep_alive_connection_is_closed_after_the_idle_timeout(quick: ServerProcess) -> None:
     sock = _tls(quick)
     try:
