@@ -177,9 +177,23 @@ class Credentials:
         return cls(ctx, {"Authorization": f"Bearer {token}"} if token else {})
 
 
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) a process has used, from ``/proc/PID/stat``."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def bench(
-    url: str, kind: str, objects: int, concurrency: int, watchers: int, creds: Credentials | None = None
+    url: str,
+    kind: str,
+    objects: int,
+    concurrency: int,
+    watchers: int,
+    creds: Credentials | None = None,
+    server_cpu: Any = None,
 ) -> None:
+    """Run the benchmark; ``server_cpu()`` (when given) reads the server's CPU seconds, so the
+    server's CPU per request is printed too (steadier than rates on a shared machine)."""
     base = url + PATHS[kind]
     creds = creds or Credentials()
     conn = aiohttp.TCPConnector(limit=concurrency + watchers + 4, ssl=creds.ssl_context or False)
@@ -218,13 +232,20 @@ async def bench(
 
             return go
 
+        def cpu_note(before: float | None) -> str:
+            if server_cpu is None or before is None:
+                return ""
+            return f", server CPU {1e6 * (server_cpu() - before) / objects:,.0f} µs/request"
+
+        cpu0 = server_cpu() if server_cpu else None
         elapsed, lat = await timed([create(b) for b in bodies], concurrency)
         print(f"creates: {objects} {kind}, concurrency {concurrency}: {objects / elapsed:,.0f} creates/s "
-              f"(p50 {pct(lat, 0.5):.1f} ms, p99 {pct(lat, 0.99):.1f} ms)")  # fmt: skip
+              f"(p50 {pct(lat, 0.5):.1f} ms, p99 {pct(lat, 0.99):.1f} ms{cpu_note(cpu0)})")  # fmt: skip
+        cpu0 = server_cpu() if server_cpu else None
         elapsed, lat = await timed([update(i) for i in range(objects)], concurrency)
         last_write = time.perf_counter()
         print(f"updates: {objects} merge patches, concurrency {concurrency}: {objects / elapsed:,.0f} updates/s "
-              f"(p50 {pct(lat, 0.5):.1f} ms, p99 {pct(lat, 0.99):.1f} ms)")  # fmt: skip
+              f"(p50 {pct(lat, 0.5):.1f} ms, p99 {pct(lat, 0.99):.1f} ms{cpu_note(cpu0)})")  # fmt: skip
         if failures:
             print(f"FAILED requests: {len(failures)} (statuses {sorted(set(failures))})")
         expected = 2 * objects
@@ -314,7 +335,8 @@ def main() -> None:
         try:
             print(f"server: pykueue serve at {url} (fresh data directory)")
             creds = Credentials.from_kubeconfig(kubeconfig)
-            asyncio.run(bench(url, args.kind, args.objects, args.concurrency, args.watchers, creds))
+            cpu = (lambda: process_cpu(proc.pid)) if Path(f"/proc/{proc.pid}/stat").exists() else None
+            asyncio.run(bench(url, args.kind, args.objects, args.concurrency, args.watchers, creds, cpu))
         finally:
             proc.terminate()
             proc.wait(30)
