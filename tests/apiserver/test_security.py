@@ -54,6 +54,8 @@ def test_tokens() -> None:
         assert err.value.code == 401 and err.value.status()["message"] == "Unauthorized"
     assert _check("GET", "/healthz", token=None) is None
     with pytest.raises(APIError):
+        _check("GET", "/healthz", token="wrong")
+    with pytest.raises(APIError):
         _check("POST", "/healthz", token=None)
 
 

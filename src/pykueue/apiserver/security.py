@@ -218,9 +218,12 @@ class RequestGuard:
             )
         if not self.authenticating:
             return None
-        user = self.authenticator.authenticate(headers.get("authorization", ""))
+        authorization = headers.get("authorization")
+        user = self.authenticator.authenticate(authorization or "")
         if user is None:
-            if path in PUBLIC_PATHS and method in ("GET", "HEAD"):
+            # Anonymous requests may read the public paths; a wrong token is a 401 everywhere
+            # (kube-apiserver's authenticators fail the request instead of falling back).
+            if authorization is None and path in PUBLIC_PATHS and method in ("GET", "HEAD"):
                 return None
             raise E.unauthorized()
         if user.read_only:
