@@ -53,7 +53,8 @@ READONLY_CONTEXT = "pykueue-readonly"
 ACCEPT_BACKLOG = 8192
 """listen() backlog: thousands of clients may connect at once (the kernel caps it at somaxconn)."""
 FD_RESERVE = 64
-"""File descriptors kept free of client connections (database, WAL, logs, pod processes)."""
+"""File descriptors kept free of client connections (database, WAL, logs, pod processes), at
+least; a tenth of the open-file limit when that is more."""
 CA_CERT = "ca.crt"
 SERVING_CERT = "serving.crt"
 SERVING_KEY = "serving.key"
@@ -287,7 +288,7 @@ def raise_open_file_limit() -> int:
 
 def connection_limits(limits: ConnectionLimits, open_files: int) -> ConnectionLimits:
     """``limits`` with the connection cap lowered to what the open-file limit allows (logged)."""
-    allowed = max(1, open_files - FD_RESERVE)
+    allowed = max(1, open_files - max(FD_RESERVE, open_files // 10))
     if limits.max_connections <= allowed:
         return limits
     log.warning(
