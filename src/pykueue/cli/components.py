@@ -60,6 +60,13 @@ def add_component_arguments(p: argparse.ArgumentParser, *, embedded: bool) -> No
         help="where pods get their working directories (default: a private directory under $TMPDIR)",
     )
     runner.add_argument(
+        "--pod-runtime",
+        choices=("process", "podman", "docker"),
+        default="process",
+        help="how pods run: their first container's command + args as a local process (the default), or its "
+        "image with podman/docker (entrypoint, command, args, env, limits; images are not pulled)",
+    )
+    runner.add_argument(
         "--max-pod-processes",
         type=int,
         metavar="N",
@@ -71,6 +78,15 @@ def runner_argument_error(args: argparse.Namespace) -> str | None:
     """The problem with the local job runner's flags, or None (checked before anything starts)."""
     if args.max_pod_processes is not None and args.max_pod_processes < 1:
         return f"--max-pod-processes {args.max_pod_processes}: must be at least 1"
+    if args.pod_runtime != "process":
+        if args.run_as_user:
+            return f"--run-as-user is not supported with --pod-runtime {args.pod_runtime} (use the runtime's own user mapping)"
+        from pykueue.controllers.podruntime import ContainerRuntime
+
+        try:
+            ContainerRuntime.find(args.pod_runtime)
+        except ValueError as err:
+            return str(err)
     if args.run_as_user:
         from pykueue.controllers.podsandbox import resolve_user
 
@@ -103,6 +119,7 @@ def build_components(
         out.append(ControllerManager(client, ControllerOptions.from_config(cfg), clock=clock, components=extra))
     if run_jobs:
         from pykueue.controllers.jobrunner import JobRunner
+        from pykueue.controllers.podruntime import ContainerRuntime
         from pykueue.controllers.podsandbox import resolve_user
 
         out.append(
@@ -114,6 +131,7 @@ def build_components(
                 scratch_dir=args.pod_scratch_dir.resolve() if args.pod_scratch_dir else None,
                 run_unmanaged_jobs=args.run_unmanaged_jobs,
                 run_as_user=resolve_user(args.run_as_user) if args.run_as_user else None,
+                pod_runtime=ContainerRuntime.find(args.pod_runtime) if args.pod_runtime != "process" else None,
             )
         )
     if args.provisioner is not None:

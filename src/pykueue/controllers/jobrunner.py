@@ -82,6 +82,7 @@ from pykueue.client.resources import EVENTS, JOBS, WORKLOADS
 from pykueue.controllers import podshim
 from pykueue.controllers.clock import Clock, system_clock
 from pykueue.controllers.informer import DELETED, SYNCED, Change, Informer, ObjectKey, object_key
+from pykueue.controllers.podruntime import ContainerRuntime, container_name
 from pykueue.controllers.podsandbox import (
     Cgroups,
     PodConfigError,
@@ -227,6 +228,7 @@ class JobRunner:
         run_unmanaged_jobs: bool = False,
         run_as_user: RunAsUser | None = None,
         cgroups: bool = True,
+        pod_runtime: ContainerRuntime | None = None,
     ) -> None:
         if max_processes is not None and max_processes < 1:
             raise ValueError("max_processes must be at least 1")
@@ -243,6 +245,7 @@ class JobRunner:
         self.run_unmanaged_jobs = run_unmanaged_jobs
         self.run_as_user = run_as_user
         self._use_cgroups = cgroups
+        self.pod_runtime = pod_runtime
         self._cgroups: Cgroups | None = None
         self._informer = Informer(client, JOBS, self._on_change)
         self._workloads = Informer(client, WORKLOADS, self._on_workload)
@@ -832,17 +835,34 @@ class JobRunner:
         cname = str(container.get("name", ""))
         command = [str(a) for a in container.get("command") or []]
         args = [str(a) for a in container.get("args") or []]
-        if not command:
+        runtime = self.pod_runtime
+        if not command and runtime is None:
             self._fail_to_run(
                 pod,
                 f'Pod {pod.name}: container "{cname}" has no command; the local job runner runs '
-                "command + args as a local process and cannot run an image's entrypoint",
+                "command + args as a local process and cannot run an image's entrypoint "
+                "(serve --pod-runtime=podman|docker can)",
             )
             return False
         cgroups = self._cgroups
         try:
             env, defined = self._environment(pod, container)
-            files, rlimits, applied = resource_limits(container, cgroups.controllers if cgroups else set())
+            if runtime is None:
+                argv = [expand(a, defined) for a in command + args]
+                files, rlimits, applied = resource_limits(container, cgroups.controllers if cgroups else set())
+            else:
+                # The runtime enforces the limits in its own cgroup; the client process gets none.
+                files, rlimits = {}, {}
+                argv, applied = runtime.run_argv(
+                    container_name=container_name(pod.uid),
+                    hostname=env["HOSTNAME"],
+                    container=container,
+                    env=env,
+                    defined=defined,
+                    command=[expand(a, defined) for a in command],
+                    args=[expand(a, defined) for a in args],
+                )
+                env = runtime.client_environment()
         except PodConfigError as error:
             self._fail_to_run(pod, f"Pod {pod.name}: {error}")
             return False
@@ -855,7 +875,7 @@ class JobRunner:
             "job": pod.job_name,
             "jobUID": pod.job_uid,
             "grace": pod.grace,
-            "argv": [expand(a, defined) for a in command + args],
+            "argv": argv,
             "env": env,
             "cwd": str(pod.scratch_dir),
             "stdout": str(pod.state_dir / "stdout.log"),
@@ -961,6 +981,8 @@ class JobRunner:
         else:
             while pod.identity is not None and same_process(pod.identity):
                 time.sleep(0.1)
+        if self.pod_runtime is not None:
+            self.pod_runtime.remove(container_name(pod.uid))  # a killed pod's --rm never ran
         self._finish(pod)
         self._mark_dirty(pod.key)
 
