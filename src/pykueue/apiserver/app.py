@@ -17,7 +17,7 @@ import hmac
 import logging
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 from starlette.applications import Starlette
@@ -40,6 +40,22 @@ BOOTSTRAP_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-leas
 NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 
 Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+class GroupResponse(Protocol):
+    """What a mounted group returns: status, body and content type."""
+
+    status: int
+    body: bytes
+    content_type: str
+
+
+class MountedGroup(Protocol):
+    """An API group served outside the registry (``mount_group``), e.g. the visibility API."""
+
+    def handle(
+        self, method: str, rest: str, query: Mapping[str, Sequence[str]], accept: str
+    ) -> GroupResponse: ...
 
 
 class RegistryBackend:
@@ -216,6 +232,15 @@ class APIServerApp:
         self._openapi: dict[str, Document] = {}
         self._openapi_index: Document | None = None
         self._starlette: Starlette | None = None
+        self.mounted: dict[str, MountedGroup] = {}
+
+    def mount_group(
+        self, group: str, api: MountedGroup, api_group: dict[str, Any], aggregated: dict[str, Any]
+    ) -> None:
+        """Serve ``/apis/{group}/...`` with ``api`` (after authentication) and list the group in
+        discovery, as kube-apiserver proxies an APIService's group to its backend."""
+        self.mounted[group] = api
+        self.discovery.add_external_group(group, api_group, aggregated)
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -257,6 +282,8 @@ class APIServerApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve plain resource requests directly; everything else (watches too) through Starlette."""
+        if scope["type"] == "http" and self.mounted and await self._serve_mounted(scope, send):
+            return
         if scope["type"] == "http":
             try:
                 req = fast_request(scope)
@@ -268,6 +295,32 @@ class APIServerApp:
         if self._starlette is None:
             self._starlette = self.build()
         await self._starlette(scope, receive, send)
+
+    async def _serve_mounted(self, scope: Scope, send: Send) -> bool:
+        """Serve a request for a mounted group; False when the path belongs to none."""
+        path: str = scope["path"]
+        if not path.startswith("/apis/"):
+            return False
+        group, _, rest = path[6:].partition("/")
+        api = self.mounted.get(group)
+        if api is None:
+            return False
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        try:
+            self._authenticate_headers(headers)
+            query = parse_query(scope.get("query_string", b""))
+            result = api.handle(scope["method"], rest, query, headers.get("accept", "application/json"))
+            status, body, content_type = result.status, result.body, result.content_type
+        except E.APIError as err:
+            status, body, content_type = err.code, msgspec.json.encode(err.status()), "application/json"
+        except Exception as err:  # a bug: still a Status
+            log.exception("internal error serving %s %s", scope["method"], path)
+            api_err = E.internal(f"{type(err).__name__}: {err}")
+            status, body, content_type = api_err.code, msgspec.json.encode(api_err.status()), "application/json"
+        head = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": status, "headers": head})
+        await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
+        return True
 
     async def _serve_fast(self, req: APIRequest, scope: Scope, receive: Receive, send: Send) -> None:
         try:
