@@ -167,3 +167,26 @@ def test_http_dispatch(source: QueueSource) -> None:
     for path in ("/v1/clusterqueues/cq/pendingworkloads", "/v1beta2/clusterqueues/cq", "/v1beta2/clusterqueues/cq/x"):
         assert api.handle("GET", path, {}).status == 404, path
     assert json.loads(api.handle("GET", "/v1beta2", {}).body)["groupVersion"] == "visibility.kueue.x-k8s.io/v1beta2"
+
+
+def test_cluster_manifests_point_the_apiservices_at_the_visibility_port() -> None:
+    import subprocess
+
+    import yaml
+
+    from pykueue.visibility.api import GROUP, VERSIONS
+    from pykueue.visibility.server import DEFAULT_PORT
+
+    root = Path(__file__).resolve().parents[2] / "config" / "visibility"
+    out = subprocess.run(["kubectl", "kustomize", str(root)], capture_output=True, text=True, check=True).stdout
+    docs = {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(out)}
+    service = docs[("Service", "kueue-visibility-server")]
+    assert service["spec"]["ports"][0]["targetPort"] == DEFAULT_PORT
+    for version in VERSIONS:
+        spec = docs[("APIService", f"{version}.{GROUP}")]["spec"]
+        assert (spec["group"], spec["version"]) == (GROUP, version)
+        assert spec["service"] == {"name": "kueue-visibility-server", "namespace": service["metadata"]["namespace"]}
+    resources = {
+        r for (kind, _), d in docs.items() if kind == "ClusterRole" for rule in d["rules"] for r in rule["resources"]
+    }
+    assert resources == {"clusterqueues/pendingworkloads", "localqueues/pendingworkloads"}

@@ -161,3 +161,49 @@ def test_discovery_lists_the_group(scenario: tuple[Kueue, dict[str, str]], tmp_p
     resources = k.kubectl("api-resources", "--api-group=visibility.kueue.x-k8s.io", "--no-headers").stdout
     assert resources.strip() == ""
     assert "clusterqueues" in k.kubectl("api-resources", "--api-group=kueue.x-k8s.io").stdout
+
+
+# --- cluster mode: `pykueue controller` serves the group on its own HTTPS port ----------------------
+
+
+def test_controller_serves_visibility_on_its_own_https_port(tmp_path: Path) -> None:
+    import re
+
+    from e2e_support import wait_for
+
+    k = start_kueue(
+        tmp_path, "cluster", ["--visibility-port", "0", "--visibility-bind-address", "127.0.0.1"], run_jobs=False
+    )
+    try:
+        line = wait_for(
+            lambda: re.search(r"visibility API on (https://\S+)", k.controller_log()), what="visibility server up"
+        )
+        url = line.group(1)
+        names = run_scenario(k)
+        ca = tmp_path / "pods" / "visibility-certs" / "ca.crt"
+
+        def kubectl_raw(path: str, check: bool = True) -> Any:
+            # The real kubectl against the controller's port, verifying its self-signed CA (a token
+            # keeps kubectl from prompting for a password over https; this port does not use it).
+            return k.server.kubectl(
+                "--server", url, "--certificate-authority", str(ca), "--token", "unused",
+                "get", "--raw", path, check=check,
+            )  # fmt: skip
+
+        doc = json.loads(kubectl_raw(CQ_A.format(v="v1beta2")).stdout)
+        assert [i["metadata"]["name"] for i in doc["items"]] == [
+            names["p-mid"], names["p-low-1"], names["p-low-2"], names["p-low-3"]
+        ]
+        lq = json.loads(kubectl_raw(LQ.format(v="v1beta1", lq="lq-b")).stdout)
+        assert positions(lq) == [(names["b1"], "lq-b", 0, 0, 0), (names["b2"], "lq-b", 0, 1, 1)]
+        assert lq["apiVersion"] == "visibility.kueue.x-k8s.io/v1beta1"
+        missing = kubectl_raw(CQ_A.format(v="v1beta2").replace("cq-a", "gone"), check=False)
+        assert 'clusterqueue.visibility.kueue.x-k8s.io "gone" not found' in missing.stderr
+        groups = json.loads(kubectl_raw("/apis").stdout)
+        assert [g["name"] for g in groups["groups"]] == ["visibility.kueue.x-k8s.io"]
+        assert kubectl_raw("/readyz").stdout == "ok"
+        # The embedded server does not serve the group when the controllers run elsewhere.
+        absent = k.kubectl("get", "--raw", CQ_A.format(v="v1beta2"), check=False)
+        assert absent.returncode != 0 and "NotFound" in absent.stderr
+    finally:
+        k.stop()
