@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from pykueue.cli import controller, schedule, serve
+from pykueue.cli.kueuectl import commands as kueuectl
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -15,12 +16,15 @@ def build_parser() -> argparse.ArgumentParser:
     schedule.add_parser(sub)
     serve.add_parser(sub)
     controller.add_parser(sub)
+    kueuectl.add_commands(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command in kueuectl.VERBS:
+        return kueuectl.execute(args)
     rc: int = args.func(args)
     return rc
 
