@@ -4,6 +4,8 @@ through pykueue's row builders and kubectl-style table writer with upstream's fi
 
 from __future__ import annotations
 
+import io
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,7 +24,7 @@ from pykueue.cli.kueuectl.list_cmd import (
     workload_row,
 )
 from pykueue.cli.kueuectl.mutate_cmd import _resource_groups, parse_taints, parse_tolerations
-from pykueue.cli.kueuectl.printing import name_line, table, tabwrite
+from pykueue.cli.kueuectl.printing import name_line, progress, table, tabwrite
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -219,3 +221,25 @@ def test_taints_and_tolerations() -> None:
         assert str(err.value) == message
     with pytest.raises(CommandError, match="invalid toleration spec: =value"):
         parse_tolerations(["=value"])
+
+
+class _Terminal(io.StringIO):
+    """A text stream that says it is a terminal (what the spinner checks)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_appears_only_on_a_terminal_after_a_second() -> None:
+    slow = _Terminal()
+    with progress("listing workloads", slow, delay=0.2):
+        time.sleep(0.6)
+    assert "listing workloads" in slow.getvalue() and slow.getvalue().endswith("\r\033[K")
+    quick = _Terminal()
+    with progress("listing workloads", quick, delay=0.5):
+        pass
+    assert quick.getvalue() == ""
+    pipe = io.StringIO()
+    with progress("listing workloads", pipe, delay=0.0):
+        time.sleep(0.2)
+    assert pipe.getvalue() == ""

@@ -309,7 +309,10 @@ class APIServerApp:
         try:
             self._authenticate_headers(headers)
             query = parse_query(scope.get("query_string", b""))
-            result = api.handle(scope["method"], rest, query, headers.get("accept", "application/json"))
+            # Off the event loop: the answer may wait for another thread (the controller manager).
+            result = await asyncio.to_thread(
+                api.handle, scope["method"], rest, query, headers.get("accept", "application/json")
+            )
             status, body, content_type = result.status, result.body, result.content_type
         except E.APIError as err:
             status, body, content_type = err.code, msgspec.json.encode(err.status()), "application/json"

@@ -40,6 +40,12 @@ HEALTH_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
 class _Handler(http.server.BaseHTTPRequestHandler):
     server: _HTTPServer
     protocol_version = "HTTP/1.1"
+    timeout = 60  # seconds a connection may sit idle (or a client stall its TLS handshake)
+
+    def setup(self) -> None:
+        super().setup()
+        # The TLS handshake runs here, on the connection's own thread, not in the accept loop.
+        self.request.do_handshake()
 
     def _serve(self) -> None:
         url = urllib.parse.urlsplit(self.path)
@@ -94,8 +100,11 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
 
     def get_request(self) -> tuple[Any, Any]:
         sock, addr = super().get_request()
-        # The handshake happens on the handler thread (do_handshake_on_connect), not here.
-        return self.context.wrap_socket(sock, server_side=True), addr
+        return self.context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), addr
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Failed handshakes (plain HTTP, untrusted client certificates) are the client's problem.
+        log.debug("visibility server: connection from %s failed", client_address, exc_info=True)
 
 
 class VisibilityServer:
