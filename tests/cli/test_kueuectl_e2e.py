@@ -108,6 +108,8 @@ def test_list_workload_filters(scenario: tuple[Kueue, dict[str, str]]) -> None:
     assert names[0] == "NAMESPACE" and [r[:2] for r in rows] == [["default", wl["b1"]], ["default", wl["b2"]]]
     none = kueue(k, "list", "workload", "-A", "--status", "pending", "-c", "cq-b")
     assert (none.stdout, none.stderr) == ("", "No resources found\n")  # pending ones have no admission
+    other_ns = kueue(k, "-n", "kube-system", "list", "workload")  # persistent flags before the verb
+    assert (other_ns.stdout, other_ns.stderr) == ("", "No resources found in kube-system namespace.\n")
     empty = kueue(k, "list", "workload", "-q", "nope")
     assert (empty.stdout, empty.stderr) == ("", "No resources found in default namespace.\n")
     bad = kueue(k, "list", "workload", "--status", "running", check=False)

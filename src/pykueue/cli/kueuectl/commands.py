@@ -110,9 +110,16 @@ def execute(args: argparse.Namespace) -> int:
 def plugin_main(argv: Sequence[str] | None = None) -> int:
     """``kubectl-kueue``: kubectl runs it for ``kubectl kueue ...``."""
     parser = argparse.ArgumentParser(prog="kubectl kueue", description="Controls Kueue queueing manager")
+    # kueuectl's kubeconfig flags are persistent (cobra): also accepted before the verb.
+    parser.add_argument("--kubeconfig", dest="root_kubeconfig", help="Path to the kubeconfig file to use for CLI requests.")
+    parser.add_argument("--context", dest="root_context", help="The name of the kubeconfig context to use")
+    parser.add_argument("-n", "--namespace", dest="root_namespace", help="If present, the namespace scope for this CLI request")
     sub = parser.add_subparsers(dest="command", required=True)
     add_commands(sub)
     args = parser.parse_args(argv)
+    for name in ("kubeconfig", "context", "namespace"):
+        if getattr(args, name, None) is None:
+            setattr(args, name, getattr(args, f"root_{name}"))
     return execute(args)
 
 
