@@ -243,3 +243,12 @@ def test_progress_appears_only_on_a_terminal_after_a_second() -> None:
     with progress("listing workloads", pipe, delay=0.0):
         time.sleep(0.2)
     assert pipe.getvalue() == ""
+
+
+def test_yaml_output_quotes_like_go_yaml() -> None:
+    from pykueue.cli.kueuectl.printing import render
+
+    doc = {"kind": "X", "metadata": {"name": "n", "creationTimestamp": "2024-05-01T12:00:00Z"}, "spec": {"q": "9", "ok": "yes"}}
+    assert render(doc, "yaml") == (
+        "kind: X\nmetadata:\n  creationTimestamp: \"2024-05-01T12:00:00Z\"\n  name: n\nspec:\n  ok: \"yes\"\n  q: \"9\"\n"
+    )

@@ -78,12 +78,20 @@ def name_line(obj: Mapping[str, Any], operation: str = "") -> str:
     return f"{qualified}/{name}" + (f" {operation}" if operation else "") + "\n"
 
 
+class _GoYAMLDumper(yaml.SafeDumper):
+    """go-yaml (behind ``sigs.k8s.io/yaml``) quotes with double quotes (``nominalQuota: "9"``)."""
+
+    def choose_scalar_style(self) -> str:
+        style: str = super().choose_scalar_style()
+        return '"' if style == "'" else style
+
+
 def render(obj: Mapping[str, Any], fmt: str, operation: str = "") -> str:
     """``obj`` in output format ``fmt`` (json, yaml, name)."""
     if fmt == "json":
         return json.dumps(obj, indent=4, ensure_ascii=False) + "\n"
     if fmt == "yaml":
-        return yaml.safe_dump(dict(obj), sort_keys=True, default_flow_style=False, allow_unicode=True)
+        return yaml.dump(dict(obj), Dumper=_GoYAMLDumper, sort_keys=True, default_flow_style=False, allow_unicode=True)
     return name_line(obj, operation)
 
 
