@@ -31,11 +31,11 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Kueue, 
         k.stop()
 
 
-def kueue(k: Kueue, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+def kueue(k: Kueue, *args: str, check: bool = True, **extra_env: str) -> subprocess.CompletedProcess[str]:
     """``kubectl kueue <args>``; kubectl allows no flags before a plugin name, so the kubeconfig
     comes from $KUBECONFIG."""
     bin_dir = str(Path(sys.executable).parent)
-    env = {**os.environ, "KUBECONFIG": str(k.server.kubeconfig), "PATH": bin_dir + os.pathsep + os.environ["PATH"]}
+    env = {**os.environ, "KUBECONFIG": str(k.server.kubeconfig), "PATH": bin_dir + os.pathsep + os.environ["PATH"], **extra_env}
     result = subprocess.run([KUBECTL, "kueue", *args], capture_output=True, text=True, env=env, timeout=60)
     if check and result.returncode != 0:
         raise AssertionError(f"kubectl kueue {' '.join(args)}: {result.returncode}\n{result.stdout}{result.stderr}")
@@ -88,6 +88,11 @@ def test_list_workloads_shows_positions_from_the_visibility_api(scenario: tuple[
         [wl["p-low-3"], "job", "p-low-3", "lq-a1", "cq-a", "PENDING", "1", "", "<d>"],
         [wl["p-mid"], "job", "p-mid", "lq-a2", "cq-a", "PENDING", "0", "", "<d>"],
     ]
+    # Two objects per LIST request: the pages print as one aligned table.
+    paged = kueue(k, "list", "workloads", KUEUECTL_LIST_REQUEST_LIMIT="2")
+    assert undated(columns(paged.stdout)[1], 7, 8) == undated(rows, 7, 8)
+    bad_limit = kueue(k, "list", "workloads", check=False, KUEUECTL_LIST_REQUEST_LIMIT="two")
+    assert (bad_limit.returncode, bad_limit.stderr) == (1, "Error: invalid list request limit\n")
     # The NAME column is exactly as wide as the longest name plus kubectl's three spaces.
     width = max(len(n) for n in wl.values()) + 3
     assert out.stdout.splitlines()[0].startswith("NAME".ljust(width) + "JOB TYPE   JOB NAME   LOCALQUEUE")
