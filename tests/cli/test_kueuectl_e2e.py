@@ -31,12 +31,16 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Kueue, 
         k.stop()
 
 
-def kueue(k: Kueue, *args: str, check: bool = True, **extra_env: str) -> subprocess.CompletedProcess[str]:
+def kueue(
+    k: Kueue, *args: str, check: bool = True, stdin: str | None = None, **extra_env: str
+) -> subprocess.CompletedProcess[str]:
     """``kubectl kueue <args>``; kubectl allows no flags before a plugin name, so the kubeconfig
     comes from $KUBECONFIG."""
     bin_dir = str(Path(sys.executable).parent)
     env = {**os.environ, "KUBECONFIG": str(k.server.kubeconfig), "PATH": bin_dir + os.pathsep + os.environ["PATH"], **extra_env}
-    result = subprocess.run([KUBECTL, "kueue", *args], capture_output=True, text=True, env=env, timeout=60)
+    result = subprocess.run(
+        [KUBECTL, "kueue", *args], input=stdin, capture_output=True, text=True, env=env, timeout=60
+    )
     if check and result.returncode != 0:
         raise AssertionError(f"kubectl kueue {' '.join(args)}: {result.returncode}\n{result.stdout}{result.stderr}")
     return result
@@ -217,3 +221,52 @@ def test_pykueue_verbs_are_the_same_commands(scenario: tuple[Kueue, dict[str, st
     )  # fmt: skip
     assert via_pykueue.returncode == 0, via_pykueue.stderr
     assert via_pykueue.stdout == kueue(k, "list", "rf", "-o", "name").stdout
+
+
+LONE_WORKLOAD = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata:
+  name: lone-wl
+  namespace: default
+spec:
+  queueName: cli-lq
+  podSets:
+  - name: main
+    count: 1
+    template:
+      spec:
+        restartPolicy: Never
+        containers:
+        - name: c
+          image: busybox
+          resources:
+            requests:
+              cpu: "1"
+"""
+
+
+def test_delete_workload_and_kubectl_pass_throughs(scenario: tuple[Kueue, dict[str, str]]) -> None:
+    k, _ = scenario
+    # get/describe/... <kueue type> are handed to kubectl with the same arguments.
+    assert kueue(k, "get", "cq", "cq-a", "-o", "name").stdout == "clusterqueue.kueue.x-k8s.io/cq-a\n"
+    assert "Cluster Queue:  cq-b" in kueue(k, "describe", "lq", "lq-b").stdout
+    k.apply(job("del-job", "lq-b", 1))
+    wl = wait_for(lambda: k.workload_of("del-job"), what="workload of del-job")["metadata"]["name"]
+    dry = kueue(k, "delete", "workload", wl, "--dry-run", "server")
+    assert dry.stdout == "jobs.batch/del-job deleted (server dry run)\n"
+    cancelled = kueue(k, "delete", "kwl", wl, stdin="n\n")
+    assert cancelled.stdout == (
+        f"This operation will also delete:\n  - jobs.batch/del-job associated with the default/{wl} workload\n"
+        "Do you want to proceed (y/n)? Deletion is canceled\n"
+    )
+    assert k.kubectl("get", "job", "del-job", "-n", "default", check=False).returncode == 0
+    assert kueue(k, "delete", "workload", wl, "--yes").stdout == "jobs.batch/del-job deleted\n"
+    wait_for(lambda: k.kubectl("get", "job", "del-job", "-n", "default", check=False).returncode != 0, what="job gone")
+    k.apply(LONE_WORKLOAD)
+    assert kueue(k, "delete", "workload", "lone-wl").stdout == "workload.kueue.x-k8s.io/lone-wl deleted\n"
+    assert k.kubectl("get", "workload", "lone-wl", "-n", "default", check=False).returncode != 0
+    missing = kueue(k, "delete", "workload", "nope", "-y")
+    assert (missing.returncode, missing.stdout, missing.stderr) == (0, "", 'workloads.kueue.x-k8s.io "nope" not found\n')
+    both = kueue(k, "delete", "workload", "x", "--all", check=False)
+    assert (both.returncode, both.stderr) == (1, "Error: name cannot be provided when a selector is specified\n")

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from pykueue.cli import controller, schedule, serve
 from pykueue.cli.kueuectl import commands as kueuectl
+from pykueue.cli.kueuectl.passthrough_cmd import passthrough
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,10 +22,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    passthrough(argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command in kueuectl.VERBS:
-        return kueuectl.execute(args)
+        return kueuectl.run(args, argv)
     rc: int = args.func(args)
     return rc
 

@@ -19,10 +19,11 @@ from pykueue.apiserver.tables import since
 from pykueue.cli.kueuectl.client import Cluster, CommandError, add_connection_flags
 from pykueue.cli.kueuectl.list_cmd import add_list_parsers
 from pykueue.cli.kueuectl.mutate_cmd import add_mutating_parsers
+from pykueue.cli.kueuectl.passthrough_cmd import add_delete_parser, passthrough
 from pykueue.cli.kueuectl.printing import progress, render, table
 from pykueue.client.interface import APIError
 
-VERBS = ("list", "create", "stop", "resume", "pending")
+VERBS = ("list", "create", "stop", "resume", "pending", "delete", "get", "edit", "describe", "patch")
 PENDING_COLUMNS = (
     "Name", "LocalQueue", "Priority", "Position in ClusterQueue", "Position in LocalQueue", "Age",
 )  # fmt: skip
@@ -88,10 +89,19 @@ def _add_pending_parser(sub: Any, add_connection: Callable[[argparse.ArgumentPar
 
 
 def add_commands(sub: Any) -> None:
-    """Register ``list``, ``create``, ``stop``, ``resume`` and ``pending`` on a subparsers object."""
+    """Register ``list``, ``create``, ``stop``, ``resume``, ``delete``, the kubectl pass-throughs
+    and ``pending`` on a subparsers object."""
     add_list_parsers(sub, add_connection_flags)
     add_mutating_parsers(sub, add_connection_flags)
+    add_delete_parser(sub, add_connection_flags)
     _add_pending_parser(sub, add_connection_flags)
+
+
+def run(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """Run a parsed command line (``argv``: the arguments after the program name)."""
+    if getattr(args, "func", None) is None:  # get/edit/describe/patch <type>: kubectl's business
+        passthrough(argv, force=True)
+    return execute(args)
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -109,6 +119,8 @@ def execute(args: argparse.Namespace) -> int:
 
 def plugin_main(argv: Sequence[str] | None = None) -> int:
     """``kubectl-kueue``: kubectl runs it for ``kubectl kueue ...``."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    passthrough(argv)
     parser = argparse.ArgumentParser(prog="kubectl kueue", description="Controls Kueue queueing manager")
     # kueuectl's kubeconfig flags are persistent (cobra): also accepted before the verb.
     parser.add_argument("--kubeconfig", dest="root_kubeconfig", help="Path to the kubeconfig file to use for CLI requests.")
@@ -120,7 +132,7 @@ def plugin_main(argv: Sequence[str] | None = None) -> int:
     for name in ("kubeconfig", "context", "namespace"):
         if getattr(args, name, None) is None:
             setattr(args, name, getattr(args, f"root_{name}"))
-    return execute(args)
+    return run(args, argv)
 
 
 if __name__ == "__main__":  # pragma: no cover
