@@ -17,7 +17,7 @@ import hashlib
 import logging
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 from starlette.applications import Starlette
@@ -42,6 +42,22 @@ USER_SCOPE_KEY = "pykueue.user"
 """ASGI scope key of the authenticated :class:`User` (None: authentication off or a public path)."""
 
 Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+class GroupResponse(Protocol):
+    """What a mounted group returns: status, body and content type."""
+
+    status: int
+    body: bytes
+    content_type: str
+
+
+class MountedGroup(Protocol):
+    """An API group served outside the registry (``mount_group``), e.g. the visibility API."""
+
+    def handle(
+        self, method: str, rest: str, query: Mapping[str, Sequence[str]], accept: str
+    ) -> GroupResponse: ...
 
 
 class RegistryBackend:
@@ -229,6 +245,15 @@ class APIServerApp:
         self._openapi: dict[str, Document] = {}
         self._openapi_index: Document | None = None
         self._starlette: Starlette | None = None
+        self.mounted: dict[str, MountedGroup] = {}
+
+    def mount_group(
+        self, group: str, api: MountedGroup, api_group: dict[str, Any], aggregated: dict[str, Any]
+    ) -> None:
+        """Serve ``/apis/{group}/...`` with ``api`` (after authentication) and list the group in
+        discovery, as kube-apiserver proxies an APIService's group to its backend."""
+        self.mounted[group] = api
+        self.discovery.add_external_group(group, api_group, aggregated)
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -282,6 +307,8 @@ class APIServerApp:
                 await _refuse(err, send)
                 return
             scope[USER_SCOPE_KEY] = user
+            if self.mounted and await self._serve_mounted(scope, headers, send):
+                return
             try:
                 req = fast_request(scope, headers)
             except E.APIError:
@@ -292,6 +319,34 @@ class APIServerApp:
         if self._starlette is None:
             self._starlette = self.build()
         await self._starlette(scope, receive, send)
+
+    async def _serve_mounted(self, scope: Scope, headers: dict[str, str], send: Send) -> bool:
+        """Serve a request for a mounted group (the guard has authenticated it); False when the path
+        belongs to none."""
+        path: str = scope["path"]
+        if not path.startswith("/apis/"):
+            return False
+        group, _, rest = path[6:].partition("/")
+        api = self.mounted.get(group)
+        if api is None:
+            return False
+        try:
+            query = parse_query(scope.get("query_string", b""))
+            # Off the event loop: the answer may wait for another thread (the controller manager).
+            result = await asyncio.to_thread(
+                api.handle, scope["method"], rest, query, headers.get("accept", "application/json")
+            )
+            status, body, content_type = result.status, result.body, result.content_type
+        except E.APIError as err:
+            status, body, content_type = err.code, msgspec.json.encode(err.status()), "application/json"
+        except Exception as err:  # a bug: still a Status
+            log.exception("internal error serving %s %s", scope["method"], path)
+            api_err = E.internal(f"{type(err).__name__}: {err}")
+            status, body, content_type = api_err.code, msgspec.json.encode(api_err.status()), "application/json"
+        head = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": status, "headers": head})
+        await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
+        return True
 
     async def _serve_fast(self, req: APIRequest, scope: Scope, receive: Receive, send: Send) -> None:
         try:

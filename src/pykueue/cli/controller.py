@@ -31,6 +31,22 @@ def add_parser(sub: Any) -> None:
         "--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"), help="log level"
     )
     add_component_arguments(p, embedded=False)
+    v = p.add_argument_group("visibility API (visibility.kueue.x-k8s.io, behind config/visibility's APIService)")
+    v.add_argument("--visibility-bind-address", default="0.0.0.0", help="address to bind (default 0.0.0.0)")
+    v.add_argument(
+        "--visibility-port", type=int, default=8082, help="HTTPS port (default 8082; 0 picks a free port; -1 disables)"
+    )
+    v.add_argument(
+        "--visibility-cert-dir",
+        type=Path,
+        help="directory with tls.crt and tls.key (default: a self-signed certificate under --work-dir)",
+    )
+    v.add_argument(
+        "--visibility-client-ca",
+        type=Path,
+        metavar="FILE",
+        help="serve only clients with a certificate signed by this CA (the cluster's requestheader-client-ca-file)",
+    )
     p.set_defaults(func=run)
 
 
@@ -48,6 +64,9 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     client = HTTPClient.from_kubeconfig(args.kubeconfig, args.context)
     components = build_components(client, args, args.work_dir.resolve(), run_jobs=args.run_jobs)
+    visibility = _visibility_server(args, components)
+    if visibility is not None:
+        components.append(visibility)
     done = threading.Event()
 
     def on_signal(signum: int, frame: Any) -> None:
@@ -56,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     stop = start_all(components)
     print("pykueue controller: running (Ctrl-C to stop)", flush=True)
+    if visibility is not None:
+        print(f"pykueue controller: visibility API on https://{args.visibility_bind_address}:{visibility.port}", flush=True)
     try:
         done.wait()
     finally:
@@ -65,3 +86,37 @@ def run(args: argparse.Namespace) -> int:
             signal.signal(sig, handler)
     print("pykueue controller: stopped", flush=True)
     return 0
+
+
+def _visibility_server(args: argparse.Namespace, components: list[Any]) -> Any:
+    """The visibility API server over the controller manager's queue manager (None: disabled)."""
+    if args.visibility_port < 0:
+        return None
+    from pykueue.controllers.manager import ControllerManager
+    from pykueue.visibility.api import VisibilityAPI
+    from pykueue.visibility.server import VisibilityServer
+    from pykueue.visibility.source import ManagerSource
+
+    manager = next((c for c in components if isinstance(c, ControllerManager)), None)
+    if manager is None:
+        return None
+    if args.visibility_cert_dir is not None:
+        cert, key = args.visibility_cert_dir / "tls.crt", args.visibility_cert_dir / "tls.key"
+    else:
+        from pykueue.apiserver.server import ensure_tls
+
+        tls = ensure_tls(args.work_dir.resolve() / "visibility-certs", "localhost")
+        cert, key = tls.cert, tls.key
+    try:
+        return VisibilityServer(
+            VisibilityAPI(ManagerSource(manager)),
+            cert,
+            key,
+            host=args.visibility_bind_address,
+            port=args.visibility_port,
+            client_ca=args.visibility_client_ca,
+        )
+    except OSError as err:
+        # The controllers do not depend on it: keep scheduling, say loudly what is missing.
+        print(f"pykueue controller: visibility API disabled: cannot serve on port {args.visibility_port}: {err}", flush=True)
+        return None

@@ -134,6 +134,18 @@ def run(args: argparse.Namespace) -> int:
     return serve(options)
 
 
+def _mount_visibility(parts: Any, components: list[Any]) -> None:
+    """The in-process controllers answer the visibility API (upstream: the controller manager's
+    visibility server), from their queue manager."""
+    from pykueue.controllers.manager import ControllerManager
+    from pykueue.visibility.api import mount
+    from pykueue.visibility.source import ManagerSource
+
+    for comp in components:
+        if isinstance(comp, ControllerManager):
+            mount(parts, ManagerSource(comp))
+
+
 def _starter(args: argparse.Namespace) -> Any:
     """Starts the in-process components once the API server is ready (None: nothing to start)."""
     run_jobs = not args.no_controllers and not args.no_job_runner
@@ -148,6 +160,7 @@ def _starter(args: argparse.Namespace) -> Any:
         components = build_components(
             client, args, data_dir, run_jobs=run_jobs, controllers=not args.no_controllers
         )
+        _mount_visibility(parts, components)
         return start_all(components)
 
     return start

@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pykueue.api.config import KueueConfig, load_config
 from pykueue.api.conversion import to_external, to_internal
@@ -126,6 +126,27 @@ def default_options() -> ControllerOptions:
     return ControllerOptions.from_config(load_config(None))
 
 
+_T = TypeVar("_T")
+
+
+class _Call(Generic[_T]):
+    """A function another thread asked the manager thread to run (:meth:`call_in_manager_thread`)."""
+
+    def __init__(self, fn: Callable[[], _T]) -> None:
+        self.fn = fn
+        self.done = threading.Event()
+        self.result: _T | None = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.result = self.fn()
+        except BaseException as err:  # handed to the caller's thread
+            self.error = err
+        finally:
+            self.done.set()
+
+
 class ControllerManager:
     """Runs Kueue's controllers and scheduler against one API client."""
 
@@ -166,7 +187,7 @@ class ControllerManager:
         self.queue_controllers = QueueControllers(self)
         self.job_controller = JobController(self)
 
-        self._inbox: queue.Queue[Change] = queue.Queue()
+        self._inbox: queue.Queue[Change | _Call[Any]] = queue.Queue()
         self._informers = [Informer(client, res, self._inbox.put) for res in WATCHED]
         self._unsynced = {res.plural for res in WATCHED}
         self._initial: list[Change] = []
@@ -208,6 +229,24 @@ class ControllerManager:
         """Block until the initial state of every watched collection has been applied."""
         return self._ready.wait(timeout)
 
+    def running(self) -> bool:
+        """Whether the manager thread is alive (it answers :meth:`call_in_manager_thread`)."""
+        return self._thread is not None and self._thread.is_alive() and not self._stop.is_set()
+
+    def call_in_manager_thread(self, fn: Callable[[], _T], timeout: float = 10.0) -> _T:
+        """Run ``fn`` on the manager thread (between two changes or steps) and return its result.
+
+        The accessor for other threads (the visibility API's queue snapshots): the manager's
+        state has a single owner, so a reader borrows that thread instead of taking locks.
+        Raises ``TimeoutError`` when the thread does not get to it within ``timeout``."""
+        call = _Call(fn)
+        self._inbox.put(call)
+        if not call.done.wait(timeout):
+            raise TimeoutError(f"the controller manager did not answer within {timeout}s")
+        if call.error is not None:
+            raise call.error
+        return call.result  # type: ignore[return-value]
+
     def now(self) -> datetime:
         """The controllers' current time."""
         return to_time(self.clock())
@@ -247,7 +286,10 @@ class ControllerManager:
             except queue.Empty:
                 return
 
-    def _receive(self, change: Change) -> None:
+    def _receive(self, change: Change | _Call[Any]) -> None:
+        if isinstance(change, _Call):
+            change.run()
+            return
         if self._unsynced:
             if change.type == SYNCED:
                 self._unsynced.discard(change.resource.plural)
