@@ -10,6 +10,8 @@ from typing import Any
 
 from pykueue.cli.components import add_component_arguments
 
+EXIT_USAGE = 2
+
 
 def add_parser(sub: Any) -> None:
     """Register the ``controller`` subcommand."""
@@ -38,12 +40,29 @@ def run(args: argparse.Namespace) -> int:
     """Run until SIGINT/SIGTERM."""
     import logging
 
-    from pykueue.cli.components import build_components, start_all
+    from pykueue.cli.components import build_components, metrics_registry, start_all
     from pykueue.client.http import HTTPClient
+    from pykueue.metrics.server import BindAddressError, MetricsServer, parse_bind_address
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        metrics_address = parse_bind_address(args.metrics_bind_address)
+    except BindAddressError as err:
+        print(f"error: {err}", flush=True)
+        return EXIT_USAGE
     client = HTTPClient.from_kubeconfig(args.kubeconfig, args.context)
     components = build_components(client, args, args.work_dir.resolve(), run_jobs=args.run_jobs)
+    metrics_server: MetricsServer | None = None
+    registry = metrics_registry(components)
+    if metrics_address is not None and registry is not None:
+        try:
+            metrics_server = MetricsServer(registry, *metrics_address)
+        except OSError as err:
+            print(f"error: --metrics-bind-address {args.metrics_bind_address}: {err.strerror or err}", flush=True)
+            client.close()
+            return EXIT_USAGE
+        metrics_server.start()
+        print(f"pykueue controller: serving metrics at {metrics_server.url}", flush=True)
     done = threading.Event()
 
     def on_signal(signum: int, frame: Any) -> None:
@@ -56,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
         done.wait()
     finally:
         stop()
+        if metrics_server is not None:
+            metrics_server.stop()
         client.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -84,13 +84,14 @@ def _starter(args: argparse.Namespace) -> Any:
         return None
 
     def start(parts: Any, data_dir: Path) -> Any:
-        from pykueue.cli.components import build_components, start_all
+        from pykueue.cli.components import build_components, metrics_registry, start_all
         from pykueue.client.inprocess import InProcessClient
 
         client = InProcessClient(parts.handlers)
         components = build_components(
             client, args, data_dir, run_jobs=run_jobs, controllers=not args.no_controllers
         )
+        parts.metrics_registry = metrics_registry(components)
         return start_all(components)
 
     return start

@@ -15,6 +15,7 @@ import heapq
 import logging
 import queue
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -57,6 +58,8 @@ from pykueue.core.workload_info import (
     workload_key,
 )
 from pykueue.core.workload_routing import queueable, route_workload_change
+from pykueue.metrics import KueueMetrics
+from pykueue.metrics import for_manager as metrics_for_manager
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +137,7 @@ class ControllerManager:
         *,
         clock: Clock = system_clock,
         components: Iterable[Any] = (),
+        metrics: KueueMetrics | None = None,
     ) -> None:
         # Imported here: the reconcilers import this module for its types.
         from pykueue.controllers.jobs.job_controller import JobController
@@ -180,6 +184,8 @@ class ControllerManager:
         self._ready = threading.Event()
         self.cycles = 0
         self.busy_until_quiet = True
+        # Prometheus metrics (pkg/metrics): counted from our writes, observed changes and cycles.
+        self.metrics = metrics_for_manager(self, metrics)
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -269,7 +275,9 @@ class ControllerManager:
         self.queues.process_due_requeues(now.timestamp())
         self._reconcile_dirty()
         self._deliver_updates()
+        started = time.perf_counter()
         result = self.scheduler.schedule(self.now())
+        self.metrics.cycle(result, time.perf_counter() - started)
         self.cycles += 1
         self._deliver_updates()
         self._flush_events()
@@ -503,6 +511,7 @@ class ControllerManager:
         for ref in wl.metadata.owner_references:
             if ref.kind == "Job":
                 self._dirty["job"].add((wl.metadata.namespace, ref.name))
+        self.metrics.workload_changed(old, new, self.now())
         route_workload_change(
             old,
             new,
@@ -622,7 +631,15 @@ class ControllerManager:
     def write(self, res: Resource, obj: dict[str, Any], subresource: str | None = None) -> dict[str, Any]:
         """PUT with the cached resourceVersion; applies the result at once."""
         out = self.client.replace(res, obj, subresource=subresource)
+        if res.plural != "workloads":
+            self.observe_write(res, out)
+            return out
+        key = _ns_name(out)
+        before = self.workloads.get(key)
         self.observe_write(res, out)
+        after = self.workloads.get(key)
+        if after is not None:
+            self.metrics.workload_written(before, after, self.now())
         return out
 
     def write_workload(self, wl: Workload, status: bool = True) -> bool:
