@@ -142,10 +142,9 @@ class KueueMetrics:
         self.admission_attempt_duration = histogram(
             "admission_attempt_duration_seconds", "The latency of an admission attempt." + _RESULT_HELP, ["result"], HDEF
         )
-        self._attempt = {
-            res: (self.admission_attempts_total.labels(res, self.role), self.admission_attempt_duration.labels(res, self.role))
-            for res in (RESULT_SUCCESS, RESULT_INADMISSIBLE)
-        }
+        # Children are created on first use, as Go's WithLabelValues does: a series appears only
+        # once something was counted into it.
+        self._attempt: dict[bool, tuple[Any, Any]] = {}
 
         # --- ClusterQueue counters and histograms ---------------------------------------------------
         cq_pc = ["cluster_queue", "priority_class"]
@@ -265,7 +264,12 @@ class KueueMetrics:
 
     def admission_attempt(self, success: bool, seconds: float) -> None:
         """``AdmissionAttempt``: one scheduling cycle that processed heads."""
-        total, duration = self._attempt[RESULT_SUCCESS if success else RESULT_INADMISSIBLE]
+        pair = self._attempt.get(success)
+        if pair is None:
+            res = RESULT_SUCCESS if success else RESULT_INADMISSIBLE
+            pair = (self.admission_attempts_total.labels(res, self.role), self.admission_attempt_duration.labels(res, self.role))
+            self._attempt[success] = pair
+        total, duration = pair
         total.inc()
         duration.observe(seconds)
 
