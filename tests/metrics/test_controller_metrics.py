@@ -13,6 +13,7 @@ from conftest import KUEUE, MetricsEnv, job, labels, wait
 
 from pykueue.api.meta import format_time
 from pykueue.client import resources as R
+from pykueue.client.interface import Conflict
 from pykueue.metrics import KueueMetrics
 
 
@@ -54,6 +55,24 @@ def bare_workload(name: str, queue: str, cpu: str = "1") -> dict[str, Any]:
     }
 
 
+def update_status(env: MetricsEnv, res: Any, name: str, namespace: str | None, mutate: Any) -> None:
+    """Read-modify-write of a status, retried when the controllers wrote in between."""
+    for _ in range(50):
+        obj = env.get(res, name, namespace)
+        mutate(obj)
+        try:
+            env.client.replace(res, obj, subresource="status")
+            return
+        except Conflict:
+            continue
+    raise AssertionError(f"could not update {name}")
+
+
+def scrape_when(env: MetricsEnv, name: str, key: frozenset[tuple[str, str]]) -> Any:
+    """A scrape once series ``key`` of ``name`` exists."""
+    return wait(lambda: key in (s := env.scrape()).get(name, {}) and s, what=f"{name} {set(key)}")
+
+
 def counters(env: MetricsEnv, name: str) -> dict[frozenset[tuple[str, str]], float]:
     return env.scrape().get(name, {})
 
@@ -64,7 +83,8 @@ def test_borrowing_preemption_and_evictions_are_counted_where_upstream_counts(en
     borrower = wait(admitted(env, "borrower"), what="borrower admitted")
     cq_a = labels(cluster_queue="cq-a", priority_class="")
     cq_b = labels(cluster_queue="cq-b", priority_class="")
-    s = env.scrape()
+    # Counted right after the write the API already shows: wait for the count, not just the object.
+    s = scrape_when(env, "kueue_admitted_workloads_total", cq_a)
     assert s["kueue_quota_reserved_workloads_total"] == {cq_a: 1.0}
     assert s["kueue_admitted_workloads_total"] == {cq_a: 1.0}
     assert s["kueue_quota_reserved_wait_time_seconds_count"] == {cq_a: 1.0}
@@ -80,7 +100,7 @@ def test_borrowing_preemption_and_evictions_are_counted_where_upstream_counts(en
     owner = wait(admitted(env, "owner"), what="owner admitted after the reclaim")
     victim = workload_of(env, "borrower")
     assert cond(victim, "Preempted")["reason"] == "InCohortReclamation"  # type: ignore[index]
-    s = env.scrape()
+    s = scrape_when(env, "kueue_admitted_workloads_total", cq_b)
     assert s["kueue_preempted_workloads_total"] == {
         labels(preempting_cluster_queue="cq-b", reason="InCohortReclamation"): 1.0
     }
@@ -123,29 +143,30 @@ def test_admission_checks_wait_time_is_reservation_to_admission(env: MetricsEnv)
         R.ADMISSION_CHECKS,
         {"apiVersion": KUEUE, "kind": "AdmissionCheck", "metadata": {"name": "check"}, "spec": {"controllerName": "example.com/c"}},
     )
-    ac = env.get(R.ADMISSION_CHECKS, "check", None)
-    ac["status"] = {
-        "conditions": [
-            {"type": "Active", "status": "True", "reason": "Active", "message": "ok", "lastTransitionTime": format_time(env.clock())}
-        ]
-    }
-    env.client.replace(R.ADMISSION_CHECKS, ac, subresource="status")
+    active = {"type": "Active", "status": "True", "reason": "Active", "message": "ok", "lastTransitionTime": format_time(env.clock())}
+    update_status(env, R.ADMISSION_CHECKS, "check", None, lambda ac: ac.update(status={"conditions": [active]}))
     env.queues(names=("cq-a",))
     env.patch(R.CLUSTER_QUEUES, "cq-a", {"spec": {"admissionChecksStrategy": {"admissionChecks": [{"name": "check"}]}}}, None)
     wait(lambda: true(env.get(R.CLUSTER_QUEUES, "cq-a", None), "Active") or env.clock.advance(1.1), what="cq active")
     env.create(R.WORKLOADS, bare_workload("w", "lq-a"))
-    wl = wait(lambda: true(w := env.get(R.WORKLOADS, "w"), "QuotaReserved") and w, what="reserved")
+    wait(
+        lambda: true(w := env.get(R.WORKLOADS, "w"), "QuotaReserved") and w["status"].get("admissionChecks"),
+        what="reserved, check listed",
+    )
     cq = labels(cluster_queue="cq-a", priority_class="")
-    s = env.scrape()
+    s = scrape_when(env, "kueue_quota_reserved_workloads_total", cq)
     assert s["kueue_quota_reserved_workloads_total"] == {cq: 1.0}
     assert "kueue_admitted_workloads_total" not in s
     env.clock.advance(42)
     # The check's controller marks it Ready; the workload controller then admits.
-    for entry in wl["status"]["admissionChecks"]:
-        entry.update(state="Ready", message="ok", lastTransitionTime=format_time(env.clock()))
-    env.client.replace(R.WORKLOADS, wl, subresource="status")
+
+    def ready(obj: dict[str, Any]) -> None:
+        for entry in obj["status"]["admissionChecks"]:
+            entry.update(state="Ready", message="ok", lastTransitionTime=format_time(env.clock()))
+
+    update_status(env, R.WORKLOADS, "w", "default", ready)
     wait(lambda: true(env.get(R.WORKLOADS, "w"), "Admitted"), what="admitted after the check")
-    s = env.scrape()
+    s = scrape_when(env, "kueue_admitted_workloads_total", cq)
     assert s["kueue_admitted_workloads_total"] == {cq: 1.0}
     assert s["kueue_admission_checks_wait_time_seconds_count"] == {cq: 1.0}
     assert s["kueue_admission_checks_wait_time_seconds_sum"][cq] == pytest.approx(42, abs=1)
@@ -158,13 +179,12 @@ def test_finish_is_counted_once_with_execution_time(env: MetricsEnv) -> None:
     env.queues(names=("cq-a",))
     env.create(R.WORKLOADS, bare_workload("w", "lq-a"))
     wl = wait(lambda: true(w := env.get(R.WORKLOADS, "w"), "Admitted") and w, what="admitted")
+    scrape_when(env, "kueue_admitted_workloads_total", labels(cluster_queue="cq-a", priority_class=""))
     assert cond(wl, "Admitted")["lastTransitionTime"] == format_time(env.clock())  # type: ignore[index]
     env.clock.advance(30)
     finished_at = format_time(env.clock())
-    wl["status"]["conditions"].append(
-        {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done", "lastTransitionTime": finished_at}
-    )
-    env.client.replace(R.WORKLOADS, wl, subresource="status")
+    finished = {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done", "lastTransitionTime": finished_at}
+    update_status(env, R.WORKLOADS, "w", "default", lambda obj: obj["status"]["conditions"].append(finished))
     cq = labels(cluster_queue="cq-a", priority_class="")
     s = wait(lambda: (s := env.scrape()).get("kueue_finished_workloads_total") and s, what="finish counted")
     assert s["kueue_finished_workloads_total"] == {cq: 1.0}
@@ -173,9 +193,13 @@ def test_finish_is_counted_once_with_execution_time(env: MetricsEnv) -> None:
     assert s["kueue_finished_workloads"][labels(cluster_queue="cq-a")] == 1.0
     assert s["kueue_local_queue_finished_workloads_total"] == {labels(name="lq-a", namespace="default", priority_class=""): 1.0}
     # A later status write of the finished workload is not a second finish.
-    done = env.get(R.WORKLOADS, "w")
-    done["status"]["conditions"][-1]["message"] = "done, really"
-    env.client.replace(R.WORKLOADS, done, subresource="status")
+
+    def reword(obj: dict[str, Any]) -> None:
+        for c in obj["status"]["conditions"]:
+            if c["type"] == "Finished":
+                c["message"] = "done, really"
+
+    update_status(env, R.WORKLOADS, "w", "default", reword)
     wait(lambda: cond(env.mgr.raw["workloads"].get(("default", "w")), "Finished")["message"] == "done, really")  # type: ignore[index]
     assert counters(env, "kueue_finished_workloads_total") == {cq: 1.0}
 

@@ -14,7 +14,6 @@ from pykueue.metrics import KueueMetrics, from_config
 from pykueue.metrics.families import H14, H16, HDEF, HLAT, generate_exponential_buckets
 from pykueue.metrics.recorder import ControllerMetrics
 
-
 CONFIG = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nmetrics:\n"
 
 
@@ -22,9 +21,9 @@ def test_generate_exponential_buckets() -> None:
     # pkg/metrics/metrics_test.go TestGenerateExponentialBuckets
     assert generate_exponential_buckets(5) == [1, 2.5, 5, 10, 20]
     assert H14 == [1, 2.5, 5, 10, 20, 40, 80, 160, 320, 640, 1280, 2560, 5120, 10240]
-    assert H16 == [*H14, 20480, 40960]
+    assert [*H14, 20480, 40960] == H16
     assert HDEF == [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
-    assert HLAT == pytest.approx([0.01 * 2**k for k in range(11)])
+    assert pytest.approx([0.01 * 2**k for k in range(11)]) == HLAT
 
 
 def _bucket_bounds(samples: dict[str, Any], name: str) -> list[float]:
