@@ -13,12 +13,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.exposition import generate_latest
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BIND_ADDRESS = "127.0.0.1:8080"
 METRICS_PATH = "/metrics"
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+"""The text format version Go's client (and so upstream Kueue) serves."""
 
 
 class BindAddressError(ValueError):
@@ -46,7 +48,7 @@ def parse_bind_address(text: str) -> tuple[str, int] | None:
 
 def exposition(registry: CollectorRegistry) -> tuple[bytes, str]:
     """The text exposition of ``registry`` and its content type."""
-    return generate_latest(registry), CONTENT_TYPE_LATEST
+    return generate_latest(registry), CONTENT_TYPE
 
 
 class _Server(ThreadingHTTPServer):
