@@ -92,6 +92,8 @@ def test_borrowing_preemption_and_evictions_are_counted_where_upstream_counts(en
     assert "kueue_admission_checks_wait_time_seconds_count" not in s  # no checks: not reported
     assert s["kueue_cohort_subtree_admitted_workloads_total"] == {labels(cohort="co", priority_class=""): 1.0}
     assert s["kueue_local_queue_admitted_workloads_total"] == {labels(name="lq-a", namespace="default", priority_class=""): 1.0}
+    # The Job integration created the Workload (job generation 1): one creation-latency sample.
+    assert s["kueue_workload_creation_latency_seconds_count"] == {labels(job_kind="Job"): 1.0}
     wait(lambda: counters(env, "kueue_admission_attempts_total").get(labels(result="success")) == 1.0)
     assert "kueue_preempted_workloads_total" not in s
 
@@ -237,6 +239,19 @@ def test_state_gauges_quota_usage_and_status() -> None:
         assert s["kueue_cohort_subtree_resource_reservations"] == {labels(cohort="co", flavor="f", resource="cpu"): 2.0}
         assert s["kueue_cluster_queue_info"][labels(cluster_queue="cq-a", parent_cohort="co", root_cohort="co")] == 1.0
         assert s["kueue_local_queue_status"][labels(name="lq-a", namespace="default", active="True")] == 1.0
+        # The waiter: neither admitted nor finished; QuotaReserved=False with the scheduler's reason.
+        waiter = workload_of(env, "waiter")
+        reason = cond(waiter, "QuotaReserved")["reason"]  # type: ignore[index]
+        assert s["kueue_unadmitted_workloads"] == {
+            labels(cluster_queue="cq-a", reason="NoReservation", underlying_cause=reason): 1.0
+        }
+        assert s["kueue_local_queue_unadmitted_workloads"] == {
+            labels(name="lq-a", namespace="default", cluster_queue="cq-a", reason="NoReservation", underlying_cause=reason): 1.0
+        }
+        hashes = s["kueue_pending_scheduling_hashes"]
+        assert hashes[labels(cluster_queue="cq-a", status="active")] + hashes[
+            labels(cluster_queue="cq-a", status="inadmissible")
+        ] == 1.0
         # Stopping a ClusterQueue makes it pending; deleting it removes its series.
         env.patch(R.CLUSTER_QUEUES, "cq-b", {"spec": {"stopPolicy": "Hold"}}, None)
         pending_b = labels(cluster_queue="cq-b", status="pending")

@@ -146,6 +146,30 @@ def test_cycle_hook_cost_is_negligible() -> None:
     assert s["kueue_admission_attempts_total"] == {labels(result="success"): n / 2, labels(result="inadmissible"): n / 2}
 
 
+def test_cycle_reports_preemption_skips_as_upstream() -> None:
+    from types import SimpleNamespace
+
+    from pykueue.core.assignment import Mode
+    from pykueue.metrics.recorder import OVERLAPPING_TARGETS
+
+    def entry(cq: str, status: str, message: str, mode: Mode) -> Any:
+        return SimpleNamespace(
+            info=SimpleNamespace(cluster_queue=cq), status=status, message=message, mode=mode, targets=[], deferred_fit=False
+        )
+
+    result = _Result(4, [])
+    result.entries = [
+        entry("a", "skipped", OVERLAPPING_TARGETS, Mode.FIT),  # overlap: counted whatever the mode
+        entry("a", "skipped", "Workload no longer fits after processing another workload", Mode.PREEMPT),
+        entry("b", "skipped", "Workload no longer fits after processing another workload", Mode.FIT),  # not counted
+        entry("b", "", "", Mode.PREEMPT),  # not skipped
+    ]
+    rec = ControllerMetrics(KueueMetrics())
+    rec.cycle(result, 0.001)
+    s = parse(rec.metrics.exposition().decode())
+    assert s["kueue_admission_cycle_preemption_skips"] == {labels(cluster_queue="a"): 2.0}
+
+
 def test_cycle_without_heads_is_not_an_attempt() -> None:
     rec = ControllerMetrics(KueueMetrics())
     rec.cycle(_Result(0, []), 0.001)

@@ -27,6 +27,9 @@ def from_config(cfg: Any) -> KueueMetrics:
         local_queue_metrics=gates.enabled("LocalQueueMetrics") and enable_lq,
         cluster_queue_resources=conf.metrics.enable_cluster_queue_resources,
         cohort_info=gates.enabled("MetricsForCohorts"),
+        scheduling_hashes=gates.enabled("SchedulingEquivalenceHashing"),
+        unadmitted=gates.enabled("UnadmittedWorkloadsObservability"),
+        creation_latency=gates.enabled("MetricForWorkloadCreationLatency"),
     )
     metrics.local_queue_selector = selector
     return metrics

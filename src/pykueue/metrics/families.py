@@ -96,7 +96,10 @@ class KueueMetrics:
         local_queue_metrics: bool = True,
         cluster_queue_resources: bool = False,
         cohort_info: bool = True,
-        fair_sharing: bool = False,
+        fair_sharing: bool = True,
+        creation_latency: bool = True,
+        scheduling_hashes: bool = True,
+        unadmitted: bool = True,
         replica_role: str = ROLE_STANDALONE,
         registry: CollectorRegistry | None = None,
     ) -> None:
@@ -105,6 +108,8 @@ class KueueMetrics:
         self.cluster_queue_resources = cluster_queue_resources
         self.cohort_info = cohort_info
         self.fair_sharing = fair_sharing
+        self.scheduling_hashes = scheduling_hashes
+        self.unadmitted = unadmitted
         self.role = replica_role
         self.local_queue_selector: LabelSelector | None = None
         """``metrics.localQueueMetrics.localQueueSelector`` (None: every LocalQueue)."""
@@ -145,6 +150,24 @@ class KueueMetrics:
         # Children are created on first use, as Go's WithLabelValues does: a series appears only
         # once something was counted into it.
         self._attempt: dict[bool, tuple[Any, Any]] = {}
+
+        self.admission_cycle_preemption_skips = Gauge(
+            f"{SUBSYSTEM}_admission_cycle_preemption_skips",
+            "The number of Workloads in the ClusterQueue that got preemption candidates "
+            "but had to be skipped because other ClusterQueues needed the same resources in the same cycle",
+            ["cluster_queue", "replica_role"],
+            registry=r,
+        )
+        # Gate MetricForWorkloadCreationLatency (registered only when on, as upstream's Register).
+        self.workload_creation_latency: Histogram | None = None
+        if creation_latency:
+            self.workload_creation_latency = histogram(
+                "workload_creation_latency_seconds",
+                "The time between a job was created until its workload was created, per 'job_kind'. "
+                "Entries are only recorded for objects with generation 1.",
+                ["job_kind"],
+                HLAT,
+            )
 
         # --- ClusterQueue counters and histograms ---------------------------------------------------
         cq_pc = ["cluster_queue", "priority_class"]
@@ -272,6 +295,15 @@ class KueueMetrics:
         total, duration = pair
         total.inc()
         duration.observe(seconds)
+
+    def preemption_skips(self, cq: str, count: int) -> None:
+        """``ReportAdmissionCyclePreemptionSkips``."""
+        self.child(self.admission_cycle_preemption_skips, cq).set(count)
+
+    def workload_creation(self, job_kind: str, seconds: float) -> None:
+        """``RecordWorkloadCreationLatency``."""
+        if self.workload_creation_latency is not None:
+            self.child(self.workload_creation_latency, job_kind).observe(seconds)
 
     def quota_reserved(self, cq: str, priority_class: str, wait: float, lq: tuple[str, str] | None) -> None:
         """``QuotaReservedWorkload`` (+ ``LocalQueueQuotaReservedWorkload``)."""

@@ -19,8 +19,18 @@ from typing import Any
 import msgspec
 
 from pykueue.api.kueue import LocalQueue, Workload
-from pykueue.api.meta import Condition, LabelSelector, find_condition, label_selector_matches, to_time
+from pykueue.api.meta import (
+    Condition,
+    LabelSelector,
+    find_condition,
+    label_selector_matches,
+    parse_time,
+    to_time,
+)
+from pykueue.core.assignment import Mode
 from pykueue.metrics.families import KueueMetrics
+
+OVERLAPPING_TARGETS = "Workload has overlapping preemption targets with another workload"
 
 QUOTA_RESERVED = "QuotaReserved"
 ADMITTED = "Admitted"
@@ -208,6 +218,16 @@ class ControllerMetrics:
                     old.status.admission.cluster_queue, evicted.reason, _seconds(now, evicted.last_transition_time)
                 )
 
+    def workload_created(self, job: dict[str, Any], workload: dict[str, Any], kind: str) -> None:
+        """``RecordWorkloadCreationLatency``: Workload creation − job creation, job generation ≤ 1."""
+        meta = job.get("metadata") or {}
+        if int(meta.get("generation") or 0) > 1:
+            return
+        job_created = meta.get("creationTimestamp")
+        wl_created = (workload.get("metadata") or {}).get("creationTimestamp")
+        if job_created and wl_created:
+            self.metrics.workload_creation(kind, _seconds(parse_time(wl_created), parse_time(job_created)))
+
     # --- scheduling cycles -------------------------------------------------------------------------------
 
     def cycle(self, result: Any, seconds: float) -> None:
@@ -219,6 +239,18 @@ class ControllerMetrics:
         """
         if not result.heads:
             return
+        skips: dict[str, int] | None = None
+        for entry in result.entries:
+            # scheduler.go processEntry: skipped for overlapping targets, or no longer fitting
+            # while it needed preemption.
+            if entry.status == "skipped" and (entry.message == OVERLAPPING_TARGETS or entry.mode is Mode.PREEMPT):
+                if skips is None:
+                    skips = {}
+                cq = entry.info.cluster_queue
+                skips[cq] = skips.get(cq, 0) + 1
+        if skips:
+            for cq, count in skips.items():
+                self.metrics.preemption_skips(cq, count)
         self.metrics.admission_attempt(bool(result.admitted), seconds)
         if result.preempted:
             issued = set(result.preempted)

@@ -77,6 +77,20 @@ class StateCollector(Collector):
             "retried until cluster conditions, which could make this workload admissible, change"
         )
         gauge("pending_workloads", pending_help, ["cluster_queue", "status"])
+        if m.scheduling_hashes:
+            gauge(
+                "pending_scheduling_hashes",
+                "The number of unique pending scheduling equivalence hashes, per 'cluster_queue' and 'status'. "
+                "Reported only when SchedulingEquivalenceHashing is enabled.",
+                ["cluster_queue", "status"],
+            )
+        if m.unadmitted:
+            gauge(
+                "unadmitted_workloads",
+                "The number of unadmitted workloads, per 'cluster_queue', 'reason', and 'underlying_cause'. "
+                "This metric is only emitted when UnadmittedWorkloadsObservability feature gate is enabled.",
+                ["cluster_queue", "reason", "underlying_cause"],
+            )
         gauge("finished_workloads", "The number of finished workloads per 'cluster_queue'.", ["cluster_queue"])
         gauge(
             "reserving_active_workloads",
@@ -114,6 +128,26 @@ class StateCollector(Collector):
                 "Reports the cluster_queue's resource lending limit within all the flavors. "
                 "If lendingLimit is unset, this metric reports +Inf.",
                 cq_res,
+            )
+        if m.cluster_queue_resources and m.fair_sharing:
+            gauge(
+                "cluster_queue_weighted_share",
+                "Reports a value that representing the maximum of the ratios of usage above nominal\n"
+                "quota to the lendable resources in the cohort, among all the resources provided by\n"
+                "the ClusterQueue, and divided by the weight.\n"
+                "If zero, it means that the usage of the ClusterQueue is below the nominal quota.\n"
+                "If the ClusterQueue has a weight of zero and is borrowing, this will return NaN.",
+                ["cluster_queue", "cohort"],
+            )
+        if m.fair_sharing:
+            gauge(
+                "cohort_weighted_share",
+                "Reports a value that representing the maximum of the ratios of usage above nominal\n"
+                "quota to the lendable resources in the Cohort, among all the resources provided by\n"
+                "the Cohort, and divided by the weight.\n"
+                "If zero, it means that the usage of the Cohort is below the nominal quota.\n"
+                "If the Cohort has a weight of zero and is borrowing, this will return NaN.",
+                ["cohort"],
             )
         gauge(
             "cohort_subtree_quota",
@@ -167,6 +201,14 @@ class StateCollector(Collector):
                 "For a LocalQueue, the metric only reports a value of 1 for one of the statuses.",
                 [*lq, "active"],
             )
+            if m.unadmitted:
+                gauge(
+                    "local_queue_unadmitted_workloads",
+                    "The number of unadmitted workloads, per 'name', 'namespace', 'cluster_queue', 'reason', and "
+                    "'underlying_cause'. This metric is only emitted when UnadmittedWorkloadsObservability feature "
+                    "gate is enabled.",
+                    [*lq, "cluster_queue", "reason", "underlying_cause"],
+                )
             gauge(
                 "local_queue_resource_reservation",
                 "Reports the localQueue's total resource reservation within all the flavors",
@@ -182,12 +224,15 @@ class StateCollector(Collector):
     # --- values ----------------------------------------------------------------------------------------
 
     def _fill(self, mgr: Any, f: dict[str, GaugeMetricFamily]) -> None:
+        from pykueue.core.fair_sharing import cache_weight_of
         from pykueue.core.workload_info import is_admitted, is_finished
         from pykueue.metrics.families import CONDITION_STATUSES, CQ_STATUSES
 
         m = self.metrics
         role = m.role
         cache = mgr.cache
+        fair_sharing = m.fair_sharing and bool(mgr.sched_options.fair_sharing)
+        weight_of = cache_weight_of(cache)
         queues = mgr.queues
         cqs = dict(cache.cluster_queues)
         pending_cqs = dict(getattr(queues, "_cqs", {}))
@@ -205,9 +250,15 @@ class StateCollector(Collector):
             f["pending_workloads"].add_metric([name, "inadmissible", role], inadmissible)
             pcq = pending_cqs.get(name)
             if pcq is not None:
-                for entry in list(pcq.inadmissible.values()):
+                parked = list(pcq.inadmissible.values())
+                for entry in parked:
                     key = entry.info.local_queue
                     lq_inadmissible[key] = lq_inadmissible.get(key, 0) + 1
+                if m.scheduling_hashes:
+                    waiting = [*pcq.active.items(), *list(pcq.inflight.values())]
+                    hashes = f["pending_scheduling_hashes"]
+                    hashes.add_metric([name, "active", role], len({e.info.scheduling_hash for e in waiting}))
+                    hashes.add_metric([name, "inadmissible", role], len({e.info.scheduling_hash for e in parked}))
             workloads = list(cq.workloads.values())
             admitted_usage: dict[tuple[str, str], int] = {}
             n_admitted = 0
@@ -231,6 +282,10 @@ class StateCollector(Collector):
                 parent = cq.node.parent
                 f["cluster_queue_info"].add_metric(
                     [name, parent.name if parent is not None else "", _root_name(parent), role], 1
+                )
+            if m.cluster_queue_resources and fair_sharing:
+                f["cluster_queue_weighted_share"].add_metric(
+                    [name, cq.cohort_name or "", role], _weighted_share(cq.node, weight_of, math.nan)
                 )
             if m.cluster_queue_resources:
                 cohort = cq.cohort_name or ""
@@ -260,8 +315,18 @@ class StateCollector(Collector):
 
         finished_cq: dict[str, int] = {}
         finished_lq: dict[str, int] = {}
+        unadmitted: dict[tuple[str, str, str], int] = {}
+        lq_unadmitted: dict[tuple[str, str, str, str], int] = {}
         for wl in list(mgr.workloads.values()):
             if not is_finished(wl):
+                if m.unadmitted and not is_admitted(wl) and wl.metadata.deletion_timestamp is None:
+                    # pkg/cache/queue/unadmitted_workloads.go getUnadmittedWorkloadStatus
+                    reason, cause = _unadmitted_reasons(wl)
+                    cq_name = mgr.cluster_queue_of(wl) or ""
+                    unadmitted[(cq_name, reason, cause)] = unadmitted.get((cq_name, reason, cause), 0) + 1
+                    lq_key = f"{wl.metadata.namespace}/{wl.spec.queue_name}"
+                    key4 = (lq_key, cq_name, reason, cause)
+                    lq_unadmitted[key4] = lq_unadmitted.get(key4, 0) + 1
                 continue
             cq_name = mgr.cluster_queue_of(wl)
             if cq_name:
@@ -271,10 +336,14 @@ class StateCollector(Collector):
                 finished_lq[key] = finished_lq.get(key, 0) + 1
         for name in sorted(cqs):
             f["finished_workloads"].add_metric([name, role], finished_cq.get(name, 0))
+        for (cq_name, reason, cause), count in sorted(unadmitted.items()):
+            f["unadmitted_workloads"].add_metric([cq_name, reason, cause, role], count)
 
         cohorts = dict(cache.cohorts)
         for name in sorted(cohorts):
             node = cohorts[name]
+            if fair_sharing:
+                f["cohort_weighted_share"].add_metric([name, role], _weighted_share(node, weight_of, math.inf))
             if m.cohort_info:
                 parent = node.parent
                 f["cohort_info"].add_metric(
@@ -317,6 +386,10 @@ class StateCollector(Collector):
                     active = c.status
             for s in CONDITION_STATUSES:
                 f["local_queue_status"].add_metric([name, ns, s, role], 1.0 if s == active else 0.0)
+            if m.unadmitted:
+                for (lq_key, cq_name, reason, cause), count in sorted(lq_unadmitted.items()):
+                    if lq_key == key:
+                        f["local_queue_unadmitted_workloads"].add_metric([name, ns, cq_name, reason, cause, role], count)
             cq = cqs.get(lq.spec.cluster_queue)
             if cq is None:
                 continue
@@ -330,6 +403,26 @@ class StateCollector(Collector):
                             labels, resource_float(res, reserved.get((flavor, res), 0))
                         )
                         f["local_queue_resource_usage"].add_metric(labels, resource_float(res, used.get((flavor, res), 0)))
+
+
+def _weighted_share(node: Any, weight_of: Any, infinite: float) -> float:
+    """``PreciseWeightedShare``; a zero-weight node that borrows reports ``infinite``
+    (NaN for ClusterQueues, +Inf for cohorts, as ``reportWeightedShare`` and the cache do)."""
+    from pykueue.core.fair_sharing import dominant_resource_share
+
+    drs = dominant_resource_share(node, weight_of=weight_of)
+    return infinite if drs.zero_weight_borrows() else float(drs.weighted())
+
+
+def _unadmitted_reasons(wl: Any) -> tuple[str, str]:
+    """(Admitted reason or ``NoReservation``, QuotaReserved reason or ``PendingEvaluation``)."""
+    admitted = quota = None
+    for c in wl.status.conditions:
+        if c.type == "Admitted":
+            admitted = c.reason
+        elif c.type == "QuotaReserved":
+            quota = c.reason
+    return admitted or "NoReservation", quota or "PendingEvaluation"
 
 
 def _add(total: dict[tuple[str, str], int], usage: dict[tuple[str, str], int]) -> None:
