@@ -20,7 +20,7 @@ import pytest
 from conftest import Samples, labels, parse
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "controllers" / "e2e"))
-from support import ROOT, Kueue, is_true, job, local_queue, start_kueue, wait_for
+from support import ROOT, Kueue, is_true, job, local_queue, start_kueue, start_server, wait_for
 
 CONFIG = """apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
@@ -208,6 +208,26 @@ def test_controller_metrics_port_disabled_with_0(tmp_path: Path) -> None:
         assert "serving metrics" not in k.controller_log()
     finally:
         k.stop()
+
+
+def test_controller_fails_when_the_requested_metrics_port_is_taken(tmp_path: Path) -> None:
+    import socket
+
+    server = start_server(tmp_path, ["--no-controllers"])
+    taken = socket.socket()
+    try:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        cmd = [sys.executable, "-m", "pykueue", "controller", "--kubeconfig", str(server.kubeconfig)]
+        out = subprocess.run(
+            [*cmd, "--metrics-bind-address", f"127.0.0.1:{port}"], capture_output=True, text=True, cwd=tmp_path, timeout=60
+        )
+        assert out.returncode == 2, out.stdout + out.stderr
+        assert f"error: --metrics-bind-address 127.0.0.1:{port}: Address already in use" in out.stdout
+    finally:
+        taken.close()
+        server.stop()
 
 
 def test_controller_rejects_a_malformed_metrics_address(tmp_path: Path) -> None:

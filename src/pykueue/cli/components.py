@@ -38,10 +38,9 @@ def add_component_arguments(p: argparse.ArgumentParser, *, embedded: bool) -> No
 
         p.add_argument(
             "--metrics-bind-address",
-            default=DEFAULT_BIND_ADDRESS,
             metavar="ADDR",
             help=f"serve Prometheus metrics at http://ADDR/metrics (HOST:PORT or :PORT; 0 disables; "
-            f"default {DEFAULT_BIND_ADDRESS})",
+            f"default {DEFAULT_BIND_ADDRESS}, skipped with a warning when that port is taken)",
         )
     if embedded:
         p.add_argument("--no-job-runner", action="store_true", help="do not run admitted Jobs' pods as local processes")

@@ -42,11 +42,18 @@ def run(args: argparse.Namespace) -> int:
 
     from pykueue.cli.components import build_components, metrics_registry, start_all
     from pykueue.client.http import HTTPClient
-    from pykueue.metrics.server import BindAddressError, MetricsServer, parse_bind_address
+    from pykueue.metrics.server import (
+        DEFAULT_BIND_ADDRESS,
+        BindAddressError,
+        MetricsServer,
+        parse_bind_address,
+    )
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    explicit = args.metrics_bind_address is not None
+    bind_address = args.metrics_bind_address if explicit else DEFAULT_BIND_ADDRESS
     try:
-        metrics_address = parse_bind_address(args.metrics_bind_address)
+        metrics_address = parse_bind_address(bind_address)
     except BindAddressError as err:
         print(f"error: {err}", flush=True)
         return EXIT_USAGE
@@ -58,11 +65,16 @@ def run(args: argparse.Namespace) -> int:
         try:
             metrics_server = MetricsServer(registry, *metrics_address)
         except OSError as err:
-            print(f"error: --metrics-bind-address {args.metrics_bind_address}: {err.strerror or err}", flush=True)
-            client.close()
-            return EXIT_USAGE
-        metrics_server.start()
-        print(f"pykueue controller: serving metrics at {metrics_server.url}", flush=True)
+            if explicit:
+                print(f"error: --metrics-bind-address {bind_address}: {err.strerror or err}", flush=True)
+                client.close()
+                return EXIT_USAGE
+            # Only the default was asked for (e.g. a second controller on this machine): run without.
+            print(f"pykueue controller: warning: not serving metrics on {bind_address}: {err.strerror or err}", flush=True)
+            metrics_server = None
+        if metrics_server is not None:
+            metrics_server.start()
+            print(f"pykueue controller: serving metrics at {metrics_server.url}", flush=True)
     done = threading.Event()
 
     def on_signal(signum: int, frame: Any) -> None:
