@@ -260,3 +260,42 @@ def test_state_gauges_quota_usage_and_status() -> None:
         wait(lambda: labels(cluster_queue="cq-b") not in env.scrape()["kueue_reserving_active_workloads"], what="cq-b gone")
     finally:
         env.close()
+
+
+def test_scrapes_during_an_admission_storm_read_consistent_state(env: MetricsEnv, caplog: pytest.LogCaptureFixture) -> None:
+    import threading
+
+    env.queues(cpu=20)
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    scrapes = [0]
+
+    def scraper() -> None:
+        while not stop.is_set():
+            try:
+                env.scrape()
+                scrapes[0] += 1
+            except BaseException as err:  # reported below
+                errors.append(err)
+
+    t = threading.Thread(target=scraper)
+    t.start()
+    try:
+        for i in range(60):
+            env.create(R.WORKLOADS, bare_workload(f"s{i}", "lq-a" if i % 2 else "lq-b"))
+        cq_total = labels(cluster_queue="cq-a", priority_class="")
+        wait(
+            lambda: sum(counters(env, "kueue_quota_reserved_workloads_total").values()) == 40,
+            timeout=30,
+            what="40 reservations (20 cpu per ClusterQueue)",
+        )
+    finally:
+        stop.set()
+        t.join()
+    assert not errors, errors
+    assert scrapes[0] > 0
+    assert not [r for r in caplog.records if r.name == "pykueue.metrics.state"]
+    s = env.scrape()
+    assert s["kueue_quota_reserved_workloads_total"][cq_total] == 20.0
+    pending = s["kueue_pending_workloads"]
+    assert sum(v for k, v in pending.items()) == 20.0

@@ -52,9 +52,10 @@ class StateCollector(Collector):
             try:
                 if self.source is not None:
                     self._fill(self.source, families)
-            except RuntimeError:  # a dict resized under us by the manager thread: read again
+            except Exception:  # e.g. a dict resized under us by the manager thread: read again
                 if attempt == _ATTEMPTS - 1:
-                    log.warning("metrics: the controller state kept changing during the scrape")
+                    log.exception("metrics: could not read the controller state; state gauges left empty")
+                    families = self._families()
                     break
                 continue
             break
