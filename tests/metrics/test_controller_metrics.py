@@ -299,3 +299,20 @@ def test_scrapes_during_an_admission_storm_read_consistent_state(env: MetricsEnv
     assert s["kueue_quota_reserved_workloads_total"][cq_total] == 20.0
     pending = s["kueue_pending_workloads"]
     assert sum(v for k, v in pending.items()) == 20.0
+
+
+def test_deleting_queues_clears_their_series(env: MetricsEnv) -> None:
+    env.queues(names=("cq-a",))
+    env.create(R.WORKLOADS, bare_workload("w", "lq-a"))
+    cq = labels(cluster_queue="cq-a", priority_class="")
+    lq = labels(name="lq-a", namespace="default", priority_class="")
+    s = scrape_when(env, "kueue_admitted_workloads_total", cq)
+    assert s["kueue_local_queue_admitted_workloads_total"] == {lq: 1.0}
+    env.client.delete(R.WORKLOADS, "w", "default")
+    env.client.delete(R.LOCAL_QUEUES, "lq-a", "default")
+    wait(lambda: lq not in counters(env, "kueue_local_queue_admitted_workloads_total"), what="LocalQueue series cleared")
+    assert counters(env, "kueue_admitted_workloads_total") == {cq: 1.0}  # the ClusterQueue's stay
+    env.client.delete(R.CLUSTER_QUEUES, "cq-a")
+    s = wait(lambda: cq not in (s := env.scrape()).get("kueue_admitted_workloads_total", {}) and s, what="cleared")
+    assert "kueue_quota_reserved_wait_time_seconds_count" not in s
+    assert labels(cluster_queue="cq-a", status="active") not in s.get("kueue_cluster_queue_status", {})

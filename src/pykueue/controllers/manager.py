@@ -394,6 +394,7 @@ class ControllerManager:
             self.cluster_queues.pop(name, None)
             self.queues.delete_cluster_queue(name)
             self.cache.delete_cluster_queue(name)
+            self.metrics.metrics.clear_cluster_queue(name)
             self._workloads_of_cq_changed(name)
         else:
             cq = _typed(new, ClusterQueue)
@@ -433,6 +434,7 @@ class ControllerManager:
             key = f"{ns}/{name}"
             gone = self.local_queues.pop(key, None)
             self.queues.delete_local_queue(key)
+            self.metrics.metrics.clear_local_queue(ns, name)
             if gone is not None and gone.spec.cluster_queue:
                 self.schedule_status("cq", gone.spec.cluster_queue)
             self._workloads_of_lq_changed(ns, name)

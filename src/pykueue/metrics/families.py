@@ -266,6 +266,31 @@ class KueueMetrics:
         if local_queue_metrics:
             self.lq = LocalQueueFamilies(counter, histogram)
 
+        # ``ClearClusterQueueMetrics`` / ``ClearLocalQueueMetrics``: the series a deleted queue leaves.
+        self._cq_scoped: dict[int, Any] = {
+            id(f): f
+            for f in (
+                self.quota_reserved_workloads_total,
+                self.quota_reserved_wait_time,
+                self.finished_workloads_total,
+                self.execution_time,
+                self.pods_ready_to_evicted_time,
+                self.admitted_workloads_total,
+                self.admission_wait_time,
+                self.admission_checks_wait_time,
+                self.ready_wait_time,
+                self.admitted_until_ready_wait_time,
+                self.evicted_workloads_total,
+                self.evicted_workloads_once_total,
+                self.preempted_workloads_total,
+                self.workload_eviction_latency,
+                self.admission_cycle_preemption_skips,
+            )
+        }
+        self._lq_scoped: dict[int, Any] = {}
+        if self.lq is not None:
+            self._lq_scoped = {id(f): f for f in vars(self.lq).values()}
+
         # Scrape-time gauges (imported here: state.py imports this module's constants).
         from pykueue.metrics.state import StateCollector
 
@@ -282,6 +307,21 @@ class KueueMetrics:
             c = family.labels(*values, self.role)
             self._children[key] = c
         return c
+
+    def _clear(self, scoped: dict[int, Any], prefix: tuple[str, ...]) -> None:
+        n = len(prefix)
+        for key in [k for k in self._children if k[0] in scoped and k[1][:n] == prefix]:
+            scoped[key[0]].remove(*key[1], self.role)
+            del self._children[key]
+
+    def clear_cluster_queue(self, cq: str) -> None:
+        """``ClearClusterQueueMetrics``: a deleted ClusterQueue's counters and histograms go too
+        (its state gauges disappear with it from the scrape)."""
+        self._clear(self._cq_scoped, (cq,))
+
+    def clear_local_queue(self, namespace: str, name: str) -> None:
+        """``ClearLocalQueueMetrics``."""
+        self._clear(self._lq_scoped, (name, namespace))
 
     # --- upstream's Report* functions -----------------------------------------------------------------
 
