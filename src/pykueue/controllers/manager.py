@@ -513,7 +513,7 @@ class ControllerManager:
         for ref in wl.metadata.owner_references:
             if ref.kind == "Job":
                 self._dirty["job"].add((wl.metadata.namespace, ref.name))
-        self.metrics.workload_changed(old, new, self.now())
+        self.metrics.workload_changed(old, new)
         route_workload_change(
             old,
             new,
@@ -641,7 +641,7 @@ class ControllerManager:
         self.observe_write(res, out)
         after = self.workloads.get(key)
         if after is not None:
-            self.metrics.workload_written(before, after, self.now())
+            self.metrics.workload_written(before, after)
         return out
 
     def write_workload(self, wl: Workload, status: bool = True) -> bool:

@@ -49,6 +49,6 @@ def for_manager(mgr: Any, metrics: KueueMetrics | None) -> ControllerMetrics:
             node = node.parent
         return out
 
-    recorder = ControllerMetrics(metrics, cohorts_of=cohorts_of, local_queue=mgr.local_queues.get)
+    recorder = ControllerMetrics(metrics, cohorts_of=cohorts_of, local_queue=mgr.local_queues.get, now=mgr.now)
     metrics.state.source = mgr
     return recorder

@@ -13,7 +13,7 @@ upstream counts in the watch handler (finish, eviction latency) are taken from o
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -93,8 +93,11 @@ class ControllerMetrics:
         *,
         cohorts_of: Callable[[str], Sequence[str]] = lambda cq: (),
         local_queue: Callable[[str], LocalQueue | None] = lambda key: None,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.metrics = metrics
+        self.now = now
+        """The controllers' clock, read only when a transition is counted."""
         self.cohorts_of = cohorts_of
         self.local_queue = local_queue
 
@@ -126,7 +129,7 @@ class ControllerMetrics:
 
     # --- writes the controllers made ------------------------------------------------------------------
 
-    def workload_written(self, old: Workload | None, new: Workload, now: datetime) -> None:
+    def workload_written(self, old: Workload | None, new: Workload) -> None:
         """A Workload write of ours succeeded: count reservation, admission, readiness, evictions."""
         if old is None:
             return
@@ -138,6 +141,7 @@ class ControllerMetrics:
             cq = admission.cluster_queue
             pc = priority_class_name(new)
             lq = self._lq_of(new)
+            now = self.now()
             wait = queued_wait_time(new, now)
             if reserved_now:
                 # The scheduler's admit: quota reserved, and admitted in the same write when every
@@ -162,7 +166,8 @@ class ControllerMetrics:
                     if admitted is not None and admitted.last_transition_time is not None
                     else None
                 )
-                m.ready(admission.cluster_queue, priority_class_name(new), queued_wait_time(new, now), until_ready, self._lq_of(new))
+                queued = queued_wait_time(new, self.now())
+                m.ready(admission.cluster_queue, priority_class_name(new), queued, until_ready, self._lq_of(new))
 
     def _count_evictions(self, old: Workload, new: Workload) -> None:
         stats = new.status.scheduling_stats
@@ -200,7 +205,7 @@ class ControllerMetrics:
 
     # --- changes the controllers observed (the workload controller's update handler) ---------------------
 
-    def workload_changed(self, old: Workload | None, new: Workload | None, now: datetime) -> None:
+    def workload_changed(self, old: Workload | None, new: Workload | None) -> None:
         """Any observed update: the first finish, and eviction → pending latency."""
         if old is None or new is None:
             return
@@ -215,7 +220,7 @@ class ControllerMetrics:
             evicted = _true(new, EVICTED)
             if evicted is not None and old.status.admission is not None and old.status.admission.cluster_queue:
                 self.metrics.eviction_latency(
-                    old.status.admission.cluster_queue, evicted.reason, _seconds(now, evicted.last_transition_time)
+                    old.status.admission.cluster_queue, evicted.reason, _seconds(self.now(), evicted.last_transition_time)
                 )
 
     def workload_created(self, job: dict[str, Any], workload: dict[str, Any], kind: str) -> None:
