@@ -254,6 +254,8 @@ class APIServerApp:
         discovery, as kube-apiserver proxies an APIService's group to its backend."""
         self.mounted[group] = api
         self.discovery.add_external_group(group, api_group, aggregated)
+        self.metrics_registry: Any = None
+        """The controllers' Prometheus registry, served at ``/metrics`` once they run (else 404)."""
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -391,6 +393,7 @@ class APIServerApp:
             Route(
                 "/apis/{group}/{version}/{rest:path}", self._guard(self.group_resource), methods=ALL_METHODS
             ),
+            Route("/metrics", self._guard(self.metrics), methods=["GET"]),
             Route("/{path:path}", self._guard(self.not_found), methods=ALL_METHODS),
         ]
         return Starlette(routes=routes, lifespan=self.lifespan)
@@ -418,6 +421,15 @@ class APIServerApp:
     async def health(self, request: Request) -> Response:
         """``/healthz``, ``/livez``, ``/readyz``."""
         return Response(b"ok", media_type="text/plain; charset=utf-8")
+
+    async def metrics(self, request: Request) -> Response:
+        """``/metrics``: Kueue's Prometheus metrics (authenticated like the API)."""
+        if self.metrics_registry is None:
+            raise E.path_not_found()
+        from pykueue.metrics.server import exposition
+
+        body, content_type = exposition(self.metrics_registry)
+        return Response(body, media_type=content_type)
 
     async def not_found(self, request: Request) -> Response:
         """Anything the server does not serve."""

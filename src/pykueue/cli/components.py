@@ -33,6 +33,15 @@ def add_component_arguments(p: argparse.ArgumentParser, *, embedded: bool) -> No
         metavar="PATH",
         help="testing: the controllers' clock is wall time plus the seconds written in this file",
     )
+    if not embedded:
+        from pykueue.metrics.server import DEFAULT_BIND_ADDRESS
+
+        p.add_argument(
+            "--metrics-bind-address",
+            metavar="ADDR",
+            help=f"serve Prometheus metrics at http://ADDR/metrics (HOST:PORT or :PORT; 0 disables; "
+            f"default {DEFAULT_BIND_ADDRESS}, skipped with a warning when that port is taken)",
+        )
     if embedded:
         p.add_argument("--no-job-runner", action="store_true", help="do not run admitted Jobs' pods as local processes")
     else:
@@ -116,7 +125,17 @@ def build_components(
             ProvisioningCheckController = None  # type: ignore[assignment,misc]
         if ProvisioningCheckController is not None:
             extra.append(ProvisioningCheckController(client, clock=clock))
-        out.append(ControllerManager(client, ControllerOptions.from_config(cfg), clock=clock, components=extra))
+        from pykueue.metrics import from_config as metrics_from_config
+
+        out.append(
+            ControllerManager(
+                client,
+                ControllerOptions.from_config(cfg),
+                clock=clock,
+                components=extra,
+                metrics=metrics_from_config(cfg),
+            )
+        )
     if run_jobs:
         from pykueue.controllers.jobrunner import JobRunner
         from pykueue.controllers.podruntime import ContainerRuntime
@@ -139,6 +158,15 @@ def build_components(
 
         out.append(LocalProvisioner(client, args.provisioner, clock))
     return out
+
+
+def metrics_registry(components: list[Any]) -> Any:
+    """The controller manager's Prometheus registry among ``components`` (None without one)."""
+    for comp in components:
+        metrics = getattr(comp, "metrics", None)
+        if metrics is not None and hasattr(metrics, "metrics"):
+            return metrics.metrics.registry
+    return None
 
 
 def start_all(components: list[Any], wait_seconds: float = 30.0) -> Callable[[], None]:

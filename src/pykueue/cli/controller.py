@@ -10,6 +10,8 @@ from typing import Any
 
 from pykueue.cli.components import add_component_arguments, runner_argument_error
 
+EXIT_USAGE = 2
+
 
 def add_parser(sub: Any) -> None:
     """Register the ``controller`` subcommand."""
@@ -54,19 +56,48 @@ def run(args: argparse.Namespace) -> int:
     """Run until SIGINT/SIGTERM."""
     import logging
 
-    from pykueue.cli.components import build_components, start_all
+    from pykueue.cli.components import build_components, metrics_registry, start_all
     from pykueue.client.http import HTTPClient
+    from pykueue.metrics.server import (
+        DEFAULT_BIND_ADDRESS,
+        BindAddressError,
+        MetricsServer,
+        parse_bind_address,
+    )
 
     problem = runner_argument_error(args)
     if problem is not None:
         print(f"error: {problem}", flush=True)
         return 2
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    explicit = args.metrics_bind_address is not None
+    bind_address = args.metrics_bind_address if explicit else DEFAULT_BIND_ADDRESS
+    try:
+        metrics_address = parse_bind_address(bind_address)
+    except BindAddressError as err:
+        print(f"error: {err}", flush=True)
+        return EXIT_USAGE
     client = HTTPClient.from_kubeconfig(args.kubeconfig, args.context)
     components = build_components(client, args, args.work_dir.resolve(), run_jobs=args.run_jobs)
     visibility = _visibility_server(args, components)
     if visibility is not None:
         components.append(visibility)
+    metrics_server: MetricsServer | None = None
+    registry = metrics_registry(components)
+    if metrics_address is not None and registry is not None:
+        try:
+            metrics_server = MetricsServer(registry, *metrics_address)
+        except OSError as err:
+            if explicit:
+                print(f"error: --metrics-bind-address {bind_address}: {err.strerror or err}", flush=True)
+                client.close()
+                return EXIT_USAGE
+            # Only the default was asked for (e.g. a second controller on this machine): run without.
+            print(f"pykueue controller: warning: not serving metrics on {bind_address}: {err.strerror or err}", flush=True)
+            metrics_server = None
+        if metrics_server is not None:
+            metrics_server.start()
+            print(f"pykueue controller: serving metrics at {metrics_server.url}", flush=True)
     done = threading.Event()
 
     def on_signal(signum: int, frame: Any) -> None:
@@ -81,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
         done.wait()
     finally:
         stop()
+        if metrics_server is not None:
+            metrics_server.stop()
         client.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)

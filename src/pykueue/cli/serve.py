@@ -153,7 +153,7 @@ def _starter(args: argparse.Namespace) -> Any:
         return None
 
     def start(parts: Any, data_dir: Path) -> Any:
-        from pykueue.cli.components import build_components, start_all
+        from pykueue.cli.components import build_components, metrics_registry, start_all
         from pykueue.client.inprocess import InProcessClient
 
         client = InProcessClient(parts.handlers)
@@ -161,6 +161,7 @@ def _starter(args: argparse.Namespace) -> Any:
             client, args, data_dir, run_jobs=run_jobs, controllers=not args.no_controllers
         )
         _mount_visibility(parts, components)
+        parts.metrics_registry = metrics_registry(components)
         return start_all(components)
 
     return start

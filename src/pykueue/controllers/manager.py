@@ -15,6 +15,7 @@ import heapq
 import logging
 import queue
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -59,6 +60,8 @@ from pykueue.core.workload_info import (
     workload_key,
 )
 from pykueue.core.workload_routing import queueable, route_workload_change
+from pykueue.metrics import KueueMetrics
+from pykueue.metrics import for_manager as metrics_for_manager
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +160,7 @@ class ControllerManager:
         *,
         clock: Clock = system_clock,
         components: Iterable[Any] = (),
+        metrics: KueueMetrics | None = None,
     ) -> None:
         # Imported here: the reconcilers import this module for its types.
         from pykueue.controllers.jobs.job_controller import JobController
@@ -203,6 +207,8 @@ class ControllerManager:
         self._ready = threading.Event()
         self.cycles = 0
         self.busy_until_quiet = True
+        # Prometheus metrics (pkg/metrics): counted from our writes, observed changes and cycles.
+        self.metrics = metrics_for_manager(self, metrics)
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -313,7 +319,9 @@ class ControllerManager:
         self.queues.process_due_requeues(now.timestamp())
         self._reconcile_dirty()
         self._deliver_updates()
+        started = time.perf_counter()
         result = self.scheduler.schedule(self.now())
+        self.metrics.cycle(result, time.perf_counter() - started)
         self.cycles += 1
         self._deliver_updates()
         self._flush_events()
@@ -448,6 +456,7 @@ class ControllerManager:
             self.cluster_queues.pop(name, None)
             self.queues.delete_cluster_queue(name)
             self.cache.delete_cluster_queue(name)
+            self.metrics.metrics.clear_cluster_queue(name)
             self._workloads_of_cq_changed(name)
         else:
             cq = _typed(new, ClusterQueue)
@@ -487,6 +496,7 @@ class ControllerManager:
             key = f"{ns}/{name}"
             gone = self.local_queues.pop(key, None)
             self.queues.delete_local_queue(key)
+            self.metrics.metrics.clear_local_queue(ns, name)
             if gone is not None and gone.spec.cluster_queue:
                 self.schedule_status("cq", gone.spec.cluster_queue)
             self._workloads_of_lq_changed(ns, name)
@@ -565,6 +575,7 @@ class ControllerManager:
         for ref in wl.metadata.owner_references:
             if ref.kind == "Job":
                 self._dirty["job"].add((wl.metadata.namespace, ref.name))
+        self.metrics.workload_changed(old, new)
         route_workload_change(
             old,
             new,
@@ -684,7 +695,15 @@ class ControllerManager:
     def write(self, res: Resource, obj: dict[str, Any], subresource: str | None = None) -> dict[str, Any]:
         """PUT with the cached resourceVersion; applies the result at once."""
         out = self.client.replace(res, obj, subresource=subresource)
+        if res.plural != "workloads":
+            self.observe_write(res, out)
+            return out
+        key = _ns_name(out)
+        before = self.workloads.get(key)
         self.observe_write(res, out)
+        after = self.workloads.get(key)
+        if after is not None:
+            self.metrics.workload_written(before, after)
         return out
 
     def write_workload(self, wl: Workload, status: bool = True) -> bool:

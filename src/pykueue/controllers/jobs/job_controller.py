@@ -272,6 +272,7 @@ class JobController:
         except AlreadyExists:
             return
         self.mgr.observe_write(R.WORKLOADS, out)
+        self.mgr.metrics.workload_created(job, out, "Job")
         self._event(job, NORMAL, "CreatedWorkload", bj.created_workload_message(wl))
         if not bj.is_suspended(job):
             created = self.mgr.workloads.get(f"{wl.metadata.namespace}/{wl.metadata.name}")
