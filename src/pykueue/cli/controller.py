@@ -31,6 +31,29 @@ def add_parser(sub: Any) -> None:
         "--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"), help="log level"
     )
     add_component_arguments(p, embedded=False)
+    w = p.add_argument_group("webhooks", "Kueue's conversion, defaulting and validation webhooks (HTTPS)")
+    w.add_argument(
+        "--no-webhooks", action="store_true", help="do not serve or register the webhooks (the API server has its own)"
+    )
+    w.add_argument(
+        "--webhook-host", default="127.0.0.1", help="address the webhook server listens on (default 127.0.0.1)"
+    )
+    w.add_argument(
+        "--webhook-port",
+        type=int,
+        default=0,
+        help="webhook server port (default: the port this --work-dir used last, else a free one; upstream uses 9443)",
+    )
+    w.add_argument(
+        "--webhook-cert-dir",
+        type=Path,
+        help="tls.crt, tls.key (and ca.crt) to serve with; default: a self-signed CA made in --work-dir",
+    )
+    w.add_argument(
+        "--webhook-service",
+        metavar="NAMESPACE/NAME",
+        help="register the webhooks through this Service (in-cluster) instead of by URL on --webhook-host",
+    )
     p.set_defaults(func=run)
 
 
@@ -44,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     client = HTTPClient.from_kubeconfig(args.kubeconfig, args.context)
     components = build_components(client, args, args.work_dir.resolve(), run_jobs=args.run_jobs)
+    server = None if args.no_webhooks else _start_webhooks(client, args)
     done = threading.Event()
 
     def on_signal(signum: int, frame: Any) -> None:
@@ -56,8 +80,43 @@ def run(args: argparse.Namespace) -> int:
         done.wait()
     finally:
         stop()
+        if server is not None:
+            server.stop()
         client.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     print("pykueue controller: stopped", flush=True)
     return 0
+
+
+def _start_webhooks(client: Any, args: argparse.Namespace) -> Any:
+    """Serve the webhooks and point the CRDs and webhook configurations at them.
+
+    Outside the cluster they are registered by URL (``https://<host>:<port>``); the port is kept
+    in the work directory so a restarted controller (e.g. after kill -9) answers at the address
+    the API server already calls.
+    """
+    from pykueue.controllers import webhooks as wh
+
+    work_dir: Path = args.work_dir.resolve()
+    work_dir.mkdir(parents=True, exist_ok=True)
+    service = None
+    host_name = args.webhook_host
+    if args.webhook_service:
+        namespace, _, name = str(args.webhook_service).partition("/")
+        if not name:
+            raise SystemExit(f"error: --webhook-service {args.webhook_service!r}: want NAMESPACE/NAME")
+        service = {"namespace": namespace, "name": name}
+        host_name = f"{name}.{namespace}.svc"
+    certs = wh.cert_files(args.webhook_cert_dir, work_dir, host_name)
+    port_file = work_dir / "webhook-port"
+    port = args.webhook_port
+    if not port and port_file.exists():
+        port = int(port_file.read_text() or 0)
+    server = wh.WebhookServer(wh.Webhooks(client), certs, args.webhook_host, port)
+    port_file.write_text(str(server.port))
+    server.start()
+    url = None if service is not None else f"https://{args.webhook_host}:{server.port}"
+    wh.register(client, url, service, certs.ca_bundle())
+    print(f"pykueue controller: webhooks at {url or args.webhook_service}", flush=True)
+    return server

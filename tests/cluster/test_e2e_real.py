@@ -1,0 +1,40 @@
+"""The controllers' end-to-end suite (tests/controllers/e2e/test_e2e_kueue.py) against a real
+kube-apiserver: the same test functions, with ``kueue`` built from a real cluster and a separate
+``pykueue controller --kubeconfig`` process instead of ``pykueue serve``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import support
+import test_e2e_kueue as suite
+from realcluster import start_real_kueue
+
+# Collected here, in the suite's order, with this module's ``kueue`` fixture.
+test_job_is_admitted_runs_completes_and_frees_quota = suite.test_job_is_admitted_runs_completes_and_frees_quota
+test_borrowing_then_reclaim_preempts_and_readmits = suite.test_borrowing_then_reclaim_preempts_and_readmits
+test_external_admission_check_pending_ready_retry_rejected = suite.test_external_admission_check_pending_ready_retry_rejected
+test_seed_cluster_queues_get_status = suite.test_seed_cluster_queues_get_status
+test_readme_quickstart_example_runs_to_completion = suite.test_readme_quickstart_example_runs_to_completion
+
+
+@pytest.fixture(scope="module")
+def kueue(tmp_path_factory: pytest.TempPathFactory) -> Iterator[support.Kueue]:
+    k = start_real_kueue(tmp_path_factory.mktemp("kueue-real"))
+    yield k
+    k.stop()
+
+
+def test_restart_during_admission_storm_keeps_quota_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kill -9 of the controller during an admission storm: no Workload reserved twice, quota exact.
+
+    The suite's storm starts its own control plane through ``start_kueue``; here that is a fresh
+    real cluster (the storm counts every Workload of the namespace).
+    """
+    monkeypatch.setattr(
+        suite, "start_kueue", lambda base, mode, extra=None, *, run_jobs=True: start_real_kueue(base, extra, run_jobs=run_jobs)
+    )
+    suite._storm(tmp_path / "real", "cluster")
