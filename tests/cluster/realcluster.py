@@ -106,6 +106,11 @@ class RealCluster:
         path = self.cluster_dir / "kube-apiserver.log"
         return path.read_text()[-5000:] if path.exists() else ""
 
+    def audit_events(self) -> list[dict[str, Any]]:
+        """The audit log's events (a cluster started with ``audit=True``)."""
+        path = self.base / "audit.log"
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
     def context(self, name: str) -> Path:
         """A copy of the kubeconfig whose current context is ``name`` (e.g. ``user-kueue``)."""
         config = yaml.safe_load(self.kubeconfig.read_text())
@@ -117,8 +122,20 @@ class RealCluster:
         return path
 
 
-def start_real_cluster(base: Path, extra_users: tuple[str, ...] = ()) -> RealCluster:
-    """Start a real control plane into ``base/cluster`` and install Kueue's CRDs into it."""
+AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+"""
+
+
+def start_real_cluster(base: Path, extra_users: tuple[str, ...] = (), *, audit: bool = False) -> RealCluster:
+    """Start a real control plane into ``base/cluster`` and install Kueue's CRDs into it.
+
+    ``audit``: kube-apiserver writes an audit log (one JSON line per request, ``audit.log``) so
+    tests can count the requests a client made.
+    """
     reason = skip_reason()
     if reason:
         pytest.skip(f"real-cluster tier: {reason}")
@@ -126,6 +143,12 @@ def start_real_cluster(base: Path, extra_users: tuple[str, ...] = ()) -> RealClu
     cluster_dir = base / "cluster"
     kubeconfig = base / "kubeconfig"
     env = {"CLUSTER_DIR": str(cluster_dir), "EXTRA_USERS": " ".join(extra_users)}
+    if audit:
+        (base / "audit-policy.yaml").write_text(AUDIT_POLICY)
+        env["EXTRA_APISERVER_FLAGS"] = (
+            f"--audit-policy-file={base / 'audit-policy.yaml'} --audit-log-path={base / 'audit.log'} "
+            "--audit-log-mode=blocking"
+        )
     started = time.monotonic()
     result = subprocess.run(
         ["bash", str(ENVTEST / "start-cluster.sh"), str(kubeconfig)],
@@ -160,10 +183,12 @@ def start_real_cluster(base: Path, extra_users: tuple[str, ...] = ()) -> RealClu
     return cluster
 
 
-def start_real_kueue(base: Path, extra: list[str] | None = None, *, run_jobs: bool = True) -> support.Kueue:
+def start_real_kueue(
+    base: Path, extra: list[str] | None = None, *, run_jobs: bool = True, audit: bool = False
+) -> support.Kueue:
     """A real cluster and a ``pykueue controller --kubeconfig`` against it, as the e2e ``Kueue``."""
     base.mkdir(parents=True, exist_ok=True)
-    cluster = start_real_cluster(base)
+    cluster = start_real_cluster(base, audit=audit)
     offset = base / "clock-offset"
     offset.write_text("0")
     k = RealKueue("cluster", cluster, base, offset, extra=list(extra or []), run_jobs=run_jobs)

@@ -96,8 +96,15 @@ def _start_webhooks(client: Any, args: argparse.Namespace) -> Any:
     in the work directory so a restarted controller (e.g. after kill -9) answers at the address
     the API server already calls.
     """
+    from pykueue.client.interface import NotFound
     from pykueue.controllers import webhooks as wh
 
+    try:
+        client.get(wh.CRDS, f"clusterqueues.{wh.KUEUE_GROUP}")
+    except NotFound:
+        # `pykueue serve` serves Kueue's API itself, webhooks included: no CRDs to point at us.
+        print("pykueue controller: no Kueue CRDs on this server (built-in Kueue API): webhooks not needed", flush=True)
+        return None
     work_dir: Path = args.work_dir.resolve()
     work_dir.mkdir(parents=True, exist_ok=True)
     service = None

@@ -593,6 +593,12 @@ class ProvisioningRequestController(RuntimeComponent):
         return out
 
     def _reconcile_workload(self, namespace: str, name: str) -> float | None:
+        cached = self.workloads.get((namespace, name))
+        if cached is None or not (self._relevant_checks(cached) or self.owned_requests(cached)):
+            # Nothing of this controller's (no provisioning check, no request to clean up): the
+            # cache is at least as new as the change that queued the Workload, so the fresh read
+            # below would only cost a round trip per Workload change.
+            return None
         try:
             # A fresh read: decisions about attempts must not be made from a cached copy that
             # predates this controller's own last status write.
