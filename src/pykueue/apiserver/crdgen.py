@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import yaml
 
+from pykueue.api import celrules
 from pykueue.api import kueue as k
 from pykueue.api import validation as v
 from pykueue.api.conversion import POD_PRIORITY_SOURCE, RETRY_DELAY_MINUTES_DEFAULT, WPC_SOURCE
@@ -168,30 +169,44 @@ def _crd_clean(schema: Schema) -> Schema:
 
 
 def _topology_request_schema(*, v1beta1: bool = False) -> Schema:
+    # upstream's v1beta1 type carries none of the length bounds the v1beta2 one has
+    bound: Callable[[int], dict[str, int]] = (lambda n: {}) if v1beta1 else (lambda n: {"max_length": n})
     props: dict[str, Schema] = {
-        "required": string("required indicates the topology level required by the PodSet."),
-        "preferred": string("preferred indicates the topology level preferred by the PodSet."),
+        "required": string("required indicates the topology level required by the PodSet.", **bound(63)),
+        "preferred": string("preferred indicates the topology level preferred by the PodSet.", **bound(63)),
         "unconstrained": boolean(
             "unconstrained indicates that Kueue has the freedom to schedule the PodSet within the entire available capacity."
         ),
-        "podIndexLabel": string("podIndexLabel indicates the name of the label indexing the pods."),
+        "podIndexLabel": string("podIndexLabel indicates the name of the label indexing the pods.", **bound(317)),
         "subGroupIndexLabel": string(
-            "subGroupIndexLabel indicates the name of the label indexing the instances of replicated Jobs."
+            "subGroupIndexLabel indicates the name of the label indexing the instances of replicated Jobs.",
+            **bound(317),
         ),
         "subGroupCount": integer(
-            "subGroupCount indicates the count of replicated Jobs (groups) within a PodSet."
+            "subGroupCount indicates the count of replicated Jobs (groups) within a PodSet.",
+            **({} if v1beta1 else {"minimum": 0}),  # type: ignore[arg-type]
         ),
         "podSetGroupName": string(
-            "podSetGroupName indicates the name of the group of PodSets to which this PodSet belongs."
+            "podSetGroupName indicates the name of the group of PodSets to which this PodSet belongs.",
+            **bound(256),
         ),
         "podSetSliceRequiredTopology": string(
-            "podSetSliceRequiredTopology indicates the topology level required by the PodSet slice."
+            "podSetSliceRequiredTopology indicates the topology level required by the PodSet slice.", **bound(63)
         ),
-        "podSetSliceSize": integer("podSetSliceSize indicates the size of a subgroup of pods in a PodSet."),
+        "podSetSliceSize": integer(
+            "podSetSliceSize indicates the size of a subgroup of pods in a PodSet.", minimum=1
+        ),
     }
     if not v1beta1:
+        constraint = obj(
+            {
+                "size": integer("size is the number of pods in a slice.", minimum=1),
+                "topology": string("topology is the topology level required by the slice.", min_length=1, **bound(63)),
+            },
+            required_fields=("size", "topology"),
+        )
         props["podsetSliceRequiredTopologyConstraints"] = arr(
-            free_object(),
+            constraint,
             "podsetSliceRequiredTopologyConstraints lists additional slice constraints.",
             max_items=3,
             list_type="atomic",
@@ -200,27 +215,48 @@ def _topology_request_schema(*, v1beta1: bool = False) -> Schema:
 
 
 def _topology_assignment_schema() -> Schema:
+    # The bounds are upstream's: its CEL rules below them only fit kube-apiserver's cost budget
+    # because of them (a CRD without them is refused).
     values = obj(
         {
-            "universal": string("universal - the single value shared by every domain."),
+            "universal": string("universal - the single value shared by every domain.", max_length=63),
             "individual": obj(
                 {
-                    "prefix": string("prefix common to all values."),
-                    "suffix": string("suffix common to all values."),
-                    "roots": arr({"type": "string"}, "roots - the distinct middle parts of the values."),
+                    "prefix": string("prefix common to all values.", max_length=63),
+                    "suffix": string("suffix common to all values.", max_length=63),
+                    "roots": arr(
+                        {"type": "string", "maxLength": 63},
+                        "roots - the distinct middle parts of the values.",
+                        min_items=1,
+                        max_items=100000,
+                        list_type="atomic",
+                    ),
                 },
                 "individual - values per domain, compressed by a common prefix and suffix.",
+                required_fields=("roots",),
             ),
         }
     )
     slice_ = obj(
         {
-            "domainCount": integer("domainCount is the number of domains in the slice."),
-            "valuesPerLevel": arr(values, "valuesPerLevel lists the values of every topology level."),
+            "domainCount": integer("domainCount is the number of domains in the slice.", minimum=1),
+            "valuesPerLevel": arr(
+                values,
+                "valuesPerLevel lists the values of every topology level.",
+                min_items=1,
+                max_items=16,
+                list_type="atomic",
+            ),
             "podCounts": obj(
                 {
-                    "universal": integer("universal - the pod count shared by every domain."),
-                    "individual": arr(integer(), "individual - pod counts per domain."),
+                    "universal": integer("universal - the pod count shared by every domain.", minimum=1),
+                    "individual": arr(
+                        integer(minimum=1),
+                        "individual - pod counts per domain.",
+                        min_items=1,
+                        max_items=100000,
+                        list_type="atomic",
+                    ),
                 },
                 "podCounts is the number of pods assigned to each domain.",
             ),
@@ -230,22 +266,34 @@ def _topology_assignment_schema() -> Schema:
     return obj(
         {
             "levels": arr(
-                {"type": "string"},
+                {"type": "string", "maxLength": 317},
                 "levels is an ordered list of keys denoting the levels of the assigned topology.",
                 min_items=1,
                 max_items=16,
+                list_type="atomic",
             ),
-            "slices": arr(slice_, "slices is a list of compressed topology domain assignments."),
+            "slices": arr(
+                slice_,
+                "slices is a list of compressed topology domain assignments.",
+                max_items=1000,
+                list_type="atomic",
+            ),
         },
         "topologyAssignment indicates the topology assignment divided into topology domains.",
-        required_fields=("levels",),
+        required_fields=("levels", "slices"),
     )
 
 
 def _topology_assignment_v1beta1() -> Schema:
     domain = obj(
         {
-            "values": arr({"type": "string"}, "values is an ordered list of node selector values."),
+            "values": arr(
+                {"type": "string"},
+                "values is an ordered list of node selector values.",
+                min_items=1,
+                max_items=16,
+                list_type="atomic",
+            ),
             "count": integer(
                 "count indicates the number of Pods to be scheduled in the topology domain.", minimum=1
             ),
@@ -259,6 +307,7 @@ def _topology_assignment_v1beta1() -> Schema:
                 "levels is an ordered list of keys denoting the levels of the assigned topology.",
                 min_items=1,
                 max_items=16,
+                list_type="atomic",
             ),
             "domains": arr(domain, "domains is a list of topology assignments split by topology domains."),
         },
@@ -1462,7 +1511,9 @@ def _unchanged(schema: Schema) -> None:
 @cache
 def _kueue_schema(kind: str, version: str) -> Schema:
     if version == V1BETA1 and kind == "MultiKueueCluster":
-        return _multikueue_cluster_v1beta1()
+        schema = _multikueue_cluster_v1beta1()
+        _set_cel_rules(kind, version, schema)
+        return schema
     if kind in _MODELLED:
         schema = _kind_schema(_MODELLED[kind])
     elif kind in _HAND_WRITTEN:
@@ -1473,7 +1524,36 @@ def _kueue_schema(kind: str, version: str) -> Schema:
         _V1BETA1_EDITS.get(kind, _unchanged)(schema)
     elif version != V1BETA2:
         raise KeyError(f"kueue.x-k8s.io does not serve version {version}")
+    _set_cel_rules(kind, version, schema)
     return schema
+
+
+def _set_cel_rules(kind: str, version: str, schema: Schema) -> None:
+    """Put upstream's CEL rules (:data:`pykueue.api.celrules.RULES`), and only those, on every
+    node outside the embedded pod templates (whose rules come with the core/v1 schema)."""
+    table = celrules.RULES.get((kind, version), {})
+    placed: set[str] = set()
+
+    def walk(node: Schema, path: str) -> None:
+        rules = table.get(path)
+        if rules:
+            node[VALIDATIONS] = [{"message": r.message, "rule": r.rule} for r in rules]
+            placed.add(path)
+        else:
+            node.pop(VALIDATIONS, None)
+        for name, child in (node.get("properties") or {}).items():
+            child_path = f"{path}.{name}" if path else name
+            if not child_path.endswith("].template"):
+                walk(child, child_path)
+        if isinstance(node.get("items"), dict):
+            walk(node["items"], f"{path}[]")
+        if isinstance(node.get("additionalProperties"), dict):
+            walk(node["additionalProperties"], f"{path}{{}}")
+
+    walk(schema, "")
+    missing = set(table) - placed
+    if missing:
+        raise KeyError(f"{kind} {version}: no schema node for the CEL rules at {sorted(missing)}")
 
 
 def kueue_schema(kind: str, version: str) -> Schema:
