@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import support
 import test_e2e_kueue as suite
+import yaml
 from realcluster import start_real_kueue
 
 # Collected here, in the suite's order, with this module's ``kueue`` fixture.
@@ -38,3 +39,24 @@ def test_restart_during_admission_storm_keeps_quota_exact(tmp_path: Path, monkey
         suite, "start_kueue", lambda base, mode, extra=None, *, run_jobs=True: start_real_kueue(base, extra, run_jobs=run_jobs)
     )
     suite._storm(tmp_path / "real", "cluster")
+
+
+def test_seed_v1beta1_cluster_queues_keep_their_cohort(kueue: support.Kueue) -> None:
+    """The seeds' v1beta1 ClusterQueues, applied verbatim, keep ``cohort`` (served back as v1beta2
+    ``cohortName`` and as v1beta1 ``cohort``) through the controller's conversion webhook."""
+    checked = 0
+    for block in suite._seed_blocks():
+        doc = yaml.safe_load(block)
+        if doc["kind"] != "ClusterQueue" or doc["apiVersion"] != "kueue.x-k8s.io/v1beta1":
+            continue
+        result = kueue.kubectl("apply", "-f", "-", stdin=block, check=False)
+        if result.returncode != 0:
+            assert "flavors must have the same number of resources" in result.stderr  # invalid upstream too
+            continue
+        name = doc["metadata"]["name"]
+        v1beta2 = kueue.get("clusterqueues.v1beta2.kueue.x-k8s.io", name, None)
+        v1beta1 = kueue.get("clusterqueues.v1beta1.kueue.x-k8s.io", name, None)
+        assert v1beta2["spec"].get("cohortName") == doc["spec"].get("cohort"), name
+        assert v1beta1["spec"].get("cohort") == doc["spec"].get("cohort"), name
+        checked += bool(doc["spec"].get("cohort"))
+    assert checked >= 2
