@@ -183,17 +183,68 @@ def start_real_cluster(base: Path, extra_users: tuple[str, ...] = (), *, audit: 
     return cluster
 
 
-def start_real_kueue(
-    base: Path, extra: list[str] | None = None, *, run_jobs: bool = True, audit: bool = False
-) -> support.Kueue:
-    """A real cluster and a ``pykueue controller --kubeconfig`` against it, as the e2e ``Kueue``."""
+CONTROLLER_USER = "kueue-controller"
+"""The user ``pykueue controller`` runs as in this tier: bound only to the shipped roles."""
+
+RBAC = ROOT / "config" / "rbac"
+NAMESPACE_MANIFEST = ROOT / "config" / "manager" / "namespace.yaml"
+
+TEST_BINDINGS = f"""
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: kueue-manager-test-user
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: kueue-manager-role}}
+subjects:
+- {{apiGroup: rbac.authorization.k8s.io, kind: User, name: {CONTROLLER_USER}}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: kueue-leader-election-test-user
+  namespace: kueue-system
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: kueue-leader-election-role}}
+subjects:
+- {{apiGroup: rbac.authorization.k8s.io, kind: User, name: {CONTROLLER_USER}}}
+"""
+
+
+def install_controller_rbac(cluster: RealCluster) -> None:
+    """The shipped Namespace and roles (config/), bound to :data:`CONTROLLER_USER`."""
+    cluster.kubectl("apply", "-f", str(NAMESPACE_MANIFEST))
+    cluster.kubectl("apply", "-f", str(RBAC / "role.yaml"), "-f", str(RBAC / "leader_election_role.yaml"))
+    cluster.kubectl("apply", "-f", "-", stdin=TEST_BINDINGS)
+
+
+def start_real_kueue(base: Path, extra: list[str] | None = None, *, run_jobs: bool = True) -> support.Kueue:
+    """A real cluster and a ``pykueue controller --kubeconfig`` against it, as the e2e ``Kueue``.
+
+    The controller runs as :data:`CONTROLLER_USER`, allowed only what config/rbac grants; the
+    audit log is on, and stopping the Kueue fails if the API server refused it anything.
+    """
     base.mkdir(parents=True, exist_ok=True)
-    cluster = start_real_cluster(base, audit=audit)
+    cluster = start_real_cluster(base, (CONTROLLER_USER,), audit=True)
+    install_controller_rbac(cluster)
     offset = base / "clock-offset"
     offset.write_text("0")
-    k = RealKueue("cluster", cluster, base, offset, extra=list(extra or []), run_jobs=run_jobs)
+    flags = ["--context", f"user-{CONTROLLER_USER}", *(extra or [])]
+    k = RealKueue("cluster", cluster, base, offset, extra=flags, run_jobs=run_jobs)
     k.start_controller()
     return k
+
+
+def forbidden_requests(cluster: RealCluster, user: str = CONTROLLER_USER) -> list[str]:
+    """``verb resource/subresource name`` of every request of ``user`` the API server refused (403)."""
+    out = []
+    for event in cluster.audit_events():
+        if (event.get("user") or {}).get("username") != user:
+            continue
+        if (event.get("responseStatus") or {}).get("code") != 403:
+            continue
+        ref = event.get("objectRef") or {}
+        sub = f"/{ref['subresource']}" if ref.get("subresource") else ""
+        out.append(f"{event.get('verb')} {ref.get('apiGroup', '')}/{ref.get('resource')}{sub} {ref.get('name', '')}")
+    return out
 
 
 class RealKueue(support.Kueue):
@@ -203,6 +254,13 @@ class RealKueue(support.Kueue):
     def start_controller(self) -> None:
         super().start_controller()
         wait_for_webhooks(self)
+
+    def stop(self) -> None:
+        """Stop; fail if the controller's least-privilege user was refused anything."""
+        self.stop_controller()
+        refused = forbidden_requests(self.server) if self.server.alive() else []
+        super().stop()
+        assert not refused, f"requests config/rbac does not allow: {sorted(set(refused))}"
 
     def kubectl(self, *args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
         """kubectl; ``delete job`` also deletes the Jobs' Workloads, as kube-controller-manager's

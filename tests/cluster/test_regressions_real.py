@@ -19,7 +19,7 @@ CONTROLLER_AGENT = "pykueue-controller"
 
 @pytest.fixture(scope="module")
 def kueue(tmp_path_factory: pytest.TempPathFactory) -> Iterator[support.Kueue]:
-    k = start_real_kueue(tmp_path_factory.mktemp("regressions-real"), ["--no-webhooks"], run_jobs=False, audit=True)
+    k = start_real_kueue(tmp_path_factory.mktemp("regressions-real"), ["--no-webhooks"], run_jobs=False)
     yield k
     k.stop()
 

@@ -54,6 +54,24 @@ def add_parser(sub: Any) -> None:
         metavar="NAMESPACE/NAME",
         help="register the webhooks through this Service (in-cluster) instead of by URL on --webhook-host",
     )
+    ha = p.add_argument_group("high availability", "leader election and health probes")
+    ha.add_argument(
+        "--leader-elect",
+        action="store_true",
+        help="run the controllers only while holding the Lease (leaderElection in --config: "
+        "resourceName, resourceNamespace, leaseDuration, renewDeadline, retryPeriod)",
+    )
+    ha.add_argument(
+        "--leader-election-namespace",
+        help="namespace of the Lease (default: leaderElection.resourceNamespace, else the configuration's "
+        "namespace, kueue-system)",
+    )
+    ha.add_argument(
+        "--health-probe-bind-address",
+        default="",
+        metavar="[HOST]:PORT",
+        help="serve /healthz, /readyz and /replica-role here (default: off; the Deployment uses :8081)",
+    )
     p.set_defaults(func=run)
 
 
@@ -69,24 +87,81 @@ def run(args: argparse.Namespace) -> int:
     components = build_components(client, args, args.work_dir.resolve(), run_jobs=args.run_jobs)
     server = None if args.no_webhooks else _start_webhooks(client, args)
     done = threading.Event()
+    leading = threading.Event()
+    elector = _elector(client, args, leading) if args.leader_elect else None
+    health = None
+    if args.health_probe_bind_address:
+        from pykueue.controllers.health import HealthServer
+
+        health = HealthServer(
+            args.health_probe_bind_address,
+            ready=lambda: True,  # webhooks (when on) already serve: they started first
+            role=lambda: elector.role if elector is not None else "leader",
+        )
+        health.start()
+        print(f"pykueue controller: health probes on port {health.port}", flush=True)
 
     def on_signal(signum: int, frame: Any) -> None:
         done.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    stop = start_all(components)
-    print("pykueue controller: running (Ctrl-C to stop)", flush=True)
+    stop: Any = None
     try:
-        done.wait()
+        if elector is not None:
+            print(f"pykueue controller: waiting for lease as {elector.identity}", flush=True)
+            elector.start()
+            while not done.is_set() and not leading.wait(0.2):
+                pass
+        if not done.is_set():
+            stop = start_all(components)
+            print("pykueue controller: running (Ctrl-C to stop)", flush=True)
+            done.wait()
     finally:
-        stop()
+        if stop is not None:
+            stop()
+        if elector is not None:
+            elector.stop(release=True)
         if server is not None:
             server.stop()
+        if health is not None:
+            health.stop()
         client.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     print("pykueue controller: stopped", flush=True)
     return 0
+
+
+def _elector(client: Any, args: argparse.Namespace, leading: threading.Event) -> Any:
+    """The Lease campaign with the Configuration's ``leaderElection`` timings and names."""
+    import os
+
+    from pykueue.api.config import load_config, load_config_file
+    from pykueue.controllers.leaderelection import ElectionConfig, LeaderElector
+
+    cfg = (load_config_file(str(args.config)) if args.config else load_config(None)).configuration
+    election = cfg.leader_election
+    assert election is not None  # defaulted by load_config
+    namespace = args.leader_election_namespace or election.resource_namespace or cfg.namespace or "kueue-system"
+
+    def seconds(value: Any, default: float) -> float:
+        return value.nanoseconds / 1e9 if value is not None else default
+
+    config = ElectionConfig(
+        namespace=namespace,
+        name=election.resource_name,
+        lease_duration=seconds(election.lease_duration, 15.0),
+        renew_deadline=seconds(election.renew_deadline, 10.0),
+        retry_period=seconds(election.retry_period, 2.0),
+    )
+
+    def lost() -> None:
+        # controller-runtime exits when the lease is lost: nothing may write after the renew
+        # deadline, which is shorter than the lease another replica waits out.
+        print("pykueue controller: leader election lost, exiting", flush=True)
+        os._exit(1)
+
+    return LeaderElector(client, config, on_started=leading.set, on_lost=lost)
 
 
 def _start_webhooks(client: Any, args: argparse.Namespace) -> Any:
@@ -115,7 +190,10 @@ def _start_webhooks(client: Any, args: argparse.Namespace) -> Any:
             raise SystemExit(f"error: --webhook-service {args.webhook_service!r}: want NAMESPACE/NAME")
         service = {"namespace": namespace, "name": name}
         host_name = f"{name}.{namespace}.svc"
-    certs = wh.cert_files(args.webhook_cert_dir, work_dir, host_name)
+    if service is not None and args.webhook_cert_dir is None:
+        certs = wh.shared_cert_files(client, service["namespace"], wh.DEFAULT_CERT_SECRET, work_dir, host_name)
+    else:
+        certs = wh.cert_files(args.webhook_cert_dir, work_dir, host_name)
     port_file = work_dir / "webhook-port"
     port = args.webhook_port
     if not port and port_file.exists():

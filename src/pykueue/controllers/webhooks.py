@@ -41,7 +41,7 @@ from pykueue.api.conversion import ConversionError, to_internal
 from pykueue.api.validation import aggregate, validate_webhook
 from pykueue.apiserver import errors as apierrors
 from pykueue.apiserver.resources import REGISTRY, ResourceInfo
-from pykueue.client.interface import APIError, Client, NotFound, Resource
+from pykueue.client.interface import AlreadyExists, APIError, Client, NotFound, Resource
 
 log = logging.getLogger(__name__)
 
@@ -292,6 +292,46 @@ def cert_files(cert_dir: Path | None, work_dir: Path, host: str) -> CertFiles:
     directory.mkdir(parents=True, exist_ok=True)
     tls = ensure_tls(directory, host)
     return CertFiles(tls.cert, tls.key, tls.ca)
+
+
+SECRETS = Resource("", "v1", "secrets", "Secret", True)
+DEFAULT_CERT_SECRET = "kueue-webhook-server-cert"
+
+
+def shared_cert_files(client: Client, namespace: str, secret: str, work_dir: Path, host: str) -> CertFiles:
+    """One certificate for every replica behind the webhook Service, kept in a Secret.
+
+    As upstream's internal cert management (``internalCertManagement.webhookSecretName``): the
+    first replica makes the CA and serving certificate and stores them; the others (and restarts)
+    read the Secret, so the ``caBundle`` registered by any replica verifies them all.
+    """
+    directory = work_dir / "webhook-certs"
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        data = client.get(SECRETS, secret, namespace).get("data") or {}
+    except NotFound:
+        local = cert_files(None, work_dir, host)
+        data = {
+            "ca.crt": base64.b64encode(local.ca.read_bytes()).decode(),
+            "tls.crt": base64.b64encode(local.cert.read_bytes()).decode(),
+            "tls.key": base64.b64encode(local.key.read_bytes()).decode(),
+        }
+        body = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": secret, "namespace": namespace},
+            "type": "kubernetes.io/tls",
+            "data": data,
+        }
+        try:
+            client.create(SECRETS, body)
+        except AlreadyExists:  # another replica was first: use its certificate
+            data = client.get(SECRETS, secret, namespace).get("data") or {}
+    for name in ("ca.crt", "tls.crt", "tls.key"):
+        path = directory / name
+        path.write_bytes(base64.b64decode(data[name]))
+        path.chmod(0o600)
+    return CertFiles(directory / "tls.crt", directory / "tls.key", directory / "ca.crt")
 
 
 class WebhookServer:
