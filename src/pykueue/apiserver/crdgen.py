@@ -1210,7 +1210,9 @@ def _kind_schema(cls: type) -> Schema:
         "metadata": obj(),
     }
     properties.update({n: s for n, s in body["properties"].items() if n not in properties})
-    required_fields = [n for n in body.get("required", []) if n not in ("apiVersion", "kind", "metadata")]
+    # ``spec`` is never required at the root in upstream's CRDs (WorkloadPriorityClass's value is).
+    excluded = ("apiVersion", "kind", "metadata", "spec")
+    required_fields = [n for n in body.get("required", []) if n not in excluded]
     return obj(properties, body.get("description", ""), required_fields=required_fields)
 
 
@@ -1356,7 +1358,6 @@ def _topology_v1beta2() -> Schema:
     return obj(
         {"apiVersion": meta.api_version_field(), "kind": meta.kind_field(), "metadata": obj(), "spec": spec},
         "Topology is the Schema for the topology API",
-        required_fields=("spec",),
     )
 
 
@@ -1522,6 +1523,9 @@ def _kueue_schema(kind: str, version: str) -> Schema:
         raise KeyError(f"not a Kueue kind: {kind}")
     if version == V1BETA1:
         _V1BETA1_EDITS.get(kind, _unchanged)(schema)
+        conditions = (schema["properties"].get("status") or {}).get("properties", {}).get("conditions")
+        if conditions is not None:
+            conditions.pop("maxItems", None)  # the v1beta1 types carry no bound on conditions
     elif version != V1BETA2:
         raise KeyError(f"kueue.x-k8s.io does not serve version {version}")
     _set_cel_rules(kind, version, schema)
