@@ -342,9 +342,9 @@ def _lq_fair_sharing_status() -> Schema:
     )
 
 
-def _named_items(description: str, max_items: int) -> Schema:
+def _named_items(description: str, max_items: int, name_length: int = 253) -> Schema:
     return arr(
-        obj({"name": string("name of the item.", max_length=253)}, required_fields=("name",)),
+        obj({"name": string("name of the item.", max_length=name_length)}, required_fields=("name",)),
         description,
         max_items=max_items,
         list_type="map",
@@ -375,6 +375,9 @@ def _preemption_gate_states() -> Schema:
 # --- the overlay ------------------------------------------------------------------------------------
 
 _STRUCTS: dict[type, Schema] = {
+    # required by upstream's markers although the model gives them a default
+    k.AdmissionScope: {"required": ["admissionMode"]},
+    k.AdmissionChecksStrategy: {"required": ["admissionChecks"]},
     k.ResourceFlavor: F("ResourceFlavor is the Schema for the resourceflavors API."),
     k.ResourceFlavorSpec: F(
         "ResourceFlavorSpec defines the desired state of the ResourceFlavor",
@@ -580,6 +583,7 @@ _FIELDS: dict[tuple[type, str], Schema] = {
         "coveredResources is the list of resources covered by the flavors in this group.",
         min_items=1,
         max_items=64,
+        list_type="atomic",
     ),
     (k.ResourceGroup, "flavors"): F(
         "flavors is the list of flavors that provide the resources of this group. "
@@ -687,7 +691,7 @@ _FIELDS: dict[tuple[type, str], Schema] = {
         "Workloads from other ClusterQueues in the cohort if the workload requires borrowing.",
         default={},
     ),
-    (k.AdmissionCheckStrategyRule, "name"): F("name is an AdmissionCheck's name.", max_length=316),
+    (k.AdmissionCheckStrategyRule, "name"): F("name is an AdmissionCheck's name.", max_length=316, min_length=1),
     (k.AdmissionCheckStrategyRule, "onFlavors"): {
         **F(
             "onFlavors is a list of ResourceFlavors' names that this AdmissionCheck should run for. If empty, the "
@@ -890,7 +894,9 @@ _FIELDS: dict[tuple[type, str], Schema] = {
     ),
     (k.PodSetAssignment, "topologyAssignment"): {"$schema": _topology_assignment_schema()},
     (k.PodSetAssignment, "delayedTopologyRequest"): F(
-        "delayedTopologyRequest indicates the topology assignment is delayed.", enum=("Pending", "Ready")
+        "delayedTopologyRequest indicates the topology assignment is delayed.",
+        enum=("Pending", "Ready"),
+        max_length=7,
     ),
     (k.Admission, "clusterQueue"): _ref_name(
         "clusterQueue is the name of the ClusterQueue that admitted this workload."
@@ -931,23 +937,22 @@ _FIELDS: dict[tuple[type, str], Schema] = {
     (k.AdmissionCheckState, "retryCount"): F(
         "retryCount counts the number of retries for this admission check.", minimum=0
     ),
-    (k.AdmissionCheckState, "podSetUpdates"): F(
-        max_items=v.MAX_POD_SETS, list_type="map", map_keys=("name",)
-    ),
+    (k.AdmissionCheckState, "podSetUpdates"): F(max_items=v.MAX_POD_SETS, list_type="atomic"),
     (k.PodSetRequest, "name"): F(
         "name is the name of the podSet. It should match one of the names in .spec.podSets.",
         max_length=63,
         pattern=v.DNS_LABEL_PATTERN,
-        default="main",
     ),
     (k.PodSetRequest, "resources"): F(
         "resources is the total resources all the pods in the podset need to run."
     ),
     (k.WorkloadSchedulingStatsEviction, "reason"): F(
-        "reason specifies the programmatic identifier for the eviction cause."
+        "reason specifies the programmatic identifier for the eviction cause.", max_length=316
     ),
     (k.WorkloadSchedulingStatsEviction, "underlyingCause"): F(
-        "underlyingCause specifies a finer-grained explanation.", default=""
+        # upstream requires it (Go always sends ""); our writers may omit the empty value, so the
+        # list-map key keeps a default instead
+        "underlyingCause specifies a finer-grained explanation.", max_length=316, default=""
     ),
     (k.WorkloadSchedulingStatsEviction, "count"): F(
         "count tracks the number of evictions for this reason and underlying cause.", minimum=0
@@ -998,7 +1003,7 @@ _FIELDS: dict[tuple[type, str], Schema] = {
         **F(
             "nominatedClusterNames specifies the list of cluster names that have been nominated for scheduling.",
             max_items=20,
-            list_type="set",
+            list_type="atomic",
         ),
         "$items": F(max_length=256),
     },
@@ -1009,6 +1014,7 @@ _FIELDS: dict[tuple[type, str], Schema] = {
         "$schema": _named_items(
             "unhealthyNodes holds the failed nodes running at least one pod of this workload when Topology-Aware Scheduling is used.",
             8,
+            63,
         )
     },
     (k.WorkloadStatus, "preemptionGates"): {"$schema": _preemption_gate_states()},
