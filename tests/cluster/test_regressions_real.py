@@ -116,3 +116,41 @@ def test_no_workload_reads_without_admission_checks(kueue: support.Kueue) -> Non
     assert status_writes == [] or all((e["objectRef"].get("name") or "").startswith("reads-") for e in status_writes)
     gets = _controller_requests(kueue, "get", "workloads")
     assert gets == [], f"{len(gets)} GETs of Workloads: {[e['objectRef']['name'] for e in gets][:10]}"
+
+
+def test_admission_check_config_is_read_from_the_cache(kueue: support.Kueue) -> None:
+    """The check's Active condition names a missing ProvisioningRequestConfig without a GET per
+    reconcile (the informer has them); it turns Active once the config is created."""
+    kueue.apply(
+        """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata:
+  name: reads-check
+spec:
+  controllerName: kueue.x-k8s.io/provisioning-request
+  parameters:
+    apiGroup: kueue.x-k8s.io
+    kind: ProvisioningRequestConfig
+    name: reads-config
+"""
+    )
+
+    def active() -> dict[str, Any] | None:
+        return support.condition(kueue.get("admissioncheck", "reads-check", None), "Active")
+
+    bad = support.wait_for(active, timeout=30, what="Active condition")
+    assert (bad["status"], bad["reason"]) == ("False", "BadParametersRef")
+    assert bad["message"] == 'provisioningrequestconfigs.kueue.x-k8s.io "reads-config" not found'
+    kueue.apply(
+        """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ProvisioningRequestConfig
+metadata:
+  name: reads-config
+spec:
+  provisioningClassName: class.example.com
+"""
+    )
+    support.wait_for(lambda: (c := active()) is not None and c["status"] == "True", timeout=30, what="Active")
+    assert _controller_requests(kueue, "get", "provisioningrequestconfigs") == []

@@ -521,10 +521,12 @@ class ProvisioningRequestController(RuntimeComponent):
         status, reason, message = "True", st.ACTIVE_REASON, st.ACTIVE_MESSAGE
         error = parameters_ref_error((ac.get("spec") or {}).get("parameters"))
         if error is None:
-            try:
-                self.client.get(r.PROVISIONING_REQUEST_CONFIGS, str(ac["spec"]["parameters"]["name"]))
-            except NotFound as err:
-                error = err.message
+            # The informer's cache, as upstream's cached client: a config created later queues this
+            # check again (_on_config), so no GET per reconcile is needed.
+            name_ = str(ac["spec"]["parameters"]["name"])
+            if self.configs.get(("", name_)) is None:
+                res = r.PROVISIONING_REQUEST_CONFIGS
+                error = f'{res.plural}.{res.group} "{name_}" not found'
         if error is not None:
             status, reason, message = "False", "BadParametersRef", error
 
