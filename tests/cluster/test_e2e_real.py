@@ -12,7 +12,7 @@ import pytest
 import support
 import test_e2e_kueue as suite
 import yaml
-from realcluster import start_real_kueue
+from realcluster import CONTROLLER_USER, start_real_kueue
 
 # Collected here, in the suite's order, with this module's ``kueue`` fixture.
 test_job_is_admitted_runs_completes_and_frees_quota = suite.test_job_is_admitted_runs_completes_and_frees_quota
@@ -60,3 +60,22 @@ def test_seed_v1beta1_cluster_queues_keep_their_cohort(kueue: support.Kueue) -> 
         assert v1beta1["spec"].get("cohort") == doc["spec"].get("cohort"), name
         checked += bool(doc["spec"].get("cohort"))
     assert checked >= 2
+
+
+def test_job_webhook_reads_from_its_cache(kueue: support.Kueue) -> None:
+    """The Job webhook's lookups (the ``default`` WorkloadPriorityClass and LocalQueue) come from
+    informers, not a GET per Job create."""
+    kueue.apply(support.local_queue("default", "life-cq"))  # a namespace default queue exists
+    kueue.apply("---".join(support.job(f"cached-{i}", "life-lq", command="true") for i in range(5)))
+    unlabelled = support.job("cached-default", "x").replace("  labels:\n    kueue.x-k8s.io/queue-name: x\n", "")
+    kueue.apply(unlabelled)
+    job = kueue.get("job", "cached-default")
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "default"  # defaulted by mjob
+    gets = [
+        e
+        for e in kueue.server.audit_events()
+        if (e.get("user") or {}).get("username") == CONTROLLER_USER
+        and e.get("verb") == "get"
+        and (e.get("objectRef") or {}).get("resource") in ("workloadpriorityclasses", "localqueues")
+    ]
+    assert gets == [], [(e["objectRef"]["resource"], e["objectRef"].get("name")) for e in gets]
