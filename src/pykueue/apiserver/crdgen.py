@@ -1511,6 +1511,63 @@ _V1BETA1_EDITS: Mapping[str, Callable[[Schema], None]] = {
 }
 
 
+_V1BETA1_WITHOUT: Mapping[str, Mapping[str, tuple[str, ...]]] = {
+    "AdmissionCheck": {
+        "spec.controllerName": ("maxLength", "minLength"),
+        "spec.parameters.apiGroup": ("minLength",),
+        "spec.parameters.kind": ("minLength",),
+        "spec.parameters.name": ("minLength",),
+    },
+    "ClusterQueue": {
+        "spec.admissionChecksStrategy": ("required",),
+        "spec.admissionChecksStrategy.admissionChecks": (
+            "maxItems", "minItems", "x-kubernetes-list-map-keys", "x-kubernetes-list-type",
+        ),
+        "spec.admissionChecksStrategy.admissionChecks[].name": ("minLength",),
+        "spec.admissionChecksStrategy.admissionChecks[].onFlavors": ("maxItems", "x-kubernetes-list-type"),
+        "spec.admissionScope.admissionMode": ("enum",),
+        "spec.resourceGroups[].coveredResources": ("x-kubernetes-list-type",),
+    },
+    "Cohort": {"spec.resourceGroups[].coveredResources": ("x-kubernetes-list-type",)},
+    "MultiKueueCluster": {"spec.kubeConfig.location": ("maxLength", "minLength"), "status.conditions": ("maxItems",)},
+    "MultiKueueConfig": {"spec.clusters[]": ("maxLength",)},
+    "ProvisioningRequestConfig": {
+        "spec.podSetUpdates.nodeSelector": ("x-kubernetes-list-map-keys", "x-kubernetes-list-type"),
+        "spec.provisioningClassName": ("minLength",),
+    },
+    "WorkloadPriorityClass": {"description": ("maxLength",)},
+    "Workload": {
+        "status.admission.podSetAssignments[].delayedTopologyRequest": ("enum", "maxLength"),
+        "status.admissionChecks[].name": ("minLength",),
+        "status.admissionChecks[].podSetUpdates[].tolerations": ("x-kubernetes-list-type",),
+        "status.clusterName": ("maxLength",),
+        "status.nominatedClusterNames[]": ("maxLength",),
+        "status.schedulingStats.evictions": ("maxItems",),
+        "status.unhealthyNodes": ("maxItems", "x-kubernetes-list-map-keys", "x-kubernetes-list-type"),
+        "status.unhealthyNodes[].name": ("maxLength",),
+    },
+}  # fmt: skip
+"""Bounds the v1beta2 types added that upstream's (deprecated) v1beta1 types never had: the
+v1beta1 schemas, derived from v1beta2, drop them (``kind → path → keywords``)."""
+
+
+def _node(schema: Schema, path: str) -> Schema:
+    node = schema
+    for part in path.split("."):
+        name, items = part.removesuffix("[]"), part.endswith("[]")
+        node = node["properties"][name]
+        if items:
+            node = node["items"]
+    return node
+
+
+def _drop_v1beta1_bounds(kind: str, schema: Schema) -> None:
+    for path, keywords in _V1BETA1_WITHOUT.get(kind, {}).items():
+        node = _node(schema, path)
+        for keyword in keywords:
+            node.pop(keyword, None)
+
+
 def _unchanged(schema: Schema) -> None:
     """Kinds whose v1beta1 schema equals v1beta2."""
 
@@ -1519,6 +1576,7 @@ def _unchanged(schema: Schema) -> None:
 def _kueue_schema(kind: str, version: str) -> Schema:
     if version == V1BETA1 and kind == "MultiKueueCluster":
         schema = _multikueue_cluster_v1beta1()
+        _drop_v1beta1_bounds(kind, schema)
         _set_cel_rules(kind, version, schema)
         return schema
     if kind in _MODELLED:
@@ -1532,6 +1590,7 @@ def _kueue_schema(kind: str, version: str) -> Schema:
         conditions = (schema["properties"].get("status") or {}).get("properties", {}).get("conditions")
         if conditions is not None:
             conditions.pop("maxItems", None)  # the v1beta1 types carry no bound on conditions
+        _drop_v1beta1_bounds(kind, schema)
     elif version != V1BETA2:
         raise KeyError(f"kueue.x-k8s.io does not serve version {version}")
     _set_cel_rules(kind, version, schema)
