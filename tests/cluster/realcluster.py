@@ -255,11 +255,28 @@ class RealKueue(support.Kueue):
         super().start_controller()
         wait_for_webhooks(self)
 
+    def stop_controller(self, kill: bool = False) -> None:
+        """Stop the controller; one that does not exit within a minute is killed and the test fails."""
+        if self.controller is None or self.controller.poll() is not None:
+            return
+        if kill:
+            self.controller.kill()
+        else:
+            self.controller.terminate()
+        try:
+            self.controller.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.controller.kill()
+            self.controller.wait()
+            raise AssertionError("pykueue controller did not exit within 60s of SIGTERM") from None
+
     def stop(self) -> None:
         """Stop; fail if the controller's least-privilege user was refused anything."""
-        self.stop_controller()
-        refused = forbidden_requests(self.server) if self.server.alive() else []
-        super().stop()
+        try:
+            self.stop_controller()
+        finally:
+            refused = forbidden_requests(self.server) if self.server.alive() else []
+            self.server.stop()
         assert not refused, f"requests config/rbac does not allow: {sorted(set(refused))}"
 
     def kubectl(self, *args: str, **kw: Any) -> subprocess.CompletedProcess[str]:

@@ -468,24 +468,12 @@ _STRUCTS: dict[type, Schema] = {
             },
         ],
     ),
-    k.PodSet: F(
-        "PodSet is a set of homogeneous pods described by a pod template and a count.",
-        validations=[
-            {
-                "message": "minCount should be positive and less or equal to count",
-                "rule": "has(self.minCount) ? self.minCount <= self.count : true",
-            }
-        ],
-    ),
-    k.PriorityClassRef: F(
-        "PriorityClassRef references a WorkloadPriorityClass or a PriorityClass.",
-        validations=[
-            {
-                "message": "kind must be PriorityClass when group is scheduling.k8s.io and WorkloadPriorityClass when group is kueue.x-k8s.io",
-                "rule": "(self.group == 'scheduling.k8s.io') == (self.kind == 'PriorityClass')",
-            }
-        ],
-    ),
+    # CEL rules: pykueue.api.celrules (set on every node by _set_cel_rules)
+    k.PodSet: {
+        **F("PodSet is a set of homogeneous pods described by a pod template and a count."),
+        "required": ["template"],
+    },
+    k.PriorityClassRef: F("PriorityClassRef references a WorkloadPriorityClass or a PriorityClass."),
     k.Admission: F("Admission contains the ClusterQueue and flavor assignments of an admitted Workload."),
     k.PodSetAssignment: F("PodSetAssignment holds the flavors and resource usage assigned to one podSet."),
     k.AdmissionCheckState: F("AdmissionCheckState is the state of one admission check of a Workload."),
@@ -643,8 +631,34 @@ _FIELDS: dict[tuple[type, str], Schema] = {
         "admissionScope indicates whether ClusterQueue uses the Admission Fair Sharing"
     ),
     (k.ClusterQueueSpec, "concurrentAdmissionPolicy"): {
-        "$schema": free_object(
-            "concurrentAdmissionPolicy configures concurrent admission with several flavors (alpha)."
+        "$schema": obj(
+            {
+                "migration": obj(
+                    {
+                        "constraints": obj(
+                            {
+                                "lastAcceptableFlavorName": string(
+                                    "lastAcceptableFlavorName defines the last acceptable flavor a Workload can "
+                                    "migrate to (only with the TryPreferredFlavors mode).",
+                                    max_length=253,
+                                    pattern=v.DNS_SUBDOMAIN_PATTERN,
+                                )
+                            },
+                            "constraints defines the constraints of Workload's migration.",
+                        ),
+                        "mode": string(
+                            "mode defines the mode of Workload's migration: TryPreferredFlavors (default) or "
+                            "RetainFirstAdmission.",
+                            enum=("TryPreferredFlavors", "RetainFirstAdmission"),
+                            max_length=253,
+                        ),
+                    },
+                    "migration defines the constraints on Workload's migration.",
+                    required_fields=("mode",),
+                )
+            },
+            "concurrentAdmissionPolicy defines the configuration for ConcurrentAdmission feature (alpha).",
+            required_fields=("migration",),
         )
     },
     (k.FlavorFungibility, "whenCanBorrow"): F(
@@ -1399,6 +1413,7 @@ def _rename(props: dict[str, Schema], old: str, new: str) -> None:
 
 def _cq_v1beta1(schema: Schema) -> None:
     spec = _props(schema, "spec")
+    spec.pop("concurrentAdmissionPolicy", None)  # a v1beta2-only field
     _rename(spec, "cohortName", "cohort")
     spec["cohort"]["description"] = spec["cohort"]["description"].replace("cohortName", "cohort", 1)
     for rule in schema["properties"]["spec"].get(VALIDATIONS, []):
@@ -1480,6 +1495,7 @@ def _wl_v1beta1(schema: Schema) -> None:
     )
     schema["properties"]["spec"].pop(VALIDATIONS, None)
     _props(schema, "spec", "podSets")["topologyRequest"] = _topology_request_schema(v1beta1=True)
+    schema["properties"]["spec"]["properties"]["podSets"]["items"]["required"] = ["count", "template"]
     status = _props(schema, "status")
     status.pop("preemptionGates", None)
     _rename(status, "accumulatedPastExecutionTimeSeconds", "accumulatedPastExexcutionTimeSeconds")

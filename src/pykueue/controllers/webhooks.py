@@ -261,6 +261,10 @@ class Webhooks:
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
+    # keep-alive: the API server reuses its connections instead of a TLS handshake per review;
+    # an idle connection is dropped after two minutes
+    protocol_version = "HTTP/1.1"
+    timeout = 120
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -287,9 +291,28 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("webhook: " + format, *args)
 
 
+HANDSHAKE_TIMEOUT = 10.0
+
+
 class _Server(ThreadingHTTPServer):
+    """TLS is negotiated in each connection's own thread: a handshake done by ``accept`` in the
+    serving loop would let one stalled client block every other request and ``shutdown``."""
+
     daemon_threads = True
     webhooks: Webhooks
+    tls: ssl.SSLContext
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        request.settimeout(HANDSHAKE_TIMEOUT)
+        try:
+            conn = self.tls.wrap_socket(request, server_side=True)
+        except (OSError, ssl.SSLError) as err:
+            log.debug("webhook: TLS handshake with %s failed: %s", client_address, err)
+            return
+        try:
+            super().finish_request(conn, client_address)
+        finally:
+            conn.close()
 
 
 @dataclass(frozen=True)
@@ -368,7 +391,7 @@ class WebhookServer:
         self.httpd.webhooks = webhooks
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(str(certs.cert), str(certs.key))
-        self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
+        self.httpd.tls = context
         self.host = host
         self.port: int = self.httpd.server_address[1]
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="webhooks", daemon=True)
