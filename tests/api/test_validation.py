@@ -954,6 +954,15 @@ WL_UPDATE_CASES = [
         ['<nil>: Invalid value: "object": queueName is immutable while workload quota reserved'],
     ),
     (
+        "queueName cannot be removed while reserved (upstream: has(old) == has(new))",
+        wl(status=RESERVED),
+        wl(
+            f"  queueName: a\n  podSets:\n  - count: 2\n    template: {{spec: {{{CONTAINERS}}}}}\n",
+            status=RESERVED,
+        ),
+        ['<nil>: Invalid value: "object": queueName is immutable while workload quota reserved'],
+    ),
+    (
         "priorityClassRef cannot be added while reserved",
         wl(
             f"  priority: 1\n  priorityClassRef: {{group: kueue.x-k8s.io, kind: WorkloadPriorityClass, name: a}}\n"

@@ -276,6 +276,20 @@ def test_multikueue_config_and_topology_rules() -> None:
     changed = copy.deepcopy(obj)
     changed["spec"]["levels"] = levels[:1]
     assert _messages(topo.validate(changed, obj)) == [
+        'spec.levels: Invalid value: "array": levels are mutable only when kubernetes.io/hostname is the '
+        "lowest level both before and after the change"
+    ]
+    regrouped = copy.deepcopy(obj)  # upstream v1beta2: hostname stays the lowest level, so allowed
+    regrouped["spec"]["levels"] = [{"nodeLabel": "cloud.com/rack"}, {"nodeLabel": "kubernetes.io/hostname"}]
+    assert topo.validate(regrouped, obj) == []
+    hostname_first = copy.deepcopy(obj)
+    hostname_first["spec"]["levels"] = list(reversed(levels))
+    assert _messages(topo.validate(hostname_first, None)) == [
+        'spec.levels: Invalid value: "array": the kubernetes.io/hostname label can only be used at the '
+        "lowest level of topology"
+    ]
+    v1beta1 = {**changed, "apiVersion": "kueue.x-k8s.io/v1beta1"}
+    assert _messages(topo.validate(v1beta1, {**obj, "apiVersion": "kueue.x-k8s.io/v1beta1"})) == [
         'spec.levels: Invalid value: "array": field is immutable'
     ]
     empty = {**obj, "spec": {"levels": []}}

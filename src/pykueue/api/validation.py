@@ -26,6 +26,7 @@ from typing import Any
 
 import msgspec
 
+from pykueue.api import celrules
 from pykueue.api import kueue as k
 from pykueue.api.feature_gates import DEFAULT_GATES, FeatureGates
 from pykueue.api.meta import EPOCH, Condition, LabelSelector, is_condition_true
@@ -1198,18 +1199,18 @@ def _cel_workload(wl: k.Workload, old: k.Workload | None) -> list[FieldError]:
         and len(spec.pod_sets) != len(wl.status.admission.pod_set_assignments)
     ):
         errs.append(
-            cel(ROOT_PATH, "object", "podSetAssignments must have the same number of podSets as the spec")
+            cel(ROOT_PATH, "object", _wl_rule("", "podSetAssignments must have"))
         )
     if old is not None:
         errs += _cel_workload_update(wl, old)
     if spec.priority_class_ref is not None and spec.priority is None:
-        errs.append(cel("spec", "object", "priority should not be nil when priorityClassRef is set"))
+        errs.append(cel("spec", "object", _wl_rule("spec", "priority should not be nil")))
     errs += _cel_priority_class_ref(spec.priority_class_ref)
     for i, pod_set in enumerate(spec.pod_sets):
         if pod_set.min_count is not None and pod_set.min_count > pod_set.count:
             errs.append(
                 cel(
-                    idx("spec.podSets", i), "object", "minCount should be positive and less or equal to count"
+                    idx("spec.podSets", i), "object", _wl_rule("spec.podSets[]", "minCount should be positive")
                 )
             )
     errs += _cel_workload_status(wl, old)
@@ -1221,6 +1222,11 @@ def _cel_workload(wl: k.Workload, old: k.Workload | None) -> list[FieldError]:
     return errs
 
 
+def _wl_rule(path: str, starts: str) -> str:
+    """The message of Workload's CEL rule at ``path`` (the CRDs' rule table is the one source)."""
+    return celrules.message("Workload", path, starts)
+
+
 def _cel_priority_class_ref(ref: k.PriorityClassRef | None) -> list[FieldError]:
     if ref is None:
         return []
@@ -1228,11 +1234,11 @@ def _cel_priority_class_ref(ref: k.PriorityClassRef | None) -> list[FieldError]:
     errs: list[FieldError] = []
     if ref.group == "scheduling.k8s.io" and ref.kind != "PriorityClass":
         errs.append(
-            cel(path, "object", "only the PriorityClass kind is allowed for the scheduling.k8s.io group")
+            cel(path, "object", _wl_rule("spec.priorityClassRef", "only the PriorityClass kind"))
         )
     if ref.group == "kueue.x-k8s.io" and ref.kind != "WorkloadPriorityClass":
         errs.append(
-            cel(path, "object", "only the WorkloadPriorityClass kind is allowed for the kueue.x-k8s.io group")
+            cel(path, "object", _wl_rule("spec.priorityClassRef", "only the WorkloadPriorityClass kind"))
         )
     return errs
 
@@ -1241,13 +1247,13 @@ def _cel_workload_update(wl: k.Workload, old: k.Workload) -> list[FieldError]:
     errs: list[FieldError] = []
     if has_quota_reservation(old):
         errs += _cel_priority_ref_update(wl.spec.priority_class_ref, old.spec.priority_class_ref)
-        if (
-            has_quota_reservation(wl)
-            and old.spec.queue_name
-            and wl.spec.queue_name
-            and old.spec.queue_name != wl.spec.queue_name
+        # Upstream's rule: with quota reserved before and after, queueName may be neither set,
+        # removed nor changed (has(old) == has(new) and equal when present).
+        if has_quota_reservation(wl) and (
+            bool(old.spec.queue_name) != bool(wl.spec.queue_name)
+            or (old.spec.queue_name and old.spec.queue_name != wl.spec.queue_name)
         ):
-            errs.append(cel(ROOT_PATH, "object", "queueName is immutable while workload quota reserved"))
+            errs.append(cel(ROOT_PATH, "object", _wl_rule("", "queueName is immutable")))
     both_admitted = is_condition_true(old.status.conditions, ADMITTED) and is_condition_true(
         wl.status.conditions, ADMITTED
     )
@@ -1255,7 +1261,7 @@ def _cel_workload_update(wl: k.Workload, old: k.Workload) -> list[FieldError]:
         wl.spec.maximum_execution_time_seconds or 0
     ):
         errs.append(
-            cel(ROOT_PATH, "object", "maximumExecutionTimeSeconds is immutable while workload quota reserved")
+            cel(ROOT_PATH, "object", _wl_rule("", "maximumExecutionTimeSeconds is immutable"))
         )
     return errs
 
@@ -1264,24 +1270,24 @@ def _cel_priority_ref_update(
     new: k.PriorityClassRef | None, old: k.PriorityClassRef | None
 ) -> list[FieldError]:
     if (new is None) != (old is None):
-        return [cel(ROOT_PATH, "object", "priorityClassRef is immutable while workload quota reserved")]
+        return [cel(ROOT_PATH, "object", _wl_rule("", "priorityClassRef is immutable"))]
     if new is None or old is None:
         return []
     errs: list[FieldError] = []
     if new.group != old.group:
         errs.append(
-            cel(ROOT_PATH, "object", "priorityClassRef.group is immutable while workload quota reserved")
+            cel(ROOT_PATH, "object", _wl_rule("", "priorityClassRef.group is immutable"))
         )
     if new.kind != old.kind:
         errs.append(
-            cel(ROOT_PATH, "object", "priorityClassRef.kind is immutable while workload quota reserved")
+            cel(ROOT_PATH, "object", _wl_rule("", "priorityClassRef.kind is immutable"))
         )
     if new.group == "scheduling.k8s.io" and new.kind == "PriorityClass" and new.name != old.name:
         errs.append(
             cel(
                 ROOT_PATH,
                 "object",
-                "priorityClassRef.name is immutable for scheduling.k8s.io/priorityclass while workload quota reserved",
+                _wl_rule("", "priorityClassRef.name is immutable"),
             )
         )
     return errs
@@ -1296,9 +1302,9 @@ def _cel_workload_status(wl: k.Workload, old: k.Workload | None) -> list[FieldEr
         and status.cluster_name is not None
         and (old.status.cluster_name != status.cluster_name)
     ):
-        errs.append(cel("status", "object", "clusterName is immutable once set"))
+        errs.append(cel("status", "object", _wl_rule("status", "clusterName is immutable")))
     if status.cluster_name is not None and status.nominated_cluster_names:
-        errs.append(cel("status", "object", "clusterName and nominatedClusterNames are mutually exclusive"))
+        errs.append(cel("status", "object", _wl_rule("status", "clusterName and nominatedClusterNames")))
     return errs
 
 

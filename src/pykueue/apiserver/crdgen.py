@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import yaml
 
+from pykueue.api import celrules
 from pykueue.api import kueue as k
 from pykueue.api import validation as v
 from pykueue.api.conversion import POD_PRIORITY_SOURCE, RETRY_DELAY_MINUTES_DEFAULT, WPC_SOURCE
@@ -168,30 +169,44 @@ def _crd_clean(schema: Schema) -> Schema:
 
 
 def _topology_request_schema(*, v1beta1: bool = False) -> Schema:
+    # upstream's v1beta1 type carries none of the length bounds the v1beta2 one has
+    bound: Callable[[int], dict[str, int]] = (lambda n: {}) if v1beta1 else (lambda n: {"max_length": n})
     props: dict[str, Schema] = {
-        "required": string("required indicates the topology level required by the PodSet."),
-        "preferred": string("preferred indicates the topology level preferred by the PodSet."),
+        "required": string("required indicates the topology level required by the PodSet.", **bound(63)),
+        "preferred": string("preferred indicates the topology level preferred by the PodSet.", **bound(63)),
         "unconstrained": boolean(
             "unconstrained indicates that Kueue has the freedom to schedule the PodSet within the entire available capacity."
         ),
-        "podIndexLabel": string("podIndexLabel indicates the name of the label indexing the pods."),
+        "podIndexLabel": string("podIndexLabel indicates the name of the label indexing the pods.", **bound(317)),
         "subGroupIndexLabel": string(
-            "subGroupIndexLabel indicates the name of the label indexing the instances of replicated Jobs."
+            "subGroupIndexLabel indicates the name of the label indexing the instances of replicated Jobs.",
+            **bound(317),
         ),
         "subGroupCount": integer(
-            "subGroupCount indicates the count of replicated Jobs (groups) within a PodSet."
+            "subGroupCount indicates the count of replicated Jobs (groups) within a PodSet.",
+            **({} if v1beta1 else {"minimum": 0}),  # type: ignore[arg-type]
         ),
         "podSetGroupName": string(
-            "podSetGroupName indicates the name of the group of PodSets to which this PodSet belongs."
+            "podSetGroupName indicates the name of the group of PodSets to which this PodSet belongs.",
+            **bound(256),
         ),
         "podSetSliceRequiredTopology": string(
-            "podSetSliceRequiredTopology indicates the topology level required by the PodSet slice."
+            "podSetSliceRequiredTopology indicates the topology level required by the PodSet slice.", **bound(63)
         ),
-        "podSetSliceSize": integer("podSetSliceSize indicates the size of a subgroup of pods in a PodSet."),
+        "podSetSliceSize": integer(
+            "podSetSliceSize indicates the size of a subgroup of pods in a PodSet.", minimum=1
+        ),
     }
     if not v1beta1:
+        constraint = obj(
+            {
+                "size": integer("size is the number of pods in a slice.", minimum=1),
+                "topology": string("topology is the topology level required by the slice.", min_length=1, **bound(63)),
+            },
+            required_fields=("size", "topology"),
+        )
         props["podsetSliceRequiredTopologyConstraints"] = arr(
-            free_object(),
+            constraint,
             "podsetSliceRequiredTopologyConstraints lists additional slice constraints.",
             max_items=3,
             list_type="atomic",
@@ -200,27 +215,48 @@ def _topology_request_schema(*, v1beta1: bool = False) -> Schema:
 
 
 def _topology_assignment_schema() -> Schema:
+    # The bounds are upstream's: its CEL rules below them only fit kube-apiserver's cost budget
+    # because of them (a CRD without them is refused).
     values = obj(
         {
-            "universal": string("universal - the single value shared by every domain."),
+            "universal": string("universal - the single value shared by every domain.", max_length=63),
             "individual": obj(
                 {
-                    "prefix": string("prefix common to all values."),
-                    "suffix": string("suffix common to all values."),
-                    "roots": arr({"type": "string"}, "roots - the distinct middle parts of the values."),
+                    "prefix": string("prefix common to all values.", max_length=63),
+                    "suffix": string("suffix common to all values.", max_length=63),
+                    "roots": arr(
+                        {"type": "string", "maxLength": 63},
+                        "roots - the distinct middle parts of the values.",
+                        min_items=1,
+                        max_items=100000,
+                        list_type="atomic",
+                    ),
                 },
                 "individual - values per domain, compressed by a common prefix and suffix.",
+                required_fields=("roots",),
             ),
         }
     )
     slice_ = obj(
         {
-            "domainCount": integer("domainCount is the number of domains in the slice."),
-            "valuesPerLevel": arr(values, "valuesPerLevel lists the values of every topology level."),
+            "domainCount": integer("domainCount is the number of domains in the slice.", minimum=1),
+            "valuesPerLevel": arr(
+                values,
+                "valuesPerLevel lists the values of every topology level.",
+                min_items=1,
+                max_items=16,
+                list_type="atomic",
+            ),
             "podCounts": obj(
                 {
-                    "universal": integer("universal - the pod count shared by every domain."),
-                    "individual": arr(integer(), "individual - pod counts per domain."),
+                    "universal": integer("universal - the pod count shared by every domain.", minimum=1),
+                    "individual": arr(
+                        integer(minimum=1),
+                        "individual - pod counts per domain.",
+                        min_items=1,
+                        max_items=100000,
+                        list_type="atomic",
+                    ),
                 },
                 "podCounts is the number of pods assigned to each domain.",
             ),
@@ -230,22 +266,34 @@ def _topology_assignment_schema() -> Schema:
     return obj(
         {
             "levels": arr(
-                {"type": "string"},
+                {"type": "string", "maxLength": 317},
                 "levels is an ordered list of keys denoting the levels of the assigned topology.",
                 min_items=1,
                 max_items=16,
+                list_type="atomic",
             ),
-            "slices": arr(slice_, "slices is a list of compressed topology domain assignments."),
+            "slices": arr(
+                slice_,
+                "slices is a list of compressed topology domain assignments.",
+                max_items=1000,
+                list_type="atomic",
+            ),
         },
         "topologyAssignment indicates the topology assignment divided into topology domains.",
-        required_fields=("levels",),
+        required_fields=("levels", "slices"),
     )
 
 
 def _topology_assignment_v1beta1() -> Schema:
     domain = obj(
         {
-            "values": arr({"type": "string"}, "values is an ordered list of node selector values."),
+            "values": arr(
+                {"type": "string"},
+                "values is an ordered list of node selector values.",
+                min_items=1,
+                max_items=16,
+                list_type="atomic",
+            ),
             "count": integer(
                 "count indicates the number of Pods to be scheduled in the topology domain.", minimum=1
             ),
@@ -259,6 +307,7 @@ def _topology_assignment_v1beta1() -> Schema:
                 "levels is an ordered list of keys denoting the levels of the assigned topology.",
                 min_items=1,
                 max_items=16,
+                list_type="atomic",
             ),
             "domains": arr(domain, "domains is a list of topology assignments split by topology domains."),
         },
@@ -293,9 +342,9 @@ def _lq_fair_sharing_status() -> Schema:
     )
 
 
-def _named_items(description: str, max_items: int) -> Schema:
+def _named_items(description: str, max_items: int, name_length: int = 253) -> Schema:
     return arr(
-        obj({"name": string("name of the item.", max_length=253)}, required_fields=("name",)),
+        obj({"name": string("name of the item.", max_length=name_length)}, required_fields=("name",)),
         description,
         max_items=max_items,
         list_type="map",
@@ -326,6 +375,9 @@ def _preemption_gate_states() -> Schema:
 # --- the overlay ------------------------------------------------------------------------------------
 
 _STRUCTS: dict[type, Schema] = {
+    # required by upstream's markers although the model gives them a default
+    k.AdmissionScope: {"required": ["admissionMode"]},
+    k.AdmissionChecksStrategy: {"required": ["admissionChecks"]},
     k.ResourceFlavor: F("ResourceFlavor is the Schema for the resourceflavors API."),
     k.ResourceFlavorSpec: F(
         "ResourceFlavorSpec defines the desired state of the ResourceFlavor",
@@ -416,24 +468,12 @@ _STRUCTS: dict[type, Schema] = {
             },
         ],
     ),
-    k.PodSet: F(
-        "PodSet is a set of homogeneous pods described by a pod template and a count.",
-        validations=[
-            {
-                "message": "minCount should be positive and less or equal to count",
-                "rule": "has(self.minCount) ? self.minCount <= self.count : true",
-            }
-        ],
-    ),
-    k.PriorityClassRef: F(
-        "PriorityClassRef references a WorkloadPriorityClass or a PriorityClass.",
-        validations=[
-            {
-                "message": "kind must be PriorityClass when group is scheduling.k8s.io and WorkloadPriorityClass when group is kueue.x-k8s.io",
-                "rule": "(self.group == 'scheduling.k8s.io') == (self.kind == 'PriorityClass')",
-            }
-        ],
-    ),
+    # CEL rules: pykueue.api.celrules (set on every node by _set_cel_rules)
+    k.PodSet: {
+        **F("PodSet is a set of homogeneous pods described by a pod template and a count."),
+        "required": ["template"],
+    },
+    k.PriorityClassRef: F("PriorityClassRef references a WorkloadPriorityClass or a PriorityClass."),
     k.Admission: F("Admission contains the ClusterQueue and flavor assignments of an admitted Workload."),
     k.PodSetAssignment: F("PodSetAssignment holds the flavors and resource usage assigned to one podSet."),
     k.AdmissionCheckState: F("AdmissionCheckState is the state of one admission check of a Workload."),
@@ -531,6 +571,7 @@ _FIELDS: dict[tuple[type, str], Schema] = {
         "coveredResources is the list of resources covered by the flavors in this group.",
         min_items=1,
         max_items=64,
+        list_type="atomic",
     ),
     (k.ResourceGroup, "flavors"): F(
         "flavors is the list of flavors that provide the resources of this group. "
@@ -590,8 +631,34 @@ _FIELDS: dict[tuple[type, str], Schema] = {
         "admissionScope indicates whether ClusterQueue uses the Admission Fair Sharing"
     ),
     (k.ClusterQueueSpec, "concurrentAdmissionPolicy"): {
-        "$schema": free_object(
-            "concurrentAdmissionPolicy configures concurrent admission with several flavors (alpha)."
+        "$schema": obj(
+            {
+                "migration": obj(
+                    {
+                        "constraints": obj(
+                            {
+                                "lastAcceptableFlavorName": string(
+                                    "lastAcceptableFlavorName defines the last acceptable flavor a Workload can "
+                                    "migrate to (only with the TryPreferredFlavors mode).",
+                                    max_length=253,
+                                    pattern=v.DNS_SUBDOMAIN_PATTERN,
+                                )
+                            },
+                            "constraints defines the constraints of Workload's migration.",
+                        ),
+                        "mode": string(
+                            "mode defines the mode of Workload's migration: TryPreferredFlavors (default) or "
+                            "RetainFirstAdmission.",
+                            enum=("TryPreferredFlavors", "RetainFirstAdmission"),
+                            max_length=253,
+                        ),
+                    },
+                    "migration defines the constraints on Workload's migration.",
+                    required_fields=("mode",),
+                )
+            },
+            "concurrentAdmissionPolicy defines the configuration for ConcurrentAdmission feature (alpha).",
+            required_fields=("migration",),
         )
     },
     (k.FlavorFungibility, "whenCanBorrow"): F(
@@ -638,7 +705,7 @@ _FIELDS: dict[tuple[type, str], Schema] = {
         "Workloads from other ClusterQueues in the cohort if the workload requires borrowing.",
         default={},
     ),
-    (k.AdmissionCheckStrategyRule, "name"): F("name is an AdmissionCheck's name.", max_length=316),
+    (k.AdmissionCheckStrategyRule, "name"): F("name is an AdmissionCheck's name.", max_length=316, min_length=1),
     (k.AdmissionCheckStrategyRule, "onFlavors"): {
         **F(
             "onFlavors is a list of ResourceFlavors' names that this AdmissionCheck should run for. If empty, the "
@@ -841,7 +908,9 @@ _FIELDS: dict[tuple[type, str], Schema] = {
     ),
     (k.PodSetAssignment, "topologyAssignment"): {"$schema": _topology_assignment_schema()},
     (k.PodSetAssignment, "delayedTopologyRequest"): F(
-        "delayedTopologyRequest indicates the topology assignment is delayed.", enum=("Pending", "Ready")
+        "delayedTopologyRequest indicates the topology assignment is delayed.",
+        enum=("Pending", "Ready"),
+        max_length=7,
     ),
     (k.Admission, "clusterQueue"): _ref_name(
         "clusterQueue is the name of the ClusterQueue that admitted this workload."
@@ -882,23 +951,22 @@ _FIELDS: dict[tuple[type, str], Schema] = {
     (k.AdmissionCheckState, "retryCount"): F(
         "retryCount counts the number of retries for this admission check.", minimum=0
     ),
-    (k.AdmissionCheckState, "podSetUpdates"): F(
-        max_items=v.MAX_POD_SETS, list_type="map", map_keys=("name",)
-    ),
+    (k.AdmissionCheckState, "podSetUpdates"): F(max_items=v.MAX_POD_SETS, list_type="atomic"),
     (k.PodSetRequest, "name"): F(
         "name is the name of the podSet. It should match one of the names in .spec.podSets.",
         max_length=63,
         pattern=v.DNS_LABEL_PATTERN,
-        default="main",
     ),
     (k.PodSetRequest, "resources"): F(
         "resources is the total resources all the pods in the podset need to run."
     ),
     (k.WorkloadSchedulingStatsEviction, "reason"): F(
-        "reason specifies the programmatic identifier for the eviction cause."
+        "reason specifies the programmatic identifier for the eviction cause.", max_length=316
     ),
     (k.WorkloadSchedulingStatsEviction, "underlyingCause"): F(
-        "underlyingCause specifies a finer-grained explanation.", default=""
+        # upstream requires it (Go always sends ""); our writers may omit the empty value, so the
+        # list-map key keeps a default instead
+        "underlyingCause specifies a finer-grained explanation.", max_length=316, default=""
     ),
     (k.WorkloadSchedulingStatsEviction, "count"): F(
         "count tracks the number of evictions for this reason and underlying cause.", minimum=0
@@ -949,7 +1017,7 @@ _FIELDS: dict[tuple[type, str], Schema] = {
         **F(
             "nominatedClusterNames specifies the list of cluster names that have been nominated for scheduling.",
             max_items=20,
-            list_type="set",
+            list_type="atomic",
         ),
         "$items": F(max_length=256),
     },
@@ -960,6 +1028,7 @@ _FIELDS: dict[tuple[type, str], Schema] = {
         "$schema": _named_items(
             "unhealthyNodes holds the failed nodes running at least one pod of this workload when Topology-Aware Scheduling is used.",
             8,
+            63,
         )
     },
     (k.WorkloadStatus, "preemptionGates"): {"$schema": _preemption_gate_states()},
@@ -1161,7 +1230,9 @@ def _kind_schema(cls: type) -> Schema:
         "metadata": obj(),
     }
     properties.update({n: s for n, s in body["properties"].items() if n not in properties})
-    required_fields = [n for n in body.get("required", []) if n not in ("apiVersion", "kind", "metadata")]
+    # ``spec`` is never required at the root in upstream's CRDs (WorkloadPriorityClass's value is).
+    excluded = ("apiVersion", "kind", "metadata", "spec")
+    required_fields = [n for n in body.get("required", []) if n not in excluded]
     return obj(properties, body.get("description", ""), required_fields=required_fields)
 
 
@@ -1307,7 +1378,6 @@ def _topology_v1beta2() -> Schema:
     return obj(
         {"apiVersion": meta.api_version_field(), "kind": meta.kind_field(), "metadata": obj(), "spec": spec},
         "Topology is the Schema for the topology API",
-        required_fields=("spec",),
     )
 
 
@@ -1343,6 +1413,7 @@ def _rename(props: dict[str, Schema], old: str, new: str) -> None:
 
 def _cq_v1beta1(schema: Schema) -> None:
     spec = _props(schema, "spec")
+    spec.pop("concurrentAdmissionPolicy", None)  # a v1beta2-only field
     _rename(spec, "cohortName", "cohort")
     spec["cohort"]["description"] = spec["cohort"]["description"].replace("cohortName", "cohort", 1)
     for rule in schema["properties"]["spec"].get(VALIDATIONS, []):
@@ -1424,6 +1495,7 @@ def _wl_v1beta1(schema: Schema) -> None:
     )
     schema["properties"]["spec"].pop(VALIDATIONS, None)
     _props(schema, "spec", "podSets")["topologyRequest"] = _topology_request_schema(v1beta1=True)
+    schema["properties"]["spec"]["properties"]["podSets"]["items"]["required"] = ["count", "template"]
     status = _props(schema, "status")
     status.pop("preemptionGates", None)
     _rename(status, "accumulatedPastExecutionTimeSeconds", "accumulatedPastExexcutionTimeSeconds")
@@ -1455,6 +1527,63 @@ _V1BETA1_EDITS: Mapping[str, Callable[[Schema], None]] = {
 }
 
 
+_V1BETA1_WITHOUT: Mapping[str, Mapping[str, tuple[str, ...]]] = {
+    "AdmissionCheck": {
+        "spec.controllerName": ("maxLength", "minLength"),
+        "spec.parameters.apiGroup": ("minLength",),
+        "spec.parameters.kind": ("minLength",),
+        "spec.parameters.name": ("minLength",),
+    },
+    "ClusterQueue": {
+        "spec.admissionChecksStrategy": ("required",),
+        "spec.admissionChecksStrategy.admissionChecks": (
+            "maxItems", "minItems", "x-kubernetes-list-map-keys", "x-kubernetes-list-type",
+        ),
+        "spec.admissionChecksStrategy.admissionChecks[].name": ("minLength",),
+        "spec.admissionChecksStrategy.admissionChecks[].onFlavors": ("maxItems", "x-kubernetes-list-type"),
+        "spec.admissionScope.admissionMode": ("enum",),
+        "spec.resourceGroups[].coveredResources": ("x-kubernetes-list-type",),
+    },
+    "Cohort": {"spec.resourceGroups[].coveredResources": ("x-kubernetes-list-type",)},
+    "MultiKueueCluster": {"spec.kubeConfig.location": ("maxLength", "minLength"), "status.conditions": ("maxItems",)},
+    "MultiKueueConfig": {"spec.clusters[]": ("maxLength",)},
+    "ProvisioningRequestConfig": {
+        "spec.podSetUpdates.nodeSelector": ("x-kubernetes-list-map-keys", "x-kubernetes-list-type"),
+        "spec.provisioningClassName": ("minLength",),
+    },
+    "WorkloadPriorityClass": {"description": ("maxLength",)},
+    "Workload": {
+        "status.admission.podSetAssignments[].delayedTopologyRequest": ("enum", "maxLength"),
+        "status.admissionChecks[].name": ("minLength",),
+        "status.admissionChecks[].podSetUpdates[].tolerations": ("x-kubernetes-list-type",),
+        "status.clusterName": ("maxLength",),
+        "status.nominatedClusterNames[]": ("maxLength",),
+        "status.schedulingStats.evictions": ("maxItems",),
+        "status.unhealthyNodes": ("maxItems", "x-kubernetes-list-map-keys", "x-kubernetes-list-type"),
+        "status.unhealthyNodes[].name": ("maxLength",),
+    },
+}  # fmt: skip
+"""Bounds the v1beta2 types added that upstream's (deprecated) v1beta1 types never had: the
+v1beta1 schemas, derived from v1beta2, drop them (``kind → path → keywords``)."""
+
+
+def _node(schema: Schema, path: str) -> Schema:
+    node = schema
+    for part in path.split("."):
+        name, items = part.removesuffix("[]"), part.endswith("[]")
+        node = node["properties"][name]
+        if items:
+            node = node["items"]
+    return node
+
+
+def _drop_v1beta1_bounds(kind: str, schema: Schema) -> None:
+    for path, keywords in _V1BETA1_WITHOUT.get(kind, {}).items():
+        node = _node(schema, path)
+        for keyword in keywords:
+            node.pop(keyword, None)
+
+
 def _unchanged(schema: Schema) -> None:
     """Kinds whose v1beta1 schema equals v1beta2."""
 
@@ -1462,7 +1591,10 @@ def _unchanged(schema: Schema) -> None:
 @cache
 def _kueue_schema(kind: str, version: str) -> Schema:
     if version == V1BETA1 and kind == "MultiKueueCluster":
-        return _multikueue_cluster_v1beta1()
+        schema = _multikueue_cluster_v1beta1()
+        _drop_v1beta1_bounds(kind, schema)
+        _set_cel_rules(kind, version, schema)
+        return schema
     if kind in _MODELLED:
         schema = _kind_schema(_MODELLED[kind])
     elif kind in _HAND_WRITTEN:
@@ -1471,9 +1603,42 @@ def _kueue_schema(kind: str, version: str) -> Schema:
         raise KeyError(f"not a Kueue kind: {kind}")
     if version == V1BETA1:
         _V1BETA1_EDITS.get(kind, _unchanged)(schema)
+        conditions = (schema["properties"].get("status") or {}).get("properties", {}).get("conditions")
+        if conditions is not None:
+            conditions.pop("maxItems", None)  # the v1beta1 types carry no bound on conditions
+        _drop_v1beta1_bounds(kind, schema)
     elif version != V1BETA2:
         raise KeyError(f"kueue.x-k8s.io does not serve version {version}")
+    _set_cel_rules(kind, version, schema)
     return schema
+
+
+def _set_cel_rules(kind: str, version: str, schema: Schema) -> None:
+    """Put upstream's CEL rules (:data:`pykueue.api.celrules.RULES`), and only those, on every
+    node outside the embedded pod templates (whose rules come with the core/v1 schema)."""
+    table = celrules.RULES.get((kind, version), {})
+    placed: set[str] = set()
+
+    def walk(node: Schema, path: str) -> None:
+        rules = table.get(path)
+        if rules:
+            node[VALIDATIONS] = [{"message": r.message, "rule": r.rule} for r in rules]
+            placed.add(path)
+        else:
+            node.pop(VALIDATIONS, None)
+        for name, child in (node.get("properties") or {}).items():
+            child_path = f"{path}.{name}" if path else name
+            if not child_path.endswith("].template"):
+                walk(child, child_path)
+        if isinstance(node.get("items"), dict):
+            walk(node["items"], f"{path}[]")
+        if isinstance(node.get("additionalProperties"), dict):
+            walk(node["additionalProperties"], f"{path}{{}}")
+
+    walk(schema, "")
+    missing = set(table) - placed
+    if missing:
+        raise KeyError(f"{kind} {version}: no schema node for the CEL rules at {sorted(missing)}")
 
 
 def kueue_schema(kind: str, version: str) -> Schema:

@@ -31,6 +31,7 @@ from typing import Any
 
 import msgspec
 
+from pykueue.api import celrules
 from pykueue.api import kueue as k
 from pykueue.api.conversion import (
     ConversionError,
@@ -584,14 +585,33 @@ def _rules_multikueue_cluster(obj: Obj, old: Obj | None) -> list[FieldError]:
 
 
 def _rules_topology(obj: Obj, old: Obj | None) -> list[FieldError]:
+    """Topology's CEL rules on ``spec.levels`` (messages from :mod:`pykueue.api.celrules`)."""
+    version = str(obj.get("apiVersion") or "").rpartition("/")[2] or "v1beta2"
     levels = (obj.get("spec") or {}).get("levels") or []
-    errs: list[FieldError] = []
-    if old is not None and levels != (old.get("spec") or {}).get("levels"):
-        errs.append(cel("spec.levels", "array", "field is immutable"))
     labels = [str(level.get("nodeLabel")) for level in levels if isinstance(level, dict)]
-    if len(set(labels)) != len(labels):
-        errs.append(cel("spec.levels", "array", "must be unique"))
+
+    def msg(starts: str) -> str:
+        return celrules.message("Topology", "spec.levels", starts, version)
+
+    errs: list[FieldError] = []
+    old_levels = ((old or {}).get("spec") or {}).get("levels") or []
+    if old is not None and levels != old_levels:
+        if version == "v1beta1":
+            errs.append(cel("spec.levels", "array", msg("field is immutable")))
+        else:
+            old_labels = [str(level.get("nodeLabel")) for level in old_levels if isinstance(level, dict)]
+            # v1beta2 lets the levels change while the hostname level stays the lowest one.
+            if not (labels and old_labels and labels[-1] == HOSTNAME_LABEL and old_labels[-1] == HOSTNAME_LABEL):
+                errs.append(cel("spec.levels", "array", msg("levels are mutable only")))
+    items = [repr(sorted(level.items())) if isinstance(level, dict) else repr(level) for level in levels]
+    if len(set(items)) != len(items):  # whole items compared, as the rule's ``j == i``
+        errs.append(cel("spec.levels", "array", msg("must be unique")))
+    if HOSTNAME_LABEL in labels and labels[-1] != HOSTNAME_LABEL:
+        errs.append(cel("spec.levels", "array", msg("the kubernetes.io/hostname label")))
     return errs
+
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
 def _schema_behaviour(

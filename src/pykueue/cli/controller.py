@@ -49,6 +49,47 @@ def add_parser(sub: Any) -> None:
         metavar="FILE",
         help="serve only clients with a certificate signed by this CA (the cluster's requestheader-client-ca-file)",
     )
+    w = p.add_argument_group("webhooks", "Kueue's conversion, defaulting and validation webhooks (HTTPS)")
+    w.add_argument(
+        "--no-webhooks", action="store_true", help="do not serve or register the webhooks (the API server has its own)"
+    )
+    w.add_argument(
+        "--webhook-host", default="127.0.0.1", help="address the webhook server listens on (default 127.0.0.1)"
+    )
+    w.add_argument(
+        "--webhook-port",
+        type=int,
+        default=0,
+        help="webhook server port (default: the port this --work-dir used last, else a free one; upstream uses 9443)",
+    )
+    w.add_argument(
+        "--webhook-cert-dir",
+        type=Path,
+        help="tls.crt, tls.key (and ca.crt) to serve with; default: a self-signed CA made in --work-dir",
+    )
+    w.add_argument(
+        "--webhook-service",
+        metavar="NAMESPACE/NAME",
+        help="register the webhooks through this Service (in-cluster) instead of by URL on --webhook-host",
+    )
+    ha = p.add_argument_group("high availability", "leader election and health probes")
+    ha.add_argument(
+        "--leader-elect",
+        action="store_true",
+        help="run the controllers only while holding the Lease (leaderElection in --config: "
+        "resourceName, resourceNamespace, leaseDuration, renewDeadline, retryPeriod)",
+    )
+    ha.add_argument(
+        "--leader-election-namespace",
+        help="namespace of the Lease (default: leaderElection.resourceNamespace, else the configuration's "
+        "namespace, kueue-system)",
+    )
+    ha.add_argument(
+        "--health-probe-bind-address",
+        default="",
+        metavar="[HOST]:PORT",
+        help="serve /healthz, /readyz and /replica-role here (default: off; the Deployment uses :8081)",
+    )
     p.set_defaults(func=run)
 
 
@@ -98,22 +139,53 @@ def run(args: argparse.Namespace) -> int:
         if metrics_server is not None:
             metrics_server.start()
             print(f"pykueue controller: serving metrics at {metrics_server.url}", flush=True)
+    server = None if args.no_webhooks else _start_webhooks(client, args)
     done = threading.Event()
+    leading = threading.Event()
+    elector = _elector(client, args, leading) if args.leader_elect else None
+    health = None
+    if args.health_probe_bind_address:
+        from pykueue.controllers.health import HealthServer
+
+        health = HealthServer(
+            args.health_probe_bind_address,
+            ready=lambda: True,  # webhooks (when on) already serve: they started first
+            role=lambda: elector.role if elector is not None else "leader",
+        )
+        health.start()
+        print(f"pykueue controller: health probes on port {health.port}", flush=True)
 
     def on_signal(signum: int, frame: Any) -> None:
         done.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    stop = start_all(components)
-    print("pykueue controller: running (Ctrl-C to stop)", flush=True)
-    if visibility is not None:
-        print(f"pykueue controller: visibility API on https://{args.visibility_bind_address}:{visibility.port}", flush=True)
+    stop: Any = None
     try:
-        done.wait()
+        if elector is not None:
+            print(f"pykueue controller: waiting for lease as {elector.identity}", flush=True)
+            elector.start()
+            while not done.is_set() and not leading.wait(0.2):
+                pass
+        if not done.is_set():
+            stop = start_all(components)
+            print("pykueue controller: running (Ctrl-C to stop)", flush=True)
+            if visibility is not None:
+                print(
+                    f"pykueue controller: visibility API on https://{args.visibility_bind_address}:{visibility.port}",
+                    flush=True,
+                )
+            done.wait()
     finally:
-        stop()
+        if stop is not None:
+            stop()
         if metrics_server is not None:
             metrics_server.stop()
+        if elector is not None:
+            elector.stop(release=True)
+        if server is not None:
+            server.stop()
+        if health is not None:
+            health.stop()
         client.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -153,3 +225,78 @@ def _visibility_server(args: argparse.Namespace, components: list[Any]) -> Any:
         # The controllers do not depend on it: keep scheduling, say loudly what is missing.
         print(f"pykueue controller: visibility API disabled: cannot serve on port {args.visibility_port}: {err}", flush=True)
         return None
+
+
+def _elector(client: Any, args: argparse.Namespace, leading: threading.Event) -> Any:
+    """The Lease campaign with the Configuration's ``leaderElection`` timings and names."""
+    import os
+
+    from pykueue.api.config import load_config, load_config_file
+    from pykueue.controllers.leaderelection import ElectionConfig, LeaderElector
+
+    cfg = (load_config_file(str(args.config)) if args.config else load_config(None)).configuration
+    election = cfg.leader_election
+    assert election is not None  # defaulted by load_config
+    namespace = args.leader_election_namespace or election.resource_namespace or cfg.namespace or "kueue-system"
+
+    def seconds(value: Any, default: float) -> float:
+        return value.nanoseconds / 1e9 if value is not None else default
+
+    config = ElectionConfig(
+        namespace=namespace,
+        name=election.resource_name,
+        lease_duration=seconds(election.lease_duration, 15.0),
+        renew_deadline=seconds(election.renew_deadline, 10.0),
+        retry_period=seconds(election.retry_period, 2.0),
+    )
+
+    def lost() -> None:
+        # controller-runtime exits when the lease is lost: nothing may write after the renew
+        # deadline, which is shorter than the lease another replica waits out.
+        print("pykueue controller: leader election lost, exiting", flush=True)
+        os._exit(1)
+
+    return LeaderElector(client, config, on_started=leading.set, on_lost=lost)
+
+
+def _start_webhooks(client: Any, args: argparse.Namespace) -> Any:
+    """Serve the webhooks and point the CRDs and webhook configurations at them.
+
+    Outside the cluster they are registered by URL (``https://<host>:<port>``); the port is kept
+    in the work directory so a restarted controller (e.g. after kill -9) answers at the address
+    the API server already calls.
+    """
+    from pykueue.client.interface import NotFound
+    from pykueue.controllers import webhooks as wh
+
+    try:
+        client.get(wh.CRDS, f"clusterqueues.{wh.KUEUE_GROUP}")
+    except NotFound:
+        # `pykueue serve` serves Kueue's API itself, webhooks included: no CRDs to point at us.
+        print("pykueue controller: no Kueue CRDs on this server (built-in Kueue API): webhooks not needed", flush=True)
+        return None
+    work_dir: Path = args.work_dir.resolve()
+    work_dir.mkdir(parents=True, exist_ok=True)
+    service = None
+    host_name = args.webhook_host
+    if args.webhook_service:
+        namespace, _, name = str(args.webhook_service).partition("/")
+        if not name:
+            raise SystemExit(f"error: --webhook-service {args.webhook_service!r}: want NAMESPACE/NAME")
+        service = {"namespace": namespace, "name": name}
+        host_name = f"{name}.{namespace}.svc"
+    if service is not None and args.webhook_cert_dir is None:
+        certs = wh.shared_cert_files(client, service["namespace"], wh.DEFAULT_CERT_SECRET, work_dir, host_name)
+    else:
+        certs = wh.cert_files(args.webhook_cert_dir, work_dir, host_name)
+    port_file = work_dir / "webhook-port"
+    port = args.webhook_port
+    if not port and port_file.exists():
+        port = int(port_file.read_text() or 0)
+    server = wh.WebhookServer(wh.Webhooks(client), certs, args.webhook_host, port)
+    port_file.write_text(str(server.port))
+    server.start()
+    url = None if service is not None else f"https://{args.webhook_host}:{server.port}"
+    wh.register(client, url, service, certs.ca_bundle())
+    print(f"pykueue controller: webhooks at {url or args.webhook_service}", flush=True)
+    return server

@@ -71,7 +71,11 @@ class QueueControllers:
         deleting = cq.metadata.deletion_timestamp is not None
         if not deleting:
             if self._set_finalizer(R.CLUSTER_QUEUES, cq, True):
-                return
+                # The write is applied to the cache at once, so its watch event changes nothing and
+                # would not bring this queue back: go on to the status with the written object.
+                cq = mgr.cluster_queues.get(name)
+                if cq is None:
+                    return
         elif RESOURCE_IN_USE in cq.metadata.finalizers and not state.workloads:
             self._set_finalizer(R.CLUSTER_QUEUES, cq, False)
             return

@@ -514,10 +514,12 @@ class ProvisioningRequestController(RuntimeComponent):
         status, reason, message = "True", st.ACTIVE_REASON, st.ACTIVE_MESSAGE
         error = parameters_ref_error((ac.get("spec") or {}).get("parameters"))
         if error is None:
-            try:
-                self.client.get(r.PROVISIONING_REQUEST_CONFIGS, str(ac["spec"]["parameters"]["name"]))
-            except NotFound as err:
-                error = err.message
+            # The informer's cache, as upstream's cached client: a config created later queues this
+            # check again (_on_config), so no GET per reconcile is needed.
+            name_ = str(ac["spec"]["parameters"]["name"])
+            if self.configs.get(("", name_)) is None:
+                res = r.PROVISIONING_REQUEST_CONFIGS
+                error = f'{res.plural}.{res.group} "{name_}" not found'
         if error is not None:
             status, reason, message = "False", "BadParametersRef", error
 
@@ -586,6 +588,12 @@ class ProvisioningRequestController(RuntimeComponent):
         return out
 
     def _reconcile_workload(self, namespace: str, name: str) -> float | None:
+        cached = self.workloads.get((namespace, name))
+        if cached is None or not (self._relevant_checks(cached) or self.owned_requests(cached)):
+            # Nothing of this controller's (no provisioning check, no request to clean up): the
+            # cache is at least as new as the change that queued the Workload, so the fresh read
+            # below would only cost a round trip per Workload change.
+            return None
         try:
             # A fresh read: decisions about attempts must not be made from a cached copy that
             # predates this controller's own last status write.

@@ -1,0 +1,109 @@
+"""The generated CRDs' rules as a real kube-apiserver evaluates them (no controller runs here):
+the cases issue 14 found, each with upstream's message (as kubectl prints a 422's causes)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from realcluster import RealCluster
+
+WORKLOAD = {
+    "apiVersion": "kueue.x-k8s.io/v1beta2",
+    "kind": "Workload",
+    "metadata": {"name": "", "namespace": "default"},
+    "spec": {
+        "queueName": "a",
+        "podSets": [
+            {
+                "name": "main",
+                "count": 1,
+                "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}},
+            }
+        ],
+    },
+}
+
+RESERVED = {
+    "conditions": [
+        {
+            "type": "QuotaReserved",
+            "status": "True",
+            "reason": "QuotaReserved",
+            "message": "Quota reserved in ClusterQueue cq",
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+        }
+    ],
+    "admission": {
+        "clusterQueue": "cq",
+        "podSetAssignments": [{"name": "main", "flavors": {"cpu": "f"}, "resourceUsage": {"cpu": "1"}, "count": 1}],
+    },
+}
+
+
+def _workload(cluster: RealCluster, name: str, status: dict[str, Any] | None = None) -> None:
+    obj = json.loads(json.dumps(WORKLOAD))
+    obj["metadata"]["name"] = name
+    cluster.kubectl("create", "-f", "-", stdin=json.dumps(obj))
+    if status is not None:
+        cluster.kubectl(
+            "patch", "workload", name, "-n", "default", "--subresource=status", "--type=merge",
+            "-p", json.dumps({"status": status}),
+        )  # fmt: skip
+
+
+def _patch(cluster: RealCluster, name: str, patch: dict[str, Any], *, status: bool = False) -> Any:
+    args = ["patch", "workload", name, "-n", "default", "--type=merge", "-p", json.dumps(patch)]
+    return cluster.kubectl(*args, *(["--subresource=status"] if status else []), check=False)
+
+
+def test_queue_name_is_immutable_while_quota_is_reserved(real_cluster: RealCluster) -> None:
+    _workload(real_cluster, "reserved", RESERVED)
+    changed = _patch(real_cluster, "reserved", {"spec": {"queueName": "b"}})
+    assert changed.returncode != 0
+    assert 'The Workload "reserved" is invalid: <nil>: Invalid value: queueName is immutable while workload quota reserved' in changed.stderr
+    removed = _patch(real_cluster, "reserved", {"spec": {"queueName": None}})
+    assert "queueName is immutable while workload quota reserved" in removed.stderr
+    _workload(real_cluster, "free")
+    assert _patch(real_cluster, "free", {"spec": {"queueName": "b"}}).returncode == 0
+
+
+def test_cluster_name_can_be_removed_but_not_changed(real_cluster: RealCluster) -> None:
+    _workload(real_cluster, "remote", {"clusterName": "worker-1"})
+    changed = _patch(real_cluster, "remote", {"status": {"clusterName": "worker-2"}}, status=True)
+    assert 'status: Invalid value: clusterName is immutable once set' in changed.stderr
+    removed = _patch(real_cluster, "remote", {"status": {"clusterName": None}}, status=True)
+    assert removed.returncode == 0, removed.stderr  # no CEL "no such key" error
+
+
+def test_priority_class_ref_kind_must_match_its_group(real_cluster: RealCluster) -> None:
+    obj = json.loads(json.dumps(WORKLOAD))
+    obj["metadata"]["name"] = "wrong-kind"
+    obj["spec"]["priority"] = 1
+    obj["spec"]["priorityClassRef"] = {"group": "kueue.x-k8s.io", "kind": "PriorityClass", "name": "p"}
+    result = real_cluster.kubectl("create", "-f", "-", stdin=json.dumps(obj), check=False)
+    assert (
+        'spec.priorityClassRef: Invalid value: only the WorkloadPriorityClass kind is allowed for the kueue.x-k8s.io group'
+        in result.stderr
+    ), result.stderr
+
+
+def test_topology_hostname_only_at_the_lowest_level(real_cluster: RealCluster) -> None:
+    topology = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Topology",
+        "metadata": {"name": "hostname-first"},
+        "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}, {"nodeLabel": "cloud.com/rack"}]},
+    }
+    result = real_cluster.kubectl("create", "-f", "-", stdin=json.dumps(topology), check=False)
+    assert (
+        'spec.levels: Invalid value: the kubernetes.io/hostname label can only be used at the lowest level of topology'
+        in result.stderr
+    ), result.stderr
+    topology["metadata"]["name"] = "regrouped"
+    topology["spec"]["levels"] = [{"nodeLabel": "cloud.com/block"}, {"nodeLabel": "kubernetes.io/hostname"}]
+    real_cluster.kubectl("create", "-f", "-", stdin=json.dumps(topology))
+    levels = [{"nodeLabel": "cloud.com/rack"}, {"nodeLabel": "kubernetes.io/hostname"}]
+    patch = json.dumps({"spec": {"levels": levels}})
+    regrouped = real_cluster.kubectl("patch", "topology", "regrouped", "--type=merge", "-p", patch, check=False)
+    assert regrouped.returncode == 0, regrouped.stderr
