@@ -71,7 +71,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -1238,6 +1238,9 @@ class JobRunner:
                 self._mark(pod, _DONE)  # recorded but never started: nothing ran
                 continue
             pod.identity, pod.pid = identity, int(identity["pid"])
+            with contextlib.suppress(OSError):
+                # The pid record is written as the pod starts: its time stands for the start time.
+                pod.started_at = datetime.fromtimestamp((directory / "pid").stat().st_mtime, UTC)
             removed = (directory / _REMOVED).exists()
             pod.phase = TERMINATING if removed else RUNNING
             if read_json(directory / "exit") is None and same_process(identity):
@@ -1258,6 +1261,8 @@ class JobRunner:
                 self._mark(pod, _DONE)
                 continue
             self._adopted.setdefault(pod.job_uid, []).append(pod)
+            if self.publisher is not None:
+                self.publisher.adopted(pod)
 
     def _sweep_adopted(self) -> None:
         """Adopted pods whose Job no longer exists are terminated (the Job was deleted meanwhile)."""

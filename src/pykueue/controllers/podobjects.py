@@ -35,7 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from pykueue.api.meta import format_time
+from pykueue.api.meta import format_time, parse_time
 from pykueue.client.interface import AlreadyExists, APIError, Client, NotFound
 from pykueue.client.resources import NODES, PODS
 from pykueue.controllers.podsandbox import read_json
@@ -265,7 +265,7 @@ def pod_status(pod: RunnerPod, created: datetime) -> dict[str, Any]:
 
 
 class _Entry:
-    __slots__ = ("created", "created_at", "deleted", "gone", "pod", "written")
+    __slots__ = ("adopted", "created", "created_at", "deleted", "gone", "pod", "written")
 
     def __init__(self, pod: RunnerPod, created_at: datetime) -> None:
         self.pod = pod
@@ -274,6 +274,7 @@ class _Entry:
         self.deleted = False  # the runner removed the pod: delete the object
         self.gone = False  # the object was deleted by someone else: write nothing more
         self.written: dict[str, Any] | None = None  # the last status written
+        self.adopted = False  # found running after a restart: its object's spec is read back first
 
 
 class PodPublisher:
@@ -314,6 +315,16 @@ class PodPublisher:
         """A new pod of the runner: its object is created (Pending)."""
         with self._cond:
             self._entries[pod.uid] = _Entry(pod, self.clock())
+            self._by_name[(pod.namespace, pod.name)] = pod.uid
+            self._dirty[pod.uid] = None
+            self._cond.notify_all()
+
+    def adopted(self, pod: RunnerPod) -> None:
+        """A pod a previous runner started (its object exists): its status is kept up to date."""
+        with self._cond:
+            entry = _Entry(pod, pod.started_at or self.clock())
+            entry.created = entry.adopted = True
+            self._entries[pod.uid] = entry
             self._by_name[(pod.namespace, pod.name)] = pod.uid
             self._dirty[pod.uid] = None
             self._cond.notify_all()
@@ -395,6 +406,18 @@ class PodPublisher:
                     self.client.delete(PODS, pod.name, pod.namespace)
             self._drop(entry)
             return
+        if entry.adopted:
+            # The runner's record of an adopted pod has no template: the object's spec is the one.
+            try:
+                live = self.client.get(PODS, pod.name, pod.namespace)
+            except NotFound:
+                self._drop(entry)
+                return
+            pod.template = {"metadata": live.get("metadata") or {}, "spec": live.get("spec") or {}}
+            created = (live.get("metadata") or {}).get("creationTimestamp")
+            if created:
+                entry.created_at = parse_time(str(created))
+            entry.adopted = False
         if not entry.created:
             try:
                 self.client.create(PODS, pod_object(pod, self.node))
