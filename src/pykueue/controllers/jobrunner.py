@@ -29,6 +29,11 @@ directory outside the runner's state (``SCRATCH/<namespace>/<job>/<pod>/``), opt
 ``run_as_user``. The runner's own records live in ``WORK_DIR/<namespace>/<job>/<pod>/`` (0700:
 ``spec.json``, ``pid``, ``exit``, markers, ``stdout.log`` / ``stderr.log`` 0600).
 
+Pod objects: each pod is also a ``core/v1`` Pod (and the machine a Node), written by
+:class:`~pykueue.controllers.podobjects.PodPublisher` off the hot path; a Pod deleted through the
+API has its process killed and counts as a failed pod (:meth:`JobRunner._kill_deleted`); the
+API server's ``pods/log`` finds a Pod's files through :meth:`JobRunner.pod_log_dir`.
+
 Crash safety: a pod's shim pid + start time are fsynced before the shim is told to start the pod,
 and the shim fsyncs the exit code. A runner started on the same work directory adopts the shims
 that survived its predecessor (waiting for them as for its own) and accounts the ones that ended
@@ -41,8 +46,8 @@ runner was started with ``run_unmanaged_jobs``; otherwise it is left as it is an
 ``NotManagedByKueue`` says why.
 
 Not modelled: init and sidecar containers, ``podFailurePolicy``, ``backoffLimitPerIndex``,
-``successPolicy``, in-place restarts of ``restartPolicy: OnFailure`` (every failed run counts as a
-failed pod) and Pod objects (there are none in the API). A container without ``command`` (the
+``successPolicy`` and in-place restarts of ``restartPolicy: OnFailure`` (every failed run counts as
+a failed pod). A container without ``command`` (the
 image's entrypoint), or whose ``env`` the runner cannot resolve, cannot run locally: its pod fails
 at once and a ``FailedToRun`` Event says why. Failed pods are replaced after the Job controller's
 exponential backoff (10 s doubling, at most 6 min), measured on the injected clock so end-to-end
