@@ -8,8 +8,15 @@ catch up and checks every Pod ended ``Succeeded``.
 
     python bench/pods.py [--pods 120] [--rounds 2]
 
-Measured 2026-11-26 on the shared 2-core machine (120 pods): without Pod objects 33.5 and
-38.6 pods/s, with them 34.8 and 35.3 pods/s — within the run-to-run noise.
+Measured 2026-11-26 on the shared 2-core machine (other engineers' tests running; the same
+configuration varies by up to 25 % between runs):
+
+* Pod objects only (120 pods): off 33.5 / 38.6 pods/s, on 34.8 / 35.3 pods/s.
+* Pod objects plus the Scheduled / Started Events (200 pods): off 38.4 / 38.4, on 34.6 / 30.2.
+
+So about 10 % fewer pods/s with everything on; the cost is the publisher thread's API writes
+(create, status, two Events per pod) competing for the interpreter, never a wait on the runner's
+own thread.
 """
 
 from __future__ import annotations

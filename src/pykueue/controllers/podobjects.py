@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pykueue.api.meta import format_time, parse_time
+from pykueue.checks.events import EventRecorder
 from pykueue.client.interface import AlreadyExists, APIError, Client, NotFound
 from pykueue.client.resources import NODES, PODS
 from pykueue.controllers.podsandbox import read_json
@@ -265,7 +266,7 @@ def pod_status(pod: RunnerPod, created: datetime) -> dict[str, Any]:
 
 
 class _Entry:
-    __slots__ = ("adopted", "created", "created_at", "deleted", "gone", "pod", "written")
+    __slots__ = ("adopted", "created", "created_at", "deleted", "gone", "object", "pod", "started", "written")
 
     def __init__(self, pod: RunnerPod, created_at: datetime) -> None:
         self.pod = pod
@@ -275,6 +276,8 @@ class _Entry:
         self.gone = False  # the object was deleted by someone else: write nothing more
         self.written: dict[str, Any] | None = None  # the last status written
         self.adopted = False  # found running after a restart: its object's spec is read back first
+        self.object: dict[str, Any] | None = None  # the created Pod (what its Events are about)
+        self.started = False  # the kubelet's "Started" Event was recorded
 
 
 class PodPublisher:
@@ -291,6 +294,9 @@ class PodPublisher:
         self._stopping = False
         self._busy = False
         self._thread: threading.Thread | None = None
+        # Events as a cluster's scheduler and kubelet record them (for kubectl describe pod).
+        self._scheduler = EventRecorder(client, "default-scheduler", clock)
+        self._kubelet = EventRecorder(client, "kubelet", clock)
 
     def start(self) -> None:
         """Register the local Node, then start writing."""
@@ -420,13 +426,16 @@ class PodPublisher:
             entry.adopted = False
         if not entry.created:
             try:
-                self.client.create(PODS, pod_object(pod, self.node))
+                entry.object = self.client.create(PODS, pod_object(pod, self.node))
             except NotFound:  # its namespace or Job is being deleted
                 self._drop(entry)
                 return
             except AlreadyExists:
                 pass
             entry.created = True
+            if entry.object is not None:
+                message = f"Successfully assigned {pod.namespace}/{pod.name} to {self.node}"
+                self._scheduler.event(entry.object, "Normal", "Scheduled", message, action="Binding")
         status = pod_status(pod, entry.created_at)
         if status != entry.written:
             try:
@@ -435,6 +444,10 @@ class PodPublisher:
                 self._drop(entry)
                 return
             entry.written = status
+        if pod.started_at is not None and not entry.started and entry.object is not None:
+            entry.started = True
+            cname = status["containerStatuses"][0]["name"]
+            self._kubelet.event(entry.object, "Normal", "Started", f"Started container {cname}")
         if pod.exit_code is not None:
             # Final: nothing more is written (a finished Pod stays until its Job goes).
             with self._cond:

@@ -141,7 +141,7 @@ def test_pods_watch_logs_follow_tail_and_describe(kueue: Kueue) -> None:
         assert row[1:4] == ["0/1", "Completed", "0"] and row[5] == "127.0.0.1"
 
         described = kueue.kubectl("describe", "pod", name).stdout
-        for text in ("Controlled By:  Job/talker", "Reason:       Completed", "Exit Code:    0",
+        for text in ("Controlled By:  Job/talker", "Reason:       Completed", "Exit Code:    0", "Scheduled", "Started container main",
                      "pykueue.test/pool=local", "pykueue.test/dedicated:NoSchedule op=Exists"):  # fmt: skip
             assert text in described, described
     finally:
