@@ -222,3 +222,18 @@ def test_logs_errors_as_upstream(kueue: Kueue) -> None:
     result = kueue.kubectl("logs", "no-such-pod", check=False)
     assert 'pods "no-such-pod" not found' in result.stderr
 
+
+
+def test_deleting_the_namespace_removes_its_pods_and_processes(kueue: Kueue, tmp_path: Path) -> None:
+    tmp_path.chmod(0o777)
+    pid_file = tmp_path / "pid"
+    kueue.kubectl("create", "namespace", "pods-ns")
+    kueue.apply(local_queue("pods-lq", "pods-cq").replace("namespace: default", "namespace: pods-ns"))
+    manifest = _job("inns", f"echo $$$$ > {pid_file}; exec sleep 120").replace("namespace: default", "namespace: pods-ns")
+    kueue.apply(manifest)
+    pid = int(wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), what="the process runs"))
+    assert wait_for(lambda: kueue.items("pods", "pods-ns"), what="the Pod exists")
+    kueue.kubectl("delete", "namespace", "pods-ns", "--timeout=60s")
+    wait_for(lambda: not _pid_alive(pid), what="the process was killed")
+    result = kueue.kubectl("get", "pods", "-n", "pods-ns", "-o", "name", check=False)
+    assert result.stdout.strip() == ""
