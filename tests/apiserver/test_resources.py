@@ -34,7 +34,7 @@ def test_lookup_by_group_version_plural() -> None:
     assert cq.storage_version == "v1beta2"
     assert cq.key() == ResourceKey("kueue.x-k8s.io", "clusterqueues", False)
     assert REGISTRY.get("kueue.x-k8s.io", "v1alpha1", "clusterqueues") is None
-    assert REGISTRY.get("", "v1", "pods") is None
+    assert REGISTRY.get("", "v1", "services") is None
 
 
 @pytest.mark.parametrize(
@@ -65,7 +65,7 @@ def test_short_names(short: str, kind: str) -> None:
 
 
 def test_kinds_scopes_subresources_and_categories() -> None:
-    assert [i.kind for i in REGISTRY.by_category("all")] == ["Job"]
+    assert [i.kind for i in REGISTRY.by_category("all")] == ["Pod", "Job"]
     assert all(not i.categories for i in REGISTRY.all() if i.group == "kueue.x-k8s.io")
     namespaced = {i.kind for i in REGISTRY.all() if i.group == "kueue.x-k8s.io" and i.namespaced}
     assert namespaced == {"LocalQueue", "Workload"}
@@ -81,6 +81,8 @@ def test_kinds_scopes_subresources_and_categories() -> None:
     assert {i.kind for i in REGISTRY.all() if i.builtin} == {
         "Namespace",
         "Event",
+        "Pod",
+        "Node",
         "PodTemplate",
         "Job",
         "PriorityClass",

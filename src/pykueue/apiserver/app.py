@@ -3,7 +3,8 @@
 Routing follows kube-apiserver: ``/version``, health, discovery (``/api``, ``/apis``, legacy and
 aggregated), OpenAPI v3, and the resource paths
 ``/api/v1/[namespaces/{ns}/]{plural}[/{name}[/status]]`` and
-``/apis/{g}/{v}/[namespaces/{ns}/]{plural}[/{name}[/status]]`` (plus the ``/watch/`` prefix).
+``/apis/{g}/{v}/[namespaces/{ns}/]{plural}[/{name}[/status]]`` (plus the ``/watch/`` prefix), and
+``pods/{name}/log`` (text, streamed with ``follow``) from the local job runner's files.
 Every response is JSON (protobuf requests get JSON with the right Content-Type) and every failure
 is a ``Status``. Every request first passes :class:`~pykueue.apiserver.security.RequestGuard`
 (Host, Origin, bearer token, read-only user); a refusal is answered before any routing.
@@ -17,6 +18,7 @@ import hashlib
 import logging
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import msgspec
@@ -42,6 +44,8 @@ USER_SCOPE_KEY = "pykueue.user"
 """ASGI scope key of the authenticated :class:`User` (None: authentication off or a public path)."""
 
 Endpoint = Callable[[Request], Awaitable[Response]]
+PodLogLocator = Callable[[Mapping[str, Any]], "Path | None"]
+"""The stored Pod -> its log directory (see :mod:`pykueue.apiserver.podlogs`)."""
 
 
 class GroupResponse(Protocol):
@@ -248,6 +252,8 @@ class APIServerApp:
         self.mounted: dict[str, MountedGroup] = {}
         self.metrics_registry: Any = None
         """The controllers' Prometheus registry, served at ``/metrics`` once they run (else 404)."""
+        self.pod_logs: PodLogLocator | None = None
+        """Where a pod's log files are (the local job runner registers it; None: no logs here)."""
 
     def mount_group(
         self, group: str, api: MountedGroup, api_group: dict[str, Any], aggregated: dict[str, Any]
@@ -311,6 +317,8 @@ class APIServerApp:
             scope[USER_SCOPE_KEY] = user
             if self.mounted and await self._serve_mounted(scope, headers, send):
                 return
+            if scope["path"].endswith("/log") and await self._serve_pod_log(scope, receive, send):
+                return
             try:
                 req = fast_request(scope, headers)
             except E.APIError:
@@ -349,6 +357,74 @@ class APIServerApp:
         await send({"type": "http.response.start", "status": status, "headers": head})
         await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
         return True
+
+    async def _serve_pod_log(self, scope: Scope, receive: Receive, send: Send) -> bool:
+        """``GET /api/v1/namespaces/{ns}/pods/{name}/log`` (see :mod:`pykueue.apiserver.podlogs`);
+        False when the path is not a pod's log."""
+        from pykueue.apiserver import podlogs
+
+        parts = scope["path"].split("/")
+        # ['', 'api', 'v1', 'namespaces', ns, 'pods', name, 'log']
+        if len(parts) != 8 or parts[1:4] != ["api", "v1", "namespaces"] or parts[5] != "pods":
+            return False
+        namespace, name = urllib.parse.unquote(parts[4]), urllib.parse.unquote(parts[6])
+        try:
+            if scope["method"] != "GET":
+                raise E.method_not_supported("", "pods/log", scope["method"].lower())
+            options = podlogs.LogOptions(parse_query(scope.get("query_string", b"")))
+            pod = self._get_pod(namespace, name)
+            if pod is None:
+                raise E.not_found("", "pods", name)
+            container = podlogs.container_name(pod, options.container)
+            podlogs.check_started(pod, container, options.previous)
+            directory = self.pod_logs(pod) if self.pod_logs is not None else None
+            if directory is None:
+                raise E.bad_request(
+                    f'pod "{name}": no log on this server (its pods run on a node whose kubelet serves logs)'
+                )
+            if not options.follow:
+                body = await asyncio.to_thread(podlogs.read_all, directory, options)
+                head = [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]
+                await send({"type": "http.response.start", "status": 200, "headers": head})
+                await send({"type": "http.response.body", "body": body})
+                return True
+        except E.APIError as err:
+            await _refuse(err, send)
+            return True
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+        disconnected = asyncio.Event()
+
+        async def watch_disconnect() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            disconnected.set()
+
+        async def chunk(data: bytes) -> None:
+            await send({"type": "http.response.body", "body": data, "more_body": True})
+
+        watcher = asyncio.create_task(watch_disconnect())
+        try:
+            await podlogs.follow(
+                directory, options, lambda: podlogs.pod_has_ended(self._get_pod(namespace, name)), chunk, disconnected
+            )
+            if not disconnected.is_set():
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:  # the client went away mid-send
+            pass
+        finally:
+            watcher.cancel()
+        return True
+
+    def _get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        req = APIRequest(method="GET", group="", version="v1", resource="pods", namespace=namespace, name=name)
+        try:
+            resp = self.handlers.handle(req)
+        except E.APIError as err:
+            if err.code == 404:
+                return None
+            raise
+        pod: dict[str, Any] = msgspec.json.decode(resp.body)
+        return pod
 
     async def _serve_fast(self, req: APIRequest, scope: Scope, receive: Receive, send: Send) -> None:
         try:

@@ -192,6 +192,16 @@ class Discovery:
                         "verbs": SUBRESOURCE_VERBS,
                     }
                 )
+            for sub in getattr(info, "extra_subresources", ()):  # pods/log: read-only, served outside the store
+                resources.append(
+                    {
+                        "name": f"{info.plural}/{sub}",
+                        "singularName": "",
+                        "namespaced": info.namespaced,
+                        "kind": info.kind,
+                        "verbs": ["get"],
+                    }
+                )
         return {
             "kind": "APIResourceList",
             "apiVersion": "v1",
@@ -262,6 +272,8 @@ class Discovery:
             entry["subresources"] = [
                 {"subresource": "status", "responseKind": kind, "verbs": SUBRESOURCE_VERBS}
             ]
+        for sub in getattr(info, "extra_subresources", ()):
+            entry.setdefault("subresources", []).append({"subresource": sub, "responseKind": kind, "verbs": ["get"]})
         return entry
 
     # -- cache ------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ its structural OpenAPI schema and its selectable fields.
   :func:`~pykueue.api.validation.validate` (through the typed model). The kinds the model does
   not cover (MultiKueueConfig, MultiKueueCluster, Topology) use their structural schema for
   defaulting and value checks plus their CEL rules written in Python.
-* Built-in kinds (Namespace, Event, PodTemplate, Job, PriorityClass, Lease, events.k8s.io Event)
+* Built-in kinds (Namespace, Event, Pod, Node, PodTemplate, Job, PriorityClass, Lease, events.k8s.io Event)
   use :mod:`pykueue.apiserver.builtin`.
 * ProvisioningRequest (``autoscaling.x-k8s.io`` v1 storage + v1beta1) is served as a CRD.
 
@@ -68,6 +68,7 @@ from pykueue.apiserver.builtin import (
     events,
     job_webhook,
     namespaces,
+    podnode,
     scheduling,
 )
 from pykueue.apiserver.builtin import schema as sch
@@ -139,6 +140,8 @@ class ResourceInfo:
     storage_group: str | None = None
     """Group of the store collection when it differs from :attr:`group` (events.k8s.io → core)."""
     verbs: tuple[str, ...] = VERBS
+    extra_subresources: tuple[str, ...] = ()
+    """Subresources served outside the store besides ``status`` (``pods/log``), listed in discovery."""
     behaviour: Behaviour | None = field(default=None, repr=False, compare=False)
     admission: Admission | None = field(default=None, repr=False, compare=False)
     """Webhooks that read other objects (see :mod:`pykueue.apiserver.admission`); None for most."""
@@ -375,6 +378,16 @@ class Registry:
                         "namespaced": info.namespaced,
                         "kind": info.kind,
                         "verbs": ["get", "patch", "update"],
+                    }
+                )
+            for sub in info.extra_subresources:
+                resources.append(
+                    {
+                        "name": f"{info.plural}/{sub}",
+                        "singularName": "",
+                        "namespaced": info.namespaced,
+                        "kind": info.kind,
+                        "verbs": ["get"],
                     }
                 )
         return {
@@ -1005,6 +1018,48 @@ def _builtin_infos() -> list[ResourceInfo]:
                 validate_fn=events.validate_core_event,
                 convert_fn=_core_event_convert,
                 selectable=_event_getters("involvedObject"),
+            ),
+        ),
+        ResourceInfo(
+            group="",
+            kind="Pod",
+            plural="pods",
+            singular="pod",
+            namespaced=True,
+            versions=("v1",),
+            storage_version="v1",
+            short_names=("po",),
+            categories=("all",),
+            status_subresource=True,
+            builtin=True,
+            extra_subresources=("log",),
+            behaviour=_builtin_behaviour(
+                group="",
+                kind="Pod",
+                component=podnode.POD,
+                validate_fn=podnode.validate_pod,
+                default_fn=podnode.default_pod,
+                prepare_fn=podnode.prepare_pod_for_create,
+                selectable={name: podnode.pod_field(name) for name in podnode.POD_SELECTABLE},
+            ),
+        ),
+        ResourceInfo(
+            group="",
+            kind="Node",
+            plural="nodes",
+            singular="node",
+            namespaced=False,
+            versions=("v1",),
+            storage_version="v1",
+            short_names=("no",),
+            status_subresource=True,
+            builtin=True,
+            behaviour=_builtin_behaviour(
+                group="",
+                kind="Node",
+                component=podnode.NODE,
+                validate_fn=podnode.validate_node,
+                selectable={"spec.unschedulable": _path_getter("spec.unschedulable")},
             ),
         ),
         ResourceInfo(

@@ -512,7 +512,114 @@ _EVENT_COLUMNS = [
     _column_definition("Name", "string", NAME_DOC, fmt="name", priority=1),
 ]
 
+def _pod_row(pod: Obj, now: datetime) -> list[Cell]:
+    """``printPod``: READY, STATUS (container reasons, Completed/Error, Terminating), RESTARTS."""
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    meta = pod.get("metadata") or {}
+    reason = str(status.get("reason") or status.get("phase") or "")
+    total = len(spec.get("containers") or [])
+    ready = restarts = 0
+    last_restart: Any = None
+    has_running = False
+    for cs in reversed(status.get("containerStatuses") or []):
+        restarts += int(cs.get("restartCount") or 0)
+        last = ((cs.get("lastState") or {}).get("terminated") or {}).get("finishedAt")
+        if last and (last_restart is None or str(last) > str(last_restart)):
+            last_restart = last
+        state = cs.get("state") or {}
+        waiting, terminated = state.get("waiting"), state.get("terminated")
+        if waiting and waiting.get("reason"):
+            reason = str(waiting["reason"])
+        elif terminated and terminated.get("reason"):
+            reason = str(terminated["reason"])
+        elif terminated:
+            signal = terminated.get("signal")
+            reason = f"Signal:{signal}" if signal else f"ExitCode:{terminated.get('exitCode', 0)}"
+        elif cs.get("ready") and state.get("running") is not None:
+            has_running = True
+            ready += 1
+    if reason == "Completed" and has_running:
+        reason = "Running" if _condition_true(status.get("conditions"), "Ready") else "NotReady"
+    if meta.get("deletionTimestamp"):
+        reason = "Unknown" if status.get("reason") == "NodeLost" else "Terminating"
+    restart_text = str(restarts)
+    if restarts and last_restart:
+        restart_text = f"{restarts} ({since(last_restart, now)} ago)"
+    gates = spec.get("readinessGates") or []
+    return [
+        _name(pod),
+        f"{ready}/{total}",
+        reason,
+        restart_text,
+        _age(pod, now),
+        str(status.get("podIP") or "<none>"),
+        str(spec.get("nodeName") or "<none>"),
+        str(status.get("nominatedNodeName") or "<none>"),
+        f"{sum(1 for g in gates if _condition_true(status.get('conditions'), g.get('conditionType')))}/{len(gates)}"
+        if gates
+        else "<none>",
+    ]
+
+
+def _node_row(node: Obj, now: datetime) -> list[Cell]:
+    """``printNode``: Ready/NotReady/Unknown (+ SchedulingDisabled), roles from the role labels."""
+    spec, status = node.get("spec") or {}, node.get("status") or {}
+    ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
+    states = ["Unknown" if ready is None or ready.get("status") == "Unknown" else
+              "Ready" if ready.get("status") == "True" else "NotReady"]  # fmt: skip
+    if spec.get("unschedulable"):
+        states.append("SchedulingDisabled")
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    roles = sorted(
+        {k.partition("/")[2] for k in labels if k.startswith("node-role.kubernetes.io/") and k.partition("/")[2]}
+        | ({str(labels["kubernetes.io/role"])} if labels.get("kubernetes.io/role") else set())
+    )
+    info = status.get("nodeInfo") or {}
+    addresses = {a.get("type"): a.get("address") for a in status.get("addresses") or []}
+    return [
+        _name(node),
+        ",".join(states),
+        ",".join(roles) or "<none>",
+        _age(node, now),
+        str(info.get("kubeletVersion") or ""),
+        str(addresses.get("InternalIP") or "<none>"),
+        str(addresses.get("ExternalIP") or "<none>"),
+        str(info.get("osImage") or "<unknown>"),
+        str(info.get("kernelVersion") or "<unknown>"),
+        str(info.get("containerRuntimeVersion") or "<unknown>"),
+    ]
+
+
 BUILTIN_TABLES: Mapping[tuple[str, str], tuple[list[dict[str, Any]], RowFn]] = {
+    ("", "Pod"): (
+        [
+            NAME_COLUMN,
+            _column_definition("Ready", "string", "The aggregate readiness state of this pod for accepting traffic."),
+            _column_definition("Status", "string", "The aggregate status of the containers in this pod."),
+            _column_definition("Restarts", "string", "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."),
+            _AGE,
+            _column_definition("IP", "string", "IP address allocated to the pod.", priority=1),
+            _column_definition("Node", "string", "Name of the node where the pod is running.", priority=1),
+            _column_definition("Nominated Node", "string", "Name of the node where the pod may be scheduled after preemption.", priority=1),
+            _column_definition("Readiness Gates", "string", "Pod readiness gates", priority=1),
+        ],
+        _pod_row,
+    ),
+    ("", "Node"): (
+        [
+            NAME_COLUMN,
+            _column_definition("Status", "string", "The status of the node"),
+            _column_definition("Roles", "string", "The roles of the node"),
+            _AGE,
+            _column_definition("Version", "string", "Kubelet Version reported by the node."),
+            _column_definition("Internal-IP", "string", "List of addresses reachable to the node.", priority=1),
+            _column_definition("External-IP", "string", "List of addresses reachable to the node.", priority=1),
+            _column_definition("OS-Image", "string", "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).", priority=1),
+            _column_definition("Kernel-Version", "string", "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).", priority=1),
+            _column_definition("Container-Runtime", "string", "Container runtime version reported by the node through runtime remote API (e.g. containerd://1.4.2).", priority=1),
+        ],
+        _node_row,
+    ),
     ("", "Namespace"): (
         [NAME_COLUMN, _column_definition("Status", "string", "The status of the namespace"), _AGE],
         _namespace_row,

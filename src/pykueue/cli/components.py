@@ -44,11 +44,18 @@ def add_component_arguments(p: argparse.ArgumentParser, *, embedded: bool) -> No
         )
     if embedded:
         p.add_argument("--no-job-runner", action="store_true", help="do not run admitted Jobs' pods as local processes")
+        p.set_defaults(publish_pods=True)
     else:
         p.add_argument(
             "--run-jobs",
             action="store_true",
             help="also run admitted Jobs' pods as local processes (off by default: the cluster runs them)",
+        )
+        p.add_argument(
+            "--publish-pods",
+            action="store_true",
+            help="with --run-jobs: also write Pod objects and a Node for this machine (for an API server without "
+            "kubelets, e.g. serve --no-controllers; never on a real cluster, whose scheduler and kubelets own Pods)",
         )
     runner = p.add_argument_group("local job runner")
     runner.add_argument(
@@ -151,6 +158,7 @@ def build_components(
                 run_unmanaged_jobs=args.run_unmanaged_jobs,
                 run_as_user=resolve_user(args.run_as_user) if args.run_as_user else None,
                 pod_runtime=ContainerRuntime.find(args.pod_runtime) if args.pod_runtime != "process" else None,
+                publish_pods=args.publish_pods,
             )
         )
     if args.provisioner is not None:

@@ -161,6 +161,10 @@ def _starter(args: argparse.Namespace) -> Any:
             client, args, data_dir, run_jobs=run_jobs, controllers=not args.no_controllers
         )
         _mount_visibility(parts, components)
+        for comp in components:
+            locate = getattr(comp, "pod_log_dir", None)
+            if locate is not None:  # the job runner: pods/log reads its pods' files
+                parts.pod_logs = locate
         parts.metrics_registry = metrics_registry(components)
         return start_all(components)
 

@@ -9,6 +9,8 @@ KUEUE_VERSION = "v1beta2"
 
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False)
 EVENTS = Resource("", "v1", "events", "Event", True)
+PODS = Resource("", "v1", "pods", "Pod", True)
+NODES = Resource("", "v1", "nodes", "Node", False)
 POD_TEMPLATES = Resource("", "v1", "podtemplates", "PodTemplate", True)
 JOBS = Resource("batch", "v1", "jobs", "Job", True)
 PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False)

@@ -29,6 +29,11 @@ directory outside the runner's state (``SCRATCH/<namespace>/<job>/<pod>/``), opt
 ``run_as_user``. The runner's own records live in ``WORK_DIR/<namespace>/<job>/<pod>/`` (0700:
 ``spec.json``, ``pid``, ``exit``, markers, ``stdout.log`` / ``stderr.log`` 0600).
 
+Pod objects: each pod is also a ``core/v1`` Pod (and the machine a Node), written by
+:class:`~pykueue.controllers.podobjects.PodPublisher` off the hot path; a Pod deleted through the
+API has its process killed and counts as a failed pod (:meth:`JobRunner._kill_deleted`); the
+API server's ``pods/log`` finds a Pod's files through :meth:`JobRunner.pod_log_dir`.
+
 Crash safety: a pod's shim pid + start time are fsynced before the shim is told to start the pod,
 and the shim fsyncs the exit code. A runner started on the same work directory adopts the shims
 that survived its predecessor (waiting for them as for its own) and accounts the ones that ended
@@ -41,8 +46,8 @@ runner was started with ``run_unmanaged_jobs``; otherwise it is left as it is an
 ``NotManagedByKueue`` says why.
 
 Not modelled: init and sidecar containers, ``podFailurePolicy``, ``backoffLimitPerIndex``,
-``successPolicy``, in-place restarts of ``restartPolicy: OnFailure`` (every failed run counts as a
-failed pod) and Pod objects (there are none in the API). A container without ``command`` (the
+``successPolicy`` and in-place restarts of ``restartPolicy: OnFailure`` (every failed run counts as
+a failed pod). A container without ``command`` (the
 image's entrypoint), or whose ``env`` the runner cannot resolve, cannot run locally: its pod fails
 at once and a ``FailedToRun`` Event says why. Failed pods are replaced after the Job controller's
 exponential backoff (10 s doubling, at most 6 min), measured on the injected clock so end-to-end
@@ -71,17 +76,18 @@ import uuid
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from pykueue.api.jobs import queue_name
 from pykueue.api.meta import format_time, parse_time
 from pykueue.client.interface import APIError, Client, Conflict, NotFound
-from pykueue.client.resources import EVENTS, JOBS, WORKLOADS
+from pykueue.client.resources import EVENTS, JOBS, PODS, WORKLOADS
 from pykueue.controllers import podshim
 from pykueue.controllers.clock import Clock, system_clock
 from pykueue.controllers.informer import DELETED, SYNCED, Change, Informer, ObjectKey, object_key
+from pykueue.controllers.podobjects import PodPublisher, node_name, pod_log_dir
 from pykueue.controllers.podruntime import ContainerRuntime, container_name
 from pykueue.controllers.podsandbox import (
     Cgroups,
@@ -171,6 +177,8 @@ class _Pod:
     finalized: bool = False  # recorded in uncountedTerminatedPods and marked on disk
     kill_at: float | None = None  # time.monotonic() at which a terminating pod gets SIGKILL
     hard_kill_at: float | None = None  # ... and at which its shim is killed if still there
+    started_at: datetime | None = None  # clock time its process was started (its Pod's startTime)
+    finished_at: datetime | None = None  # clock time its process ended
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -229,6 +237,7 @@ class JobRunner:
         run_as_user: RunAsUser | None = None,
         cgroups: bool = True,
         pod_runtime: ContainerRuntime | None = None,
+        publish_pods: bool = True,
     ) -> None:
         if max_processes is not None and max_processes < 1:
             raise ValueError("max_processes must be at least 1")
@@ -248,6 +257,10 @@ class JobRunner:
         self.pod_runtime = pod_runtime
         self._cgroups: Cgroups | None = None
         self._informer = Informer(client, JOBS, self._on_change)
+        # Pod and Node objects for what runs here (None: only the Job status is written).
+        self.publisher = PodPublisher(client, node_name(), clock) if publish_pods else None
+        self._pods = Informer(client, PODS, self._on_pod) if publish_pods else None
+        self._user_deleted: set[str] = set()  # runner pod uids whose Pod a user deleted, guarded by _cond
         self._workloads = Informer(client, WORKLOADS, self._on_workload)
         self._wl_lock = threading.Lock()
         self._wl_by_owner: dict[str, ObjectKey] = {}  # Job uid -> its Workload, guarded by _wl_lock
@@ -280,10 +293,14 @@ class JobRunner:
             check_searchable(self.scratch_dir, self.run_as_user)
         self._cgroups = Cgroups(self.work_dir, enabled=self._use_cgroups)
         self._adopt()
+        if self.publisher is not None:
+            self.publisher.start()
         self._thread = threading.Thread(target=self._loop, name="job-runner", daemon=True)
         self._thread.start()
         self._workloads.start()
         self._informer.start()
+        if self._pods is not None:
+            self._pods.start()
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Block until the initial lists of Jobs and Workloads have been delivered."""
@@ -297,6 +314,8 @@ class JobRunner:
         """
         self._informer.stop()
         self._workloads.stop()
+        if self._pods is not None:
+            self._pods.stop()
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
@@ -326,6 +345,8 @@ class JobRunner:
         self._runs.clear()
         self._orphans.clear()
         self._adopted.clear()
+        if self.publisher is not None:
+            self.publisher.stop()
         if self._cgroups is not None:
             self._cgroups.close()
 
@@ -337,7 +358,29 @@ class JobRunner:
         if change.type == DELETED:
             with self._cond:
                 self._deleted.append((object_key(change.object), _uid(change.object)))
+            if self.publisher is not None:
+                self.publisher.forget_job(_uid(change.object))
         self._mark_dirty(object_key(change.object))
+
+    def _on_pod(self, change: Change) -> None:
+        """A Pod of ours deleted through the API: its process is killed (in the worker), and the Job
+        counts it by how it ends, as for a pod deleted on a cluster."""
+        if change.type != DELETED or self.publisher is None:
+            return
+        meta = change.object.get("metadata") or {}
+        uid = self.publisher.deleted_by_user(str(meta.get("namespace")), str(meta.get("name")), _uid(change.object))
+        if uid is None:
+            return
+        job = next((r for r in meta.get("ownerReferences") or [] if r.get("kind") == "Job"), None)
+        if job is None:
+            return
+        with self._cond:
+            self._user_deleted.add(uid)
+        self._mark_dirty((str(meta.get("namespace")), str(job.get("name"))))
+
+    def pod_log_dir(self, pod: Mapping[str, Any]) -> Path | None:
+        """Where the stored Pod's log files are (``pods/log`` of ``pykueue serve``), or None."""
+        return pod_log_dir(self.work_dir, pod)
 
     def _on_workload(self, change: Change) -> None:
         """Keep the Job uid -> Workload index and wake the owning Job when its Workload changes."""
@@ -570,6 +613,7 @@ class JobRunner:
             self._runs[key] = run
         self._due.pop(key, None)
         now = self.clock()
+        self._kill_deleted(run)
         self._collect(run, now)
 
         indexed = spec.get("completionMode") == "Indexed"
@@ -653,6 +697,26 @@ class JobRunner:
         if _finished(new):
             self._runs.pop(key, None)
             self._orphan(run.pods)
+
+    def _kill_deleted(self, run: _JobRun) -> None:
+        """Pods whose Pod object a user deleted: a waiting one fails at once, a running one gets
+        SIGTERM and its grace period; either way not as a removal, so the Job counts the failure."""
+        with self._cond:
+            if not self._user_deleted:
+                return
+            mine = {p.uid for p in run.pods} & self._user_deleted
+            self._user_deleted -= mine
+        for pod in run.pods:
+            if pod.uid not in mine or pod.exit_code is not None:
+                continue
+            if pod.phase == PENDING:
+                pod.exit_code = EXIT_KILLED
+                pod.finished_at = self.clock()
+            elif pod.phase == RUNNING:
+                self._signal(pod, signal.SIGTERM)
+                pod.kill_at = time.monotonic() + pod.grace if pod.grace > 0 else None
+                if pod.grace <= 0:
+                    self._signal(pod, signal.SIGKILL)
 
     def _new_run(self, uid: str, status: Mapping[str, Any], adopted: list[_Pod]) -> _JobRun:
         """State for a Job seen for the first time (e.g. after a restart): its recorded counts, the
@@ -777,7 +841,10 @@ class JobRunner:
         else:
             indexes = [None] * (want - len(live))
         for index in indexes:
-            run.pods.append(self._new_pod(job, index))
+            pod = self._new_pod(job, index)
+            run.pods.append(pod)
+            if self.publisher is not None:
+                self.publisher.added(pod)
 
     def _new_pod(self, job: dict[str, Any], index: int | None) -> _Pod:
         meta = job.get("metadata") or {}
@@ -899,10 +966,19 @@ class JobRunner:
             with pod.lock:
                 pod.start_error = f'Pod {pod.name}: container "{cname}" failed to start: {error}'
                 pod.exit_code = 128  # what the kubelet reports for a container that could not start
+                pod.finished_at = self.clock()
                 pod.launching = False
+            self._published(pod)
             self._mark_dirty(pod.key)
             return
+        pod.started_at = self.clock()
+        self._published(pod)
         self._wait(pod)
+
+    def _published(self, pod: _Pod) -> None:
+        """The pod started or ended: its Pod status follows (written by the publisher's thread)."""
+        if self.publisher is not None:
+            self.publisher.changed(pod)
 
     def _start(self, pod: _Pod, spec: dict[str, Any], files: dict[str, str]) -> None:
         private_dir(pod.state_dir)
@@ -962,6 +1038,8 @@ class JobRunner:
 
     def _fail_to_run(self, pod: _Pod, message: str) -> None:
         pod.exit_code = 128  # what the kubelet reports for a container that could not start
+        pod.finished_at = self.clock()
+        self._published(pod)
         self._fail_to_run_event(pod, message)
 
     def _fail_to_run_event(self, pod: _Pod, message: str) -> None:
@@ -1005,10 +1083,12 @@ class JobRunner:
             code = int(result.get("exitCode", EXIT_KILLED))
         with pod.lock:
             pod.start_error = error
+            pod.finished_at = self.clock()
             pod.exit_code = code
             if pod.pidfd is not None:
                 os.close(pod.pidfd)
                 pod.pidfd = None
+        self._published(pod)
 
     def _kill_leftovers(self, pod: _Pod) -> None:
         """SIGKILL what may be left of a pod whose shim is gone (its cgroup, its main process)."""
@@ -1060,6 +1140,8 @@ class JobRunner:
         """Remove a pod: a pending one simply goes, a running one gets SIGTERM and a grace period."""
         if pod.phase == PENDING:
             run.pods.remove(pod)
+            if self.publisher is not None:
+                self.publisher.removed(pod)
             return
         if pod.phase == TERMINATING:
             return
@@ -1070,6 +1152,8 @@ class JobRunner:
             return
         pod.phase = TERMINATING
         self._mark(pod, _REMOVED)  # durable first: a restart must not count it as failed
+        if self.publisher is not None:
+            self.publisher.removed(pod)  # as the Job controller deletes a pod it no longer wants
         if pod.grace <= 0:
             self._signal(pod, signal.SIGKILL)
             return
@@ -1159,6 +1243,9 @@ class JobRunner:
                 self._mark(pod, _DONE)  # recorded but never started: nothing ran
                 continue
             pod.identity, pod.pid = identity, int(identity["pid"])
+            with contextlib.suppress(OSError):
+                # The pid record is written as the pod starts: its time stands for the start time.
+                pod.started_at = datetime.fromtimestamp((directory / "pid").stat().st_mtime, UTC)
             removed = (directory / _REMOVED).exists()
             pod.phase = TERMINATING if removed else RUNNING
             if read_json(directory / "exit") is None and same_process(identity):
@@ -1179,6 +1266,8 @@ class JobRunner:
                 self._mark(pod, _DONE)
                 continue
             self._adopted.setdefault(pod.job_uid, []).append(pod)
+            if self.publisher is not None:
+                self.publisher.adopted(pod)
 
     def _sweep_adopted(self) -> None:
         """Adopted pods whose Job no longer exists are terminated (the Job was deleted meanwhile)."""

@@ -72,7 +72,7 @@ class Kueue:
                 "--kubeconfig", str(self.server.kubeconfig),
                 "--work-dir", str(self.base / "pods"),
                 "--time-offset-file", str(self.offset_file), *self.extra,
-                *(["--run-jobs"] if self.run_jobs else []),
+                *(["--run-jobs", "--publish-pods"] if self.run_jobs else []),
             ],
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -2,7 +2,7 @@
 
 Importing the package registers every component schema in :data:`schema.COMPONENTS`:
 apimachinery meta types, core/v1 (Namespace, Event, PodTemplate, PodSpec...), batch/v1 Job,
-scheduling.k8s.io/v1 PriorityClass, coordination.k8s.io/v1 Lease, events.k8s.io/v1 Event; plus the
+Pod, Node, scheduling.k8s.io/v1 PriorityClass, coordination.k8s.io/v1 Lease, events.k8s.io/v1 Event; plus the
 ProvisioningRequest CRD schema (autoscaling.x-k8s.io), which pykueue serves as a CRD.
 """
 
@@ -14,6 +14,7 @@ from pykueue.apiserver.builtin import (  # noqa: F401  (imported for their compo
     events,
     meta,
     namespaces,
+    podnode,
     pods,
     scheduling,
     schema,

@@ -1,0 +1,239 @@
+"""Pods as on a cluster, end to end: real ``pykueue serve`` (job runner on), real kubectl.
+
+``kubectl get pods`` / ``-w`` / ``describe pod`` / ``logs`` (``-f job/NAME``, ``--tail``) /
+``delete pod``, the local Node, and Pods going with their Job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import Kueue, is_true, local_queue, start_kueue, wait_for
+
+SETUP = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata:
+  name: pods-flavor
+spec:
+  nodeLabels:
+    pykueue.test/pool: local
+  tolerations:
+  - key: pykueue.test/dedicated
+    operator: Exists
+    effect: NoSchedule
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: pods-cq
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: ["cpu", "memory"]
+    flavors:
+    - name: pods-flavor
+      resources:
+      - name: cpu
+        nominalQuota: 4
+      - name: memory
+        nominalQuota: 4Gi
+"""
+
+JOB = """
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {name}
+  namespace: default
+  labels:
+    kueue.x-k8s.io/queue-name: pods-lq
+spec:
+  backoffLimit: {backoff}
+  template:
+    metadata:
+      labels:
+        app: {name}
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: busybox
+        command: ["sh", "-c", {command}]
+        resources:
+          requests:
+            cpu: "1"
+            memory: 100Mi
+"""
+
+
+def _job(name: str, command: str, backoff: int = 6) -> str:
+    return JOB.format(name=name, command=json.dumps(command), backoff=backoff)
+
+
+@pytest.fixture(scope="module")
+def kueue(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kueue]:
+    k = start_kueue(tmp_path_factory.mktemp("pods"), "embedded")
+    k.apply(SETUP)
+    k.apply(local_queue("pods-lq", "pods-cq"))
+    yield k
+    k.stop()
+
+
+def _pods(k: Kueue, job: str) -> list[dict[str, object]]:
+    return [p for p in k.items("pods") if p["metadata"]["labels"].get("batch.kubernetes.io/job-name") == job]
+
+
+def _phase(k: Kueue, name: str) -> str:
+    return str(k.kubectl("get", "pod", name, "-o", "jsonpath={.status.phase}").stdout)
+
+
+def _failed_job(k: Kueue, name: str) -> dict[str, Any]:
+    def failed() -> dict[str, Any] | None:
+        job = k.get("job", name)
+        return job if is_true(job, "Failed") else None
+
+    result: dict[str, Any] = wait_for(failed, what=f"Job {name} failed")
+    return result
+
+
+def test_node_for_the_local_machine(kueue: Kueue) -> None:
+    out = kueue.kubectl("get", "nodes").stdout.splitlines()
+    assert out[0].split()[:2] == ["NAME", "STATUS"] and out[1].split()[1] == "Ready"
+    node = kueue.items("nodes", None)[0]
+    assert node["status"]["capacity"]["cpu"] == str(os.cpu_count())
+    assert node["status"]["allocatable"]["memory"].endswith("Ki")
+    assert is_true(node, "Ready")
+
+
+def test_pods_watch_logs_follow_tail_and_describe(kueue: Kueue) -> None:
+    lines = [f"line {i}" for i in range(1, 11)]
+    watch = kueue.server.kubectl_popen("get", "pods", "-w", "-l", "app=talker")
+    try:
+        kueue.apply(_job("talker", "for i in 1 2 3 4 5 6 7 8 9 10; do echo line $i; sleep 0.3; done"))
+        pod = wait_for(lambda: next(iter(_pods(kueue, "talker")), None), what="the Job's Pod")
+        name = pod["metadata"]["name"]
+        assert name.startswith("talker-") and len(name) == len("talker-") + 5
+
+        follow = kueue.server.kubectl_popen("logs", "-f", "job/talker", "--pod-running-timeout=30s")
+        assert follow.stdout is not None
+        first = follow.stdout.readline().rstrip("\n")
+        # The first line arrived while the process still runs: it was streamed, not read at the end.
+        assert first == "line 1"
+        assert _phase(kueue, name) == "Running"
+        rest, _ = follow.communicate(timeout=30)
+        assert follow.returncode == 0
+        assert [first, *rest.splitlines()] == lines
+
+        wait_for(lambda: _phase(kueue, name) == "Succeeded", what="the Pod succeeded")
+        assert kueue.kubectl("logs", name, "--tail=2").stdout.splitlines() == lines[-2:]
+        assert kueue.kubectl("logs", "job/talker").stdout.splitlines() == lines
+
+        table = kueue.kubectl("get", "pods", "-o", "wide").stdout.splitlines()
+        header = table[0].split()
+        assert header[:5] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"] and "NODE" in header
+        row = next(r.split() for r in table if r.startswith(name))
+        assert row[1:4] == ["0/1", "Completed", "0"] and row[5] == "127.0.0.1"
+
+        described = kueue.kubectl("describe", "pod", name).stdout
+        for text in ("Controlled By:  Job/talker", "Reason:       Completed", "Exit Code:    0", "Scheduled", "Started container main",
+                     "pykueue.test/pool=local", "pykueue.test/dedicated:NoSchedule op=Exists"):  # fmt: skip
+            assert text in described, described
+    finally:
+        watch.terminate()
+        watched, _ = watch.communicate(timeout=10)
+    statuses = [line.split()[2] for line in watched.splitlines()[1:] if line.strip()]
+    assert "Running" in statuses and statuses[-1] == "Completed", watched
+
+
+def test_pod_object_as_the_job_controller_writes_it(kueue: Kueue) -> None:
+    kueue.apply(_job("shape", "exit 3", backoff=0))
+    job = _failed_job(kueue, "shape")
+    pod = _pods(kueue, "shape")[0]
+    meta, spec, status = pod["metadata"], pod["spec"], pod["status"]
+    uid = job["metadata"]["uid"]
+    assert meta["ownerReferences"] == [{"apiVersion": "batch/v1", "kind": "Job", "name": "shape", "uid": uid,
+                                        "controller": True, "blockOwnerDeletion": True}]  # fmt: skip
+    labels = meta["labels"]
+    assert labels["batch.kubernetes.io/job-name"] == labels["job-name"] == "shape"
+    assert labels["batch.kubernetes.io/controller-uid"] == labels["controller-uid"] == uid
+    assert labels["kueue.x-k8s.io/podset"] == "main" and labels["app"] == "shape"
+    node = kueue.items("nodes", None)[0]["metadata"]["name"]
+    assert spec["nodeName"] == node and spec["nodeSelector"] == {"pykueue.test/pool": "local"}
+    assert status["phase"] == "Failed" and status["podIP"] == status["hostIP"] == "127.0.0.1"
+    assert status["startTime"]
+    assert [c["type"] for c in status["conditions"]] == [
+        "PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready", "PodScheduled",
+    ]  # fmt: skip
+    terminated = status["containerStatuses"][0]["state"]["terminated"]
+    assert terminated["exitCode"] == 3 and terminated["reason"] == "Error"
+    assert kueue.kubectl("get", "pods").stdout.count("Error") >= 1
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split(")")[-1].split()[0] != "Z"
+
+
+def test_delete_pod_kills_the_process_and_the_job_counts_the_failure(kueue: Kueue, tmp_path: Path) -> None:
+    tmp_path.chmod(0o777)
+    pid_file = tmp_path / "pid"
+    kueue.apply(_job("victim", f"echo $$$$ > {pid_file}; exec sleep 120", backoff=0))
+    pid = int(wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), what="the process runs"))
+    name = _pods(kueue, "victim")[0]["metadata"]["name"]
+    wait_for(lambda: _phase(kueue, name) == "Running", what="the Pod is Running")
+    assert _pid_alive(pid)
+    kueue.kubectl("delete", "pod", name)
+    wait_for(lambda: not _pid_alive(pid), what="the process was killed")
+    job = _failed_job(kueue, "victim")
+    assert job["status"]["failed"] == 1
+    failed = next(c for c in job["status"]["conditions"] if c["type"] == "Failed")
+    assert failed["reason"] == "BackoffLimitExceeded"
+    assert not any(p["metadata"]["name"] == name for p in _pods(kueue, "victim"))
+
+
+def test_deleting_the_job_removes_its_pods(kueue: Kueue) -> None:
+    kueue.apply(_job("gone", "sleep 120"))
+    name = wait_for(lambda: next(iter(_pods(kueue, "gone")), {}).get("metadata", {}).get("name"), what="Pod")
+    wait_for(lambda: _phase(kueue, name) == "Running", what="the Pod is Running")
+    kueue.kubectl("delete", "job", "gone")
+    wait_for(lambda: not _pods(kueue, "gone"), what="the Pods went with the Job")
+
+
+def test_logs_errors_as_upstream(kueue: Kueue) -> None:
+    kueue.apply(_job("quiet", "echo out; echo err >&2"))
+    name = wait_for(lambda: next(iter(_pods(kueue, "quiet")), {}).get("metadata", {}).get("name"), what="Pod")
+    wait_for(lambda: _phase(kueue, name) == "Succeeded", what="the Pod succeeded")
+    assert kueue.kubectl("logs", name).stdout.splitlines() == ["out", "err"]
+    result = kueue.kubectl("logs", name, "--previous", check=False)
+    assert result.returncode == 1
+    assert f'previous terminated container "main" in pod "{name}" not found' in result.stderr
+    result = kueue.kubectl("logs", name, "-c", "other", check=False)
+    assert f"container other is not valid for pod {name}" in result.stderr
+    result = kueue.kubectl("logs", "no-such-pod", check=False)
+    assert 'pods "no-such-pod" not found' in result.stderr
+
+
+
+def test_deleting_the_namespace_removes_its_pods_and_processes(kueue: Kueue, tmp_path: Path) -> None:
+    tmp_path.chmod(0o777)
+    pid_file = tmp_path / "pid"
+    kueue.kubectl("create", "namespace", "pods-ns")
+    kueue.apply(local_queue("pods-lq", "pods-cq").replace("namespace: default", "namespace: pods-ns"))
+    manifest = _job("inns", f"echo $$$$ > {pid_file}; exec sleep 120").replace("namespace: default", "namespace: pods-ns")
+    kueue.apply(manifest)
+    pid = int(wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), what="the process runs"))
+    assert wait_for(lambda: kueue.items("pods", "pods-ns"), what="the Pod exists")
+    kueue.kubectl("delete", "namespace", "pods-ns", "--timeout=60s")
+    wait_for(lambda: not _pid_alive(pid), what="the process was killed")
+    result = kueue.kubectl("get", "pods", "-n", "pods-ns", "-o", "name", check=False)
+    assert result.stdout.strip() == ""
