@@ -31,6 +31,7 @@ from pykueue.apiserver import watch
 from pykueue.apiserver.discovery import Discovery, Document, version_info, wants_aggregated
 from pykueue.apiserver.handlers import APIRequest, APIResponse, Handlers, Resolver, ResourceInfo
 from pykueue.apiserver.security import ADMIN, READONLY, RequestGuard, User
+from pykueue.dashboard.assets import is_ui_path, serve_ui
 
 log = logging.getLogger("pykueue.apiserver")
 
@@ -298,6 +299,9 @@ class APIServerApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Check the request (:class:`RequestGuard`), then serve plain resource requests directly;
         everything else (watches too) through Starlette."""
+        if scope["type"] == "http" and is_ui_path(scope["path"]):
+            await serve_ui(scope, send, self.guard)  # static, data-free: no token (see dashboard/)
+            return
         if scope["type"] == "http":
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
             try:
