@@ -628,7 +628,7 @@ function preemptions(wl) {
     for (const e of S.store.ev.values()) {
       const io = e.involvedObject || {};
       if (e.reason !== "Preempted" || io.kind !== "Workload" || !(e.message || "").includes(uid)) continue;
-      items.push(h("li", {}, h("span", { class: "state info" }, "preempted"), " ",
+      items.push(h("li", {}, h("span", { class: "state info" }, "preemptor"), " preempted ",
         wlLink(io.namespace, io.name, io.namespace + "/" + io.name), " — ", e.message || "", h("span", { class: "muted small" }, " (" + age(evTime(e)) + " ago)")));
     }
   }
