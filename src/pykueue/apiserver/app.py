@@ -32,6 +32,7 @@ from pykueue.apiserver.discovery import Discovery, Document, version_info, wants
 from pykueue.apiserver.handlers import APIRequest, APIResponse, Handlers, Resolver, ResourceInfo
 from pykueue.apiserver.security import ADMIN, READONLY, RequestGuard, User
 from pykueue.dashboard.assets import is_ui_path, serve_ui
+from pykueue.dashboard.mux import WATCH_PATH, embedded_opener, serve_watches
 
 log = logging.getLogger("pykueue.apiserver")
 
@@ -247,6 +248,7 @@ class APIServerApp:
         self._openapi_index: Document | None = None
         self._starlette: Starlette | None = None
         self.mounted: dict[str, MountedGroup] = {}
+        self.dashboard_watches = embedded_opener(self)
 
     def mount_group(
         self, group: str, api: MountedGroup, api_group: dict[str, Any], aggregated: dict[str, Any]
@@ -313,6 +315,9 @@ class APIServerApp:
                 await _refuse(err, send)
                 return
             scope[USER_SCOPE_KEY] = user
+            if scope["path"] == WATCH_PATH:  # the dashboard's watches, one connection (dashboard/mux.py)
+                await serve_watches(scope, receive, send, self.dashboard_watches)
+                return
             if self.mounted and await self._serve_mounted(scope, headers, send):
                 return
             try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx2 as httpx
@@ -23,6 +24,7 @@ from pykueue.apiserver import errors as E
 from pykueue.apiserver.security import READONLY, RequestGuard
 from pykueue.client.kubeconfig import ClusterConnection
 from pykueue.dashboard.assets import is_ui_path, serve_ui
+from pykueue.dashboard.mux import WATCH_PATH, serve_watches
 
 log = logging.getLogger("pykueue.dashboard")
 
@@ -73,6 +75,9 @@ class DashboardProxy:
                 raise E.APIError(
                     405, "MethodNotAllowed", f"the dashboard only reads: {scope['method']} is not allowed", {}
                 )
+            if path == WATCH_PATH:
+                await serve_watches(scope, receive, send, self._open_watch)
+                return
             if not (path in FORWARDED_PATHS or path.startswith(FORWARDED_PREFIXES)):
                 raise E.path_not_found()
         except E.APIError as err:
@@ -90,6 +95,30 @@ class DashboardProxy:
                     await self.client.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+    async def _open_watch(self, path: str, query: dict[str, list[str]]) -> AsyncIterator[bytes]:
+        """One upstream watch for :func:`serve_watches`; a refusal becomes the upstream's Status."""
+        client = self._client()
+        request = client.build_request("GET", path, params=query, headers={"Accept": "application/json"})
+        try:
+            response = await client.send(request, stream=True)
+        except httpx.HTTPError as err:
+            raise E.APIError(
+                503, "ServiceUnavailable", f"the dashboard cannot reach {self.conn.server}: {err}", {}
+            ) from None
+        if response.status_code != 200:
+            refusal = await response.aread()
+            await response.aclose()
+            raise _upstream_error(response.status_code, refusal)
+
+        async def chunks() -> AsyncIterator[bytes]:
+            try:
+                async for chunk in response.aiter_bytes():
+                    yield chunk
+            finally:
+                await response.aclose()
+
+        return chunks()
 
     async def _forward(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send) -> None:
         """Stream the upstream answer to the browser until either side ends."""
@@ -137,6 +166,19 @@ class DashboardProxy:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             await response.aclose()
+
+
+def _upstream_error(code: int, body: bytes) -> E.APIError:
+    """The upstream's ``Status`` as an error (a plain message when it sent something else)."""
+    try:
+        status = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        status = None
+    if isinstance(status, dict) and status.get("kind") == "Status":
+        return E.APIError(
+            code, str(status.get("reason", "")), str(status.get("message", "")), status.get("details") or {}
+        )
+    return E.APIError(code, "InternalError", f"the cluster answered {code}", {})
 
 
 async def _respond(

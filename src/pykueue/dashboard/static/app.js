@@ -16,6 +16,7 @@ const S = {
   live: new Map(), // informer name -> bool (watch open)
   error: null,
   informers: [],
+  watcher: null,
 };
 
 // ---- small helpers -------------------------------------------------------------------------
@@ -125,81 +126,117 @@ async function statusError(res) {
   return new APIError(res.status, message);
 }
 
-// An informer: list, then watch from the list's resourceVersion; on a closed stream watch again
-// from the last seen version, on 410 Gone list again (client-go's reflector).
+// Informers: each kind is listed, then all are watched from their lists' resourceVersions on ONE
+// request (/dashboard/watch, see dashboard/mux.py): a browser opens at most six connections to a
+// host, so a watch per kind would starve other requests and other tabs. When a watch ends the
+// stream is opened again from the last versions seen; on 410 Gone that kind is listed again
+// (client-go's reflector).
 class Informer {
-  constructor(name, path, map) {
-    this.name = name; this.path = path; this.map = map; this.rv = ""; this.stopped = false;
-    this.ctrl = null; this.optional = false;
+  constructor(name, path, map, optional) {
+    this.name = name; this.path = path; this.map = map; this.optional = optional;
+    this.rv = ""; this.gone = false; this.state = "new";
   }
-  start() { this.loop(); }
+  async list() {
+    this.state = "listing";
+    try {
+      const list = await apiGet(this.path);
+      this.map.clear();
+      for (const o of list.items || []) this.map.set(key(o), o);
+      this.rv = list.metadata.resourceVersion || "";
+      this.state = "listed";
+      changed(this.name);
+    } catch (e) {
+      if (e.code === 404 && this.optional) { this.gone = true; this.state = "not served"; S.live.delete(this.name); return; }
+      throw e;
+    }
+  }
+  event(ev) {
+    const o = ev.object || {};
+    if (ev.type === "ERROR") {
+      if (o.code === 410) { this.rv = ""; throw new Restart(this.name + ": resourceVersion expired, listing again"); }
+      throw new APIError(o.code || 500, o.message || "watch error");
+    }
+    if (o.metadata && o.metadata.resourceVersion) this.rv = o.metadata.resourceVersion;
+    if (ev.type === "BOOKMARK") return;
+    if (ev.type === "DELETED") this.map.delete(key(o));
+    else this.map.set(key(o), o);
+    changed(this.name);
+  }
+}
+
+class Restart extends Error {}
+
+class Watcher {
+  constructor(informers) { this.informers = informers; this.ctrl = null; this.stopped = false; }
   stop() { this.stopped = true; if (this.ctrl) this.ctrl.abort(); }
-  async loop() {
+  setLive(on) {
+    for (const inf of this.informers) if (!inf.gone) S.live.set(inf.name, on);
+    schedule();
+  }
+  async run() {
     let backoff = 500;
     while (!this.stopped) {
       try {
-        if (!this.rv) await this.list();
-        await this.watch();
+        for (const inf of this.informers) if (!inf.gone && !inf.rv) await inf.list();
+        await this.stream();
         backoff = 500;
       } catch (e) {
         if (this.stopped) return;
-        S.live.set(this.name, false);
-        if (e.code === 404 && this.optional) { S.live.delete(this.name); return; } // not served here
+        this.setLive(false);
         if (e.code === 401) return;
-        if (e.code === 410) this.rv = "";
-        else { S.error = e.message; }
+        if (e instanceof Restart) continue;
+        S.error = e.message;
         schedule();
         await new Promise((r) => setTimeout(r, backoff));
         backoff = Math.min(backoff * 2, 10000);
       }
     }
   }
-  async list() {
-    const list = await apiGet(this.path);
-    this.map.clear();
-    for (const o of list.items || []) this.map.set(key(o), o);
-    this.rv = list.metadata.resourceVersion || "";
-    changed(this.name);
-  }
-  async watch() {
+  async stream() {
+    const active = this.informers.filter((i) => !i.gone);
+    const byName = new Map(active.map((i) => [i.name, i]));
+    const qs = active.map((i) => "w=" + encodeURIComponent(i.name + ":" + i.rv + ":" + i.path)).join("&");
     this.ctrl = new AbortController();
-    const sep = this.path.includes("?") ? "&" : "?";
-    const url = this.path + sep + "watch=1&allowWatchBookmarks=true&resourceVersion=" + encodeURIComponent(this.rv);
     let res;
     try {
-      res = await fetch(url, { headers: headers(), signal: this.ctrl.signal, cache: "no-store", credentials: "omit" });
+      res = await fetch("/dashboard/watch?" + qs, { headers: headers(), signal: this.ctrl.signal, cache: "no-store", credentials: "omit" });
     } catch (e) {
-      throw new APIError(0, "watch of " + this.name + " interrupted; reconnecting");
+      throw new APIError(0, "watch interrupted; reconnecting");
     }
     if (!res.ok) throw await statusError(res);
-    S.live.set(this.name, true);
-    if (S.error && [...S.live.values()].every(Boolean)) S.error = null;
-    schedule();
+    for (const i of active) i.state = "watching";
+    this.setLive(true);
+    if (S.error) { S.error = null; schedule(); }
     const reader = res.body.getReader();
     const dec = new TextDecoder();
     let buf = "";
-    for (;;) {
-      let chunk;
-      try { chunk = await reader.read(); } catch (e) { throw new APIError(0, "watch of " + this.name + " interrupted; reconnecting"); }
-      if (chunk.done) break;
-      buf += dec.decode(chunk.value, { stream: true });
-      let nl;
-      while ((nl = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, nl).trim();
-        buf = buf.slice(nl + 1);
-        if (line) this.event(JSON.parse(line));
+    try {
+      for (;;) {
+        let chunk;
+        try { chunk = await reader.read(); } catch (e) { throw new APIError(0, "watch interrupted; reconnecting"); }
+        if (chunk.done) throw new Restart("stream ended");
+        buf += dec.decode(chunk.value, { stream: true });
+        let nl;
+        while ((nl = buf.indexOf("\n")) >= 0) {
+          const line = buf.slice(0, nl).trim();
+          buf = buf.slice(nl + 1);
+          if (!line) continue;
+          const msg = JSON.parse(line);
+          const inf = byName.get(msg.s);
+          if (!inf) continue;
+          if (msg.e) inf.event(msg.e);
+          else if (msg.end) throw new Restart(inf.name + " ended");
+          else if (msg.status) {
+            const st = msg.status;
+            if (st.code === 404 && inf.optional) { inf.gone = true; S.live.delete(inf.name); throw new Restart(inf.name + " not served"); }
+            if (st.code === 410) { inf.rv = ""; throw new Restart(inf.name + " expired"); }
+            throw new APIError(st.code || 500, st.message || "watch refused");
+          }
+        }
       }
+    } finally {
+      this.ctrl.abort();
     }
-    S.live.set(this.name, false);
-  }
-  event(ev) {
-    const o = ev.object || {};
-    if (ev.type === "ERROR") throw new APIError(o.code || 500, o.message || "watch error");
-    if (o.metadata && o.metadata.resourceVersion) this.rv = o.metadata.resourceVersion;
-    if (ev.type === "BOOKMARK") return;
-    if (ev.type === "DELETED") this.map.delete(key(o));
-    else this.map.set(key(o), o);
-    changed(this.name);
   }
 }
 
@@ -495,7 +532,7 @@ function pendingTable() {
         h("td", { class: "pos" }, pos ? h("span", { class: "position", title: "positionInClusterQueue " + pos.posCQ + " (0 = next) in " + pos.cq }, String(pos.posCQ + 1)) : h("span", { class: "muted", title: S.visibility === "unavailable" ? "the visibility API is not served" : "not queued (yet)" }, "–"),
           pos ? h("div", { class: "muted small", title: "positionInLocalQueue " + pos.posLQ + " (0 = next) in " + pos.lq }, "LQ " + (pos.posLQ + 1)) : null),
         h("td", {}, wlLink(wl.metadata.namespace, wl.metadata.name), h("div", { class: "muted small" }, wl.metadata.namespace + " · prio " + ((wl.spec && wl.spec.priority) || 0) + " · waiting " + age(wl.metadata.creationTimestamp))),
-        h("td", {}, (wl.spec && wl.spec.queueName) || "", pos ? h("div", { class: "muted small" }, pos.cq) : null),
+        h("td", { class: "nowrap" }, (wl.spec && wl.spec.queueName) || "", pos ? h("div", { class: "muted small" }, pos.cq) : null),
         h("td", { class: "why" }, qr ? [h("span", { class: "reason" }, qr.reason || ""), " ", h("span", { class: "msg" }, qr.message || "")] : h("span", { class: "muted" }, "not yet considered")));
     })));
 }
@@ -673,8 +710,8 @@ let loginShown = false;
 function needLogin(why) {
   if (loginShown) return;
   loginShown = true;
-  for (const inf of S.informers) inf.stop();
-  S.informers = [];
+  if (S.watcher) S.watcher.stop();
+  S.watcher = null;
   sessionStorage.removeItem(TOKEN_KEY);
   S.token = null;
   const input = h("input", { type: "password", id: "token", autocomplete: "off", placeholder: "bearer token", spellcheck: "false" });
@@ -720,13 +757,10 @@ async function start() {
     ["cohorts", base + "cohorts", S.store.cohort, true],
     ["events", "/api/v1/events", S.store.ev, true],
   ];
-  for (const [name, path, map, optional] of defs) {
-    const inf = new Informer(name, path, map);
-    inf.optional = optional;
-    S.informers.push(inf);
-    S.live.set(name, false);
-    inf.start();
-  }
+  S.informers = defs.map(([name, path, map, optional]) => new Informer(name, path, map, optional));
+  for (const inf of S.informers) S.live.set(inf.name, false);
+  S.watcher = new Watcher(S.informers);
+  S.watcher.run();
   setInterval(schedule, 5000); // ages ("3m") move on; a re-render only, no request
   schedule();
 }
