@@ -241,7 +241,7 @@ class Watcher {
 }
 
 function changed(name) {
-  if (name === "workloads" || name === "clusterqueues") refreshPositionsSoon();
+  if (name === "workloads" || name === "clusterqueues" || name === "localqueues") refreshPositionsSoon();
   if (name === "events" && S.store.ev.size > 3000) {
     const sorted = [...S.store.ev.entries()].sort((a, b) => evTime(a[1]) < evTime(b[1]) ? -1 : 1);
     for (const [k] of sorted.slice(0, S.store.ev.size - 2000)) S.store.ev.delete(k);
@@ -265,8 +265,17 @@ function refreshPositionsSoon() {
 async function refreshPositions() {
   if (S.visibility === "unavailable") return;
   const next = new Map();
-  for (const cq of S.store.cq.values()) {
-    const name = cq.metadata.name;
+  // Only ClusterQueues that may have pending workloads: those a pending workload's LocalQueue
+  // points at, and those whose status counts some.
+  const names = new Set();
+  for (const cq of S.store.cq.values()) if ((cq.status || {}).pendingWorkloads > 0) names.add(cq.metadata.name);
+  for (const wl of S.store.wl.values()) {
+    if (!isPending(wl)) continue;
+    const lq = S.store.lq.get(wl.metadata.namespace + "/" + ((wl.spec && wl.spec.queueName) || ""));
+    if (lq && lq.spec && lq.spec.clusterQueue) names.add(lq.spec.clusterQueue);
+  }
+  for (const name of [...names].sort()) {
+    if (!S.store.cq.has(name)) continue;
     try {
       const sum = await apiGet(VISIBILITY + "/clusterqueues/" + encodeURIComponent(name) + "/pendingworkloads");
       for (const it of sum.items || []) {
