@@ -5,7 +5,7 @@
 
 const TOKEN_KEY = "pykueue.dashboard.token";
 const KUEUE = "kueue.x-k8s.io";
-const VISIBILITY = "/apis/visibility.kueue.x-k8s.io/v1beta2";
+const VISIBILITY_VERSIONS = ["v1beta2", "v1beta1"]; // newest first; older Kueue serves only v1beta1
 
 const S = {
   token: null,
@@ -146,7 +146,8 @@ class Informer {
       this.state = "listed";
       changed(this.name);
     } catch (e) {
-      if (e.code === 404 && this.optional) { this.gone = true; this.state = "not served"; S.live.delete(this.name); return; }
+      // An optional kind this server does not serve, or this user may not read, is left out.
+      if ((e.code === 404 || e.code === 403) && this.optional) { this.gone = true; this.state = "not served"; S.live.delete(this.name); return; }
       throw e;
     }
   }
@@ -228,7 +229,7 @@ class Watcher {
           else if (msg.end) throw new Restart(inf.name + " ended");
           else if (msg.status) {
             const st = msg.status;
-            if (st.code === 404 && inf.optional) { inf.gone = true; S.live.delete(inf.name); throw new Restart(inf.name + " not served"); }
+            if ((st.code === 404 || st.code === 403) && inf.optional) { inf.gone = true; S.live.delete(inf.name); throw new Restart(inf.name + " not served"); }
             if (st.code === 410) { inf.rv = ""; throw new Restart(inf.name + " expired"); }
             throw new APIError(st.code || 500, st.message || "watch refused");
           }
@@ -262,6 +263,24 @@ function refreshPositionsSoon() {
   }, 150);
 }
 
+// The visibility API in the first version the server serves (remembered once one answers).
+async function visibilityGet(path) {
+  const versions = S.visibilityVersion ? [S.visibilityVersion] : VISIBILITY_VERSIONS;
+  let last;
+  for (const v of versions) {
+    try {
+      const out = await apiGet("/apis/visibility.kueue.x-k8s.io/" + v + path);
+      S.visibilityVersion = v;
+      return out;
+    } catch (e) {
+      last = e;
+      const unserved = e.code === 404 && /the server could not find the requested resource/.test(e.message);
+      if (!unserved || S.visibilityVersion) throw e;
+    }
+  }
+  throw last;
+}
+
 async function refreshPositions() {
   if (S.visibility === "unavailable") return;
   const next = new Map();
@@ -277,7 +296,8 @@ async function refreshPositions() {
   for (const name of [...names].sort()) {
     if (!S.store.cq.has(name)) continue;
     try {
-      const sum = await apiGet(VISIBILITY + "/clusterqueues/" + encodeURIComponent(name) + "/pendingworkloads");
+      const path = "/clusterqueues/" + encodeURIComponent(name) + "/pendingworkloads";
+      const sum = await visibilityGet(path);
       for (const it of sum.items || []) {
         next.set(it.metadata.namespace + "/" + it.metadata.name,
           { cq: name, lq: it.localQueueName, posCQ: it.positionInClusterQueue, posLQ: it.positionInLocalQueue });
@@ -288,6 +308,7 @@ async function refreshPositions() {
         S.visibility = "unavailable";
         break;
       }
+      if (e.code === 403) { S.visibility = "unavailable"; break; } // this user may not read it
     }
   }
   S.positions = next;
@@ -619,7 +640,7 @@ function workloadPage(ns, name) {
       fact("Priority", String(spec.priority || 0) + (spec.priorityClassName ? " (" + spec.priorityClassName + ")" : "")),
       fact("Position (1 = next)", pos ? (pos.posCQ + 1) + " in ClusterQueue, " + (pos.posLQ + 1) + " in LocalQueue" : "—"),
       fact("Owner", owner ? owner.kind + " " + owner.name : "—"),
-      fact("Created", (wl.metadata.creationTimestamp || "") + " (" + age(wl.metadata.creationTimestamp) + " ago)")),
+      fact("Created", h("span", { title: wl.metadata.creationTimestamp || "" }, age(wl.metadata.creationTimestamp) + " ago"))),
     s.label === "Pending" && qr ? h("div", { class: "banner pending-why" }, h("b", {}, "Why pending: "), qr.reason + " — " + (qr.message || "")) : null,
     h("h2", {}, "Admission"), admissionTable(wl),
     h("h2", {}, "Pod sets"), podSetTable(wl),
