@@ -33,6 +33,8 @@ from pykueue.apiserver import watch
 from pykueue.apiserver.discovery import Discovery, Document, version_info, wants_aggregated
 from pykueue.apiserver.handlers import APIRequest, APIResponse, Handlers, Resolver, ResourceInfo
 from pykueue.apiserver.security import ADMIN, READONLY, RequestGuard, User
+from pykueue.dashboard.assets import is_ui_path, serve_ui
+from pykueue.dashboard.mux import WATCH_PATH, embedded_opener, serve_watches
 
 log = logging.getLogger("pykueue.apiserver")
 
@@ -254,6 +256,7 @@ class APIServerApp:
         """The controllers' Prometheus registry, served at ``/metrics`` once they run (else 404)."""
         self.pod_logs: PodLogLocator | None = None
         """Where a pod's log files are (the local job runner registers it; None: no logs here)."""
+        self.dashboard_watches = embedded_opener(self)
 
     def mount_group(
         self, group: str, api: MountedGroup, api_group: dict[str, Any], aggregated: dict[str, Any]
@@ -304,6 +307,9 @@ class APIServerApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Check the request (:class:`RequestGuard`), then serve plain resource requests directly;
         everything else (watches too) through Starlette."""
+        if scope["type"] == "http" and is_ui_path(scope["path"]):
+            await serve_ui(scope, send, self.guard)  # static, data-free: no token (see dashboard/)
+            return
         if scope["type"] == "http":
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
             try:
@@ -315,6 +321,9 @@ class APIServerApp:
                 await _refuse(err, send)
                 return
             scope[USER_SCOPE_KEY] = user
+            if scope["path"] == WATCH_PATH:  # the dashboard's watches, one connection (dashboard/mux.py)
+                await serve_watches(scope, receive, send, self.dashboard_watches)
+                return
             if self.mounted and await self._serve_mounted(scope, headers, send):
                 return
             if scope["path"].endswith("/log") and await self._serve_pod_log(scope, receive, send):

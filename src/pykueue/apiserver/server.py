@@ -460,10 +460,12 @@ def _announce(
         lines += [
             f"kubeconfig written to {kubeconfig} (admin: HTTPS, the server's CA and a bearer token)",
             f"read-only kubeconfig written to {readonly} (user {READONLY_USER}: get, list, watch)",
+            f"dashboard: {url}/ui/ (sign in with the read-only token in {data_dir / READONLY_TOKEN_FILE})",
         ]
     else:
         lines += [
             f"kubeconfig written to {kubeconfig}",
+            f"dashboard: {url}/ui/",
             "WARNING: --insecure-loopback: plain HTTP, no authentication; every local user and "
             "process can use this API (and run commands through its Jobs)",
         ]

@@ -14,6 +14,7 @@ from pykueue.api.conversion import to_external
 from pykueue.api.kueue import ResourceFlavor
 from pykueue.api.meta import parse_time
 from pykueue.cli.explain import explain
+from pykueue.cli.kueuectl.printing import progress
 from pykueue.cli.state import AdmittedJob, Document, StateError, admit_state
 from pykueue.controllers.jobs import batch_job as bj
 from pykueue.controllers.manager import ControllerOptions
@@ -92,48 +93,54 @@ def _run(args: argparse.Namespace) -> int:
         now = parse_time(args.now) if args.now else datetime.now(UTC)
     except Exception as err:
         raise UsageError(f"error: --now {args.now!r} is not an RFC3339 time") from err
+    # Big states take seconds per phase: each phase shows a spinner on a terminal (stderr) once it
+    # has run for a second; pipes and files get nothing, so the output stays the same.
     documents: list[Document] = []
     for path in args.filename:
         try:
             source = "<stdin>" if path == "-" else path
-            loaded = manifests.load_yaml_documents(_read(path), source=source)
-            documents.extend(
-                Document(obj, source, index)
-                for index, doc in loaded
-                for obj in manifests.flatten(doc, source, index)
-            )
+            with progress(f"reading {source}"):
+                loaded = manifests.load_yaml_documents(_read(path), source=source)
+                documents.extend(
+                    Document(obj, source, index)
+                    for index, doc in loaded
+                    for obj in manifests.flatten(doc, source, index)
+                )
         except ValueError as err:
             raise UsageError(f"error: {err}") from err
     try:
-        state = admit_state(documents, controller_options, validate=args.validate != "false")
+        with progress(f"validating {len(documents)} objects"):
+            state = admit_state(documents, controller_options, validate=args.validate != "false")
     except StateError as err:
         raise UsageError(f"error: {err}") from err
     for warning in state.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     cluster = SimulatedCluster(options, now)
     try:
-        cluster.load(state.objects)
+        with progress(f"loading {len(state.objects)} objects"):
+            cluster.load(state.objects)
     except ValueError as err:
         raise UsageError(f"error: {err}") from err
     # The loaded state lives until exit: keep it out of cyclic-GC scans (large states pay
     # otherwise for repeated full collections; see bench/RESULTS.md).
     gc.collect()
     gc.freeze()
-    run_result = cluster.run(cycles=args.cycles, until_quiet=args.until_quiet)
-    cluster.finalize_status()
-    docs = [to_external(obj, version) for obj, version in cluster.output()]
-    docs.extend(_job_docs(cluster, state.jobs, controller_options))
-    if args.show_events:
-        docs.extend(_event_docs(cluster))
-    if args.output == "json":
-        sys.stdout.write(manifests.dump_json(docs))
-        if args.explain:
-            sys.stderr.write(explain(cluster, run_result))
-    else:
-        sys.stdout.write(manifests.dump_yaml(docs))
-        if args.explain:
-            text = explain(cluster, run_result)
-            sys.stdout.write("".join(f"# {line}\n" if line else "#\n" for line in text.splitlines()))
+    cycles = "until quiet (at most 60 cycles)" if args.until_quiet else f"{args.cycles} cycle(s)"
+    with progress(f"scheduling {len(cluster.objects)} objects, {cycles}"):
+        run_result = cluster.run(cycles=args.cycles, until_quiet=args.until_quiet)
+        cluster.finalize_status()
+    with progress("writing the result"):
+        docs = [to_external(obj, version) for obj, version in cluster.output()]
+        docs.extend(_job_docs(cluster, state.jobs, controller_options))
+        if args.show_events:
+            docs.extend(_event_docs(cluster))
+        text = manifests.dump_json(docs) if args.output == "json" else manifests.dump_yaml(docs)
+        explained = explain(cluster, run_result) if args.explain else ""
+    sys.stdout.write(text)
+    if args.explain and args.output == "json":
+        sys.stderr.write(explained)
+    elif args.explain:
+        sys.stdout.write("".join(f"# {line}\n" if line else "#\n" for line in explained.splitlines()))
     return 0
 
 
