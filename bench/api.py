@@ -2,11 +2,13 @@
 
 Usage: python bench/api.py [--objects 20000] [--concurrency 32] [--watchers 10]
                            [--kind workloads|resourceflavors|clusterqueues|leases|events]
-                           [--url URL] [--controllers]
+                           [--url URL [--kubeconfig FILE]] [--controllers] [--insecure-loopback]
 
 Starts ``pykueue serve --no-controllers`` (a real subprocess, fresh data directory, port 0; with
-``--controllers`` Kueue's controllers run too and react to the objects) unless ``--url`` is
-given, then from one asyncio client process (aiohttp, ``--concurrency`` connections):
+``--controllers`` Kueue's controllers run too and react to the objects; HTTPS with the server's
+CA and admin token, or plain HTTP with ``--insecure-loopback``) unless ``--url`` is given (then
+``--kubeconfig`` supplies the CA and token), then from one asyncio client process (aiohttp,
+``--concurrency`` connections):
 
 1. opens ``--watchers`` watches on the collection (``?watch=true``, from the current revision);
 2. creates ``--objects`` objects (POST) — creates/s;
@@ -21,9 +23,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import json
 import os
+import ssl
 import statistics
 import subprocess
 import sys
@@ -34,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 G = "kueue.x-k8s.io/v1beta2"
@@ -153,10 +158,46 @@ def pct(values: list[float], q: float) -> float:
     return 1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def bench(url: str, kind: str, objects: int, concurrency: int, watchers: int) -> None:
+@dataclass
+class Credentials:
+    """The TLS context and Authorization header of a kubeconfig (both None: plain HTTP)."""
+
+    ssl_context: ssl.SSLContext | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_kubeconfig(cls, path: str | None) -> Credentials:
+        """CA (``certificate-authority-data``) and ``token`` of the kubeconfig's first cluster and user."""
+        if path is None:
+            return cls()
+        doc = yaml.safe_load(Path(path).read_text())
+        ca = doc["clusters"][0]["cluster"].get("certificate-authority-data")
+        token = doc["users"][0]["user"].get("token")
+        ctx = ssl.create_default_context(cadata=base64.b64decode(ca).decode()) if ca else None
+        return cls(ctx, {"Authorization": f"Bearer {token}"} if token else {})
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) a process has used, from ``/proc/PID/stat``."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def bench(
+    url: str,
+    kind: str,
+    objects: int,
+    concurrency: int,
+    watchers: int,
+    creds: Credentials | None = None,
+    server_cpu: Any = None,
+) -> None:
+    """Run the benchmark; ``server_cpu()`` (when given) reads the server's CPU seconds, so the
+    server's CPU per request is printed too (steadier than rates on a shared machine)."""
     base = url + PATHS[kind]
-    conn = aiohttp.TCPConnector(limit=concurrency + watchers + 4)
-    async with aiohttp.ClientSession(connector=conn) as session:
+    creds = creds or Credentials()
+    conn = aiohttp.TCPConnector(limit=concurrency + watchers + 4, ssl=creds.ssl_context or False)
+    async with aiohttp.ClientSession(connector=conn, headers=creds.headers) as session:
         async with session.get(base + "?limit=1") as r:
             rv = (await r.json())["metadata"]["resourceVersion"]
         ws = [Watcher() for _ in range(watchers)]
@@ -191,13 +232,20 @@ async def bench(url: str, kind: str, objects: int, concurrency: int, watchers: i
 
             return go
 
+        def cpu_note(before: float | None) -> str:
+            if server_cpu is None or before is None:
+                return ""
+            return f", server CPU {1e6 * (server_cpu() - before) / objects:,.0f} µs/request"
+
+        cpu0 = server_cpu() if server_cpu else None
         elapsed, lat = await timed([create(b) for b in bodies], concurrency)
         print(f"creates: {objects} {kind}, concurrency {concurrency}: {objects / elapsed:,.0f} creates/s "
-              f"(p50 {pct(lat, 0.5):.1f} ms, p99 {pct(lat, 0.99):.1f} ms)")  # fmt: skip
+              f"(p50 {pct(lat, 0.5):.1f} ms, p99 {pct(lat, 0.99):.1f} ms{cpu_note(cpu0)})")  # fmt: skip
+        cpu0 = server_cpu() if server_cpu else None
         elapsed, lat = await timed([update(i) for i in range(objects)], concurrency)
         last_write = time.perf_counter()
         print(f"updates: {objects} merge patches, concurrency {concurrency}: {objects / elapsed:,.0f} updates/s "
-              f"(p50 {pct(lat, 0.5):.1f} ms, p99 {pct(lat, 0.99):.1f} ms)")  # fmt: skip
+              f"(p50 {pct(lat, 0.5):.1f} ms, p99 {pct(lat, 0.99):.1f} ms{cpu_note(cpu0)})")  # fmt: skip
         if failures:
             print(f"FAILED requests: {len(failures)} (statuses {sorted(set(failures))})")
         expected = 2 * objects
@@ -222,8 +270,11 @@ async def bench(url: str, kind: str, objects: int, concurrency: int, watchers: i
                 print(f"watch errors: {errors[:3]}")
 
 
-def start_server(data_dir: str, controllers: bool = False) -> tuple[subprocess.Popen[str], str]:
-    """``pykueue serve --port 0 [--no-controllers]`` on ``data_dir``; returns (process, URL)."""
+def start_server(
+    data_dir: str, controllers: bool = False, insecure: bool = False
+) -> tuple[subprocess.Popen[str], str, str]:
+    """``pykueue serve --port 0 [--no-controllers] [--insecure-loopback]`` on ``data_dir``; returns
+    (process, URL, kubeconfig)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), PYTHONUNBUFFERED="1")
     kubeconfig = os.path.join(data_dir, "kubeconfig")
     proc = subprocess.Popen(
@@ -239,6 +290,7 @@ def start_server(data_dir: str, controllers: bool = False) -> tuple[subprocess.P
             "--kubeconfig",
             kubeconfig,
             *(() if controllers else ("--no-controllers",)),
+            *(("--insecure-loopback",) if insecure else ()),
         ],
         stdout=subprocess.PIPE,
         text=True,
@@ -249,7 +301,7 @@ def start_server(data_dir: str, controllers: bool = False) -> tuple[subprocess.P
         if line.startswith("pykueue API server listening on "):
             url = line.split()[-1]
         if line.strip().startswith("export KUBECONFIG="):
-            return proc, url
+            return proc, url, kubeconfig
     raise SystemExit("pykueue serve did not start")
 
 
@@ -260,6 +312,10 @@ def main() -> None:
     parser.add_argument("--watchers", type=int, default=10)
     parser.add_argument("--kind", choices=sorted(PATHS), default="workloads")
     parser.add_argument("--url", help="benchmark a running server instead of starting one")
+    parser.add_argument("--kubeconfig", help="with --url: the kubeconfig with its CA and token")
+    parser.add_argument(
+        "--insecure-loopback", action="store_true", help="start the server with plain HTTP, no authentication"
+    )
     parser.add_argument(
         "--controllers", action="store_true", help="run Kueue's controllers in the server (default: API only)"
     )
@@ -271,13 +327,16 @@ def main() -> None:
     except ImportError:  # pragma: no cover
         pass
     if args.url:
-        asyncio.run(bench(args.url.rstrip("/"), args.kind, args.objects, args.concurrency, args.watchers))
+        creds = Credentials.from_kubeconfig(args.kubeconfig)
+        asyncio.run(bench(args.url.rstrip("/"), args.kind, args.objects, args.concurrency, args.watchers, creds))
         return
     with tempfile.TemporaryDirectory() as tmp:
-        proc, url = start_server(tmp, args.controllers)
+        proc, url, kubeconfig = start_server(tmp, args.controllers, args.insecure_loopback)
         try:
             print(f"server: pykueue serve at {url} (fresh data directory)")
-            asyncio.run(bench(url, args.kind, args.objects, args.concurrency, args.watchers))
+            creds = Credentials.from_kubeconfig(kubeconfig)
+            cpu = (lambda: process_cpu(proc.pid)) if Path(f"/proc/{proc.pid}/stat").exists() else None
+            asyncio.run(bench(url, args.kind, args.objects, args.concurrency, args.watchers, creds, cpu))
         finally:
             proc.terminate()
             proc.wait(30)

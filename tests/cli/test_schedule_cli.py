@@ -235,3 +235,80 @@ def test_explain_lists_flavors_and_reasons() -> None:
     assert comments[0] == "# Workload team-a/job-4 (LocalQueue team-a-queue, ClusterQueue team-a-cq) is not admitted."
     assert any("flavor default-flavor:" in c and "1 more needed" in c for c in comments)
     yaml.safe_load_all(proc.stdout)  # still valid YAML
+
+
+# --- issue 11: the shared fidelity scenarios, run as their headers say (skipped without the folder) ----
+
+FIDELITY = ROOT.parent / "shared" / "fidelity"
+UNAVAILABLE_TPU = "couldn't assign flavors to pod set main: resource acme.io/tpu unavailable in ClusterQueue"
+NEEDED = "couldn't assign flavors to pod set {}: insufficient unused quota for {} in flavor {}, {} more needed"
+
+# file -> workload -> (QuotaReserved (status, reason, message), admitted ClusterQueue or None), as upstream decides.
+FIDELITY_EXPECTED: dict[str, dict[str, tuple[tuple[str, str, str], str | None]]] = {
+    "byte-quantity-message-format": {
+        "big-mem": (
+            (
+                "False",
+                "ExceedsMaxQuota",
+                "couldn't assign flavors to pod set main: insufficient quota for memory in flavor slab, previously "
+                "considered podsets requests (0) + current podset request (1500M) > maximum capacity (1G)",
+            ),
+            None,
+        ),
+        "some-mem": (("False", "WaitingForQuota", NEEDED.format("main", "memory", "slab", "500M")), None),
+    },
+    "nofit-reason-uncovered-resource": {
+        "tpu-a": (("False", "PendingEvaluation", "Bypassed scheduling evaluation because an equivalent workload recently failed"), None),
+        "tpu-b": (("False", "PendingEvaluation", "Workload is pending evaluation in the scheduling queue"), None),
+        "tpu-c": (("False", "ExceedsMaxQuota", UNAVAILABLE_TPU), None),
+        "tpu-d": (("False", "NoMatchingFlavor", UNAVAILABLE_TPU), None),
+    },
+    "requeue-after-eviction-timing": {
+        "reclaimer": (("True", "QuotaReserved", "Quota reserved in ClusterQueue cq-east"), "cq-east"),
+        "priority-job": (("True", "QuotaReserved", "Quota reserved in ClusterQueue cq-west"), "cq-west"),
+        "filler": (("False", "WaitingForQuota", NEEDED.format("main", "cpu", "general", "1")), None),
+        "squatter": (("False", "WaitingForQuota", NEEDED.format("main", "cpu", "general", "4")), None),
+    },
+    "startup-eviction-before-first-cycle": {
+        "drained": (("False", "Suspended", "ClusterQueue cq-frozen is inactive"), None),
+        "needy": (("True", "QuotaReserved", "Quota reserved in ClusterQueue cq-live"), "cq-live"),
+    },
+}
+
+# Other conditions the headers state: (file, workload) -> type -> (status, reason).
+FIDELITY_CONDITIONS = {
+    ("requeue-after-eviction-timing", "squatter"): {
+        "Evicted": ("True", "Preempted"),
+        "Preempted": ("True", "InCohortReclamation"),
+        "Requeued": ("True", "Preempted"),
+    },
+    ("startup-eviction-before-first-cycle", "drained"): {
+        "Evicted": ("True", "ClusterQueueStopped"),
+        "Requeued": ("False", "ClusterQueueStopped"),
+    },
+}
+
+
+def _header_args(path: Path) -> list[str]:
+    """The flags of the file's ``# Run: pykueue schedule -f FILE ...`` header line."""
+    for line in path.read_text().splitlines():
+        if line.startswith("# Run: pykueue schedule "):
+            args = line.removeprefix("# Run: pykueue schedule ").split()
+            return [str(path) if a == path.name else a for a in args]
+    raise AssertionError(f"{path.name}: no '# Run:' line")
+
+
+@pytest.mark.skipif(not FIDELITY.is_dir(), reason="shared fidelity scenarios not present")
+@pytest.mark.parametrize("name", sorted(FIDELITY_EXPECTED))
+def test_shared_fidelity_scenario(name: str) -> None:
+    path = FIDELITY / f"{name}.yaml"
+    proc = run(*_header_args(path))
+    assert proc.returncode == 0, proc.stderr
+    wls = workloads(proc.stdout)
+    for wl_name, (qr, cq) in FIDELITY_EXPECTED[name].items():
+        got = next(c for c in wls[wl_name]["status"]["conditions"] if c["type"] == "QuotaReserved")
+        assert (got["status"], got["reason"], got["message"]) == qr, wl_name
+        admission = wls[wl_name]["status"].get("admission")
+        assert (admission["clusterQueue"] if admission else None) == cq, wl_name
+        for ctype, want in FIDELITY_CONDITIONS.get((name, wl_name), {}).items():
+            assert cond(wls[wl_name], ctype) == want, (wl_name, ctype)

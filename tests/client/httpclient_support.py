@@ -116,8 +116,9 @@ class TCPProxy:
     client sees broken and refused requests as on a flaky network.
     """
 
-    def __init__(self, target: tuple[str, int]) -> None:
+    def __init__(self, target: tuple[str, int], scheme: str = "http") -> None:
         self.target = target
+        self.scheme = scheme
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self._listener.getsockname()[1]
         self._up = threading.Event()
@@ -129,13 +130,14 @@ class TCPProxy:
 
     @classmethod
     def to(cls, url: str) -> TCPProxy:
-        """A proxy in front of the server at ``url`` (``http://host:port``)."""
-        host, port = url.split("://", 1)[1].rstrip("/").rsplit(":", 1)
-        return cls((host, int(port)))
+        """A proxy in front of the server at ``url`` (``http[s]://host:port``; TLS passes through)."""
+        scheme, rest = url.split("://", 1)
+        host, port = rest.rstrip("/").rsplit(":", 1)
+        return cls((host, int(port)), scheme)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     def cut(self) -> None:
         """Break every connection and refuse new ones until :meth:`restore`."""

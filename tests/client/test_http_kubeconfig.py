@@ -1,7 +1,8 @@
 """HTTPClient.from_kubeconfig: file selection, merging, TLS and credentials, against real servers.
 
-The TLS cases use ``pykueue serve --host 0.0.0.0``, which serves HTTPS with its own CA and
-requires the bearer token it writes into its kubeconfig.
+Every server serves HTTPS with its own CA and requires the bearer token it writes into its
+kubeconfig; the TLS cases bind ``--host 0.0.0.0`` (the certificate then also names the wildcard's
+loopback address).
 """
 
 from __future__ import annotations
@@ -74,6 +75,11 @@ def works(path: Path | None, context: str | None = None) -> bool:
 
 def _ca_data(srv: Any) -> str:
     return base64.b64encode(Path(srv.ca_file).read_bytes()).decode()
+
+
+def _creds(srv: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(user, cluster) entries that reach ``srv``: its token and CA (every server requires them)."""
+    return {"token": srv.token}, {"certificate-authority-data": _ca_data(srv)}
 
 
 # -- TLS and credentials ------------------------------------------------------------------------
@@ -236,11 +242,11 @@ def test_kubeconfig_env_list_merges_like_kubectl(
 ) -> None:
     dead = "http://127.0.0.1:9"  # discard port: nothing listens there
     # file 1: current-context "real", and a "dead" cluster that shadows file 2's same-named entry
-    first = kubeconfig(dead, name="dead", current="real")
+    first = kubeconfig(dead, _creds(server)[0], name="dead", current="real")
     first["contexts"].append({"name": "real", "context": {"cluster": "real", "user": "dead"}})
     # file 2: the real server under "real", and a "dead" cluster entry that must lose to file 1's
-    second = kubeconfig(server.url, name="real", current="dead")
-    second["clusters"].append({"name": "dead", "cluster": {"server": server.url}})
+    second = kubeconfig(server.url, *_creds(server), name="real", current="dead")
+    second["clusters"].append({"name": "dead", "cluster": {"server": server.url, **_creds(server)[1]}})
     files = [tmp_path / "missing", write(tmp_path / "one", first), write(tmp_path / "two", second)]
     monkeypatch.setenv("KUBECONFIG", os.pathsep.join(str(f) for f in files))
 
@@ -257,7 +263,7 @@ def test_kubeconfig_env_list_merges_like_kubectl(
 
 
 def test_context_namespace_and_selection_errors(server: Any, tmp_path: Path) -> None:
-    path = write(tmp_path / "config", kubeconfig(server.url, namespace="team-a"))
+    path = write(tmp_path / "config", kubeconfig(server.url, *_creds(server), namespace="team-a"))
     c = HTTPClient.from_kubeconfig(path)
     assert c.namespace == "team-a"
     c.close()
@@ -265,7 +271,7 @@ def test_context_namespace_and_selection_errors(server: Any, tmp_path: Path) -> 
         HTTPClient.from_kubeconfig(path, "nope")
     with pytest.raises(KubeconfigError, match="not found"):
         HTTPClient.from_kubeconfig(tmp_path / "does-not-exist")
-    no_current = write(tmp_path / "no-current", kubeconfig(server.url, current=None))
+    no_current = write(tmp_path / "no-current", kubeconfig(server.url, *_creds(server), current=None))
     with pytest.raises(KubeconfigError, match="context"):
         HTTPClient.from_kubeconfig(no_current)
     assert works(no_current, "test")

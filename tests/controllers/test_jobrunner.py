@@ -10,7 +10,13 @@ for the shell's PID.
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,11 +26,14 @@ from typing import Any, TypeVar
 
 import pytest
 
+from pykueue.api.jobs import QUEUE_NAME_LABEL
 from pykueue.apiserver.app import create_app
 from pykueue.client.inprocess import InProcessClient
 from pykueue.client.interface import NotFound
-from pykueue.client.resources import EVENTS, JOBS
+from pykueue.client.resources import EVENTS, JOBS, WORKLOADS
+from pykueue.controllers import podshim
 from pykueue.controllers.jobrunner import JobRunner
+from pykueue.controllers.podsandbox import process_identity, resolve_user
 from pykueue.store import Store
 
 T = TypeVar("T")
@@ -56,12 +65,14 @@ class Env:
         parts.bootstrap()
         self.client = InProcessClient(parts.handlers)
         self.work = tmp_path / "work"
+        self.scratch = tmp_path / "scratch"
         self.clock = FakeClock()
         self.runners: list[JobRunner] = []
 
     def runner(self, **kwargs: Any) -> JobRunner:
         kwargs.setdefault("pod_failure_backoff", 0.0)
-        runner = JobRunner(self.client, self.work, clock=self.clock, **kwargs)
+        kwargs.setdefault("run_unmanaged_jobs", True)
+        runner = JobRunner(self.client, self.work, clock=self.clock, scratch_dir=self.scratch, **kwargs)
         runner.start()
         self.runners.append(runner)
         return runner
@@ -74,10 +85,11 @@ class Env:
             container["env"] = spec.pop("env")
         if "args" in spec:
             container["args"] = spec.pop("args")
+        labels = spec.pop("labels", None)
         body = {
             "apiVersion": "batch/v1",
             "kind": "Job",
-            "metadata": {"name": name, "namespace": NS},
+            "metadata": {"name": name, "namespace": NS, **({"labels": labels} if labels else {})},
             "spec": {
                 **spec,
                 "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
@@ -103,7 +115,12 @@ class Env:
         return self.wait_status(name, lambda st: conditions(st).get(kind, ("",))[0] == status)
 
     def pods(self, name: str) -> list[Path]:
-        """The pod scratch directories of a Job, oldest first."""
+        """The pods' working directories of a Job, oldest first."""
+        base = self.scratch / NS / name
+        return sorted(base.iterdir(), key=lambda p: p.stat().st_mtime) if base.exists() else []
+
+    def records(self, name: str) -> list[Path]:
+        """The runner's record directories of a Job's pods (spec, pid, exit, logs), oldest first."""
         base = self.work / NS / name
         return sorted(base.iterdir(), key=lambda p: p.stat().st_mtime) if base.exists() else []
 
@@ -291,10 +308,12 @@ def test_environment_working_directory_and_logs(env: Env) -> None:
     )
     env.wait_condition("envjob", "Complete")
     (pod,) = env.pods("envjob")
+    (record,) = env.records("envjob")
+    assert record.name == pod.name
     assert (pod / "out.txt").read_text().strip() == f"hi|hi-there $(GREETING)|{pod.name}|{pod.name}"
     assert (pod / "where.txt").read_text().strip() == str(pod.resolve())
-    assert (pod / "stdout.log").read_text() == "hello\n"
-    assert (pod / "stderr.log").read_text() == "oops\n"
+    assert (record / "stdout.log").read_text() == "hello\n"
+    assert (record / "stderr.log").read_text() == "oops\n"
 
 
 def test_indexed_job_gets_completion_indexes(env: Env) -> None:
@@ -386,3 +405,421 @@ def test_pod_failure_backoff_delays_replacements(env: Env) -> None:
     env.clock.advance(11)
     env.wait_condition("retry", "Failed")
     assert len(env.pods("retry")) == 2
+
+
+# --- the sandbox: environment, directories, limits, descendants, admission -----------------------------
+
+
+def pod_record(env: Env, name: str) -> Path:
+    (record,) = wait_for(lambda: env.records(name) or None)
+    return record
+
+
+def test_environment_is_only_the_pods_own(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KUBECONFIG", "/secret/kubeconfig")
+    monkeypatch.setenv("PYKUEUE_TEST_SECRET", "s3cr3t")
+    env.runner()
+    env.create("envonly", ["env"], env=[{"name": "FOO", "value": "bar"}])
+    env.wait_condition("envonly", "Complete")
+    record = pod_record(env, "envonly")
+    (pod,) = env.pods("envonly")
+    lines = (record / "stdout.log").read_text().splitlines()
+    seen = dict(line.split("=", 1) for line in lines)
+    assert seen == {
+        "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "HOSTNAME": pod.name,
+        "HOME": str(pod),
+        "FOO": "bar",
+    }
+
+
+def test_unsupported_value_from_is_refused_with_an_event(env: Env) -> None:
+    env.runner()
+    env.create(
+        "secretenv",
+        ["sh", "-c", "exit 0"],
+        backoffLimit=0,
+        env=[{"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": "db", "key": "password"}}}],
+    )
+    st = env.wait_condition("secretenv", "Failed")
+    assert st["failed"] == 1
+    (event,) = [e for e in env.events("secretenv") if e["reason"] == "FailedToRun"]
+    assert "env[0] (PASSWORD): valueFrom.secretKeyRef is not supported" in event["message"]
+    assert env.records("secretenv") == []  # nothing was started
+
+
+def test_the_pod_cannot_reach_the_servers_files_by_relative_path(tmp_path: Path) -> None:
+    """The runner's work directory is the server's ``DATA/pods``; the pod's working directory is
+    elsewhere, so no ``../`` path from it leads to the token or the database (an absolute path
+    still does for a pod running as the server's user: that is what --run-as-user is for)."""
+    e = Env(tmp_path)
+    data = tmp_path / "data"
+    data.mkdir(mode=0o700)
+    (data / "kubeconfig").write_text("token: TOPSECRETTOKEN\n")
+    (data / "pykueue.db").write_text("TOPSECRETDB\n")
+    e.work = data / "pods"
+    runner = JobRunner(e.client, e.work, clock=e.clock, pod_failure_backoff=0.0, run_unmanaged_jobs=True)
+    runner.start()
+    e.runners.append(runner)
+    try:
+        probe = (
+            'p=; for i in 0 1 2 3 4 5 6 7 8 9 10 11 12; do cat "$${p}kubeconfig" "$${p}pykueue.db" '
+            '"$${p}data/kubeconfig" "$${p}pods/../kubeconfig" 2>/dev/null; p="../$$p"; done; env; pwd -P'
+        )
+        e.create("probe", ["sh", "-c", probe])
+        e.wait_condition("probe", "Complete")
+        out = (pod_record(e, "probe") / "stdout.log").read_text()
+        assert "TOPSECRET" not in out
+        assert str(data) not in out  # neither the working directory nor any variable names it
+        assert out.strip().splitlines()[-1].startswith(str(runner.scratch_dir))
+    finally:
+        runner.stop()
+        e.runners.remove(runner)
+        shutil.rmtree(runner.scratch_dir, ignore_errors=True)
+
+
+def test_records_and_logs_are_private(env: Env) -> None:
+    env.runner()
+    env.create("modes", ["sh", "-c", "echo out; echo err >&2"])
+    env.wait_condition("modes", "Complete")
+    record = pod_record(env, "modes")
+    (pod,) = env.pods("modes")
+    for directory in (env.work, env.work / NS, record.parent, record, env.scratch, pod):
+        assert directory.stat().st_mode & 0o777 == 0o700, directory
+    files = sorted(p.name for p in record.iterdir())
+    assert {"spec.json", "pid", "exit", "stdout.log", "stderr.log"} <= set(files)
+    for file in record.iterdir():
+        assert file.stat().st_mode & 0o777 == 0o600, file
+
+
+SETSID_GRANDCHILD = [
+    "sh",
+    "-c",
+    # A daemon in the usual way: a subshell starts a new session and exits, leaving an orphan.
+    "(setsid sh -c 'echo $$$$ > grandchild; exec sleep 300' &); sleep 300",
+]
+
+
+@pytest.mark.parametrize("cgroups", [True, False], ids=["cgroup-and-subreaper", "subreaper-only"])
+def test_a_setsid_grandchild_dies_when_the_job_is_deleted(env: Env, cgroups: bool) -> None:
+    env.runner(cgroups=cgroups)
+    env.create("daemon", SETSID_GRANDCHILD)
+    grandchild = read_pid(wait_for(lambda: env.pods("daemon"))[0] / "grandchild")
+    assert alive(grandchild)
+    stat = Path(f"/proc/{grandchild}/stat").read_text().rsplit(")", 1)[1].split()
+    assert stat[3] == str(grandchild)  # its own session: a process-group kill would miss it
+    env.client.delete(JOBS, "daemon", NS)
+    wait_for(lambda: not alive(grandchild))
+
+
+def test_a_setsid_grandchild_dies_with_its_pods_main_process(env: Env) -> None:
+    env.runner()
+    env.create("leaver", ["sh", "-c", "(setsid sh -c 'echo $$$$ > grandchild; exec sleep 300' &); sleep 0.5"])
+    env.wait_condition("leaver", "Complete")
+    grandchild = read_pid(env.pods("leaver")[0] / "grandchild")
+    wait_for(lambda: not alive(grandchild))
+
+
+def test_a_setsid_grandchild_dies_when_the_job_is_suspended_and_at_stop(env: Env) -> None:
+    runner = env.runner()
+    env.create("susp", SETSID_GRANDCHILD)
+    first = read_pid(wait_for(lambda: env.pods("susp"))[0] / "grandchild")
+    env.client.patch(JOBS, "susp", {"spec": {"suspend": True}}, NS)
+    wait_for(lambda: not alive(first))
+    env.client.patch(JOBS, "susp", {"spec": {"suspend": False}}, NS)
+    second_dir = wait_for(lambda: pods[1] if len(pods := env.pods("susp")) == 2 else None)
+    second = read_pid(second_dir / "grandchild")
+    assert alive(second)
+    runner.stop()
+    assert not alive(second)
+
+
+def test_memory_limit_is_applied_and_recorded(env: Env) -> None:
+    env.runner()
+    body = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "limited", "namespace": NS},
+        "spec": {
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "busybox",
+                            "command": ["sh", "-c", "ulimit -v; cat /proc/self/cgroup"],
+                            "resources": {"limits": {"memory": "64Mi", "cpu": "500m"}},
+                        }
+                    ],
+                }
+            }
+        },
+    }
+    env.client.create(JOBS, body)
+    env.wait_condition("limited", "Complete")
+    record = pod_record(env, "limited")
+    spec = json.loads((record / "spec.json").read_text())
+    out = (record / "stdout.log").read_text().splitlines()
+    if "memory" in (spec.get("limits") or {}) and "RLIMIT_AS" in spec["limits"]["memory"]:
+        assert out[0] == str(64 * 1024)  # KiB
+    else:
+        assert spec["limits"]["memory"].endswith("cgroup v2 memory.max")
+    assert spec["limits"]["memory"].startswith(str(64 * 1024 * 1024))
+    assert spec["limits"]["cpu"].startswith("500m")
+    if spec["cgroup"]:
+        # The pod ran in its own cgroup v2 (which its shim removed afterwards).
+        assert any(line.startswith("0::") and line.endswith(Path(spec["cgroup"]).name) for line in out)
+        assert not Path(spec["cgroup"]).exists()
+
+
+def admit(env: Env, job: dict[str, Any], count: int) -> None:
+    """What Kueue's scheduler leaves behind: the Job's Workload, admitted for ``count`` pods."""
+    now = "2026-01-01T00:00:00Z"
+    wl = env.client.create(
+        WORKLOADS,
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Workload",
+            "metadata": {
+                "name": f"job-{job['metadata']['name']}",
+                "namespace": NS,
+                "ownerReferences": [
+                    {
+                        "apiVersion": "batch/v1",
+                        "kind": "Job",
+                        "name": job["metadata"]["name"],
+                        "uid": job["metadata"]["uid"],
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
+            "spec": {
+                "queueName": "lq",
+                "podSets": [
+                    {"name": "main", "count": job["spec"]["parallelism"], "template": job["spec"]["template"]}
+                ],
+            },
+        },
+    )
+    wl["status"] = {
+        "admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "count": count}]},
+        "conditions": [
+            {"type": t, "status": "True", "reason": t, "message": t, "lastTransitionTime": now}
+            for t in ("QuotaReserved", "Admitted")
+        ],
+    }
+    env.client.replace(WORKLOADS, wl, subresource="status")
+
+
+def test_pods_are_bounded_by_the_admitted_count(env: Env, tmp_path: Path) -> None:
+    env.runner(run_unmanaged_jobs=False)
+    trace = tmp_path / "trace"
+    script = 'echo + >> "$TRACE"; sleep 0.3; echo - >> "$TRACE"'
+    job = env.create(
+        "wide",
+        ["sh", "-c", script],
+        parallelism=40,
+        completions=6,
+        env=[{"name": "TRACE", "value": str(trace)}],
+        labels={QUEUE_NAME_LABEL: "lq"},
+    )
+    assert job["spec"]["suspend"] is True  # Kueue's webhook suspends it until admission
+    env.client.patch(JOBS, "wide", {"spec": {"suspend": False}}, NS)
+    time.sleep(0.5)
+    assert env.pods("wide") == []  # not admitted (no Workload yet): nothing runs
+    admit(env, job, 3)
+    st = env.wait_condition("wide", "Complete")
+    assert st["succeeded"] == 6
+    running = peak = 0
+    for line in trace.read_text().split():
+        running += 1 if line == "+" else -1
+        peak = max(peak, running)
+    assert peak == 3
+
+
+def test_jobs_outside_kueue_run_only_when_asked(env: Env) -> None:
+    env.runner(run_unmanaged_jobs=False)
+    env.create("stray", ["sh", "-c", "touch ran"])
+    wait_for(lambda: [e for e in env.events("stray") if e["reason"] == "NotManagedByKueue"])
+    (event,) = env.events("stray")
+    assert event["type"] == "Warning"
+    assert event["message"] == (
+        "Job is not managed by Kueue (no kueue.x-k8s.io/queue-name label and no Workload); the local job "
+        "runner runs such Jobs only when started with --run-unmanaged-jobs"
+    )
+    time.sleep(0.3)
+    assert env.status("stray") == {} and env.pods("stray") == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="running pods as another user needs root")
+def test_run_as_user_cannot_read_the_servers_files(env: Env) -> None:
+    nobody = resolve_user("nobody")
+    secret = env.work.parent / "kubeconfig"
+    secret.write_text("token: TOPSECRETTOKEN\n")
+    secret.chmod(0o600)
+    scratch = Path(tempfile.mkdtemp(prefix="pykueue-test-"))  # tmp_path is not searchable by nobody
+    try:
+        unreachable = JobRunner(env.client, env.work, scratch_dir=scratch / "pods", run_as_user=nobody)
+        with pytest.raises(PermissionError, match=f"{scratch} is not searchable by user nobody"):
+            unreachable.start()
+        scratch.chmod(0o711)
+        runner = JobRunner(
+            env.client,
+            env.work,
+            clock=env.clock,
+            pod_failure_backoff=0.0,
+            run_unmanaged_jobs=True,
+            scratch_dir=scratch / "pods",
+            run_as_user=nobody,
+        )
+        runner.start()
+        env.runners.append(runner)
+        env.create("asnobody", ["sh", "-c", f"id -u; id -g; touch mine; cat {secret}; ls {env.work}; exit 0"])
+        env.wait_condition("asnobody", "Complete")
+        record = pod_record(env, "asnobody")
+        out = (record / "stdout.log").read_text().splitlines()
+        err = (record / "stderr.log").read_text()
+        assert out[:2] == [str(nobody.uid), str(nobody.gid)]
+        assert "TOPSECRET" not in "".join(out) and "Permission denied" in err
+        (pod,) = [p for p in (scratch / "pods" / NS / "asnobody").iterdir()]
+        assert (pod / "mine").stat().st_uid == nobody.uid
+        assert record.stat().st_uid == 0 and (record / "stdout.log").stat().st_uid == 0
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def test_a_stopped_runners_pods_are_replaced_not_failed(env: Env) -> None:
+    first = env.runner()
+    env.create("again", SLEEPER)
+    pid = read_pid(wait_for(lambda: env.pods("again"))[0] / "pid")
+    env.wait_status("again", lambda s: s.get("ready") == 1)
+    first.stop()
+    env.runners.remove(first)
+    assert not alive(pid)
+    env.runner()  # a new runner on the same work directory
+    second_dir = wait_for(lambda: pods[1] if len(pods := env.pods("again")) == 2 else None)
+    assert alive(read_pid(second_dir / "pid"))
+    st = env.wait_status("again", lambda s: s.get("ready") == 1)
+    assert "failed" not in st and st["active"] == 1 and st["uncountedTerminatedPods"] == {}
+
+
+def test_a_restarted_runner_counts_a_pod_that_ended_meanwhile_once(env: Env, tmp_path: Path) -> None:
+    """The record a runner leaves when it dies between the pod's end and the status write: the
+    exit file, and possibly the pod's uid already listed in uncountedTerminatedPods."""
+    first = env.runner()
+    mark = tmp_path / "mark"
+    # The first pod succeeds at once; the second waits while the mark is there.
+    script = '[ -e "$MARK" ] && exec sleep 30; touch "$MARK"'
+    env.create(
+        "meanwhile",
+        ["sh", "-c", script],
+        completions=2,
+        parallelism=1,
+        env=[{"name": "MARK", "value": str(mark)}],
+    )
+    env.wait_status("meanwhile", lambda s: s.get("succeeded") == 1 and s.get("ready") == 1)
+    first.stop()
+    env.runners.remove(first)
+    mark.unlink()
+    # Forge the crash window of the first pod: its exit recorded, listed as uncounted, not counted.
+    (record,) = [r for r in env.records("meanwhile") if not (r / "removed").exists()]
+    spec = json.loads((record / "spec.json").read_text())
+    (record / "done").unlink()
+    job = env.client.get(JOBS, "meanwhile", NS)
+    job["status"]["succeeded"] = 0
+    job["status"]["uncountedTerminatedPods"] = {"succeeded": [spec["uid"]]}
+    env.client.replace(JOBS, job, subresource="status")
+    env.runner()
+    st = env.wait_condition("meanwhile", "Complete")
+    assert st["succeeded"] == 2 and st["uncountedTerminatedPods"] == {}
+    # The first pod counted once: exactly one more pod ran (neither zero nor two).
+    assert len(env.records("meanwhile")) == 3
+
+
+def test_a_deleted_jobs_pod_files_go_with_it(env: Env) -> None:
+    env.runner()
+    env.create("gone", ["sh", "-c", "echo hi > file"])
+    env.create("kept", ["sh", "-c", "echo hi > file"])
+    env.wait_condition("gone", "Complete")
+    env.wait_condition("kept", "Complete")
+    assert len(env.pods("gone")) == 1 and len(env.records("gone")) == 1
+    env.client.delete(JOBS, "gone", NS)
+    wait_for(lambda: not (env.scratch / NS / "gone").exists() and not (env.work / NS / "gone").exists())
+    assert len(env.pods("kept")) == 1 and len(env.records("kept")) == 1
+
+
+@pytest.mark.parametrize("cgroups", [True, False], ids=["cgroup", "child-record"])
+def test_a_killed_shim_takes_its_pod_with_it(env: Env, cgroups: bool) -> None:
+    """A pod's supervisor killed without a word (OOM killer, or the pod itself): the runner kills
+    what is left of the pod and counts it as failed with 137, as for a container killed by SIGKILL."""
+    env.runner(cgroups=cgroups)
+    env.create("headless", SLEEPER, backoffLimit=0)
+    pid = read_pid(wait_for(lambda: env.pods("headless"))[0] / "pid")
+    record = pod_record(env, "headless")
+    shim = json.loads((record / "pid").read_text())["pid"]
+    wait_for(lambda: (record / "child").exists())
+    os.kill(shim, signal.SIGKILL)
+    st = env.wait_condition("headless", "Failed")
+    assert st["failed"] == 1
+    wait_for(lambda: not alive(pid))
+
+
+def test_a_record_of_a_pod_never_started_is_dropped_and_replaced(env: Env) -> None:
+    """The runner died after recording a pod but before its shim got the pod's spec: the shim
+    recorded ``aborted`` and nothing ran; a restarted runner neither counts nor adopts it."""
+    first = env.runner()
+    env.create("unborn", SLEEPER)
+    wait_for(lambda: env.pods("unborn"))
+    env.wait_status("unborn", lambda s: s.get("ready") == 1)
+    first.stop()
+    env.runners.remove(first)
+    (record,) = env.records("unborn")
+    for name in ("done", "removed", "child"):
+        (record / name).unlink(missing_ok=True)
+    (record / "exit").write_text('{"aborted": true}')
+    env.runner()
+    wait_for(lambda: len(env.records("unborn")) == 2)
+    st = env.wait_status("unborn", lambda s: s.get("ready") == 1)
+    assert "failed" not in st and "succeeded" not in st and st["active"] == 1
+
+
+def test_an_adopted_shim_that_never_got_its_spec_is_not_a_failure(env: Env) -> None:
+    """The previous runner died between recording the shim and sending it the pod's spec: the
+    adopted shim aborts (EOF) and the restarted runner replaces the pod without counting it."""
+    job = env.create("limbo", SLEEPER)
+    record = env.work / NS / "limbo" / "limbo-bbbbb"
+    record.mkdir(parents=True)
+    spec = {
+        "pod": "limbo-bbbbb",
+        "uid": "5d0c2f4e-0000-4000-8000-000000000001",
+        "index": None,
+        "namespace": NS,
+        "job": "limbo",
+        "jobUID": job["metadata"]["uid"],
+        "grace": 1,
+        "cwd": str(env.scratch / NS / "limbo" / "limbo-bbbbb"),
+        "cgroup": None,
+    }
+    (record / "spec.json").write_text(json.dumps(spec))
+    shim = subprocess.Popen(
+        [sys.executable, "-I", "-S", podshim.__file__, str(record)],
+        stdin=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        (record / "pid").write_text(json.dumps(process_identity(shim.pid)))
+        env.runner()
+        env.wait_status("limbo", lambda s: s.get("active") == 1)  # adopted, as a running pod
+        assert shim.stdin is not None
+        shim.stdin.close()  # what the old runner's death does to the shim's stdin
+        assert shim.wait(timeout=TIMEOUT) == 0
+        assert json.loads((record / "exit").read_text()) == {"aborted": True}
+        wait_for(lambda: len(env.records("limbo")) == 2)
+        st = env.wait_status("limbo", lambda s: s.get("ready") == 1)
+        assert "failed" not in st and st["active"] == 1
+    finally:
+        if shim.poll() is None:
+            shim.kill()
+            shim.wait()

@@ -1645,8 +1645,11 @@ def test_malformed_selector_is_a_pod_set_error() -> None:
     assert attempts_of(a) == [[("one", NO_FIT, 0, (), NMF)]]
 
 
-def test_resource_unavailable_after_earlier_group_is_no_matching_flavor() -> None:
-    """The pod set's own status reason counts even when earlier groups recorded attempts."""
+def test_resource_unavailable_after_earlier_group_resolves_from_attempts() -> None:
+    """An uncovered resource met after an earlier group recorded attempts: only the attempts count.
+
+    Corrected (issue 11): upstream's resolveNoFitReason never reads the pod set status' reason, so
+    "one" (ExceedsMaxQuota) decides, not NoMatchingFlavor."""
     opts = options()
     cq = cq1(flavor_quotas("one", cpu=2), flavor_quotas("two", cpu=4))
     cache, snap = build([*FLAVORS, cq], opts)
@@ -1656,7 +1659,7 @@ def test_resource_unavailable_after_earlier_group_is_no_matching_flavor() -> Non
     a = assign_flavors(wl, cache.cluster_queues["test-clusterqueue"], snap, opts, FakeOracle())
     assert [at.flavor for at in a.pod_sets[0].attempts] == ["one", "two"]
     assert a.pod_sets[0].reasons == ["resource example.com/r650 unavailable in ClusterQueue"]
-    assert a.no_fit_reason() == NMF
+    assert a.no_fit_reason() == EXCEEDS
 
 
 def test_later_pod_sets_not_evaluated_after_failure() -> None:

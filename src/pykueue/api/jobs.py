@@ -9,9 +9,26 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pykueue.api.meta import LabelSelector, controller_of, label_selector_matches
+
 QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL: Final = "kueue.x-k8s.io/priority-class"
 STOPPING_ANNOTATION: Final = "kueue.x-k8s.io/stopping"
+
+# Topology-aware scheduling requests on a Job's pod template.
+PODSET_REQUIRED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-required-topology"
+PODSET_PREFERRED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-preferred-topology"
+PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-unconstrained-topology"
+PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-slice-required-topology"
+TOPOLOGY_REQUEST_ANNOTATIONS: Final = (
+    PODSET_REQUIRED_TOPOLOGY_ANNOTATION,
+    PODSET_PREFERRED_TOPOLOGY_ANNOTATION,
+    PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION,
+    PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION,
+)
+
+# Owner kinds whose child Jobs Kueue manages through the parent (``IsOwnerManagedByKueue``).
+MANAGED_OWNER_KINDS: Final = frozenset({("batch/v1", "Job")})
 
 
 def sub(obj: Mapping[str, Any] | None, key: str) -> Mapping[str, Any]:
@@ -67,3 +84,26 @@ def pods_count(job: Mapping[str, Any]) -> int:
 def is_suspended(job: Mapping[str, Any]) -> bool:
     """``spec.suspend`` is true and no stop is half-way (a Job with the stopping annotation is not)."""
     return sub(job, "spec").get("suspend") is True and job_annotations(job).get(STOPPING_ANNOTATION) != "true"
+
+
+def owner_managed_by_kueue(obj: Mapping[str, Any]) -> bool:
+    """``IsOwnerManagedByKueueForObject``: the controller owner is of a Kueue-managed kind, so the
+    Job is not top-level (its parent's Workload stands for it)."""
+    owner = controller_of(obj)
+    return owner is not None and (owner.get("apiVersion"), owner.get("kind")) in MANAGED_OWNER_KINDS
+
+
+def is_managed(
+    job: Mapping[str, Any],
+    namespace_labels: Mapping[str, str] | None,
+    namespace_selector: LabelSelector | None,
+    manage_jobs_without_queue_name: bool,
+) -> bool:
+    """Whether the Job integration manages ``job``: its namespace is known and matches
+    ``managedJobsNamespaceSelector`` (None: every namespace), and it names a LocalQueue or
+    ``manageJobsWithoutQueueName`` is on (jobframework's ``ShouldManage`` / ``ManagedNamespace``)."""
+    if namespace_labels is None:
+        return False
+    if namespace_selector is not None and not label_selector_matches(namespace_selector, dict(namespace_labels)):
+        return False
+    return bool(queue_name(job)) or manage_jobs_without_queue_name

@@ -119,11 +119,12 @@ def load_manifests(text: str, source: str = "<stdin>") -> list[dict[str, Any]]:
 
 def _load_indexed(text: str, source: str) -> Iterator[tuple[int, dict[str, Any]]]:
     for index, doc in load_yaml_documents(text, source):
-        for obj in _flatten(doc, source, index):
+        for obj in flatten(doc, source, index):
             yield index, obj
 
 
-def _flatten(doc: Any, source: str, index: int) -> Iterator[dict[str, Any]]:
+def flatten(doc: Any, source: str, index: int) -> Iterator[dict[str, Any]]:
+    """The objects of one document: itself, or the items of a ``List`` (recursively)."""
     if not isinstance(doc, dict):
         raise ManifestError(f"expected an object, got {_json_type(doc)}", source=source, index=index)
     kind = doc.get("kind")
@@ -134,7 +135,7 @@ def _flatten(doc: Any, source: str, index: int) -> Iterator[dict[str, Any]]:
                 f"'items' must be a list, got {_json_type(items)}", source=source, index=index
             )
         for item in items:
-            yield from _flatten(item, source, index)
+            yield from flatten(item, source, index)
         return
     yield doc
 

@@ -7,6 +7,7 @@ observedGeneration are always overwritten.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -156,6 +157,16 @@ class LabelSelectorRequirement(msgspec.Struct, rename="camel", omit_defaults=Tru
 class LabelSelector(msgspec.Struct, rename="camel", omit_defaults=True):
     match_labels: dict[str, str] = {}
     match_expressions: list[LabelSelectorRequirement] = []
+
+
+def controller_of(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """``metav1.GetControllerOf`` on a JSON object: its first owner reference with ``controller: true``."""
+    meta = obj.get("metadata")
+    refs = meta.get("ownerReferences") if isinstance(meta, Mapping) else None
+    for ref in refs or ():
+        if isinstance(ref, Mapping) and ref.get("controller") is True:
+            return ref
+    return None
 
 
 def label_selector_matches(selector: LabelSelector, labels: dict[str, str]) -> bool:

@@ -248,14 +248,13 @@ def resource_quantity_string(resource: str, value: int) -> str:
 
 
 def format_amount(resource: str, value: int) -> str:
-    """Human-readable amount used in scheduler messages (scheduling reference §1.2)."""
+    """Amount in scheduler messages: upstream ``ResourceFormatter.AmountQuantityString``.
+
+    Byte amounts are re-parsed after the BinarySI step like ``newCanonicalQuantity``, so
+    1500000000 prints "1500M" (pkg/resources/resource_formatter.go)."""
     if value == UNLIMITED:
         return "<unlimited>"
-    if resource == CPU:
-        return format_quantity(Fraction(value, 1000), QuantityFormat.DECIMAL_SI)
-    if is_byte_resource(resource):
-        return format_quantity(Fraction(value), QuantityFormat.BINARY_SI)
-    return format_quantity(Fraction(value), QuantityFormat.DECIMAL_SI)
+    return resource_quantity_string(resource, value)
 
 
 # --- saturating int64 arithmetic with the UNLIMITED sentinel ---------------------------------------

@@ -221,6 +221,26 @@ FIELD_IMMUTABLE_MSG = "field is immutable"
 TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
 
 
+def mask_trailing_dash(name: str) -> str:
+    """apimachinery ``maskTrailingDash``: a generateName prefix ending in '-' is checked as if a
+    suffix followed (Go's code drops the last two characters before adding 'a'; kept as is)."""
+    if len(name) > 1 and name.endswith("-"):
+        return name[:-2] + "a"
+    return name
+
+
+def generate_name_errors(
+    generate_name: str, name_check: Callable[[str], list[str]], path: str = "metadata"
+) -> list[FieldError]:
+    """``ValidateObjectMetaAccessor``'s ``generateName`` check (the name function with prefix=true)."""
+    if not generate_name:
+        return []
+    return [
+        invalid(f"{path}.generateName", generate_name, msg)
+        for msg in name_check(mask_trailing_dash(generate_name))
+    ]
+
+
 def regex_error(msg: str, fmt: str, *examples: str) -> str:
     """apimachinery ``RegexError`` (keeps Go's double space before ``or``)."""
     if not examples:
@@ -549,7 +569,7 @@ def _schema_conditions(conditions: Sequence[Condition], path: str) -> list[Field
 
 def _schema_metadata(obj: k.KueueObject, name_validator: Callable[[str], list[str]]) -> list[FieldError]:
     meta = obj.metadata
-    errs: list[FieldError] = []
+    errs = generate_name_errors(meta.generate_name, name_validator)
     if not meta.name and not meta.generate_name:
         errs.append(required("metadata.name", "name or generateName is required"))
     elif meta.name:

@@ -5,7 +5,8 @@ aggregated), OpenAPI v3, and the resource paths
 ``/api/v1/[namespaces/{ns}/]{plural}[/{name}[/status]]`` and
 ``/apis/{g}/{v}/[namespaces/{ns}/]{plural}[/{name}[/status]]`` (plus the ``/watch/`` prefix).
 Every response is JSON (protobuf requests get JSON with the right Content-Type) and every failure
-is a ``Status``. When a bearer token is configured, requests without it get 401.
+is a ``Status``. Every request first passes :class:`~pykueue.apiserver.security.RequestGuard`
+(Host, Origin, bearer token, read-only user); a refusal is answered before any routing.
 """
 
 from __future__ import annotations
@@ -13,11 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import hmac
 import logging
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 from starlette.applications import Starlette
@@ -30,16 +30,34 @@ from pykueue.apiserver import errors as E
 from pykueue.apiserver import watch
 from pykueue.apiserver.discovery import Discovery, Document, version_info, wants_aggregated
 from pykueue.apiserver.handlers import APIRequest, APIResponse, Handlers, Resolver, ResourceInfo
+from pykueue.apiserver.security import ADMIN, READONLY, RequestGuard, User
 
 log = logging.getLogger("pykueue.apiserver")
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
 ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
-UNAUTHENTICATED_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
 BOOTSTRAP_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+USER_SCOPE_KEY = "pykueue.user"
+"""ASGI scope key of the authenticated :class:`User` (None: authentication off or a public path)."""
 
 Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+class GroupResponse(Protocol):
+    """What a mounted group returns: status, body and content type."""
+
+    status: int
+    body: bytes
+    content_type: str
+
+
+class MountedGroup(Protocol):
+    """An API group served outside the registry (``mount_group``), e.g. the visibility API."""
+
+    def handle(
+        self, method: str, rest: str, query: Mapping[str, Sequence[str]], accept: str
+    ) -> GroupResponse: ...
 
 
 class RegistryBackend:
@@ -196,6 +214,9 @@ def _no_refs(ref: str) -> dict[str, Any] | None:
     return None
 
 
+OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"  # kube-openapi handler.go
+
+
 class APIServerApp:
     """Holds the store, the registry backend, discovery, the watch hub and the handlers."""
 
@@ -204,11 +225,19 @@ class APIServerApp:
         store: Any,
         *,
         token: str | None = None,
+        readonly_token: str | None = None,
+        served_names: Sequence[str] = (),
         backend: RegistryBackend | None = None,
         bookmark_interval: float = watch.DEFAULT_BOOKMARK_INTERVAL,
     ) -> None:
         self.store = store
         self.token = token
+        tokens: dict[str, User] = {}
+        if token:
+            tokens[token] = ADMIN
+        if readonly_token:
+            tokens[readonly_token] = READONLY
+        self.guard = RequestGuard(tokens, served_names)
         self.backend = backend or RegistryBackend()
         self.discovery = Discovery(self.backend.resources())
         self.hub = watch.WatchHub(store)
@@ -216,6 +245,17 @@ class APIServerApp:
         self._openapi: dict[str, Document] = {}
         self._openapi_index: Document | None = None
         self._starlette: Starlette | None = None
+        self.mounted: dict[str, MountedGroup] = {}
+
+    def mount_group(
+        self, group: str, api: MountedGroup, api_group: dict[str, Any], aggregated: dict[str, Any]
+    ) -> None:
+        """Serve ``/apis/{group}/...`` with ``api`` (after authentication) and list the group in
+        discovery, as kube-apiserver proxies an APIService's group to its backend."""
+        self.mounted[group] = api
+        self.discovery.add_external_group(group, api_group, aggregated)
+        self.metrics_registry: Any = None
+        """The controllers' Prometheus registry, served at ``/metrics`` once they run (else 404)."""
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -256,10 +296,23 @@ class APIServerApp:
     # -- ASGI entry point: resource requests skip Starlette's routing and middleware ---------------
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Serve plain resource requests directly; everything else (watches too) through Starlette."""
+        """Check the request (:class:`RequestGuard`), then serve plain resource requests directly;
+        everything else (watches too) through Starlette."""
         if scope["type"] == "http":
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
             try:
-                req = fast_request(scope)
+                user = self.guard.check(
+                    scope["method"], scope["path"], scope.get("scheme", "http"), headers,
+                    scope.get("query_string", b""),
+                )  # fmt: skip
+            except E.APIError as err:
+                await _refuse(err, send)
+                return
+            scope[USER_SCOPE_KEY] = user
+            if self.mounted and await self._serve_mounted(scope, headers, send):
+                return
+            try:
+                req = fast_request(scope, headers)
             except E.APIError:
                 req = None
             if req is not None:
@@ -269,9 +322,36 @@ class APIServerApp:
             self._starlette = self.build()
         await self._starlette(scope, receive, send)
 
+    async def _serve_mounted(self, scope: Scope, headers: dict[str, str], send: Send) -> bool:
+        """Serve a request for a mounted group (the guard has authenticated it); False when the path
+        belongs to none."""
+        path: str = scope["path"]
+        if not path.startswith("/apis/"):
+            return False
+        group, _, rest = path[6:].partition("/")
+        api = self.mounted.get(group)
+        if api is None:
+            return False
+        try:
+            query = parse_query(scope.get("query_string", b""))
+            # Off the event loop: the answer may wait for another thread (the controller manager).
+            result = await asyncio.to_thread(
+                api.handle, scope["method"], rest, query, headers.get("accept", "application/json")
+            )
+            status, body, content_type = result.status, result.body, result.content_type
+        except E.APIError as err:
+            status, body, content_type = err.code, msgspec.json.encode(err.status()), "application/json"
+        except Exception as err:  # a bug: still a Status
+            log.exception("internal error serving %s %s", scope["method"], path)
+            api_err = E.internal(f"{type(err).__name__}: {err}")
+            status, body, content_type = api_err.code, msgspec.json.encode(api_err.status()), "application/json"
+        head = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": status, "headers": head})
+        await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
+        return True
+
     async def _serve_fast(self, req: APIRequest, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            self._authenticate_headers(req.headers)
             if not self.discovery.has_group_version(req.group, req.version):
                 raise E.path_not_found()
             if req.method in ("POST", "PUT", "PATCH", "DELETE"):
@@ -291,15 +371,6 @@ class APIServerApp:
             headers += _warning_headers(resp.warnings)
         await send({"type": "http.response.start", "status": resp.status, "headers": headers})
         await send({"type": "http.response.body", "body": resp.body})
-
-    def _authenticate_headers(self, headers: Mapping[str, str]) -> None:
-        if self.token is None:
-            return
-        scheme, _, credential = headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(
-            credential.strip().encode(), self.token.encode()
-        ):
-            raise E.unauthorized()
 
     def build(self) -> Starlette:
         """The Starlette application."""
@@ -322,16 +393,16 @@ class APIServerApp:
             Route(
                 "/apis/{group}/{version}/{rest:path}", self._guard(self.group_resource), methods=ALL_METHODS
             ),
+            Route("/metrics", self._guard(self.metrics), methods=["GET"]),
             Route("/{path:path}", self._guard(self.not_found), methods=ALL_METHODS),
         ]
         return Starlette(routes=routes, lifespan=self.lifespan)
 
     def _guard(self, endpoint: Endpoint) -> Endpoint:
-        """Authenticate, then turn :class:`APIError` (and anything unexpected) into ``Status`` responses."""
+        """Turn :class:`APIError` (and anything unexpected) into ``Status`` responses."""
 
         async def guarded(request: Request) -> Response:
             try:
-                self._authenticate(request)
                 return await endpoint(request)
             except E.APIError as err:
                 return status_response(err)
@@ -340,10 +411,6 @@ class APIServerApp:
                 return status_response(E.internal(f"{type(err).__name__}: {err}"))
 
         return guarded
-
-    def _authenticate(self, request: Request) -> None:
-        if request.url.path not in UNAUTHENTICATED_PATHS:
-            self._authenticate_headers(request.headers)
 
     # -- simple endpoints -------------------------------------------------------------------------
 
@@ -354,6 +421,15 @@ class APIServerApp:
     async def health(self, request: Request) -> Response:
         """``/healthz``, ``/livez``, ``/readyz``."""
         return Response(b"ok", media_type="text/plain; charset=utf-8")
+
+    async def metrics(self, request: Request) -> Response:
+        """``/metrics``: Kueue's Prometheus metrics (authenticated like the API)."""
+        if self.metrics_registry is None:
+            raise E.path_not_found()
+        from pykueue.metrics.server import exposition
+
+        body, content_type = exposition(self.metrics_registry)
+        return Response(body, media_type=content_type)
 
     async def not_found(self, request: Request) -> Response:
         """Anything the server does not serve."""
@@ -400,8 +476,14 @@ class APIServerApp:
     # -- OpenAPI ----------------------------------------------------------------------------------
 
     async def openapi_v2(self, request: Request) -> Response:
-        """``/openapi/v2`` is not served (kubectl 1.32 uses v3)."""
-        raise E.path_not_found()
+        """``/openapi/v2``: an empty document (protobuf, as client-go asks for it).
+
+        kubectl validates with OpenAPI v3 and falls back to v2 for a kind that v3 does not
+        describe; a 404 there made it report "failed to download openapi" for a kind pykueue
+        does not serve (CronJob, JobSet). An empty v2 document lets it go on to its own clear
+        answer, ``no matches for kind "CronJob" in version "batch/v1"``.
+        """
+        return Response(b"", media_type=OPENAPI_V2_PROTOBUF)
 
     async def openapi_v3_index(self, request: Request) -> Response:
         """``/openapi/v3``: the index of group-version documents, with content hashes."""
@@ -452,7 +534,7 @@ class APIServerApp:
         if req.method == "HEAD":
             req.method = "GET"
         req.query = parse_query(request.scope.get("query_string", b""))
-        req.content_type = request.headers.get("content-type", "application/json")
+        req.content_type = body_media_type(request.headers, request.scope.get(USER_SCOPE_KEY))
         req.accept = request.headers.get("accept", "application/json")
         req.user_agent = request.headers.get("user-agent", "")
         if req.method in ("POST", "PUT", "PATCH", "DELETE"):
@@ -495,7 +577,7 @@ def parse_resource_path(method: str, group: str, version: str, rest: str) -> API
     )
 
 
-def fast_request(scope: Scope) -> APIRequest | None:
+def fast_request(scope: Scope, headers: Mapping[str, str]) -> APIRequest | None:
     """The resource request of a non-watch, non-HEAD ``/api/v1/...`` or ``/apis/g/v/...`` path (else None)."""
     method = scope["method"]
     path: str = scope["path"]
@@ -518,13 +600,26 @@ def fast_request(scope: Scope) -> APIRequest | None:
     if rest.startswith("watch/") or (watch_values and watch_values[-1].lower() in ("true", "1")):
         return None
     req = parse_resource_path(method, group, version, rest)
-    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
     req.query = query
     req.headers = headers
-    req.content_type = headers.get("content-type", "application/json")
+    req.content_type = body_media_type(headers, scope.get(USER_SCOPE_KEY))
     req.accept = headers.get("accept", "application/json")
     req.user_agent = headers.get("user-agent", "")
     return req
+
+
+def body_media_type(headers: Mapping[str, str], user: User | None) -> str:
+    """The request's ``Content-Type``; when there is none, JSON for a token-authenticated client.
+
+    kube-apiserver reads a body without a Content-Type as JSON, and some clients rely on it (the
+    official Python client's ``CustomObjectsApi`` sends none). A browser's no-cors request also
+    sends none (a Blob body) but can never carry a bearer token, so without one such a body is
+    refused with 415.
+    """
+    content_type = headers.get("content-type")
+    if content_type is None and user is not None:
+        return "application/json"
+    return content_type or ""
 
 
 async def receive_body(receive: Receive, declared: str | None) -> bytes:
@@ -562,6 +657,17 @@ async def read_body(request: Request) -> bytes:
 
 
 # --- responses ------------------------------------------------------------------------------------------
+
+
+async def _refuse(err: E.APIError, send: Send) -> None:
+    """Answer a request the guard refused; 401s also close the connection, so a client without
+    credentials is not kept connected."""
+    body = msgspec.json.encode(err.status())
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if err.code == 401:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": err.code, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def status_response(err: E.APIError) -> Response:
@@ -604,8 +710,19 @@ def to_response(resp: APIResponse) -> Response:
 
 
 def create_app(
-    store: Any, *, token: str | None = None, bookmark_interval: float = watch.DEFAULT_BOOKMARK_INTERVAL
+    store: Any,
+    *,
+    token: str | None = None,
+    readonly_token: str | None = None,
+    served_names: Sequence[str] = (),
+    bookmark_interval: float = watch.DEFAULT_BOOKMARK_INTERVAL,
 ) -> tuple[ASGIApp, APIServerApp]:
     """The ASGI application for ``store`` (Starlette behind a fast path) and the object holding its parts."""
-    server = APIServerApp(store, token=token, bookmark_interval=bookmark_interval)
+    server = APIServerApp(
+        store,
+        token=token,
+        readonly_token=readonly_token,
+        served_names=served_names,
+        bookmark_interval=bookmark_interval,
+    )
     return server, server

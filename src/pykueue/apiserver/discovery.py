@@ -102,7 +102,15 @@ class Discovery:
     def __init__(self, resources: Iterable[ResourceLike]) -> None:
         self.resources: list[ResourceLike] = list(resources)
         self.groups = self._group_versions()
+        self.external: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
         self._cache: dict[tuple[str, ...], Document | None] = {}
+
+    def add_external_group(self, name: str, api_group: dict[str, Any], aggregated: dict[str, Any]) -> None:
+        """List a group served outside the registry (like an APIService-backed group): its
+        ``APIGroup`` entry in ``/apis`` and its ``APIGroupDiscovery`` in aggregated discovery.
+        Its own documents are served by whoever serves the group."""
+        self.external[name] = (api_group, aggregated)
+        self._cache.clear()
 
     # -- structure --------------------------------------------------------------------------------
 
@@ -152,7 +160,7 @@ class Discovery:
             lambda: {
                 "kind": "APIGroupList",
                 "apiVersion": "v1",
-                "groups": [self._api_group(g) for g in self.groups if g],
+                "groups": [self._api_group(g) for g in self.groups if g] + [e[0] for e in self.external.values()],
             },
         )
 
@@ -219,7 +227,8 @@ class Discovery:
                 "kind": "APIGroupDiscoveryList",
                 "apiVersion": api_version,
                 "metadata": {},
-                "items": [self._group_discovery(g) for g in groups],
+                "items": [self._group_discovery(g) for g in groups]
+                + ([] if legacy else [e[1] for e in self.external.values()]),
             },
             content_type,
         )

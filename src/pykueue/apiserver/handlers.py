@@ -3,8 +3,9 @@
 ``decode → (patch) → prune/check fields → convert to the storage version → default → validate →
 managedFields → store → convert to the requested version → JSON / YAML / Table``.
 
-Handlers are plain synchronous functions over an :class:`APIRequest` (the store is fast and used
-on the event-loop thread); only watch returns a stream. Every failure is an
+Handlers are plain synchronous functions over an :class:`APIRequest`; the HTTP layer calls them
+through :meth:`Handlers.handle_async` (on the event-loop thread, large LISTs on a worker thread,
+answers once durable); only watch returns a stream. Every failure is an
 :class:`~pykueue.apiserver.errors.APIError` rendered as a ``Status`` by the HTTP layer.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeGuard, TypeVar
@@ -20,6 +22,7 @@ import msgspec
 import yaml
 
 from pykueue.api.manifests import KubeDumper, KubeLoader
+from pykueue.api.unmodelled import unmodelled_features
 from pykueue.api.validation import TYPE_INVALID, FieldError, ValidationFailed
 from pykueue.apiserver import errors as E
 from pykueue.apiserver import protobuf, watch
@@ -34,6 +37,7 @@ from pykueue.apiserver.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
+from pykueue.store.ops import GENERATED_SUFFIX_ALPHABET, MAX_GENERATED_NAME_LENGTH
 
 T = TypeVar("T")
 _json_decode = msgspec.json.decode
@@ -52,6 +56,11 @@ FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
 PROPAGATION = ("Orphan", "Background", "Foreground")
 MAX_MANAGER_LEN = 128
 MAX_YAML_NODES = 1_000_000
+MAX_NESTING_DEPTH = 100
+"""Objects and arrays nested deeper than this are refused (400) when decoded. Go's decoder stops at
+10,000 (``exceeded max depth``); the request path here walks objects recursively, so the bound is
+set well inside Python's recursion limit and far above any Kubernetes object's real depth."""
+BODY_MEDIA_TYPES = "application/json, application/yaml, application/vnd.kubernetes.protobuf"
 IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 """Namespaces the NamespaceLifecycle admission plugin refuses to delete."""
 ALLOW_CREATE_ON_UPDATE = frozenset(
@@ -67,6 +76,9 @@ ORPHAN_BY_DEFAULT = frozenset({("batch", "jobs")})
 
 
 # --- the HTTP layer's view of a request ------------------------------------------------------------
+
+
+_WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
 @dataclass
@@ -237,33 +249,70 @@ def media_type(content_type: str) -> str:
 
 
 def decode_document(body: bytes, content_type: str) -> Any:
-    """Decode a JSON or YAML request body (400 for anything else or malformed)."""
-    mtype = media_type(content_type) or JSON
+    """Decode a JSON, YAML or protobuf request body: 415 for another or no ``Content-Type``, 400
+    for a malformed body (bad syntax, invalid UTF-8, nesting deeper than :data:`MAX_NESTING_DEPTH`)."""
+    mtype = media_type(content_type)
+    if not mtype:  # a browser's no-cors request sends none; kube-apiserver would assume JSON
+        raise E.unsupported_media_type(mtype, BODY_MEDIA_TYPES)
     if not body.strip():
         raise E.bad_request("the request body is empty: an object is required")
     if mtype in (JSON, MERGE_PATCH, JSON_PATCH, STRATEGIC_PATCH) or mtype.endswith("+json"):
         try:
-            return _json_decode(body)
-        except msgspec.DecodeError as err:
+            doc = _json_decode(body)
+        except UnicodeDecodeError as err:
+            raise E.bad_request(f"error decoding JSON: invalid UTF-8 in a string: {err}") from None
+        except RecursionError:
+            raise E.bad_request(f"error decoding JSON: {_too_deep()}") from None
+        except (msgspec.DecodeError, ValueError) as err:
             raise E.bad_request(f"error decoding JSON: {err}") from None
+        _check_depth(body, doc, "error decoding JSON")
+        return doc
     if mtype in (YAML, "application/x-yaml", "text/yaml", APPLY_PATCH):
-        return _decode_yaml(body)
+        doc = _decode_yaml(body)
+        _check_depth(None, doc, "error converting YAML to JSON")  # block style nests without brackets
+        return doc
     if mtype == protobuf.CONTENT_TYPE:
         try:
-            return protobuf.decode_object(body)
+            doc = protobuf.decode_object(body)
         except protobuf.ProtobufError as err:
             if err.unsupported:
                 raise E.unsupported_media_type(mtype, f"application/json, application/yaml ({err})") from None
             raise E.bad_request(f"error decoding protobuf: {err}") from None
-    raise E.unsupported_media_type(
-        mtype, "application/json, application/yaml, application/vnd.kubernetes.protobuf"
-    )
+        except (UnicodeDecodeError, RecursionError, ValueError, msgspec.DecodeError) as err:
+            raise E.bad_request(f"error decoding protobuf: {err}") from None
+        _check_depth(None, doc, "error decoding protobuf")
+        return doc
+    raise E.unsupported_media_type(mtype, BODY_MEDIA_TYPES)
+
+
+def _too_deep() -> str:
+    return f"exceeded max depth: objects and arrays may be nested at most {MAX_NESTING_DEPTH} deep"
+
+
+def _check_depth(body: bytes | None, doc: Any, prefix: str) -> None:
+    """400 when ``doc`` nests deeper than :data:`MAX_NESTING_DEPTH` (iterative: no recursion)."""
+    if body is not None and body.count(b"{") + body.count(b"[") <= MAX_NESTING_DEPTH:
+        return  # too few brackets in the JSON text to nest that deep
+    stack: list[tuple[Any, int]] = [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children: Any = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth > MAX_NESTING_DEPTH:
+            raise E.bad_request(f"{prefix}: {_too_deep()}")
+        stack.extend((child, depth + 1) for child in children)
 
 
 def _decode_yaml(body: bytes) -> Any:
     try:
         text = body.decode("utf-8")
         docs = [d for d in yaml.load_all(text, Loader=KubeLoader) if d is not None]
+    except RecursionError:
+        raise E.bad_request(f"error converting YAML to JSON: {_too_deep()}") from None
     except (yaml.YAMLError, UnicodeDecodeError, ValueError) as err:
         raise E.bad_request(f"error converting YAML to JSON: {err}") from None
     if len(docs) != 1:
@@ -272,6 +321,8 @@ def _decode_yaml(body: bytes) -> Any:
         raise E.bad_request("error converting YAML to JSON: yaml: document contains excessive aliasing")
     try:  # only JSON-compatible values (no YAML-specific types such as binary or sets)
         return _json_decode(_json_encode(docs[0]))
+    except RecursionError:
+        raise E.bad_request(f"error converting YAML to JSON: {_too_deep()}") from None
     except (TypeError, msgspec.EncodeError, msgspec.DecodeError, OverflowError) as err:
         raise E.bad_request(f"error converting YAML to JSON: {err}") from None
 
@@ -298,6 +349,18 @@ def encode_yaml(obj: Any) -> bytes:
 def group_version(group: str, version: str) -> str:
     """``group/version`` (``version`` for core)."""
     return f"{group}/{version}" if group else version
+
+
+def _draw_generated_name(obj: Mapping[str, Any]) -> bool:
+    """Give an object with only ``generateName`` a name as ``BeforeCreate`` does, so validation
+    checks ``generateName`` and the generated name with the kind's name rules (True: drawn here)."""
+    meta = _meta(obj)
+    generate = meta.get("generateName")
+    if meta.get("name") or not isinstance(generate, str) or not generate:
+        return False
+    suffix = "".join(random.choices(GENERATED_SUFFIX_ALPHABET, k=5))
+    meta["name"] = generate[:MAX_GENERATED_NAME_LENGTH] + suffix
+    return True
 
 
 def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -439,19 +502,25 @@ class Handlers:
     def respond(
         self, req: APIRequest, info: ResourceInfo, obj: dict[str, Any], status: int = 200
     ) -> APIResponse:
-        """One object (already in the request version) in the negotiated representation."""
+        """One object (already in the request version) in the negotiated representation.
+
+        The answer to a write of an object that asks for a Kueue feature pykueue does not
+        implement carries a ``Warning`` naming it (:mod:`pykueue.api.unmodelled`).
+        """
         fmt = negotiate(req.accept)
         if fmt.kind == "table":
             table = self.backend.to_table(info, [obj], req.version, req.param("includeObject") or "Metadata")
             table["apiVersion"] = f"meta.k8s.io/{fmt.meta_version}"
-            return APIResponse(status, _json_encode(table), fmt.content_type)
-        if fmt.kind == "partial":
-            return APIResponse(
-                status, _json_encode(partial_metadata(obj, fmt.meta_version)), fmt.content_type
-            )
-        if fmt.kind == "yaml":
-            return APIResponse(status, encode_yaml(obj), YAML)
-        return APIResponse(status, _json_encode(obj), JSON)
+            resp = APIResponse(status, _json_encode(table), fmt.content_type)
+        elif fmt.kind == "partial":
+            resp = APIResponse(status, _json_encode(partial_metadata(obj, fmt.meta_version)), fmt.content_type)
+        elif fmt.kind == "yaml":
+            resp = APIResponse(status, encode_yaml(obj), YAML)
+        else:
+            resp = APIResponse(status, _json_encode(obj), JSON)
+        if req.method in _WRITE_METHODS and req.subresource is None:
+            resp.warnings.extend(u.message for u in unmodelled_features(info.group, info.kind, obj))
+        return resp
 
     def respond_status(self, req: APIRequest, status: dict[str, Any]) -> APIResponse:
         """A ``Status`` body (JSON or YAML)."""
@@ -958,7 +1027,10 @@ class Handlers:
             raise E.bad_request("resourceVersion should not be set on objects to be created")
         storage = self._to_storage(info, obj, req.version)
         storage = self._guard(info, storage, lambda: info.default_for_create(storage))
+        generated = _draw_generated_name(storage)
         self._validate(info, storage, None, req.version)
+        if generated:  # validated like the name it stands for; the store draws the real one
+            _meta(storage).pop("name", None)  # (retrying on collisions, as kube-apiserver does)
         self._require_namespace_exists(info, req.namespace, str(_meta(storage).get("name") or ""))
         if managed:
             self._managed(info, req.version, None, storage, manager, None)

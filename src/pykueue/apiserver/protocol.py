@@ -5,15 +5,23 @@ uvicorn writes a response's status line and headers as soon as the application s
 also runs the receiving side's TCP processing, so the two sends were a visible share of a small
 request's cost. :class:`CoalescingTransport` gathers the writes made in one event-loop step and
 sends them together at the end of it (or at once when the connection is closed).
+
+:class:`LimitedHttpToolsProtocol` adds what uvicorn lacks: header and body read timeouts and a cap
+on open connections (see :class:`ConnectionLimits`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+log = logging.getLogger("pykueue.apiserver")
 
 COALESCE_LIMIT = 64 * 1024
 """Queued bytes that are sent at once: large responses skip the extra copy, and the real
@@ -82,3 +90,113 @@ class CoalescingHttpToolsProtocol(HttpToolsProtocol):
         """Wrap the connection's transport, then let uvicorn set the connection up."""
         wrapped: Any = CoalescingTransport(transport, self.loop)
         super().connection_made(wrapped)
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    """Per-connection timeouts and the cap on open connections (``pykueue serve`` flags).
+
+    ``idle`` is the keep-alive timeout between requests; it must exceed client-go's 90 s idle
+    connection reuse, or Go clients would send on sockets the server is closing (``connection
+    reset``). ``header`` bounds reading a request's headers from its first byte (or from the
+    connection's start: an unauthenticated TLS client is not held after the handshake) — Go's
+    ``ReadHeaderTimeout``, 32 s in kube-apiserver. ``body`` bounds reading the body once the
+    headers are in. Watches are responses, not bodies: none of these ends a watch.
+    """
+
+    idle: float = 120.0
+    header: float = 32.0
+    body: float = 60.0
+    max_connections: int = 10_000
+
+
+REFUSED_RESPONSE = (
+    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n"
+    b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
+)
+CAP_LOG_INTERVAL = 10.0
+
+
+class LimitedHttpToolsProtocol(CoalescingHttpToolsProtocol):
+    """The coalescing protocol with header/body timeouts and a connection cap.
+
+    Subclassed per server by :func:`limited_protocol` with the limits as class attributes (uvicorn
+    builds protocols from a class and its own config only).
+    """
+
+    limits: ClassVar[ConnectionLimits] = ConnectionLimits()
+    _last_cap_log: ClassVar[float] = 0.0
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        """Refuse over the cap (503, logged); otherwise start the header timer."""
+        self._read_timer: asyncio.TimerHandle | None = None
+        self._refused = len(self.connections) >= self.limits.max_connections
+        if self._refused:
+            self._refuse(transport)
+            return
+        super().connection_made(transport)
+        self._arm(self.limits.header)
+
+    def _refuse(self, transport: asyncio.Transport) -> None:
+        now = time.monotonic()
+        cls = type(self)
+        if now - cls._last_cap_log >= CAP_LOG_INTERVAL:  # one line per interval, not per client
+            cls._last_cap_log = now
+            log.warning(
+                "connection limit reached: %d connections open (--max-connections); "
+                "refusing new connections with 503 until some close",
+                len(self.connections),
+            )
+        body = (
+            b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":'
+            b'"the server has too many open connections, please try again later",'
+            b'"reason":"ServiceUnavailable","code":503}'
+        )
+        transport.write(REFUSED_RESPONSE % (len(body), body))
+        transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """Stop the timers (nothing to do for a refused connection)."""
+        self._disarm()
+        if self._refused:
+            return
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        """Bytes after a finished response start the next request's header timer."""
+        if self._refused:
+            return
+        if self._read_timer is None and (self.cycle is None or self.cycle.response_complete):
+            self._arm(self.limits.header)
+        super().data_received(data)
+
+    def on_headers_complete(self) -> None:
+        """Headers in time: the body timer takes over."""
+        self._arm(self.limits.body)
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        """The whole request is in: no read timer while the response is produced (or streamed)."""
+        self._disarm()
+        super().on_message_complete()
+
+    def _arm(self, seconds: float) -> None:
+        self._disarm()
+        self._read_timer = self.loop.call_later(seconds, self._read_timed_out)
+
+    def _disarm(self) -> None:
+        if self._read_timer is not None:
+            self._read_timer.cancel()
+            self._read_timer = None
+
+    def _read_timed_out(self) -> None:
+        """A client too slow to send its request (or silent after connecting): drop it."""
+        self._read_timer = None
+        log.info("closing a connection from %s: request not received within the timeout", self.client)
+        if not self.transport.is_closing():
+            self.transport.close()
+
+
+def limited_protocol(limits: ConnectionLimits) -> type[LimitedHttpToolsProtocol]:
+    """A :class:`LimitedHttpToolsProtocol` class with ``limits``."""
+    return type("LimitedHttpToolsProtocol", (LimitedHttpToolsProtocol,), {"limits": limits})

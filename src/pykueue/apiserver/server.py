@@ -5,18 +5,23 @@ Starlette application, writes the kubeconfig once the socket is listening (so a 
 the file can connect), prints how to use it, and shuts down cleanly on Ctrl-C / SIGTERM: open
 watches are ended, in-flight requests finish, the store is closed.
 
-On a loopback address the server speaks plain HTTP without authentication. On any other address
-it requires a bearer token and serves HTTPS with a self-signed CA kept in the data directory:
-kubectl and client-go only send credentials over TLS, so a token over plain HTTP would never be
-presented. Token and CA go into the kubeconfig.
+The server always serves HTTPS with its own CA (kept in the data directory) and requires a bearer
+token, on loopback too, as k3s and kind do: without it any web page the user visits, or any other
+local user, could drive the API (and through the job runner, run commands). Two credentials are
+kept there: the admin token (``DATA_DIR/kubeconfig``, or ``--kubeconfig``) and a read-only one
+(``DATA_DIR/kubeconfig-readonly``: get, list and watch only). ``--insecure-loopback`` keeps plain
+HTTP without authentication, for loopback binds only.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import datetime
 import ipaddress
+import logging
 import os
+import resource
 import secrets
 import shutil
 import signal
@@ -26,7 +31,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
@@ -35,11 +40,22 @@ import uvicorn
 import yaml
 
 from pykueue.apiserver.app import APIServerApp, create_app
-from pykueue.apiserver.protocol import CoalescingHttpToolsProtocol
+from pykueue.apiserver.protocol import ConnectionLimits, limited_protocol
+from pykueue.apiserver.security import READONLY_USER, served_names
 from pykueue.apiserver.watch import DEFAULT_BOOKMARK_INTERVAL
+
+log = logging.getLogger("pykueue.apiserver")
 
 DB_FILE = "pykueue.db"
 TOKEN_FILE = "token"
+READONLY_TOKEN_FILE = "token-readonly"
+READONLY_KUBECONFIG_FILE = "kubeconfig-readonly"
+READONLY_CONTEXT = "pykueue-readonly"
+ACCEPT_BACKLOG = 8192
+"""listen() backlog: thousands of clients may connect at once (the kernel caps it at somaxconn)."""
+FD_RESERVE = 64
+"""File descriptors kept free of client connections (database, WAL, logs, pod processes), at
+least; a tenth of the open-file limit when that is more."""
 CA_CERT = "ca.crt"
 SERVING_CERT = "serving.crt"
 SERVING_KEY = "serving.key"
@@ -47,7 +63,10 @@ CERT_DAYS = 3650
 KUBECONFIG_FILE = "kubeconfig"
 CONTEXT = "pykueue"
 GRACEFUL_SHUTDOWN_SECONDS = 5
-PRIVATE_FILES = (TOKEN_FILE, CA_CERT, SERVING_CERT, SERVING_KEY, "serving.hosts", KUBECONFIG_FILE)
+PRIVATE_FILES = (
+    TOKEN_FILE, READONLY_TOKEN_FILE, CA_CERT, SERVING_CERT, SERVING_KEY, "serving.hosts", KUBECONFIG_FILE,
+    READONLY_KUBECONFIG_FILE,
+)  # fmt: skip
 """Files the server keeps in the data directory (besides the store's, which the store guards)."""
 
 
@@ -63,6 +82,9 @@ class ServeOptions:
     log_level: str = "warning"
     bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL
     watch_history: int = 100_000
+    insecure_loopback: bool = False
+    """Plain HTTP without authentication (refused unless ``host`` is a loopback address)."""
+    limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     start_components: Callable[[APIServerApp, Path], Callable[[], None]] | None = None
     """Called once the server is ready with its parts and data directory; returns a stop function.
     ``pykueue serve`` passes the controllers here (the API server itself imports none of them)."""
@@ -114,9 +136,9 @@ def private_data_dir(data_dir: Path) -> None:
             path.chmod(0o600)
 
 
-def load_or_create_token(data_dir: Path) -> str:
-    """The bearer token kept in the data directory (created on first non-loopback start)."""
-    path = data_dir / TOKEN_FILE
+def load_or_create_token(data_dir: Path, name: str = TOKEN_FILE) -> str:
+    """A bearer token kept in the data directory (created on first start, mode 0600)."""
+    path = data_dir / name
     if path.exists():
         token = path.read_text().strip()
         if token:
@@ -238,8 +260,10 @@ def _issue_with_openssl(dns: list[str], ips: list[str]) -> tuple[bytes, bytes, b
         return (t / "ca.crt").read_bytes(), (t / "cert.pem").read_bytes(), (t / "key.pem").read_bytes()
 
 
-def kubeconfig_document(server_url: str, token: str | None, ca_data: str | None = None) -> dict[str, Any]:
-    """A kubeconfig with one cluster, user and context named ``pykueue``."""
+def kubeconfig_document(
+    server_url: str, token: str | None, ca_data: str | None = None, *, user_name: str = CONTEXT
+) -> dict[str, Any]:
+    """A kubeconfig with one cluster named ``pykueue`` and one user and context named ``user_name``."""
     user: dict[str, Any] = {"token": token} if token else {}
     cluster: dict[str, Any] = {"server": server_url}
     if ca_data:
@@ -248,19 +272,51 @@ def kubeconfig_document(server_url: str, token: str | None, ca_data: str | None 
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": CONTEXT, "cluster": cluster}],
-        "users": [{"name": CONTEXT, "user": user}],
+        "users": [{"name": user_name, "user": user}],
         "contexts": [
-            {"name": CONTEXT, "context": {"cluster": CONTEXT, "user": CONTEXT, "namespace": "default"}}
+            {"name": user_name, "context": {"cluster": CONTEXT, "user": user_name, "namespace": "default"}}
         ],
-        "current-context": CONTEXT,
+        "current-context": user_name,
         "preferences": {},
     }
 
 
-def write_kubeconfig(path: Path, server_url: str, token: str | None, ca_data: str | None = None) -> None:
-    """Write the kubeconfig atomically (mode 0600: it may hold the token)."""
-    text = yaml.safe_dump(kubeconfig_document(server_url, token, ca_data), sort_keys=False)
-    _write_private(path, text)
+def write_kubeconfig(
+    path: Path, server_url: str, token: str | None, ca_data: str | None = None, *, user_name: str = CONTEXT
+) -> None:
+    """Write the kubeconfig atomically (mode 0600: it holds the token)."""
+    doc = kubeconfig_document(server_url, token, ca_data, user_name=user_name)
+    _write_private(path, yaml.safe_dump(doc, sort_keys=False))
+
+
+def raise_open_file_limit() -> int:
+    """Raise ``RLIMIT_NOFILE``'s soft limit to the hard limit (logged); returns the soft limit.
+
+    The default soft limit (often 1024) would refuse clients long before the connection cap.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft == resource.RLIM_INFINITY:
+        return 1 << 20 if soft == resource.RLIM_INFINITY else soft
+    if soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            log.info("raised the open-file limit (RLIMIT_NOFILE) from %d to %d", soft, hard)
+            soft = hard
+        except (ValueError, OSError) as err:
+            log.warning("could not raise the open-file limit (RLIMIT_NOFILE) from %d: %s", soft, err)
+    return soft
+
+
+def connection_limits(limits: ConnectionLimits, open_files: int) -> ConnectionLimits:
+    """``limits`` with the connection cap lowered to what the open-file limit allows (logged)."""
+    allowed = max(1, open_files - max(FD_RESERVE, open_files // 10))
+    if limits.max_connections <= allowed:
+        return limits
+    log.warning(
+        "--max-connections %d exceeds what the open-file limit %d allows; capping connections at %d",
+        limits.max_connections, open_files, allowed,
+    )  # fmt: skip
+    return ConnectionLimits(limits.idle, limits.header, limits.body, allowed)
 
 
 def _write_private(path: Path, text: str) -> None:
@@ -275,14 +331,37 @@ def _write_private(path: Path, text: str) -> None:
 class APIServer(uvicorn.Server):
     """uvicorn server that reports readiness and ends open watches before shutting down."""
 
-    def __init__(self, config: uvicorn.Config, parts: APIServerApp, on_ready: Callable[[int], None]) -> None:
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        parts: APIServerApp,
+        on_ready: Callable[[int], None],
+        handshake_timeout: float = 60.0,
+    ) -> None:
         super().__init__(config)
         self.parts = parts
         self.on_ready = on_ready
+        self.handshake_timeout = handshake_timeout
 
     async def startup(self, sockets: list[Any] | None = None) -> None:
-        """Start listening, then call ``on_ready`` with the bound port."""
-        await super().startup(sockets)
+        """Start listening (TLS handshakes bounded by ``handshake_timeout``), then call ``on_ready``
+        with the bound port."""
+        loop = asyncio.get_running_loop()
+        create_server = loop.create_server
+
+        def bounded_handshakes(*args: Any, **kwargs: Any) -> Any:
+            # uvicorn passes no ssl_handshake_timeout (asyncio's default is 60 s): a client that
+            # connects and never completes the handshake is held no longer than one that sends
+            # no request.
+            if kwargs.get("ssl") is not None:
+                kwargs.setdefault("ssl_handshake_timeout", self.handshake_timeout)
+            return create_server(*args, **kwargs)
+
+        setattr(loop, "create_server", bounded_handshakes)  # noqa: B010 - an instance override
+        try:
+            await super().startup(sockets)
+        finally:
+            delattr(loop, "create_server")  # the loop's own method again
         if self.should_exit or not self.servers:
             return
         port = int(self.servers[0].sockets[0].getsockname()[1])
@@ -292,6 +371,16 @@ class APIServer(uvicorn.Server):
         """End watch streams first so connections can close, then shut down."""
         self.parts.hub.close()
         await super().shutdown(sockets)
+
+
+def _configure_logging(level: str) -> None:
+    """Send the server's own log lines (``pykueue.*``) to stderr at ``--log-level``."""
+    logger = logging.getLogger("pykueue")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(level.upper())
 
 
 def _ignore_signal(signum: int, frame: FrameType | None) -> None:
@@ -306,18 +395,34 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
     os.umask(0o077)  # whatever the server and its components write (pod logs too) is private
     private_data_dir(data_dir)
     kubeconfig = (options.kubeconfig or data_dir / KUBECONFIG_FILE).expanduser().resolve()
-    secure = not is_loopback(options.host)
+    if options.insecure_loopback and not is_loopback(options.host):
+        raise ValueError(
+            f"--insecure-loopback serves without authentication: {options.host} is not a loopback address"
+        )
+    secure = not options.insecure_loopback
     token = load_or_create_token(data_dir) if secure else None
+    readonly_token = load_or_create_token(data_dir, READONLY_TOKEN_FILE) if secure else None
     tls = ensure_tls(data_dir, options.host) if secure else None
+    _configure_logging(options.log_level)
+    open_files = raise_open_file_limit()
+    limits = connection_limits(options.limits, open_files)
     store = Store(str(data_dir / DB_FILE), history=options.watch_history)
     try:
-        app, parts = create_app(store, token=token, bookmark_interval=options.bookmark_interval)
+        app, parts = create_app(
+            store,
+            token=token,
+            readonly_token=readonly_token,
+            served_names=sorted(served_names(options.host)),
+            bookmark_interval=options.bookmark_interval,
+        )
         config = uvicorn.Config(
             app,
             host=options.host.strip("[]"),
             port=options.port,
             loop="uvloop",
-            http=CoalescingHttpToolsProtocol,
+            http=limited_protocol(limits),
+            backlog=ACCEPT_BACKLOG,
+            timeout_keep_alive=max(1, round(limits.idle)),
             lifespan="on",
             log_level=options.log_level,
             access_log=False,
@@ -345,8 +450,19 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
 
         def ready(port: int) -> None:
             url = f"{'https' if tls else 'http'}://{client_host(options.host)}:{port}"
-            write_kubeconfig(kubeconfig, url, token, tls.ca_data() if tls else None)
-            _announce(out, url, kubeconfig, data_dir, token is not None, options.controllers)
+            ca_data = tls.ca_data() if tls else None
+            write_kubeconfig(kubeconfig, url, token, ca_data)
+            readonly = data_dir / READONLY_KUBECONFIG_FILE
+            if readonly_token:
+                write_kubeconfig(readonly, url, readonly_token, ca_data, user_name=READONLY_CONTEXT)
+            else:  # a read-only credential from a secure run would no longer work
+                readonly.unlink(missing_ok=True)
+            _announce(out, url, kubeconfig, readonly if readonly_token else None, data_dir, options.controllers)
+            print(
+                f"connections: at most {limits.max_connections} (open-file limit {open_files}); timeouts: "
+                f"idle {limits.idle:g}s, headers {limits.header:g}s, body {limits.body:g}s\n",
+                file=out, flush=True,
+            )  # fmt: skip
             if options.start_components is not None:
                 # The controllers' initial sync (a LIST of everything) runs beside the API, never
                 # on the event loop: the API answers at once after a restart.
@@ -354,7 +470,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
                 starters.append(starter)
                 starter.start()
 
-        server = APIServer(config, parts, ready)
+        server = APIServer(config, parts, ready, handshake_timeout=limits.header)
         previous = {sig: signal.signal(sig, _ignore_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             server.run()
@@ -374,13 +490,23 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
 
 
 def _announce(
-    out: TextIO, url: str, kubeconfig: Path, data_dir: Path, token: bool, controllers: bool
+    out: TextIO, url: str, kubeconfig: Path, readonly: Path | None, data_dir: Path, controllers: bool
 ) -> None:
     lines = [
         f"pykueue API server listening on {url}",
         f"data directory: {data_dir}",
-        f"kubeconfig written to {kubeconfig}" + (" (HTTPS, with the CA and a bearer token)" if token else ""),
     ]
+    if readonly is not None:
+        lines += [
+            f"kubeconfig written to {kubeconfig} (admin: HTTPS, the server's CA and a bearer token)",
+            f"read-only kubeconfig written to {readonly} (user {READONLY_USER}: get, list, watch)",
+        ]
+    else:
+        lines += [
+            f"kubeconfig written to {kubeconfig}",
+            "WARNING: --insecure-loopback: plain HTTP, no authentication; every local user and "
+            "process can use this API (and run commands through its Jobs)",
+        ]
     if not controllers:
         lines.append("controllers: disabled (--no-controllers); serving the API only")
     lines += [

@@ -33,6 +33,15 @@ def add_component_arguments(p: argparse.ArgumentParser, *, embedded: bool) -> No
         metavar="PATH",
         help="testing: the controllers' clock is wall time plus the seconds written in this file",
     )
+    if not embedded:
+        from pykueue.metrics.server import DEFAULT_BIND_ADDRESS
+
+        p.add_argument(
+            "--metrics-bind-address",
+            metavar="ADDR",
+            help=f"serve Prometheus metrics at http://ADDR/metrics (HOST:PORT or :PORT; 0 disables; "
+            f"default {DEFAULT_BIND_ADDRESS}, skipped with a warning when that port is taken)",
+        )
     if embedded:
         p.add_argument("--no-job-runner", action="store_true", help="do not run admitted Jobs' pods as local processes")
     else:
@@ -41,6 +50,60 @@ def add_component_arguments(p: argparse.ArgumentParser, *, embedded: bool) -> No
             action="store_true",
             help="also run admitted Jobs' pods as local processes (off by default: the cluster runs them)",
         )
+    runner = p.add_argument_group("local job runner")
+    runner.add_argument(
+        "--run-unmanaged-jobs",
+        action="store_true",
+        help="also run Jobs that Kueue does not manage (no kueue.x-k8s.io/queue-name label); by default they "
+        "are left alone with a NotManagedByKueue Event",
+    )
+    runner.add_argument(
+        "--run-as-user",
+        metavar="USER",
+        help="run pods as this user (name or uid; the server must run as root), so they cannot read its files",
+    )
+    runner.add_argument(
+        "--pod-scratch-dir",
+        type=Path,
+        metavar="DIR",
+        help="where pods get their working directories (default: a private directory under $TMPDIR)",
+    )
+    runner.add_argument(
+        "--pod-runtime",
+        choices=("process", "podman", "docker"),
+        default="process",
+        help="how pods run: their first container's command + args as a local process (the default), or its "
+        "image with podman/docker (entrypoint, command, args, env, limits; images are not pulled)",
+    )
+    runner.add_argument(
+        "--max-pod-processes",
+        type=int,
+        metavar="N",
+        help="run at most N pods at once across all Jobs (default: only Kueue's admission bounds them)",
+    )
+
+
+def runner_argument_error(args: argparse.Namespace) -> str | None:
+    """The problem with the local job runner's flags, or None (checked before anything starts)."""
+    if args.max_pod_processes is not None and args.max_pod_processes < 1:
+        return f"--max-pod-processes {args.max_pod_processes}: must be at least 1"
+    if args.pod_runtime != "process":
+        if args.run_as_user:
+            return f"--run-as-user is not supported with --pod-runtime {args.pod_runtime} (use the runtime's own user mapping)"
+        from pykueue.controllers.podruntime import ContainerRuntime
+
+        try:
+            ContainerRuntime.find(args.pod_runtime)
+        except ValueError as err:
+            return str(err)
+    if args.run_as_user:
+        from pykueue.controllers.podsandbox import resolve_user
+
+        try:
+            resolve_user(args.run_as_user)
+        except ValueError as err:
+            return str(err)
+    return None
 
 
 def build_components(
@@ -62,16 +125,48 @@ def build_components(
             ProvisioningCheckController = None  # type: ignore[assignment,misc]
         if ProvisioningCheckController is not None:
             extra.append(ProvisioningCheckController(client, clock=clock))
-        out.append(ControllerManager(client, ControllerOptions.from_config(cfg), clock=clock, components=extra))
+        from pykueue.metrics import from_config as metrics_from_config
+
+        out.append(
+            ControllerManager(
+                client,
+                ControllerOptions.from_config(cfg),
+                clock=clock,
+                components=extra,
+                metrics=metrics_from_config(cfg),
+            )
+        )
     if run_jobs:
         from pykueue.controllers.jobrunner import JobRunner
+        from pykueue.controllers.podruntime import ContainerRuntime
+        from pykueue.controllers.podsandbox import resolve_user
 
-        out.append(JobRunner(client, data_dir / "pods", clock=clock))
+        out.append(
+            JobRunner(
+                client,
+                data_dir / "pods",
+                clock=clock,
+                max_processes=args.max_pod_processes,
+                scratch_dir=args.pod_scratch_dir.resolve() if args.pod_scratch_dir else None,
+                run_unmanaged_jobs=args.run_unmanaged_jobs,
+                run_as_user=resolve_user(args.run_as_user) if args.run_as_user else None,
+                pod_runtime=ContainerRuntime.find(args.pod_runtime) if args.pod_runtime != "process" else None,
+            )
+        )
     if args.provisioner is not None:
         from pykueue.controllers.provisioner import LocalProvisioner
 
         out.append(LocalProvisioner(client, args.provisioner, clock))
     return out
+
+
+def metrics_registry(components: list[Any]) -> Any:
+    """The controller manager's Prometheus registry among ``components`` (None without one)."""
+    for comp in components:
+        metrics = getattr(comp, "metrics", None)
+        if metrics is not None and hasattr(metrics, "metrics"):
+            return metrics.metrics.registry
+    return None
 
 
 def start_all(components: list[Any], wait_seconds: float = 30.0) -> Callable[[], None]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pykueue.api.meta import find_condition
 from pykueue.core.assignment import PreemptionMode
+from pykueue.core.lifecycle import SCHEDULER_REASONS
 from pykueue.core.scheduler import Entry
 from pykueue.core.workload_info import has_quota_reservation, is_finished, workload_key
 from pykueue.sim.cluster import RunResult, SimulatedCluster
@@ -15,6 +16,10 @@ _MODE_WORDS = {
     PreemptionMode.RECLAIM: "fits by reclaiming quota lent to other ClusterQueues",
     PreemptionMode.FIT: "fits",
 }
+
+
+# QuotaReserved=False reasons of workloads that sit in their ClusterQueue's queue.
+_QUEUED_REASONS = SCHEDULER_REASONS | {"", "Pending"}
 
 
 def explain(cluster: SimulatedCluster, run: RunResult) -> str:
@@ -31,7 +36,11 @@ def explain(cluster: SimulatedCluster, run: RunResult) -> str:
             lines.append(f"  Reason: {qr.reason}: {qr.message}")
         entry = run.last_entry.get(key)
         bypass = cluster.queues.is_inadmissible_with_bulk_reason(key)
-        if entry is None and bypass is not None:
+        if entry is None and qr is not None and qr.status == "False" and qr.reason not in _QUEUED_REASONS:
+            # Misconfigured, Suspended, Deactivated, ...: the workload controller holds it out of
+            # the scheduler's queues, so it waits for that to be fixed, not behind other workloads.
+            lines.append(f"  It is not queued for scheduling until that changes ({qr.reason}).")
+        elif entry is None and bypass is not None:
             lines.append(
                 f"  It was not evaluated: a workload of the same shape recently failed ({bypass or 'PendingEvaluation'}); "
                 "it is retried when capacity is freed or the queues change."

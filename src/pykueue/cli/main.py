@@ -7,6 +7,8 @@ import sys
 from collections.abc import Sequence
 
 from pykueue.cli import controller, schedule, serve
+from pykueue.cli.kueuectl import commands as kueuectl
+from pykueue.cli.kueuectl.passthrough_cmd import passthrough
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -15,12 +17,17 @@ def build_parser() -> argparse.ArgumentParser:
     schedule.add_parser(sub)
     serve.add_parser(sub)
     controller.add_parser(sub)
+    kueuectl.add_commands(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    passthrough(argv)
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command in kueuectl.VERBS:
+        return kueuectl.run(args, argv)
     rc: int = args.func(args)
     return rc
 

@@ -9,11 +9,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pykueue.api import manifests
+from pykueue.api.config import load_config
 from pykueue.api.conversion import to_external
+from pykueue.api.kueue import ResourceFlavor
 from pykueue.api.meta import parse_time
-from pykueue.api.validation import ValidationFailed
 from pykueue.cli.explain import explain
-from pykueue.cli.options import load_options
+from pykueue.cli.state import AdmittedJob, Document, StateError, admit_state
+from pykueue.controllers.jobs import batch_job as bj
+from pykueue.controllers.manager import ControllerOptions
+from pykueue.core.workload_info import is_admitted
 from pykueue.sim.cluster import SimulatedCluster
 
 EXIT_INVALID = 2
@@ -38,6 +42,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--feature-gates", default="", help="NAME=BOOL,... overrides of feature-gate defaults")
     p.add_argument("--config", help="Kueue Configuration manifest (config.kueue.x-k8s.io v1beta1 or v1beta2)")
     p.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
+    p.add_argument(
+        "--validate",
+        choices=("strict", "true", "false"),
+        default="strict",
+        help="as kubectl: unknown fields are errors (strict, true, the default) or dropped (false)",
+    )
     p.add_argument(
         "--explain",
         action="store_true",
@@ -69,24 +79,40 @@ def _run(args: argparse.Namespace) -> int:
     if args.cycles < 1:
         raise UsageError("error: --cycles must be at least 1")
     try:
-        options = load_options(_read(args.config) if args.config else None, args.config or "", args.feature_gates)
+        config = load_config(
+            _read(args.config) if args.config else None,
+            source=args.config or "<config>",
+            feature_gates_flag=args.feature_gates or None,
+        )
     except ValueError as err:
         raise UsageError(f"error: {err}") from err
+    controller_options = ControllerOptions.from_config(config)
+    options = controller_options.scheduler
     try:
         now = parse_time(args.now) if args.now else datetime.now(UTC)
     except Exception as err:
         raise UsageError(f"error: --now {args.now!r} is not an RFC3339 time") from err
-    objects: list[tuple[Any, str]] = []
+    documents: list[Document] = []
     for path in args.filename:
-        text = _read(path)
         try:
-            for doc in manifests.load_manifests(text, source=path):
-                objects.append(manifests.parse_object(doc))
-        except (ValueError, ValidationFailed) as err:
+            source = "<stdin>" if path == "-" else path
+            loaded = manifests.load_yaml_documents(_read(path), source=source)
+            documents.extend(
+                Document(obj, source, index)
+                for index, doc in loaded
+                for obj in manifests.flatten(doc, source, index)
+            )
+        except ValueError as err:
             raise UsageError(f"error: {err}") from err
+    try:
+        state = admit_state(documents, controller_options, validate=args.validate != "false")
+    except StateError as err:
+        raise UsageError(f"error: {err}") from err
+    for warning in state.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     cluster = SimulatedCluster(options, now)
     try:
-        cluster.load(objects)
+        cluster.load(state.objects)
     except ValueError as err:
         raise UsageError(f"error: {err}") from err
     # The loaded state lives until exit: keep it out of cyclic-GC scans (large states pay
@@ -96,6 +122,7 @@ def _run(args: argparse.Namespace) -> int:
     run_result = cluster.run(cycles=args.cycles, until_quiet=args.until_quiet)
     cluster.finalize_status()
     docs = [to_external(obj, version) for obj, version in cluster.output()]
+    docs.extend(_job_docs(cluster, state.jobs, controller_options))
     if args.show_events:
         docs.extend(_event_docs(cluster))
     if args.output == "json":
@@ -108,6 +135,26 @@ def _run(args: argparse.Namespace) -> int:
             text = explain(cluster, run_result)
             sys.stdout.write("".join(f"# {line}\n" if line else "#\n" for line in text.splitlines()))
     return 0
+
+
+def _job_docs(cluster: SimulatedCluster, jobs: list[AdmittedJob], options: ControllerOptions) -> list[dict[str, Any]]:
+    """Each Job as the Job integration leaves it: suspended, or started once its Workload is admitted
+    (the flavors' node labels and tolerations, Kueue's pod labels; ``jobframework``'s ``startJob``)."""
+    flavors = {
+        lo.obj.metadata.name: lo.obj for lo in cluster.objects.values() if isinstance(lo.obj, ResourceFlavor)
+    }
+    docs = []
+    for admitted in jobs:
+        job = admitted.job
+        wl = cluster.get_workload(admitted.workload_key) if admitted.workload_key else None
+        if wl is not None and is_admitted(wl) and bj.is_suspended(job):
+            try:
+                injections = bj.pod_set_injection(wl, flavors, options.scheduler.gate("AssignQueueLabelsForPods"))
+                job = bj.start_job(job, wl, injections)
+            except (bj.StartJobError, bj.FlavorNotFound):
+                pass  # the Job stays suspended, as a failed start leaves it
+        docs.append(job)
+    return docs
 
 
 def _event_docs(cluster: SimulatedCluster) -> list[dict[str, Any]]:

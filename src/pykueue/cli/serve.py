@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pykueue.cli.components import add_component_arguments
+from pykueue.cli.components import add_component_arguments, runner_argument_error
 
 EXIT_USAGE = 2
 
@@ -22,8 +22,14 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--host",
         default="127.0.0.1",
-        help="address to bind (default 127.0.0.1; "
-        "a non-loopback address requires the bearer token written into the kubeconfig)",
+        help="address to bind (default 127.0.0.1); HTTPS with the server's own CA and a bearer token "
+        "(both written into the kubeconfig) on every address",
+    )
+    p.add_argument(
+        "--insecure-loopback",
+        action="store_true",
+        help="serve plain HTTP without authentication (loopback --host only): every local user and "
+        "process, and any web page that reaches the port, can then use the API",
     )
     p.add_argument("--port", type=int, default=6443, help="port to bind (default 6443; 0 picks a free port)")
     p.add_argument(
@@ -50,19 +56,68 @@ def add_parser(sub: Any) -> None:
         choices=("critical", "error", "warning", "info", "debug"),
         help="server log level (default warning)",
     )
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="close keep-alive connections idle this long (default 120, above client-go's 90 s reuse)",
+    )
+    p.add_argument(
+        "--header-timeout",
+        type=float,
+        default=32.0,
+        metavar="SECONDS",
+        help="close connections that do not send a request's headers in this time, counted from the "
+        "connection's start or the request's first byte (default 32, as kube-apiserver)",
+    )
+    p.add_argument(
+        "--body-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="close connections that do not send a request's body in this time (default 60)",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="open connections served at once (watches included); more get 503 and a log line "
+        "(default 10000, lowered to what the open-file limit allows)",
+    )
     add_component_arguments(p, embedded=True)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the server with the parsed options."""
-    from pykueue.apiserver.server import ServeOptions, serve
+    from pykueue.apiserver.protocol import ConnectionLimits
+    from pykueue.apiserver.server import ServeOptions, is_loopback, serve
 
     if not 0 <= args.port <= 65535:
         print(f"error: --port {args.port} is not a valid port", flush=True)
         return EXIT_USAGE
     if args.watch_history < 1:
         print("error: --watch-history must be at least 1", flush=True)
+        return EXIT_USAGE
+    problem = runner_argument_error(args)
+    if problem is not None:
+        print(f"error: {problem}", flush=True)
+        return EXIT_USAGE
+    if args.insecure_loopback and not is_loopback(args.host):
+        print(
+            f"error: --insecure-loopback serves without authentication and is refused for --host {args.host}, "
+            "which is not a loopback address",
+            flush=True,
+        )
+        return EXIT_USAGE
+    for flag in ("idle_timeout", "header_timeout", "body_timeout"):
+        if not getattr(args, flag) > 0:
+            print(f"error: --{flag.replace('_', '-')} must be greater than 0", flush=True)
+            return EXIT_USAGE
+    if args.max_connections < 1:
+        print("error: --max-connections must be at least 1", flush=True)
         return EXIT_USAGE
     options = ServeOptions(
         host=args.host,
@@ -72,9 +127,23 @@ def run(args: argparse.Namespace) -> int:
         controllers=not args.no_controllers,
         log_level=args.log_level,
         watch_history=args.watch_history,
+        insecure_loopback=args.insecure_loopback,
+        limits=ConnectionLimits(args.idle_timeout, args.header_timeout, args.body_timeout, args.max_connections),
         start_components=_starter(args),
     )
     return serve(options)
+
+
+def _mount_visibility(parts: Any, components: list[Any]) -> None:
+    """The in-process controllers answer the visibility API (upstream: the controller manager's
+    visibility server), from their queue manager."""
+    from pykueue.controllers.manager import ControllerManager
+    from pykueue.visibility.api import mount
+    from pykueue.visibility.source import ManagerSource
+
+    for comp in components:
+        if isinstance(comp, ControllerManager):
+            mount(parts, ManagerSource(comp))
 
 
 def _starter(args: argparse.Namespace) -> Any:
@@ -84,13 +153,15 @@ def _starter(args: argparse.Namespace) -> Any:
         return None
 
     def start(parts: Any, data_dir: Path) -> Any:
-        from pykueue.cli.components import build_components, start_all
+        from pykueue.cli.components import build_components, metrics_registry, start_all
         from pykueue.client.inprocess import InProcessClient
 
         client = InProcessClient(parts.handlers)
         components = build_components(
             client, args, data_dir, run_jobs=run_jobs, controllers=not args.no_controllers
         )
+        _mount_visibility(parts, components)
+        parts.metrics_registry = metrics_registry(components)
         return start_all(components)
 
     return start

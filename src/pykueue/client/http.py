@@ -299,6 +299,19 @@ class HTTPClient:
         params = {"propagationPolicy": propagation} if propagation else None
         self._json("DELETE", res.path(self._namespace(res, namespace), name), params=params)
 
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> dict[str, Any]:
+        """One JSON request for what the verbs above do not cover (selectors, paging, dry runs,
+        aggregated groups such as the visibility API); failures raise as the verbs do."""
+        return self._json(method, path, params=params, body=body, content_type=content_type)
+
     def watch(self, res: Resource, resource_version: str, namespace: str | None = None) -> HTTPWatch:
         """Changes after ``resource_version``; the first request is sent now, so errors raise here."""
         path = res.path(self._namespace(res, namespace))

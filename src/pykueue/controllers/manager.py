@@ -15,12 +15,13 @@ import heapq
 import logging
 import queue
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pykueue.api.config import KueueConfig, load_config
 from pykueue.api.conversion import to_external, to_internal
@@ -33,6 +34,8 @@ from pykueue.api.kueue import (
     Workload,
 )
 from pykueue.api.meta import LabelSelector, format_time, is_condition_true, to_time
+from pykueue.api.unmodelled import EVENT_REASON as UNMODELLED_EVENT_REASON
+from pykueue.api.unmodelled import unmodelled_features
 from pykueue.client import resources as R
 from pykueue.client.interface import APIError, Client, Conflict, NotFound, Resource
 from pykueue.controllers.clock import Clock, system_clock
@@ -46,7 +49,7 @@ from pykueue.controllers.informer import (
     resource_version,
 )
 from pykueue.core.cache import Cache
-from pykueue.core.events import Event
+from pykueue.core.events import WARNING, Event
 from pykueue.core.options import SchedulerOptions, options_from_config
 from pykueue.core.queue_manager import QueueManager
 from pykueue.core.scheduler import Scheduler
@@ -57,6 +60,8 @@ from pykueue.core.workload_info import (
     workload_key,
 )
 from pykueue.core.workload_routing import queueable, route_workload_change
+from pykueue.metrics import KueueMetrics
+from pykueue.metrics import for_manager as metrics_for_manager
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +129,27 @@ def default_options() -> ControllerOptions:
     return ControllerOptions.from_config(load_config(None))
 
 
+_T = TypeVar("_T")
+
+
+class _Call(Generic[_T]):
+    """A function another thread asked the manager thread to run (:meth:`call_in_manager_thread`)."""
+
+    def __init__(self, fn: Callable[[], _T]) -> None:
+        self.fn = fn
+        self.done = threading.Event()
+        self.result: _T | None = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.result = self.fn()
+        except BaseException as err:  # handed to the caller's thread
+            self.error = err
+        finally:
+            self.done.set()
+
+
 class ControllerManager:
     """Runs Kueue's controllers and scheduler against one API client."""
 
@@ -134,6 +160,7 @@ class ControllerManager:
         *,
         clock: Clock = system_clock,
         components: Iterable[Any] = (),
+        metrics: KueueMetrics | None = None,
     ) -> None:
         # Imported here: the reconcilers import this module for its types.
         from pykueue.controllers.jobs.job_controller import JobController
@@ -164,7 +191,7 @@ class ControllerManager:
         self.queue_controllers = QueueControllers(self)
         self.job_controller = JobController(self)
 
-        self._inbox: queue.Queue[Change] = queue.Queue()
+        self._inbox: queue.Queue[Change | _Call[Any]] = queue.Queue()
         self._informers = [Informer(client, res, self._inbox.put) for res in WATCHED]
         self._unsynced = {res.plural for res in WATCHED}
         self._initial: list[Change] = []
@@ -180,6 +207,8 @@ class ControllerManager:
         self._ready = threading.Event()
         self.cycles = 0
         self.busy_until_quiet = True
+        # Prometheus metrics (pkg/metrics): counted from our writes, observed changes and cycles.
+        self.metrics = metrics_for_manager(self, metrics)
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -205,6 +234,24 @@ class ControllerManager:
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Block until the initial state of every watched collection has been applied."""
         return self._ready.wait(timeout)
+
+    def running(self) -> bool:
+        """Whether the manager thread is alive (it answers :meth:`call_in_manager_thread`)."""
+        return self._thread is not None and self._thread.is_alive() and not self._stop.is_set()
+
+    def call_in_manager_thread(self, fn: Callable[[], _T], timeout: float = 10.0) -> _T:
+        """Run ``fn`` on the manager thread (between two changes or steps) and return its result.
+
+        The accessor for other threads (the visibility API's queue snapshots): the manager's
+        state has a single owner, so a reader borrows that thread instead of taking locks.
+        Raises ``TimeoutError`` when the thread does not get to it within ``timeout``."""
+        call = _Call(fn)
+        self._inbox.put(call)
+        if not call.done.wait(timeout):
+            raise TimeoutError(f"the controller manager did not answer within {timeout}s")
+        if call.error is not None:
+            raise call.error
+        return call.result  # type: ignore[return-value]
 
     def now(self) -> datetime:
         """The controllers' current time."""
@@ -245,7 +292,10 @@ class ControllerManager:
             except queue.Empty:
                 return
 
-    def _receive(self, change: Change) -> None:
+    def _receive(self, change: Change | _Call[Any]) -> None:
+        if isinstance(change, _Call):
+            change.run()
+            return
         if self._unsynced:
             if change.type == SYNCED:
                 self._unsynced.discard(change.resource.plural)
@@ -269,7 +319,9 @@ class ControllerManager:
         self.queues.process_due_requeues(now.timestamp())
         self._reconcile_dirty()
         self._deliver_updates()
+        started = time.perf_counter()
         result = self.scheduler.schedule(self.now())
+        self.metrics.cycle(result, time.perf_counter() - started)
         self.cycles += 1
         self._deliver_updates()
         self._flush_events()
@@ -294,7 +346,25 @@ class ControllerManager:
         if old is not None and not _newer(obj, old):
             return  # our own write, already applied (or an older version)
         cached[key] = obj
+        if old is None:
+            self._report_unmodelled(change.resource, obj)
         self._apply(plural, old, obj)
+
+    def _report_unmodelled(self, res: Resource, obj: dict[str, Any]) -> None:
+        """A Warning Event on an object that asks for a Kueue feature pykueue does not implement."""
+        meta = obj.get("metadata") or {}
+        for found in unmodelled_features(res.group, res.kind, obj):
+            involved = {
+                "apiVersion": res.api_version,
+                "kind": res.kind,
+                "name": meta.get("name", ""),
+                "namespace": meta.get("namespace", ""),
+                "uid": meta.get("uid", ""),
+                "resourceVersion": meta.get("resourceVersion", ""),
+            }
+            event = Event(str(meta.get("namespace") or ""), str(meta.get("name") or ""), WARNING,
+                          UNMODELLED_EVENT_REASON, found.message, kind=res.kind)
+            self.record_event(event, involved)
 
     def observe_write(self, res: Resource, obj: dict[str, Any]) -> None:
         """Apply the result of our own successful write at once (write-through)."""
@@ -386,6 +456,7 @@ class ControllerManager:
             self.cluster_queues.pop(name, None)
             self.queues.delete_cluster_queue(name)
             self.cache.delete_cluster_queue(name)
+            self.metrics.metrics.clear_cluster_queue(name)
             self._workloads_of_cq_changed(name)
         else:
             cq = _typed(new, ClusterQueue)
@@ -425,6 +496,7 @@ class ControllerManager:
             key = f"{ns}/{name}"
             gone = self.local_queues.pop(key, None)
             self.queues.delete_local_queue(key)
+            self.metrics.metrics.clear_local_queue(ns, name)
             if gone is not None and gone.spec.cluster_queue:
                 self.schedule_status("cq", gone.spec.cluster_queue)
             self._workloads_of_lq_changed(ns, name)
@@ -503,6 +575,7 @@ class ControllerManager:
         for ref in wl.metadata.owner_references:
             if ref.kind == "Job":
                 self._dirty["job"].add((wl.metadata.namespace, ref.name))
+        self.metrics.workload_changed(old, new)
         route_workload_change(
             old,
             new,
@@ -622,7 +695,15 @@ class ControllerManager:
     def write(self, res: Resource, obj: dict[str, Any], subresource: str | None = None) -> dict[str, Any]:
         """PUT with the cached resourceVersion; applies the result at once."""
         out = self.client.replace(res, obj, subresource=subresource)
+        if res.plural != "workloads":
+            self.observe_write(res, out)
+            return out
+        key = _ns_name(out)
+        before = self.workloads.get(key)
         self.observe_write(res, out)
+        after = self.workloads.get(key)
+        if after is not None:
+            self.metrics.workload_written(before, after)
         return out
 
     def write_workload(self, wl: Workload, status: bool = True) -> bool:

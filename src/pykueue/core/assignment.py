@@ -90,7 +90,8 @@ class FlavorAttempt:
     reasons: list[str] = field(default_factory=list)
     no_fit_reason: str = ""
     preemption_simulated: bool = False
-    resource_group: int = 0
+    resource_groups: tuple[int, ...] = ()
+    """Indexes of the ClusterQueue's resource groups listing this flavor (``findRGIndicesByFlavor``)."""
 
 
 @dataclass(slots=True)
@@ -104,8 +105,6 @@ class PodSetAssignmentResult:
     reasons: list[str] = field(default_factory=list)
     error: str | None = None
     attempts: list[FlavorAttempt] = field(default_factory=list)
-    status_no_fit_reason: str = ""
-    """NoFit reason carried by the pod set's own status (``resource <r> unavailable`` -> NoMatchingFlavor)."""
 
     def mode(self) -> Mode:
         if not self.reasons and self.error is None:
@@ -120,16 +119,30 @@ class PodSetAssignmentResult:
         return f"couldn't assign flavors to pod set {self.name}: " + ", ".join(sorted(self.reasons))
 
     def no_fit_reason(self) -> str:
-        """§6.7 for one NoFit pod set."""
-        no_fit = [a for a in self.attempts if a.mode.preemption_mode is PreemptionMode.NO_FIT]
+        """§6.7 for one NoFit pod set (upstream ``Assignment.resolveNoFitReason``, per pod set).
+
+        Only the recorded flavor attempts count: the pod set's own status (e.g. ``resource r
+        unavailable in ClusterQueue``) carries no reason, so an uncovered resource met after an
+        earlier group recorded attempts does not make the pod set NoMatchingFlavor.
+        """
         if not self.attempts:
             return NO_MATCHING_FLAVOR
+        # Per resource group the least severe blocker (alternative flavors), then across groups
+        # the most severe one (co-requisites).
         per_group: dict[int, str] = {}
-        for a in no_fit:
-            current = per_group.get(a.resource_group)
-            if current is None or NO_FIT_SEVERITY[a.no_fit_reason] < NO_FIT_SEVERITY[current]:
-                per_group[a.resource_group] = a.no_fit_reason
-        return max([self.status_no_fit_reason, *per_group.values()], key=lambda r: NO_FIT_SEVERITY[r])
+        for i, a in enumerate(self.attempts):
+            if a.mode.preemption_mode is not PreemptionMode.NO_FIT:
+                continue
+            # A flavor no group lists (e.g. deleted) is a group of its own.
+            for group in a.resource_groups or (-1 - i,):
+                current = per_group.get(group)
+                if current is None or NO_FIT_SEVERITY[a.no_fit_reason] < NO_FIT_SEVERITY[current]:
+                    per_group[group] = a.no_fit_reason
+        reason = ""
+        for r in per_group.values():
+            if NO_FIT_SEVERITY[r] > NO_FIT_SEVERITY[reason]:
+                reason = r
+        return reason
 
 
 @dataclass(slots=True)
@@ -140,6 +153,8 @@ class Assignment:
     borrowing: int = 0
     usage: dict[FlavorResource, int] = field(default_factory=dict)
     last_state: LastAssignment | None = None
+    resolve_no_fit_reason: bool = True
+    """``UnadmittedWorkloadsObservability``: without it upstream leaves ``NoFitReason`` empty."""
 
     def representative_mode(self) -> Mode:
         if not self.pod_sets:
@@ -156,8 +171,13 @@ class Assignment:
         return "; ".join(parts)
 
     def no_fit_reason(self) -> str:
-        """§6.7: the most severe NoFit reason over the NoFit pod sets."""
+        """§6.7: the most severe NoFit reason over the NoFit pod sets; "" when none resolves.
+
+        An empty reason is real: the scheduler then writes no granular reason and the workload
+        controller decides the condition (``lifecycle.set_pending``)."""
         best = ""
+        if not self.resolve_no_fit_reason:
+            return best
         for ps in self.pod_sets:
             if ps.mode() is Mode.NO_FIT:
                 r = ps.no_fit_reason()

@@ -18,7 +18,7 @@ from functools import lru_cache
 
 from pykueue.api import podspec
 from pykueue.api.kueue import PREEMPT_NEVER, PREEMPTION_OVER_BORROWING, TRY_NEXT_FLAVOR, Toleration
-from pykueue.api.quantity import PODS, format_amount, sat_add, sat_mul, sat_sub
+from pykueue.api.quantity import PODS, format_amount, resource_quantity_string, sat_add, sat_mul, sat_sub
 from pykueue.core.assignment import (
     EXCEEDS_MAX_QUOTA,
     NO_FIT_SEVERITY,
@@ -156,7 +156,6 @@ class _Scan:
     reasons: list[str]
     attempts: list[FlavorAttempt]
     error: str | None = None
-    no_fit_reason: str = ""
 
 
 @dataclass(slots=True)
@@ -236,7 +235,9 @@ class FlavorAssigner:
     def assign(self) -> Assignment:
         """Run flavor assignment for every pod set, stopping at the first pod set that gets no flavor."""
         last_state = LastAssignment([], self.cq.generation, self.cycle, self.wl.scheduling_hash)
-        assignment = Assignment(pod_sets=[], last_state=last_state)
+        assignment = Assignment(
+            pod_sets=[], last_state=last_state, resolve_no_fit_reason=self._observability
+        )
         for index, ps in enumerate(self.wl.pod_sets):
             result, failed = self._assign_pod_set(index, self._prepare(index, ps), assignment.usage)
             _append(assignment, result)
@@ -273,7 +274,6 @@ class FlavorAssigner:
             reasons=reasons if failure is None else failure.reasons,
             error=None if failure is None else failure.error,
             attempts=sorted(considered.values(), key=_attempt_flavor),
-            status_no_fit_reason="" if failure is None else failure.no_fit_reason,
         )
         return result, failure is not None
 
@@ -294,9 +294,8 @@ class FlavorAssigner:
         self, index: int, psr: _PodSetRequests, res: str, gi: int | None, assumed: dict[FlavorResource, int]
     ) -> _Scan:
         if gi is None:
-            return _Scan(
-                {}, [f"resource {res} unavailable in ClusterQueue"], [], no_fit_reason=NO_MATCHING_FLAVOR
-            )
+            # No reason of its own: upstream's findFlavorForPodSets returns a bare Status here.
+            return _Scan({}, [f"resource {res} unavailable in ClusterQueue"], [])
         group = self.cq.resource_groups[gi]
         covered = group.covered
         group_requests = [(r, psr.requests[r]) for r in psr.order if r in covered]
@@ -318,11 +317,11 @@ class FlavorAssigner:
             if ineligible is not None or error is not None:
                 flavor_reasons = [] if ineligible is None else [ineligible]
                 reasons.extend(flavor_reasons)
-                attempts.append(self._no_fit_attempt(fname, flavor_reasons, gi))
+                attempts.append(self._no_fit_attempt(fname, flavor_reasons))
                 if error is not None:
                     return _Scan({}, reasons, attempts, error=error)
                 continue
-            candidate, mode = self._evaluate_flavor(fname, group_requests, assumed, reasons, attempts, gi)
+            candidate, mode = self._evaluate_flavor(fname, group_requests, assumed, reasons, attempts)
             if self._fungibility:
                 if not self._try_next(mode):
                     best, best_mode = candidate, mode
@@ -356,7 +355,6 @@ class FlavorAssigner:
         assumed: dict[FlavorResource, int],
         reasons: list[str],
         attempts: list[FlavorAttempt],
-        gi: int,
     ) -> tuple[dict[str, FlavorAssignment], _Granular]:
         """Quota outcome of ``fname`` for every requested resource of the group; the worst one represents it."""
         representative: _Granular = (_FIT, 0)
@@ -386,19 +384,23 @@ class FlavorAssigner:
                 reasons=flavor_reasons,
                 no_fit_reason=no_fit_reason if self._observability else "",
                 preemption_simulated=representative[0] in _SIMULATED_MODES,
-                resource_group=gi,
+                resource_groups=self._groups_listing(fname),
             )
         )
         return candidate, representative
 
-    def _no_fit_attempt(self, fname: str, reasons: list[str], gi: int) -> FlavorAttempt:
+    def _no_fit_attempt(self, fname: str, reasons: list[str]) -> FlavorAttempt:
         return FlavorAttempt(
             flavor=fname,
             mode=GranularMode(_NO_FIT, 0),
             reasons=reasons,
             no_fit_reason=NO_MATCHING_FLAVOR if self._observability else "",
-            resource_group=gi,
+            resource_groups=self._groups_listing(fname),
         )
+
+    def _groups_listing(self, fname: str) -> tuple[int, ...]:
+        """``findRGIndicesByFlavor``: every resource group of the ClusterQueue that lists ``fname``."""
+        return tuple(i for i, group in enumerate(self.cq.resource_groups) if fname in group.flavors)
 
     # --- §6.2 ------------------------------------------------------------------------------------
 
@@ -431,11 +433,13 @@ class FlavorAssigner:
         value = sat_add(assumed, request)
         capacity = potential_available(node, fr)
         if value > capacity:
+            # Amounts go through AmountQuantityString, the request through ResourceQuantityString
+            # (no "<unlimited>" for it), as upstream's fitsResourceQuota prints them.
             return _QuotaCheck(
                 _NO_FIT,
                 0,
                 f"insufficient quota for {res} in flavor {flavor}, previously considered podsets requests "
-                f"({format_amount(res, assumed)}) + current podset request ({format_amount(res, request)}) "
+                f"({format_amount(res, assumed)}) + current podset request ({resource_quantity_string(res, request)}) "
                 f"> maximum capacity ({format_amount(res, capacity)})",
                 EXCEEDS_MAX_QUOTA,
             )

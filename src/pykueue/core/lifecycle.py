@@ -170,19 +170,30 @@ def resource_requests_of(info: WorkloadInfo) -> list[PodSetRequest]:
 
 def set_pending(
     wl: Workload, info: WorkloadInfo, reason: str, message: str, now: datetime, options: SchedulerOptions
-) -> str:
-    """QuotaReserved=False with the scheduler's reason; returns the condition reason written."""
+) -> str | None:
+    """QuotaReserved=False with the scheduler's reason; returns the Warning event's reason (None: no event).
+
+    An empty granular reason (e.g. a NoFit pod set whose flavor attempts resolve to no reason)
+    means the scheduler writes none: upstream's requeueAndUpdate sets the condition with reason ""
+    and the workload controller (``resolveGranularUnadmittedQuotaReservedCondition``) replaces it
+    with PendingEvaluation and its own message. That end state is written here directly (an empty
+    reason is not a valid condition); the workload controller then swaps in the "Bypassed" message
+    if the workload's scheduling hash was bulk-moved (``pending_condition``). The Warning event
+    upstream records carries the same empty reason and action, which events.k8s.io/v1 rejects,
+    so there is none.
+    """
+    event_reason: str | None = reason
     if not options.gate("UnadmittedWorkloadsObservability"):
-        reason = "Pending"
+        reason = event_reason = "Pending"
     elif not reason:
-        reason = "PendingEvaluation"
+        reason, message, event_reason = PENDING_EVALUATION, PENDING_EVALUATION_MESSAGE, None
     set_condition(wl, QUOTA_RESERVED, "False", reason, message, now)
     wl.status.admission = None
     sync_admitted_condition(wl, now, options)
     requests = resource_requests_of(info)
     if requests != wl.status.resource_requests:
         wl.status.resource_requests = requests
-    return reason
+    return event_reason
 
 
 # --- admission checks (§9.1, API reference §3.5) ------------------------------------------------
@@ -357,6 +368,8 @@ SCHEDULER_REASONS = frozenset(
 )
 BYPASSABLE_REASONS = frozenset({"", "Deactivated", "PendingEvaluation", "Suspended", "Pending"})
 BYPASSED_MESSAGE = "Bypassed scheduling evaluation because an equivalent workload recently failed"
+PENDING_EVALUATION = "PendingEvaluation"
+PENDING_EVALUATION_MESSAGE = "Workload is pending evaluation in the scheduling queue"
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,7 +417,7 @@ def pending_condition(wl: Workload, view: QueueView, options: SchedulerOptions) 
         return None
     if current is None and not options.gate("UnadmittedWorkloadsExplicitStatus"):
         return None
-    return "PendingEvaluation", "Workload is pending evaluation in the scheduling queue"
+    return PENDING_EVALUATION, PENDING_EVALUATION_MESSAGE
 
 
 def _queue_blocker(wl: Workload, view: QueueView) -> tuple[str, str] | None:

@@ -612,7 +612,7 @@ class Scheduler:
         reason = lifecycle.set_pending(wl, e.info, e.quota_reserved_reason, e.message, now, self.options)
         # Upstream patches only when the condition or the requests changed, but emits the Warning
         # on every attempt (its event recorder aggregates repeats into one Event's count).
-        if wl.status == latest.status or self.store.write_workload_status(wl):
+        if (wl.status == latest.status or self.store.write_workload_status(wl)) and reason is not None:
             self.store.record_event(
                 Event.for_workload(
                     wl.metadata.namespace,

@@ -21,6 +21,7 @@ from pykueue.core.workload_info import (
     has_active_quota_reservation,
     has_quota_reservation,
     is_active,
+    is_admitted,
     is_evicted,
     is_finished,
     is_on_hold,
@@ -44,12 +45,19 @@ def route_workload_change(
     scheduler: Scheduler,
     options: SchedulerOptions,
     now: datetime,
+    retry_from: datetime | None = None,
 ) -> None:
-    """Apply one observed Workload change (``old`` None: created; ``new`` None: deleted)."""
+    """Apply one observed Workload change (``old`` None: created; ``new`` None: deleted).
+
+    ``retry_from`` (default ``now``) is when the change happened, from which the batched retry
+    of parked workloads it requests runs (``RETRY_BATCH_PERIOD``): the simulator observes some
+    changes a tick after they happened.
+    """
     wl = new if new is not None else old
     assert wl is not None
     key = workload_key(wl)
     ts = to_time(now).timestamp()
+    retry_ts = ts if retry_from is None else to_time(retry_from).timestamp()
 
     def info(w: Workload) -> None:
         cache.add_workload(new_workload_info(w, options, cache.workload(key)))
@@ -59,7 +67,7 @@ def route_workload_change(
         cq = cache.workload_cq.get(key)
         cache.delete_workload(key)
         if cq:
-            queues.queue_inadmissible_workloads({cq}, ts)
+            queues.queue_inadmissible_workloads({cq}, retry_ts)
 
     if new is None:
         queues.delete_workload(key, forget=True)
@@ -99,16 +107,17 @@ def route_workload_change(
         if at is None or at <= to_time(now):
             queues.add_or_update_workload(new, ts)
         if cq:
-            queues.queue_inadmissible_workloads({cq}, ts)
+            queues.queue_inadmissible_workloads({cq}, retry_ts)
         return
     info(new)
     # Reserved -> reserved: fewer pods or another priority can let parked workloads in
-    # (scheduling reference §4.3, §4.7).
+    # (scheduling reference §4.3, §4.7). Upstream's Update handler retries on reclaimable pods
+    # only between two Admitted states; a reservation waiting for checks just updates the cache.
     if (
-        old.status.reclaimable_pods != new.status.reclaimable_pods
+        (is_admitted(old) and is_admitted(new) and old.status.reclaimable_pods != new.status.reclaimable_pods)
         or priority_parts(old, options) != priority_parts(new, options)
         or old.spec.priority_class_ref != new.spec.priority_class_ref
     ):
         cq = cache.workload_cq.get(key)
         if cq:
-            queues.queue_inadmissible_workloads({cq}, ts)
+            queues.queue_inadmissible_workloads({cq}, retry_ts)

@@ -105,6 +105,8 @@ class SimulatedCluster:
         self._failed_checks: set[ObjectKey] = set()
         self._evicted_reserved: set[ObjectKey] = set()
         self._backing_off: set[ObjectKey] = set()
+        # While catching up between cycles: the previous cycle's time (see ``advance``).
+        self._retry_from: datetime | None = None
 
     # --- WorkloadStore ------------------------------------------------------------------------
 
@@ -179,11 +181,15 @@ class SimulatedCluster:
             self._reconcile_queue_state(key)
             self._sync_checks(key, admitted_sync=True)
         self._deliver_updates()
+        # Evictions the controllers just issued (e.g. stopPolicy HoldAndDrain): on a live cluster
+        # the job integration completes them before the scheduler's first cycle runs.
+        self._complete_evictions()
+        self._deliver_updates()
 
     def _fill_metadata(self, obj: Any) -> None:
         md = obj.metadata
         if not md.uid:
-            md.uid = str(uuid.uuid5(_UID_NAMESPACE, f"{obj.kind}/{md.namespace}/{md.name}"))
+            md.uid = stable_uid(obj.kind, md.namespace, md.name)
         if md.creation_timestamp is None:
             md.creation_timestamp = self.now
         if not md.generation:
@@ -262,6 +268,7 @@ class SimulatedCluster:
             scheduler=self.scheduler,
             options=self.options,
             now=self.now,
+            retry_from=self._retry_from,
         )
 
     # --- controller behaviour between cycles ---------------------------------------------------
@@ -432,16 +439,29 @@ class SimulatedCluster:
                 self.write_workload_status(updated)
 
     def advance(self, seconds: float = 1.0) -> None:
-        """Move time forward and let the controllers catch up."""
-        self.now = self.now + timedelta(seconds=seconds)
-        for key in sorted(self._failed_checks):
-            self._reconcile_checks(key)
-        self._deliver_updates()
-        self._complete_evictions()
-        self._deliver_updates()
-        self._sync_touched()
-        self._finish_backoffs()
-        self._deliver_updates()
+        """Move time forward and let the controllers catch up before the next cycle.
+
+        The clock advances, failed checks evict, evictions complete (quota released, Requeued
+        set), backoffs finish, then every retry due at the new time is processed. A change made
+        between cycles happened, on a live cluster, right after the previous cycle (the job
+        integration completes an eviction at once), so the 1 s batched retry of parked workloads
+        it requests (upstream's requeuer, ``QueueAssociatedInadmissibleWorkloadsAfter``) runs from
+        the previous cycle's time and, with cycles 1 s apart, is due when the next cycle starts.
+        """
+        previous = self.now
+        self.now = previous + timedelta(seconds=seconds)
+        self._retry_from = previous
+        try:
+            for key in sorted(self._failed_checks):
+                self._reconcile_checks(key)
+            self._deliver_updates()
+            self._complete_evictions()
+            self._deliver_updates()
+            self._sync_touched()
+            self._finish_backoffs()
+            self._deliver_updates()
+        finally:
+            self._retry_from = None
         self.queues.process_due_requeues(self._ts())
 
     # --- running --------------------------------------------------------------------------------
@@ -512,6 +532,11 @@ class SimulatedCluster:
 
     def workloads(self) -> list[Workload]:
         return [self.objects[k].obj for k in self._workload_keys()]
+
+
+def stable_uid(kind: str, namespace: str, name: str) -> str:
+    """The uid a state object without one gets: the same on every run."""
+    return str(uuid.uuid5(_UID_NAMESPACE, f"{kind}/{namespace}/{name}"))
 
 
 def _key(obj: Any) -> ObjectKey:

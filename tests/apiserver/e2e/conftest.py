@@ -4,6 +4,11 @@
 data directory, waits for the ``export KUBECONFIG=...`` line (printed only once the socket listens and the
 kubeconfig is written) and returns a :class:`ServerProcess` with helpers for the real kubectl
 (``/usr/bin/kubectl``, an isolated discovery cache) and the official Python client.
+
+The server serves HTTPS with its own CA and requires its bearer token (the secure default): kubectl
+and the Kubernetes clients read both from the kubeconfig, and raw HTTP in tests goes through
+:meth:`ServerProcess.session` (CA and token set) or, for the read-only user,
+``session(readonly=True)``.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 import yaml
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -42,6 +48,9 @@ class ServerProcess:
     output: list[str] = field(default_factory=list)
     token: str | None = None
     ca_file: Path | None = None
+    readonly_kubeconfig: Path | None = None
+    readonly_token: str | None = None
+    _http: requests.Session | None = None
 
     def kubectl(
         self,
@@ -78,9 +87,25 @@ class ServerProcess:
         """``requests``' ``verify=``: the server's CA when it serves HTTPS."""
         return str(self.ca_file) if self.ca_file else True
 
-    def headers(self) -> dict[str, str]:
+    def headers(self, readonly: bool = False) -> dict[str, str]:
         """Authorization header when the server requires a token."""
-        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        token = self.readonly_token if readonly else self.token
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
+    def session(self, readonly: bool = False) -> requests.Session:
+        """A new ``requests`` session that trusts the server's CA and sends the (admin) token."""
+        session = requests.Session()
+        session.trust_env = False  # else REQUESTS_CA_BUNDLE would replace the CA set here
+        session.verify = self.verify()
+        session.headers.update(self.headers(readonly))
+        return session
+
+    @property
+    def http(self) -> requests.Session:
+        """One shared admin :meth:`session` (for tests on one thread)."""
+        if self._http is None:
+            self._http = self.session()
+        return self._http
 
     def alive(self) -> bool:
         """Whether the process is still running."""
@@ -88,6 +113,8 @@ class ServerProcess:
 
     def stop(self, sig: int = signal.SIGINT, timeout: float = 20) -> int:
         """Send ``sig`` and wait for the exit code."""
+        if self._http is not None:
+            self._http.close()
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         try:
@@ -155,7 +182,15 @@ def start_server(
     if ca_data:
         ca_file = base / "ca.crt"
         ca_file.write_bytes(base64.b64decode(ca_data))
-    return ServerProcess(proc, data_dir, kubeconfig, cache_dir, url, output, token, ca_file)
+    readonly_kubeconfig: Path | None = data_dir / "kubeconfig-readonly"
+    readonly_token = None
+    if readonly_kubeconfig is not None and readonly_kubeconfig.exists():
+        readonly_token = yaml.safe_load(readonly_kubeconfig.read_text())["users"][0]["user"]["token"]
+    else:
+        readonly_kubeconfig = None
+    return ServerProcess(
+        proc, data_dir, kubeconfig, cache_dir, url, output, token, ca_file, readonly_kubeconfig, readonly_token
+    )
 
 
 @pytest.fixture(scope="module")

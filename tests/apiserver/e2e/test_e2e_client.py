@@ -357,37 +357,37 @@ def test_watch_without_resource_version_sends_current_state(co: client.CustomObj
 
 def test_http_details(server: ServerProcess) -> None:
     base = server.url
-    r = requests.get(f"{base}/apis/{G}/{V2}/nothings")
+    r = server.http.get(f"{base}/apis/{G}/{V2}/nothings")
     assert r.status_code == 404 and r.json()["kind"] == "Status"
-    r = requests.get(
+    r = server.http.get(
         f"{base}/api/v1/namespaces/default", headers={"Accept": "application/vnd.kubernetes.protobuf"}
     )
     assert r.status_code == 200 and r.headers["content-type"] == "application/json"
     assert r.json()["metadata"]["name"] == "default"
-    r = requests.get(
+    r = server.http.get(
         f"{base}/api/v1/namespaces", headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}
     )
     assert r.json()["kind"] == "Table"
     assert [c["name"] for c in r.json()["columnDefinitions"]][:3] == ["Name", "Status", "Age"]
-    r = requests.patch(
+    r = server.http.patch(
         f"{base}/apis/{G}/{V2}/clusterqueues/x",
         data="{}",
         headers={"Content-Type": "application/strategic-merge-patch+json"},
     )
     assert r.status_code == 415
     assert r.json()["reason"] == "UnsupportedMediaType"
-    r = requests.post(
+    r = server.http.post(
         f"{base}/apis/{G}/{V2}/clusterqueues", data="{not json", headers={"Content-Type": "application/json"}
     )
     assert r.status_code == 400 and r.json()["kind"] == "Status"
-    r = requests.get(f"{base}/apis/{G}/{V1}/clusterqueues")
+    r = server.http.get(f"{base}/apis/{G}/{V1}/clusterqueues")
     assert "deprecated" in r.headers.get("warning", "")
-    r = requests.get(f"{base}/openapi/v3")
+    r = server.http.get(f"{base}/openapi/v3")
     path = r.json()["paths"]["apis/kueue.x-k8s.io/v1beta2"]["serverRelativeURL"]
-    doc = requests.get(base + path)
+    doc = server.http.get(base + path)
     assert doc.status_code == 200 and "components" in doc.json()
     etag = doc.headers["etag"]
-    assert requests.get(base + path, headers={"If-None-Match": etag}).status_code == 304
+    assert server.http.get(base + path, headers={"If-None-Match": etag}).status_code == 304
 
 
 # --- process lifecycle ----------------------------------------------------------------------------------
@@ -417,7 +417,7 @@ def test_state_survives_restart_and_ctrl_c_is_clean(tmp_path: Path) -> None:
     co = client.CustomObjectsApi(srv.api_client())
     created = co.create_cluster_custom_object(G, V2, "clusterqueues", cq("durable", "keep"))
     # an open watch must not hold up shutdown
-    stream = requests.get(f"{srv.url}/apis/{G}/{V2}/clusterqueues?watch=true", stream=True, timeout=30)
+    stream = srv.session().get(f"{srv.url}/apis/{G}/{V2}/clusterqueues?watch=true", stream=True, timeout=30)
     assert stream.status_code == 200
     started = time.monotonic()
     assert srv.stop(signal.SIGINT) == 0
@@ -460,7 +460,7 @@ def test_watch_expired_resource_version_is_410(tmp_path: Path) -> None:
             ):
                 pass
         assert err.value.status == 410
-        r = requests.get(
+        r = srv.http.get(
             f"{srv.url}/apis/{G}/{V2}/resourceflavors?watch=true&resourceVersion={first}", timeout=10
         )
         event = json.loads(r.text.splitlines()[0])
@@ -475,6 +475,6 @@ def test_no_controllers_flag_is_accepted(tmp_path: Path) -> None:
     srv = start_server(tmp_path, ["--no-controllers"])
     try:
         assert "controllers: disabled" in "".join(srv.output)
-        wait_for(lambda: requests.get(f"{srv.url}/readyz").text == "ok")
+        wait_for(lambda: srv.http.get(f"{srv.url}/readyz").text == "ok")
     finally:
         srv.stop()

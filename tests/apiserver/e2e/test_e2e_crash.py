@@ -31,8 +31,10 @@ def flavor(name: str) -> dict[str, Any]:
     }
 
 
-def http_writer(url: str, prefix: str, acked: dict[str, tuple[str, str]], stop: threading.Event) -> None:
-    session = requests.Session()
+def http_writer(
+    srv: ServerProcess, prefix: str, acked: dict[str, tuple[str, str]], stop: threading.Event
+) -> None:
+    session, url = srv.session(), srv.url
     i = 0
     while not stop.is_set():
         name = f"{prefix}-{i}"
@@ -64,18 +66,18 @@ def kubectl_writer(srv: ServerProcess, acked: dict[str, tuple[str, str]], stop: 
         i += 1
 
 
-def watch_events(url: str, rv: str) -> list[dict[str, Any]]:
-    r = requests.get(f"{url}{RF_PATH}?watch=true&resourceVersion={rv}&timeoutSeconds=2", timeout=30)
+def watch_events(srv: ServerProcess, rv: str) -> list[dict[str, Any]]:
+    r = srv.http.get(f"{srv.url}{RF_PATH}?watch=true&resourceVersion={rv}&timeoutSeconds=2", timeout=30)
     assert r.status_code == 200
     return [json.loads(line) for line in r.text.splitlines() if line.strip()]
 
 
 def test_sigkill_during_writes_loses_no_acknowledged_object(tmp_path: Path) -> None:
     srv = start_server(tmp_path)
-    start_rv = requests.get(srv.url + RF_PATH).json()["metadata"]["resourceVersion"]
+    start_rv = srv.http.get(srv.url + RF_PATH).json()["metadata"]["resourceVersion"]
     acked: dict[str, tuple[str, str]] = {}
     stop = threading.Event()
-    threads = [threading.Thread(target=http_writer, args=(srv.url, f"w{n}", acked, stop)) for n in range(4)]
+    threads = [threading.Thread(target=http_writer, args=(srv, f"w{n}", acked, stop)) for n in range(4)]
     threads.append(threading.Thread(target=kubectl_writer, args=(srv, acked, stop)))
     for t in threads:
         t.start()
@@ -89,7 +91,7 @@ def test_sigkill_during_writes_loses_no_acknowledged_object(tmp_path: Path) -> N
 
     srv2 = start_server(tmp_path, data_dir=srv.data_dir)
     try:
-        listed = requests.get(srv2.url + RF_PATH).json()
+        listed = srv2.http.get(srv2.url + RF_PATH).json()
         items = {i["metadata"]["name"]: i for i in listed["items"]}
         missing = [n for n in snapshot if n not in items]
         assert not missing, f"{len(missing)} acknowledged objects lost, e.g. {missing[:5]}"
@@ -101,7 +103,7 @@ def test_sigkill_during_writes_loses_no_acknowledged_object(tmp_path: Path) -> N
 
         # replaying the change log from before the first write rebuilds the listed state
         state: dict[str, str] = {}
-        for ev in watch_events(srv2.url, start_rv):
+        for ev in watch_events(srv2, start_rv):
             name = ev["object"]["metadata"]["name"]
             if ev["type"] in ("ADDED", "MODIFIED"):
                 state[name] = ev["object"]["metadata"]["resourceVersion"]
@@ -110,10 +112,10 @@ def test_sigkill_during_writes_loses_no_acknowledged_object(tmp_path: Path) -> N
         assert state == {n: i["metadata"]["resourceVersion"] for n, i in items.items()}
 
         # resourceVersion=0: the current state as ADDED events
-        initial = watch_events(srv2.url, "0")
+        initial = watch_events(srv2, "0")
         assert {e["object"]["metadata"]["name"] for e in initial if e["type"] == "ADDED"} == set(items)
 
-        created = requests.post(srv2.url + RF_PATH, json=flavor("after-crash"), timeout=5)
+        created = srv2.http.post(srv2.url + RF_PATH, json=flavor("after-crash"), timeout=5)
         assert created.status_code == 201
         assert int(created.json()["metadata"]["resourceVersion"]) > list_rv
     finally:

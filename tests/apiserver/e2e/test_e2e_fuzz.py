@@ -1,10 +1,12 @@
 """Property tests: malformed manifests and requests never cause a 5xx or a stored change.
 
 Hypothesis mutates valid manifests of every served kind (wrong types, nulls, unknown fields, bad
-names and labels, wrong apiVersion/kind, deep nesting) and builds arbitrary requests (methods,
-paths, content types, query parameters, bodies) against the real server process. Every answer
-must be below 500; every failure must be a well-formed ``Status`` whose code is the HTTP status;
-and a rejected request must leave the store's revision unchanged.
+names, generateNames and labels, wrong apiVersion/kind, deep nesting), corrupts their JSON text
+(invalid UTF-8 in a string, nesting up to 5,000 deep, truncation) and builds arbitrary requests
+(methods, paths, content types, query parameters, bodies) against the real server process. Every
+answer must be below 500; every failure must be a well-formed ``Status`` whose code is the HTTP
+status; and a rejected request must leave the store's revision unchanged. Undecodable bodies must
+be exactly 400.
 """
 
 from __future__ import annotations
@@ -137,9 +139,12 @@ def mutated_manifest(draw: st.DrawFn) -> tuple[str, Any]:
             if isinstance(target, dict):
                 target[draw(st.text(min_size=1, max_size=8))] = draw(json_values)
         elif action == "name" and isinstance(obj, dict) and isinstance(obj.get("metadata"), dict):
-            obj["metadata"]["name"] = draw(
-                st.sampled_from(["", "UPPER", "a" * 300, "bad_name", "-x", "a.b", "ok-1", "x/y"])
-            )
+            bad = ["", "UPPER", "a" * 300, "bad_name", "-x", "a.b", "ok-1", "x/y", "a..b", "sp ace", "nul\x00"]
+            if draw(st.booleans()):
+                obj["metadata"]["name"] = draw(st.sampled_from(bad))
+            else:  # names generated from a bad prefix must be refused like bad names
+                obj["metadata"].pop("name", None)
+                obj["metadata"]["generateName"] = draw(st.sampled_from([*bad, "ok-"]))
         elif action == "label" and isinstance(obj, dict) and isinstance(obj.get("metadata"), dict):
             obj["metadata"]["labels"] = {draw(st.text(max_size=70)): draw(st.text(max_size=70))}
         elif action == "deep":
@@ -151,7 +156,7 @@ def mutated_manifest(draw: st.DrawFn) -> tuple[str, Any]:
 
 
 def revision(server: ServerProcess) -> str:
-    r = requests.get(f"{server.url}/api/v1/namespaces?limit=1", timeout=10)
+    r = server.http.get(f"{server.url}/api/v1/namespaces?limit=1", timeout=10)
     assert r.status_code == 200
     return str(r.json()["metadata"]["resourceVersion"])
 
@@ -178,7 +183,7 @@ def cleanup(server: ServerProcess, url: str, obj: Any) -> None:
             and "/" not in name
             and name not in ("default", "kube-system", "kube-public", "kube-node-lease")
         ):
-            requests.delete(f"{url}/{name}", timeout=10)
+            server.http.delete(f"{url}/{name}", timeout=10)
 
 
 @SETTINGS
@@ -199,16 +204,16 @@ def test_malformed_manifests_never_5xx_and_rejections_store_nothing(
     target = f"{base}/{name}" if isinstance(name, str) and name and "/" not in name else f"{base}/fz"
     params = {"fieldValidation": validation}
     if method == "POST":
-        r = requests.post(
+        r = server.http.post(
             base, data=body, params=params, headers={"Content-Type": "application/json"}, timeout=20
         )
     elif method == "PUT":
-        r = requests.put(
+        r = server.http.put(
             target, data=body, params=params, headers={"Content-Type": "application/json"}, timeout=20
         )
     else:
         params["fieldManager"] = "fuzz"
-        r = requests.patch(
+        r = server.http.patch(
             target,
             data=body,
             params=params,
@@ -246,7 +251,8 @@ bodies = st.one_of(
     st.binary(max_size=200),
     json_values.map(lambda v: json.dumps(v).encode()),
     st.sampled_from([b"", b"{", b"[]", b"null", b'{"apiVersion":"v1"}', b"a: &a [*a]", b"- op: remove\n  path: /spec",
-                     b'[{"op":"move","from":"/metadata","path":"/metadata/x"}]', b'{"metadata":{"name":"other"}}']),
+                     b'[{"op":"move","from":"/metadata","path":"/metadata/x"}]', b'{"metadata":{"name":"other"}}',
+                     b'{"metadata":{"name":"\xff"}}', b"[" * 1000 + b"]" * 1000, b'{"a":' * 5000 + b"1" + b"}" * 5000]),
 )  # fmt: skip
 
 
@@ -275,7 +281,7 @@ def test_arbitrary_requests_never_5xx(
     headers = {"Accept": accept}
     if content_type:
         headers["Content-Type"] = content_type
-    r = requests.request(method, server.url + path, params=query, data=body, headers=headers, timeout=20)
+    r = server.http.request(method, server.url + path, params=query, data=body, headers=headers, timeout=20)
     check_answer(r)
     if r.status_code >= 400 and method != "GET":
         assert revision(server) == before, (method, path, r.status_code, r.text[:300])
@@ -287,7 +293,7 @@ def test_yaml_alias_bomb_is_refused(server: ServerProcess) -> None:
     for level in "bcdefghij":
         bomb += f"{level}: &{level} [" + ", ".join([f"*{prev}"] * 9) + "]\n"
         prev = level
-    r = requests.post(
+    r = server.http.post(
         f"{server.url}/apis/{G}/v1beta2/resourceflavors",
         data=bomb,
         headers={"Content-Type": "application/yaml"},
@@ -298,10 +304,60 @@ def test_yaml_alias_bomb_is_refused(server: ServerProcess) -> None:
 
 @pytest.mark.parametrize("size", [3 * 1024 * 1024 + 1])
 def test_oversized_body_is_413(server: ServerProcess, size: int) -> None:
-    r = requests.post(
+    r = server.http.post(
         f"{server.url}/apis/{G}/v1beta2/resourceflavors",
         data=b" " * size,
         headers={"Content-Type": "application/json"},
         timeout=30,
     )
     assert r.status_code == 413 and r.json()["reason"] == "RequestEntityTooLarge"
+
+
+BAD_UTF8 = [b"\xff", b"\xc0\x80", b"\xed\xa0\x80", b"\xe2\x82", b"\xf8\x88\x80\x80\x80", b"a\x80b"]
+MARK = "\u2603MARK\u2603"
+
+
+@st.composite
+def undecodable_body(draw: st.DrawFn) -> tuple[str, str, bytes]:
+    """(collection URL, object name, JSON text) of a manifest made undecodable in one place."""
+    url, base = draw(st.sampled_from(BASES))
+    obj = copy.deepcopy(base)
+    name = f"bad-{draw(st.integers(0, 10**6))}"
+    obj["metadata"]["name"] = name
+    path = draw(st.sampled_from([p for p in paths(obj) if p]))
+    set_path(obj, path, MARK)
+    text = json.dumps(obj).encode()
+    mark = json.dumps(MARK).encode()
+    how = draw(st.sampled_from(["utf8", "deep-array", "deep-object", "truncate"]))
+    if how == "utf8":
+        bad = b'"' + draw(st.text(max_size=5)).encode() + draw(st.sampled_from(BAD_UTF8)) + b'"'
+        return url, name, text.replace(mark, bad)
+    depth = draw(st.sampled_from([101, 500, 999, 1000, 1001, 5000]))
+    if how == "deep-array":
+        return url, name, text.replace(mark, b"[" * depth + b"1" + b"]" * depth)
+    if how == "deep-object":
+        return url, name, text.replace(mark, b'{"a":' * depth + b"1" + b"}" * depth)
+    text = text.replace(mark, b'"x"')
+    return url, name, text[: draw(st.integers(1, len(text) - 1))]
+
+
+@settings(SETTINGS, max_examples=min(SETTINGS.max_examples, 200))
+@given(case=undecodable_body(), method=st.sampled_from(["POST", "PUT", "MERGE", "APPLY"]))
+def test_undecodable_bodies_are_400_and_store_nothing(
+    server: ServerProcess, case: tuple[str, str, bytes], method: str
+) -> None:
+    url, name, body = case
+    base = server.url + url
+    before = revision(server)
+    if method == "POST":
+        r = server.http.post(base, data=body, headers={"Content-Type": "application/json"}, timeout=20)
+    elif method == "PUT":
+        r = server.http.put(f"{base}/{name}", data=body, headers={"Content-Type": "application/json"}, timeout=20)
+    else:
+        ctype = "application/merge-patch+json" if method == "MERGE" else "application/apply-patch+yaml"
+        r = server.http.patch(f"{base}/{name}", data=body, params={"fieldManager": "fuzz"},
+                              headers={"Content-Type": ctype}, timeout=20)  # fmt: skip
+    check_answer(r)
+    assert r.status_code == 400, (method, r.status_code, r.text[:300])
+    assert r.json()["reason"] == "BadRequest"
+    assert revision(server) == before

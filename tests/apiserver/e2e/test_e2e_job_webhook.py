@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import requests
 import yaml
 from conftest import ServerProcess, start_server
 
@@ -208,10 +207,9 @@ def test_kube_system_is_excluded(server: ServerProcess) -> None:
 def test_denial_status_over_http(server: ServerProcess) -> None:
     namespace(server, "jw-status")
     body = yaml.safe_load(job("status", "jw-status", {QN: "Bad"}))
-    resp = requests.post(
+    resp = server.http.post(
         f"{server.url}/apis/batch/v1/namespaces/jw-status/jobs",
         json=body,
-        headers=server.headers(),
         timeout=10,
     )
     assert resp.status_code == 422

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
 import yaml
 from conftest import SEEDS, ServerProcess, wait_for
 
@@ -611,7 +610,7 @@ def test_every_complete_seed_object_applies_verbatim(server: ServerProcess, tmp_
             )
             assert "flavors must have the same number of resources as the coveredResources" in result.stderr
             name = yaml.safe_load(block)["metadata"]["name"]
-            raw = requests.post(f"{server.url}/apis/kueue.x-k8s.io/v1beta1/clusterqueues", data=block,
+            raw = server.http.post(f"{server.url}/apis/kueue.x-k8s.io/v1beta1/clusterqueues", data=block,
                                 headers={"Content-Type": "application/yaml"}, timeout=10)  # fmt: skip
             assert raw.status_code == 422
             status = raw.json()

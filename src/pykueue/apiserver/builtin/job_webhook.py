@@ -39,13 +39,16 @@ from typing import Any
 from pykueue.api import kueue as k
 from pykueue.api import strconv
 from pykueue.api.jobs import (
+    MANAGED_OWNER_KINDS,
     completions,
     is_suspended,
+    owner_managed_by_kueue,
     parallelism,
     pods_count,
     queue_name,
     workload_priority_class_name,
 )
+from pykueue.api.meta import controller_of
 from pykueue.api.validation import (
     FIELD_IMMUTABLE_MSG,
     FieldError,
@@ -72,7 +75,6 @@ DEFAULT_PRIORITY_CLASS = "default"
 MUTATING_WEBHOOK = "mjob.kb.io"
 VALIDATING_WEBHOOK = "vjob.kb.io"
 MANAGED_OWNERS_CHAIN_LIMIT = 10
-MANAGED_OWNER_KINDS = frozenset({("batch/v1", "Job")})
 """(apiVersion, kind) of the enabled integrations (default ``integrations.frameworks``: batch/job)."""
 
 _LABELS = "metadata.labels"
@@ -142,24 +144,6 @@ def prebuilt_workload_name(obj: Mapping[str, Any]) -> str:
 
 
 
-def controller_of(obj: Mapping[str, Any]) -> dict[str, Any] | None:
-    """``metav1.GetControllerOf``: the first owner reference with ``controller: true``."""
-    for ref in _meta(obj).get("ownerReferences") or []:
-        if isinstance(ref, dict) and ref.get("controller") is True:
-            return ref
-    return None
-
-
-def _managed_kind(ref: Mapping[str, Any]) -> bool:
-    return (ref.get("apiVersion"), ref.get("kind")) in MANAGED_OWNER_KINDS
-
-
-def owner_managed_by_kueue(obj: Mapping[str, Any]) -> bool:
-    """``IsOwnerManagedByKueueForObject``: the controller owner is of a Kueue-managed kind."""
-    owner = controller_of(obj)
-    return owner is not None and _managed_kind(owner)
-
-
 def _int32(value: int) -> int:
     """Go's ``int32(v)`` conversion (wraps around)."""
     return (value + 2**31) % 2**32 - 2**31
@@ -203,7 +187,7 @@ def has_managed_ancestor(
             raise _deny("cyclic ownership")
         seen.add(uid)
         owner = controller_of(current)
-        if owner is None or not _managed_kind(owner):
+        if owner is None or (owner.get("apiVersion"), owner.get("kind")) not in MANAGED_OWNER_KINDS:
             return found
         name = str(owner.get("name") or "")
         parent = lookup("batch", "jobs", namespace, name)

@@ -19,6 +19,7 @@ from pykueue.api.validation import (
     FieldError,
     duplicate,
     forbidden,
+    generate_name_errors,
     idx,
     invalid,
     is_dns1123_label,
@@ -66,8 +67,8 @@ def validate_object_meta(
 ) -> list[FieldError]:
     """``ValidateObjectMeta``: name/generateName, namespace presence, labels and annotations."""
     meta = mapping(obj.get("metadata"))
-    errs: list[FieldError] = []
     name, generate = meta.get("name") or "", meta.get("generateName") or ""
+    errs = generate_name_errors(str(generate), name_check, path)
     if not name and not generate:
         errs.append(required(f"{path}.name", "name or generateName is required"))
     elif name:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pykueue.api.feature_gates import FeatureGates
+from pykueue.api.meta import controller_of
 from pykueue.checks import states as st
 from pykueue.checks.events import NORMAL, WARNING, EventRecorder
 from pykueue.checks.runtime import ControllerRuntime, RuntimeComponent, update_status
@@ -357,14 +358,6 @@ def controller_ref(obj: Mapping[str, Any]) -> dict[str, Any]:
         "controller": True,
         "blockOwnerDeletion": True,
     }
-
-
-def controller_of(obj: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The ownerReference with ``controller: true``."""
-    for ref in st.metadata(obj).get("ownerReferences") or ():
-        if ref.get("controller"):
-            return dict(ref)
-    return None
 
 
 def _is_controlled_by(obj: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:

@@ -23,6 +23,14 @@ from typing import Any, Final
 import msgspec
 
 from pykueue.api import strconv
+from pykueue.api.jobs import PODSET_PREFERRED_TOPOLOGY_ANNOTATION as PODSET_PREFERRED_TOPOLOGY_ANNOTATION
+from pykueue.api.jobs import PODSET_REQUIRED_TOPOLOGY_ANNOTATION as PODSET_REQUIRED_TOPOLOGY_ANNOTATION
+from pykueue.api.jobs import (
+    PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION as PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION,
+)
+from pykueue.api.jobs import (
+    PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION as PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION,
+)
 from pykueue.api.jobs import (  # the Job readers shared with the API server's Job webhook
     PRIORITY_CLASS_LABEL as PRIORITY_CLASS_LABEL,
 )
@@ -74,11 +82,6 @@ MULTIKUEUE_ORIGIN_LABEL: Final = "kueue.x-k8s.io/multikueue-origin"
 MULTIKUEUE_WORKER_POD_LABEL: Final = "kueue.x-k8s.io/multikueue-worker-workload-pod"
 TOPOLOGY_SCHEDULING_GATE: Final = "kueue.x-k8s.io/topology"
 
-# Topology-aware scheduling requests on the pod template (§6.4).
-PODSET_REQUIRED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-required-topology"
-PODSET_PREFERRED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-preferred-topology"
-PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-unconstrained-topology"
-PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-slice-required-topology"
 PODSET_SLICE_SIZE_ANNOTATION: Final = "kueue.x-k8s.io/podset-slice-size"
 PODSET_GROUP_NAME_ANNOTATION: Final = "kueue.x-k8s.io/podset-group-name"
 JOB_COMPLETION_INDEX_ANNOTATION: Final = "batch.kubernetes.io/job-completion-index"

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from pykueue.api.conversion import to_external, to_internal
+from pykueue.api.jobs import is_managed, owner_managed_by_kueue
 from pykueue.api.kueue import RESOURCE_IN_USE_FINALIZER as RESOURCE_IN_USE
 from pykueue.api.kueue import PriorityClass, ReclaimablePod, Workload, WorkloadPriorityClass
-from pykueue.api.meta import ObjectMeta, find_condition, label_selector_matches
+from pykueue.api.meta import ObjectMeta, find_condition
 from pykueue.client import resources as R
 from pykueue.client.interface import AlreadyExists
 from pykueue.controllers.informer import ObjectKey
@@ -63,16 +64,12 @@ class JobController:
         return [wl for k in keys if (wl := self.mgr.workloads.get(k)) is not None]
 
     def _managed(self, job: dict[str, Any]) -> bool:
-        ns = job["metadata"].get("namespace", "")
-        labels = self.mgr.namespace_label_map.get(ns)
-        if labels is None:
-            return False
-        selector = self.mgr.options.managed_jobs_namespace_selector
-        if selector is not None and not label_selector_matches(selector, labels):
-            return False
-        if bj.queue_name(job):
-            return True
-        return self.mgr.options.manage_jobs_without_queue_name
+        return is_managed(
+            job,
+            self.mgr.namespace_label_map.get(job["metadata"].get("namespace", "")),
+            self.mgr.options.managed_jobs_namespace_selector,
+            self.mgr.options.manage_jobs_without_queue_name,
+        )
 
     def _write_job(self, job: dict[str, Any], status: bool = False) -> dict[str, Any]:
         return self.mgr.write(R.JOBS, job, subresource="status" if status else None)
@@ -85,7 +82,7 @@ class JobController:
         if job is None or job["metadata"].get("deletionTimestamp"):
             self._job_gone(key, job)
             return
-        if not self._managed(job) or _has_owner(job):
+        if not self._managed(job) or owner_managed_by_kueue(job):
             return
         owned = self._owned(job)
         wl = self._match(job, owned)
@@ -275,6 +272,7 @@ class JobController:
         except AlreadyExists:
             return
         self.mgr.observe_write(R.WORKLOADS, out)
+        self.mgr.metrics.workload_created(job, out, "Job")
         self._event(job, NORMAL, "CreatedWorkload", bj.created_workload_message(wl))
         if not bj.is_suspended(job):
             created = self.mgr.workloads.get(f"{wl.metadata.namespace}/{wl.metadata.name}")
@@ -373,22 +371,6 @@ class JobController:
             self._write_job(final)
         if result.stopped_now:
             self._event(job, NORMAL, "Stopped", note)
-
-
-MANAGED_OWNER_KINDS = frozenset({("batch/v1", "Job")})
-"""(apiVersion, kind) of the enabled integrations (``integrations.frameworks``: batch/job)."""
-
-
-def _has_owner(job: dict[str, Any]) -> bool:
-    """Whether the Job's controller owner is a Kueue-managed kind (then it is not top-level, §6.3).
-
-    Owners of other kinds (a CronJob, an operator's custom resource) leave the Job top-level.
-    Child Jobs of a Kueue-managed parent are left alone here (upstream keeps them suspended
-    until the parent's Workload is admitted; pykueue does not implement nested integration)."""
-    for ref in job["metadata"].get("ownerReferences") or []:
-        if ref.get("controller"):
-            return (ref.get("apiVersion"), ref.get("kind")) in MANAGED_OWNER_KINDS
-    return False
 
 
 def _priority_class(obj: dict[str, Any]) -> PriorityClass:

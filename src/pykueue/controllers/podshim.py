@@ -1,0 +1,343 @@
+"""The per-pod supervisor of the local job runner (its conmon / containerd-shim).
+
+The job runner starts one shim per pod as ``python -I podshim.py STATE_DIR``, in a session of its
+own, so that the pod outlives a crash of the runner (a restarted runner adopts it) and every
+process of the pod is accounted for:
+
+* the shim reads the pod's spec (command, environment, working directory, log files, limits,
+  user, cgroup; the same as ``STATE_DIR/spec.json``, ``marshal``-encoded) from its stdin: the
+  runner sends it only after it has recorded the shim's pid and start time durably, so no pod
+  runs unrecorded; if the runner dies before that (EOF, or a truncated spec) the shim exits
+  without running anything and records ``aborted``;
+* it marks itself a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``): a process of the pod that
+  double-forks or calls ``setsid`` is re-parented to the shim, not to init, so it stays in the
+  shim's process tree; with a cgroup v2 directory it also moves the pod into it;
+* SIGTERM is forwarded to the pod's main process (a container runtime signals PID 1); SIGUSR1
+  SIGKILLs every process of the pod (the runner's "grace period over");
+* when the main process exits, whatever is left of the pod is killed (a container's processes die
+  with its PID 1), every descendant is reaped, and ``STATE_DIR/exit`` is written with the main
+  process's exit code (128 + signal for a signal, as container runtimes report) and fsynced.
+
+The shim uses the standard library only and runs with ``python -I -S``: it must not import the
+server's code or read the server's environment. It starts once per pod, so it imports little
+(no ``typing``, ``json`` or ``contextlib``: each costs more than the rest of its start-up).
+"""
+
+# ruff: noqa: SIM105 - try/except/pass instead of contextlib.suppress: importing contextlib costs
+# more than the rest of the shim's start-up (see above).
+from __future__ import annotations
+
+import ctypes
+import marshal
+import os
+import resource
+import signal
+import sys
+import time
+
+PR_SET_CHILD_SUBREAPER = 36
+_KILL_ROUNDS = 50  # a fork loop racing the SIGKILL sweep gets this many sweeps (plus the cgroup)
+
+
+def _json_string(text: str) -> str:
+    out = ['"']
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch < " ":
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def write_record(path: str, fields: dict[str, int | str | bool]) -> None:
+    """Write a flat JSON object to ``path`` atomically and durably (temp file, fsync, rename, fsync
+    of the directory), without the ``json`` module."""
+    items = []
+    for key, value in fields.items():
+        if isinstance(value, bool):
+            encoded = "true" if value else "false"
+        elif isinstance(value, int):
+            encoded = str(value)
+        else:
+            encoded = _json_string(value)
+        items.append(f"{_json_string(key)}: {encoded}")
+    tmp = f"{path}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, ("{" + ", ".join(items) + "}").encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    dfd = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def start_time(pid: int) -> int | None:
+    """Field 22 of ``/proc/PID/stat``: the process's start time in clock ticks since boot."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return int(stat.rsplit(b")", 1)[1].split()[19])
+
+
+def _children_map() -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        out.setdefault(ppid, []).append(int(entry))
+    return out
+
+
+def descendants(root: int) -> list[int]:
+    """Every live process below ``root`` (as a subreaper, nothing of the pod escapes this tree)."""
+    tree = _children_map()
+    found: list[int] = []
+    todo = list(tree.get(root, []))
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(tree.get(pid, []))
+    return found
+
+
+class Spec:
+    """What to run, as the runner sent it (the fields of ``spec.json`` the shim needs)."""
+
+    def __init__(self, raw: object) -> None:
+        if not isinstance(raw, dict):
+            raise ValueError("the pod spec is not a mapping")
+        self.argv = [str(a) for a in raw["argv"]]
+        self.env = {str(k): str(v) for k, v in raw["env"].items()}
+        self.cwd = str(raw["cwd"])
+        self.stdout = str(raw["stdout"])
+        self.stderr = str(raw["stderr"])
+        self.rlimits = {str(k): int(v) for k, v in (raw.get("rlimits") or {}).items()}
+        self.cgroup: str | None = str(raw["cgroup"]) if raw.get("cgroup") else None
+        user = raw.get("user")
+        self.user: tuple[int, int, list[int]] | None = (
+            None if not user else (int(user["uid"]), int(user["gid"]), [int(g) for g in user["groups"]])
+        )
+
+
+class Shim:
+    """One pod's supervisor; see the module docstring."""
+
+    def __init__(self, state_dir: str) -> None:
+        self.state_dir = state_dir
+        self.spec: Spec | None = None
+        self.cgroup: str | None = None
+        self.main_pid = 0
+        self.term_requested = False  # signals that arrive before the pod's process exists
+        self.kill_requested = False
+
+    # -- killing ------------------------------------------------------------------------------
+
+    def cgroup_pids(self) -> list[int]:
+        if not self.cgroup:
+            return []
+        try:
+            with open(os.path.join(self.cgroup, "cgroup.procs")) as f:
+                return [int(line) for line in f if line.strip()]
+        except OSError:
+            return []
+
+    def kill_all(self) -> None:
+        """SIGKILL every process of the pod: the cgroup at once when possible, then the tree."""
+        if self.cgroup:
+            try:
+                with open(os.path.join(self.cgroup, "cgroup.kill"), "w") as f:
+                    f.write("1")
+            except OSError:
+                pass
+        me = os.getpid()
+        for _ in range(_KILL_ROUNDS):
+            # As a subreaper, a shim with no child has no descendant: no need to scan /proc.
+            pids = set(descendants(me)) if _has_children() else set()
+            pids |= set(self.cgroup_pids())
+            pids.discard(me)
+            live = [p for p in pids if not _is_zombie(p)]
+            if not live:
+                return
+            for pid in live:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+
+    def on_term(self, signum: int, frame: object) -> None:
+        self.term_requested = True
+        if self.main_pid:
+            try:
+                os.kill(self.main_pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    def on_kill(self, signum: int, frame: object) -> None:
+        self.kill_requested = True
+        self.kill_all()
+
+    # -- running ------------------------------------------------------------------------------
+
+    def run(self) -> int:
+        os.umask(0o077)  # the shim's own files are the runner's records
+        exit_path = os.path.join(self.state_dir, "exit")
+        signal.signal(signal.SIGTERM, self.on_term)
+        signal.signal(signal.SIGUSR1, self.on_kill)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in the runner's terminal is the runner's
+        try:
+            self.spec = Spec(marshal.loads(sys.stdin.buffer.read()))
+        except (EOFError, ValueError, TypeError, KeyError):
+            write_record(exit_path, {"aborted": True})  # the runner never finished starting the pod
+            return 0
+        self.cgroup = self.spec.cgroup
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        rfd, wfd = os.pipe2(os.O_CLOEXEC)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child execs or exits
+            os.close(rfd)
+            self.child(self.spec, wfd)
+        os.close(wfd)
+        self.main_pid = pid
+        if self.kill_requested:
+            self.kill_all()
+        elif self.term_requested:
+            self.on_term(signal.SIGTERM, None)
+        error = b""
+        while chunk := os.read(rfd, 4096):
+            error += chunk
+        os.close(rfd)
+        if not error:
+            # A hint for cleaning up after a shim killed without a word: not worth an fsync.
+            fd = os.open(os.path.join(self.state_dir, "child"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.write(fd, f'{{"pid": {pid}, "start": {start_time(pid)}}}'.encode())
+            os.close(fd)
+        code: int | None = None
+        strangers = 0
+        while True:
+            try:
+                reaped, status = os.waitpid(-1, 0)
+            except ChildProcessError:
+                # Moved into the pod's cgroup but not our descendant: still the pod's (bounded, in
+                # case one cannot be killed).
+                if self.cgroup_pids() and strangers < 500:
+                    strangers += 1
+                    self.kill_all()
+                    time.sleep(0.01)
+                    continue
+                break
+            if reaped == pid:
+                code = os.waitstatus_to_exitcode(status)
+                self.main_pid = 0
+                self.kill_all()  # the rest of the pod dies with its main process
+        result: dict[str, int | str | bool] = {}
+        if error:
+            result["startError"] = error.decode(errors="replace")
+        elif code is not None:
+            result["exitCode"] = code if code >= 0 else 128 - code
+        if self.cgroup:
+            for _ in range(100):
+                try:
+                    os.rmdir(self.cgroup)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.01)
+        write_record(exit_path, result)
+        return 0
+
+    @staticmethod
+    def child(spec: Spec, wfd: int) -> None:  # pragma: no cover - runs between fork and exec
+        """Become the pod's main process: session, cgroup, limits, files, user, then exec."""
+        try:
+            for sig in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGPIPE, signal.SIGXFSZ):
+                signal.signal(sig, signal.SIG_DFL)
+            os.setsid()
+            os.umask(0o022)  # a container's default
+            if spec.cgroup:
+                with open(os.path.join(spec.cgroup, "cgroup.procs"), "w") as f:
+                    f.write("0")
+            for name, value in spec.rlimits.items():
+                resource.setrlimit(getattr(resource, name), (value, value))
+            null = os.open(os.devnull, os.O_RDONLY)
+            out = os.open(spec.stdout, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            err = os.open(spec.stderr, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            os.dup2(null, 0)
+            os.dup2(out, 1)
+            os.dup2(err, 2)
+            if spec.user is not None:
+                uid, gid, groups = spec.user
+                os.setgroups(groups)
+                os.setgid(gid)
+                os.setuid(uid)
+            os.chdir(spec.cwd)
+            os.closerange(3, wfd)
+            os.closerange(wfd + 1, 65536)
+            _execvpe(spec.argv, spec.env)
+        except BaseException as error:  # reported to the shim, then the child exits
+            try:
+                os.write(wfd, str(error).encode() or type(error).__name__.encode())
+            except OSError:
+                pass
+        os._exit(127)
+
+
+def _execvpe(argv: list[str], env: dict[str, str]) -> None:  # pragma: no cover - in the child
+    """``execvpe`` with the pod's ``PATH``, as the C library does it (EACCES remembered, ENOENT and
+    ENOTDIR skipped). Not ``os.execvpe``: it imports ``warnings``, which a pod's user may be unable
+    to read once the shim has switched to it (the shim runs without ``site``)."""
+    if "/" in argv[0]:
+        os.execve(argv[0], argv, env)
+    denied: OSError | None = None
+    missing: OSError | None = None
+    for directory in env.get("PATH", "/usr/local/bin:/usr/bin:/bin").split(":"):
+        try:
+            os.execve(os.path.join(directory or ".", argv[0]), argv, env)
+        except PermissionError as error:
+            denied = error
+        except (FileNotFoundError, NotADirectoryError) as error:
+            missing = error
+    raise denied or missing or FileNotFoundError(f"{argv[0]}: not found")
+
+
+def _has_children() -> bool:
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    return True
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except OSError:
+        return True  # gone
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: podshim.py STATE_DIR", file=sys.stderr)
+        return 2
+    return Shim(argv[1]).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

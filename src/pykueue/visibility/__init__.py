@@ -1,0 +1,1 @@
+"""Kueue's visibility API (``visibility.kueue.x-k8s.io``): pending workloads and their positions."""

@@ -1,0 +1,143 @@
+"""The visibility API on its own HTTPS port (``pykueue controller``, cluster mode).
+
+Upstream the controller manager runs an aggregated API server for ``visibility.kueue.x-k8s.io``
+(``pkg/visibility/server.go``; default bind port 8082, a self-signed certificate unless one is
+mounted) that kube-apiserver reaches through the ``APIService``/``Service`` in ``config/visibility``.
+This server answers the same paths from the controller's queue manager: discovery (``/apis``,
+legacy and aggregated, ``/apis/visibility.kueue.x-k8s.io[/{version}]``), the two
+``pendingworkloads`` endpoints and the health paths.
+
+Authentication: upstream delegates authn/authz to kube-apiserver (TokenReview,
+SubjectAccessReview). Here, with ``client_ca`` (the cluster's ``requestheader-client-ca-file``),
+only clients presenting a certificate signed by it — the aggregator's front proxy — are served;
+kube-apiserver has already authenticated and authorized the user before proxying. Without it any
+client that reaches the port is served (read-only data; restrict it with a NetworkPolicy).
+"""
+
+from __future__ import annotations
+
+import http.server
+import logging
+import ssl
+import threading
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from pykueue.apiserver import errors as E
+from pykueue.apiserver.discovery import AGGREGATED_V2BETA1, wants_aggregated
+from pykueue.visibility.api import GROUP, VisibilityAPI, aggregated_group, api_group
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PORT = 8082
+"""``configapi.DefaultVisibilityBindPort``."""
+HEALTH_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    server: _HTTPServer
+    protocol_version = "HTTP/1.1"
+    timeout = 60  # seconds a connection may sit idle (or a client stall its TLS handshake)
+
+    def setup(self) -> None:
+        super().setup()
+        # The TLS handshake runs here, on the connection's own thread, not in the accept loop.
+        self.request.do_handshake()
+
+    def _serve(self) -> None:
+        url = urllib.parse.urlsplit(self.path)
+        path = url.path.rstrip("/") or "/"
+        query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
+        accept = self.headers.get("Accept", "application/json")
+        api = self.server.api
+        if path in HEALTH_PATHS:
+            self._send(200, b"ok", "text/plain; charset=utf-8")
+        elif path == "/apis":
+            aggregated = wants_aggregated(accept)
+            if aggregated:
+                version = "apidiscovery.k8s.io/v2beta1" if aggregated == AGGREGATED_V2BETA1 else "apidiscovery.k8s.io/v2"
+                doc: dict[str, Any] = {
+                    "kind": "APIGroupDiscoveryList",
+                    "apiVersion": version,
+                    "metadata": {},
+                    "items": [aggregated_group()],
+                }
+                self._send(200, msgspec.json.encode(doc), aggregated)
+            else:
+                doc = {"kind": "APIGroupList", "apiVersion": "v1", "groups": [api_group()]}
+                self._send(200, msgspec.json.encode(doc), "application/json")
+        elif path == f"/apis/{GROUP}" or path.startswith(f"/apis/{GROUP}/"):
+            result = api.handle(self.command, path[len(f"/apis/{GROUP}") :], query, accept)
+            self._send(result.status, result.body, result.content_type)
+        else:
+            err = E.path_not_found()
+            self._send(err.code, msgspec.json.encode(err.status()), "application/json")
+
+    do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
+
+    def _send(self, status: int, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("visibility %s - " + format, self.address_string(), *args)
+
+
+class _HTTPServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], api: VisibilityAPI, context: ssl.SSLContext) -> None:
+        self.api = api
+        self.context = context
+        super().__init__(address, _Handler)
+
+    def get_request(self) -> tuple[Any, Any]:
+        sock, addr = super().get_request()
+        return self.context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), addr
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Failed handshakes (plain HTTP, untrusted client certificates) are the client's problem.
+        log.debug("visibility server: connection from %s failed", client_address, exc_info=True)
+
+
+class VisibilityServer:
+    """Serves :class:`VisibilityAPI` over HTTPS on ``host:port`` (port 0 picks a free one)."""
+
+    def __init__(
+        self,
+        api: VisibilityAPI,
+        cert: Path,
+        key: Path,
+        host: str = "0.0.0.0",
+        port: int = DEFAULT_PORT,
+        client_ca: Path | None = None,
+    ) -> None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.load_cert_chain(str(cert), str(key))
+        if client_ca is not None:
+            context.verify_mode = ssl.CERT_REQUIRED
+            context.load_verify_locations(str(client_ca))
+        self._server = _HTTPServer((host, port), api, context)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._server.serve_forever, name="visibility-server", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=10)

@@ -1,0 +1,318 @@
+"""Counting where upstream counts: the controller manager's writes, observed changes and cycles.
+
+A real in-process API server and controller manager (Jobs handled by the Job integration, nothing
+runs their pods); the registry is scraped and parsed with prometheus_client's text parser.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import KUEUE, MetricsEnv, job, labels, wait
+
+from pykueue.api.meta import format_time
+from pykueue.client import resources as R
+from pykueue.client.interface import Conflict
+from pykueue.metrics import KueueMetrics
+
+
+def cond(obj: dict[str, Any] | None, ctype: str) -> dict[str, Any] | None:
+    for c in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if c["type"] == ctype:
+            return dict(c)
+    return None
+
+
+def true(obj: dict[str, Any] | None, ctype: str) -> bool:
+    c = cond(obj, ctype)
+    return c is not None and c["status"] == "True"
+
+
+def workload_of(env: MetricsEnv, job_name: str) -> dict[str, Any] | None:
+    items, _ = env.client.list(R.WORKLOADS, "default")
+    for wl in items:
+        if any(r["name"] == job_name for r in wl["metadata"].get("ownerReferences") or []):
+            return dict(wl)
+    return None
+
+
+def admitted(env: MetricsEnv, job_name: str) -> Any:
+    return lambda: (wl := workload_of(env, job_name)) is not None and true(wl, "Admitted") and wl
+
+
+def bare_workload(name: str, queue: str, cpu: str = "1") -> dict[str, Any]:
+    return {
+        "apiVersion": KUEUE,
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "queueName": queue,
+            "podSets": [
+                {"name": "main", "count": 1, "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}}}
+            ],
+        },
+    }
+
+
+def update_status(env: MetricsEnv, res: Any, name: str, namespace: str | None, mutate: Any) -> None:
+    """Read-modify-write of a status, retried when the controllers wrote in between."""
+    for _ in range(50):
+        obj = env.get(res, name, namespace)
+        mutate(obj)
+        try:
+            env.client.replace(res, obj, subresource="status")
+            return
+        except Conflict:
+            continue
+    raise AssertionError(f"could not update {name}")
+
+
+def scrape_when(env: MetricsEnv, name: str, key: frozenset[tuple[str, str]]) -> Any:
+    """A scrape once series ``key`` of ``name`` exists."""
+    return wait(lambda: key in (s := env.scrape()).get(name, {}) and s, what=f"{name} {set(key)}")
+
+
+def counters(env: MetricsEnv, name: str) -> dict[frozenset[tuple[str, str]], float]:
+    return env.scrape().get(name, {})
+
+
+def test_borrowing_preemption_and_evictions_are_counted_where_upstream_counts(env: MetricsEnv) -> None:
+    env.queues()
+    env.create(R.JOBS, job("borrower", "lq-a", cpu="2"))  # nominal 1 in cq-a: borrows 1 from cq-b
+    borrower = wait(admitted(env, "borrower"), what="borrower admitted")
+    cq_a = labels(cluster_queue="cq-a", priority_class="")
+    cq_b = labels(cluster_queue="cq-b", priority_class="")
+    # Counted right after the write the API already shows: wait for the count, not just the object.
+    s = scrape_when(env, "kueue_admitted_workloads_total", cq_a)
+    assert s["kueue_quota_reserved_workloads_total"] == {cq_a: 1.0}
+    assert s["kueue_admitted_workloads_total"] == {cq_a: 1.0}
+    assert s["kueue_quota_reserved_wait_time_seconds_count"] == {cq_a: 1.0}
+    assert s["kueue_admission_wait_time_seconds_count"] == {cq_a: 1.0}
+    assert "kueue_admission_checks_wait_time_seconds_count" not in s  # no checks: not reported
+    assert s["kueue_cohort_subtree_admitted_workloads_total"] == {labels(cohort="co", priority_class=""): 1.0}
+    assert s["kueue_local_queue_admitted_workloads_total"] == {labels(name="lq-a", namespace="default", priority_class=""): 1.0}
+    # The Job integration created the Workload (job generation 1): one creation-latency sample.
+    assert s["kueue_workload_creation_latency_seconds_count"] == {labels(job_kind="Job"): 1.0}
+    wait(lambda: counters(env, "kueue_admission_attempts_total").get(labels(result="success")) == 1.0)
+    assert "kueue_preempted_workloads_total" not in s
+
+    # The owner reclaims its nominal quota: the borrower is preempted (evicted, reason Preempted).
+    env.create(R.JOBS, job("owner", "lq-b", cpu="1"))
+    owner = wait(admitted(env, "owner"), what="owner admitted after the reclaim")
+    victim = workload_of(env, "borrower")
+    assert cond(victim, "Preempted")["reason"] == "InCohortReclamation"  # type: ignore[index]
+    s = scrape_when(env, "kueue_admitted_workloads_total", cq_b)
+    assert s["kueue_preempted_workloads_total"] == {
+        labels(preempting_cluster_queue="cq-b", reason="InCohortReclamation"): 1.0
+    }
+    preempted = labels(cluster_queue="cq-a", reason="Preempted", underlying_cause="", priority_class="")
+    assert s["kueue_evicted_workloads_total"] == {preempted: 1.0}
+    assert s["kueue_evicted_workloads_once_total"] == {preempted: 1.0}
+    assert s["kueue_local_queue_evicted_workloads_total"] == {
+        labels(name="lq-a", namespace="default", reason="Preempted", underlying_cause="", priority_class=""): 1.0
+    }
+    assert s["kueue_workload_eviction_latency_seconds_count"] == {labels(cluster_queue="cq-a", reason="Preempted"): 1.0}
+    assert s["kueue_quota_reserved_workloads_total"] == {cq_a: 1.0, cq_b: 1.0}
+    assert s["kueue_admitted_workloads_total"] == {cq_a: 1.0, cq_b: 1.0}
+    # Two cycles admitted; the preempting one only issued the preemption (inadmissible, as upstream).
+    # A cycle is counted when it ends, after its writes: wait for it.
+    success = labels(result="success")
+    wait(lambda: counters(env, "kueue_admission_attempts_total").get(success) == 2.0, what="second success")
+    pending_a = {st: s["kueue_pending_workloads"][labels(cluster_queue="cq-a", status=st)] for st in ("active", "inadmissible")}
+    assert sum(pending_a.values()) == 1.0, pending_a  # the preempted borrower waits again
+    assert s["kueue_reserving_active_workloads"] == {
+        labels(cluster_queue="cq-a"): 0.0,
+        labels(cluster_queue="cq-b"): 1.0,
+    }
+
+    # Deactivating the owner evicts it with reason Deactivated (no underlying cause).
+    env.patch(R.WORKLOADS, owner["metadata"]["name"], {"spec": {"active": False}})
+    wait(lambda: true(env.get(R.WORKLOADS, owner["metadata"]["name"]), "Evicted"), what="owner evicted")
+    deactivated = labels(cluster_queue="cq-b", reason="Deactivated", underlying_cause="", priority_class="")
+    s = wait(lambda: (s := env.scrape()).get("kueue_evicted_workloads_total", {}).get(deactivated) and s)
+    assert s["kueue_evicted_workloads_total"] == {preempted: 1.0, deactivated: 1.0}
+    # The borrower gets the freed quota back and is counted again (a second reservation).
+    readmitted = admitted(env, "borrower")
+    # Parked workloads are retried in 1s batches of the controllers' (manual) clock.
+    wait(lambda: readmitted() or env.clock.advance(1.1), what="borrower readmitted")
+    assert counters(env, "kueue_quota_reserved_workloads_total")[cq_a] == 2.0
+    assert borrower["metadata"]["name"] != owner["metadata"]["name"]
+
+
+def test_admission_checks_wait_time_is_reservation_to_admission(env: MetricsEnv) -> None:
+    env.create(
+        R.ADMISSION_CHECKS,
+        {"apiVersion": KUEUE, "kind": "AdmissionCheck", "metadata": {"name": "check"}, "spec": {"controllerName": "example.com/c"}},
+    )
+    active = {"type": "Active", "status": "True", "reason": "Active", "message": "ok", "lastTransitionTime": format_time(env.clock())}
+    update_status(env, R.ADMISSION_CHECKS, "check", None, lambda ac: ac.update(status={"conditions": [active]}))
+    env.queues(names=("cq-a",))
+    env.patch(R.CLUSTER_QUEUES, "cq-a", {"spec": {"admissionChecksStrategy": {"admissionChecks": [{"name": "check"}]}}}, None)
+    wait(lambda: true(env.get(R.CLUSTER_QUEUES, "cq-a", None), "Active") or env.clock.advance(1.1), what="cq active")
+    env.create(R.WORKLOADS, bare_workload("w", "lq-a"))
+    wait(
+        lambda: true(w := env.get(R.WORKLOADS, "w"), "QuotaReserved") and w["status"].get("admissionChecks"),
+        what="reserved, check listed",
+    )
+    cq = labels(cluster_queue="cq-a", priority_class="")
+    s = scrape_when(env, "kueue_quota_reserved_workloads_total", cq)
+    assert s["kueue_quota_reserved_workloads_total"] == {cq: 1.0}
+    assert "kueue_admitted_workloads_total" not in s
+    env.clock.advance(42)
+    # The check's controller marks it Ready; the workload controller then admits.
+
+    def ready(obj: dict[str, Any]) -> None:
+        for entry in obj["status"]["admissionChecks"]:
+            entry.update(state="Ready", message="ok", lastTransitionTime=format_time(env.clock()))
+
+    update_status(env, R.WORKLOADS, "w", "default", ready)
+    wait(lambda: true(env.get(R.WORKLOADS, "w"), "Admitted"), what="admitted after the check")
+    s = scrape_when(env, "kueue_admitted_workloads_total", cq)
+    assert s["kueue_admitted_workloads_total"] == {cq: 1.0}
+    assert s["kueue_admission_checks_wait_time_seconds_count"] == {cq: 1.0}
+    assert s["kueue_admission_checks_wait_time_seconds_sum"][cq] == pytest.approx(42, abs=1)
+    assert s["kueue_local_queue_admission_checks_wait_time_seconds_count"] == {
+        labels(name="lq-a", namespace="default", priority_class=""): 1.0
+    }
+
+
+def test_finish_is_counted_once_with_execution_time(env: MetricsEnv) -> None:
+    env.queues(names=("cq-a",))
+    env.create(R.WORKLOADS, bare_workload("w", "lq-a"))
+    wl = wait(lambda: true(w := env.get(R.WORKLOADS, "w"), "Admitted") and w, what="admitted")
+    scrape_when(env, "kueue_admitted_workloads_total", labels(cluster_queue="cq-a", priority_class=""))
+    assert cond(wl, "Admitted")["lastTransitionTime"] == format_time(env.clock())  # type: ignore[index]
+    env.clock.advance(30)
+    finished_at = format_time(env.clock())
+    finished = {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done", "lastTransitionTime": finished_at}
+    update_status(env, R.WORKLOADS, "w", "default", lambda obj: obj["status"]["conditions"].append(finished))
+    cq = labels(cluster_queue="cq-a", priority_class="")
+    s = wait(lambda: (s := env.scrape()).get("kueue_finished_workloads_total") and s, what="finish counted")
+    assert s["kueue_finished_workloads_total"] == {cq: 1.0}
+    assert s["kueue_execution_time_seconds_count"] == {cq: 1.0}
+    assert s["kueue_execution_time_seconds_sum"][cq] == pytest.approx(30, abs=1)
+    assert s["kueue_finished_workloads"][labels(cluster_queue="cq-a")] == 1.0
+    assert s["kueue_local_queue_finished_workloads_total"] == {labels(name="lq-a", namespace="default", priority_class=""): 1.0}
+    # A later status write of the finished workload is not a second finish.
+
+    def reword(obj: dict[str, Any]) -> None:
+        for c in obj["status"]["conditions"]:
+            if c["type"] == "Finished":
+                c["message"] = "done, really"
+
+    update_status(env, R.WORKLOADS, "w", "default", reword)
+    wait(lambda: cond(env.mgr.raw["workloads"].get(("default", "w")), "Finished")["message"] == "done, really")  # type: ignore[index]
+    assert counters(env, "kueue_finished_workloads_total") == {cq: 1.0}
+
+
+def test_state_gauges_quota_usage_and_status() -> None:
+    env = MetricsEnv(KueueMetrics(cluster_queue_resources=True))
+    try:
+        env.queues()
+        env.create(R.JOBS, job("borrower", "lq-a", cpu="2"))
+        wait(admitted(env, "borrower"), what="borrower admitted")
+        env.create(R.JOBS, job("waiter", "lq-a", cpu="1"))
+        wait(lambda: (wl := workload_of(env, "waiter")) is not None and cond(wl, "QuotaReserved"), what="waiter evaluated")
+        s = env.scrape()
+        a = {"cohort": "co", "cluster_queue": "cq-a", "flavor": "f", "resource": "cpu"}
+        b = {**a, "cluster_queue": "cq-b"}
+        assert s["kueue_cluster_queue_nominal_quota"] == {labels(**a): 1.0, labels(**b): 1.0}
+        assert s["kueue_cluster_queue_borrowing_limit"][labels(**a)] == float("inf")
+        assert s["kueue_cluster_queue_lending_limit"][labels(**a)] == float("inf")
+        assert s["kueue_cluster_queue_resource_reservation"] == {labels(**a): 2.0, labels(**b): 0.0}
+        assert s["kueue_cluster_queue_resource_usage"] == {labels(**a): 2.0, labels(**b): 0.0}
+        assert s["kueue_pending_workloads"] == {
+            labels(cluster_queue="cq-a", status="active"): 0.0,
+            labels(cluster_queue="cq-a", status="inadmissible"): 1.0,
+            labels(cluster_queue="cq-b", status="active"): 0.0,
+            labels(cluster_queue="cq-b", status="inadmissible"): 0.0,
+        }
+        assert s["kueue_local_queue_pending_workloads"][labels(name="lq-a", namespace="default", status="inadmissible")] == 1.0
+        assert s["kueue_admitted_active_workloads"][labels(cluster_queue="cq-a")] == 1.0
+        assert s["kueue_cluster_queue_status"] == {
+            labels(cluster_queue=cq, status=st): 1.0 if st == "active" else 0.0
+            for cq in ("cq-a", "cq-b")
+            for st in ("pending", "active", "terminating")
+        }
+        assert s["kueue_cohort_subtree_quota"] == {labels(cohort="co", flavor="f", resource="cpu"): 2.0}
+        assert s["kueue_cohort_subtree_resource_reservations"] == {labels(cohort="co", flavor="f", resource="cpu"): 2.0}
+        assert s["kueue_cluster_queue_info"][labels(cluster_queue="cq-a", parent_cohort="co", root_cohort="co")] == 1.0
+        assert s["kueue_local_queue_status"][labels(name="lq-a", namespace="default", active="True")] == 1.0
+        # The waiter: neither admitted nor finished; QuotaReserved=False with the scheduler's reason.
+        waiter = workload_of(env, "waiter")
+        reason = cond(waiter, "QuotaReserved")["reason"]  # type: ignore[index]
+        assert s["kueue_unadmitted_workloads"] == {
+            labels(cluster_queue="cq-a", reason="NoReservation", underlying_cause=reason): 1.0
+        }
+        assert s["kueue_local_queue_unadmitted_workloads"] == {
+            labels(name="lq-a", namespace="default", cluster_queue="cq-a", reason="NoReservation", underlying_cause=reason): 1.0
+        }
+        hashes = s["kueue_pending_scheduling_hashes"]
+        assert hashes[labels(cluster_queue="cq-a", status="active")] + hashes[
+            labels(cluster_queue="cq-a", status="inadmissible")
+        ] == 1.0
+        # Stopping a ClusterQueue makes it pending; deleting it removes its series.
+        env.patch(R.CLUSTER_QUEUES, "cq-b", {"spec": {"stopPolicy": "Hold"}}, None)
+        pending_b = labels(cluster_queue="cq-b", status="pending")
+        wait(lambda: env.scrape()["kueue_cluster_queue_status"].get(pending_b) == 1.0, what="cq-b pending")
+        env.client.delete(R.CLUSTER_QUEUES, "cq-b")
+        wait(lambda: labels(cluster_queue="cq-b") not in env.scrape()["kueue_reserving_active_workloads"], what="cq-b gone")
+    finally:
+        env.close()
+
+
+def test_scrapes_during_an_admission_storm_read_consistent_state(env: MetricsEnv, caplog: pytest.LogCaptureFixture) -> None:
+    import threading
+
+    env.queues(cpu=20)
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    scrapes = [0]
+
+    def scraper() -> None:
+        while not stop.is_set():
+            try:
+                env.scrape()
+                scrapes[0] += 1
+            except BaseException as err:  # reported below
+                errors.append(err)
+
+    t = threading.Thread(target=scraper)
+    t.start()
+    try:
+        for i in range(60):
+            env.create(R.WORKLOADS, bare_workload(f"s{i}", "lq-a" if i % 2 else "lq-b"))
+        cq_total = labels(cluster_queue="cq-a", priority_class="")
+        wait(
+            lambda: sum(counters(env, "kueue_quota_reserved_workloads_total").values()) == 40,
+            timeout=30,
+            what="40 reservations (20 cpu per ClusterQueue)",
+        )
+    finally:
+        stop.set()
+        t.join()
+    assert not errors, errors
+    assert scrapes[0] > 0
+    assert not [r for r in caplog.records if r.name == "pykueue.metrics.state"]
+    s = env.scrape()
+    assert s["kueue_quota_reserved_workloads_total"][cq_total] == 20.0
+    pending = s["kueue_pending_workloads"]
+    assert sum(v for k, v in pending.items()) == 20.0
+
+
+def test_deleting_queues_clears_their_series(env: MetricsEnv) -> None:
+    env.queues(names=("cq-a",))
+    env.create(R.WORKLOADS, bare_workload("w", "lq-a"))
+    cq = labels(cluster_queue="cq-a", priority_class="")
+    lq = labels(name="lq-a", namespace="default", priority_class="")
+    s = scrape_when(env, "kueue_admitted_workloads_total", cq)
+    assert s["kueue_local_queue_admitted_workloads_total"] == {lq: 1.0}
+    env.client.delete(R.WORKLOADS, "w", "default")
+    env.client.delete(R.LOCAL_QUEUES, "lq-a", "default")
+    wait(lambda: lq not in counters(env, "kueue_local_queue_admitted_workloads_total"), what="LocalQueue series cleared")
+    assert counters(env, "kueue_admitted_workloads_total") == {cq: 1.0}  # the ClusterQueue's stay
+    env.client.delete(R.CLUSTER_QUEUES, "cq-a")
+    s = wait(lambda: cq not in (s := env.scrape()).get("kueue_admitted_workloads_total", {}) and s, what="cleared")
+    assert "kueue_quota_reserved_wait_time_seconds_count" not in s
+    assert labels(cluster_queue="cq-a", status="active") not in s.get("kueue_cluster_queue_status", {})
