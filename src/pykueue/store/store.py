@@ -106,7 +106,7 @@ class Store:
         self._async_waiters: list[tuple[int, asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._waiters_lock = threading.Lock()
         self._group: GroupCommit | None = None
-        self._sync_scheduled = False
+        self._sync_scheduled: asyncio.AbstractEventLoop | None = None  # the loop a request is queued on
         if path:
             self._group = GroupCommit(path, self._committed, self._after_sync, self._fail_waiters)
             _private_files(path)  # the WAL SQLite created takes the database's mode; the rest too
@@ -521,15 +521,16 @@ class Store:
             self._async_waiters.append((revision, loop, future))
         if self._delivered >= revision:  # delivered meanwhile: resolve now
             self._release_waiters()
-        if not self._sync_scheduled:
+        if self._sync_scheduled is not loop:
             # One sync request per turn of the loop, after the requests it is handling: they all
-            # commit first and share the fsync.
-            self._sync_scheduled = True
+            # commit first and share the fsync. (Per loop: one closed with the request still
+            # queued must not hold back another's.)
+            self._sync_scheduled = loop
             loop.call_soon(self._request_sync)
         await future
 
     def _request_sync(self) -> None:
-        self._sync_scheduled = False
+        self._sync_scheduled = None
         if self._group is not None:
             self._group.request()
 
