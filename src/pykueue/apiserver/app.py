@@ -246,6 +246,8 @@ class APIServerApp:
         self._openapi_index: Document | None = None
         self._starlette: Starlette | None = None
         self.mounted: dict[str, MountedGroup] = {}
+        self.metrics_registry: Any = None
+        """The controllers' Prometheus registry, served at ``/metrics`` once they run (else 404)."""
 
     def mount_group(
         self, group: str, api: MountedGroup, api_group: dict[str, Any], aggregated: dict[str, Any]
@@ -254,8 +256,6 @@ class APIServerApp:
         discovery, as kube-apiserver proxies an APIService's group to its backend."""
         self.mounted[group] = api
         self.discovery.add_external_group(group, api_group, aggregated)
-        self.metrics_registry: Any = None
-        """The controllers' Prometheus registry, served at ``/metrics`` once they run (else 404)."""
 
     # -- lifecycle --------------------------------------------------------------------------------
 
