@@ -17,6 +17,9 @@ MAX_INT64 = 2**63 - 1
 MIN_INT64 = -(2**63)
 UNLIMITED = MAX_INT64
 """Sentinel for an unbounded quota amount (upstream ``resources.Unlimited``)."""
+MAX_BOUNDED = UNLIMITED - 1
+"""The largest amount a bounded total may reach: UNLIMITED is reserved (upstream
+``resources.Amount``'s ``boundedAmount``), and a total clamped to it would read as "no limit"."""
 
 _NANO = Fraction(1, 10**9)
 

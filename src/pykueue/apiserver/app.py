@@ -441,7 +441,7 @@ class APIServerApp:
                 raise E.path_not_found()
             if req.method in ("POST", "PUT", "PATCH", "DELETE"):
                 req.body = await receive_body(receive, req.headers.get("content-length"))
-            resp = self.handlers.handle(req)
+            resp = await self.handlers.handle_async(req)
         except E.APIError as err:
             resp = APIResponse(err.code, msgspec.json.encode(err.status()))
         except Exception as err:  # a bug: still a Status
@@ -624,7 +624,7 @@ class APIServerApp:
         req.user_agent = request.headers.get("user-agent", "")
         if req.method in ("POST", "PUT", "PATCH", "DELETE"):
             req.body = await read_body(request)
-        return to_response(self.handlers.handle(req))
+        return to_response(await self.handlers.handle_async(req))
 
 
 # --- request parsing ------------------------------------------------------------------------------------

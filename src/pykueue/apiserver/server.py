@@ -29,6 +29,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +63,11 @@ CERT_DAYS = 3650
 KUBECONFIG_FILE = "kubeconfig"
 CONTEXT = "pykueue"
 GRACEFUL_SHUTDOWN_SECONDS = 5
+PRIVATE_FILES = (
+    TOKEN_FILE, READONLY_TOKEN_FILE, CA_CERT, SERVING_CERT, SERVING_KEY, "serving.hosts", KUBECONFIG_FILE,
+    READONLY_KUBECONFIG_FILE,
+)  # fmt: skip
+"""Files the server keeps in the data directory (besides the store's, which the store guards)."""
 
 
 @dataclass
@@ -113,6 +119,21 @@ def client_host(host: str) -> str:
     except ValueError:
         pass
     return bare
+
+
+def private_data_dir(data_dir: Path) -> None:
+    """Create the data directory as 0700; make it and the files the server keeps there private.
+
+    Directories and files from older versions (0755 and 0644) are fixed at start. The store makes
+    its database, WAL and SHM files 0600 itself.
+    """
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if data_dir.stat().st_mode & 0o777 != 0o700:
+        data_dir.chmod(0o700)
+    for name in PRIVATE_FILES:
+        path = data_dir / name
+        if path.is_file() and not path.is_symlink() and path.stat().st_mode & 0o777 != 0o600:
+            path.chmod(0o600)
 
 
 def load_or_create_token(data_dir: Path, name: str = TOKEN_FILE) -> str:
@@ -371,7 +392,8 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
     from pykueue.store import Store
 
     data_dir = (options.data_dir or default_data_dir()).expanduser().resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    os.umask(0o077)  # whatever the server and its components write (pod logs too) is private
+    private_data_dir(data_dir)
     kubeconfig = (options.kubeconfig or data_dir / KUBECONFIG_FILE).expanduser().resolve()
     if options.insecure_loopback and not is_loopback(options.host):
         raise ValueError(
@@ -413,11 +435,21 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
         )
 
         stops: list[Callable[[], None]] = []
+        starters: list[threading.Thread] = []
+
+        def start_components() -> None:
+            assert options.start_components is not None
+            try:
+                stops.append(options.start_components(parts, data_dir))
+            except Exception as err:  # no half-started control plane: stop serving
+                print(f"error: starting the controllers failed: {err}", file=out, flush=True)
+                server.should_exit = True
+                raise
+            what = "controllers" if options.controllers else "components"
+            print(f"{what}: started, initial sync done", file=out, flush=True)
 
         def ready(port: int) -> None:
             url = f"{'https' if tls else 'http'}://{client_host(options.host)}:{port}"
-            if options.start_components is not None:
-                stops.append(options.start_components(parts, data_dir))
             ca_data = tls.ca_data() if tls else None
             write_kubeconfig(kubeconfig, url, token, ca_data)
             readonly = data_dir / READONLY_KUBECONFIG_FILE
@@ -431,6 +463,12 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
                 f"idle {limits.idle:g}s, headers {limits.header:g}s, body {limits.body:g}s\n",
                 file=out, flush=True,
             )  # fmt: skip
+            if options.start_components is not None:
+                # The controllers' initial sync (a LIST of everything) runs beside the API, never
+                # on the event loop: the API answers at once after a restart.
+                starter = threading.Thread(target=start_components, name="pykueue-components", daemon=True)
+                starters.append(starter)
+                starter.start()
 
         server = APIServer(config, parts, ready, handshake_timeout=limits.header)
         previous = {sig: signal.signal(sig, _ignore_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -439,6 +477,8 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
         except SystemExit as exc:  # uvicorn exits on a bind failure
             return int(exc.code) if isinstance(exc.code, int) else 1
         finally:
+            for starter in starters:
+                starter.join(timeout=4 * GRACEFUL_SHUTDOWN_SECONDS)
             for stop in stops:
                 stop()
             for sig, handler in previous.items():

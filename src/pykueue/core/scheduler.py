@@ -8,7 +8,7 @@ time comes in as ``now`` and every write goes through the injected ``WorkloadSto
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -23,7 +23,12 @@ from pykueue.api.meta import (
     to_time,
     truncate_message,
 )
-from pykueue.api.podspec import resources_validation_error, validate_requests_within_limits
+from pykueue.api.podspec import (
+    per_pod_integer_requests,
+    resources_validation_error,
+    validate_requests_within_limits,
+)
+from pykueue.api.quantity import MAX_BOUNDED, resource_quantity_string
 from pykueue.core import lifecycle
 from pykueue.core.assignment import Assignment, Mode
 from pykueue.core.cache import Cache, ClusterQueueState
@@ -43,6 +48,7 @@ from pykueue.core.queue_manager import (
     REQUEUE_REASON_PENDING_PREEMPTION,
     REQUEUE_REASON_PREEMPTION_FAILED,
     REQUEUE_REASON_PREEMPTION_NO_CANDIDATES,
+    REQUEUE_REASON_UNACCOUNTABLE,
     QueueManager,
 )
 from pykueue.core.snapshot import Snapshot
@@ -59,6 +65,7 @@ ASSUMED = "assumed"
 REQUEUE_GENERIC = REQUEUE_REASON_GENERIC
 FAILED_AFTER_NOMINATION = REQUEUE_REASON_FAILED_AFTER_NOMINATION
 NAMESPACE_MISMATCH = REQUEUE_REASON_NAMESPACE_MISMATCH
+UNACCOUNTABLE = REQUEUE_REASON_UNACCOUNTABLE
 PENDING_PREEMPTION = REQUEUE_REASON_PENDING_PREEMPTION
 PREEMPTION_FAILED = REQUEUE_REASON_PREEMPTION_FAILED
 NO_FIT = REQUEUE_REASON_NO_FIT
@@ -73,19 +80,67 @@ DEFERRED_FIT_MESSAGE = (
 NAMESPACE_MISMATCH_MESSAGE = "workload namespace doesn't match ClusterQueue selector"
 
 
+PodSetRequests = Sequence[tuple[int, Mapping[str, int]]]
+"""(count, per-pod Kueue integer requests) of each pod set."""
+
+
 def admissibility_error(
-    wl: Workload, selector: LabelSelector | None, namespace_labels: dict[str, str] | None
+    wl: Workload,
+    selector: LabelSelector | None,
+    namespace_labels: dict[str, str] | None,
+    pod_sets: PodSetRequests | None = None,
 ) -> str | None:
     """§5.3 rule 5 (and §10.5 step 5): why ``wl`` may not be admitted to a ClusterQueue, if at all."""
+    problem = admissibility_problem(wl, selector, namespace_labels, pod_sets)
+    return problem[0] if problem is not None else None
+
+
+def admissibility_problem(
+    wl: Workload,
+    selector: LabelSelector | None,
+    namespace_labels: dict[str, str] | None,
+    pod_sets: PodSetRequests | None = None,
+) -> tuple[str, str] | None:
+    """:func:`admissibility_error` with the requeue reason: (message, reason) or None.
+
+    ``pod_sets`` are the scheduler's already computed requests (else computed from ``wl``).
+    """
     ns = wl.metadata.namespace
     if namespace_labels is None:
-        return f'workload namespace "{ns}" does not exist: namespaces "{ns}" not found'
+        return f'workload namespace "{ns}" does not exist: namespaces "{ns}" not found', REQUEUE_GENERIC
     if selector is None or not label_selector_matches(selector, namespace_labels):
-        return NAMESPACE_MISMATCH_MESSAGE
+        return NAMESPACE_MISMATCH_MESSAGE, NAMESPACE_MISMATCH
     errors: list[str] = []
     for i, ps in enumerate(wl.spec.pod_sets):
         errors.extend(validate_requests_within_limits(ps.template.spec, f"spec.podSets[{i}].template.spec"))
-    return resources_validation_error(errors)
+    message = resources_validation_error(errors)
+    if message is not None:
+        return message, REQUEUE_GENERIC
+    if pod_sets is None:
+        pod_sets = [(ps.count, per_pod_integer_requests(ps.template.spec)) for ps in wl.spec.pod_sets]
+    message = resources_validation_error(request_overflow_errors(pod_sets))
+    return (message, UNACCOUNTABLE) if message is not None else None
+
+
+def request_overflow_errors(pod_sets: PodSetRequests) -> list[str]:
+    """Pod sets whose requests × count leave what Kueue's int64 accounting can hold.
+
+    Usage is int64 (milli-units for cpu) and saturates (upstream ``SaturatingMul``): such a
+    total reads as the unlimited sentinel, fits any quota, and its admission (``resourceUsage``
+    not a multiple of the count) is refused by validation on every retry, holding the
+    ClusterQueue's head. Such a Workload is inadmissible instead, with the pod set, the
+    resource and the bound named.
+    """
+    errors: list[str] = []
+    for i, (count, per_pod) in enumerate(pod_sets):
+        for name in sorted(per_pod):
+            if per_pod[name] * count > MAX_BOUNDED:
+                bound = resource_quantity_string(name, MAX_BOUNDED)
+                errors.append(
+                    f'spec.podSets[{i}].count: Invalid value: {count}: the total request for "{name}" '
+                    f"(per-pod request × count) exceeds the largest quantity Kueue can account for ({bound})"
+                )
+    return errors
 
 
 class WorkloadStore(Protocol):
@@ -223,10 +278,11 @@ class Scheduler:
 
     def _validate_admissibility(self, entry: Entry, cq: ClusterQueueState) -> bool:
         labels = self.store.namespace_labels(entry.info.namespace)
-        error = admissibility_error(entry.info.obj, cq.namespace_selector, labels)
-        if error is None:
+        pod_sets = [(ps.count, ps.per_pod) for ps in entry.info.pod_sets]
+        problem = admissibility_problem(entry.info.obj, cq.namespace_selector, labels, pod_sets)
+        if problem is None:
             return True
-        requeue = NAMESPACE_MISMATCH if error == NAMESPACE_MISMATCH_MESSAGE else REQUEUE_GENERIC
+        error, requeue = problem
         self._inadmissible(entry, error, "Misconfigured", requeue)
         return False
 

@@ -3,18 +3,25 @@
 Concurrency model:
 
 * one SQLite connection, used under ``_db_lock`` (a plain lock) by writers and readers alike;
-  every API write is one ``BEGIN IMMEDIATE`` .. ``COMMIT`` transaction, committed before the call
-  returns (WAL, ``synchronous=NORMAL``: a killed process loses nothing acknowledged);
+  every API write is one ``BEGIN IMMEDIATE`` .. ``COMMIT`` transaction;
+* on a database file, a write is durable (on stable storage: it survives a power loss) before the
+  call returns: commits go into the WAL and one fsync covers every commit made before it (group
+  commit, see ``durability.py``). A caller that must not block (the API server's event loop) opts
+  out with :meth:`Store.deferred_acks` and awaits :meth:`Store.wait_visible` before answering;
 * committed changes go to an outbox (in revision order, under ``_db_lock``) and are delivered to
-  watches and subscribers under ``_deliver_lock`` by whichever writer gets there first, so
-  delivery is in revision order and completes before the write call returns;
+  watches and subscribers under ``_deliver_lock`` once durable, by whichever thread gets there
+  first, so delivery is in revision order, never shows a change a power loss could undo, and
+  completes before the write call returns;
 * lock order is ``_deliver_lock`` then ``_db_lock`` (watch registration takes both, so a new watch
   neither misses nor duplicates an event).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -24,6 +31,7 @@ from typing import Any, TypeVar
 
 from . import errors as e
 from . import gc, ops
+from .durability import GroupCommit
 from .listing import decode_continue, encode_continue
 from .selectors import LabelSelector, parse_label_selector
 from .tx import SCHEMA, SQL_GET, KindMap, RawEvent, Tx, resource_key
@@ -84,6 +92,8 @@ class Store:
         self._subscribers: list[Subscriber] = []
         self._raw_subscribers: list[RawSubscriber] = []
         self._closed = False
+        if path:
+            _private_files(path)
         self._conn = self._connect(path)
         self._rev, self._oldest, self._counts, self._kinds = self._load_state()
         # Names of the stored core/v1 Namespaces, so that "does the namespace exist" (asked by every
@@ -92,6 +102,14 @@ class Store:
             k for (k,) in self._conn.execute("SELECT k FROM objects WHERE grp = '' AND resource = 'namespaces'")
         }
         self._delivered = self._rev
+        # Event-loop callers waiting for a revision to become visible: (revision, loop, future).
+        self._async_waiters: list[tuple[int, asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._waiters_lock = threading.Lock()
+        self._group: GroupCommit | None = None
+        self._sync_scheduled: asyncio.AbstractEventLoop | None = None  # the loop a request is queued on
+        if path:
+            self._group = GroupCommit(path, self._committed, self._after_sync, self._fail_waiters)
+            _private_files(path)  # the WAL SQLite created takes the database's mode; the rest too
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -137,7 +155,9 @@ class Store:
         return revision, min(floor, revision + 1), counts, kinds
 
     def close(self) -> None:
-        """Close every watch and the database. Idempotent."""
+        """Close every watch and the database (after syncing what is committed). Idempotent."""
+        if self._group is not None:
+            self._group.stop()
         with self._deliver_lock:
             watches = [w for group in self._watches.values() for w in group]
         for watch in watches:
@@ -412,9 +432,12 @@ class Store:
         return deleted
 
     def _write(self, dry_run: bool, op: Callable[[Tx], T]) -> T:
-        """Run ``op`` (and the GC it triggers) in one transaction; deliver its events."""
+        """Run ``op`` (and the GC it triggers) in one transaction; make it durable; deliver its events."""
+        group = self._group
         with self._db_lock:
             self._check_open()
+            if group is not None and group.failure is not None:
+                raise e.InternalError(f"the store cannot make writes durable: {group.failure}")
             conn = self._conn
             now = format_timestamp(self._clock())
             tx = Tx(conn, self._rev, now, self._kinds, gc_enabled=self._gc, dry_run=dry_run)
@@ -433,8 +456,116 @@ class Store:
                     conn.execute("ROLLBACK")
                 raise
             self._publish(tx, new_oldest)
-        self._drain()
+        if group is None:
+            self._drain()
+        elif getattr(self._local, "deferred", False):
+            pass  # the caller (the event loop) awaits wait_visible, which asks for the sync
+        elif getattr(self._local, "draining", False):
+            # A subscriber writing from a delivery must not wait for itself: the background
+            # thread syncs and delivers.
+            group.request()
+        else:
+            try:
+                group.sync(tx.rev)
+            except OSError as err:
+                raise e.InternalError(str(err)) from err
+            self._drain()
         return result
+
+    def _committed(self) -> int:
+        return self._rev
+
+    def _after_sync(self) -> None:
+        """After a background fsync: deliver on the event loops that wait (else on this thread).
+
+        On the loop, the watch hub dispatches directly and waiters are resolved without a
+        thread hand-over each: one wake-up of the loop per fsync.
+        """
+        with self._waiters_lock:
+            loops = {waiter[1] for waiter in self._async_waiters}
+        for loop in loops:
+            try:
+                loop.call_soon_threadsafe(self._drain)
+            except RuntimeError:  # the loop is closed
+                loops = set()
+        if not loops:
+            self._drain()
+
+    @contextlib.contextmanager
+    def deferred_acks(self) -> Iterator[None]:
+        """Writes on this thread return once committed, before they are durable and delivered.
+
+        For the API server's event loop, which must not block on an fsync: it answers only after
+        ``await wait_visible()``, so nothing is acknowledged before it is durable.
+        """
+        self._local.deferred = True
+        try:
+            yield
+        finally:
+            self._local.deferred = False
+
+    async def wait_visible(self) -> None:
+        """Wait until everything committed so far is durable and delivered to watches.
+
+        After a write made under :meth:`deferred_acks`, or before answering a read that may have
+        seen such a write: an answer never shows a change that a power loss could undo.
+        """
+        revision = self._rev
+        if self._group is None or self._delivered >= revision:
+            return
+        if self._group.failure is not None:
+            raise e.InternalError(f"the store cannot make writes durable: {self._group.failure}")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        with self._waiters_lock:
+            self._async_waiters.append((revision, loop, future))
+        if self._delivered >= revision:  # delivered meanwhile: resolve now
+            self._release_waiters()
+        if self._sync_scheduled is not loop:
+            # One sync request per turn of the loop, after the requests it is handling: they all
+            # commit first and share the fsync. (Per loop: one closed with the request still
+            # queued must not hold back another's.)
+            self._sync_scheduled = loop
+            loop.call_soon(self._request_sync)
+        await future
+
+    def _request_sync(self) -> None:
+        self._sync_scheduled = None
+        if self._group is not None:
+            self._group.request()
+
+    def _release_waiters(self) -> None:
+        """Resolve the event-loop waiters whose revision is delivered (one call per loop)."""
+        if not self._async_waiters:
+            return
+        delivered = self._delivered
+        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
+        with self._waiters_lock:
+            keep = []
+            for waiter in self._async_waiters:
+                if waiter[0] <= delivered:
+                    by_loop.setdefault(waiter[1], []).append(waiter[2])
+                else:
+                    keep.append(waiter)
+            self._async_waiters = keep
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        for loop, futures in by_loop.items():
+            if loop is running:
+                _resolve_all(futures, None)
+                continue
+            with contextlib.suppress(RuntimeError):  # the loop is closed
+                loop.call_soon_threadsafe(_resolve_all, futures, None)
+
+    def _fail_waiters(self, err: OSError) -> None:
+        with self._waiters_lock:
+            waiters, self._async_waiters = self._async_waiters, []
+        failure = e.InternalError(f"the store cannot make writes durable: {err}")
+        for _, loop, future in waiters:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_resolve_all, [future], failure)
 
     def _prune(self, tx: Tx) -> int:
         """Raise the history floor to keep the newest ``history`` revisions (in slack-sized steps).
@@ -477,18 +608,21 @@ class Store:
     # --- delivery -------------------------------------------------------------------------------
 
     def _drain(self) -> None:
-        """Deliver queued events in revision order (re-entrant calls from callbacks return)."""
+        """Deliver queued durable events in revision order (re-entrant calls from callbacks return)."""
         with self._deliver_lock:
             if getattr(self._local, "draining", False):
                 return
             self._local.draining = True
             try:
-                while self._outbox:
-                    event = self._outbox.popleft()
+                limit = self._group.synced if self._group is not None else None
+                outbox = self._outbox
+                while outbox and (limit is None or outbox[0].rev <= limit):
+                    event = outbox.popleft()
                     self._dispatch(event)
                     self._delivered = event.rev
             finally:
                 self._local.draining = False
+        self._release_waiters()
 
     def _dispatch(self, event: RawEvent) -> None:
         targets = tuple(self._watches.get((event.group, event.resource), ())) + tuple(
@@ -558,7 +692,9 @@ class Store:
         with self._deliver_lock:
             with self._db_lock:
                 self._check_open()
-                now = self._rev
+                # Live events start after the last delivered one (later ones are not durable yet
+                # and will be offered to this watch when they are); the initial state is current.
+                now = self._rev if initial_events else self._delivered
                 if initial_events:
                     since = None
                 elif since is not None and since < self._oldest - 1:
@@ -635,3 +771,26 @@ class Store:
             RawEvent(int(rev), t, g, r, k, bytes(data), None if prev is None else bytes(prev))
             for rev, g, r, k, t, data, prev in rows
         ]
+
+
+def _resolve_all(futures: list[asyncio.Future[None]], error: BaseException | None) -> None:
+    for future in futures:
+        if not future.done():
+            if error is None:
+                future.set_result(None)
+            else:
+                future.set_exception(error)
+
+
+def _private_files(path: str) -> None:
+    """The database, its WAL and shared-memory files: mode 0600 (created so if missing).
+
+    SQLite creates the database as 0644 less the umask and gives the WAL and SHM files the
+    database's mode; the store's content is nobody else's to read.
+    """
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+    for name in (path, path + "-wal", path + "-shm", path + "-journal"):
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(name).st_mode & 0o777 != 0o600:
+                os.chmod(name, 0o600)

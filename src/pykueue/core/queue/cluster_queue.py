@@ -27,6 +27,10 @@ REQUEUE_REASON_PENDING_MIGRATION = "PendingMigration"
 REQUEUE_REASON_PREEMPTION_FAILED = "PreemptionFailed"
 REQUEUE_REASON_NO_FIT = "NoFit"
 REQUEUE_REASON_PREEMPTION_NO_CANDIDATES = "PreemptionNoCandidates"
+REQUEUE_REASON_UNACCOUNTABLE = "Unaccountable"
+"""pykueue's: requests × count leave int64 (scheduler.request_overflow_error). Parked as
+inadmissible even under StrictFIFO, like a namespace mismatch: no quota state can admit it, so
+at the head it would hold back every Workload behind it."""
 
 QUOTA_RESERVED_REASON_PENDING_EVALUATION = "PendingEvaluation"
 SCHEDULING_HASH_UNKNOWN = "unknown"
@@ -69,7 +73,7 @@ def has_closed_preemption_gate(wl: Workload) -> bool:
 def is_immediate(strategy: str, reason: str) -> bool:
     """The "immediate" decision of ``RequeueIfNotPresent`` (§4.5 step 5)."""
     if strategy == STRICT_FIFO:
-        return reason != REQUEUE_REASON_NAMESPACE_MISMATCH
+        return reason not in (REQUEUE_REASON_NAMESPACE_MISMATCH, REQUEUE_REASON_UNACCOUNTABLE)
     return reason in _BEST_EFFORT_IMMEDIATE
 
 

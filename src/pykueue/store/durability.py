@@ -1,0 +1,141 @@
+"""Group commit: a write is acknowledged only once it is on stable storage, and one fsync of the
+write-ahead log covers every write committed before it.
+
+SQLite commits each write into the WAL with ``synchronous=NORMAL``: the frames are written to the
+operating system but not flushed. That survives a killed process, not an OS crash or a power loss.
+``synchronous=FULL`` flushes the WAL inside every COMMIT, one fsync per write, on the writer's
+thread. Here the flush is taken out of the COMMIT and shared: :meth:`GroupCommit.sync` fsyncs the
+WAL once for every write committed so far (the leader), while writers that commit during that
+fsync queue on the lock and are covered by the next one (as PostgreSQL's ``XLogFlush`` and etcd's
+batched WAL sync do). The result on disk is what ``FULL`` gives (the WAL synced after a commit
+and before it is reported; checkpoints sync the WAL before and the database after copying, in
+both modes), with many writes per fsync. Callers that cannot block (the event loop) ask the
+background thread to sync with :meth:`GroupCommit.request` and wait asynchronously.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+
+class SyncFailed(OSError):
+    """An fsync failed: writes committed since the last good one may not be durable."""
+
+
+class GroupCommit:
+    """Flushes the WAL of the SQLite database at ``db_path``; see the module docstring.
+
+    ``committed()`` returns the revision of the latest committed write; ``after_sync()`` is called
+    (on the syncing thread, outside the lock) after every background sync, to deliver what became
+    durable; ``on_failure(err)`` once, when an fsync fails.
+    """
+
+    def __init__(
+        self,
+        db_path: str,
+        committed: Callable[[], int],
+        after_sync: Callable[[], None],
+        on_failure: Callable[[OSError], None],
+    ) -> None:
+        self._db = db_path
+        self._wal = db_path + "-wal"
+        self._dir = os.path.dirname(os.path.abspath(db_path))
+        self._committed = committed
+        self._after_sync = after_sync
+        self._on_failure = on_failure
+        self._lock = threading.Lock()  # one fsync at a time; later writers queue behind it
+        self._fd: int | None = None
+        self._ino: int | None = None
+        self.failure: OSError | None = None
+        # What a previous process left in the page cache (killed before its fsync) becomes durable
+        # before anything built on it is acknowledged.
+        for path in (self._db, self._wal):
+            _fsync_path(path)
+        _fsync_path(self._dir)
+        self.synced = committed()
+        """Every write up to this revision is on stable storage."""
+        self._wanted = threading.Event()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="pykueue-store-sync", daemon=True)
+        self._thread.start()
+
+    def sync(self, revision: int) -> None:
+        """Return once every write up to ``revision`` is durable (fsyncing the WAL if needed)."""
+        with self._lock:
+            if self.failure is not None:
+                raise SyncFailed(f"the store cannot make writes durable: {self.failure}")
+            if self.synced >= revision:
+                return
+            target = self._committed()  # the commits already in the WAL: all covered by this fsync
+            try:
+                self._fsync_wal()
+            except OSError as err:
+                # As PostgreSQL after a failed fsync: dirty pages may be gone, nothing later may be
+                # acknowledged (a retry could "succeed" without the data).
+                self.failure = err
+                log.critical("fsync of %s failed; refusing further writes: %s", self._wal, err)
+                self._on_failure(err)
+                raise SyncFailed(f"the store cannot make writes durable: {err}") from err
+            self.synced = target
+
+    def request(self) -> None:
+        """Ask the background thread for a sync (for callers that must not block)."""
+        self._wanted.set()
+
+    def stop(self) -> None:
+        """Sync and deliver what is committed, then end the background thread."""
+        self._stopping = True
+        self._wanted.set()
+        self._thread.join()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def _run(self) -> None:
+        while True:
+            self._wanted.wait()
+            self._wanted.clear()
+            stopping = self._stopping  # read before the round: a stop after it gets another round
+            with contextlib.suppress(OSError):  # recorded in self.failure; waiters told by on_failure
+                self.sync(self._committed())
+            try:
+                self._after_sync()
+            except Exception:  # delivery errors are the subscribers'; syncing must go on
+                log.exception("delivering synced changes failed")
+            if stopping:
+                return
+
+    def _fsync_wal(self) -> None:
+        try:
+            ino = os.stat(self._wal).st_ino
+        except FileNotFoundError:  # no WAL (yet): a commit went to the database file
+            _fsync_path(self._db)
+            return
+        if self._fd is None or ino != self._ino:
+            # A new WAL file: its directory entry must be durable too (as SQLite's UNIXFILE_DIRSYNC).
+            if self._fd is not None:
+                os.close(self._fd)
+            self._fd = os.open(self._wal, os.O_RDONLY | os.O_CLOEXEC)
+            self._ino = os.fstat(self._fd).st_ino
+            os.fsync(self._fd)
+            _fsync_path(self._dir)
+            return
+        os.fsync(self._fd)
+
+
+def _fsync_path(path: str) -> None:
+    """fsync a file or directory if it exists."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,182 @@
+"""Durability: an acknowledged write is on stable storage (its WAL frames fsynced) before the call
+returns, the HTTP answer is sent or a watcher sees it; concurrent writers share one fsync; a
+failed fsync refuses further writes; the store's files are private (0600)."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import json
+import os
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pykueue.apiserver.app import APIServerApp
+from pykueue.apiserver.handlers import APIRequest
+from pykueue.store import ResourceKey, Store
+from pykueue.store.errors import InternalError
+
+CM = ResourceKey("", "configmaps", namespaced=True)
+LEASES = ResourceKey("coordination.k8s.io", "leases", namespaced=True)
+
+
+def configmap(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}}
+
+
+class FsyncRecorder:
+    """Wraps os.fsync: records (path, size at the fsync, time) and can delay or fail it."""
+
+    def __init__(self) -> None:
+        self.real = os.fsync
+        self.calls: list[tuple[str, int]] = []
+        self.delay = 0.0
+        self.gate: threading.Event | None = None
+        self.fail = False
+        self.lock = threading.Lock()
+
+    def __call__(self, fd: int) -> None:
+        path = os.readlink(f"/proc/self/fd/{fd}")
+        if self.gate is not None and path.endswith("-wal"):
+            self.gate.wait(10)
+        if self.fail and path.endswith("-wal"):
+            raise OSError(errno.EIO, "Input/output error")
+        if self.delay and path.endswith("-wal"):
+            time.sleep(self.delay)
+        self.real(fd)
+        with self.lock:
+            self.calls.append((path, os.fstat(fd).st_size))
+
+    def wal_syncs(self) -> list[int]:
+        with self.lock:
+            return [size for path, size in self.calls if path.endswith("-wal")]
+
+
+@pytest.fixture
+def fsyncs(monkeypatch: pytest.MonkeyPatch) -> Iterator[FsyncRecorder]:
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("needs /proc/self/fd")
+    recorder = FsyncRecorder()
+    monkeypatch.setattr(os, "fsync", recorder)
+    yield recorder
+
+
+def test_write_returns_only_after_its_wal_frames_are_fsynced(tmp_path: Path, fsyncs: FsyncRecorder) -> None:
+    db = str(tmp_path / "store.db")
+    with Store(db) as store:
+        for i in range(5):
+            before = len(fsyncs.wal_syncs())
+            store.create(CM, configmap(f"cm-{i}"))
+            wal_size = os.path.getsize(db + "-wal")
+            during = fsyncs.wal_syncs()[before:]
+            assert during, f"create {i} returned without an fsync of the WAL"
+            assert max(during) >= wal_size, "the fsync preceded part of the commit"
+
+
+def test_concurrent_writers_share_fsyncs(tmp_path: Path, fsyncs: FsyncRecorder) -> None:
+    fsyncs.delay = 0.005  # a slow disk: writers committing meanwhile queue for the next fsync
+    db = str(tmp_path / "store.db")
+    threads, per_thread = 8, 25
+    with Store(db) as store:
+        start = len(fsyncs.wal_syncs())
+        errors: list[BaseException] = []
+
+        def writer(t: int) -> None:
+            try:
+                for i in range(per_thread):
+                    obj = store.create(CM, configmap(f"cm-{t}-{i}"))
+                    # acknowledged: its revision is synced and delivered
+                    assert store._group is not None
+                    assert store._group.synced >= int(obj["metadata"]["resourceVersion"])
+            except BaseException as err:  # reported below
+                errors.append(err)
+
+        workers = [threading.Thread(target=writer, args=(t,)) for t in range(threads)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        assert not errors, errors
+        writes = threads * per_thread
+        syncs = len(fsyncs.wal_syncs()) - start
+        assert store.count(CM) == writes
+        assert syncs <= writes // 2, f"{syncs} fsyncs for {writes} concurrent writes: not grouped"
+
+
+def test_http_answer_and_watch_event_wait_for_the_fsync(tmp_path: Path, fsyncs: FsyncRecorder) -> None:
+    db = str(tmp_path / "store.db")
+    store = Store(db)
+    try:
+        app = APIServerApp(store)
+        app.bootstrap()
+        watch = store.watch(LEASES)
+        gate = threading.Event()
+        fsyncs.gate = gate
+        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "held"}}
+        req = APIRequest(
+            "POST", "coordination.k8s.io", "v1", "leases", namespace="default", body=json.dumps(lease).encode()
+        )
+
+        async def scenario() -> None:
+            task = asyncio.ensure_future(app.handlers.handle_async(req))
+            await asyncio.sleep(0.3)
+            assert store.get(LEASES, "default", "held")  # committed ...
+            assert not task.done(), "answered before the write was durable"  # ... not acknowledged
+            assert watch.next(0) is None, "a watcher saw a write that was not durable"
+            gate.set()
+            resp = await asyncio.wait_for(task, 10)
+            assert resp.status == 201
+            assert fsyncs.wal_syncs() and max(fsyncs.wal_syncs()) >= os.path.getsize(db + "-wal")
+
+        asyncio.run(scenario())
+        event = watch.next(5)
+        assert event is not None and event.object["metadata"]["name"] == "held"
+    finally:
+        fsyncs.gate = None
+        store.close()
+
+
+def test_failed_fsync_refuses_the_write_and_later_ones(tmp_path: Path, fsyncs: FsyncRecorder) -> None:
+    with Store(str(tmp_path / "store.db")) as store:
+        store.create(CM, configmap("before"))
+        fsyncs.fail = True
+        with pytest.raises(InternalError, match="cannot make writes durable"):
+            store.create(CM, configmap("lost"))
+        fsyncs.fail = False  # a retry could "succeed" without the data: still refused
+        with pytest.raises(InternalError, match="cannot make writes durable"):
+            store.create(CM, configmap("after"))
+
+
+def _mode(path: str) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002])
+def test_store_files_are_private(tmp_path: Path, umask: int) -> None:
+    db = str(tmp_path / "store.db")
+    old = os.umask(umask)
+    try:
+        with Store(db) as store:
+            store.create(CM, configmap("a"))
+            for path in (db, db + "-wal"):
+                assert _mode(path) == 0o600, f"{path}: {oct(_mode(path))}"
+    finally:
+        os.umask(old)
+
+
+def test_existing_store_files_are_made_private(tmp_path: Path) -> None:
+    db = str(tmp_path / "store.db")
+    with Store(db) as store:
+        store.create(CM, configmap("a"))
+    os.chmod(db, 0o644)
+    reopen: Callable[[], Store] = lambda: Store(db)  # noqa: E731
+    with reopen() as store:
+        store.create(CM, configmap("b"))
+        assert _mode(db) == 0o600
+        assert _mode(db + "-wal") == 0o600
