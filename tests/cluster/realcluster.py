@@ -228,7 +228,8 @@ def start_real_kueue(base: Path, extra: list[str] | None = None, *, run_jobs: bo
     offset = base / "clock-offset"
     offset.write_text("0")
     flags = ["--context", f"user-{CONTROLLER_USER}", *(extra or [])]
-    k = RealKueue("cluster", cluster, base, offset, extra=flags, run_jobs=run_jobs)
+    # A real cluster's scheduler and kubelets own Pods and Nodes: the runner does not publish them.
+    k = RealKueue("cluster", cluster, base, offset, extra=flags, run_jobs=run_jobs, publish_pods=False)
     k.start_controller()
     return k
 

@@ -43,6 +43,8 @@ class Kueue:
     controller: subprocess.Popen[str] | None = None
     extra: list[str] = field(default_factory=list)
     run_jobs: bool = True
+    publish_pods: bool = True
+    """With ``run_jobs``: the runner writes Pods and a Node (``serve --no-controllers`` has no kubelets)."""
 
     # -- processes ----------------------------------------------------------------------------------
 
@@ -72,7 +74,8 @@ class Kueue:
                 "--kubeconfig", str(self.server.kubeconfig),
                 "--work-dir", str(self.base / "pods"),
                 "--time-offset-file", str(self.offset_file), *self.extra,
-                *(["--run-jobs", "--publish-pods"] if self.run_jobs else []),
+                *(["--run-jobs"] if self.run_jobs else []),
+                *(["--publish-pods"] if self.run_jobs and self.publish_pods else []),
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
