@@ -26,23 +26,78 @@ class Rule(NamedTuple):
     message: str
 
 
+# Kinds whose rules are the same in v1beta1 and v1beta2.
+_ADMISSION_CHECK: Mapping[str, tuple[Rule, ...]] = {
+    "spec.controllerName": (
+        Rule(
+            "self == oldSelf",
+            "field is immutable",
+        ),
+    ),
+}
+
+_COHORT: Mapping[str, tuple[Rule, ...]] = {
+    "spec.resourceGroups[]": (
+        Rule(
+            "self.flavors.all(x, size(x.resources) == size(self.coveredResources))",
+            "flavors must have the same number of resources as the coveredResources",
+        ),
+    ),
+}
+
+_LOCAL_QUEUE: Mapping[str, tuple[Rule, ...]] = {
+    "spec.clusterQueue": (
+        Rule(
+            "self == oldSelf",
+            "field is immutable",
+        ),
+    ),
+}
+
+_RESOURCE_FLAVOR: Mapping[str, tuple[Rule, ...]] = {
+    "spec": (
+        Rule(
+            "!has(self.topologyName) || self.nodeLabels.size() >= 1",
+            "at least one nodeLabel is required when topology is set",
+        ),
+        Rule(
+            "!has(oldSelf.topologyName) || (has(self.topologyName) && self.topologyName == oldSelf.topologyName)",
+            "topologyName is immutable when topologyName is set",
+        ),
+    ),
+    "spec.nodeTaints": (
+        Rule(
+            "self.all(x, x.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",
+            "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'",
+        ),
+    ),
+    "spec.tolerations": (
+        Rule(
+            "self.all(x, !has(x.key) ? x.operator == 'Exists' : true)",
+            "operator must be Exists when 'key' is empty, which means 'match all values and all keys'",
+        ),
+        Rule(
+            "self.all(x, has(x.tolerationSeconds) ? x.effect == 'NoExecute' : true)",
+            "effect must be 'NoExecute' when 'tolerationSeconds' is set",
+        ),
+        Rule(
+            "self.all(x, !has(x.operator) || x.operator in ['Equal', 'Exists'])",
+            "supported toleration values: 'Equal'(default), 'Exists'",
+        ),
+        Rule(
+            "self.all(x, has(x.operator) && x.operator == 'Exists' ? !has(x.value) : true)",
+            "a value must be empty when 'operator' is 'Exists'",
+        ),
+        Rule(
+            "self.all(x, !has(x.effect) || x.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",
+            "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'",
+        ),
+    ),
+}
+
 RULES: Mapping[tuple[str, str], Mapping[str, tuple[Rule, ...]]] = {
-    ("AdmissionCheck", "v1beta1"): {
-        "spec.controllerName": (
-            Rule(
-                "self == oldSelf",
-                "field is immutable",
-            ),
-        ),
-    },
-    ("AdmissionCheck", "v1beta2"): {
-        "spec.controllerName": (
-            Rule(
-                "self == oldSelf",
-                "field is immutable",
-            ),
-        ),
-    },
+    ("AdmissionCheck", "v1beta1"): _ADMISSION_CHECK,  # the same in both versions
+    ("AdmissionCheck", "v1beta2"): _ADMISSION_CHECK,  # the same in both versions
     ("ClusterQueue", "v1beta1"): {
         "spec": (
             Rule(
@@ -95,38 +150,10 @@ RULES: Mapping[tuple[str, str], Mapping[str, tuple[Rule, ...]]] = {
             ),
         ),
     },
-    ("Cohort", "v1beta1"): {
-        "spec.resourceGroups[]": (
-            Rule(
-                "self.flavors.all(x, size(x.resources) == size(self.coveredResources))",
-                "flavors must have the same number of resources as the coveredResources",
-            ),
-        ),
-    },
-    ("Cohort", "v1beta2"): {
-        "spec.resourceGroups[]": (
-            Rule(
-                "self.flavors.all(x, size(x.resources) == size(self.coveredResources))",
-                "flavors must have the same number of resources as the coveredResources",
-            ),
-        ),
-    },
-    ("LocalQueue", "v1beta1"): {
-        "spec.clusterQueue": (
-            Rule(
-                "self == oldSelf",
-                "field is immutable",
-            ),
-        ),
-    },
-    ("LocalQueue", "v1beta2"): {
-        "spec.clusterQueue": (
-            Rule(
-                "self == oldSelf",
-                "field is immutable",
-            ),
-        ),
-    },
+    ("Cohort", "v1beta1"): _COHORT,  # the same in both versions
+    ("Cohort", "v1beta2"): _COHORT,  # the same in both versions
+    ("LocalQueue", "v1beta1"): _LOCAL_QUEUE,  # the same in both versions
+    ("LocalQueue", "v1beta2"): _LOCAL_QUEUE,  # the same in both versions
     ("MultiKueueCluster", "v1beta2"): {
         "spec.clusterSource": (
             Rule(
@@ -143,86 +170,8 @@ RULES: Mapping[tuple[str, str], Mapping[str, tuple[Rule, ...]]] = {
             ),
         ),
     },
-    ("ResourceFlavor", "v1beta1"): {
-        "spec": (
-            Rule(
-                "!has(self.topologyName) || self.nodeLabels.size() >= 1",
-                "at least one nodeLabel is required when topology is set",
-            ),
-            Rule(
-                "!has(oldSelf.topologyName) || (has(self.topologyName) && self.topologyName == oldSelf.topologyName)",
-                "topologyName is immutable when topologyName is set",
-            ),
-        ),
-        "spec.nodeTaints": (
-            Rule(
-                "self.all(x, x.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",
-                "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'",
-            ),
-        ),
-        "spec.tolerations": (
-            Rule(
-                "self.all(x, !has(x.key) ? x.operator == 'Exists' : true)",
-                "operator must be Exists when 'key' is empty, which means 'match all values and all keys'",
-            ),
-            Rule(
-                "self.all(x, has(x.tolerationSeconds) ? x.effect == 'NoExecute' : true)",
-                "effect must be 'NoExecute' when 'tolerationSeconds' is set",
-            ),
-            Rule(
-                "self.all(x, !has(x.operator) || x.operator in ['Equal', 'Exists'])",
-                "supported toleration values: 'Equal'(default), 'Exists'",
-            ),
-            Rule(
-                "self.all(x, has(x.operator) && x.operator == 'Exists' ? !has(x.value) : true)",
-                "a value must be empty when 'operator' is 'Exists'",
-            ),
-            Rule(
-                "self.all(x, !has(x.effect) || x.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",
-                "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'",
-            ),
-        ),
-    },
-    ("ResourceFlavor", "v1beta2"): {
-        "spec": (
-            Rule(
-                "!has(self.topologyName) || self.nodeLabels.size() >= 1",
-                "at least one nodeLabel is required when topology is set",
-            ),
-            Rule(
-                "!has(oldSelf.topologyName) || (has(self.topologyName) && self.topologyName == oldSelf.topologyName)",
-                "topologyName is immutable when topologyName is set",
-            ),
-        ),
-        "spec.nodeTaints": (
-            Rule(
-                "self.all(x, x.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",
-                "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'",
-            ),
-        ),
-        "spec.tolerations": (
-            Rule(
-                "self.all(x, !has(x.key) ? x.operator == 'Exists' : true)",
-                "operator must be Exists when 'key' is empty, which means 'match all values and all keys'",
-            ),
-            Rule(
-                "self.all(x, has(x.tolerationSeconds) ? x.effect == 'NoExecute' : true)",
-                "effect must be 'NoExecute' when 'tolerationSeconds' is set",
-            ),
-            Rule(
-                "self.all(x, !has(x.operator) || x.operator in ['Equal', 'Exists'])",
-                "supported toleration values: 'Equal'(default), 'Exists'",
-            ),
-            Rule(
-                "self.all(x, has(x.operator) && x.operator == 'Exists' ? !has(x.value) : true)",
-                "a value must be empty when 'operator' is 'Exists'",
-            ),
-            Rule(
-                "self.all(x, !has(x.effect) || x.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",
-                "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'",
-            ),
-        ),
-    },
+    ("ResourceFlavor", "v1beta1"): _RESOURCE_FLAVOR,  # the same in both versions
+    ("ResourceFlavor", "v1beta2"): _RESOURCE_FLAVOR,  # the same in both versions
     ("Topology", "v1beta1"): {
         "spec.levels": (
             Rule(
