@@ -27,7 +27,9 @@ where the hierarchy is writable) so that every descendant dies with the pod; the
 only the pod's own; ``resources.limits`` are applied; the working directory is a private scratch
 directory outside the runner's state (``SCRATCH/<namespace>/<job>/<pod>/``), optionally owned by
 ``run_as_user``. The runner's own records live in ``WORK_DIR/<namespace>/<job>/<pod>/`` (0700:
-``spec.json``, ``pid``, ``exit``, markers, ``stdout.log`` / ``stderr.log`` 0600).
+``spec.json``, ``pid``, ``exit``, markers, the log ``container.log`` 0600: stdout and stderr in the
+kubelet's CRI log format, see ``podshim.py``; records of older versions have ``stdout.log`` /
+``stderr.log`` instead, which ``pods/log`` still reads).
 
 Pod objects: each pod is also a ``core/v1`` Pod (and the machine a Node), written by
 :class:`~pykueue.controllers.podobjects.PodPublisher` off the hot path; a Pod deleted through the
@@ -82,6 +84,7 @@ from typing import Any
 
 from pykueue.api.jobs import queue_name
 from pykueue.api.meta import format_time, parse_time
+from pykueue.apiserver.podlogs import CRI_LOG
 from pykueue.client.interface import APIError, Client, Conflict, NotFound
 from pykueue.client.resources import EVENTS, JOBS, PODS, WORKLOADS
 from pykueue.controllers import podshim
@@ -945,8 +948,7 @@ class JobRunner:
             "argv": argv,
             "env": env,
             "cwd": str(pod.scratch_dir),
-            "stdout": str(pod.state_dir / "stdout.log"),
-            "stderr": str(pod.state_dir / "stderr.log"),
+            "log": str(pod.state_dir / CRI_LOG),
             "rlimits": rlimits,
             "cgroup": None,
             "limits": applied,
