@@ -21,15 +21,13 @@ from pykueue.controllers import podshim
 RECORD = re.compile(rb"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z) (stdout|stderr) ([PF]) (.*)")
 
 
-def run_pod(tmp_path: Path, script: str, timeout: float = 30) -> tuple[list[tuple[bytes, bytes, bytes, bytes]], Path]:
-    """Run ``sh -c script`` under the shim; the parsed records of its log and the record directory."""
-    record = tmp_path / "record"
-    record.mkdir(mode=0o700)
+def start_pod(record: Path, script: str, log: Path, timeout: float = 30) -> dict[str, object]:
+    """Run ``sh -c script`` under the shim; what it recorded in ``exit``."""
     spec = {
         "argv": ["sh", "-c", script],
         "env": {"PATH": "/usr/bin:/bin"},
-        "cwd": str(tmp_path),
-        "log": str(record / podlogs.CRI_LOG),
+        "cwd": str(record.parent),
+        "log": str(log),
     }
     shim = subprocess.Popen(
         [sys.executable, "-I", "-S", podshim.__file__, str(record)], stdin=subprocess.PIPE, start_new_session=True
@@ -38,7 +36,15 @@ def run_pod(tmp_path: Path, script: str, timeout: float = 30) -> tuple[list[tupl
     shim.stdin.write(marshal.dumps(spec))
     shim.stdin.close()
     assert shim.wait(timeout=timeout) == 0
-    assert json.loads((record / "exit").read_text()) == {"exitCode": 0}
+    result: dict[str, object] = json.loads((record / "exit").read_text())
+    return result
+
+
+def run_pod(tmp_path: Path, script: str, timeout: float = 30) -> tuple[list[tuple[bytes, bytes, bytes, bytes]], Path]:
+    """Run ``sh -c script`` under the shim; the parsed records of its log and the record directory."""
+    record = tmp_path / "record"
+    record.mkdir(mode=0o700)
+    assert start_pod(record, script, record / podlogs.CRI_LOG, timeout) == {"exitCode": 0}
     records = []
     for line in (record / podlogs.CRI_LOG).read_bytes().split(b"\n")[:-1]:
         match = RECORD.fullmatch(line)
@@ -89,3 +95,12 @@ def test_a_process_left_holding_stdout_does_not_keep_the_pod(tmp_path: Path) -> 
     records, _ = run_pod(tmp_path, "(echo from background; exec sleep 60) & sleep 0.3; echo main done", timeout=20)
     assert time.monotonic() - start < 15
     assert sorted(r[3] for r in records) == [b"from background", b"main done"]
+
+
+def test_a_log_that_cannot_be_opened_fails_the_start_and_runs_nothing(tmp_path: Path) -> None:
+    record = tmp_path / "record"
+    record.mkdir(mode=0o700)
+    marker = tmp_path / "ran"
+    result = start_pod(record, f"touch {marker}", tmp_path / "missing" / podlogs.CRI_LOG)
+    assert str(result["startError"]).startswith("opening the pod's log: [Errno 2] No such file or directory")
+    assert not marker.exists()

@@ -270,7 +270,11 @@ class Shim:
         self.cgroup = self.spec.cgroup
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-        logs = LogWriter(self.spec.log)
+        try:
+            logs = LogWriter(self.spec.log)
+        except OSError as problem:  # nothing runs without its log, as under containerd
+            write_record(exit_path, {"startError": f"opening the pod's log: {problem}"})
+            return 0
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
         # SIGCHLD (and the other handled signals) wake the poll below through this pipe.
