@@ -11,6 +11,7 @@ for the shell's PID.
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import shutil
 import signal
@@ -486,6 +487,20 @@ def test_the_pod_cannot_reach_the_servers_files_by_relative_path(tmp_path: Path)
         runner.stop()
         e.runners.remove(runner)
         shutil.rmtree(runner.scratch_dir, ignore_errors=True)
+
+
+def test_pods_run_the_shim_compiled_once(env: Env) -> None:
+    """Every pod's shim runs from one .pyc in the work directory (a script is compiled at every
+    start), and it is the shim of this version."""
+    env.runner()
+    env.create("compiled", SLEEPER)
+    record = pod_record(env, "compiled")
+    pid = wait_for(lambda: (record / "pid").exists() and json.loads((record / "pid").read_text())["pid"])
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    compiled = env.work / ".podshim.pyc"
+    assert argv[1:5] == [b"-I", b"-S", str(compiled).encode(), str(record).encode()]
+    source = compile(Path(podshim.__file__).read_text(), podshim.__file__, "exec")
+    assert marshal.loads(compiled.read_bytes()[16:]).co_code == source.co_code
 
 
 def test_records_and_logs_are_private(env: Env) -> None:

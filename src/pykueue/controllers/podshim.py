@@ -156,6 +156,8 @@ class LogWriter:
         self.date = b""
 
     def feed(self, stream: bytes, data: bytes, eof: bool = False) -> None:
+        if not data and not self.pending[stream]:
+            return  # nothing to log (a pod that printed nothing pays no formatting)
         seconds, nanos = divmod(time.time_ns(), 1_000_000_000)
         if seconds != self.second:
             self.second = seconds
