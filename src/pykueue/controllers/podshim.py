@@ -1,10 +1,11 @@
 """The per-pod supervisor of the local job runner (its conmon / containerd-shim).
 
-The job runner starts one shim per pod as ``python -I podshim.py STATE_DIR``, in a session of its
+The job runner starts one shim per pod as ``python -I -S podshim.py STATE_DIR`` (compiled once
+into ``WORK_DIR/.podshim.pyc``, which it runs instead of the source), in a session of its
 own, so that the pod outlives a crash of the runner (a restarted runner adopts it) and every
 process of the pod is accounted for:
 
-* the shim reads the pod's spec (command, environment, working directory, log files, limits,
+* the shim reads the pod's spec (command, environment, working directory, log file, limits,
   user, cgroup; the same as ``STATE_DIR/spec.json``, ``marshal``-encoded) from its stdin: the
   runner sends it only after it has recorded the shim's pid and start time durably, so no pod
   runs unrecorded; if the runner dies before that (EOF, or a truncated spec) the shim exits
