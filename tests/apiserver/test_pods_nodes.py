@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -175,12 +176,52 @@ def test_node_row_like_kubectl() -> None:
 def test_log_options() -> None:
     options = podlogs.LogOptions({"tailLines": ["2"], "follow": ["true"], "container": ["c"]})
     assert (options.tail_lines, options.follow, options.container) == (2, True, "c")
-    with pytest.raises(APIError, match="tailLines: Invalid value: -1"):
-        podlogs.LogOptions({"tailLines": ["-1"]})
-    with pytest.raises(APIError, match="sinceSeconds is not supported"):
-        podlogs.LogOptions({"sinceSeconds": ["10"]})
-    with pytest.raises(APIError, match="timestamps is not supported"):
-        podlogs.LogOptions({"timestamps": ["true"]})
+    now = 1_736_510_400 * 10**9  # 2025-01-10T12:00:00Z
+    options = podlogs.LogOptions({"sinceSeconds": ["10"], "timestamps": ["true"]}, "p", now_ns=now)
+    assert options.since == b"2025-01-10T11:59:50.000000000Z" and options.timestamps
+    options = podlogs.LogOptions({"sinceTime": ["2025-01-10T13:30:00.5+01:30"]})
+    assert options.since == b"2025-01-10T12:00:00.500000000Z"
+
+
+def _refused(query: dict[str, list[str]]) -> APIError:
+    with pytest.raises(APIError) as err:
+        podlogs.LogOptions(query, "p")
+    return err.value
+
+
+def test_log_options_validated_as_kube_apiserver() -> None:
+    """``ValidatePodLogOptions``: 422 Invalid on kind PodLogOptions, naming the field."""
+    err = _refused({"sinceSeconds": ["0"]})
+    assert (err.code, err.reason) == (422, "Invalid")
+    assert err.message == 'PodLogOptions "p" is invalid: sinceSeconds: Invalid value: 0: must be greater than 0'
+    assert err.details["kind"] == "PodLogOptions" and err.details["name"] == "p"
+    assert err.details["causes"] == [
+        {"reason": "FieldValueInvalid", "message": "Invalid value: 0: must be greater than 0", "field": "sinceSeconds"}
+    ]
+    assert "sinceSeconds: Invalid value: -5: must be greater than 0" in _refused({"sinceSeconds": ["-5"]}).message
+    err = _refused({"sinceSeconds": ["10"], "sinceTime": ["2025-01-10T12:00:00Z"]})
+    assert err.code == 422
+    assert err.message == (
+        'PodLogOptions "p" is invalid: : Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified'
+    )
+    err = _refused({"tailLines": ["-1"], "limitBytes": ["0"]})
+    assert err.message == (
+        'PodLogOptions "p" is invalid: [tailLines: Invalid value: -1: must be greater than or equal to 0, '
+        "limitBytes: Invalid value: 0: must be greater than 0]"
+    )
+    # Decoding errors come first and are 400, as the parameter codec's.
+    err = _refused({"sinceSeconds": ["ten"]})
+    assert (err.code, err.message) == (400, 'strconv.ParseInt: parsing "ten": invalid syntax')
+    assert _refused({"timestamps": ["yes"]}).message == 'strconv.ParseBool: parsing "yes": invalid syntax'
+    err = _refused({"sinceTime": ["yesterday"]})
+    assert (err.code, err.message) == (
+        400, 'parsing time "yesterday" as "2006-01-02T15:04:05Z07:00": cannot parse "yesterday" as "2006"',
+    )  # fmt: skip
+    assert _refused({"sinceTime": ["2025-01-10 12:00:00Z"]}).message.endswith('cannot parse " 12:00:00Z" as "T"')
+    assert _refused({"sinceTime": ["2025-13-10T12:00:00Z"]}).message == (
+        'parsing time "2025-13-10T12:00:00Z": month out of range'
+    )
+    assert _refused({"sinceTime": ["2025-02-29T12:00:00Z"]}).message.endswith("day out of range")
 
 
 def test_container_choice_and_previous() -> None:
@@ -199,13 +240,112 @@ def test_container_choice_and_previous() -> None:
         podlogs.check_started({**_pod(), "status": {"phase": "Pending"}}, "c", False)
 
 
-def test_read_all_tail_and_limit(tmp_path: Path) -> None:
+def test_read_all_tail_and_limit_of_an_old_record(tmp_path: Path) -> None:
+    """A record directory of an older version (stdout.log / stderr.log) is still read."""
     (tmp_path / "stdout.log").write_bytes(b"one\ntwo\nthree\n")
     (tmp_path / "stderr.log").write_bytes(b"err\n")
     assert podlogs.read_all(tmp_path, podlogs.LogOptions({})) == b"one\ntwo\nthree\nerr\n"
     assert podlogs.read_all(tmp_path, podlogs.LogOptions({"tailLines": ["2"]})) == b"three\nerr\n"
     assert podlogs.read_all(tmp_path, podlogs.LogOptions({"tailLines": ["0"]})) == b""
     assert podlogs.read_all(tmp_path, podlogs.LogOptions({"limitBytes": ["5"]})) == b"one\nt"
+    # No time per line: each line carries its file's modification time (when it was last written).
+    mtime = 1_736_510_400 * 10**9
+    os.utime(tmp_path / "stdout.log", ns=(mtime, mtime))
+    os.utime(tmp_path / "stderr.log", ns=(mtime + 10**9, mtime + 10**9))
+    stamped = podlogs.read_all(tmp_path, podlogs.LogOptions({"timestamps": ["true"], "tailLines": ["2"]}))
+    assert stamped == b"2025-01-10T12:00:00.000000000Z three\n2025-01-10T12:00:01.000000000Z err\n"
+    since = podlogs.LogOptions({"sinceTime": ["2025-01-10T12:00:01Z"]})
+    assert podlogs.read_all(tmp_path, since) == b"err\n"
+    assert podlogs.stream_output(tmp_path, "stderr") == b"err\n"
+
+
+CRI = (
+    b"2025-01-10T12:00:00.100000000Z stdout F out one\n"
+    b"2025-01-10T12:00:00.200000000Z stderr F err one\n"
+    b"2025-01-10T12:00:01.000000000Z stdout P long \n"
+    b"2025-01-10T12:00:01.000000000Z stderr F err two\n"
+    b"2025-01-10T12:00:01.500000000Z stdout F line\n"
+    b"2025-01-10T12:00:02.000000000Z stdout F \n"
+    b"not a record\n"
+    b"2025-01-10T12:00:03.000000000Z stderr P no newline at the end\n"
+)
+
+
+def test_read_all_of_the_cri_log_as_the_kubelet(tmp_path: Path) -> None:
+    (tmp_path / podlogs.CRI_LOG).write_bytes(CRI)
+
+    def read(**query: str) -> bytes:
+        return podlogs.read_all(tmp_path, podlogs.LogOptions({k: [v] for k, v in query.items()}))
+
+    # Interleaved as written; a P record continues its line; a malformed line is skipped.
+    assert read() == b"out one\nerr one\nlong err two\nline\n\nno newline at the end"
+    assert read(timestamps="true") == (
+        b"2025-01-10T12:00:00.100000000Z out one\n"
+        b"2025-01-10T12:00:00.200000000Z err one\n"
+        # A record continuing a line gets no time; which one that is, the kubelet decides by the
+        # record before it, whatever its stream (logWriter's isNewLine).
+        b"2025-01-10T12:00:01.000000000Z long "
+        b"err two\n"
+        b"2025-01-10T12:00:01.500000000Z line\n"
+        b"2025-01-10T12:00:02.000000000Z \n"
+        b"2025-01-10T12:00:03.000000000Z no newline at the end"
+    )
+    assert read(sinceTime="2025-01-10T12:00:01Z") == b"long err two\nline\n\nno newline at the end"
+    # tailLines counts lines of the file (records, malformed ones too), as the kubelet's tail does.
+    assert read(sinceTime="2025-01-10T12:00:01Z", tailLines="2") == b"no newline at the end"
+    assert read(tailLines="3") == b"\nno newline at the end"
+    assert read(tailLines="0") == b""
+    # limitBytes counts the timestamps too.
+    assert read(timestamps="true", limitBytes="34") == b"2025-01-10T12:00:00.100000000Z out"
+    now = 1_736_510_403 * 10**9 + 500_000_000  # 12:00:03.5
+    since = podlogs.LogOptions({"sinceSeconds": ["1"]}, "p", now_ns=now)
+    assert podlogs.read_all(tmp_path, since) == b"no newline at the end"
+    assert podlogs.stream_output(tmp_path, "stdout") == b"out one\nlong line\n\n"
+    assert podlogs.stream_output(tmp_path, "stderr") == b"err one\nerr two\nno newline at the end"
+
+
+def test_tail_reads_backwards_across_blocks(tmp_path: Path) -> None:
+    lines = [b"2025-01-10T12:00:00.000000000Z stdout F %06d %s\n" % (i, b"x" * 100) for i in range(5000)]
+    (tmp_path / podlogs.CRI_LOG).write_bytes(b"".join(lines) + b"2025-01-10T12:00:00.0")  # being written
+    out = podlogs.read_all(tmp_path, podlogs.LogOptions({"tailLines": ["1200"]})).splitlines()
+    assert len(out) == 1200 and out[0].startswith(b"003800 ") and out[-1].startswith(b"004999 ")
+    assert len(podlogs.read_all(tmp_path, podlogs.LogOptions({})).splitlines()) == 5000
+
+
+def test_follow_the_cri_log_with_since_and_timestamps(tmp_path: Path) -> None:
+    log = tmp_path / podlogs.CRI_LOG
+    log.write_bytes(
+        b"2025-01-10T11:00:00.000000000Z stdout F old\n"
+        b"2025-01-10T12:00:00.000000000Z stdout F a\n"
+        b"2025-01-10T12:00:00.000000000Z stderr F b\n"
+        b"2025-01-10T12:00:01.000000000Z stdout F half"  # being written: sent once whole
+    )
+    options = podlogs.LogOptions({"sinceTime": ["2025-01-10T11:30:00Z"], "timestamps": ["true"]})
+    received: list[bytes] = []
+    ended = False
+
+    async def run() -> None:
+        nonlocal ended
+
+        async def send(data: bytes) -> None:
+            received.append(data)
+
+        task = asyncio.create_task(podlogs.follow(tmp_path, options, lambda: ended, send, asyncio.Event()))
+        await asyncio.sleep(0.3)
+        assert b"".join(received) == b"2025-01-10T12:00:00.000000000Z a\n2025-01-10T12:00:00.000000000Z b\n"
+        with log.open("ab") as f:
+            f.write(b" and half\n2025-01-10T12:00:02.000000000Z stderr P c\n")
+        await asyncio.sleep(0.3)
+        assert b"".join(received).endswith(
+            b"2025-01-10T12:00:01.000000000Z half and half\n2025-01-10T12:00:02.000000000Z c"
+        )
+        with log.open("ab") as f:
+            f.write(b"2025-01-10T12:00:03.000000000Z stderr F ontinued\n")
+        ended = True
+        await asyncio.wait_for(task, 5)
+
+    asyncio.run(run())
+    assert b"".join(received).endswith(b"Z c" + b"ontinued\n")
 
 
 def test_follow_streams_appended_lines_until_the_pod_ends(tmp_path: Path) -> None:

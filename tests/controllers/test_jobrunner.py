@@ -11,6 +11,7 @@ for the shell's PID.
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import shutil
 import signal
@@ -28,6 +29,7 @@ import pytest
 
 from pykueue.api.jobs import QUEUE_NAME_LABEL
 from pykueue.apiserver.app import create_app
+from pykueue.apiserver.podlogs import stream_output
 from pykueue.client.inprocess import InProcessClient
 from pykueue.client.interface import NotFound
 from pykueue.client.resources import EVENTS, JOBS, WORKLOADS
@@ -39,6 +41,15 @@ from pykueue.store import Store
 T = TypeVar("T")
 NS = "default"
 TIMEOUT = 10.0
+
+
+def stdout_of(record: Path) -> str:
+    """What the pod wrote to stdout (its log keeps both streams, line by line)."""
+    return stream_output(record, "stdout").decode()
+
+
+def stderr_of(record: Path) -> str:
+    return stream_output(record, "stderr").decode()
 
 
 class FakeClock:
@@ -312,8 +323,8 @@ def test_environment_working_directory_and_logs(env: Env) -> None:
     assert record.name == pod.name
     assert (pod / "out.txt").read_text().strip() == f"hi|hi-there $(GREETING)|{pod.name}|{pod.name}"
     assert (pod / "where.txt").read_text().strip() == str(pod.resolve())
-    assert (record / "stdout.log").read_text() == "hello\n"
-    assert (record / "stderr.log").read_text() == "oops\n"
+    assert stdout_of(record) == "hello\n"
+    assert stderr_of(record) == "oops\n"
 
 
 def test_indexed_job_gets_completion_indexes(env: Env) -> None:
@@ -423,7 +434,7 @@ def test_environment_is_only_the_pods_own(env: Env, monkeypatch: pytest.MonkeyPa
     env.wait_condition("envonly", "Complete")
     record = pod_record(env, "envonly")
     (pod,) = env.pods("envonly")
-    lines = (record / "stdout.log").read_text().splitlines()
+    lines = stdout_of(record).splitlines()
     seen = dict(line.split("=", 1) for line in lines)
     assert seen == {
         "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -468,7 +479,7 @@ def test_the_pod_cannot_reach_the_servers_files_by_relative_path(tmp_path: Path)
         )
         e.create("probe", ["sh", "-c", probe])
         e.wait_condition("probe", "Complete")
-        out = (pod_record(e, "probe") / "stdout.log").read_text()
+        out = stdout_of(pod_record(e, "probe"))
         assert "TOPSECRET" not in out
         assert str(data) not in out  # neither the working directory nor any variable names it
         assert out.strip().splitlines()[-1].startswith(str(runner.scratch_dir))
@@ -476,6 +487,20 @@ def test_the_pod_cannot_reach_the_servers_files_by_relative_path(tmp_path: Path)
         runner.stop()
         e.runners.remove(runner)
         shutil.rmtree(runner.scratch_dir, ignore_errors=True)
+
+
+def test_pods_run_the_shim_compiled_once(env: Env) -> None:
+    """Every pod's shim runs from one .pyc in the work directory (a script is compiled at every
+    start), and it is the shim of this version."""
+    env.runner()
+    env.create("compiled", SLEEPER)
+    record = pod_record(env, "compiled")
+    pid = wait_for(lambda: (record / "pid").exists() and json.loads((record / "pid").read_text())["pid"])
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    compiled = env.work / ".podshim.pyc"
+    assert argv[1:5] == [b"-I", b"-S", str(compiled).encode(), str(record).encode()]
+    source = compile(Path(podshim.__file__).read_text(), podshim.__file__, "exec")
+    assert marshal.loads(compiled.read_bytes()[16:]).co_code == source.co_code
 
 
 def test_records_and_logs_are_private(env: Env) -> None:
@@ -487,7 +512,7 @@ def test_records_and_logs_are_private(env: Env) -> None:
     for directory in (env.work, env.work / NS, record.parent, record, env.scratch, pod):
         assert directory.stat().st_mode & 0o777 == 0o700, directory
     files = sorted(p.name for p in record.iterdir())
-    assert {"spec.json", "pid", "exit", "stdout.log", "stderr.log"} <= set(files)
+    assert {"spec.json", "pid", "exit", "container.log"} <= set(files)
     for file in record.iterdir():
         assert file.stat().st_mode & 0o777 == 0o600, file
 
@@ -560,7 +585,7 @@ def test_memory_limit_is_applied_and_recorded(env: Env) -> None:
     env.wait_condition("limited", "Complete")
     record = pod_record(env, "limited")
     spec = json.loads((record / "spec.json").read_text())
-    out = (record / "stdout.log").read_text().splitlines()
+    out = stdout_of(record).splitlines()
     if "memory" in (spec.get("limits") or {}) and "RLIMIT_AS" in spec["limits"]["memory"]:
         assert out[0] == str(64 * 1024)  # KiB
     else:
@@ -679,13 +704,13 @@ def test_run_as_user_cannot_read_the_servers_files(env: Env) -> None:
         env.create("asnobody", ["sh", "-c", f"id -u; id -g; touch mine; cat {secret}; ls {env.work}; exit 0"])
         env.wait_condition("asnobody", "Complete")
         record = pod_record(env, "asnobody")
-        out = (record / "stdout.log").read_text().splitlines()
-        err = (record / "stderr.log").read_text()
+        out = stdout_of(record).splitlines()
+        err = stderr_of(record)
         assert out[:2] == [str(nobody.uid), str(nobody.gid)]
         assert "TOPSECRET" not in "".join(out) and "Permission denied" in err
         (pod,) = [p for p in (scratch / "pods" / NS / "asnobody").iterdir()]
         assert (pod / "mine").stat().st_uid == nobody.uid
-        assert record.stat().st_uid == 0 and (record / "stdout.log").stat().st_uid == 0
+        assert record.stat().st_uid == 0 and (record / "container.log").stat().st_uid == 0
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

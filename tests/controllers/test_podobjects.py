@@ -15,9 +15,9 @@ import pytest
 from pykueue.apiserver.app import create_app
 from pykueue.client.inprocess import InProcessClient
 from pykueue.client.interface import NotFound
-from pykueue.client.resources import JOBS, NODES, PODS
+from pykueue.client.resources import EVENTS, JOBS, NODES, PODS
 from pykueue.controllers.jobrunner import JobRunner
-from pykueue.controllers.podobjects import node_name, pod_log_dir, pod_object, pod_status
+from pykueue.controllers.podobjects import PodPublisher, node_name, pod_log_dir, pod_object, pod_status
 from pykueue.store import Store
 
 T = TypeVar("T")
@@ -250,3 +250,33 @@ def test_an_adopted_pod_keeps_its_status_written(
     wait_for(lambda: _phases(client) == ["Succeeded"])
     (pod,) = _pods(client)
     assert pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 0
+
+
+def _reasons(client: InProcessClient, pod: str) -> list[str]:
+    items, _ = client.list(EVENTS, NS)
+    return sorted(e["reason"] for e in items if e["involvedObject"]["name"] == pod)
+
+
+def test_an_adopted_pod_gets_the_started_event_its_runner_did_not_record(client: InProcessClient) -> None:
+    """A runner that died after starting a pod but before writing its Running status (and the
+    kubelet's Started Event, which follows that write) left a Pending Pod: the runner adopting the
+    pod records Started, as for a pod it started; one whose status shows it started gets none."""
+    node = node_name()
+    owner = _job(client, "job", ["true"], suspend=True)["metadata"]["uid"]  # the Pods' owner must exist
+    unrecorded = FakePod(name="job-aaaaa", uid="u-a", job_uid=owner, template=TEMPLATE)
+    client.create(PODS, pod_object(unrecorded, node))  # Pending, as the runner that died left it
+    recorded = FakePod(name="job-bbbbb", uid="u-b", job_uid=owner, template=TEMPLATE, started_at=T0)
+    client.create(PODS, pod_object(recorded, node))
+    client.patch(PODS, recorded.name, {"status": pod_status(recorded, T0)}, NS, subresource="status")
+    publisher = PodPublisher(client, node, lambda: T1)
+    publisher.start()
+    try:
+        for pod in (unrecorded, recorded):
+            pod.template, pod.started_at = {}, T0  # what the runner knows of an adopted pod
+            publisher.adopted(pod)
+        assert publisher.wait_idle()
+    finally:
+        publisher.stop()
+    assert _reasons(client, unrecorded.name) == ["Started"]
+    assert _reasons(client, recorded.name) == []
+    assert client.get(PODS, unrecorded.name, NS)["status"]["phase"] == "Running"

@@ -380,7 +380,7 @@ class APIServerApp:
         try:
             if scope["method"] != "GET":
                 raise E.method_not_supported("", "pods/log", scope["method"].lower())
-            options = podlogs.LogOptions(parse_query(scope.get("query_string", b"")))
+            options = podlogs.LogOptions(parse_query(scope.get("query_string", b"")), name)
             pod = self._get_pod(namespace, name)
             if pod is None:
                 raise E.not_found("", "pods", name)

@@ -27,7 +27,9 @@ where the hierarchy is writable) so that every descendant dies with the pod; the
 only the pod's own; ``resources.limits`` are applied; the working directory is a private scratch
 directory outside the runner's state (``SCRATCH/<namespace>/<job>/<pod>/``), optionally owned by
 ``run_as_user``. The runner's own records live in ``WORK_DIR/<namespace>/<job>/<pod>/`` (0700:
-``spec.json``, ``pid``, ``exit``, markers, ``stdout.log`` / ``stderr.log`` 0600).
+``spec.json``, ``pid``, ``exit``, markers, the log ``container.log`` 0600: stdout and stderr in the
+kubelet's CRI log format, see ``podshim.py``; records of older versions have ``stdout.log`` /
+``stderr.log`` instead, which ``pods/log`` still reads).
 
 Pod objects: each pod is also a ``core/v1`` Pod (and the machine a Node), written by
 :class:`~pykueue.controllers.podobjects.PodPublisher` off the hot path; a Pod deleted through the
@@ -62,6 +64,7 @@ import itertools
 import logging
 import marshal
 import os
+import py_compile
 import random
 import select
 import shutil
@@ -82,6 +85,7 @@ from typing import Any
 
 from pykueue.api.jobs import queue_name
 from pykueue.api.meta import format_time, parse_time
+from pykueue.apiserver.podlogs import CRI_LOG
 from pykueue.client.interface import APIError, Client, Conflict, NotFound
 from pykueue.client.resources import EVENTS, JOBS, PODS, WORKLOADS
 from pykueue.controllers import podshim
@@ -143,6 +147,7 @@ _MAX_WRITE_ATTEMPTS = 5
 _RETRY_SECONDS = 1.0
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # the apiserver's generateName alphabet
 _SHIM = str(Path(podshim.__file__).resolve())
+SHIM_PYC = ".podshim.pyc"  # in the work directory: no namespace (a directory there) starts with "."
 
 PENDING, RUNNING, TERMINATING = "Pending", "Running", "Terminating"
 _REMOVED, _FINALIZED, _DONE = "removed", "finalized", "done"  # markers in a pod's record directory
@@ -256,6 +261,7 @@ class JobRunner:
         self._use_cgroups = cgroups
         self.pod_runtime = pod_runtime
         self._cgroups: Cgroups | None = None
+        self._shim = _SHIM  # compiled into the work directory at start()
         self._informer = Informer(client, JOBS, self._on_change)
         # Pod and Node objects for what runs here (None: only the Job status is written).
         self.publisher = PodPublisher(client, node_name(), clock) if publish_pods else None
@@ -292,6 +298,7 @@ class JobRunner:
                     os.chmod(directory, 0o711)
             check_searchable(self.scratch_dir, self.run_as_user)
         self._cgroups = Cgroups(self.work_dir, enabled=self._use_cgroups)
+        self._shim = _compiled_shim(self.work_dir)
         self._adopt()
         if self.publisher is not None:
             self.publisher.start()
@@ -945,8 +952,7 @@ class JobRunner:
             "argv": argv,
             "env": env,
             "cwd": str(pod.scratch_dir),
-            "stdout": str(pod.state_dir / "stdout.log"),
-            "stderr": str(pod.state_dir / "stderr.log"),
+            "log": str(pod.state_dir / CRI_LOG),
             "rlimits": rlimits,
             "cgroup": None,
             "limits": applied,
@@ -994,7 +1000,7 @@ class JobRunner:
         shim_log = os.open(pod.state_dir / "shim.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", _SHIM, str(pod.state_dir)],  # no site: 4x faster start
+                [sys.executable, "-I", "-S", self._shim, str(pod.state_dir)],  # no site: 4x faster start
                 cwd=pod.state_dir,
                 env={},  # the shim needs nothing of the runner's environment
                 stdin=subprocess.PIPE,
@@ -1436,6 +1442,21 @@ def _format_indexes(indexes: Iterable[int]) -> str:
         start = prev = i
     return ",".join(parts)
 
+
+
+def _compiled_shim(work_dir: Path) -> str:
+    """The pod shim compiled once, in the runner's private work directory, for every pod to run.
+
+    Python compiles a script it is given at every start (never caching it): about 6 ms of CPU per
+    pod for the shim; a ``.pyc`` given instead runs at once (``bench/pod_start.py``). Where it
+    cannot be written, the script itself is run."""
+    target = work_dir / SHIM_PYC
+    try:
+        py_compile.compile(_SHIM, cfile=str(target), doraise=True)
+    except (OSError, py_compile.PyCompileError) as err:
+        log.warning("job runner: cannot compile the pod shim to %s (%s); running its source", target, err)
+        return _SHIM
+    return str(target)
 
 
 def _pidfd(pid: int) -> int | None:

@@ -424,6 +424,11 @@ class PodPublisher:
             if created:
                 entry.created_at = parse_time(str(created))
             entry.adopted = False
+            entry.object = live
+            # The previous runner records Started right after writing the started container's
+            # status: if its status does not show that, it died in between and Started is recorded
+            # now, as for a pod this runner started (a kubelet records it once per container start).
+            entry.started = _container_started(live)
         if not entry.created:
             try:
                 entry.object = self.client.create(PODS, pod_object(pod, self.node))
@@ -454,6 +459,15 @@ class PodPublisher:
                 if pod.uid not in self._dirty:
                     self._entries.pop(pod.uid, None)
                     self._by_name.pop((pod.namespace, pod.name), None)
+
+
+def _container_started(pod: Mapping[str, Any]) -> bool:
+    """Whether the Pod's status shows its container started (running, or ended after running)."""
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+        state = cs.get("state") or {}
+        if "running" in state or (state.get("terminated") or {}).get("startedAt"):
+            return True
+    return False
 
 
 def pod_log_dir(work_dir: Path, pod: Mapping[str, Any]) -> Path | None:

@@ -29,6 +29,8 @@ from support import (
     wait_for,
 )
 
+from pykueue.apiserver.podlogs import CRI_LOG, stream_output
+
 MODES = ["embedded", "cluster"]
 
 FLAVOR = """
@@ -468,7 +470,5 @@ def test_readme_quickstart_example_runs_to_completion(kueue: Kueue) -> None:
     wait_condition(kueue, "job", "sample-job", "Complete", timeout=40)
     wl = _workload_name(kueue, "sample-job")
     assert is_true(kueue.get("workload", wl), "Finished")
-    logs = sorted((kueue.base / "pods").rglob("stdout.log")) or sorted(
-        (kueue.server.data_dir / "pods").rglob("stdout.log")
-    )
-    assert any("hello from sample-job" in p.read_text() for p in logs)
+    logs = sorted((kueue.base / "pods").rglob(CRI_LOG)) or sorted((kueue.server.data_dir / "pods").rglob(CRI_LOG))
+    assert any(b"hello from sample-job" in stream_output(p.parent, "stdout") for p in logs)

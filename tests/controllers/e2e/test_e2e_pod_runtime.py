@@ -20,6 +20,8 @@ import pytest
 import yaml
 from support import Kueue, local_queue, start_kueue, wait_for
 
+from pykueue.apiserver.podlogs import CRI_LOG, stream_output
+
 IMAGE = "localhost/pykueue-e2e-sh:1"
 CQ = """
 apiVersion: kueue.x-k8s.io/v1beta2
@@ -143,9 +145,9 @@ def finished(kueue: Kueue, name: str) -> dict[str, object]:
 
 
 def stdout_of(kueue: Kueue, name: str) -> str:
-    logs = sorted((kueue.base / "data" / "pods" / "default" / name).glob("*/stdout.log"))
+    logs = sorted((kueue.base / "data" / "pods" / "default" / name).glob(f"*/{CRI_LOG}"))
     assert logs, f"no pod logs for {name}"
-    return "".join(p.read_text() for p in logs)
+    return "".join(stream_output(p.parent, "stdout").decode() for p in logs)
 
 
 def test_args_only_run_the_image_entrypoint(kueue: Kueue) -> None:
@@ -189,5 +191,5 @@ def test_deleting_the_job_kills_and_removes_the_container(kueue: Kueue, podman_e
 
 
 def stdout_of_or_empty(kueue: Kueue, name: str) -> str:
-    logs = sorted((kueue.base / "data" / "pods" / "default" / name).glob("*/stdout.log"))
-    return "".join(p.read_text() for p in logs)
+    logs = sorted((kueue.base / "data" / "pods" / "default" / name).glob(f"*/{CRI_LOG}"))
+    return "".join(stream_output(p.parent, "stdout").decode() for p in logs)

@@ -1,14 +1,19 @@
 """Pods as on a cluster, end to end: real ``pykueue serve`` (job runner on), real kubectl.
 
-``kubectl get pods`` / ``-w`` / ``describe pod`` / ``logs`` (``-f job/NAME``, ``--tail``) /
-``delete pod``, the local Node, and Pods going with their Job.
+``kubectl get pods`` / ``-w`` / ``describe pod`` / ``logs`` (``-f job/NAME``, ``--tail``,
+``--timestamps``, ``--since``, ``--since-time``) / ``delete pod``, the local Node, and Pods going
+with their Job.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
+import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -111,11 +116,26 @@ def test_node_for_the_local_machine(kueue: Kueue) -> None:
     assert is_true(node, "Ready")
 
 
+STAMPED = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z) (.*)")
+
+
+def _stamped(out: str) -> list[tuple[datetime, str]]:
+    """``kubectl logs --timestamps`` lines: the kubelet's RFC3339NanoFixed time, then the line."""
+    lines = []
+    for line in out.splitlines():
+        match = STAMPED.fullmatch(line)
+        assert match is not None, line
+        lines.append((datetime.fromisoformat(match[1][:26] + "+00:00"), match[2]))
+    return lines
+
+
 def test_pods_watch_logs_follow_tail_and_describe(kueue: Kueue) -> None:
     lines = [f"line {i}" for i in range(1, 11)]
     watch = kueue.server.kubectl_popen("get", "pods", "-w", "-l", "app=talker")
     try:
-        kueue.apply(_job("talker", "for i in 1 2 3 4 5 6 7 8 9 10; do echo line $i; sleep 0.3; done"))
+        # Odd lines to stdout, even lines to stderr: the log shows them in the order written.
+        talk = "for i in 1 2 3 4 5 6 7 8 9 10; do if [ $((i % 2)) = 0 ]; then echo line $i >&2; else echo line $i; fi; sleep 0.3; done"
+        kueue.apply(_job("talker", talk))
         pod = wait_for(lambda: next(iter(_pods(kueue, "talker")), None), what="the Job's Pod")
         name = pod["metadata"]["name"]
         assert name.startswith("talker-") and len(name) == len("talker-") + 5
@@ -133,6 +153,10 @@ def test_pods_watch_logs_follow_tail_and_describe(kueue: Kueue) -> None:
         wait_for(lambda: _phase(kueue, name) == "Succeeded", what="the Pod succeeded")
         assert kueue.kubectl("logs", name, "--tail=2").stdout.splitlines() == lines[-2:]
         assert kueue.kubectl("logs", "job/talker").stdout.splitlines() == lines
+        stamped = _stamped(kueue.kubectl("logs", "job/talker", "--timestamps").stdout)
+        assert [line for _, line in stamped] == lines
+        times = [t for t, _ in stamped]
+        assert times == sorted(times) and (times[-1] - times[0]).total_seconds() >= 2  # when written
 
         table = kueue.kubectl("get", "pods", "-o", "wide").stdout.splitlines()
         header = table[0].split()
@@ -199,6 +223,66 @@ def test_delete_pod_kills_the_process_and_the_job_counts_the_failure(kueue: Kueu
     failed = next(c for c in job["status"]["conditions"] if c["type"] == "Failed")
     assert failed["reason"] == "BackoffLimitExceeded"
     assert not any(p["metadata"]["name"] == name for p in _pods(kueue, "victim"))
+
+
+def test_deleted_pod_is_replaced_while_the_backoff_limit_allows(kueue: Kueue, tmp_path: Path) -> None:
+    """As the Job controller counts a deleted running pod: failed, replaced (after its backoff)
+    while ``backoffLimit`` allows, then the Job fails."""
+    tmp_path.chmod(0o777)
+    kueue.apply(_job("phoenix", f"echo $$$$ > {tmp_path}/$HOSTNAME; exec sleep 120", backoff=1))
+
+    def running_pod(exclude: set[str]) -> tuple[str, int] | None:
+        for pod in _pods(kueue, "phoenix"):
+            name = pod["metadata"]["name"]
+            pid_file = tmp_path / name
+            if name not in exclude and pod["status"].get("phase") == "Running" and pid_file.exists():
+                text = pid_file.read_text().strip()
+                if text:
+                    return name, int(text)
+        return None
+
+    first, pid = wait_for(lambda: running_pod(set()), what="the first pod runs")
+    kueue.kubectl("delete", "pod", first)
+    wait_for(lambda: not _pid_alive(pid), what="the first pod's process was killed")
+    job = wait_for(lambda: (j := kueue.get("job", "phoenix"))["status"].get("failed") == 1 and j, what="failed 1")
+    assert not is_true(job, "Failed")
+    kueue.advance(10)  # the Job controller's first backoff
+    second, pid = wait_for(lambda: running_pod({first}), what="a replacement pod runs")
+    assert second != first and _pid_alive(pid)
+    assert [p["metadata"]["name"] for p in _pods(kueue, "phoenix")] == [second]
+    kueue.kubectl("delete", "pod", second)
+    wait_for(lambda: not _pid_alive(pid), what="the replacement's process was killed")
+    job = _failed_job(kueue, "phoenix")
+    assert job["status"]["failed"] == 2
+    failed = next(c for c in job["status"]["conditions"] if c["type"] == "Failed")
+    assert failed["reason"] == "BackoffLimitExceeded"
+
+
+def test_logs_timestamps_since_and_since_time(kueue: Kueue) -> None:
+    kueue.apply(_job("clock", "echo early out; echo early err >&2; sleep 5; echo late out; echo late err >&2"))
+    name = wait_for(lambda: next(iter(_pods(kueue, "clock")), {}).get("metadata", {}).get("name"), what="Pod")
+    wait_for(lambda: _phase(kueue, name) == "Succeeded", timeout=60, what="the Pod succeeded")
+    stamped = _stamped(kueue.kubectl("logs", name, "--timestamps").stdout)
+    assert [line for _, line in stamped] == ["early out", "early err", "late out", "late err"]
+    (early, _), (_, _), (late, _), (_, _) = stamped
+    assert (late - early).total_seconds() >= 5
+    # --since-time (sent as whole seconds): the first whole second after the early lines.
+    since_time = datetime.fromtimestamp(math.floor(stamped[1][0].timestamp()) + 1, UTC)
+    out = kueue.kubectl("logs", name, f"--since-time={since_time.strftime('%Y-%m-%dT%H:%M:%SZ')}").stdout
+    assert out.splitlines() == ["late out", "late err"]
+    # --since: a window reaching back past the late lines but not to the early ones, 5 s before.
+    seconds = math.ceil(time.time() - stamped[2][0].timestamp()) + 3
+    assert kueue.kubectl("logs", name, f"--since={seconds}s").stdout.splitlines() == ["late out", "late err"]
+    assert len(kueue.kubectl("logs", name, "--since=1h").stdout.splitlines()) == 4
+    last = _stamped(kueue.kubectl("logs", name, "--timestamps", "--tail=1").stdout)
+    assert last == [stamped[-1]]
+    # kube-apiserver's ValidatePodLogOptions, reached by a real client (kubectl rounds 400ms to 0).
+    result = kueue.kubectl("logs", name, "--since=400ms", check=False)
+    assert result.returncode == 1
+    assert f'PodLogOptions "{name}" is invalid: sinceSeconds: Invalid value: 0: must be greater than 0' in result.stderr
+    path = f"/api/v1/namespaces/default/pods/{name}/log?sinceSeconds=10&sinceTime=2025-01-10T12:00:00Z"
+    result = kueue.kubectl("get", "--raw", path, check=False)
+    assert "at most one of `sinceTime` or `sinceSeconds` may be specified" in result.stderr
 
 
 def test_deleting_the_job_removes_its_pods(kueue: Kueue) -> None:
