@@ -139,6 +139,10 @@ def remove_condition(conditions: list[Condition], ctype: str) -> bool:
 CONDITION_MESSAGE_LIMIT = 32768
 EVENT_NOTE_LIMIT = 1024
 
+# Event types (k8s.io/api/core/v1 EventTypeNormal / EventTypeWarning): the one definition.
+NORMAL = "Normal"
+WARNING = "Warning"
+
 
 def truncate_message(message: str, limit: int = CONDITION_MESSAGE_LIMIT) -> str:
     """Keep the first ``limit-4`` bytes and append `` ...`` when over ``limit`` bytes."""

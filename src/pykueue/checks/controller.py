@@ -24,7 +24,7 @@ converted with :func:`pykueue.api.conversion.to_internal`) and as the JSON dict 
 It must be idempotent and quick: it is called from the controller's single worker thread, on
 every change of the Workload. Returning None leaves the entry untouched.
 
-Time comes from the injected ``clock`` only (see :mod:`pykueue.controllers.clock`).
+Time comes from the injected ``clock`` only (see :mod:`pykueue.runtime.clock`).
 """
 
 from __future__ import annotations
@@ -38,12 +38,12 @@ from typing import Any, cast
 from pykueue.api import kueue as k
 from pykueue.api.conversion import to_internal
 from pykueue.checks import states as st
-from pykueue.checks.events import NORMAL, EventRecorder
-from pykueue.checks.runtime import ControllerRuntime, RuntimeComponent, update_status
 from pykueue.client import resources as r
 from pykueue.client.interface import Client
-from pykueue.controllers.clock import Clock, system_clock
-from pykueue.controllers.informer import DELETED, SYNCED, Change, object_key
+from pykueue.runtime.clock import Clock, system_clock
+from pykueue.runtime.controller import ControllerRuntime, RuntimeComponent, update_status
+from pykueue.runtime.informer import DELETED, SYNCED, Change, object_key
+from pykueue.runtime.recorder import NORMAL, EventRecorder
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import msgspec
 
-from pykueue.api.meta import format_time, truncate_message
+from pykueue.api.meta import EVENT_NOTE_LIMIT, format_time, truncate_message
 from pykueue.core.lifecycle import backoff_seconds as backoff_seconds  # Kueue's formula (§3.10), one copy
 
 PENDING = "Pending"
@@ -43,8 +43,6 @@ FINISHED = "Finished"
 
 DEFAULT_BACKOFF_BASE_SECONDS = 60
 DEFAULT_BACKOFF_MAX_SECONDS = 1800
-
-EVENT_NOTE_LIMIT = 1024
 
 
 # --- generic JSON access ------------------------------------------------------------------------

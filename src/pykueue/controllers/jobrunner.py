@@ -85,8 +85,6 @@ from pykueue.api.meta import format_time, parse_time
 from pykueue.client.interface import APIError, Client, Conflict, NotFound
 from pykueue.client.resources import EVENTS, JOBS, PODS, WORKLOADS
 from pykueue.controllers import podshim
-from pykueue.controllers.clock import Clock, system_clock
-from pykueue.controllers.informer import DELETED, SYNCED, Change, Informer, ObjectKey, object_key
 from pykueue.controllers.podobjects import PodPublisher, node_name, pod_log_dir
 from pykueue.controllers.podruntime import ContainerRuntime, container_name
 from pykueue.controllers.podsandbox import (
@@ -104,6 +102,8 @@ from pykueue.controllers.podsandbox import (
     same_process,
     write_durably,
 )
+from pykueue.runtime.clock import Clock, system_clock
+from pykueue.runtime.informer import DELETED, SYNCED, Change, Informer, ObjectKey, object_key
 
 log = logging.getLogger(__name__)
 

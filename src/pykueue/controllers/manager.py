@@ -1,7 +1,7 @@
 """The Kueue controller manager: informers → one manager thread → core → writes through the client.
 
 One thread owns every piece of controller state (design: docs/design/controllers.md). Informer
-threads list/watch the API and push :class:`~pykueue.controllers.informer.Change` objects onto an
+threads list/watch the API and push :class:`~pykueue.runtime.informer.Change` objects onto an
 inbox; the manager thread applies them to its caches, routes Workload changes into the scheduling
 core (API reference §3.14a), runs the reconcilers that are due (workload, queues, flavors, checks,
 Jobs) and a scheduling cycle, and records events. Writes go through the API with the cached
@@ -38,16 +38,6 @@ from pykueue.api.unmodelled import EVENT_REASON as UNMODELLED_EVENT_REASON
 from pykueue.api.unmodelled import unmodelled_features
 from pykueue.client import resources as R
 from pykueue.client.interface import APIError, Client, Conflict, NotFound, Resource
-from pykueue.controllers.clock import Clock, system_clock
-from pykueue.controllers.informer import (
-    DELETED,
-    SYNCED,
-    Change,
-    Informer,
-    ObjectKey,
-    object_key,
-    resource_version,
-)
 from pykueue.core.cache import Cache
 from pykueue.core.events import WARNING, Event
 from pykueue.core.options import SchedulerOptions, options_from_config
@@ -62,6 +52,16 @@ from pykueue.core.workload_info import (
 from pykueue.core.workload_routing import queueable, route_workload_change
 from pykueue.metrics import KueueMetrics
 from pykueue.metrics import for_manager as metrics_for_manager
+from pykueue.runtime.clock import Clock, system_clock
+from pykueue.runtime.informer import (
+    DELETED,
+    SYNCED,
+    Change,
+    Informer,
+    ObjectKey,
+    object_key,
+    resource_version,
+)
 
 log = logging.getLogger(__name__)
 

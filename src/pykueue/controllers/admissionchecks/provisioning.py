@@ -21,7 +21,7 @@ Requests are deleted when the workload finishes or is evicted (gate
 A second reconciler keeps each AdmissionCheck's ``Active`` condition: True while its parameters
 reference an existing ProvisioningRequestConfig, else False/``BadParametersRef``.
 
-It runs on :class:`pykueue.checks.runtime.ControllerRuntime` (informers on Workloads,
+It runs on :class:`pykueue.runtime.controller.ControllerRuntime` (informers on Workloads,
 AdmissionChecks, ProvisioningRequestConfigs and ProvisioningRequests; one worker thread) and
 talks to the API only through the :class:`~pykueue.client.interface.Client`. Time comes from the
 injected clock.
@@ -41,12 +41,12 @@ from typing import Any
 from pykueue.api.feature_gates import FeatureGates
 from pykueue.api.meta import controller_of
 from pykueue.checks import states as st
-from pykueue.checks.events import NORMAL, WARNING, EventRecorder
-from pykueue.checks.runtime import ControllerRuntime, RuntimeComponent, update_status
 from pykueue.client import resources as r
 from pykueue.client.interface import AlreadyExists, APIError, Client, NotFound
-from pykueue.controllers.clock import Clock, system_clock
-from pykueue.controllers.informer import DELETED, MODIFIED, SYNCED, Change, object_key
+from pykueue.runtime.clock import Clock, system_clock
+from pykueue.runtime.controller import ControllerRuntime, RuntimeComponent, update_status
+from pykueue.runtime.informer import DELETED, MODIFIED, SYNCED, Change, object_key
+from pykueue.runtime.recorder import NORMAL, WARNING, EventRecorder
 
 log = logging.getLogger(__name__)
 

@@ -20,11 +20,11 @@ from pykueue.api.kueue import PriorityClass, ReclaimablePod, Workload, WorkloadP
 from pykueue.api.meta import ObjectMeta, find_condition
 from pykueue.client import resources as R
 from pykueue.client.interface import AlreadyExists
-from pykueue.controllers.informer import ObjectKey
 from pykueue.controllers.jobs import batch_job as bj
 from pykueue.core import lifecycle
 from pykueue.core.events import NORMAL, WARNING, Event
 from pykueue.core.workload_info import has_quota_reservation, is_admitted, is_evicted, is_finished
+from pykueue.runtime.informer import ObjectKey
 
 if TYPE_CHECKING:
     from pykueue.controllers.manager import ControllerManager

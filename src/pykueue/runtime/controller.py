@@ -1,7 +1,7 @@
 """The machinery under every admission-check controller: informers, a keyed work queue, one worker.
 
 A :class:`ControllerRuntime` owns informers (list + watch through the
-:class:`~pykueue.client.interface.Client`, see :mod:`pykueue.controllers.informer`) whose changes
+:class:`~pykueue.client.interface.Client`, see :mod:`pykueue.runtime.informer`) whose changes
 are mapped to *keys* ``(kind, namespace, name)`` by handlers, and a single worker thread that
 hands each key to the reconciler registered for its kind. As in controller-runtime:
 
@@ -10,7 +10,7 @@ hands each key to the reconciler registered for its kind. As in controller-runti
 * a reconciler returns the seconds after which it wants to see the key again (or None);
 * a reconciler that raises is retried with an exponential backoff (0.5 s doubling up to 30 s).
 
-Delays are measured on the injected :data:`~pykueue.controllers.clock.Clock`, never on wall time,
+Delays are measured on the injected :data:`~pykueue.runtime.clock.Clock`, never on wall time,
 so a test (or ``--time-offset-file``) that moves the clock makes due work run at once; the worker
 re-reads the clock every ``poll_interval`` real seconds while it waits.
 
@@ -29,8 +29,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pykueue.client.interface import Client, Conflict, NotFound, Resource
-from pykueue.controllers.clock import Clock, system_clock
-from pykueue.controllers.informer import Change, Informer
+from pykueue.runtime.clock import Clock, system_clock
+from pykueue.runtime.informer import Change, Informer
 
 log = logging.getLogger(__name__)
 
