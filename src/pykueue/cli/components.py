@@ -118,7 +118,8 @@ def build_components(
 ) -> list[Any]:
     """The components to start, in start order."""
     from pykueue.api.config import load_config, load_config_file
-    from pykueue.controllers.manager import ControllerManager, ControllerOptions
+    from pykueue.controllers.manager import ControllerManager
+    from pykueue.controllers.options import ControllerOptions
     from pykueue.runtime.clock import clock_from
 
     clock = clock_from(args.time_offset_file)

@@ -35,7 +35,7 @@ from pykueue.apiserver.errors import APIError
 from pykueue.apiserver.handlers import APIRequest
 from pykueue.apiserver.resources import ResourceInfo
 from pykueue.controllers.jobs import batch_job as bj
-from pykueue.controllers.manager import ControllerOptions
+from pykueue.controllers.options import ControllerOptions
 from pykueue.sim.cluster import stable_uid
 from pykueue.store.store import Store
 

@@ -31,16 +31,16 @@ from pykueue.core.workload_info import (
 )
 
 if TYPE_CHECKING:
-    from pykueue.controllers.manager import ControllerManager
+    from pykueue.controllers.context import ReconcileContext
 
 
 
 class WorkloadController:
     """Reconciles one Workload at a time; see the module docstring."""
 
-    def __init__(self, mgr: ControllerManager) -> None:
-        self.mgr = mgr
-        self.options = mgr.sched_options
+    def __init__(self, ctx: ReconcileContext) -> None:
+        self.mgr = ctx  # the reconcile context (named as before so the decision code is untouched)
+        self.options = ctx.sched_options
 
     def _event(self, wl: Workload, type_: str, reason: str, note: str) -> None:
         self.mgr.record_event(Event.for_workload(wl.metadata.namespace, wl.metadata.name, type_, reason, note))
