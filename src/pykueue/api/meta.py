@@ -1,6 +1,6 @@
 """Object metadata, conditions and time, shared by every kind.
 
-Conditions follow Kubernetes ``meta.SetStatusCondition`` exactly (API reference §0.2):
+Conditions follow Kubernetes ``meta.SetStatusCondition`` exactly (apimachinery ``pkg/api/meta/conditions.go``):
 ``lastTransitionTime`` moves only when ``status`` changes; reason, message and
 observedGeneration are always overwritten.
 """

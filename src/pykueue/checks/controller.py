@@ -1,4 +1,5 @@
-"""The admission-check SDK: write a function, get a controller (API reference §5.1).
+"""The admission-check SDK: write a function, get a controller (upstream's contract for an
+admission-check controller: ``pkg/workload/patching/patching.go`` ``SetAdmissionCheckState``).
 
 An admission-check controller owns the AdmissionChecks whose ``spec.controllerName`` is its
 name. :class:`AdmissionCheckController` does everything that contract asks except the decision:
@@ -136,7 +137,7 @@ class CheckRequest:
     def backoff_seconds(
         self, base: int = st.DEFAULT_BACKOFF_BASE_SECONDS, max_seconds: int = st.DEFAULT_BACKOFF_MAX_SECONDS
     ) -> int:
-        """Kueue's helper delay for a Retry now: ``floor(backoff(retryCount + 1))`` (§3.8)."""
+        """Kueue's helper delay for a Retry now: ``floor(backoff(retryCount + 1))`` (``workload.UpdateAdmissionCheckRequeueState``)."""
         return st.requeue_after_seconds(self.retry_count, base, max_seconds)
 
 

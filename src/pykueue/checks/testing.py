@@ -217,7 +217,7 @@ def add_pending_checks(
 def evict(
     client: Client, namespace: str, name: str, now: datetime, *, reason: str = "AdmissionCheck"
 ) -> dict[str, Any]:
-    """Play Kueue's eviction (§3.6): Evicted=True and every non-Pending check reset to Pending
+    """Play Kueue's eviction (``pkg/workload/evict/evict.go``): Evicted=True and every non-Pending check reset to Pending
     (``retryCount`` + 1 for Retry checks)."""
 
     def mutate(wl: dict[str, Any]) -> bool:

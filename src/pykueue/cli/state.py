@@ -232,7 +232,7 @@ class _Admitter:
     # -- the Job integration --------------------------------------------------------------------
 
     def create_job_workloads(self) -> None:
-        """The Workload the Job integration creates for each managed top-level Job (§6.4)."""
+        """The Workload the Job integration creates for each managed top-level Job (jobframework ``ConstructWorkload``)."""
         wpcs = {
             obj.metadata.name: obj for obj, _ in self.objects if isinstance(obj, k.WorkloadPriorityClass)
         }

@@ -23,7 +23,6 @@ from collections.abc import Callable, Hashable, Iterable
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from pykueue.api.kueue import LocalQueue, Workload
 from pykueue.api.meta import to_time
 from pykueue.client.interface import APIError, Client, Conflict, NotFound
 from pykueue.controllers.cluster_cache import (
@@ -51,7 +50,7 @@ from pykueue.metrics import KueueMetrics
 from pykueue.metrics import for_manager as metrics_for_manager
 from pykueue.runtime.clock import Clock, system_clock
 from pykueue.runtime.controller import WorkQueue
-from pykueue.runtime.informer import SYNCED, Change, Informer, ObjectKey
+from pykueue.runtime.informer import SYNCED, Change, Informer
 from pykueue.runtime.recorder import CORE_V1, EventRecorder
 
 log = logging.getLogger(__name__)
@@ -140,24 +139,6 @@ class ControllerManager:
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self.cycles = 0
-
-    # --- read access for the visibility API, metrics and tests (manager thread) -------------------------
-
-    @property
-    def workloads(self) -> dict[str, Workload]:
-        return self.cluster.workloads
-
-    @property
-    def local_queues(self) -> dict[str, LocalQueue]:
-        return self.cluster.local_queues
-
-    @property
-    def raw(self) -> dict[str, dict[ObjectKey, dict[str, Any]]]:
-        return self.cluster.raw
-
-    def cluster_queue_of(self, wl: Workload) -> str | None:
-        """The admission's ClusterQueue, else the LocalQueue's."""
-        return self.cluster.cluster_queue_of(wl)
 
     # --- lifecycle ---------------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""ClusterQueue, LocalQueue and Cohort status; finalizers of queues, flavors and checks (§4, §0.5).
+"""ClusterQueue, LocalQueue and Cohort status; finalizers of queues, flavors and checks
+(upstream ``pkg/controller/core/{clusterqueue,localqueue,cohort,resourceflavor,admissioncheck}_controller.go``).
 
 Status is computed by :mod:`pykueue.core.queue_status` from the scheduler's cache and queues and
 written with a full status update only when it differs from what the API holds. The
@@ -67,7 +68,7 @@ class QueueControllers:
                 out.append(cq)
         return out
 
-    # --- ClusterQueue (§4.1) ---------------------------------------------------------------------------
+    # --- ClusterQueue (clusterqueue_controller.go) ---------------------------------------------------------------------------
 
     def _reconcile_cq(self, name: str) -> None:
         ctx = self.ctx
@@ -97,7 +98,7 @@ class QueueControllers:
         if status != cq.status:
             self._write(R.CLUSTER_QUEUES, msgspec.structs.replace(cq, status=status), status=True)
 
-    # --- LocalQueue (§4.2) --------------------------------------------------------------------------------
+    # --- LocalQueue (localqueue_controller.go) --------------------------------------------------------------------------------
 
     def _reconcile_lq(self, key: str) -> None:
         ctx = self.ctx
@@ -108,7 +109,7 @@ class QueueControllers:
         if status != lq.status:
             self._write(R.LOCAL_QUEUES, msgspec.structs.replace(lq, status=status), status=True)
 
-    # --- Cohort (§4.3) ---------------------------------------------------------------------------------------
+    # --- Cohort (cohort_controller.go) ---------------------------------------------------------------------------------------
 
     def _reconcile_cohort(self, name: str) -> None:
         ctx = self.ctx
@@ -120,7 +121,7 @@ class QueueControllers:
         if status != cohort.status:
             self._write(R.COHORTS, msgspec.structs.replace(cohort, status=status), status=True)
 
-    # --- ResourceFlavor and AdmissionCheck finalizers (§0.5) -------------------------------------------------
+    # --- ResourceFlavor and AdmissionCheck finalizers (resourceflavor/admissioncheck_controller.go) -------------------------------------------------
 
     def _reconcile_rf(self, name: str) -> None:
         rf = self.ctx.flavors.get(name)

@@ -1,4 +1,4 @@
-"""The built-in ProvisioningRequest admission check (API reference §5.3).
+"""The built-in ProvisioningRequest admission check (upstream ``pkg/controller/admissionchecks/provisioning/``).
 
 Controller name ``kueue.x-k8s.io/provisioning-request``. For every Workload holding a quota
 reservation whose ``status.admissionChecks`` name an AdmissionCheck of this controller, it asks
@@ -234,7 +234,7 @@ def required_pod_sets(wl: Mapping[str, Any], prc: Mapping[str, Any]) -> list[tup
 
 
 def request_is_needed(wl: Mapping[str, Any], prc: Mapping[str, Any]) -> bool:
-    """Whether the Workload needs a ProvisioningRequest under ``prc`` (§5.3 item 5)."""
+    """Whether the Workload needs a ProvisioningRequest under ``prc`` (upstream ``provisioning/controller.go``: a podSet with a count and a managed resource)."""
     return bool(required_pod_sets(wl, prc))
 
 
@@ -640,7 +640,7 @@ class ProvisioningRequestController(RuntimeComponent):
         prc: dict[str, Any] | None,
         pr: dict[str, Any] | None,
     ) -> dict[str, Any] | None:
-        """The entry after this pass (a copy), or None to abort the whole pass (§5.3 item 6)."""
+        """The entry after this pass (a copy), or None to abort the whole pass (the check-state sync of ``provisioning/controller.go``)."""
         new = copy.deepcopy(entry)
 
         def set_state(state: str) -> None:

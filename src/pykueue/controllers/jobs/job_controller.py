@@ -1,4 +1,4 @@
-"""The batch/v1 Job reconciler (API reference §6.3, §6.5): Jobs become Workloads and follow them.
+"""The batch/v1 Job reconciler (upstream ``jobframework/reconciler.go`` ``ReconcileGenericJob``): Jobs become Workloads and follow them.
 
 It is the glue around the pure rules of :mod:`pykueue.controllers.jobs.batch_job`: it reads the
 manager's caches, decides one step, and writes through the client. Like upstream's
@@ -190,7 +190,7 @@ class JobController:
             self._event(job, NORMAL, "UpdatedWorkload", bj.updated_workload_message(wl))
 
     def _propagate_gate(self, job: dict[str, Any], wl: Workload) -> bool:
-        """Copy the Job's ``admission-gated-by`` annotation to its Workload (§6.5 step 2)."""
+        """Copy the Job's ``admission-gated-by`` annotation to its Workload (``ReconcileGenericJob``, after finding the matching Workload)."""
         key = bj.ADMISSION_GATED_BY_ANNOTATION
         want = (job["metadata"].get("annotations") or {}).get(key)
         have = wl.metadata.annotations.get(key)
