@@ -19,6 +19,7 @@ from pykueue.api.kueue import RESOURCE_IN_USE_FINALIZER as RESOURCE_IN_USE
 from pykueue.api.kueue import ClusterQueue
 from pykueue.client import resources as R
 from pykueue.client.interface import Resource
+from pykueue.controllers.cluster_cache import CHECK, CLUSTER_QUEUE, COHORT, FLAVOR, LOCAL_QUEUE
 from pykueue.core.fair_sharing import cache_weight_of
 from pykueue.core.queue_status import cluster_queue_status, cohort_status, local_queue_status
 
@@ -36,11 +37,11 @@ class QueueControllers:
     def reconcilers(self) -> dict[str, Callable[[Any], None]]:
         """The reconciler of each kind, for the manager's work queue."""
         return {
-            "rf": self._reconcile_rf,
-            "ac": self._reconcile_ac,
-            "cq": self._reconcile_cq,
-            "lq": self._reconcile_lq,
-            "cohort": self._reconcile_cohort,
+            FLAVOR: self._reconcile_rf,
+            CHECK: self._reconcile_ac,
+            CLUSTER_QUEUE: self._reconcile_cq,
+            LOCAL_QUEUE: self._reconcile_lq,
+            COHORT: self._reconcile_cohort,
         }
 
     # --- helpers ------------------------------------------------------------------------------------

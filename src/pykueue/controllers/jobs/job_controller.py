@@ -20,6 +20,7 @@ from pykueue.api.kueue import PriorityClass, ReclaimablePod, Workload, WorkloadP
 from pykueue.api.meta import ObjectMeta, find_condition
 from pykueue.client import resources as R
 from pykueue.client.interface import AlreadyExists
+from pykueue.controllers.cluster_cache import JOB
 from pykueue.controllers.jobs import batch_job as bj
 from pykueue.core import lifecycle
 from pykueue.core.events import NORMAL, WARNING, Event
@@ -346,7 +347,7 @@ class JobController:
             )
             started = bj.start_job(job, wl, injections)
         except bj.FlavorNotFound:
-            self.ctx.requeue_after("job", (job["metadata"]["namespace"], job["metadata"]["name"]), 1.0)
+            self.ctx.requeue_after(JOB, (job["metadata"]["namespace"], job["metadata"]["name"]), 1.0)
             return
         except bj.StartJobError as err:
             self._finish(job, wl, "FailedToStart", str(err))
