@@ -424,6 +424,9 @@ class JobRunner:
                 time.sleep(0.05)
                 continue
             for key in self._work.take_ready():
+                if self._work.shutting_down():  # stopping: the rest waits for the next runner
+                    self._work.done(key)
+                    continue
                 try:
                     if self._sync(key):
                         self._work.forget(key)

@@ -245,6 +245,8 @@ class ControllerManager:
         """One pass: due requeues, ready keys, a scheduling cycle. Returns whether work remains."""
         self.queues.process_due_requeues(self.now().timestamp())
         self._reconcile_ready()
+        if self._stop.is_set():
+            return False
         self.cluster.deliver_updates()
         started = time.perf_counter()
         result = self.scheduler.schedule(self.now())
@@ -273,6 +275,9 @@ class ControllerManager:
     def _reconcile(self, item: WorkKey) -> None:
         """One key: on success its failures are forgotten; on failure it alone is retried later."""
         kind, key = item
+        if self._stop.is_set():  # stopping: the rest of the batch is left (a restart lists it all again)
+            self.work.done(item)
+            return
         try:
             self._reconcilers[kind](key)
         except (Conflict, NotFound):
