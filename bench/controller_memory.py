@@ -55,8 +55,9 @@ def main() -> None:
     from pykueue.apiserver.app import create_app
     from pykueue.apiserver.handlers import APIRequest
     from pykueue.client.inprocess import InProcessClient
-    from pykueue.controllers.clock import clock_from
-    from pykueue.controllers.manager import ControllerManager, ControllerOptions
+    from pykueue.controllers.manager import ControllerManager
+    from pykueue.controllers.options import ControllerOptions
+    from pykueue.runtime.clock import clock_from
     from pykueue.store import Store
 
     store = Store(None)

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from pykueue.api.kueue import AdmissionCheck
 from pykueue.checks import AdmissionCheckController, CheckFunction, CheckRequest, CheckResult
-from pykueue.controllers.clock import clock_from
+from pykueue.runtime.clock import clock_from
 
 DEFAULT_CONTROLLER_NAME = "example.com/business-hours"
 DAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")

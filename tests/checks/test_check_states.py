@@ -10,8 +10,8 @@ import pytest
 
 from pykueue.api.kueue import PodSetUpdate, Toleration
 from pykueue.checks import states as st
-from pykueue.checks.runtime import WorkQueue
 from pykueue.checks.testing import FakeClock
+from pykueue.runtime.controller import WorkQueue
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 T1 = T0 + timedelta(seconds=30)

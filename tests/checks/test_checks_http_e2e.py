@@ -31,8 +31,8 @@ from pykueue.checks import testing as t
 from pykueue.client import resources as r
 from pykueue.client.http import HTTPClient
 from pykueue.controllers.admissionchecks.provisioning import CONTROLLER_NAME, ProvisioningRequestController
-from pykueue.controllers.clock import system_clock
 from pykueue.controllers.provisioner import LocalProvisioner
+from pykueue.runtime.clock import system_clock
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "checks" / "business_hours.py"

@@ -16,7 +16,7 @@ from httpclient_support import (
 
 from pykueue.client.http import HTTPClient
 from pykueue.client.resources import POD_TEMPLATES
-from pykueue.controllers.informer import ADDED, DELETED, MODIFIED, SYNCED, Change, Informer
+from pykueue.runtime.informer import ADDED, DELETED, MODIFIED, SYNCED, Change, Informer
 
 
 class Sink:

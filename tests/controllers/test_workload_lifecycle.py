@@ -16,7 +16,8 @@ import pytest
 from pykueue.apiserver.app import create_app
 from pykueue.client import resources as R
 from pykueue.client.inprocess import InProcessClient
-from pykueue.controllers.manager import ControllerManager, ControllerOptions, default_options
+from pykueue.controllers.manager import ControllerManager
+from pykueue.controllers.options import ControllerOptions, default_options
 from pykueue.store import Store
 
 

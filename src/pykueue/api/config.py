@@ -1,4 +1,4 @@
-"""The Kueue ``Configuration`` file (API reference §8, scheduling reference §12).
+"""The Kueue ``Configuration`` file (upstream ``apis/config/v1beta2``, ``pkg/config``).
 
 ``config.kueue.x-k8s.io/v1beta2`` and ``v1beta1`` are accepted; decoding is strict (unknown
 fields are errors), v1beta1 is converted to v1beta2 (``waitForPodsReady.enable`` /
@@ -213,7 +213,7 @@ class AdmissionFairSharingConfig(_Cfg):
 
 
 class ResourceTransformation(_Cfg):
-    """One ``resources.transformations`` entry (API reference §2.6)."""
+    """One ``resources.transformations`` entry (``apis/config`` ``ResourceTransformation``)."""
 
     input: str
     strategy: str | None = None
@@ -450,7 +450,7 @@ def encode_config(cfg: Configuration) -> dict[str, Any]:
 
 
 def convert_v1beta1_config(data: Mapping[str, Any]) -> dict[str, Any]:
-    """v1beta1 → v1beta2 (§8.2): enable flags become presence; v1beta1-only fields dropped."""
+    """v1beta1 → v1beta2 (``apis/config/v1beta1`` conversion): enable flags become presence; v1beta1-only fields dropped."""
     out = {key: value for key, value in data.items() if key != "queueVisibility"}
     out["apiVersion"] = CONFIG_V1BETA2
     wait = out.pop("waitForPodsReady", None)
@@ -507,7 +507,7 @@ def operator_namespace(namespace_file: str = SERVICE_ACCOUNT_NAMESPACE_FILE) -> 
 def apply_config_defaults(
     cfg: Configuration, *, namespace: str = DEFAULT_NAMESPACE, wait_for_pods_ready: bool = True
 ) -> None:
-    """Apply the v1beta2 defaults of §8.1 in place.
+    """Apply the v1beta2 defaults (``apis/config/v1beta2/defaults.go``) in place.
 
     ``wait_for_pods_ready`` controls whether an absent ``waitForPodsReady`` section is created
     (true for v1beta2 files; a v1beta1 file that disabled it keeps it absent).

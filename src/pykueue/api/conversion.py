@@ -1,4 +1,4 @@
-"""Conversion between ``kueue.x-k8s.io/v1beta1`` and ``v1beta2`` (API reference §1.11, scheduling §15).
+"""Conversion between ``kueue.x-k8s.io/v1beta1`` and ``v1beta2`` (upstream ``apis/kueue/v1beta1/*_conversion.go``).
 
 Two layers:
 

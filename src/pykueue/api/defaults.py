@@ -1,4 +1,5 @@
-"""Defaulting, as a real API server persists objects (API reference §1.2-§1.9).
+"""Defaulting, as a real API server persists objects (the CRDs' ``+kubebuilder:default`` markers and
+upstream ``pkg/webhooks`` ``Default`` methods).
 
 :func:`apply_defaults` applies the CRD (OpenAPI) schema defaults of the v1beta2 storage version;
 these are what every stored object carries. :func:`apply_admission_mutations` applies what

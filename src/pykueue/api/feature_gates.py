@@ -1,4 +1,4 @@
-"""Kueue feature gates (API reference §0.1, scheduling reference §13).
+"""Kueue feature gates (upstream ``pkg/features/kube_features.go``).
 
 A :class:`FeatureGates` value is an immutable mapping ``gate name -> enabled`` built from the
 defaults of this Kueue version plus overrides from the ``--feature-gates`` flag or the
@@ -13,7 +13,7 @@ from types import MappingProxyType
 
 DEFAULT_FEATURE_GATES: Mapping[str, bool] = MappingProxyType(
     {
-        # API reference §0.1
+        # gates that change the controllers' observable behaviour
         "PartialAdmission": True,
         "FlavorFungibility": True,
         "VisibilityOnDemand": True,
@@ -49,7 +49,7 @@ DEFAULT_FEATURE_GATES: Mapping[str, bool] = MappingProxyType(
         "AssignQueueLabelsForPods": True,
         "ManagedJobsNamespaceSelectorAlwaysRespected": True,
         "KueueDRAIntegration": True,
-        # scheduling reference §13 (gates not already listed above)
+        # gates the scheduling core reads (not already listed above)
         "FairSharingPreemptWithinNominal": True,
         "FairSharingPrioritizeNonBorrowing": True,
         "FlavorFungibilityPreserveScanProgress": True,

@@ -1,4 +1,4 @@
-"""Reading Kueue's settings off a ``batch/v1`` Job (API reference §6.1), shared by the Job webhook
+"""Reading Kueue's settings off a ``batch/v1`` Job (upstream ``pkg/controller/constants`` and ``jobframework``), shared by the Job webhook
 in the API server and the Job integration in the controllers, so both read a Job the same way.
 
 Jobs are plain JSON dicts as the API serves them.

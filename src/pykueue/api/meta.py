@@ -1,6 +1,6 @@
 """Object metadata, conditions and time, shared by every kind.
 
-Conditions follow Kubernetes ``meta.SetStatusCondition`` exactly (API reference §0.2):
+Conditions follow Kubernetes ``meta.SetStatusCondition`` exactly (apimachinery ``pkg/api/meta/conditions.go``):
 ``lastTransitionTime`` moves only when ``status`` changes; reason, message and
 observedGeneration are always overwritten.
 """
@@ -138,6 +138,10 @@ def remove_condition(conditions: list[Condition], ctype: str) -> bool:
 
 CONDITION_MESSAGE_LIMIT = 32768
 EVENT_NOTE_LIMIT = 1024
+
+# Event types (k8s.io/api/core/v1 EventTypeNormal / EventTypeWarning): the one definition.
+NORMAL = "Normal"
+WARNING = "Warning"
 
 
 def truncate_message(message: str, limit: int = CONDITION_MESSAGE_LIMIT) -> str:

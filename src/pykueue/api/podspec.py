@@ -1,6 +1,7 @@
 """Pure functions over a raw Kubernetes PodSpec (a ``dict`` with the camelCase keys of YAML).
 
-What lives here (API reference §2.3-§2.7, scheduling reference §1.3, §1.4, §4.6, §6.2):
+What lives here (upstream ``pkg/workload/resources.go``, ``pkg/workload/workload.go``, ``pkg/resources``,
+``pkg/scheduler/flavorassigner`` ``checkFlavorForPodSets``, and Kubernetes' ``PodRequests``):
 
 * the per-pod request of a pod template (Kubernetes ``PodRequests``, after Kueue's "limits as
   requests" adjustment), the ``requests <= limits`` admissibility check, and Kueue's per-pod
@@ -96,11 +97,11 @@ def _max_into(target: Requests, other: Mapping[str, Fraction]) -> None:
             target[name] = v
 
 
-# --- adjustments (API reference §2.4) ----------------------------------------------------------------
+# --- adjustments (``workload.AdjustResources``) ----------------------------------------------------------------
 
 
 def _requests_with_limits(resources: Mapping[str, Any] | None) -> Requests:
-    """``requests`` of a ResourceRequirements with every limit-only key copied in (§2.4 item 3)."""
+    """``requests`` of a ResourceRequirements with every limit-only key copied in (``AdjustResources``: limits as requests)."""
     if not resources:
         return {}
     out = _parse_list(resources.get("requests"))
@@ -118,7 +119,7 @@ def adjust_pod_spec(
     runtime_class_overhead: ResourceList | None = None,
     limit_ranges: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Hook for the RuntimeClass and LimitRange adjustments of API reference §2.4 items 1-2.
+    """Hook for the RuntimeClass and LimitRange adjustments of ``workload.AdjustResources``.
 
     Returns a copy of ``spec`` (containers are copied only when touched); ``spec`` is not mutated.
 
@@ -131,10 +132,10 @@ def adjust_pod_spec(
       for pod-level ``resources`` when the spec has them. ``default``/``defaultRequest`` keep the first
       value seen per key.
 
-    Not implemented (documented gap): the LimitRange *validation* of §2.5 (``max``/``min``/
+    Not implemented (documented gap): the LimitRange *validation* of ``workload.ValidateLimitRange`` (``max``/``min``/
     ``maxLimitRequestRatio`` checks and their messages).
 
-    Item 3 of §2.4 (limits as requests) needs no hook: :func:`pod_requests` applies it itself.
+    ``AdjustResources``' limits-as-requests step needs no hook: :func:`pod_requests` applies it itself.
     """
     out = dict(spec)
     if (
@@ -198,7 +199,7 @@ def _with_resource_defaults(
     return out
 
 
-# --- PodRequests (API reference §2.3) ----------------------------------------------------------------
+# --- PodRequests (k8s.io/component-helpers/resource ``PodRequests``) ----------------------------------------------------------------
 
 
 def is_supported_pod_level_resource(name: str) -> bool:
@@ -246,7 +247,7 @@ def pod_requests(spec: Mapping[str, Any]) -> Requests:
     return reqs
 
 
-# --- requests <= limits (API reference §2.5) ---------------------------------------------------------
+# --- requests <= limits (``workload.ValidateResources``) ---------------------------------------------------------
 
 
 def _greater_keys(resources: Mapping[str, Any] | None) -> list[str]:
@@ -333,7 +334,7 @@ def _invalid(path: str, value: Any, detail: str) -> str:
     return f"{path}: Invalid value: {rendered}: {detail}" if detail else f"{path}: Invalid value: {rendered}"
 
 
-# --- excluded prefixes, transformations, integers (API reference §2.6) ------------------------------
+# --- excluded prefixes, transformations, integers (pkg/workload/workload.go) ------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,7 +384,7 @@ def _index_tuple(transformations: tuple[ResourceTransformation, ...]) -> Mapping
 
 
 def drop_excluded_resources(requests: Requests, exclude_prefixes: Sequence[str]) -> Requests:
-    """Drop every resource whose name starts with one of ``exclude_prefixes`` (§2.6 step 1)."""
+    """Drop every resource whose name starts with one of ``exclude_prefixes`` (``dropExcludedResources``)."""
     if not exclude_prefixes:
         return requests
     prefixes = tuple(exclude_prefixes)
@@ -393,7 +394,7 @@ def drop_excluded_resources(requests: Requests, exclude_prefixes: Sequence[str])
 def apply_transformations(
     requests: Requests, transformations: Mapping[str, ResourceTransformation]
 ) -> Requests:
-    """§2.6 step 2: exact transformation of one per-pod request list.
+    """``applyResourceTransformations``: exact transformation of one per-pod request list.
 
     Non-inputs and ``Retain`` inputs are kept as they are; every input present contributes
     ``q × multiplier × factor`` to each output (``multiplier`` = the quantity of ``multiply_by``
@@ -424,7 +425,7 @@ def apply_transformations(
 
 
 def to_integer_requests(requests: Mapping[str, Fraction]) -> dict[str, int]:
-    """Kueue integers (§2.2: cpu in milli, others ceil to base units), negatives floored to 0."""
+    """Kueue integers (``resources.ResourceValue``: cpu in milli, others ceil to base units), negatives floored to 0."""
     out: dict[str, int] = {}
     for name, v in requests.items():
         n = _int_value(name, v)
@@ -437,7 +438,7 @@ def per_pod_integer_requests(
     exclude_prefixes: Sequence[str] = (),
     transformations: TransformationsArg = (),
 ) -> dict[str, int]:
-    """Per-pod Kueue integer requests of a pod spec (§2.6 pipeline, DRA excluded).
+    """Per-pod Kueue integer requests of a pod spec (``workload.NewInfo``'s pipeline, DRA excluded).
 
     :func:`pod_requests` → drop excluded prefixes → transformations → integers, negatives → 0.
     """
@@ -457,7 +458,7 @@ def podset_total_requests(
     exclude_prefixes: Sequence[str] = (),
     transformations: TransformationsArg = (),
 ) -> dict[str, int]:
-    """Totals of a pending PodSet (§2.7): per-pod integers × effective count, saturating.
+    """Totals of a pending PodSet (``workload.Info`` ``TotalRequests``): per-pod integers × effective count, saturating.
 
     Pass ``reclaimable=0`` when the ``ReclaimablePods`` gate is off.
     """
@@ -472,7 +473,7 @@ def _div_trunc(a: int, b: int) -> int:
 
 
 def admitted_usage(assignment: PodSetAssignment, spec_count: int, reclaimable: int = 0) -> dict[str, int]:
-    """Usage of one PodSetAssignment of an admitted workload (§1.4, §2.7).
+    """Usage of one PodSetAssignment of an admitted workload (``workload.NewInfo`` on an admitted Workload).
 
     ``resourceUsage`` as Kueue integers; when the spec count after reclaim is lower than the
     admitted count (``count``, default ``spec_count``), each value becomes
@@ -487,7 +488,7 @@ def admitted_usage(assignment: PodSetAssignment, spec_count: int, reclaimable: i
     return usage
 
 
-# --- taints and tolerations (scheduling reference §6.2 item 2) --------------------------------------
+# --- taints and tolerations (flavorassigner ``checkFlavorForPodSets``) --------------------------------------
 
 NO_SCHEDULE = "NoSchedule"
 NO_EXECUTE = "NoExecute"
@@ -570,7 +571,7 @@ def format_taint(taint: Taint) -> str:
     return f"{{{taint.key} {taint.value} {taint.effect} {added}}}"
 
 
-# --- node selector / required node affinity (scheduling reference §6.2 item 3) ----------------------
+# --- node selector / required node affinity (flavorassigner ``checkFlavorForPodSets``) ----------------------
 
 
 class SelectorError(ValueError):
@@ -717,7 +718,7 @@ def _terms_match(terms: list[list[Mapping[str, Any]]], labels: Mapping[str, str]
 
 
 def matches_flavor_node_labels(spec: Mapping[str, Any], node_labels: Mapping[str, str]) -> bool:
-    """Does the pod's node selection accept a node labelled exactly ``node_labels`` (§6.2 item 3)?
+    """Does the pod's node selection accept a node labelled exactly ``node_labels`` (``checkFlavorForPodSets``)?
 
     ``nodeSelector`` entries and required node-affinity expressions are restricted to the keys of
     ``node_labels`` (a flavor with no labels accepts any selector); the reduced selector is then
@@ -736,7 +737,7 @@ def matches_flavor_node_labels(spec: Mapping[str, Any], node_labels: Mapping[str
     return _terms_match(terms, node_labels)
 
 
-# --- scheduling-equivalence hash (scheduling reference §4.6) ----------------------------------------
+# --- scheduling-equivalence hash (``workload.Info.UpdateSchedulingHash``) ----------------------------------------
 
 
 @lru_cache(maxsize=16384)
@@ -769,7 +770,7 @@ def _containers_shape(containers: Sequence[Mapping[str, Any]] | None) -> list[di
 
 
 def scheduling_shape(spec: Mapping[str, Any]) -> bytes:
-    """Canonical JSON (sorted keys) of the scheduling-relevant parts of a pod spec (§4.6).
+    """Canonical JSON (sorted keys) of the scheduling-relevant parts of a pod spec (``UpdateSchedulingHash``).
 
     Per (init) container its requests and ports; node selector, affinity, tolerations, runtime
     class, priority class name and priority, topology spread constraints, overhead, resource

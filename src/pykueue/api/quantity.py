@@ -2,7 +2,7 @@
 
 Parsing is exact (rational arithmetic); Kueue's integer model converts ``cpu`` to milli-units and
 every other resource to whole base units, rounding up, and saturates at the int64 bounds with a
-reserved ``UNLIMITED`` sentinel for quotas (scheduling reference §1.2, API reference §2.1-§2.2).
+reserved ``UNLIMITED`` sentinel for quotas (upstream ``pkg/resources/amount.go``; apimachinery ``resource.Quantity``).
 """
 
 from __future__ import annotations
@@ -238,7 +238,7 @@ def quota_amount(resource: str, quantity: str | int | float | Quantity) -> int:
 
 @functools.lru_cache(maxsize=65536)
 def resource_quantity_string(resource: str, value: int) -> str:
-    """Status form of an integer amount (API reference §2.2)."""
+    """Status form of an integer amount (``resources.ResourceFormatter.ResourceQuantity``)."""
     if resource == CPU:
         return format_quantity(Fraction(value, 1000), QuantityFormat.DECIMAL_SI)
     if is_byte_resource(resource):

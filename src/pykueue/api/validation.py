@@ -1,4 +1,4 @@
-"""Validation of Kueue objects as the API server and Kueue's webhooks perform it (API reference §1).
+"""Validation of Kueue objects as the API server and Kueue's webhooks perform it (CRD schemas and ``pkg/webhooks``).
 
 Admission runs in two stages, like a real API server:
 
@@ -362,7 +362,7 @@ def validate_label_selector(selector: LabelSelector | None, path: str) -> list[F
 
 
 def validate_conditions(conditions: Sequence[Condition], path: str) -> list[FieldError]:
-    """``metav1validation.ValidateConditions`` (API reference §0.2)."""
+    """``metav1validation.ValidateConditions``."""
     errs: list[FieldError] = []
     seen: set[str] = set()
     for i, cond in enumerate(conditions):
@@ -465,7 +465,7 @@ def schema_string(
 def schema_reference(
     path: str, value: str, *, max_len: int = 253, pattern: str = DNS_SUBDOMAIN_PATTERN
 ) -> list[FieldError]:
-    """A Kueue reference-name type (§1.1); an empty (absent) value is not checked."""
+    """A Kueue reference-name type (``apis/kueue/v1beta2`` ``*Reference`` types); an empty (absent) value is not checked."""
     return schema_string(path, value, max_len=max_len, pattern=pattern) if value else []
 
 

@@ -67,7 +67,7 @@ class MountedGroup(Protocol):
 
 
 class RegistryBackend:
-    """The handlers' view of the registry, the tables, OpenAPI and the patch engine (design §2–§3)."""
+    """The handlers' view of the registry, the tables, OpenAPI and the patch engine (docs/design/control-plane.md §2–§3)."""
 
     def __init__(self) -> None:
         # Imported here, not at module level, so that importing the HTTP layer stays cheap; kept

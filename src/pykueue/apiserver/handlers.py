@@ -135,7 +135,7 @@ class OutputFormat:
 
 
 class ResourceInfo(Protocol):
-    """``pykueue.apiserver.resources.ResourceInfo`` (design §2)."""
+    """``pykueue.apiserver.resources.ResourceInfo`` (docs/design/control-plane.md §2)."""
 
     group: str
     kind: str

@@ -1,4 +1,4 @@
-"""The resource registry: every kind the embedded API server serves (design §2).
+"""The resource registry: every kind the embedded API server serves (docs/design/control-plane.md §2).
 
 A :class:`ResourceInfo` describes one resource (group, kind, names, scope, served and storage
 versions, short names, categories, status subresource, printer columns) and carries its
@@ -120,7 +120,7 @@ class Behaviour:
 
 @dataclass
 class ResourceInfo:
-    """One served resource (design §2)."""
+    """One served resource (docs/design/control-plane.md §2)."""
 
     group: str
     kind: str
@@ -882,7 +882,7 @@ KUEUE_COLUMNS: Mapping[str, tuple[PrinterColumn, ...]] = {
         ),
     ),
 }
-"""Printer columns of the Kueue CRDs (API reference §1.1), v1beta2."""
+"""Printer columns of the Kueue CRDs (``+kubebuilder:printcolumn`` markers), v1beta2."""
 
 _KUEUE_NAMES: Mapping[str, tuple[str, str, bool, tuple[str, ...], bool]] = {
     # kind: (plural, singular, namespaced, short names, status subresource)

@@ -16,7 +16,7 @@ The controller watches AdmissionChecks with ``spec.controllerName == "example.co
 keeps their ``Active`` condition, calls ``check`` for every Pending entry of those checks in
 Workloads that hold a quota reservation and writes the result with Kueue's semantics. See
 :mod:`pykueue.checks.controller` for the full contract, :mod:`pykueue.checks.states` for the
-JSON helpers and :mod:`pykueue.checks.runtime` for the watch/queue machinery the built-in
+JSON helpers and :mod:`pykueue.runtime.controller` for the watch/queue machinery the built-in
 ProvisioningRequest controller also runs on. ``client`` is any
 :class:`pykueue.client.interface.Client`: the in-process client of ``pykueue serve`` or an HTTP
 client built from a kubeconfig.
@@ -31,8 +31,6 @@ from pykueue.checks.controller import (
     CheckResult,
     ParametersValidator,
 )
-from pykueue.checks.events import EventRecorder
-from pykueue.checks.runtime import ControllerRuntime, WorkQueue, update_status
 from pykueue.checks.states import (
     PENDING,
     READY,
@@ -43,6 +41,8 @@ from pykueue.checks.states import (
     set_check_state,
     set_condition,
 )
+from pykueue.runtime.controller import ControllerRuntime, WorkQueue, update_status
+from pykueue.runtime.recorder import EventRecorder
 
 __all__ = [
     "PENDING",

@@ -1,4 +1,5 @@
-"""The admission-check SDK: write a function, get a controller (API reference §5.1).
+"""The admission-check SDK: write a function, get a controller (upstream's contract for an
+admission-check controller: ``pkg/workload/patching/patching.go`` ``SetAdmissionCheckState``).
 
 An admission-check controller owns the AdmissionChecks whose ``spec.controllerName`` is its
 name. :class:`AdmissionCheckController` does everything that contract asks except the decision:
@@ -24,7 +25,7 @@ converted with :func:`pykueue.api.conversion.to_internal`) and as the JSON dict 
 It must be idempotent and quick: it is called from the controller's single worker thread, on
 every change of the Workload. Returning None leaves the entry untouched.
 
-Time comes from the injected ``clock`` only (see :mod:`pykueue.controllers.clock`).
+Time comes from the injected ``clock`` only (see :mod:`pykueue.runtime.clock`).
 """
 
 from __future__ import annotations
@@ -38,12 +39,12 @@ from typing import Any, cast
 from pykueue.api import kueue as k
 from pykueue.api.conversion import to_internal
 from pykueue.checks import states as st
-from pykueue.checks.events import NORMAL, EventRecorder
-from pykueue.checks.runtime import ControllerRuntime, RuntimeComponent, update_status
 from pykueue.client import resources as r
 from pykueue.client.interface import Client
-from pykueue.controllers.clock import Clock, system_clock
-from pykueue.controllers.informer import DELETED, SYNCED, Change, object_key
+from pykueue.runtime.clock import Clock, system_clock
+from pykueue.runtime.controller import ControllerRuntime, RuntimeComponent, update_status
+from pykueue.runtime.informer import DELETED, SYNCED, Change, object_key
+from pykueue.runtime.recorder import NORMAL, EventRecorder
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +137,7 @@ class CheckRequest:
     def backoff_seconds(
         self, base: int = st.DEFAULT_BACKOFF_BASE_SECONDS, max_seconds: int = st.DEFAULT_BACKOFF_MAX_SECONDS
     ) -> int:
-        """Kueue's helper delay for a Retry now: ``floor(backoff(retryCount + 1))`` (§3.8)."""
+        """Kueue's helper delay for a Retry now: ``floor(backoff(retryCount + 1))`` (``workload.UpdateAdmissionCheckRequeueState``)."""
         return st.requeue_after_seconds(self.retry_count, base, max_seconds)
 
 

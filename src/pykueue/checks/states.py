@@ -4,13 +4,13 @@ Everything here works on the JSON dicts the :class:`pykueue.client.interface.Cli
 (``kueue.x-k8s.io/v1beta2``), so a status write carries every field the server sent, including
 fields this package does not model.
 
-* :func:`set_check_state` is Kueue's ``SetAdmissionCheckState`` (API reference §5.1):
+* :func:`set_check_state` is Kueue's ``SetAdmissionCheckState`` (``pkg/workload/patching/patching.go``):
   ``lastTransitionTime`` changes only when ``state`` changes; ``message``, ``podSetUpdates`` and
   ``requeueAfterSeconds`` are always overwritten; ``retryCount`` belongs to Kueue's eviction and
   is never touched.
-* :func:`set_condition` is ``meta.SetStatusCondition`` (§0.2).
+* :func:`set_condition` is ``meta.SetStatusCondition`` (apimachinery ``pkg/api/meta/conditions.go``).
 * :func:`requeue_after_seconds` is Kueue's retry delay, ``floor(backoff(retryCount + 1))`` with
-  the §3.10 formula.
+  the requeue backoff formula of ``workload_controller.go``.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from typing import Any
 
 import msgspec
 
-from pykueue.api.meta import format_time, truncate_message
-from pykueue.core.lifecycle import backoff_seconds as backoff_seconds  # Kueue's formula (§3.10), one copy
+from pykueue.api.meta import EVENT_NOTE_LIMIT, format_time, truncate_message
+from pykueue.core.lifecycle import backoff_seconds as backoff_seconds  # Kueue's formula, one copy
 
 PENDING = "Pending"
 READY = "Ready"
@@ -43,8 +43,6 @@ FINISHED = "Finished"
 
 DEFAULT_BACKOFF_BASE_SECONDS = 60
 DEFAULT_BACKOFF_MAX_SECONDS = 1800
-
-EVENT_NOTE_LIMIT = 1024
 
 
 # --- generic JSON access ------------------------------------------------------------------------
@@ -243,12 +241,12 @@ def requeue_after_seconds(
     base: float = DEFAULT_BACKOFF_BASE_SECONDS,
     cap: float = DEFAULT_BACKOFF_MAX_SECONDS,
 ) -> int:
-    """``floor(backoff(retryCount + 1))`` — the delay Kueue's helper puts on a Retry (§3.8)."""
+    """``floor(backoff(retryCount + 1))`` — the delay Kueue's helper puts on a Retry (``workload.UpdateAdmissionCheckRequeueState``)."""
     return math.floor(backoff_seconds((retry_count or 0) + 1, base, cap))
 
 
 def state_change_note(name: str, old: str, new: str, message: str) -> str:
-    """The ``AdmissionCheckUpdated`` event note (§7.2)."""
+    """The ``AdmissionCheckUpdated`` event note (as ``provisioning/controller.go`` records it)."""
     note = f"Admission check {name} updated state from {old} to {new}"
     if message:
         note += f" with message: {message}"

@@ -27,7 +27,7 @@ KUEUE_API_VERSION = f"{r.KUEUE}/{r.KUEUE_VERSION}"
 
 
 class FakeClock:
-    """A settable clock (a :data:`pykueue.controllers.clock.Clock`) for tests; thread-safe."""
+    """A settable clock (a :data:`pykueue.runtime.clock.Clock`) for tests; thread-safe."""
 
     def __init__(self, start: datetime | None = None) -> None:
         self._now = start or datetime(2025, 1, 1, tzinfo=UTC)
@@ -217,7 +217,7 @@ def add_pending_checks(
 def evict(
     client: Client, namespace: str, name: str, now: datetime, *, reason: str = "AdmissionCheck"
 ) -> dict[str, Any]:
-    """Play Kueue's eviction (§3.6): Evicted=True and every non-Pending check reset to Pending
+    """Play Kueue's eviction (``pkg/workload/evict/evict.go``): Evicted=True and every non-Pending check reset to Pending
     (``retryCount`` + 1 for Retry checks)."""
 
     def mutate(wl: dict[str, Any]) -> bool:
@@ -273,7 +273,7 @@ def set_conditions(
 def _write_status(
     client: Client, namespace: str, name: str, mutate: Callable[[dict[str, Any]], bool]
 ) -> dict[str, Any]:
-    from pykueue.checks.runtime import update_status
+    from pykueue.runtime.controller import update_status
 
     current = client.get(r.WORKLOADS, name, namespace)
     stored = update_status(client, r.WORKLOADS, current, mutate)

@@ -118,8 +118,9 @@ def build_components(
 ) -> list[Any]:
     """The components to start, in start order."""
     from pykueue.api.config import load_config, load_config_file
-    from pykueue.controllers.clock import clock_from
-    from pykueue.controllers.manager import ControllerManager, ControllerOptions
+    from pykueue.controllers.manager import ControllerManager
+    from pykueue.controllers.options import ControllerOptions
+    from pykueue.runtime.clock import clock_from
 
     clock = clock_from(args.time_offset_file)
     out: list[Any] = []

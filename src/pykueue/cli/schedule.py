@@ -17,7 +17,7 @@ from pykueue.cli.explain import explain
 from pykueue.cli.kueuectl.printing import progress
 from pykueue.cli.state import AdmittedJob, Document, StateError, admit_state
 from pykueue.controllers.jobs import batch_job as bj
-from pykueue.controllers.manager import ControllerOptions
+from pykueue.controllers.options import ControllerOptions
 from pykueue.core.workload_info import is_admitted
 from pykueue.sim.cluster import SimulatedCluster
 

@@ -35,7 +35,7 @@ from pykueue.apiserver.errors import APIError
 from pykueue.apiserver.handlers import APIRequest
 from pykueue.apiserver.resources import ResourceInfo
 from pykueue.controllers.jobs import batch_job as bj
-from pykueue.controllers.manager import ControllerOptions
+from pykueue.controllers.options import ControllerOptions
 from pykueue.sim.cluster import stable_uid
 from pykueue.store.store import Store
 
@@ -232,7 +232,7 @@ class _Admitter:
     # -- the Job integration --------------------------------------------------------------------
 
     def create_job_workloads(self) -> None:
-        """The Workload the Job integration creates for each managed top-level Job (§6.4)."""
+        """The Workload the Job integration creates for each managed top-level Job (jobframework ``ConstructWorkload``)."""
         wpcs = {
             obj.metadata.name: obj for obj, _ in self.objects if isinstance(obj, k.WorkloadPriorityClass)
         }

@@ -87,10 +87,8 @@ from pykueue.api.jobs import queue_name
 from pykueue.api.meta import format_time, parse_time
 from pykueue.apiserver.podlogs import CRI_LOG
 from pykueue.client.interface import APIError, Client, Conflict, NotFound
-from pykueue.client.resources import EVENTS, JOBS, PODS, WORKLOADS
+from pykueue.client.resources import JOBS, PODS, WORKLOADS
 from pykueue.controllers import podshim
-from pykueue.controllers.clock import Clock, system_clock
-from pykueue.controllers.informer import DELETED, SYNCED, Change, Informer, ObjectKey, object_key
 from pykueue.controllers.podobjects import PodPublisher, node_name, pod_log_dir
 from pykueue.controllers.podruntime import ContainerRuntime, container_name
 from pykueue.controllers.podsandbox import (
@@ -108,6 +106,10 @@ from pykueue.controllers.podsandbox import (
     same_process,
     write_durably,
 )
+from pykueue.runtime.clock import Clock, system_clock
+from pykueue.runtime.controller import WorkQueue
+from pykueue.runtime.informer import DELETED, SYNCED, Change, Informer, ObjectKey, object_key
+from pykueue.runtime.recorder import CORE_V1, EventRecorder
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +147,7 @@ _STOP_GRACE_SECONDS = 2.0  # stop() must not wait a pod's full 30 s grace period
 _HARD_KILL_SECONDS = 5.0  # a shim that has not ended this long after "kill now" is killed itself
 _MAX_WRITE_ATTEMPTS = 5
 _RETRY_SECONDS = 1.0
+_RETRY_MAX_SECONDS = 30.0
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # the apiserver's generateName alphabet
 _SHIM = str(Path(podshim.__file__).resolve())
 SHIM_PYC = ".podshim.pyc"  # in the work directory: no namespace (a directory there) starts with "."
@@ -271,7 +274,11 @@ class JobRunner:
         self._wl_lock = threading.Lock()
         self._wl_by_owner: dict[str, ObjectKey] = {}  # Job uid -> its Workload, guarded by _wl_lock
         self._cond = threading.Condition()
-        self._dirty: dict[ObjectKey, None] = {}  # insertion-ordered set, guarded by _cond
+        # Jobs to look at, now or at a clock time; a failed look is retried alone with backoff.
+        self._work: WorkQueue[ObjectKey] = WorkQueue(
+            clock, base_backoff=_RETRY_SECONDS, max_backoff=_RETRY_MAX_SECONDS
+        )
+        self.recorder = EventRecorder(client, COMPONENT, clock, api=CORE_V1, instance=socket.gethostname())
         self._stopping = False
         self._thread: threading.Thread | None = None
         # Owned by the worker thread (and by stop() once the worker has ended).
@@ -279,7 +286,6 @@ class JobRunner:
         self._adopted: dict[str, list[_Pod]] = {}  # Job uid -> pods found on disk at start
         self._orphans: list[_Pod] = []  # terminating pods of Jobs that are gone
         self._seen: dict[ObjectKey, dict[str, Any]] = {}  # objects from our own writes and reads
-        self._due: dict[ObjectKey, datetime] = {}  # clock time at which a Job needs a look
         self._deleted: list[tuple[ObjectKey, str]] = []  # Jobs whose pods' files go, guarded by _cond
         self._refused: set[str] = set()  # uids of unmanaged Jobs already told why they do not run
         self._waiters: list[threading.Thread] = []
@@ -326,8 +332,10 @@ class JobRunner:
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
+        self._work.shut_down()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        self.recorder.flush(timeout=2.0)
         pods = [p for run in self._runs.values() for p in run.pods] + self._orphans
         pods += [p for adopted in self._adopted.values() for p in adopted]
         pods = [p for p in pods if p.has_process]
@@ -408,38 +416,32 @@ class JobRunner:
                 self._mark_dirty((str(meta.get("namespace") or ""), str(ref.get("name"))))
 
     def _mark_dirty(self, key: ObjectKey) -> None:
-        with self._cond:
-            self._dirty[key] = None
-            self._cond.notify_all()
+        self._work.add(key)
 
     # -- the worker -------------------------------------------------------------------------------
 
     def _loop(self) -> None:
         while True:
-            timeout = self._next_wait()
-            with self._cond:
-                if not self._dirty and not self._stopping:
-                    self._cond.wait(timeout)
-                if self._stopping:
-                    return
-                if not self._workloads.wait_synced(0):
-                    # Admission caps come from the Workloads: no Job is looked at before they are
-                    # known (after a restart, an adopted pod must not look unadmitted).
-                    self._cond.wait(0.05)
+            self._work.wait(self._next_wait())
+            if self._work.shutting_down():
+                return
+            if not self._workloads.wait_synced(0):
+                # Admission caps come from the Workloads: no Job is looked at before they are
+                # known (after a restart, an adopted pod must not look unadmitted).
+                time.sleep(0.05)
+                continue
+            for key in self._work.take_ready():
+                if self._work.shutting_down():  # stopping: the rest waits for the next runner
+                    self._work.done(key)
                     continue
-                keys = list(self._dirty)
-                self._dirty.clear()
-            now = self.clock()
-            for key, at in list(self._due.items()):
-                if at <= now:
-                    del self._due[key]
-                    keys.append(key)
-            for key in dict.fromkeys(keys):
                 try:
-                    self._sync(key)
-                except Exception:  # one bad Job must not stop the runner
-                    log.exception("job runner: syncing %s/%s failed", *key)
-                    self._schedule(key, self.clock() + timedelta(seconds=_RETRY_SECONDS))
+                    if self._sync(key):
+                        self._work.forget(key)
+                except Exception:  # one bad Job must not stop the runner: it alone is retried
+                    delay = self._work.add_rate_limited(key)
+                    log.exception("job runner: syncing %s/%s failed; retrying in %.1fs", *key, delay)
+                finally:
+                    self._work.done(key)
             if self._adopted and self._informer.wait_synced(0):
                 self._sweep_adopted()
             self._enforce_grace()
@@ -452,9 +454,9 @@ class JobRunner:
             for at in (pod.kill_at, pod.hard_kill_at):
                 if at is not None and pod.has_process:
                     wait = min(wait, at - mono)
-        if self._due:
-            now = self.clock()
-            wait = min(wait, *((at - now).total_seconds() for at in self._due.values()))
+        due = self._work.next_due_seconds()
+        if due is not None:
+            wait = min(wait, due)
         return max(wait, 0.0)
 
     def _all_pods(self) -> Iterable[_Pod]:
@@ -509,33 +511,33 @@ class JobRunner:
                 self._deleted.extend(later)
 
     def _schedule(self, key: ObjectKey, at: datetime) -> None:
-        prev = self._due.get(key)
-        if prev is None or at < prev:
-            self._due[key] = at
+        self._work.add_after(key, max((at - self.clock()).total_seconds(), 0.0))
 
     # -- one Job ----------------------------------------------------------------------------------
 
-    def _sync(self, key: ObjectKey) -> None:
-        """Reconcile one Job; a Conflict re-reads it and reconciles the fresh object again."""
+    def _sync(self, key: ObjectKey) -> bool:
+        """Reconcile one Job; a Conflict re-reads it and reconciles the fresh object again.
+        Returns False when the Job is to be retried after a backoff."""
         for _ in range(_MAX_WRITE_ATTEMPTS):
             job = self._current(key)
             try:
                 self._reconcile(key, job)
-                return
+                return True
             except Conflict:
                 try:
                     self._seen[key] = self.client.get(JOBS, key[1], key[0])
                 except NotFound:
                     self._forget(key)
-                    return
+                    return True
             except NotFound:
                 self._forget(key)
-                return
+                return True
             except APIError as err:
                 log.warning("job runner: %s/%s: %s; retrying", key[0], key[1], err)
-                self._schedule(key, self.clock() + timedelta(seconds=_RETRY_SECONDS))
-                return
-        self._schedule(key, self.clock() + timedelta(seconds=_RETRY_SECONDS))
+                self._work.add_rate_limited(key)
+                return False
+        self._work.add_rate_limited(key)
+        return False
 
     def _current(self, key: ObjectKey) -> dict[str, Any] | None:
         """The newest known state of a Job: the informer's, or the one our last write returned."""
@@ -552,7 +554,7 @@ class JobRunner:
         """The Job is gone (or no longer ours to run): terminate its processes and drop what we know."""
         run = self._runs.pop(key, None)
         self._seen.pop(key, None)
-        self._due.pop(key, None)
+        self._work.cancel_delayed(key)
         if run is not None:
             self._orphan(run.pods)
             run.pods.clear()
@@ -618,7 +620,7 @@ class JobRunner:
         if run is None:
             run = self._new_run(_uid(job), status, adopted or [])
             self._runs[key] = run
-        self._due.pop(key, None)
+        self._work.cancel_delayed(key)
         now = self.clock()
         self._kill_deleted(run)
         self._collect(run, now)
@@ -1284,38 +1286,16 @@ class JobRunner:
     # -- events -----------------------------------------------------------------------------------
 
     def _event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
-        """Record a core/v1 Event about a Job (best effort, as client-go's recorder is)."""
+        """Record a core/v1 Event about a Job (off this thread, best effort, as client-go's recorder)."""
         meta = obj.get("metadata") or {}
-        now = format_time(self.clock())
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {
-                "name": f"{meta.get('name')}.{uuid.uuid4().hex[:16]}",
-                "namespace": meta.get("namespace"),
-            },
-            "involvedObject": {
-                "apiVersion": JOBS.api_version,
-                "kind": JOBS.kind,
-                "name": meta.get("name"),
-                "namespace": meta.get("namespace"),
-                "uid": meta.get("uid"),
-            },
-            "reason": reason,
-            "message": message,
-            "type": type_,
-            "count": 1,
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "source": {"component": COMPONENT},
-            "reportingComponent": COMPONENT,
-            "reportingInstance": socket.gethostname(),
+        ref = {
+            "apiVersion": JOBS.api_version,
+            "kind": JOBS.kind,
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace"),
+            "uid": meta.get("uid"),
         }
-        try:
-            self.client.create(EVENTS, body)
-        except APIError as err:
-            log.debug("job runner: event %s for %s: %s", reason, meta.get("name"), err)
-
+        self.recorder.record(ref, type_, reason, message)
 
 
 # -- status helpers -----------------------------------------------------------------------------------

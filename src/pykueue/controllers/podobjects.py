@@ -36,10 +36,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pykueue.api.meta import format_time, parse_time
-from pykueue.checks.events import EventRecorder
 from pykueue.client.interface import AlreadyExists, APIError, Client, NotFound
 from pykueue.client.resources import NODES, PODS
 from pykueue.controllers.podsandbox import read_json
+from pykueue.runtime.recorder import EventRecorder
 
 log = logging.getLogger(__name__)
 

@@ -60,11 +60,11 @@ from pykueue.api.meta import format_time, parse_time
 from pykueue.api.podspec import per_pod_integer_requests
 from pykueue.api.quantity import format_amount, resource_value
 from pykueue.checks import states as st
-from pykueue.checks.runtime import ControllerRuntime, RuntimeComponent, update_status
 from pykueue.client import resources as r
 from pykueue.client.interface import Client, NotFound
-from pykueue.controllers.clock import Clock, system_clock
-from pykueue.controllers.informer import SYNCED, Change, object_key
+from pykueue.runtime.clock import Clock, system_clock
+from pykueue.runtime.controller import ControllerRuntime, RuntimeComponent, update_status
+from pykueue.runtime.informer import SYNCED, Change, object_key
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,5 @@
-"""ClusterQueue, LocalQueue and Cohort status; finalizers of queues, flavors and checks (§4, §0.5).
+"""ClusterQueue, LocalQueue and Cohort status; finalizers of queues, flavors and checks
+(upstream ``pkg/controller/core/{clusterqueue,localqueue,cohort,resourceflavor,admissioncheck}_controller.go``).
 
 Status is computed by :mod:`pykueue.core.queue_status` from the scheduler's cache and queues and
 written with a full status update only when it differs from what the API holds. The
@@ -8,6 +9,7 @@ workloads, and a ResourceFlavor or AdmissionCheck while a ClusterQueue reference
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -17,28 +19,35 @@ from pykueue.api.kueue import RESOURCE_IN_USE_FINALIZER as RESOURCE_IN_USE
 from pykueue.api.kueue import ClusterQueue
 from pykueue.client import resources as R
 from pykueue.client.interface import Resource
+from pykueue.controllers.cluster_cache import CHECK, CLUSTER_QUEUE, COHORT, FLAVOR, LOCAL_QUEUE
 from pykueue.core.fair_sharing import cache_weight_of
 from pykueue.core.queue_status import cluster_queue_status, cohort_status, local_queue_status
 
 if TYPE_CHECKING:
-    from pykueue.controllers.manager import ControllerManager
+    from pykueue.controllers.context import ReconcileContext
 
 
 
 class QueueControllers:
     """Reconcilers for ClusterQueues (``cq``), LocalQueues (``lq``), Cohorts, flavors (``rf``), checks (``ac``)."""
 
-    def __init__(self, mgr: ControllerManager) -> None:
-        self.mgr = mgr
+    def __init__(self, ctx: ReconcileContext) -> None:
+        self.ctx = ctx
 
-    def reconcile(self, kind: str, key: Any) -> None:
-        """Reconcile object ``key`` of ``kind``."""
-        getattr(self, f"_reconcile_{kind}")(key)
+    def reconcilers(self) -> dict[str, Callable[[Any], None]]:
+        """The reconciler of each kind, for the manager's work queue."""
+        return {
+            FLAVOR: self._reconcile_rf,
+            CHECK: self._reconcile_ac,
+            CLUSTER_QUEUE: self._reconcile_cq,
+            LOCAL_QUEUE: self._reconcile_lq,
+            COHORT: self._reconcile_cohort,
+        }
 
     # --- helpers ------------------------------------------------------------------------------------
 
     def _write(self, res: Resource, typed: Any, status: bool) -> None:
-        self.mgr.write(res, to_external(typed), subresource="status" if status else None)
+        self.ctx.write(res, to_external(typed), subresource="status" if status else None)
 
     def _set_finalizer(self, res: Resource, typed: Any, present: bool) -> bool:
         finalizers = list(typed.metadata.finalizers)
@@ -54,18 +63,18 @@ class QueueControllers:
 
     def _referencing_cqs(self, attr: str, name: str) -> list[ClusterQueue]:
         out = []
-        for cq in self.mgr.cluster_queues.values():
-            state = self.mgr.cache.cluster_queues.get(cq.metadata.name)
+        for cq in self.ctx.cluster_queues.values():
+            state = self.ctx.cache.cluster_queues.get(cq.metadata.name)
             if state is not None and name in getattr(state, attr):
                 out.append(cq)
         return out
 
-    # --- ClusterQueue (§4.1) ---------------------------------------------------------------------------
+    # --- ClusterQueue (clusterqueue_controller.go) ---------------------------------------------------------------------------
 
     def _reconcile_cq(self, name: str) -> None:
-        mgr = self.mgr
-        cq = mgr.cluster_queues.get(name)
-        state = mgr.cache.cluster_queues.get(name)
+        ctx = self.ctx
+        cq = ctx.cluster_queues.get(name)
+        state = ctx.cache.cluster_queues.get(name)
         if cq is None or state is None:
             return
         deleting = cq.metadata.deletion_timestamp is not None
@@ -73,7 +82,7 @@ class QueueControllers:
             if self._set_finalizer(R.CLUSTER_QUEUES, cq, True):
                 # The write is applied to the cache at once, so its watch event changes nothing and
                 # would not bring this queue back: go on to the status with the written object.
-                cq = mgr.cluster_queues.get(name)
+                cq = ctx.cluster_queues.get(name)
                 if cq is None:
                     return
         elif RESOURCE_IN_USE in cq.metadata.finalizers and not state.workloads:
@@ -82,41 +91,41 @@ class QueueControllers:
         status = cluster_queue_status(
             state,
             cq.status,
-            mgr.queues.pending_count(name),
-            mgr.now(),
-            mgr.sched_options.fair_sharing,
-            cache_weight_of(mgr.cache),
+            ctx.queues.pending_count(name),
+            ctx.now(),
+            ctx.sched_options.fair_sharing,
+            cache_weight_of(ctx.cache),
         )
         if status != cq.status:
             self._write(R.CLUSTER_QUEUES, msgspec.structs.replace(cq, status=status), status=True)
 
-    # --- LocalQueue (§4.2) --------------------------------------------------------------------------------
+    # --- LocalQueue (localqueue_controller.go) --------------------------------------------------------------------------------
 
     def _reconcile_lq(self, key: str) -> None:
-        mgr = self.mgr
-        lq = mgr.local_queues.get(key)
+        ctx = self.ctx
+        lq = ctx.local_queues.get(key)
         if lq is None:
             return
-        status = local_queue_status(lq, mgr.cache, mgr.queues.pending_count_local_queue(key), mgr.now())
+        status = local_queue_status(lq, ctx.cache, ctx.queues.pending_count_local_queue(key), ctx.now())
         if status != lq.status:
             self._write(R.LOCAL_QUEUES, msgspec.structs.replace(lq, status=status), status=True)
 
-    # --- Cohort (§4.3) ---------------------------------------------------------------------------------------
+    # --- Cohort (cohort_controller.go) ---------------------------------------------------------------------------------------
 
     def _reconcile_cohort(self, name: str) -> None:
-        mgr = self.mgr
-        cohort = mgr.cohorts.get(name)
-        node = mgr.cache.cohorts.get(name)
+        ctx = self.ctx
+        cohort = ctx.cohorts.get(name)
+        node = ctx.cache.cohorts.get(name)
         if cohort is None or node is None:
             return
-        status = cohort_status(node, mgr.sched_options.fair_sharing)
+        status = cohort_status(node, ctx.sched_options.fair_sharing)
         if status != cohort.status:
             self._write(R.COHORTS, msgspec.structs.replace(cohort, status=status), status=True)
 
-    # --- ResourceFlavor and AdmissionCheck finalizers (§0.5) -------------------------------------------------
+    # --- ResourceFlavor and AdmissionCheck finalizers (resourceflavor/admissioncheck_controller.go) -------------------------------------------------
 
     def _reconcile_rf(self, name: str) -> None:
-        rf = self.mgr.flavors.get(name)
+        rf = self.ctx.flavors.get(name)
         if rf is None:
             return
         if rf.metadata.deletion_timestamp is None:
@@ -125,7 +134,7 @@ class QueueControllers:
             self._set_finalizer(R.RESOURCE_FLAVORS, rf, False)
 
     def _reconcile_ac(self, name: str) -> None:
-        ac = self.mgr.admission_checks.get(name)
+        ac = self.ctx.admission_checks.get(name)
         if ac is None:
             return
         if ac.metadata.deletion_timestamp is None:

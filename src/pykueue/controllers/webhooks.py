@@ -42,7 +42,7 @@ from pykueue.api.validation import aggregate, validate_webhook
 from pykueue.apiserver import errors as apierrors
 from pykueue.apiserver.resources import REGISTRY, ResourceInfo
 from pykueue.client.interface import AlreadyExists, APIError, Client, NotFound, Resource
-from pykueue.controllers.informer import Informer
+from pykueue.runtime.informer import Informer
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""The workload controller (API reference §3): conditions, checks, deactivation, backoff, timeouts.
+"""The workload controller (upstream ``pkg/controller/core/workload_controller.go``): conditions, checks, deactivation, backoff, timeouts.
 
 Each reconcile reads the manager's cached Workload, computes the next status with the pure
 transitions of :mod:`pykueue.core.lifecycle`, and performs at most one write, as upstream's
@@ -31,16 +31,16 @@ from pykueue.core.workload_info import (
 )
 
 if TYPE_CHECKING:
-    from pykueue.controllers.manager import ControllerManager
+    from pykueue.controllers.context import ReconcileContext
 
 
 
 class WorkloadController:
     """Reconciles one Workload at a time; see the module docstring."""
 
-    def __init__(self, mgr: ControllerManager) -> None:
-        self.mgr = mgr
-        self.options = mgr.sched_options
+    def __init__(self, ctx: ReconcileContext) -> None:
+        self.mgr = ctx  # the reconcile context (named as before so the decision code is untouched)
+        self.options = ctx.sched_options
 
     def _event(self, wl: Workload, type_: str, reason: str, note: str) -> None:
         self.mgr.record_event(Event.for_workload(wl.metadata.namespace, wl.metadata.name, type_, reason, note))
@@ -74,7 +74,7 @@ class WorkloadController:
             return
         self._timeouts(wl)
 
-    # --- §3.14 orphans and retention ---------------------------------------------------------------
+    # --- orphans and retention (``Reconcile``, ``WithWorkloadRetention``) ---------------------------------------------------------------
 
     def _orphaned(self, wl: Workload) -> bool:
         md = wl.metadata
@@ -119,7 +119,7 @@ class WorkloadController:
         self.mgr.client.delete(R.WORKLOADS, wl.metadata.name, wl.metadata.namespace)
         self._event(wl, NORMAL, "Deleted", "Deleted finished workload due to elapsed retention")
 
-    # --- §3.9 deactivation ---------------------------------------------------------------------------
+    # --- deactivation (``Reconcile``: spec.active=false) ---------------------------------------------------------------------------
 
     def _deactivate(self, wl: Workload) -> None:
         """Phase two of Kueue-initiated deactivation: ``spec.active=false`` (plain update)."""
@@ -147,7 +147,7 @@ class WorkloadController:
         if changed and self.mgr.write_workload(updated) and event is not None:
             self._event(wl, NORMAL, event[0], event[1])
 
-    # --- §3.8 check-based eviction ---------------------------------------------------------------------
+    # --- check-based eviction (``reconcileCheckBasedEviction``) ---------------------------------------------------------------------
 
     def _check_based_eviction(self, wl: Workload) -> bool:
         now = self.mgr.now()
@@ -175,7 +175,8 @@ class WorkloadController:
             self._event(wl, NORMAL, "EvictedDueToAdmissionCheck", retry)
         return True
 
-    # --- §3.2, §3.12 queue state ------------------------------------------------------------------------
+    # --- queue state: QuotaReserved=False reasons, stopPolicy (``reconcileOnLocalQueueActiveState``,
+    # ``reconcileOnClusterQueueActiveState``, ``syncQuotaReservedFalseCondition``) ------------------------------------------------------------------------
 
     def _queue_view(self, wl: Workload) -> lifecycle.QueueView:
         mgr = self.mgr
@@ -234,7 +235,7 @@ class WorkloadController:
             self._event(wl, NORMAL, f"EvictedDueTo{evicted_reason[0]}", evicted_reason[1])
         return True
 
-    # --- §3.5, §3.3 admission checks and Admitted ------------------------------------------------------
+    # --- admission checks and Admitted (``reconcileSyncAdmissionChecks``, ``workload.SyncAdmittedCondition``) ------------------------------------------------------
 
     def _sync_checks(self, wl: Workload) -> bool:
         mgr = self.mgr
@@ -263,7 +264,7 @@ class WorkloadController:
             self._event(wl, NORMAL, "Admitted", f"Admitted by ClusterQueue {cq.name}, wait time since reservation was {waited:.0f}s")
         return True
 
-    # --- §3.10 backoff ---------------------------------------------------------------------------------
+    # --- requeue backoff (``Reconcile``: ``status.requeueState``) ---------------------------------------------------------------------------------
 
     def _backoff(self, wl: Workload) -> bool:
         if has_quota_reservation(wl) or not is_active(wl):
@@ -279,7 +280,7 @@ class WorkloadController:
             return True
         return False
 
-    # --- §3.10 PodsReady timeout, §3.11 maximum execution time ---------------------------------------
+    # --- PodsReady timeout (``reconcileNotReadyTimeout``), maximum execution time (``reconcileMaxExecutionTime``) ---------------------------------------
 
     def _timeouts(self, wl: Workload) -> None:
         if not is_admitted(wl) or not is_active(wl) or is_evicted(wl):

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykueue.api.meta import EVENT_NOTE_LIMIT, truncate_message
+from pykueue.api.meta import EVENT_NOTE_LIMIT, NORMAL, WARNING, truncate_message
 
-NORMAL = "Normal"
-WARNING = "Warning"
+__all__ = ["NORMAL", "WARNING", "Event"]
 
 
 @dataclass(frozen=True, slots=True)

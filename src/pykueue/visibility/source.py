@@ -61,7 +61,7 @@ class ManagerSource:
             # The queue manager tracks only LocalQueues that exist and are not stopped.
             if not self.manager.queues.has_local_queue(key):
                 return None
-            lq = self.manager.local_queues.get(key)
+            lq = self.manager.cluster.local_queues.get(key)
             return lq.spec.cluster_queue if lq is not None else None
 
         return self._ask(lookup)

@@ -1,7 +1,7 @@
 """Kueue's batch/v1 Job webhooks (``mjob.kb.io``, ``vjob.kb.io``) in the API server's request path.
 
-API reference §6.1–§6.2 (``pkg/controller/jobs/job/job_webhook.go`` and
-``pkg/controller/jobframework/{defaults,validation}.go``), with Kueue's default Configuration:
+Upstream ``pkg/controller/jobs/job/job_webhook.go`` and
+``pkg/controller/jobframework/{defaults,validation}.go``, with Kueue's default Configuration:
 ``manageJobsWithoutQueueName: false``, ``integrations.frameworks: [batch/job]`` (so the only
 Kueue-managed owner kind is a batch/v1 Job) and ``managedJobsNamespaceSelector`` excluding
 ``kube-system`` and the Kueue namespace (``kueue-system``); the webhook configurations exclude the

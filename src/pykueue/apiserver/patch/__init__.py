@@ -1,4 +1,4 @@
-"""Patches and server-side apply: pure functions over JSON-like dicts (design §3).
+"""Patches and server-side apply: pure functions over JSON-like dicts (docs/design/control-plane.md §3).
 
 * :func:`json_patch` – RFC 6902 JSON patch (``application/json-patch+json``);
 * :func:`merge_patch` – RFC 7386 JSON merge patch (``application/merge-patch+json``) and

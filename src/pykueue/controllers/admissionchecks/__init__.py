@@ -1,4 +1,4 @@
-"""Built-in admission check controllers (API reference §5).
+"""Built-in admission check controllers (upstream ``pkg/controller/admissionchecks/``).
 
 * :mod:`pykueue.controllers.admissionchecks.provisioning` — ``kueue.x-k8s.io/provisioning-request``.
 

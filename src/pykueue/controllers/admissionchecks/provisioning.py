@@ -1,4 +1,4 @@
-"""The built-in ProvisioningRequest admission check (API reference §5.3).
+"""The built-in ProvisioningRequest admission check (upstream ``pkg/controller/admissionchecks/provisioning/``).
 
 Controller name ``kueue.x-k8s.io/provisioning-request``. For every Workload holding a quota
 reservation whose ``status.admissionChecks`` name an AdmissionCheck of this controller, it asks
@@ -21,7 +21,7 @@ Requests are deleted when the workload finishes or is evicted (gate
 A second reconciler keeps each AdmissionCheck's ``Active`` condition: True while its parameters
 reference an existing ProvisioningRequestConfig, else False/``BadParametersRef``.
 
-It runs on :class:`pykueue.checks.runtime.ControllerRuntime` (informers on Workloads,
+It runs on :class:`pykueue.runtime.controller.ControllerRuntime` (informers on Workloads,
 AdmissionChecks, ProvisioningRequestConfigs and ProvisioningRequests; one worker thread) and
 talks to the API only through the :class:`~pykueue.client.interface.Client`. Time comes from the
 injected clock.
@@ -41,12 +41,12 @@ from typing import Any
 from pykueue.api.feature_gates import FeatureGates
 from pykueue.api.meta import controller_of
 from pykueue.checks import states as st
-from pykueue.checks.events import NORMAL, WARNING, EventRecorder
-from pykueue.checks.runtime import ControllerRuntime, RuntimeComponent, update_status
 from pykueue.client import resources as r
 from pykueue.client.interface import AlreadyExists, APIError, Client, NotFound
-from pykueue.controllers.clock import Clock, system_clock
-from pykueue.controllers.informer import DELETED, MODIFIED, SYNCED, Change, object_key
+from pykueue.runtime.clock import Clock, system_clock
+from pykueue.runtime.controller import ControllerRuntime, RuntimeComponent, update_status
+from pykueue.runtime.informer import DELETED, MODIFIED, SYNCED, Change, object_key
+from pykueue.runtime.recorder import NORMAL, WARNING, EventRecorder
 
 log = logging.getLogger(__name__)
 
@@ -234,7 +234,7 @@ def required_pod_sets(wl: Mapping[str, Any], prc: Mapping[str, Any]) -> list[tup
 
 
 def request_is_needed(wl: Mapping[str, Any], prc: Mapping[str, Any]) -> bool:
-    """Whether the Workload needs a ProvisioningRequest under ``prc`` (§5.3 item 5)."""
+    """Whether the Workload needs a ProvisioningRequest under ``prc`` (upstream ``provisioning/controller.go``: a podSet with a count and a managed resource)."""
     return bool(required_pod_sets(wl, prc))
 
 
@@ -640,7 +640,7 @@ class ProvisioningRequestController(RuntimeComponent):
         prc: dict[str, Any] | None,
         pr: dict[str, Any] | None,
     ) -> dict[str, Any] | None:
-        """The entry after this pass (a copy), or None to abort the whole pass (§5.3 item 6)."""
+        """The entry after this pass (a copy), or None to abort the whole pass (the check-state sync of ``provisioning/controller.go``)."""
         new = copy.deepcopy(entry)
 
         def set_state(state: str) -> None:

@@ -1,12 +1,14 @@
 """The pure logic of Kueue's ``batch/v1`` Job integration (framework ``batch/job``).
 
-API reference §5.2 (how admission data is injected into a Job), §6.1 (labels and annotations read
-on a Job), §6.4 (Workload construction), §6.5 (reconcile order) and §6.6 (partial admission).
+Upstream ``pkg/controller/jobs/job/job_controller.go`` and ``pkg/controller/jobframework/``: how
+admission data is injected into a Job (``RunWithPodSetsInfo``), the labels and annotations read on a
+Job, Workload construction (``ConstructWorkload``), the reconcile order (``ReconcileGenericJob``) and
+partial admission.
 
 Nothing here does I/O or reads a clock: Jobs are plain ``batch/v1`` JSON dicts as the API serves
 them, Workloads and ResourceFlavors are the typed models of :mod:`pykueue.api.kueue`, and every
 lookup (priority classes, flavors) is passed in. Functions never mutate their arguments; those that
-change a Job return a new dict. The reconciler glue decides when to call what (§6.5) and does the
+change a Job return a new dict. The reconciler glue decides when to call what (``ReconcileGenericJob``) and does the
 writes and events; the event reasons and message texts it needs are exported here so they exist
 once.
 """
@@ -73,7 +75,7 @@ ELASTIC_JOB_ANNOTATION: Final = "kueue.x-k8s.io/elastic-job"
 PROVREQ_ANNOTATION_PREFIX: Final = "provreq.kueue.x-k8s.io/"
 RESOURCE_IN_USE_FINALIZER: Final = "kueue.x-k8s.io/resource-in-use"
 
-# Written on the pods of an admitted Job (§5.2).
+# Written on the pods of an admitted Job (``RunWithPodSetsInfo``).
 WORKLOAD_ANNOTATION: Final = "kueue.x-k8s.io/workload"
 PODSET_LABEL: Final = "kueue.x-k8s.io/podset"
 LOCAL_QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/local-queue-name"
@@ -102,14 +104,14 @@ LABELS_DROPPED_FROM_WORKLOAD: Final = (
     LEGACY_CONTROLLER_UID_LABEL,
     CONTROLLER_UID_LABEL,
 )
-"""Removed from the Workload's template (§6.4: ``batch.kubernetes.io/job-name`` is kept)."""
+"""Removed from the Workload's template (``ConstructWorkload``: ``batch.kubernetes.io/job-name`` is kept)."""
 
 DEFAULT_POD_SET_NAME: Final = "main"
 JOB_API_VERSION: Final = "batch/v1"
 JOB_KIND: Final = "Job"
 JOB_GROUP: Final = "batch"
 
-# --- event reasons and texts (§6.4, §6.5, §7.2) -----------------------------------------------------
+# --- event reasons and texts (jobframework/reconciler.go) -----------------------------------------------------
 
 EVENT_CREATED_WORKLOAD: Final = "CreatedWorkload"
 EVENT_DELETED_WORKLOAD: Final = "DeletedWorkload"
@@ -187,7 +189,7 @@ class StartJobError(Exception):
 
 
 class PodSetUpdateConflict(StartJobError):
-    """Injected labels, annotations or nodeSelector disagree with what is already there (§5.2)."""
+    """Injected labels, annotations or nodeSelector disagree with what is already there (``podset.Merge``)."""
 
 
 class InvalidPodSetsInfo(StartJobError):
@@ -271,7 +273,7 @@ def active_pods(job: Mapping[str, Any]) -> int:
 
 
 def is_active(job: Mapping[str, Any]) -> bool:
-    """Whether the Job still has active pods (quota is released only once it has none, §3.7)."""
+    """Whether the Job still has active pods (quota is released only once it has none: ``jobframework`` ``ReconcileGenericJob``)."""
     return active_pods(job) != 0
 
 
@@ -288,7 +290,7 @@ def job_finished(job: Mapping[str, Any]) -> tuple[str, str] | None:
 
 
 def pods_ready(job: Mapping[str, Any]) -> bool:
-    """§6.5 step 8: ``succeeded + ready + uncounted succeeded >= min(parallelism, completions)``."""
+    """``(*Job).PodsReady`` (``pkg/controller/jobs/job/job_controller.go``): ``succeeded + ready + uncounted succeeded >= min(parallelism, completions)``."""
     status = _sub(job, "status")
     uncounted = _sub(status, "uncountedTerminatedPods").get("succeeded") or ()
     done = (_int_field(status, "succeeded") or 0) + (_int_field(status, "ready") or 0) + len(uncounted)
@@ -319,7 +321,7 @@ def _terminal_pods(job: Mapping[str, Any]) -> int:
 
 
 def reclaimable_pods(job: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """§6.5 step 7: pods of the running Job that will never be needed again.
+    """``(*Job).ReclaimablePods``: pods of the running Job that will never be needed again.
 
     For parallelism ``p > 1`` and ``t > 0`` terminal pods (``status.succeeded``, or for an Indexed
     Job the distinct completed or permanently failed indexes below ``completions``), the Job still
@@ -337,7 +339,7 @@ def reclaimable_pods(job: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [{"name": DEFAULT_POD_SET_NAME, "count": min(p - remaining, pods_count(job))}]
 
 
-# --- workload names (§6.4) --------------------------------------------------------------------------
+# --- workload names (jobframework/workload_names.go) --------------------------------------------------------------------------
 
 _HASH_LENGTH = 5
 
@@ -365,7 +367,7 @@ def workload_name(
     return f"{prefix}-{hashlib.sha1(identity.encode()).hexdigest()[:_HASH_LENGTH]}"
 
 
-# --- priority (§6.4) --------------------------------------------------------------------------------
+# --- priority (jobframework ``ExtractPriority``) --------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -394,7 +396,7 @@ def resolve_priority(
     pc_lookup: Callable[[str], PriorityClass | None],
     global_default_pcs: Iterable[PriorityClass],
 ) -> PriorityInfo | PriorityError:
-    """The Priority bullet of §6.4.
+    """The Workload's priority as ``ConstructWorkload`` resolves it.
 
     The ``kueue.x-k8s.io/priority-class`` label names a WorkloadPriorityClass; otherwise the pod
     template's ``priorityClassName`` names a PriorityClass; otherwise the globalDefault
@@ -433,7 +435,7 @@ def resolve_priority(
 
 
 def needs_priority_update(job: Mapping[str, Any], wl: Workload) -> bool:
-    """§6.5 step 2: whether the Job's priority-class label no longer matches the Workload.
+    """``ReconcileGenericJob``: whether the Job's priority-class label no longer matches the Workload.
 
     Only Workloads using a WorkloadPriorityClass, or no class at all, follow the label; a Workload
     reserving quota without a class is left alone (a class cannot be added while reserving).
@@ -446,7 +448,7 @@ def needs_priority_update(job: Mapping[str, Any], wl: Workload) -> bool:
     return workload_priority_class_name(job) != (ref.name if ref is not None else "")
 
 
-# --- pod sets and Workload construction (§6.4) ------------------------------------------------------
+# --- pod sets and Workload construction (``ConstructWorkload``) ------------------------------------------------------
 
 
 def _dedup_env(container: dict[str, Any]) -> None:
@@ -497,7 +499,7 @@ def _topology_request(template_meta: Mapping[str, Any]) -> dict[str, Any] | None
 def job_pod_sets(
     job: Mapping[str, Any], *, tas_enabled: bool = True, partial_admission: bool = True
 ) -> list[PodSet]:
-    """The Job's single pod set ``main`` as a Workload carries it (§6.4), env vars de-duplicated.
+    """The Job's single pod set ``main`` as a Workload carries it (``ConstructWorkload``), env vars de-duplicated.
 
     The template is the Job's, minus the Job-controller labels of ``LABELS_DROPPED_FROM_WORKLOAD``;
     ``count = min(parallelism, completions)``; ``minCount`` comes from the min-parallelism
@@ -536,7 +538,7 @@ def construct_workload(
     partial_admission: bool = True,
     short_workload_names: bool = False,
 ) -> Workload:
-    """The Workload the integration creates for ``job`` (§6.4), ready to be created.
+    """The Workload the integration creates for ``job`` (``ConstructWorkload``), ready to be created.
 
     Name from :func:`workload_name` (with the generation for elastic Jobs); the Job's namespace;
     the ``resource-in-use`` finalizer; a controller reference to the Job; the Job labels named in
@@ -586,7 +588,7 @@ def construct_workload(
     )
 
 
-# --- injection of admission data (§5.2) -------------------------------------------------------------
+# --- injection of admission data (jobframework ``RunWithPodSetsInfo``) -------------------------------------------------------------
 
 
 @dataclass
@@ -680,7 +682,7 @@ def pod_set_injection(
     *,
     tas_enabled: bool = True,
 ) -> list[PodSetInjection]:
-    """§5.2 steps 1-4: per podSetAssignment (in admission order), what to inject into the Job.
+    """``getPodSetsInfoFromStatus`` (jobframework/reconciler.go): per podSetAssignment (in admission order), what to inject into the Job.
 
     ``flavors`` maps names to ResourceFlavors (a missing one raises :class:`FlavorNotFound`, which
     is retried). A conflict between admission checks' podSetUpdates raises
@@ -774,7 +776,7 @@ def _merge_template(template: dict[str, Any], info: PodSetInjection) -> None:
 
 
 def start_job(job: Mapping[str, Any], wl: Workload, injections: Sequence[PodSetInjection]) -> dict[str, Any]:
-    """§6.5 step 10: the Job unsuspended with the admission injected (``RunWithPodSetsInfo``).
+    """``JobReconciler.startJob``: the Job unsuspended with the admission injected (``RunWithPodSetsInfo``).
 
     ``spec.suspend = false``; with partial admission ``parallelism`` becomes the admitted count
     (and ``completions`` follows when the completions-equal-parallelism annotation is true); the
@@ -802,7 +804,7 @@ def start_job(job: Mapping[str, Any], wl: Workload, injections: Sequence[PodSetI
     return out
 
 
-# --- stopping a Job (§6.5 "Stopping a Job") ---------------------------------------------------------
+# --- stopping a Job (jobframework ``stopJob``) ---------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -890,7 +892,7 @@ def stop_job(job: Mapping[str, Any], wl: Workload | None) -> StopResult:
     return StopResult(out, stopped_now, start_time_reset, suspend_step)
 
 
-# --- equivalence of a Job and a Workload (§6.5 step 2) ----------------------------------------------
+# --- equivalence of a Job and a Workload (jobframework ``EquivalentToWorkload``) ----------------------------------------------
 
 _QUANTITY_MAPS = frozenset({"requests", "limits"})
 
@@ -991,7 +993,7 @@ def is_equivalent(
     tas_enabled: bool = True,
     partial_admission: bool = True,
 ) -> bool:
-    """§6.5 step 2: whether ``wl`` is the Workload of ``job`` as the Job stands now.
+    """``EquivalentToWorkload``: whether ``wl`` is the Workload of ``job`` as the Job stands now.
 
     Same controller owner (name and uid), same ``maximumExecutionTimeSeconds``, and pod sets equal
     in count, minCount, containers, initContainers and (unless the Workload is admitted)
@@ -1025,7 +1027,7 @@ def is_equivalent(
 
 
 def pods_ready_condition(wl: Workload, admitted: bool, ready: bool) -> tuple[str, str, str] | None:
-    """§3.10: the ``PodsReady`` condition to write as ``(status, reason, message)``, or ``None``.
+    """WaitForPodsReady (``jobframework`` ``ReconcileGenericJob``): the ``PodsReady`` condition to write as ``(status, reason, message)``, or ``None``.
 
     ``admitted`` is whether the Workload is Admitted, ``ready`` is :func:`pods_ready` of the Job.
     ``None`` when the current condition already has that status and reason (only a change of

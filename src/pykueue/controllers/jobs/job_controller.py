@@ -1,4 +1,4 @@
-"""The batch/v1 Job reconciler (API reference §6.3, §6.5): Jobs become Workloads and follow them.
+"""The batch/v1 Job reconciler (upstream ``jobframework/reconciler.go`` ``ReconcileGenericJob``): Jobs become Workloads and follow them.
 
 It is the glue around the pure rules of :mod:`pykueue.controllers.jobs.batch_job`: it reads the
 manager's caches, decides one step, and writes through the client. Like upstream's
@@ -20,29 +20,32 @@ from pykueue.api.kueue import PriorityClass, ReclaimablePod, Workload, WorkloadP
 from pykueue.api.meta import ObjectMeta, find_condition
 from pykueue.client import resources as R
 from pykueue.client.interface import AlreadyExists
-from pykueue.controllers.informer import ObjectKey
+from pykueue.controllers.cluster_cache import JOB
 from pykueue.controllers.jobs import batch_job as bj
 from pykueue.core import lifecycle
 from pykueue.core.events import NORMAL, WARNING, Event
 from pykueue.core.workload_info import has_quota_reservation, is_admitted, is_evicted, is_finished
+from pykueue.runtime.informer import ObjectKey
 
 if TYPE_CHECKING:
-    from pykueue.controllers.manager import ControllerManager
+    from pykueue.controllers.context import ReconcileContext
+    from pykueue.controllers.workload_controller import WorkloadController
 
 
 class JobController:
     """Reconciles batch/v1 Jobs; see the module docstring."""
 
-    def __init__(self, mgr: ControllerManager) -> None:
-        self.mgr = mgr
-        self.options = mgr.sched_options
+    def __init__(self, ctx: ReconcileContext, workload_controller: WorkloadController) -> None:
+        self.ctx = ctx
+        self.options = ctx.sched_options
+        self.workload_controller = workload_controller
         self._last_check_note: dict[ObjectKey, str] = {}
 
     # --- helpers ----------------------------------------------------------------------------------
 
     def _event(self, job: dict[str, Any], type_: str, reason: str, note: str) -> None:
         meta = job["metadata"]
-        self.mgr.record_event(
+        self.ctx.record_event(
             Event(meta["namespace"], meta["name"], type_, reason, note, kind="Job"),
             {
                 "apiVersion": "batch/v1",
@@ -54,31 +57,31 @@ class JobController:
         )
 
     def _wl_event(self, wl: Workload, type_: str, reason: str, note: str) -> None:
-        self.mgr.record_event(
+        self.ctx.record_event(
             Event.for_workload(wl.metadata.namespace, wl.metadata.name, type_, reason, note)
         )
 
     def _owned(self, job: dict[str, Any]) -> list[Workload]:
         uid = job["metadata"].get("uid", "")
-        keys = sorted(self.mgr.workloads_of_owner.get(uid, ()))
-        return [wl for k in keys if (wl := self.mgr.workloads.get(k)) is not None]
+        keys = sorted(self.ctx.workloads_of_owner.get(uid, ()))
+        return [wl for k in keys if (wl := self.ctx.workloads.get(k)) is not None]
 
     def _managed(self, job: dict[str, Any]) -> bool:
         return is_managed(
             job,
-            self.mgr.namespace_label_map.get(job["metadata"].get("namespace", "")),
-            self.mgr.options.managed_jobs_namespace_selector,
-            self.mgr.options.manage_jobs_without_queue_name,
+            self.ctx.namespace_label_map.get(job["metadata"].get("namespace", "")),
+            self.ctx.options.managed_jobs_namespace_selector,
+            self.ctx.options.manage_jobs_without_queue_name,
         )
 
     def _write_job(self, job: dict[str, Any], status: bool = False) -> dict[str, Any]:
-        return self.mgr.write(R.JOBS, job, subresource="status" if status else None)
+        return self.ctx.write(R.JOBS, job, subresource="status" if status else None)
 
     # --- reconcile ----------------------------------------------------------------------------------
 
     def reconcile(self, key: ObjectKey) -> None:
         """One reconcile of Job ``(namespace, name)``."""
-        job = self.mgr.raw["jobs"].get(key)
+        job = self.ctx.raw["jobs"].get(key)
         if job is None or job["metadata"].get("deletionTimestamp"):
             self._job_gone(key, job)
             return
@@ -95,7 +98,7 @@ class JobController:
                 self._update_priority(job, wl)
                 return
             if is_finished(wl):
-                if RESOURCE_IN_USE in wl.metadata.finalizers and self.mgr.workload_controller.remove_finalizer(wl):
+                if RESOURCE_IN_USE in wl.metadata.finalizers and self.workload_controller.remove_finalizer(wl):
                     self._event(job, NORMAL, "FinishedWorkload", bj.finished_workload_message(wl))
                 return
             if wl.metadata.deletion_timestamp is not None:
@@ -126,7 +129,7 @@ class JobController:
     def _job_gone(self, key: ObjectKey, job: dict[str, Any] | None) -> None:
         ns, name = key
         uid = (job or {}).get("metadata", {}).get("uid")
-        for wl in list(self.mgr.workloads.values()):
+        for wl in list(self.ctx.workloads.values()):
             if wl.metadata.namespace != ns:
                 continue
             refs = [r for r in wl.metadata.owner_references if r.kind == "Job" and r.name == name]
@@ -140,11 +143,11 @@ class JobController:
                     "True",
                     "OwnerNotFound",
                     "The workload's owner no longer exists",
-                    self.mgr.now(),
+                    self.ctx.now(),
                 )
-                if not self.mgr.write_workload(updated):
+                if not self.ctx.write_workload(updated):
                     continue
-                wl = self.mgr.workloads.get(f"{ns}/{wl.metadata.name}", wl)
+                wl = self.ctx.workloads.get(f"{ns}/{wl.metadata.name}", wl)
             self._remove_finalizer(wl)
 
     # --- step 2: find the Workload ------------------------------------------------------------------------
@@ -152,13 +155,13 @@ class JobController:
     def _match(self, job: dict[str, Any], owned: list[Workload]) -> Workload | None:
         match: Workload | None = None
         for wl in owned:
-            if match is None and bj.is_equivalent(job, wl, self.mgr.flavors):
+            if match is None and bj.is_equivalent(job, wl, self.ctx.flavors):
                 match = wl
         if match is not None:
             for wl in owned:
                 if wl is not match:
                     self._remove_finalizer(wl)
-                    self.mgr.client.delete(R.WORKLOADS, wl.metadata.name, wl.metadata.namespace)
+                    self.ctx.client.delete(R.WORKLOADS, wl.metadata.name, wl.metadata.namespace)
                     self._event(job, NORMAL, "DeletedWorkload", bj.deleted_workload_message(wl))
             return match
         if not owned:
@@ -174,7 +177,7 @@ class JobController:
         for wl in owned:
             if wl is not keep and wl.metadata.deletion_timestamp is None:
                 self._remove_finalizer(wl)
-                self.mgr.client.delete(R.WORKLOADS, wl.metadata.name, wl.metadata.namespace)
+                self.ctx.client.delete(R.WORKLOADS, wl.metadata.name, wl.metadata.namespace)
                 self._event(job, NORMAL, "DeletedWorkload", bj.deleted_workload_message(wl))
         return None
 
@@ -184,11 +187,11 @@ class JobController:
             return
         fresh = self._construct(job, priority)
         updated = msgspec.structs.replace(wl, spec=fresh.spec)
-        if self.mgr.write_workload(updated, status=False):
+        if self.ctx.write_workload(updated, status=False):
             self._event(job, NORMAL, "UpdatedWorkload", bj.updated_workload_message(wl))
 
     def _propagate_gate(self, job: dict[str, Any], wl: Workload) -> bool:
-        """Copy the Job's ``admission-gated-by`` annotation to its Workload (§6.5 step 2)."""
+        """Copy the Job's ``admission-gated-by`` annotation to its Workload (``ReconcileGenericJob``, after finding the matching Workload)."""
         key = bj.ADMISSION_GATED_BY_ANNOTATION
         want = (job["metadata"].get("annotations") or {}).get(key)
         have = wl.metadata.annotations.get(key)
@@ -198,7 +201,7 @@ class JobController:
         if want:
             annotations[key] = want
         meta = msgspec.structs.replace(wl.metadata, annotations=annotations)
-        self.mgr.write_workload(msgspec.structs.replace(wl, metadata=meta), status=False)
+        self.ctx.write_workload(msgspec.structs.replace(wl, metadata=meta), status=False)
         return True
 
     def _update_priority(self, job: dict[str, Any], wl: Workload) -> None:
@@ -210,26 +213,26 @@ class JobController:
         spec = msgspec.structs.replace(
             wl.spec, priority_class_ref=priority.priority_class_ref, priority=priority.priority
         )
-        if self.mgr.write_workload(msgspec.structs.replace(wl, spec=spec), status=False):
+        if self.ctx.write_workload(msgspec.structs.replace(wl, spec=spec), status=False):
             self._event(job, NORMAL, "UpdatedWorkload", bj.updated_priority_message(wl))
 
     # --- steps 3-5: finished, deleted ---------------------------------------------------------------------
 
     def _remove_finalizer(self, wl: Workload) -> None:
-        self.mgr.workload_controller.remove_finalizer(wl)
+        self.workload_controller.remove_finalizer(wl)
 
     def _finish(self, job: dict[str, Any], wl: Workload, reason: str, message: str) -> None:
         """Finish the Workload; ``FinishedWorkload`` follows when its finalizer goes (step 3)."""
         if is_finished(wl):
             return
         updated = lifecycle.copy_for_status(wl)
-        lifecycle.set_condition(updated, "Finished", "True", reason, message, self.mgr.now())
-        self.mgr.write_workload(updated)
+        lifecycle.set_condition(updated, "Finished", "True", reason, message, self.ctx.now())
+        self.ctx.write_workload(updated)
 
     # --- step 6: create the Workload ----------------------------------------------------------------------
 
     def _priority(self, job: dict[str, Any]) -> bj.PriorityInfo | bj.PriorityError:
-        raw = self.mgr.raw
+        raw = self.ctx.raw
         wpcs = {k[1]: v for k, v in raw["workloadpriorityclasses"].items()}
         pcs = {k[1]: v for k, v in raw["priorityclasses"].items()}
 
@@ -251,7 +254,7 @@ class JobController:
         return bj.construct_workload(
             job,
             priority,
-            self.mgr.options.label_keys_to_copy,
+            self.ctx.options.label_keys_to_copy,
             partial_admission=self.options.gate("PartialAdmission"),
             short_workload_names=self.options.gate("ShortWorkloadNames"),
         )
@@ -268,14 +271,15 @@ class JobController:
             return
         wl = self._construct(job, priority)
         try:
-            out = self.mgr.client.create(R.WORKLOADS, to_external(wl))
+            out = self.ctx.client.create(R.WORKLOADS, to_external(wl))
         except AlreadyExists:
             return
-        self.mgr.observe_write(R.WORKLOADS, out)
-        self.mgr.metrics.workload_created(job, out, "Job")
+        self.ctx.cluster.observe_write(R.WORKLOADS, out)
+        if self.ctx.metrics is not None:
+            self.ctx.metrics.workload_created(job, out, "Job")
         self._event(job, NORMAL, "CreatedWorkload", bj.created_workload_message(wl))
         if not bj.is_suspended(job):
-            created = self.mgr.workloads.get(f"{wl.metadata.namespace}/{wl.metadata.name}")
+            created = self.ctx.workloads.get(f"{wl.metadata.namespace}/{wl.metadata.name}")
             self._stop(job, created, "Not admitted by cluster queue")
 
     # --- steps 7-8: reclaimable pods, PodsReady -----------------------------------------------------------
@@ -291,7 +295,7 @@ class JobController:
         updated.status.reclaimable_pods = [
             ReclaimablePod(name=r["name"], count=r["count"]) for r in wanted
         ]
-        self.mgr.write_workload(updated)
+        self.ctx.write_workload(updated)
         return True
 
     def _pods_ready(self, job: dict[str, Any], wl: Workload) -> bool:
@@ -301,8 +305,8 @@ class JobController:
         if target is None:
             return False
         updated = lifecycle.copy_for_status(wl)
-        lifecycle.set_condition(updated, "PodsReady", target[0], target[1], target[2], self.mgr.now())
-        self.mgr.write_workload(updated)
+        lifecycle.set_condition(updated, "PodsReady", target[0], target[1], target[2], self.ctx.now())
+        self.ctx.write_workload(updated)
         return True
 
     # --- step 9: evicted ----------------------------------------------------------------------------------
@@ -315,8 +319,8 @@ class JobController:
             return
         if has_quota_reservation(wl) and bj.active_pods(job) == 0:
             updated = lifecycle.copy_for_status(wl)
-            if lifecycle.complete_eviction(updated, self.mgr.now(), self.options):
-                self.mgr.write_workload(updated)
+            if lifecycle.complete_eviction(updated, self.ctx.now(), self.options):
+                self.ctx.write_workload(updated)
 
     # --- step 10: suspended -------------------------------------------------------------------------------
 
@@ -334,16 +338,16 @@ class JobController:
         queue = bj.queue_name(job)
         if queue != wl.spec.queue_name:
             spec = msgspec.structs.replace(wl.spec, queue_name=queue)
-            self.mgr.write_workload(msgspec.structs.replace(wl, spec=spec), status=False)
+            self.ctx.write_workload(msgspec.structs.replace(wl, spec=spec), status=False)
 
     def _start(self, job: dict[str, Any], wl: Workload) -> None:
         try:
             injections = bj.pod_set_injection(
-                wl, self.mgr.flavors, self.options.gate("AssignQueueLabelsForPods")
+                wl, self.ctx.flavors, self.options.gate("AssignQueueLabelsForPods")
             )
             started = bj.start_job(job, wl, injections)
         except bj.FlavorNotFound:
-            self.mgr.requeue_after("job", (job["metadata"]["namespace"], job["metadata"]["name"]), 1.0)
+            self.ctx.requeue_after(JOB, (job["metadata"]["namespace"], job["metadata"]["name"]), 1.0)
             return
         except bj.StartJobError as err:
             self._finish(job, wl, "FailedToStart", str(err))

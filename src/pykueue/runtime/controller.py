@@ -1,16 +1,18 @@
 """The machinery under every admission-check controller: informers, a keyed work queue, one worker.
 
 A :class:`ControllerRuntime` owns informers (list + watch through the
-:class:`~pykueue.client.interface.Client`, see :mod:`pykueue.controllers.informer`) whose changes
+:class:`~pykueue.client.interface.Client`, see :mod:`pykueue.runtime.informer`) whose changes
 are mapped to *keys* ``(kind, namespace, name)`` by handlers, and a single worker thread that
 hands each key to the reconciler registered for its kind. As in controller-runtime:
 
 * a key queued several times before it is processed is processed once;
 * a key re-queued while it is being processed is processed again afterwards, never concurrently;
 * a reconciler returns the seconds after which it wants to see the key again (or None);
-* a reconciler that raises is retried with an exponential backoff (0.5 s doubling up to 30 s).
+* a reconciler that raises is retried alone with a per-key exponential backoff (0.5 s doubling
+  up to 30 s; client-go's ``ItemExponentialFailureRateLimiter`` behind ``AddRateLimited``/``Forget``);
+  nothing else queued with it is lost.
 
-Delays are measured on the injected :data:`~pykueue.controllers.clock.Clock`, never on wall time,
+Delays are measured on the injected :data:`~pykueue.runtime.clock.Clock`, never on wall time,
 so a test (or ``--time-offset-file``) that moves the clock makes due work run at once; the worker
 re-reads the clock every ``poll_interval`` real seconds while it waits.
 
@@ -24,18 +26,20 @@ import copy
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pykueue.client.interface import Client, Conflict, NotFound, Resource
-from pykueue.controllers.clock import Clock, system_clock
-from pykueue.controllers.informer import Change, Informer
+from pykueue.runtime.clock import Clock, system_clock
+from pykueue.runtime.informer import Change, Informer
 
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str, str]
 """(kind, namespace, name); namespace is "" for cluster-scoped objects."""
+
+K = TypeVar("K", bound=Hashable)
 
 Reconciler = Callable[[str, str], float | None]
 """``reconcile(namespace, name) -> seconds until the key should be reconciled again, or None``."""
@@ -47,27 +51,43 @@ _ERROR_BACKOFF_MAX = 30.0
 STATUS_WRITE_ATTEMPTS = 8
 
 
-class WorkQueue:
-    """A de-duplicating queue of keys with delayed adds measured on a :data:`Clock`."""
+class WorkQueue(Generic[K]):
+    """A de-duplicating queue of keys with delayed adds and per-key failure backoff on a :data:`Clock`.
 
-    def __init__(self, clock: Clock = system_clock, poll_interval: float = 0.2) -> None:
+    client-go's ``workqueue`` semantics: a key added several times before it is taken is taken
+    once; a key added while it is being processed is queued again when :meth:`done`; a key that
+    failed is re-added with :meth:`add_rate_limited` after ``base * 2**(failures-1)`` seconds
+    (capped at ``max_backoff``) until :meth:`forget` clears its failures.
+    """
+
+    def __init__(
+        self,
+        clock: Clock = system_clock,
+        poll_interval: float = 0.2,
+        *,
+        base_backoff: float = _ERROR_BACKOFF_BASE,
+        max_backoff: float = _ERROR_BACKOFF_MAX,
+    ) -> None:
         self.clock = clock
         self.poll_interval = poll_interval
+        self.base_backoff = base_backoff
+        self.max_backoff = max_backoff
         self._cond = threading.Condition()
-        self._ready: deque[Key] = deque()
-        self._queued: set[Key] = set()
-        self._processing: set[Key] = set()
-        self._dirty: set[Key] = set()
-        self._delayed: dict[Key, datetime] = {}
+        self._ready: deque[K] = deque()
+        self._queued: set[K] = set()
+        self._processing: set[K] = set()
+        self._dirty: set[K] = set()
+        self._delayed: dict[K, datetime] = {}
+        self._failures: dict[K, int] = {}
         self._shutdown = False
 
-    def add(self, key: Key) -> None:
+    def add(self, key: K) -> None:
         """Queue ``key`` now (a pending delayed add of the same key is superseded)."""
         with self._cond:
             self._delayed.pop(key, None)
             self._add_locked(key)
 
-    def add_after(self, key: Key, seconds: float) -> None:
+    def add_after(self, key: K, seconds: float) -> None:
         """Queue ``key`` once ``seconds`` have passed on the clock (the earliest due time wins)."""
         if seconds <= 0:
             self.add(key)
@@ -81,7 +101,33 @@ class WorkQueue:
                 self._delayed[key] = due
             self._cond.notify()
 
-    def _add_locked(self, key: Key) -> None:
+    def add_rate_limited(self, key: K) -> float:
+        """Re-queue a key whose processing failed, after its backoff; returns the delay."""
+        with self._cond:
+            failures = self._failures.get(key, 0) + 1
+            self._failures[key] = failures
+        delay: float = min(self.base_backoff * 2.0 ** (failures - 1), self.max_backoff)
+        self.add_after(key, delay)
+        return delay
+
+    def cancel_delayed(self, key: K) -> None:
+        """Drop a pending delayed add of ``key`` (its reconcile is about to decide anew)."""
+        with self._cond:
+            self._delayed.pop(key, None)
+
+    def wait(self, timeout: float) -> None:
+        """Block until a key is ready, the queue shuts down, or ``timeout`` real seconds pass."""
+        with self._cond:
+            self._promote_due_locked()
+            if not self._ready and not self._shutdown:
+                self._cond.wait(timeout)
+
+    def forget(self, key: K) -> None:
+        """The key was processed successfully: its next failure starts the backoff afresh."""
+        with self._cond:
+            self._failures.pop(key, None)
+
+    def _add_locked(self, key: K) -> None:
         if key in self._processing:
             self._dirty.add(key)
             return
@@ -99,7 +145,7 @@ class WorkQueue:
                 del self._delayed[key]
                 self._add_locked(key)
 
-    def get(self) -> Key | None:
+    def get(self) -> K | None:
         """The next ready key (blocking); None once the queue is shut down."""
         with self._cond:
             while True:
@@ -113,13 +159,37 @@ class WorkQueue:
                     return key
                 self._cond.wait(self.poll_interval if self._delayed else None)
 
-    def done(self, key: Key) -> None:
+    def take_ready(self) -> list[K]:
+        """Every key ready now, without blocking (each must be :meth:`done`); for a loop that
+        processes batches on its own thread."""
+        with self._cond:
+            self._promote_due_locked()
+            keys = list(self._ready)
+            self._ready.clear()
+            self._queued.difference_update(keys)
+            self._processing.update(keys)
+            return keys
+
+    def done(self, key: K) -> None:
         """Mark ``key`` processed; re-queue it when it was added meanwhile."""
         with self._cond:
             self._processing.discard(key)
             if key in self._dirty:
                 self._dirty.discard(key)
                 self._add_locked(key)
+
+    def has_ready(self) -> bool:
+        """Whether a key is ready or was added during processing (due delayed keys count)."""
+        with self._cond:
+            self._promote_due_locked()
+            return bool(self._ready or self._dirty)
+
+    def next_due_seconds(self) -> float | None:
+        """Clock seconds until the earliest delayed key is due (None when nothing is delayed)."""
+        with self._cond:
+            if not self._delayed:
+                return None
+            return (min(self._delayed.values()) - self.clock()).total_seconds()
 
     def shut_down(self) -> None:
         """Wake every waiter; ``get`` returns None from now on."""
@@ -137,7 +207,7 @@ class WorkQueue:
         with self._cond:
             return not self._ready and not self._processing and not self._dirty
 
-    def delayed(self) -> dict[Key, datetime]:
+    def delayed(self) -> dict[K, datetime]:
         """A snapshot of the delayed keys and their due times (for diagnostics and tests)."""
         with self._cond:
             return dict(self._delayed)
@@ -157,10 +227,9 @@ class ControllerRuntime:
         self.client = client
         self.name = name
         self.clock = clock
-        self.queue = WorkQueue(clock, poll_interval)
+        self.queue: WorkQueue[Key] = WorkQueue(clock, poll_interval)
         self._informers: list[Informer] = []
         self._reconcilers: dict[str, Reconciler] = {}
-        self._failures: dict[Key, int] = {}
         self._thread: threading.Thread | None = None
         self._started = False
 
@@ -246,15 +315,12 @@ class ControllerRuntime:
         try:
             after = reconciler(namespace, name)
         except Exception:
-            failures = self._failures.get(key, 0) + 1
-            self._failures[key] = failures
-            delay = min(_ERROR_BACKOFF_BASE * 2 ** (failures - 1), _ERROR_BACKOFF_MAX)
+            delay = self.queue.add_rate_limited(key)
             log.exception(
                 "%s: reconciling %s %s/%s failed; retrying in %.1fs", self.name, kind, namespace, name, delay
             )
-            self.queue.add_after(key, delay)
             return
-        self._failures.pop(key, None)
+        self.queue.forget(key)
         if after is not None:
             self.queue.add_after(key, after)
 

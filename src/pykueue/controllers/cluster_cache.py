@@ -1,0 +1,481 @@
+"""The manager thread's view of the cluster, and how each observed change reaches the core.
+
+:class:`ClusterCache` holds the objects as last seen or written (raw JSON, and typed views of the
+Kueue kinds), applies every :class:`~pykueue.runtime.informer.Change` with the applier registered
+for its collection, routes Workload changes into the scheduling core (queues and cache, as
+upstream's ``pkg/controller/core/workload_controller.go`` event handlers do) and queues the
+reconcilers' keys ``(kind, key)`` on the shared :class:`~pykueue.runtime.controller.WorkQueue`.
+It is owned by the manager thread: nothing here is locked.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from pykueue.api.conversion import to_internal
+from pykueue.api.kueue import (
+    AdmissionCheck,
+    ClusterQueue,
+    Cohort,
+    LocalQueue,
+    ResourceFlavor,
+    Workload,
+)
+from pykueue.api.meta import is_condition_true, to_time
+from pykueue.api.unmodelled import EVENT_REASON as UNMODELLED_EVENT_REASON
+from pykueue.api.unmodelled import unmodelled_features
+from pykueue.client import resources as R
+from pykueue.client.interface import Resource
+from pykueue.core.cache import Cache
+from pykueue.core.events import WARNING
+from pykueue.core.options import SchedulerOptions
+from pykueue.core.queue_manager import QueueManager
+from pykueue.core.scheduler import Scheduler
+from pykueue.core.workload_info import (
+    WorkloadInfo,
+    has_active_quota_reservation,
+    new_workload_info,
+    workload_key,
+)
+from pykueue.core.workload_routing import queueable, route_workload_change
+from pykueue.metrics.recorder import ControllerMetrics
+from pykueue.runtime.clock import Clock
+from pykueue.runtime.controller import WorkQueue
+from pykueue.runtime.informer import DELETED, Change, ObjectKey, object_key, resource_version
+from pykueue.runtime.recorder import EventRecorder
+
+log = logging.getLogger(__name__)
+
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+STATUS_BATCH_SECONDS = 1.0
+"""``UpdatesBatchPeriod``: queue status is refreshed at most this long after a workload change."""
+
+# Collections the manager watches, in the order their initial state is applied (dependencies first).
+WATCHED: tuple[Resource, ...] = (
+    R.NAMESPACES,
+    R.PRIORITY_CLASSES,
+    R.WORKLOAD_PRIORITY_CLASSES,
+    R.RESOURCE_FLAVORS,
+    R.ADMISSION_CHECKS,
+    R.COHORTS,
+    R.CLUSTER_QUEUES,
+    R.LOCAL_QUEUES,
+    R.WORKLOADS,
+    R.JOBS,
+)
+WATCH_ORDER = {res.plural: i for i, res in enumerate(WATCHED)}
+
+# The reconcilers' kinds: the work queue's keys are (kind, key).
+JOB, WORKLOAD, FLAVOR, CHECK, CLUSTER_QUEUE, LOCAL_QUEUE, COHORT = "job", "workload", "rf", "ac", "cq", "lq", "cohort"
+WorkKey = tuple[str, Hashable]
+
+Applier = Callable[[dict[str, Any] | None, dict[str, Any] | None], None]
+
+
+class ClusterCache:
+    """Cached objects, their appliers, and the routing of Workload changes into the core."""
+
+    def __init__(
+        self,
+        cache: Cache,
+        queues: QueueManager,
+        options: SchedulerOptions,
+        work: WorkQueue[WorkKey],
+        recorder: EventRecorder,
+        clock: Clock,
+    ) -> None:
+        self.cache = cache
+        self.queues = queues
+        self.sched_options = options
+        self.work = work
+        self.recorder = recorder
+        self.clock = clock
+        # Set by the manager once the scheduler and the metrics exist (both read this cache).
+        self.scheduler: Scheduler | None = None
+        self.metrics: ControllerMetrics | None = None
+        self.raw: dict[str, dict[ObjectKey, dict[str, Any]]] = {res.plural: {} for res in WATCHED}
+        self.workloads: dict[str, Workload] = {}
+        self.local_queues: dict[str, LocalQueue] = {}
+        self.cluster_queues: dict[str, ClusterQueue] = {}
+        self.cohorts: dict[str, Cohort] = {}
+        self.flavors: dict[str, ResourceFlavor] = {}
+        self.admission_checks: dict[str, AdmissionCheck] = {}
+        self.namespace_label_map: dict[str, dict[str, str]] = {}
+        self.workloads_of_owner: dict[str, set[str]] = {}
+        self._updates: deque[tuple[Workload | None, Workload | None]] = deque()
+        self._appliers: dict[str, Applier] = {
+            R.NAMESPACES.plural: self._apply_namespaces,
+            R.PRIORITY_CLASSES.plural: _read_when_needed,
+            R.WORKLOAD_PRIORITY_CLASSES.plural: _read_when_needed,
+            R.RESOURCE_FLAVORS.plural: self._apply_resourceflavors,
+            R.ADMISSION_CHECKS.plural: self._apply_admissionchecks,
+            R.COHORTS.plural: self._apply_cohorts,
+            R.CLUSTER_QUEUES.plural: self._apply_clusterqueues,
+            R.LOCAL_QUEUES.plural: self._apply_localqueues,
+            R.WORKLOADS.plural: self._apply_workloads,
+            R.JOBS.plural: self._apply_jobs,
+        }
+
+    def _ts(self) -> float:
+        return to_time(self.clock()).timestamp()
+
+    def mark(self, kind: str, key: Hashable) -> None:
+        """Queue ``key`` for the reconciler of ``kind``."""
+        self.work.add((kind, key))
+
+    def requeue_after(self, kind: str, key: Hashable, seconds: float) -> None:
+        """Reconcile ``key`` of ``kind`` again after ``seconds`` (the earliest request wins)."""
+        self.work.add_after((kind, key), seconds)
+
+    def schedule_status(self, kind: str, key: Hashable) -> None:
+        """Queue status refresh, batched over :data:`STATUS_BATCH_SECONDS`."""
+        self.requeue_after(kind, key, STATUS_BATCH_SECONDS)
+
+    # --- applying observed changes --------------------------------------------------------------------
+
+    def on_change(self, change: Change) -> None:
+        """Apply one observed change (an older version than the cached one is ignored)."""
+        plural = change.resource.plural
+        cached = self.raw[plural]
+        obj = change.object
+        key = object_key(obj)
+        old = cached.get(key)
+        if change.type == DELETED:
+            if old is None:
+                return
+            del cached[key]
+            self._apply(plural, old, None)
+            return
+        if old is not None and not _newer(obj, old):
+            return  # our own write, already applied (or an older version)
+        cached[key] = obj
+        if old is None:
+            self._report_unmodelled(change.resource, obj)
+        self._apply(plural, old, obj)
+
+    def _report_unmodelled(self, res: Resource, obj: dict[str, Any]) -> None:
+        """A Warning Event on an object that asks for a Kueue feature pykueue does not implement."""
+        meta = obj.get("metadata") or {}
+        for found in unmodelled_features(res.group, res.kind, obj):
+            involved = {
+                "apiVersion": res.api_version,
+                "kind": res.kind,
+                "name": meta.get("name", ""),
+                "namespace": meta.get("namespace", ""),
+                "uid": meta.get("uid", ""),
+                "resourceVersion": meta.get("resourceVersion", ""),
+            }
+            self.recorder.record(involved, WARNING, UNMODELLED_EVENT_REASON, found.message, action=UNMODELLED_EVENT_REASON)
+
+    def observe_write(self, res: Resource, obj: dict[str, Any]) -> None:
+        """Apply the result of our own successful write at once (write-through)."""
+        self.on_change(Change(res, "MODIFIED", None, obj))
+
+    def _apply(self, plural: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        self._appliers[plural](old, new)
+
+    def _apply_namespaces(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        obj = new or old
+        assert obj is not None
+        name = obj["metadata"]["name"]
+        if new is None:
+            self.namespace_label_map.pop(name, None)
+            self.queues.delete_namespace(name)
+            return
+        labels = dict(new["metadata"].get("labels") or {})
+        labels.setdefault(NAMESPACE_NAME_LABEL, name)
+        previous = self.namespace_label_map.get(name)
+        self.namespace_label_map[name] = labels
+        if previous == labels:
+            return
+        self.queues.set_namespace_labels(name, labels)
+        # Jobs seen before their namespace were skipped as unmanaged; look at them again.
+        for ns, job in self.raw["jobs"]:
+            if ns == name:
+                self.mark(JOB, (ns, job))
+        self._retry_all_inadmissible()
+
+    def _apply_resourceflavors(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        if new is None:
+            assert old is not None
+            name = old["metadata"]["name"]
+            self.flavors.pop(name, None)
+            self.cache.delete_flavor(name)
+        else:
+            rf = _typed(new, ResourceFlavor)
+            prev = self.flavors.get(rf.metadata.name)
+            self.flavors[rf.metadata.name] = rf
+            self.cache.add_or_update_flavor(rf)
+            self.mark(FLAVOR, rf.metadata.name)
+            if prev is not None and prev.spec == rf.spec and _same_deletion(prev, rf):
+                return  # only metadata (e.g. our finalizer) changed
+        self._cluster_queues_changed()
+
+    def _apply_admissionchecks(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        if new is None:
+            assert old is not None
+            name = old["metadata"]["name"]
+            self.admission_checks.pop(name, None)
+            self.cache.delete_admission_check(name)
+        else:
+            ac = _typed(new, AdmissionCheck)
+            prev = self.admission_checks.get(ac.metadata.name)
+            self.admission_checks[ac.metadata.name] = ac
+            self.cache.add_or_update_admission_check(ac)
+            self.mark(CHECK, ac.metadata.name)
+            if prev is not None and prev.spec == ac.spec and _active(prev) == _active(ac) and _same_deletion(prev, ac):
+                return
+        self._cluster_queues_changed()
+
+    def _apply_cohorts(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        if new is None:
+            assert old is not None
+            name = old["metadata"]["name"]
+            self.cohorts.pop(name, None)
+            self.cache.delete_cohort(name)
+        else:
+            cohort = _typed(new, Cohort)
+            prev = self.cohorts.get(cohort.metadata.name)
+            self.cohorts[cohort.metadata.name] = cohort
+            if prev is not None and prev.spec == cohort.spec and prev.metadata.labels == cohort.metadata.labels:
+                return  # our own status write
+            self.cache.add_or_update_cohort(cohort)
+            self.mark(COHORT, cohort.metadata.name)
+        self._cluster_queues_changed()
+
+    def _apply_clusterqueues(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        if new is None:
+            assert old is not None
+            name = old["metadata"]["name"]
+            self.cluster_queues.pop(name, None)
+            self.queues.delete_cluster_queue(name)
+            self.cache.delete_cluster_queue(name)
+            if self.metrics is not None:
+                self.metrics.metrics.clear_cluster_queue(name)
+            self._workloads_of_cq_changed(name)
+        else:
+            cq = _typed(new, ClusterQueue)
+            name = cq.metadata.name
+            previous = self.cluster_queues.get(name)
+            self.cluster_queues[name] = cq
+            if previous is not None and previous.spec == cq.spec and _same_deletion(previous, cq):
+                # A status or finalizer write (usually ours): nothing the core reads changed.
+                state = self.cache.cluster_queues.get(name)
+                if state is not None:
+                    state.obj = cq
+                return
+            state = self.cache.add_or_update_cluster_queue(cq)
+            if previous is None:
+                self.queues.add_cluster_queue(state, self._ts())
+                # Reservations naming this ClusterQueue seen before it (e.g. after a re-creation).
+                for wl in self.workloads.values():
+                    if has_active_quota_reservation(wl) and self.cluster_queue_of(wl) == name:
+                        self.cache.add_workload(self.info(wl))
+            else:
+                self.queues.update_cluster_queue(state, self._ts())
+            self.cache.update_activity()
+            self.mark(CLUSTER_QUEUE, name)
+            if (
+                previous is None
+                or previous.spec.stop_policy != cq.spec.stop_policy
+                or previous.spec.admission_checks_strategy != cq.spec.admission_checks_strategy
+                or cq.metadata.deletion_timestamp is not None
+            ):
+                self._workloads_of_cq_changed(name)
+        self._cluster_queues_changed()
+
+    def _apply_localqueues(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        if new is None:
+            assert old is not None
+            ns, name = old["metadata"]["namespace"], old["metadata"]["name"]
+            key = f"{ns}/{name}"
+            gone = self.local_queues.pop(key, None)
+            self.queues.delete_local_queue(key)
+            if self.metrics is not None:
+                self.metrics.metrics.clear_local_queue(ns, name)
+            if gone is not None and gone.spec.cluster_queue:
+                self.schedule_status(CLUSTER_QUEUE, gone.spec.cluster_queue)
+            self._workloads_of_lq_changed(ns, name)
+            return
+        lq = _typed(new, LocalQueue)
+        ns, name = lq.metadata.namespace, lq.metadata.name
+        key = f"{ns}/{name}"
+        previous = self.local_queues.get(key)
+        self.local_queues[key] = lq
+        if previous is not None and previous.spec == lq.spec and _same_deletion(previous, lq):
+            return  # our own status write
+        if previous is not None and previous.spec.cluster_queue != lq.spec.cluster_queue:
+            self.schedule_status(CLUSTER_QUEUE, previous.spec.cluster_queue)
+        pending = [
+            wl
+            for wl in self.workloads.values()
+            if wl.metadata.namespace == ns and wl.spec.queue_name == name and queueable(wl)
+        ]
+        if previous is None:
+            self.queues.add_local_queue(lq, pending)
+        else:
+            self.queues.update_local_queue(lq, pending)
+        self.mark(LOCAL_QUEUE, key)
+        if lq.spec.cluster_queue:
+            self.schedule_status(CLUSTER_QUEUE, lq.spec.cluster_queue)
+        self._workloads_of_lq_changed(ns, name)
+
+    def _apply_workloads(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        old_wl = self.workloads.get(_ns_name(old)) if old is not None else None
+        if new is None:
+            assert old is not None
+            key = _ns_name(old)
+            self.workloads.pop(key, None)
+            if old_wl is not None:
+                self._index_owner(old_wl, remove=True)
+            self._updates.append((old_wl, None))
+            return
+        wl = _typed(new, Workload)
+        key = workload_key(wl)
+        self.workloads[key] = wl
+        self._index_owner(wl)
+        self._updates.append((old_wl, wl))
+
+    def _apply_jobs(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        obj = new or old
+        assert obj is not None
+        self.mark(JOB, object_key(obj))
+
+    # --- workload routing into the core (workload_controller.go's event handlers) -----------------------
+
+    def _index_owner(self, wl: Workload, remove: bool = False) -> None:
+        key = workload_key(wl)
+        for ref in wl.metadata.owner_references:
+            keys = self.workloads_of_owner.setdefault(ref.uid, set())
+            if remove:
+                keys.discard(key)
+            else:
+                keys.add(key)
+
+    def info(self, wl: Workload) -> WorkloadInfo:
+        """The core's view of a workload (reusing the cached one when the spec is unchanged)."""
+        return new_workload_info(wl, self.sched_options, self.cache.workload(workload_key(wl)))
+
+    def deliver_updates(self) -> None:
+        """Route the Workload changes applied so far into the core."""
+        while self._updates:
+            old, new = self._updates.popleft()
+            self._route(old, new)
+
+    def _route(self, old: Workload | None, new: Workload | None) -> None:
+        wl = new if new is not None else old
+        assert wl is not None
+        key = workload_key(wl)
+        self.mark(WORKLOAD, key)
+        self._status_touched(old)
+        self._status_touched(new)
+        for ref in wl.metadata.owner_references:
+            if ref.kind == "Job":
+                self.mark(JOB, (wl.metadata.namespace, ref.name))
+        if self.metrics is not None:
+            self.metrics.workload_changed(old, new)
+        route_workload_change(
+            old,
+            new,
+            cache=self.cache,
+            queues=self.queues,
+            scheduler=self._scheduler(),
+            options=self.sched_options,
+            now=to_time(self.clock()),
+        )
+
+    def _status_touched(self, wl: Workload | None) -> None:
+        """A workload change refreshes its queues' status within the batch period (``UpdatesBatchPeriod``)."""
+        if wl is None:
+            return
+        cq = self.cluster_queue_of(wl)
+        if cq:
+            self.schedule_status(CLUSTER_QUEUE, cq)
+        if wl.spec.queue_name:
+            self.schedule_status(LOCAL_QUEUE, f"{wl.metadata.namespace}/{wl.spec.queue_name}")
+
+    def _cluster_queues_changed(self) -> None:
+        """Flavors, checks, cohorts or CQs changed: activity, status and parked workloads."""
+        self.cache.update_activity()
+        for name in self.cluster_queues:
+            self.mark(CLUSTER_QUEUE, name)
+        for key in self.local_queues:
+            self.mark(LOCAL_QUEUE, key)
+        for name in self.cohorts:
+            self.mark(COHORT, name)
+        # A flavor or check waiting for deletion may have lost its last ClusterQueue.
+        for name, rf in self.flavors.items():
+            if rf.metadata.deletion_timestamp is not None:
+                self.mark(FLAVOR, name)
+        for name, ac in self.admission_checks.items():
+            if ac.metadata.deletion_timestamp is not None:
+                self.mark(CHECK, name)
+        self._retry_all_inadmissible()
+
+    def _retry_all_inadmissible(self) -> None:
+        if self.cluster_queues:
+            self.queues.queue_inadmissible_workloads(set(self.cluster_queues), self._ts())
+
+    def _workloads_of_cq_changed(self, cq: str) -> None:
+        for key, wl in self.workloads.items():
+            if self.cluster_queue_of(wl) == cq:
+                self.mark(WORKLOAD, key)
+
+    def _workloads_of_lq_changed(self, ns: str, name: str) -> None:
+        for key, wl in self.workloads.items():
+            if wl.metadata.namespace == ns and wl.spec.queue_name == name:
+                self.mark(WORKLOAD, key)
+
+    # --- lookups for the reconcilers -------------------------------------------------------------------
+
+    def namespace_labels(self, namespace: str) -> dict[str, str] | None:
+        """Labels of a namespace (None if it does not exist)."""
+        return self.namespace_label_map.get(namespace)
+
+    def _scheduler(self) -> Scheduler:
+        assert self.scheduler is not None, "ClusterCache.scheduler is wired by the manager"
+        return self.scheduler
+
+    def cluster_queue_of(self, wl: Workload) -> str | None:
+        """The admission's ClusterQueue, else the LocalQueue's."""
+        if wl.status.admission is not None:
+            return wl.status.admission.cluster_queue
+        lq = self.local_queues.get(f"{wl.metadata.namespace}/{wl.spec.queue_name}")
+        return lq.spec.cluster_queue if lq is not None else None
+
+
+def _same_deletion(a: Any, b: Any) -> bool:
+    return bool(a.metadata.deletion_timestamp is None) == bool(b.metadata.deletion_timestamp is None)
+
+
+def _active(ac: AdmissionCheck) -> bool:
+    return ac.status is not None and is_condition_true(ac.status.conditions, "Active")
+
+
+def _newer(obj: dict[str, Any], old: dict[str, Any]) -> bool:
+    """Whether ``obj`` is a later version than ``old`` (resourceVersions are etcd revisions)."""
+    a, b = resource_version(obj), resource_version(old)
+    if a == b:
+        return False
+    try:
+        return int(a) > int(b)
+    except ValueError:
+        return True
+
+
+def _ns_name(obj: dict[str, Any] | None) -> str:
+    meta = (obj or {}).get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def _typed(obj: dict[str, Any], cls: type[Any]) -> Any:
+    typed, _ = to_internal(obj)
+    assert isinstance(typed, cls)
+    return typed
+
+
+def _read_when_needed(old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+    """PriorityClasses are read from ``raw`` by the Job integration when it builds a Workload."""

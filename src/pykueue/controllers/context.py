@@ -1,0 +1,191 @@
+"""ReconcileContext: everything a reconciler may use, and nothing else (never the manager).
+
+Upstream builds each reconciler from narrow dependencies (``NewWorkloadReconciler(client, queues,
+cache, recorder, options...)`` in ``pkg/controller/core/workload_controller.go``); this is that set
+for pykueue's reconcilers, built once by the manager:
+
+* ``client``: the API; writes go through :meth:`ReconcileContext.write`, which applies the
+  server's answer to the cluster cache at once (write-through);
+* ``cluster``: the :class:`~pykueue.controllers.cluster_cache.ClusterCache` (objects as last seen);
+* ``cache`` and ``queues``: the scheduling core's cache and queue manager;
+* ``recorder``, ``clock`` and ``work``: the runtime's event recorder, clock and work queue.
+
+It also serves as the scheduler's ``WorkloadStore`` port (reads, status writes, events).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Hashable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from pykueue.api.conversion import to_external
+from pykueue.api.kueue import AdmissionCheck, ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Workload
+from pykueue.api.meta import to_time
+from pykueue.client import resources as R
+from pykueue.client.interface import APIError, Client, Conflict, NotFound, Resource
+from pykueue.controllers.cluster_cache import ClusterCache, WorkKey
+from pykueue.core.cache import Cache
+from pykueue.core.events import Event
+from pykueue.core.options import SchedulerOptions
+from pykueue.core.queue_manager import QueueManager
+from pykueue.core.workload_info import WorkloadInfo, workload_key
+from pykueue.metrics.recorder import ControllerMetrics
+from pykueue.runtime.clock import Clock
+from pykueue.runtime.controller import WorkQueue
+from pykueue.runtime.informer import ObjectKey
+from pykueue.runtime.recorder import EventRecorder
+
+if TYPE_CHECKING:
+    from pykueue.controllers.options import ControllerOptions
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ReconcileContext:
+    """The reconcilers' only dependency; see the module docstring."""
+
+    client: Client
+    cluster: ClusterCache
+    cache: Cache
+    queues: QueueManager
+    options: ControllerOptions
+    recorder: EventRecorder
+    clock: Clock
+    work: WorkQueue[WorkKey]
+    metrics: ControllerMetrics | None = None
+
+    # --- time and requeues ---------------------------------------------------------------------------
+
+    def now(self) -> datetime:
+        """The controllers' current time."""
+        return to_time(self.clock())
+
+    def requeue_after(self, kind: str, key: Hashable, seconds: float) -> None:
+        """Reconcile ``key`` of ``kind`` again after ``seconds`` (the earliest request wins)."""
+        self.cluster.requeue_after(kind, key, seconds)
+
+    # --- reads (the cluster cache) -------------------------------------------------------------------
+
+    @property
+    def sched_options(self) -> SchedulerOptions:
+        """The scheduling core's options."""
+        return self.options.scheduler
+
+    @property
+    def workloads(self) -> dict[str, Workload]:
+        return self.cluster.workloads
+
+    @property
+    def local_queues(self) -> dict[str, LocalQueue]:
+        return self.cluster.local_queues
+
+    @property
+    def cluster_queues(self) -> dict[str, ClusterQueue]:
+        return self.cluster.cluster_queues
+
+    @property
+    def cohorts(self) -> dict[str, Cohort]:
+        return self.cluster.cohorts
+
+    @property
+    def flavors(self) -> dict[str, ResourceFlavor]:
+        return self.cluster.flavors
+
+    @property
+    def admission_checks(self) -> dict[str, AdmissionCheck]:
+        return self.cluster.admission_checks
+
+    @property
+    def raw(self) -> dict[str, dict[ObjectKey, dict[str, Any]]]:
+        return self.cluster.raw
+
+    @property
+    def workloads_of_owner(self) -> dict[str, set[str]]:
+        return self.cluster.workloads_of_owner
+
+    @property
+    def namespace_label_map(self) -> dict[str, dict[str, str]]:
+        return self.cluster.namespace_label_map
+
+    def cluster_queue_of(self, wl: Workload) -> str | None:
+        """The admission's ClusterQueue, else the LocalQueue's."""
+        return self.cluster.cluster_queue_of(wl)
+
+    def namespace_labels(self, namespace: str) -> dict[str, str] | None:
+        """Labels of a namespace (None if it does not exist)."""
+        return self.cluster.namespace_labels(namespace)
+
+    def info(self, wl: Workload) -> WorkloadInfo:
+        """The core's view of a workload (reusing the cached one when the spec is unchanged)."""
+        return self.cluster.info(wl)
+
+    def get_workload(self, key: str) -> Workload | None:
+        """The cached Workload ``namespace/name`` (the scheduler's port)."""
+        return self.cluster.workloads.get(key)
+
+    # --- writes ----------------------------------------------------------------------------------------
+
+    def write(self, res: Resource, obj: dict[str, Any], subresource: str | None = None) -> dict[str, Any]:
+        """PUT with the cached resourceVersion; applies the result at once."""
+        out = self.client.replace(res, obj, subresource=subresource)
+        if res.plural != "workloads":
+            self.cluster.observe_write(res, out)
+            return out
+        meta = out.get("metadata") or {}
+        key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+        before = self.cluster.workloads.get(key)
+        self.cluster.observe_write(res, out)
+        after = self.cluster.workloads.get(key)
+        if after is not None and self.metrics is not None:
+            self.metrics.workload_written(before, after)
+        return out
+
+    def write_workload(self, wl: Workload, status: bool = True) -> bool:
+        """Write a typed Workload (its status, or the whole object); False on conflict/absence."""
+        try:
+            self.write(R.WORKLOADS, to_external(wl), subresource="status" if status else None)
+        except (Conflict, NotFound):
+            return False
+        return True
+
+    def write_workload_status(self, wl: Workload) -> bool:
+        """The scheduler's status writes (reservation, admission, preemption)."""
+        try:
+            return self.write_workload(wl)
+        except APIError as err:
+            log.warning("writing workload %s status: %s", workload_key(wl), err)
+            return False
+
+    # --- events ------------------------------------------------------------------------------------------
+
+    def record_event(self, event: Event, involved: dict[str, Any] | None = None) -> None:
+        """Record a core Event (off this thread: the recorder sends in batches)."""
+        ref = involved or self._involved(event)
+        self.recorder.record(ref, event.type, event.reason, event.note, action=event.reason)
+
+    def _involved(self, event: Event) -> dict[str, Any]:
+        kind = event.kind
+        ref: dict[str, Any] = {"kind": kind, "name": event.name}
+        if event.namespace:
+            ref["namespace"] = event.namespace
+        if kind == "Workload":
+            wl = self.cluster.workloads.get(f"{event.namespace}/{event.name}")
+            ref["apiVersion"] = f"{R.KUEUE}/{R.KUEUE_VERSION}"
+            if wl is not None:
+                ref["uid"] = wl.metadata.uid
+                ref["resourceVersion"] = wl.metadata.resource_version
+        elif kind == "Job":
+            job = self.cluster.raw["jobs"].get((event.namespace, event.name))
+            ref["apiVersion"] = "batch/v1"
+            if job is not None:
+                ref["uid"] = job["metadata"].get("uid", "")
+        elif kind == "ClusterQueue":
+            cq = self.cluster.cluster_queues.get(event.name)
+            ref["apiVersion"] = f"{R.KUEUE}/{R.KUEUE_VERSION}"
+            if cq is not None:
+                ref["uid"] = cq.metadata.uid
+        return ref

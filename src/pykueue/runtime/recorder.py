@@ -1,0 +1,329 @@
+"""The one event recorder: ``core/v1`` or ``events.k8s.io/v1`` Events, correlated and sent in batches.
+
+Every component records through an :class:`EventRecorder`; the caller chooses the API:
+
+* :data:`EVENTS_V1` (``events.k8s.io/v1``, client-go ``tools/events``): Kueue's recorders and the
+  admission-check SDK. An event names its object in ``regarding``. An *isomorphic* event (same
+  ``action``, ``reason``, ``reportingController``, ``regarding``; ``getKey`` in
+  ``tools/events/event_broadcaster.go``) is not created again: the first one grows an
+  ``EventSeries`` (``count`` 2, then more) that is patched onto the Event already written.
+* :data:`CORE_V1` (``v1``, client-go ``tools/record``): the controller manager and the job runner.
+  An event names its object in ``involvedObject``. ``EventCorrelator`` semantics
+  (``tools/record/events_cache.go``): an identical event bumps ``count``/``lastTimestamp`` of the
+  one already written (``EventLogger``); from the 10th distinct message about the same object and
+  reason within 10 minutes, the messages are combined into one
+  ``"(combined from similar events): <message>"`` Event (``EventAggregator``).
+
+Recording never blocks or fails the caller: :meth:`EventRecorder.event` only queues (a bounded
+queue of 1000, dropping when full, as ``watch.Broadcaster``'s ``DropIfChannelFull``), and one
+sender thread writes the queue in batches. A failed write is logged and dropped, as client-go
+does. Repeats that arrive within one batch are written once, with their final count: that is
+where this recorder differs from client-go, which patches an ``EventSeries`` only every 30 minutes
+(``refreshExistingEventSeries``) and a core/v1 count on every repeat.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import queue
+import socket
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pykueue.api.meta import EVENT_NOTE_LIMIT, NORMAL, WARNING, format_time, truncate_message
+from pykueue.client.interface import AlreadyExists, APIError, Client, NotFound, Resource
+from pykueue.runtime.clock import Clock, system_clock
+
+log = logging.getLogger(__name__)
+
+__all__ = ["CORE_V1", "EVENTS_V1", "NORMAL", "WARNING", "EventRecorder", "object_reference"]
+
+EVENTS_V1 = Resource("events.k8s.io", "v1", "events", "Event", True)
+CORE_V1 = Resource("", "v1", "events", "Event", True)
+
+_NAME_LIMIT = 253
+_SUFFIX_LEN = 17  # "." + 16 hex digits of the nanosecond timestamp
+_QUEUE_LENGTH = 1000  # client-go's maxQueuedEvents
+_CACHE_SIZE = 4096  # client-go's maxLruCacheEntries
+_AGGREGATE_MAX_EVENTS = 10  # defaultAggregateMaxEvents
+_AGGREGATE_INTERVAL_SECONDS = 600  # defaultAggregateIntervalInSeconds
+_COMBINED_PREFIX = "(combined from similar events): "
+
+
+def object_reference(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The ObjectReference of a JSON object (``apiVersion``, ``kind``, name, namespace, uid, rv)."""
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    ref: dict[str, Any] = {
+        "apiVersion": obj.get("apiVersion", ""),
+        "kind": obj.get("kind", ""),
+        "name": str(meta.get("name") or ""),
+    }
+    if meta.get("namespace"):
+        ref["namespace"] = meta["namespace"]
+    for key in ("uid", "resourceVersion"):
+        if meta.get(key):
+            ref[key] = meta[key]
+    return ref
+
+
+@dataclass
+class _Pending:
+    ref: dict[str, Any]
+    type: str
+    reason: str
+    note: str
+    action: str
+    at: datetime
+
+
+@dataclass
+class _Written:
+    namespace: str
+    name: str
+    count: int
+
+
+class _LRU(OrderedDict[Any, Any]):
+    def remember(self, key: Any, value: Any) -> None:
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > _CACHE_SIZE:
+            self.popitem(last=False)
+
+
+class EventRecorder:
+    """Records Events about objects as ``controller`` (the reporting controller / source component)."""
+
+    def __init__(
+        self,
+        client: Client,
+        controller: str,
+        clock: Clock = system_clock,
+        *,
+        api: Resource = EVENTS_V1,
+        instance: str | None = None,
+    ) -> None:
+        if api not in (EVENTS_V1, CORE_V1):
+            raise ValueError(f"EventRecorder: api must be events.k8s.io/v1 or v1 events, not {api.api_version}")
+        self.client = client
+        self.controller = controller
+        self.clock = clock
+        self.api = api
+        self.instance = instance or f"{controller}-{socket.gethostname()}-{os.getpid()}"[:128]
+        self._seq = itertools.count()
+        self._queue: queue.Queue[_Pending | threading.Event] = queue.Queue(_QUEUE_LENGTH)
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._written: _LRU = _LRU()  # correlation key -> the Event written for it
+        self._aggregates: _LRU = _LRU()  # aggregate key -> (distinct messages, last time)
+
+    # -- the caller's side: never blocks, never raises -------------------------------------------
+
+    def event(
+        self, obj: Mapping[str, Any], type_: str, reason: str, note: str, action: str | None = None
+    ) -> None:
+        """Record one event about the JSON object ``obj`` (``action`` defaults to ``reason``)."""
+        self.record(object_reference(obj), type_, reason, note, action)
+
+    def record(
+        self, ref: Mapping[str, Any], type_: str, reason: str, note: str, action: str | None = None
+    ) -> None:
+        """Record one event about the object ``ref`` (an ObjectReference) off the caller's path.
+
+        ``action`` defaults to ``reason`` for events.k8s.io/v1 (where it is required) and to none
+        for core/v1 (client-go's ``tools/record`` sets none)."""
+        if action is None:
+            action = reason if self.api == EVENTS_V1 else ""
+        pending = _Pending(dict(ref), type_, reason, truncate_message(note, EVENT_NOTE_LIMIT), action,
+                           self.clock())
+        self._ensure_sender()
+        try:
+            self._queue.put_nowait(pending)
+        except queue.Full:
+            log.warning("event queue full; dropping %s %s on %s", type_, reason, ref.get("name"))
+
+    def flush(self, timeout: float | None = 10.0) -> bool:
+        """Wait until every event recorded so far was written (or dropped); for shutdown and tests."""
+        self._ensure_sender()
+        marker = threading.Event()
+        try:
+            self._queue.put(marker, timeout=timeout)
+        except queue.Full:
+            return False
+        return marker.wait(timeout)
+
+    def _ensure_sender(self) -> None:
+        if self._thread is not None:
+            return
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._send_forever, name=f"events-{self.controller}", daemon=True
+                )
+                self._thread.start()
+
+    # -- the sender thread ---------------------------------------------------------------------------
+
+    def _send_forever(self) -> None:
+        while True:
+            batch = [self._queue.get()]
+            while True:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            self._send_batch(batch)
+
+    def _send_batch(self, batch: list[_Pending | threading.Event]) -> None:
+        # Correlate the whole batch first, so repeats within it become one write with the final count.
+        creates: dict[Any, tuple[dict[str, Any], _Written]] = {}
+        patches: dict[Any, tuple[_Written, dict[str, Any]]] = {}
+        markers: list[threading.Event] = []
+        for item in batch:
+            if isinstance(item, threading.Event):
+                markers.append(item)
+                continue
+            try:
+                self._correlate(item, creates, patches)
+            except Exception:  # a malformed event must not stop the sender
+                log.exception("event %s %s not recorded", item.type, item.reason)
+        for key, (body, written) in creates.items():
+            self._create(key, body, written)
+        for key, (written, patch) in patches.items():
+            self._patch(key, written, patch)
+        for marker in markers:
+            marker.set()
+
+    def _correlate(
+        self,
+        ev: _Pending,
+        creates: dict[Any, tuple[dict[str, Any], _Written]],
+        patches: dict[Any, tuple[_Written, dict[str, Any]]],
+    ) -> None:
+        if self.api == CORE_V1:
+            ev, key = self._aggregate(ev)
+        else:
+            # getKey: the whole ``regarding`` reference (resourceVersion included), not the note.
+            key = (ev.action, ev.reason, self.controller, tuple(sorted(ev.ref.items())))
+        pending = creates.get(key)
+        if pending is not None:  # a repeat of an event created in this batch
+            body, written = pending
+            written.count += 1
+            self._set_count(body, written.count, ev.at)
+            return
+        seen: _Written | None = self._written.get(key)
+        if seen is None:
+            body = self._body(ev)
+            creates[key] = (body, _Written(body["metadata"]["namespace"], body["metadata"]["name"], 1))
+            return
+        seen.count += 1
+        patches[key] = (seen, self._count_patch(seen.count, ev))
+
+    def _aggregate(self, ev: _Pending) -> tuple[_Pending, Any]:
+        """``EventAggregator.EventAggregate``: the event to write and its ``EventLogger`` key.
+
+        From the 10th distinct message about one object and reason within 10 minutes, the event
+        becomes one ``(combined from similar events)`` Event keyed without its message."""
+        ref = _ref_key(ev.ref)
+        aggregate_key = (ref, ev.type, ev.reason, self.controller)
+        record = self._aggregates.get(aggregate_key)
+        now = ev.at.timestamp()
+        if record is None or now - record[1] > _AGGREGATE_INTERVAL_SECONDS:
+            record = (set(), now)
+        messages: set[str] = record[0]
+        messages.add(ev.note)
+        self._aggregates.remember(aggregate_key, (messages, now))
+        if len(messages) < _AGGREGATE_MAX_EVENTS:
+            return ev, (ref, ev.type, ev.reason, ev.note, self.controller)
+        messages.pop()
+        note = truncate_message(_COMBINED_PREFIX + ev.note, EVENT_NOTE_LIMIT)
+        return _Pending(ev.ref, ev.type, ev.reason, note, "", ev.at), aggregate_key
+
+    def _body(self, ev: _Pending) -> dict[str, Any]:
+        name = str(ev.ref.get("name") or "")
+        namespace = str(ev.ref.get("namespace") or "") or "default"
+        # client-go names events "<object>.<unix nanos in hex>"; the sequence number keeps names
+        # unique when an injected clock stands still.
+        nanos = int(ev.at.timestamp() * 1_000_000_000) + next(self._seq)
+        meta = {"name": f"{name[: _NAME_LIMIT - _SUFFIX_LEN]}.{nanos:x}", "namespace": namespace}
+        if self.api == EVENTS_V1:
+            return {
+                "apiVersion": "events.k8s.io/v1",
+                "kind": "Event",
+                "metadata": meta,
+                "eventTime": ev.at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                "reportingController": self.controller,
+                "reportingInstance": self.instance,
+                "action": ev.action,
+                "reason": ev.reason,
+                "regarding": ev.ref,
+                "note": ev.note,
+                "type": ev.type,
+            }
+        now = format_time(ev.at)
+        body: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": meta,
+            "involvedObject": ev.ref,
+            "reason": ev.reason,
+            "message": ev.note,
+            "type": ev.type,
+            "source": {"component": self.controller},
+            "reportingComponent": self.controller,
+            "reportingInstance": self.instance,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        if ev.action:  # client-go's aggregate Event carries no action
+            body["action"] = ev.action
+        return body
+
+    def _set_count(self, body: dict[str, Any], count: int, at: datetime) -> None:
+        if self.api == EVENTS_V1:
+            body["series"] = {"count": count, "lastObservedTime": at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
+        else:
+            body["count"] = count
+            body["lastTimestamp"] = format_time(at)
+
+    def _count_patch(self, count: int, ev: _Pending) -> dict[str, Any]:
+        if self.api == EVENTS_V1:
+            return {"series": {"count": count, "lastObservedTime": ev.at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}}
+        return {"count": count, "lastTimestamp": format_time(ev.at), "message": ev.note}
+
+    def _create(self, key: Any, body: dict[str, Any], written: _Written) -> None:
+        try:
+            self.client.create(self.api, body)
+        except AlreadyExists:
+            log.debug("event %s already recorded", body["metadata"]["name"])
+        except APIError as err:
+            log.warning("recording event %s %s on %s failed: %s", body.get("type"), body.get("reason"),
+                        written.name, err)
+            return
+        except Exception:  # a transport failure must not stop the sender
+            log.exception("recording event %s failed", body.get("reason"))
+            return
+        self._written.remember(key, written)
+
+    def _patch(self, key: Any, written: _Written, patch: dict[str, Any]) -> None:
+        try:
+            self.client.patch(self.api, written.name, patch, written.namespace)
+        except NotFound:
+            self._written.pop(key, None)  # deleted meanwhile (TTL): the next repeat creates it again
+        except APIError as err:
+            log.warning("updating event %s failed: %s", written.name, err)
+        except Exception:
+            log.exception("updating event %s failed", written.name)
+
+
+def _ref_key(ref: Mapping[str, Any]) -> tuple[Any, ...]:
+    """getEventKey's involvedObject fields: the reference without its resourceVersion."""
+    return tuple(sorted((k, str(v)) for k, v in ref.items() if k != "resourceVersion"))

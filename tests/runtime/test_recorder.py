@@ -1,0 +1,117 @@
+"""The one event recorder: client-go's correlation, for both Event APIs, off the caller's thread."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from pykueue.checks.testing import FakeClock, embedded_client
+from pykueue.client.interface import Client, Resource
+from pykueue.runtime.recorder import CORE_V1, EVENTS_V1, NORMAL, WARNING, EventRecorder
+
+NS = "default"
+JOB = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": NS, "uid": "u1"}}
+
+
+def _events(client: Client, api: Resource) -> list[dict[str, Any]]:
+    return client.list(api, NS)[0]
+
+
+def test_core_v1_identical_events_count_on_one_event() -> None:
+    """EventLogger: a repeat bumps count and lastTimestamp of the Event already written."""
+    client, clock = embedded_client(), FakeClock()
+    rec = EventRecorder(client, "kueue-admission", clock, api=CORE_V1, instance="pykueue")
+    rec.event(JOB, NORMAL, "Started", "started")
+    assert rec.flush()
+    clock.advance(5)
+    rec.event(JOB, NORMAL, "Started", "started")
+    rec.event(JOB, WARNING, "Failed", "boom")
+    assert rec.flush()
+    started = [e for e in _events(client, CORE_V1) if e["reason"] == "Started"]
+    assert len(started) == 1
+    ev = started[0]
+    assert (ev["count"], ev["firstTimestamp"], ev["lastTimestamp"]) == (2, "2025-01-01T00:00:00Z", "2025-01-01T00:00:05Z")
+    assert ev["involvedObject"]["uid"] == "u1"
+    assert (ev["source"], ev["reportingComponent"], ev["reportingInstance"]) == (
+        {"component": "kueue-admission"}, "kueue-admission", "pykueue"
+    )
+    assert "action" not in ev  # tools/record sets none unless asked
+    assert [e["reason"] for e in _events(client, CORE_V1) if e["reason"] == "Failed"] == ["Failed"]
+
+
+def test_core_v1_repeats_within_one_batch_are_one_write_with_the_final_count() -> None:
+    client = embedded_client()
+    rec = EventRecorder(client, "c", FakeClock(), api=CORE_V1)
+    for _ in range(5):
+        rec.event(JOB, NORMAL, "Tick", "tick")
+    assert rec.flush()
+    [ev] = _events(client, CORE_V1)
+    assert ev["count"] == 5
+
+
+def test_core_v1_many_messages_about_one_object_are_combined() -> None:
+    """EventAggregator: from the 10th distinct message in 10 minutes, one combined Event counts them."""
+    client = embedded_client()
+    rec = EventRecorder(client, "c", FakeClock(), api=CORE_V1)
+    for i in range(12):
+        rec.event(JOB, WARNING, "Retry", f"attempt {i}")
+        assert rec.flush()
+    events = _events(client, CORE_V1)
+    combined = [e for e in events if e["message"].startswith("(combined from similar events): ")]
+    assert len(events) == 10  # nine distinct messages, then one combined Event
+    assert len(combined) == 1
+    assert combined[0]["count"] == 3
+    assert combined[0]["message"] == "(combined from similar events): attempt 11"
+
+
+def test_events_v1_isomorphic_events_become_a_series() -> None:
+    """tools/events: the same action, reason, controller and regarding grow an EventSeries."""
+    client, clock = embedded_client(), FakeClock()
+    rec = EventRecorder(client, "example.com/check", clock)
+    wl = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+          "metadata": {"name": "wl", "namespace": NS, "uid": "w1", "resourceVersion": "7"}}
+    rec.event(wl, NORMAL, "AdmissionCheckUpdated", "first")
+    assert rec.flush()
+    clock.advance(1)
+    rec.event(wl, NORMAL, "AdmissionCheckUpdated", "second note, same key")
+    assert rec.flush()
+    [ev] = _events(client, EVENTS_V1)
+    assert ev["note"] == "first"
+    assert ev["series"]["count"] == 2
+    assert ev["regarding"] == {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "name": "wl",
+                               "namespace": NS, "uid": "w1", "resourceVersion": "7"}
+    assert (ev["action"], ev["reportingController"]) == ("AdmissionCheckUpdated", "example.com/check")
+    # Another version of the object is another key (the reference includes resourceVersion).
+    rec.event({**wl, "metadata": {**wl["metadata"], "resourceVersion": "8"}}, NORMAL, "AdmissionCheckUpdated", "x")
+    assert rec.flush()
+    assert len(_events(client, EVENTS_V1)) == 2
+
+
+class _SlowClient:
+    """The API server's client, with creates held until released (a slow API server)."""
+
+    def __init__(self, inner: Client) -> None:
+        self.inner = inner
+        self.release = threading.Event()
+
+    def create(self, res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+        self.release.wait(10)
+        return self.inner.create(res, obj)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_slow_api_never_stalls_the_caller() -> None:
+    inner = embedded_client()
+    slow = _SlowClient(inner)
+    rec = EventRecorder(slow, "c", FakeClock(), api=CORE_V1)  # type: ignore[arg-type]
+    started = time.monotonic()
+    for i in range(50):
+        rec.event(JOB, NORMAL, "Tick", f"tick {i}")
+    assert time.monotonic() - started < 1.0  # queued, not written
+    assert _events(inner, CORE_V1) == []
+    slow.release.set()
+    assert rec.flush()
+    assert len(_events(inner, CORE_V1)) == 10  # 9 distinct + the combined one
