@@ -143,6 +143,18 @@ def run(args: argparse.Namespace) -> int:
     done = threading.Event()
     leading = threading.Event()
     elector = _elector(client, args, leading) if args.leader_elect else None
+    # A standby keeps the manager's caches and queues (and the visibility API) warm, as upstream's
+    # replicas do, and labels its metrics with its role (roletracker: follower, then leader).
+    standby: list[Any] = []
+    if elector is not None:
+        from pykueue.controllers.manager import ControllerManager
+
+        manager = next((c for c in components if isinstance(c, ControllerManager)), None)
+        if manager is not None:
+            manager.follow()
+            role_of = elector
+            manager.metrics.metrics.track_role(lambda: role_of.role)
+            standby = [c for c in components if c is manager or c is visibility]
     health = None
     if args.health_probe_bind_address:
         from pykueue.controllers.health import HealthServer
@@ -160,14 +172,21 @@ def run(args: argparse.Namespace) -> int:
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     stop: Any = None
+    stop_standby: Any = None
     try:
         if elector is not None:
+            if standby:
+                stop_standby = start_all(standby)
             print(f"pykueue controller: waiting for lease as {elector.identity}", flush=True)
             elector.start()
             while not done.is_set() and not leading.wait(0.2):
                 pass
         if not done.is_set():
-            stop = start_all(components)
+            for comp in standby:
+                lead = getattr(comp, "lead", None)
+                if lead is not None:
+                    lead()
+            stop = start_all([c for c in components if c not in standby])
             print("pykueue controller: running (Ctrl-C to stop)", flush=True)
             if visibility is not None:
                 print(
@@ -178,6 +197,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if stop is not None:
             stop()
+        if stop_standby is not None:
+            stop_standby()
         if metrics_server is not None:
             metrics_server.stop()
         if elector is not None:
