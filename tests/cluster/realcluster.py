@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -228,6 +229,7 @@ def start_real_kueue(
     run_jobs: bool = True,
     extra_users: tuple[str, ...] = (),
     apiserver_flags: str = "",
+    before_controller: Callable[[RealCluster], None] | None = None,
 ) -> support.Kueue:
     """A real cluster and a ``pykueue controller --kubeconfig`` against it, as the e2e ``Kueue``.
 
@@ -237,6 +239,8 @@ def start_real_kueue(
     base.mkdir(parents=True, exist_ok=True)
     cluster = start_real_cluster(base, (CONTROLLER_USER, *extra_users), audit=True, apiserver_flags=apiserver_flags)
     install_controller_rbac(cluster)
+    if before_controller is not None:
+        before_controller(cluster)
     offset = base / "clock-offset"
     offset.write_text("0")
     flags = ["--context", f"user-{CONTROLLER_USER}", *(extra or [])]

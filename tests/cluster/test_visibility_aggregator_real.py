@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import support
 import yaml
-from realcluster import ROOT, start_real_kueue
+from realcluster import CONTROLLER_USER, ROOT, start_real_kueue
 
 VISIBILITY = ROOT / "config" / "visibility"
 GROUP = "visibility.kueue.x-k8s.io"
@@ -130,6 +130,15 @@ def adapted_manifests(port: int, ca_bundle: bytes) -> str:
     return "---\n".join(yaml.safe_dump(d) for d in docs)
 
 
+def delegation_bindings(cluster: Any) -> None:
+    """config/visibility/role_binding.yaml, bound to the controller's user instead of its ServiceAccount."""
+    docs = list(yaml.safe_load_all((VISIBILITY / "role_binding.yaml").read_text()))
+    assert {d["roleRef"]["name"] for d in docs} == {"extension-apiserver-authentication-reader", "system:auth-delegator"}
+    for d in docs:
+        d["subjects"] = [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": CONTROLLER_USER}]
+    cluster.kubectl("apply", "-f", "-", stdin="---\n".join(yaml.safe_dump(d) for d in docs))
+
+
 @pytest.fixture(scope="module")
 def aggregated(tmp_path_factory: pytest.TempPathFactory) -> Any:
     base = tmp_path_factory.mktemp("aggregator")
@@ -145,7 +154,9 @@ def aggregated(tmp_path_factory: pytest.TempPathFactory) -> Any:
         run_jobs=False,
         extra_users=("viewer", "stranger"),
         apiserver_flags=front_proxy_flags(pki),
+        before_controller=delegation_bindings,
     )  # fmt: skip
+    k.visibility = (port, pki)  # type: ignore[attr-defined]
     try:
         k.kubectl("apply", "-f", str(VISIBILITY / "pending_workloads_viewer_roles.yaml"))
         k.kubectl("apply", "-f", "-", stdin=VIEWER_BINDING)
@@ -243,3 +254,93 @@ def test_rbac_decides_through_the_aggregator(aggregated: Any) -> None:
     assert denied.returncode != 0
     assert "forbidden" in denied.stderr.lower(), denied.stderr
     assert 'User "stranger" cannot get resource "clusterqueues/pendingworkloads"' in denied.stderr, denied.stderr
+
+
+# --- delegated authentication and authorization on the visibility port itself ----------------------
+
+
+def _direct(k: Any, path: str, headers: dict[str, str] | None = None, cert: tuple[Path, Path] | None = None) -> tuple[int, Any]:
+    """GET straight from the controller's visibility port (not through the aggregator)."""
+    import http.client
+    import ssl
+
+    port, pki = k.visibility
+    context = ssl.create_default_context(cafile=str(pki / "visibility-ca.crt"))
+    if cert is not None:
+        context.load_cert_chain(str(cert[0]), str(cert[1]))
+    conn = http.client.HTTPSConnection("localhost", port, context=context, timeout=30)
+    try:
+        conn.request("GET", path, headers=headers or {})
+        response = conn.getresponse()
+        body = response.read()
+        try:
+            return response.status, json.loads(body)
+        except ValueError:
+            return response.status, body.decode()
+    finally:
+        conn.close()
+
+
+def _token(k: Any, user: str) -> str:
+    config = yaml.safe_load(k.server.kubeconfig.read_text())
+    return str(next(u["user"]["token"] for u in config["users"] if u["name"] == f"user-{user}"))
+
+
+def _admin_cert(k: Any, tmp: Path) -> tuple[Path, Path]:
+    import base64
+
+    config = yaml.safe_load(k.server.kubeconfig.read_text())
+    user = next(u["user"] for u in config["users"] if u["name"] == "admin-cert")
+    crt, key = tmp / "admin.crt", tmp / "admin.key"
+    crt.write_bytes(base64.b64decode(user["client-certificate-data"]))
+    key.write_bytes(base64.b64decode(user["client-key-data"]))
+    key.chmod(0o600)
+    return crt, key
+
+
+def test_visibility_port_delegates_authentication_and_authorization(aggregated: Any, tmp_path: Path) -> None:
+    k = aggregated
+    k.kubectl("apply", "-f", "-", stdin=QUEUES)
+    _, pki = k.visibility
+    path = f"/apis/{GROUP}/v1beta1/clusterqueues/vis-cq/pendingworkloads"
+    front_proxy = (pki / "front-proxy-client.crt", pki / "front-proxy-client.key")
+
+    def refused(user: str, verb: str = "get") -> dict[str, Any]:
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": f'clusterqueues.{GROUP} "vis-cq" is forbidden: User "{user}" cannot {verb} resource '
+            f'"clusterqueues/pendingworkloads" in API group "{GROUP}" at the cluster scope',
+            "reason": "Forbidden",
+            "details": {"name": "vis-cq", "group": GROUP, "kind": "clusterqueues"},
+            "code": 403,
+        }
+
+    # Anonymous: authenticated as system:anonymous, then refused by the SubjectAccessReview.
+    assert _direct(k, path) == (403, refused("system:anonymous"))
+    assert _direct(k, "/readyz") == (200, "ok")  # AlwaysAllowPaths
+    status, doc = _direct(k, f"/apis/{GROUP}/v1beta1")
+    assert status == 403 and doc["message"] == (
+        f'forbidden: User "system:anonymous" cannot get path "/apis/{GROUP}/v1beta1"'
+    ), doc
+    # Bearer tokens: TokenReview, then SubjectAccessReview for that user.
+    status, doc = _direct(k, path, {"Authorization": f"Bearer {_token(k, 'viewer')}"})
+    assert status == 200 and doc["kind"] == "PendingWorkloadsSummary", doc
+    assert _direct(k, path, {"Authorization": f"Bearer {_token(k, 'stranger')}"}) == (403, refused("stranger"))
+    status, doc = _direct(k, path, {"Authorization": "Bearer not-a-token"})
+    assert (status, doc["reason"], doc["message"]) == (401, "Unauthorized", "Unauthorized")
+    # X-Remote-User is believed only from the front proxy's certificate ...
+    forged = {"X-Remote-User": "viewer", "X-Remote-Group": "system:masters"}
+    assert _direct(k, path, forged) == (403, refused("system:anonymous"))
+    assert _direct(k, path, {**forged, "Authorization": f"Bearer {_token(k, 'stranger')}"}) == (403, refused("stranger"))
+    # ... which is how the aggregator reaches it:
+    status, doc = _direct(k, path, {"X-Remote-User": "viewer"}, cert=front_proxy)
+    assert status == 200 and doc["kind"] == "PendingWorkloadsSummary", doc
+    assert _direct(k, path, {"X-Remote-User": "stranger"}, cert=front_proxy) == (403, refused("stranger"))
+    status, doc = _direct(k, path, {"X-Remote-User": "stranger", "X-Remote-Group": "system:masters"}, cert=front_proxy)
+    assert status == 200, doc  # system:masters is always allowed, as upstream's AlwaysAllowGroups
+    # A client certificate signed by the cluster's client CA: its CN and O.
+    status, doc = _direct(k, path, cert=_admin_cert(k, tmp_path))
+    assert status == 200 and doc["kind"] == "PendingWorkloadsSummary", doc

@@ -49,6 +49,14 @@ def add_parser(sub: Any) -> None:
         metavar="FILE",
         help="serve only clients with a certificate signed by this CA (the cluster's requestheader-client-ca-file)",
     )
+    v.add_argument(
+        "--visibility-auth",
+        choices=("delegated", "none"),
+        default="delegated",
+        help="delegated (default, as upstream): authenticate with the front-proxy certificate and headers, client "
+        "certificates and TokenReview, authorize with SubjectAccessReview (needs the RBAC of config/visibility); "
+        "none: serve whoever reaches the port (e.g. against `pykueue serve`, which has no TokenReview)",
+    )
     w = p.add_argument_group("webhooks", "Kueue's conversion, defaulting and validation webhooks (HTTPS)")
     w.add_argument(
         "--no-webhooks", action="store_true", help="do not serve or register the webhooks (the API server has its own)"
@@ -218,6 +226,7 @@ def _visibility_server(args: argparse.Namespace, components: list[Any]) -> Any:
     """The visibility API server over the controller manager's queue manager (None: disabled)."""
     if args.visibility_port < 0:
         return None
+    from pykueue.client.interface import APIError
     from pykueue.controllers.manager import ControllerManager
     from pykueue.visibility.api import VisibilityAPI
     from pykueue.visibility.server import VisibilityServer
@@ -233,6 +242,16 @@ def _visibility_server(args: argparse.Namespace, components: list[Any]) -> Any:
 
         tls = ensure_tls(args.work_dir.resolve() / "visibility-certs", "localhost")
         cert, key = tls.cert, tls.key
+    auth = None
+    if args.visibility_auth == "delegated":
+        from pykueue.visibility.auth import DelegatedAuth
+
+        try:
+            auth = DelegatedAuth.from_cluster(manager.client)
+        except (RuntimeError, APIError) as err:
+            # Upstream's server does not start without it either; the controllers still run.
+            print(f"pykueue controller: visibility API disabled: {err}", flush=True)
+            return None
     try:
         return VisibilityServer(
             VisibilityAPI(ManagerSource(manager)),
@@ -241,6 +260,7 @@ def _visibility_server(args: argparse.Namespace, components: list[Any]) -> Any:
             host=args.visibility_bind_address,
             port=args.visibility_port,
             client_ca=args.visibility_client_ca,
+            auth=auth,
         )
     except OSError as err:
         # The controllers do not depend on it: keep scheduling, say loudly what is missing.
