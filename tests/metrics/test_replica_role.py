@@ -58,3 +58,44 @@ def test_without_leader_election_the_role_is_standalone(env: MetricsEnv) -> None
     assert env.scrape()["kueue_admitted_workloads_total"] == {
         key(ROLE_STANDALONE, cluster_queue="cq-a", priority_class=""): 1.0
     }
+
+
+def test_role_follows_a_real_election_and_returns_to_follower_when_the_lease_is_lost() -> None:
+    """The controller's wiring: ``track_role(lambda: elector.role)`` with client-go's semantics."""
+    import threading
+
+    from pykueue.apiserver.app import create_app
+    from pykueue.client.inprocess import InProcessClient
+    from pykueue.controllers.leaderelection import LEASES, ElectionConfig, LeaderElector
+    from pykueue.store import Store
+
+    store = Store(None)
+    _, parts = create_app(store)
+    parts.bootstrap()
+    client = InProcessClient(parts.handlers)
+    client.create(R.NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}})
+    started, lost = threading.Event(), threading.Event()
+    config = ElectionConfig(namespace="kueue-system", identity="me", lease_duration=1.5, renew_deadline=1.0, retry_period=0.2)
+    elector = LeaderElector(client, config, on_started=started.set, on_lost=lost.set)
+    metrics = KueueMetrics()
+    metrics.track_role(lambda: elector.role)
+    try:
+        metrics.preempted("cq", "InClusterQueue")
+        elector.start()
+        assert started.wait(10)
+        metrics.preempted("cq", "InClusterQueue")
+        # Somebody else takes the Lease: renewals fail until the renew deadline, then it is lost.
+        lease = client.get(LEASES, config.name, "kueue-system")
+        client.replace(LEASES, {**lease, "spec": {**lease["spec"], "holderIdentity": "other"}})
+        assert lost.wait(10)
+        metrics.preempted("cq", "InClusterQueue")
+        samples = {
+            dict(s.labels)["replica_role"]: s.value
+            for fam in metrics.registry.collect()
+            for s in fam.samples
+            if s.name == "kueue_preempted_workloads_total"
+        }
+        assert samples == {ROLE_FOLLOWER: 2.0, ROLE_LEADER: 1.0}
+    finally:
+        elector.stop(release=False)
+        store.close()

@@ -183,10 +183,10 @@ def run(args: argparse.Namespace) -> int:
     stop_standby: Any = None
     try:
         if elector is not None:
+            print(f"pykueue controller: waiting for lease as {elector.identity}", flush=True)
+            elector.start()  # campaigning while the caches sync, as controller-runtime does
             if standby:
                 stop_standby = start_all(standby)
-            print(f"pykueue controller: waiting for lease as {elector.identity}", flush=True)
-            elector.start()
             while not done.is_set() and not leading.wait(0.2):
                 pass
         if not done.is_set():
