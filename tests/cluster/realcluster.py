@@ -19,7 +19,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -194,6 +193,7 @@ CONTROLLER_USER = "kueue-controller"
 
 RBAC = ROOT / "config" / "rbac"
 NAMESPACE_MANIFEST = ROOT / "config" / "manager" / "namespace.yaml"
+VISIBILITY_BINDINGS = ROOT / "config" / "visibility" / "role_binding.yaml"
 
 TEST_BINDINGS = f"""
 apiVersion: rbac.authorization.k8s.io/v1
@@ -216,10 +216,15 @@ subjects:
 
 
 def install_controller_rbac(cluster: RealCluster) -> None:
-    """The shipped Namespace and roles (config/), bound to :data:`CONTROLLER_USER`."""
+    """The shipped Namespace and roles (config/), bound to :data:`CONTROLLER_USER`; the visibility
+    server's delegated-auth bindings (config/visibility/role_binding.yaml) likewise."""
     cluster.kubectl("apply", "-f", str(NAMESPACE_MANIFEST))
     cluster.kubectl("apply", "-f", str(RBAC / "role.yaml"), "-f", str(RBAC / "leader_election_role.yaml"))
     cluster.kubectl("apply", "-f", "-", stdin=TEST_BINDINGS)
+    docs = list(yaml.safe_load_all(VISIBILITY_BINDINGS.read_text()))
+    for doc in docs:
+        doc["subjects"] = [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": CONTROLLER_USER}]
+    cluster.kubectl("apply", "-f", "-", stdin="---\n".join(yaml.safe_dump(d) for d in docs))
 
 
 def start_real_kueue(
@@ -229,7 +234,6 @@ def start_real_kueue(
     run_jobs: bool = True,
     extra_users: tuple[str, ...] = (),
     apiserver_flags: str = "",
-    before_controller: Callable[[RealCluster], None] | None = None,
 ) -> support.Kueue:
     """A real cluster and a ``pykueue controller --kubeconfig`` against it, as the e2e ``Kueue``.
 
@@ -239,8 +243,6 @@ def start_real_kueue(
     base.mkdir(parents=True, exist_ok=True)
     cluster = start_real_cluster(base, (CONTROLLER_USER, *extra_users), audit=True, apiserver_flags=apiserver_flags)
     install_controller_rbac(cluster)
-    if before_controller is not None:
-        before_controller(cluster)
     offset = base / "clock-offset"
     offset.write_text("0")
     flags = ["--context", f"user-{CONTROLLER_USER}", *(extra or [])]

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import support
 import yaml
-from realcluster import CONTROLLER_USER, ROOT, start_real_kueue
+from realcluster import ROOT, start_real_kueue
 
 VISIBILITY = ROOT / "config" / "visibility"
 GROUP = "visibility.kueue.x-k8s.io"
@@ -130,15 +130,6 @@ def adapted_manifests(port: int, ca_bundle: bytes) -> str:
     return "---\n".join(yaml.safe_dump(d) for d in docs)
 
 
-def delegation_bindings(cluster: Any) -> None:
-    """config/visibility/role_binding.yaml, bound to the controller's user instead of its ServiceAccount."""
-    docs = list(yaml.safe_load_all((VISIBILITY / "role_binding.yaml").read_text()))
-    assert {d["roleRef"]["name"] for d in docs} == {"extension-apiserver-authentication-reader", "system:auth-delegator"}
-    for d in docs:
-        d["subjects"] = [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": CONTROLLER_USER}]
-    cluster.kubectl("apply", "-f", "-", stdin="---\n".join(yaml.safe_dump(d) for d in docs))
-
-
 @pytest.fixture(scope="module")
 def aggregated(tmp_path_factory: pytest.TempPathFactory) -> Any:
     base = tmp_path_factory.mktemp("aggregator")
@@ -154,7 +145,6 @@ def aggregated(tmp_path_factory: pytest.TempPathFactory) -> Any:
         run_jobs=False,
         extra_users=("viewer", "stranger"),
         apiserver_flags=front_proxy_flags(pki),
-        before_controller=delegation_bindings,
     )  # fmt: skip
     k.visibility = (port, pki)  # type: ignore[attr-defined]
     try:
