@@ -11,6 +11,7 @@ APIServices carry the port and the ``caBundle`` of the serving certificate made 
 
 from __future__ import annotations
 
+import datetime
 import json
 import socket
 import subprocess
@@ -178,8 +179,21 @@ def test_pending_workloads_through_the_real_aggregator(aggregated: Any) -> None:
     support.wait_for(
         lambda: any(support.is_true(w, "QuotaReserved") for w in k.items("workloads")), timeout=60, what="vis-0 admitted"
     )
-    for i in (1, 2):
-        k.kubectl("apply", "-f", "-", stdin=support.job(f"vis-{i}", "vis-lq", command="sleep 600"))
+    # Pending order is by priority, then creation time; creationTimestamp has one-second
+    # resolution, so vis-2 is created in a later second than vis-1's Workload.
+    k.kubectl("apply", "-f", "-", stdin=support.job("vis-1", "vis-lq", command="sleep 600"))
+    first = support.wait_for(
+        lambda: next((w for w in k.items("workloads") if w["metadata"]["ownerReferences"][0]["name"] == "vis-1"), None),
+        timeout=60,
+        what="vis-1's Workload",
+    )
+    created = datetime.datetime.fromisoformat(first["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
+    support.wait_for(
+        lambda: datetime.datetime.now(datetime.UTC) >= created + datetime.timedelta(seconds=1.05),
+        timeout=5,
+        what="the next second",
+    )
+    k.kubectl("apply", "-f", "-", stdin=support.job("vis-2", "vis-lq", command="sleep 600"))
     owner = {w["metadata"]["name"]: w["metadata"]["ownerReferences"][0]["name"] for w in k.items("workloads")}
 
     def pending(path: str) -> list[dict[str, Any]] | None:
