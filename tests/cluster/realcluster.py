@@ -130,11 +130,14 @@ rules:
 """
 
 
-def start_real_cluster(base: Path, extra_users: tuple[str, ...] = (), *, audit: bool = False) -> RealCluster:
+def start_real_cluster(
+    base: Path, extra_users: tuple[str, ...] = (), *, audit: bool = False, apiserver_flags: str = ""
+) -> RealCluster:
     """Start a real control plane into ``base/cluster`` and install Kueue's CRDs into it.
 
     ``audit``: kube-apiserver writes an audit log (one JSON line per request, ``audit.log``) so
-    tests can count the requests a client made.
+    tests can count the requests a client made. ``apiserver_flags``: more kube-apiserver flags
+    (start-cluster.sh's ``EXTRA_APISERVER_FLAGS``), e.g. the aggregator's front-proxy flags.
     """
     reason = skip_reason()
     if reason:
@@ -149,6 +152,8 @@ def start_real_cluster(base: Path, extra_users: tuple[str, ...] = (), *, audit: 
             f"--audit-policy-file={base / 'audit-policy.yaml'} --audit-log-path={base / 'audit.log'} "
             "--audit-log-mode=blocking"
         )
+    if apiserver_flags:
+        env["EXTRA_APISERVER_FLAGS"] = f"{env.get('EXTRA_APISERVER_FLAGS', '')} {apiserver_flags}".strip()
     started = time.monotonic()
     result = subprocess.run(
         ["bash", str(ENVTEST / "start-cluster.sh"), str(kubeconfig)],
@@ -188,6 +193,7 @@ CONTROLLER_USER = "kueue-controller"
 
 RBAC = ROOT / "config" / "rbac"
 NAMESPACE_MANIFEST = ROOT / "config" / "manager" / "namespace.yaml"
+VISIBILITY_BINDINGS = ROOT / "config" / "visibility" / "role_binding.yaml"
 
 TEST_BINDINGS = f"""
 apiVersion: rbac.authorization.k8s.io/v1
@@ -210,20 +216,32 @@ subjects:
 
 
 def install_controller_rbac(cluster: RealCluster) -> None:
-    """The shipped Namespace and roles (config/), bound to :data:`CONTROLLER_USER`."""
+    """The shipped Namespace and roles (config/), bound to :data:`CONTROLLER_USER`; the visibility
+    server's delegated-auth bindings (config/visibility/role_binding.yaml) likewise."""
     cluster.kubectl("apply", "-f", str(NAMESPACE_MANIFEST))
     cluster.kubectl("apply", "-f", str(RBAC / "role.yaml"), "-f", str(RBAC / "leader_election_role.yaml"))
     cluster.kubectl("apply", "-f", "-", stdin=TEST_BINDINGS)
+    docs = list(yaml.safe_load_all(VISIBILITY_BINDINGS.read_text()))
+    for doc in docs:
+        doc["subjects"] = [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": CONTROLLER_USER}]
+    cluster.kubectl("apply", "-f", "-", stdin="---\n".join(yaml.safe_dump(d) for d in docs))
 
 
-def start_real_kueue(base: Path, extra: list[str] | None = None, *, run_jobs: bool = True) -> support.Kueue:
+def start_real_kueue(
+    base: Path,
+    extra: list[str] | None = None,
+    *,
+    run_jobs: bool = True,
+    extra_users: tuple[str, ...] = (),
+    apiserver_flags: str = "",
+) -> support.Kueue:
     """A real cluster and a ``pykueue controller --kubeconfig`` against it, as the e2e ``Kueue``.
 
     The controller runs as :data:`CONTROLLER_USER`, allowed only what config/rbac grants; the
     audit log is on, and stopping the Kueue fails if the API server refused it anything.
     """
     base.mkdir(parents=True, exist_ok=True)
-    cluster = start_real_cluster(base, (CONTROLLER_USER,), audit=True)
+    cluster = start_real_cluster(base, (CONTROLLER_USER, *extra_users), audit=True, apiserver_flags=apiserver_flags)
     install_controller_rbac(cluster)
     offset = base / "clock-offset"
     offset.write_text("0")

@@ -66,7 +66,7 @@ spec:
 """
 
 
-def _controller(cluster: Any, base: Path, name: str, config: Path) -> subprocess.Popen[str]:
+def _controller(cluster: Any, base: Path, name: str, config: Path, extra: tuple[str, ...] = ()) -> subprocess.Popen[str]:
     work = base / name
     work.mkdir()
     log = open(work / "controller.log", "w")  # noqa: SIM115 - owned by the child
@@ -75,7 +75,7 @@ def _controller(cluster: Any, base: Path, name: str, config: Path) -> subprocess
         [
             sys.executable, "-m", "pykueue", "controller", "--kubeconfig", str(cluster.kubeconfig),
             "--context", f"user-{CONTROLLER_USER}", "--config", str(config), "--leader-elect",
-            "--work-dir", str(work), "--health-probe-bind-address", "127.0.0.1:0",
+            "--work-dir", str(work), "--health-probe-bind-address", "127.0.0.1:0", *extra,
         ],
         stdout=log, stderr=subprocess.STDOUT, text=True, env=env, cwd=work,
     )  # fmt: skip

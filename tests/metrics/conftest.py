@@ -38,7 +38,7 @@ class ManualClock:
 class MetricsEnv:
     """An in-process API server and a running controller manager with its own metrics."""
 
-    def __init__(self, metrics: KueueMetrics | None = None) -> None:
+    def __init__(self, metrics: KueueMetrics | None = None, *, standby: bool = False) -> None:
         self.store = Store(None)
         _, self.parts = create_app(self.store)
         self.parts.bootstrap()
@@ -46,6 +46,8 @@ class MetricsEnv:
         self.clock = ManualClock()
         self.mgr = ControllerManager(self.client, clock=self.clock, metrics=metrics)
         self.metrics = self.mgr.metrics.metrics
+        if standby:
+            self.mgr.follow()
         self.mgr.start()
         assert self.mgr.wait_ready(10)
 

@@ -219,13 +219,15 @@ def unauthorized() -> APIError:
 
 
 def forbidden(group: str, resource: str, name: str, detail: str) -> APIError:
-    """``NewForbidden``: ``<resource> "<name>" is forbidden: <detail>``."""
-    return APIError(
-        403,
-        "Forbidden",
-        f'{qualified_resource(group, resource)} "{name}" is forbidden: {detail}',
-        _resource_details(group, resource, name),
-    )
+    """``NewForbidden``: ``<resource> "<name>" is forbidden: <detail>`` (no name: ``<resource> is
+    forbidden: …``; no resource, e.g. a non-resource path: ``forbidden: …``)."""
+    if not resource and not group:
+        message = f"forbidden: {detail}"
+    elif not name:
+        message = f"{qualified_resource(group, resource)} is forbidden: {detail}"
+    else:
+        message = f'{qualified_resource(group, resource)} "{name}" is forbidden: {detail}'
+    return APIError(403, "Forbidden", message, _resource_details(group, resource, name or None))
 
 
 def expired(message: str) -> APIError:

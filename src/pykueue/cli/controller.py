@@ -49,6 +49,14 @@ def add_parser(sub: Any) -> None:
         metavar="FILE",
         help="serve only clients with a certificate signed by this CA (the cluster's requestheader-client-ca-file)",
     )
+    v.add_argument(
+        "--visibility-auth",
+        choices=("delegated", "none"),
+        default="delegated",
+        help="delegated (default, as upstream): authenticate with the front-proxy certificate and headers, client "
+        "certificates and TokenReview, authorize with SubjectAccessReview (needs the RBAC of config/visibility); "
+        "none: serve whoever reaches the port (e.g. against `pykueue serve`, which has no TokenReview)",
+    )
     w = p.add_argument_group("webhooks", "Kueue's conversion, defaulting and validation webhooks (HTTPS)")
     w.add_argument(
         "--no-webhooks", action="store_true", help="do not serve or register the webhooks (the API server has its own)"
@@ -143,6 +151,18 @@ def run(args: argparse.Namespace) -> int:
     done = threading.Event()
     leading = threading.Event()
     elector = _elector(client, args, leading) if args.leader_elect else None
+    # A standby keeps the manager's caches and queues (and the visibility API) warm, as upstream's
+    # replicas do, and labels its metrics with its role (roletracker: follower, then leader).
+    standby: list[Any] = []
+    if elector is not None:
+        from pykueue.controllers.manager import ControllerManager
+
+        manager = next((c for c in components if isinstance(c, ControllerManager)), None)
+        if manager is not None:
+            manager.follow()
+            role_of = elector
+            manager.metrics.metrics.track_role(lambda: role_of.role)
+            standby = [c for c in components if c is manager or c is visibility]
     health = None
     if args.health_probe_bind_address:
         from pykueue.controllers.health import HealthServer
@@ -160,14 +180,21 @@ def run(args: argparse.Namespace) -> int:
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     stop: Any = None
+    stop_standby: Any = None
     try:
         if elector is not None:
             print(f"pykueue controller: waiting for lease as {elector.identity}", flush=True)
-            elector.start()
+            elector.start()  # campaigning while the caches sync, as controller-runtime does
+            if standby:
+                stop_standby = start_all(standby)
             while not done.is_set() and not leading.wait(0.2):
                 pass
         if not done.is_set():
-            stop = start_all(components)
+            for comp in standby:
+                lead = getattr(comp, "lead", None)
+                if lead is not None:
+                    lead()
+            stop = start_all([c for c in components if c not in standby])
             print("pykueue controller: running (Ctrl-C to stop)", flush=True)
             if visibility is not None:
                 print(
@@ -178,6 +205,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if stop is not None:
             stop()
+        if stop_standby is not None:
+            stop_standby()
         if metrics_server is not None:
             metrics_server.stop()
         if elector is not None:
@@ -197,6 +226,7 @@ def _visibility_server(args: argparse.Namespace, components: list[Any]) -> Any:
     """The visibility API server over the controller manager's queue manager (None: disabled)."""
     if args.visibility_port < 0:
         return None
+    from pykueue.client.interface import APIError
     from pykueue.controllers.manager import ControllerManager
     from pykueue.visibility.api import VisibilityAPI
     from pykueue.visibility.server import VisibilityServer
@@ -212,6 +242,16 @@ def _visibility_server(args: argparse.Namespace, components: list[Any]) -> Any:
 
         tls = ensure_tls(args.work_dir.resolve() / "visibility-certs", "localhost")
         cert, key = tls.cert, tls.key
+    auth = None
+    if args.visibility_auth == "delegated":
+        from pykueue.visibility.auth import DelegatedAuth
+
+        try:
+            auth = DelegatedAuth.from_cluster(manager.client)
+        except (RuntimeError, APIError) as err:
+            # Upstream's server does not start without it either; the controllers still run.
+            print(f"pykueue controller: visibility API disabled: {err}", flush=True)
+            return None
     try:
         return VisibilityServer(
             VisibilityAPI(ManagerSource(manager)),
@@ -220,6 +260,7 @@ def _visibility_server(args: argparse.Namespace, components: list[Any]) -> Any:
             host=args.visibility_bind_address,
             port=args.visibility_port,
             client_ca=args.visibility_client_ca,
+            auth=auth,
         )
     except OSError as err:
         # The controllers do not depend on it: keep scheduling, say loudly what is missing.

@@ -138,23 +138,52 @@ class ControllerManager:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
+        # Upstream's Kueue manager keeps its caches and queues on every replica (the event handlers
+        # run everywhere; only the leader reconciles and schedules), so a follower serves the
+        # visibility API and reports its gauges. ``follow()`` before ``start()`` makes this manager
+        # such a follower until ``lead()``.
+        self._leading = threading.Event()
+        self._leading.set()
         self.cycles = 0
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start informers, the manager thread and the extra components."""
+        """Start informers, the manager thread and (when leading) the extra components."""
         for inf in self._informers:
             inf.start()
         self._thread = threading.Thread(target=self._run, name="kueue-manager", daemon=True)
         self._thread.start()
+        if self._leading.is_set():
+            for comp in self.components:
+                comp.start()
+
+    def follow(self) -> None:
+        """Before :meth:`start`: watch and keep the caches and queues, but reconcile, schedule, write
+        and run the extra components only once :meth:`lead` is called (a leader-election standby)."""
+        if self._thread is not None:
+            raise RuntimeError("follow() must be called before start()")
+        self._leading.clear()
+
+    def lead(self) -> None:
+        """This replica won the Lease: reconcile what accumulated, then schedule as usual."""
+        if self._leading.is_set():
+            return
+        self._leading.set()
         for comp in self.components:
             comp.start()
+        self._inbox.put(_Call(lambda: None))  # wake the manager thread now
+
+    @property
+    def leading(self) -> bool:
+        """Whether this manager reconciles and schedules (False for a standby)."""
+        return self._leading.is_set()
 
     def stop(self) -> None:
-        """Stop everything started by :meth:`start`."""
-        for comp in reversed(self.components):
-            comp.stop()
+        """Stop everything started by :meth:`start` (and :meth:`lead`)."""
+        if self._leading.is_set():
+            for comp in reversed(self.components):
+                comp.stop()
         self._stop.set()
         for inf in self._informers:
             inf.stop()
@@ -197,6 +226,12 @@ class ControllerManager:
                 self._drain(0.0 if busy else self._wait_seconds())
                 if self._unsynced:
                     continue
+                if not self._leading.is_set():
+                    # A standby only applies changes to its caches and queues (upstream's event
+                    # handlers); its dirty keys and timers wait for the lease.
+                    self.cluster.deliver_updates()
+                    busy = False
+                    continue
                 busy = self._step()
             except Exception:  # a bug must not stop the controllers; log and go on
                 log.exception("controller manager step failed")
@@ -205,7 +240,7 @@ class ControllerManager:
 
     def _wait_seconds(self) -> float:
         due = self.work.next_due_seconds()
-        if due is None:
+        if due is None or not self._leading.is_set():
             return _IDLE_WAIT
         return max(0.0, min(_IDLE_WAIT, due))
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import platform
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import prometheus_client
@@ -28,7 +28,12 @@ prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
 SUBSYSTEM = "kueue"
 
 ROLE_STANDALONE = "standalone"
-"""``roletracker.GetRole(nil)``: no leader election tracker (pykueue runs one replica)."""
+"""``roletracker.GetRole(nil)``: no leader election (``pykueue serve``, a controller without
+``--leader-elect``)."""
+ROLE_LEADER = "leader"
+ROLE_FOLLOWER = "follower"
+"""``roletracker.RoleLeader`` / ``RoleFollower``: a ``--leader-elect`` replica reports ``follower``
+until it holds the Lease and ``leader`` from then on."""
 
 RESULT_SUCCESS = "success"
 RESULT_INADMISSIBLE = "inadmissible"
@@ -100,7 +105,7 @@ class KueueMetrics:
         creation_latency: bool = True,
         scheduling_hashes: bool = True,
         unadmitted: bool = True,
-        replica_role: str = ROLE_STANDALONE,
+        replica_role: str | Callable[[], str] = ROLE_STANDALONE,
         registry: CollectorRegistry | None = None,
     ) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
@@ -110,10 +115,12 @@ class KueueMetrics:
         self.fair_sharing = fair_sharing
         self.scheduling_hashes = scheduling_hashes
         self.unadmitted = unadmitted
-        self.role = replica_role
+        # ``roletracker.GetRole``: read at every report, as upstream passes the tracker to each
+        # Report* function, so the series follow leadership.
+        self._role: Callable[[], str] = replica_role if callable(replica_role) else (lambda: replica_role)
         self.local_queue_selector: LabelSelector | None = None
         """``metrics.localQueueMetrics.localQueueSelector`` (None: every LocalQueue)."""
-        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+        self._children: dict[tuple[int, tuple[str, ...], str], Any] = {}
         r = self.registry
 
         def counter(name: str, doc: str, labels: Sequence[str]) -> Counter:
@@ -149,7 +156,7 @@ class KueueMetrics:
         )
         # Children are created on first use, as Go's WithLabelValues does: a series appears only
         # once something was counted into it.
-        self._attempt: dict[bool, tuple[Any, Any]] = {}
+        self._attempt: dict[tuple[bool, str], tuple[Any, Any]] = {}
 
         self.admission_cycle_preemption_skips = Gauge(
             f"{SUBSYSTEM}_admission_cycle_preemption_skips",
@@ -297,21 +304,31 @@ class KueueMetrics:
         self.state = StateCollector(self)
         r.register(self.state)
 
+    @property
+    def role(self) -> str:
+        """The ``replica_role`` label value now."""
+        return self._role()
+
+    def track_role(self, role: Callable[[], str]) -> None:
+        """Label from now on with what ``role`` says (``roletracker.NewRoleTracker(mgr.Elected())``)."""
+        self._role = role
+
     # --- cached children ------------------------------------------------------------------------------
 
     def child(self, family: Any, *values: str) -> Any:
-        """The labelled child of ``family`` for ``values`` (+ replica_role), created once."""
-        key = (id(family), values)
+        """The labelled child of ``family`` for ``values`` (+ the current replica_role), created once."""
+        role = self._role()
+        key = (id(family), values, role)
         c = self._children.get(key)
         if c is None:
-            c = family.labels(*values, self.role)
+            c = family.labels(*values, role)
             self._children[key] = c
         return c
 
     def _clear(self, scoped: dict[int, Any], prefix: tuple[str, ...]) -> None:
         n = len(prefix)
         for key in [k for k in self._children if k[0] in scoped and k[1][:n] == prefix]:
-            scoped[key[0]].remove(*key[1], self.role)
+            scoped[key[0]].remove(*key[1], key[2])
             del self._children[key]
 
     def clear_cluster_queue(self, cq: str) -> None:
@@ -327,11 +344,12 @@ class KueueMetrics:
 
     def admission_attempt(self, success: bool, seconds: float) -> None:
         """``AdmissionAttempt``: one scheduling cycle that processed heads."""
-        pair = self._attempt.get(success)
+        role = self._role()
+        pair = self._attempt.get((success, role))
         if pair is None:
             res = RESULT_SUCCESS if success else RESULT_INADMISSIBLE
-            pair = (self.admission_attempts_total.labels(res, self.role), self.admission_attempt_duration.labels(res, self.role))
-            self._attempt[success] = pair
+            pair = (self.admission_attempts_total.labels(res, role), self.admission_attempt_duration.labels(res, role))
+            self._attempt[(success, role)] = pair
         total, duration = pair
         total.inc()
         duration.observe(seconds)

@@ -7,11 +7,12 @@ This server answers the same paths from the controller's queue manager: discover
 legacy and aggregated, ``/apis/visibility.kueue.x-k8s.io[/{version}]``), the two
 ``pendingworkloads`` endpoints and the health paths.
 
-Authentication: upstream delegates authn/authz to kube-apiserver (TokenReview,
-SubjectAccessReview). Here, with ``client_ca`` (the cluster's ``requestheader-client-ca-file``),
-only clients presenting a certificate signed by it — the aggregator's front proxy — are served;
-kube-apiserver has already authenticated and authorized the user before proxying. Without it any
-client that reaches the port is served (read-only data; restrict it with a NetworkPolicy).
+Authentication and authorization: with ``auth`` (:class:`~pykueue.visibility.auth.DelegatedAuth`,
+what ``pykueue controller`` uses by default) every request is authenticated and authorized by
+kube-apiserver as upstream's ``genericapiserver`` does it (front-proxy certificate + ``X-Remote-*``
+headers, client certificates, TokenReview; SubjectAccessReview); 401/403 are ``Status`` objects.
+Without it (``--visibility-auth none``) any client that reaches the port is served. ``client_ca``
+additionally requires every client to present a certificate signed by it.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import msgspec
 from pykueue.apiserver import errors as E
 from pykueue.apiserver.discovery import AGGREGATED_V2BETA1, wants_aggregated
 from pykueue.visibility.api import GROUP, VisibilityAPI, aggregated_group, api_group
+from pykueue.visibility.auth import DelegatedAuth
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +55,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
         accept = self.headers.get("Accept", "application/json")
         api = self.server.api
+        if self.server.auth is not None and not self._authorized(path, query):
+            return
         if path in HEALTH_PATHS:
             self._send(200, b"ok", "text/plain; charset=utf-8")
         elif path == "/apis":
@@ -78,6 +82,28 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
 
+    def _authorized(self, path: str, query: dict[str, list[str]]) -> bool:
+        """``WithAuthentication`` + ``WithAuthorization``: False once a 401/403 Status was sent."""
+        from pykueue.visibility.auth import Unauthorized, forbidden_status, request_info
+
+        auth = self.server.auth
+        assert auth is not None
+        try:
+            user = auth.authenticate(self.request.getpeercert(binary_form=True), self.headers)
+        except Unauthorized as err:
+            log.debug("visibility: unauthenticated request from %s: %s", self.address_string(), err)
+            self._status(E.unauthorized())
+            return False
+        info = request_info(self.command, path, query)
+        allowed, reason = auth.authorize(user, info)
+        if not allowed:
+            self._status(forbidden_status(user, info, reason))
+            return False
+        return True
+
+    def _status(self, err: E.APIError) -> None:
+        self._send(err.code, msgspec.json.encode(err.status()), "application/json")
+
     def _send(self, status: int, body: bytes, content_type: str) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
@@ -93,8 +119,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 class _HTTPServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], api: VisibilityAPI, context: ssl.SSLContext) -> None:
+    def __init__(
+        self, address: tuple[str, int], api: VisibilityAPI, context: ssl.SSLContext, auth: DelegatedAuth | None
+    ) -> None:
         self.api = api
+        self.auth = auth
         self.context = context
         super().__init__(address, _Handler)
 
@@ -118,14 +147,20 @@ class VisibilityServer:
         host: str = "0.0.0.0",
         port: int = DEFAULT_PORT,
         client_ca: Path | None = None,
+        auth: DelegatedAuth | None = None,
     ) -> None:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         context.load_cert_chain(str(cert), str(key))
+        if auth is not None and auth.config.ca_pem:
+            # Client certificates are optional (tokens, anonymous); one presented must chain to the
+            # cluster's client CA or its front-proxy CA. Which one signed it decides how it counts.
+            context.verify_mode = ssl.CERT_OPTIONAL
+            context.load_verify_locations(cadata=auth.config.ca_pem)
         if client_ca is not None:
             context.verify_mode = ssl.CERT_REQUIRED
             context.load_verify_locations(str(client_ca))
-        self._server = _HTTPServer((host, port), api, context)
+        self._server = _HTTPServer((host, port), api, context, auth)
         self._thread: threading.Thread | None = None
 
     @property
