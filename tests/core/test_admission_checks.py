@@ -29,7 +29,7 @@ from builders import (
 )
 
 from pykueue.api.kueue import AdmissionCheckState, Workload
-from pykueue.core import lifecycle
+from pykueue.core.workload import transitions
 from pykueue.sim.cluster import SimulatedCluster
 
 NOW = at(3600)
@@ -81,7 +81,7 @@ def get(c: SimulatedCluster, key: str = KEY) -> Workload:
 
 def set_checks(c: SimulatedCluster, *states: AdmissionCheckState, key: str = KEY) -> None:
     """The check controller updates ``status.admissionChecks`` of the stored workload."""
-    updated = lifecycle.copy_for_status(get(c, key))
+    updated = transitions.copy_for_status(get(c, key))
     by_name = {s.name: s for s in states}
     updated.status.admission_checks = [
         by_name.pop(s.name, s) for s in updated.status.admission_checks

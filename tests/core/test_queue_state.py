@@ -1,6 +1,6 @@
 """The workload controller's queue-related writes (§10.5, API reference §3.2, §3.9, §3.12).
 
-Pure-function tables for ``lifecycle.pending_condition`` / ``stopped_queue_action`` and
+Pure-function tables for ``transitions.pending_condition`` / ``stopped_queue_action`` and
 whole-cluster scenarios for stop policies, inactive queues and reactivation.
 """
 
@@ -21,9 +21,9 @@ from builders import (
 )
 
 from pykueue.api.meta import find_condition
-from pykueue.core import lifecycle
-from pykueue.core.lifecycle import QueueView
 from pykueue.core.options import SchedulerOptions
+from pykueue.core.workload import transitions
+from pykueue.core.workload.transitions import QueueView
 
 OK = QueueView(True, "None", "cq", True, True, "None")
 
@@ -56,7 +56,7 @@ PENDING_CASES = [
         "bypassed by an equivalent workload",
         {"bulk_bypass_reason": "NoMatchingFlavor"},
         {"reason": "PendingEvaluation"},
-        ("NoMatchingFlavor", lifecycle.BYPASSED_MESSAGE),
+        ("NoMatchingFlavor", transitions.BYPASSED_MESSAGE),
     ),
     (
         "unknown reason becomes PendingEvaluation",
@@ -75,8 +75,8 @@ def test_pending_condition(name: str, view_kw: dict[str, Any], wl_kw: dict[str, 
     if wl_kw.get("gated"):
         wl.metadata.annotations["kueue.x-k8s.io/admission-gated-by"] = wl_kw["gated"]
     if wl_kw.get("reason"):
-        lifecycle.set_condition(wl, "QuotaReserved", "False", wl_kw["reason"], "msg", wl.metadata.creation_timestamp)  # type: ignore[arg-type]
-    assert lifecycle.pending_condition(wl, view(**view_kw), SchedulerOptions()) == expected
+        transitions.set_condition(wl, "QuotaReserved", "False", wl_kw["reason"], "msg", wl.metadata.creation_timestamp)  # type: ignore[arg-type]
+    assert transitions.pending_condition(wl, view(**view_kw), SchedulerOptions()) == expected
 
 
 STOP_CASES = [
@@ -102,7 +102,7 @@ STOP_CASES = [
 @pytest.mark.parametrize(("name", "view_kw", "is_admitted", "expected"), STOP_CASES, ids=[c[0] for c in STOP_CASES])
 def test_stopped_queue_action(name: str, view_kw: dict[str, Any], is_admitted: bool, expected: Any) -> None:
     wl = admitted(workload("w"), "cq", {"cpu": "f"}, admitted_condition=is_admitted)
-    assert lifecycle.stopped_queue_action(wl, view(**view_kw)) == expected
+    assert transitions.stopped_queue_action(wl, view(**view_kw)) == expected
 
 
 def _cond(cluster: Any, name: str, ctype: str) -> tuple[str, str, str] | None:
@@ -141,7 +141,7 @@ def test_hold_and_drain_evicts_then_releases_with_requeued_false() -> None:
 
 def test_reactivated_workload_gets_requeued_reactivated() -> None:
     wl = workload("again", requests={"cpu": 1})
-    lifecycle.set_condition(wl, "Requeued", "False", "Deactivated", "The workload is deactivated", wl.metadata.creation_timestamp)  # type: ignore[arg-type]
+    transitions.set_condition(wl, "Requeued", "False", "Deactivated", "The workload is deactivated", wl.metadata.creation_timestamp)  # type: ignore[arg-type]
     cluster = simulate([flavor("f"), cluster_queue("cq", flavor_quotas("f", cpu=10)), local_queue("lq", "default", "cq"), wl])
     assert _cond(cluster, "again", "Requeued") == ("True", "Reactivated", "The workload was reactivated")
     cluster.run(cycles=1)

@@ -24,7 +24,9 @@ from typing import Any
 import msgspec
 
 from pykueue.api.meta import format_time, truncate_message
-from pykueue.core.lifecycle import backoff_seconds as backoff_seconds  # Kueue's formula (§3.10), one copy
+from pykueue.core.workload.transitions import (
+    backoff_seconds as backoff_seconds,  # Kueue's formula (§3.10), one copy
+)
 
 PENDING = "Pending"
 READY = "Ready"

@@ -48,18 +48,18 @@ from pykueue.controllers.informer import (
     object_key,
     resource_version,
 )
-from pykueue.core.cache import Cache
+from pykueue.core.cache.cache import Cache
 from pykueue.core.events import WARNING, Event
 from pykueue.core.options import SchedulerOptions, options_from_config
-from pykueue.core.queue_manager import QueueManager
-from pykueue.core.scheduler import Scheduler
-from pykueue.core.workload_info import (
+from pykueue.core.queue import QueueManager
+from pykueue.core.scheduler.cycle import Scheduler
+from pykueue.core.state import queueable, route_workload_change
+from pykueue.core.workload.info import (
     WorkloadInfo,
     has_active_quota_reservation,
     new_workload_info,
     workload_key,
 )
-from pykueue.core.workload_routing import queueable, route_workload_change
 from pykueue.metrics import KueueMetrics
 from pykueue.metrics import for_manager as metrics_for_manager
 

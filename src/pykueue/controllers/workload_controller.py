@@ -1,7 +1,7 @@
 """The workload controller (API reference §3): conditions, checks, deactivation, backoff, timeouts.
 
 Each reconcile reads the manager's cached Workload, computes the next status with the pure
-transitions of :mod:`pykueue.core.lifecycle`, and performs at most one write, as upstream's
+transitions of :mod:`pykueue.core.workload.transitions`, and performs at most one write, as upstream's
 ``Reconcile`` does; the write's watch event (or the write-through) triggers the next step. Steps
 that must wait (backoff expiry, PodsReady timeout, retention) ask for a timed requeue.
 """
@@ -17,10 +17,10 @@ from pykueue.api.kueue import JOB_UID_LABEL, RequeueState, Workload
 from pykueue.api.kueue import RESOURCE_IN_USE_FINALIZER as RESOURCE_IN_USE
 from pykueue.api.meta import find_condition, is_condition_true, remove_condition, to_time
 from pykueue.client import resources as R
-from pykueue.core import lifecycle
 from pykueue.core.events import NORMAL, WARNING, Event
-from pykueue.core.scheduler import admissibility_error
-from pykueue.core.workload_info import (
+from pykueue.core.workload import transitions
+from pykueue.core.workload.admissibility import admissibility_error
+from pykueue.core.workload.info import (
     DEACTIVATION_TARGET,
     has_quota_reservation,
     is_active,
@@ -82,9 +82,9 @@ class WorkloadController:
             return False
         if RESOURCE_IN_USE not in md.finalizers and is_finished(wl):
             return False
-        updated = lifecycle.copy_for_status(wl)
+        updated = transitions.copy_for_status(wl)
         if md.deletion_timestamp is None and not is_finished(wl):
-            lifecycle.set_condition(
+            transitions.set_condition(
                 updated, "Finished", "True", "OwnerNotFound", "The workload's owner no longer exists", self.mgr.now()
             )
             self.mgr.write_workload(updated)
@@ -127,7 +127,7 @@ class WorkloadController:
         self.mgr.write_workload(updated, status=False)
 
     def _evict_inactive(self, wl: Workload) -> None:
-        updated = lifecycle.copy_for_status(wl)
+        updated = transitions.copy_for_status(wl)
         changed = False
         if not is_evicted(wl):
             target = find_condition(wl.status.conditions, DEACTIVATION_TARGET)
@@ -135,7 +135,7 @@ class WorkloadController:
             message = "The workload is deactivated"
             if target is not None and target.status == "True":
                 message += f" due to {target.message}"
-            reason = lifecycle.evict(updated, "Deactivated", message, self.mgr.now(), cause)
+            reason = transitions.evict(updated, "Deactivated", message, self.mgr.now(), cause)
             remove_condition(updated.status.conditions, DEACTIVATION_TARGET)
             event = (f"EvictedDueTo{reason}", message) if wl.status.admission is not None else None
             changed = True
@@ -151,33 +151,33 @@ class WorkloadController:
 
     def _check_based_eviction(self, wl: Workload) -> bool:
         now = self.mgr.now()
-        rejected = lifecycle.rejected_checks_message(wl)
+        rejected = transitions.rejected_checks_message(wl)
         if rejected is not None:
             if _condition_true(wl, DEACTIVATION_TARGET):
                 return False
-            updated = lifecycle.copy_for_status(wl)
-            lifecycle.set_condition(updated, DEACTIVATION_TARGET, "True", "AdmissionCheck", rejected, now)
+            updated = transitions.copy_for_status(wl)
+            transitions.set_condition(updated, DEACTIVATION_TARGET, "True", "AdmissionCheck", rejected, now)
             if self.mgr.write_workload(updated):
                 self._event(wl, WARNING, "AdmissionCheckRejected", f"Deactivated due to {rejected}")
             return True
-        retry = lifecycle.retry_checks_message(wl)
+        retry = transitions.retry_checks_message(wl)
         if retry is None:
             return False
-        updated = lifecycle.copy_for_status(wl)
-        at = lifecycle.retry_check_requeue_at(wl)
-        current = lifecycle.requeue_at(wl)
+        updated = transitions.copy_for_status(wl)
+        at = transitions.retry_check_requeue_at(wl)
+        current = transitions.requeue_at(wl)
         if at is not None and at > now and (current is None or at > current):
-            lifecycle.set_requeue_at(updated, at)
+            transitions.set_requeue_at(updated, at)
             self.mgr.write_workload(updated)
             return True
-        lifecycle.evict(updated, "AdmissionCheck", retry, now)
+        transitions.evict(updated, "AdmissionCheck", retry, now)
         if self.mgr.write_workload(updated):
             self._event(wl, NORMAL, "EvictedDueToAdmissionCheck", retry)
         return True
 
     # --- §3.2, §3.12 queue state ------------------------------------------------------------------------
 
-    def _queue_view(self, wl: Workload) -> lifecycle.QueueView:
+    def _queue_view(self, wl: Workload) -> transitions.QueueView:
         mgr = self.mgr
         lq = mgr.local_queues.get(f"{wl.metadata.namespace}/{wl.spec.queue_name}")
         cq_name = mgr.cluster_queue_of(wl) or (lq.spec.cluster_queue if lq is not None else "")
@@ -185,7 +185,7 @@ class WorkloadController:
         admissibility: str | None = None
         if cq is not None:
             admissibility = admissibility_error(wl, cq.namespace_selector, mgr.namespace_labels(wl.metadata.namespace))
-        return lifecycle.QueueView(
+        return transitions.QueueView(
             local_queue_exists=lq is not None and lq.metadata.deletion_timestamp is None,
             local_queue_stop_policy=lq.spec.stop_policy if lq is not None else "",
             cluster_queue=cq_name,
@@ -199,15 +199,15 @@ class WorkloadController:
     def _queue_state(self, wl: Workload) -> bool:
         now = self.mgr.now()
         view = self._queue_view(wl)
-        updated = lifecycle.copy_for_status(wl)
-        changed = lifecycle.reactivate(updated, now)
-        changed = lifecycle.restart_after_stop(updated, view, now) or changed
+        updated = transitions.copy_for_status(wl)
+        changed = transitions.reactivate(updated, now)
+        changed = transitions.restart_after_stop(updated, view, now) or changed
         evicted_reason: tuple[str, str] | None = None
         if not has_quota_reservation(wl):
-            target = lifecycle.pending_condition(wl, view, self.options)
+            target = transitions.pending_condition(wl, view, self.options)
             current = find_condition(wl.status.conditions, "QuotaReserved")
             if target is not None and (current is None or (current.reason, current.message) != target):
-                lifecycle.release_reservation(updated, target[0], target[1], now, self.options)
+                transitions.release_reservation(updated, target[0], target[1], now, self.options)
                 changed = True
         elif (
             wl.spec.queue_name
@@ -217,15 +217,15 @@ class WorkloadController:
             kind, name = (
                 ("LocalQueue", wl.spec.queue_name) if not view.local_queue_exists else ("ClusterQueue", view.cluster_queue)
             )
-            lifecycle.release_reservation(updated, "Misconfigured", f"{kind} {name} is terminating or missing", now, self.options)
+            transitions.release_reservation(updated, "Misconfigured", f"{kind} {name} is terminating or missing", now, self.options)
             changed = True
         else:
-            action = lifecycle.stopped_queue_action(wl, view)
+            action = transitions.stopped_queue_action(wl, view)
             if action is not None and action[0] == "release":
-                lifecycle.release_reservation(updated, action[1], action[2], now, self.options)
+                transitions.release_reservation(updated, action[1], action[2], now, self.options)
                 changed = True
             elif action is not None:
-                lifecycle.evict(updated, action[1], action[2], now)
+                transitions.evict(updated, action[1], action[2], now)
                 evicted_reason = (action[1], action[2])
                 changed = True
         if not changed:
@@ -247,13 +247,13 @@ class WorkloadController:
         else:
             required = cq.checks_for_all_flavors()
         now = mgr.now()
-        updated = lifecycle.copy_for_status(wl)
-        changed = lifecycle.sync_admission_checks(updated, required, now)
+        updated = transitions.copy_for_status(wl)
+        changed = transitions.sync_admission_checks(updated, required, now)
         became_admitted = False
         # An evicted workload keeps Admitted=True until the job integration releases its quota.
         if has_quota_reservation(updated) and not is_admitted(updated):
             before = list(updated.status.conditions)
-            became_admitted = lifecycle.sync_admitted_condition(updated, now, self.options)
+            became_admitted = transitions.sync_admitted_condition(updated, now, self.options)
             changed = changed or before != updated.status.conditions
         if not changed:
             return False
@@ -269,12 +269,12 @@ class WorkloadController:
         if has_quota_reservation(wl) or not is_active(wl):
             return False
         now = self.mgr.now()
-        at = lifecycle.requeue_at(wl)
+        at = transitions.requeue_at(wl)
         if at is not None and at > now:
             self.mgr.requeue_after("workload", workload_key(wl), (at - now).total_seconds())
             return False
-        updated = lifecycle.copy_for_status(wl)
-        if lifecycle.finish_backoff(updated, now):
+        updated = transitions.copy_for_status(wl)
+        if transitions.finish_backoff(updated, now):
             self.mgr.write_workload(updated)
             return True
         return False
@@ -309,10 +309,10 @@ class WorkloadController:
         if remaining > 0:
             return remaining
         count = (wl.status.requeue_state.count or 0) if wl.status.requeue_state else 0
-        updated = lifecycle.copy_for_status(wl)
+        updated = transitions.copy_for_status(wl)
         limit_count = self.options.backoff_limit_count
         if limit_count is not None and count + 1 > limit_count:
-            lifecycle.set_condition(
+            transitions.set_condition(
                 updated,
                 DEACTIVATION_TARGET,
                 "True",
@@ -323,10 +323,10 @@ class WorkloadController:
             self.mgr.write_workload(updated)
             return None
         message = f"Exceeded the PodsReady timeout {wl.metadata.namespace}/{wl.metadata.name}"
-        lifecycle.evict(updated, "PodsReadyTimeout", message, now, cause)
-        delay = lifecycle.backoff_seconds(count + 1, self.options.backoff_base_seconds, self.options.backoff_max_seconds)
+        transitions.evict(updated, "PodsReadyTimeout", message, now, cause)
+        delay = transitions.backoff_seconds(count + 1, self.options.backoff_base_seconds, self.options.backoff_max_seconds)
         at = (now + timedelta(seconds=delay)).replace(microsecond=0)
-        old_at = lifecycle.requeue_at(wl)
+        old_at = transitions.requeue_at(wl)
         updated.status.requeue_state = msgspec.structs.replace(
             updated.status.requeue_state or _requeue_state(),
             count=count + 1,
@@ -350,8 +350,8 @@ class WorkloadController:
             return remaining
         if _condition_true(wl, DEACTIVATION_TARGET):
             return None
-        updated = lifecycle.copy_for_status(wl)
-        lifecycle.set_condition(
+        updated = transitions.copy_for_status(wl)
+        transitions.set_condition(
             updated, DEACTIVATION_TARGET, "True", "MaximumExecutionTimeExceeded", "exceeding the maximum execution time", now
         )
         updated.status.accumulated_past_execution_time_seconds = None

@@ -28,15 +28,17 @@ from pykueue.api.kueue import (
     WorkloadPriorityClass,
 )
 from pykueue.api.meta import ObjectMeta, find_condition, remove_condition, to_time
-from pykueue.core import lifecycle
-from pykueue.core.cache import Cache
+from pykueue.core.cache.cache import Cache, cache_weight_of
 from pykueue.core.events import NORMAL, WARNING, Event
-from pykueue.core.fair_sharing import cache_weight_of
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.queue_manager import QueueManager
-from pykueue.core.queue_status import cluster_queue_status, cohort_status, local_queue_status
-from pykueue.core.scheduler import CycleResult, Entry, Scheduler, admissibility_error
-from pykueue.core.workload_info import (
+from pykueue.core.queue import QueueManager
+from pykueue.core.scheduler.cycle import Scheduler
+from pykueue.core.scheduler.entry import CycleResult, Entry
+from pykueue.core.state import route_workload_change
+from pykueue.core.status import cluster_queue_status, cohort_status, local_queue_status
+from pykueue.core.workload import transitions
+from pykueue.core.workload.admissibility import admissibility_error
+from pykueue.core.workload.info import (
     DEACTIVATION_TARGET,
     WorkloadInfo,
     has_active_quota_reservation,
@@ -49,7 +51,6 @@ from pykueue.core.workload_info import (
     new_workload_info,
     workload_key,
 )
-from pykueue.core.workload_routing import route_workload_change
 
 ObjectKey = tuple[str, str, str]
 """(kind, namespace, name)."""
@@ -134,12 +135,12 @@ class SimulatedCluster:
             key,
             has_quota_reservation(wl) and not is_evicted(wl) and has_failed_checks(wl),
         )
-        _mark(self._evicted_reserved, key, lifecycle.is_evicted_and_reserved(wl))
+        _mark(self._evicted_reserved, key, transitions.is_evicted_and_reserved(wl))
         rq = find_condition(wl.status.conditions, "Requeued")
         _mark(
             self._backing_off,
             key,
-            lifecycle.requeue_at(wl) is not None
+            transitions.requeue_at(wl) is not None
             or (rq is not None and rq.status == "False" and rq.reason in ("PodsReadyTimeout", "AdmissionCheck")),
         )
 
@@ -295,14 +296,14 @@ class SimulatedCluster:
             required = cq.checks_for_flavors(flavors)
         else:
             required = cq.checks_for_all_flavors()
-        updated = lifecycle.copy_for_status(wl)
-        changed = lifecycle.sync_admission_checks(updated, required, self.now)
+        updated = transitions.copy_for_status(wl)
+        changed = transitions.sync_admission_checks(updated, required, self.now)
         became_admitted = False
         # Like upstream's workload controller, never re-sync an admitted workload: an eviction resets
         # its checks to Pending, yet Admitted stays True until the job integration releases the quota.
         if admitted_sync and has_quota_reservation(updated) and not is_admitted(updated):
             before = [msgspec.to_builtins(c) for c in updated.status.conditions]
-            became_admitted = lifecycle.sync_admitted_condition(updated, self.now, self.options)
+            became_admitted = transitions.sync_admitted_condition(updated, self.now, self.options)
             changed = changed or before != [msgspec.to_builtins(c) for c in updated.status.conditions]
         if changed:
             self.write_workload_status(updated)
@@ -319,7 +320,7 @@ class SimulatedCluster:
                 )
             )
 
-    def _queue_view(self, wl: Workload) -> lifecycle.QueueView:
+    def _queue_view(self, wl: Workload) -> transitions.QueueView:
         lq_lo = self.objects.get(("LocalQueue", wl.metadata.namespace, wl.spec.queue_name))
         lq: LocalQueue | None = lq_lo.obj if lq_lo is not None else None
         cq_name = self._cq_for(wl) or ""
@@ -328,7 +329,7 @@ class SimulatedCluster:
         if cq is not None:
             labels = self.namespace_labels(wl.metadata.namespace)
             admissibility = admissibility_error(wl, cq.namespace_selector, labels)
-        return lifecycle.QueueView(
+        return transitions.QueueView(
             local_queue_exists=lq is not None,
             local_queue_stop_policy=lq.spec.stop_policy if lq is not None else "",
             cluster_queue=cq_name,
@@ -345,14 +346,14 @@ class SimulatedCluster:
         if is_finished(wl):
             return
         view = self._queue_view(wl)
-        updated = lifecycle.copy_for_status(wl)
-        changed = lifecycle.reactivate(updated, self.now)
-        changed = lifecycle.restart_after_stop(updated, view, self.now) or changed
+        updated = transitions.copy_for_status(wl)
+        changed = transitions.reactivate(updated, self.now)
+        changed = transitions.restart_after_stop(updated, view, self.now) or changed
         if not has_quota_reservation(wl):
-            target = lifecycle.pending_condition(wl, view, self.options)
+            target = transitions.pending_condition(wl, view, self.options)
             current = find_condition(wl.status.conditions, "QuotaReserved")
             if target is not None and (current is None or (current.reason, current.message) != target):
-                lifecycle.release_reservation(updated, target[0], target[1], self.now, self.options)
+                transitions.release_reservation(updated, target[0], target[1], self.now, self.options)
                 changed = True
         elif (
             wl.spec.queue_name  # a workload without a queue name is not managed by any LocalQueue
@@ -362,17 +363,17 @@ class SimulatedCluster:
             kind, name = (
                 ("LocalQueue", wl.spec.queue_name) if not view.local_queue_exists else ("ClusterQueue", view.cluster_queue)
             )
-            lifecycle.release_reservation(
+            transitions.release_reservation(
                 updated, "Misconfigured", f"{kind} {name} is terminating or missing", self.now, self.options
             )
             changed = True
         else:
-            action = lifecycle.stopped_queue_action(wl, view)
+            action = transitions.stopped_queue_action(wl, view)
             if action is not None and action[0] == "release":
-                lifecycle.release_reservation(updated, action[1], action[2], self.now, self.options)
+                transitions.release_reservation(updated, action[1], action[2], self.now, self.options)
                 changed = True
             elif action is not None:
-                lifecycle.evict(updated, action[1], action[2], self.now)
+                transitions.evict(updated, action[1], action[2], self.now)
                 self.record_event(
                     Event.for_workload(
                         wl.metadata.namespace, wl.metadata.name, NORMAL, f"EvictedDueTo{action[1]}", action[2]
@@ -388,43 +389,43 @@ class SimulatedCluster:
         if not has_quota_reservation(wl) or is_evicted(wl) or is_finished(wl):
             return
         ns, name = wl.metadata.namespace, wl.metadata.name
-        rejected = lifecycle.rejected_checks_message(wl)
+        rejected = transitions.rejected_checks_message(wl)
         if rejected is not None and is_active(wl):
-            updated = lifecycle.copy_for_status(wl)
-            lifecycle.set_condition(updated, DEACTIVATION_TARGET, "True", "AdmissionCheck", rejected, self.now)
+            updated = transitions.copy_for_status(wl)
+            transitions.set_condition(updated, DEACTIVATION_TARGET, "True", "AdmissionCheck", rejected, self.now)
             updated.spec = msgspec.structs.replace(updated.spec, active=False)
             message = f"The workload is deactivated due to {rejected}"
-            reason = lifecycle.evict(updated, "Deactivated", message, self.now, "AdmissionCheck")
+            reason = transitions.evict(updated, "Deactivated", message, self.now, "AdmissionCheck")
             remove_condition(updated.status.conditions, DEACTIVATION_TARGET)
             updated.status.requeue_state = None
             self.record_event(Event.for_workload(ns, name, WARNING, "AdmissionCheckRejected", f"Deactivated due to {rejected}"))
             self.record_event(Event.for_workload(ns, name, NORMAL, f"EvictedDueTo{reason}", message))
             self.write_workload_status(updated)
             return
-        retry = lifecycle.retry_checks_message(wl)
+        retry = transitions.retry_checks_message(wl)
         if retry is None:
             return
-        updated = lifecycle.copy_for_status(wl)
-        at = lifecycle.retry_check_requeue_at(wl)
-        current = lifecycle.requeue_at(wl)
+        updated = transitions.copy_for_status(wl)
+        at = transitions.retry_check_requeue_at(wl)
+        current = transitions.requeue_at(wl)
         if at is not None and at > self.now and (current is None or at > current):
-            lifecycle.set_requeue_at(updated, at)
+            transitions.set_requeue_at(updated, at)
             self.write_workload_status(updated)
             return
-        lifecycle.evict(updated, "AdmissionCheck", retry, self.now)
+        transitions.evict(updated, "AdmissionCheck", retry, self.now)
         self.record_event(Event.for_workload(ns, name, NORMAL, "EvictedDueToAdmissionCheck", retry))
         self.write_workload_status(updated)
 
     def _complete_evictions(self) -> None:
         for key in sorted(self._evicted_reserved):
             wl: Workload = self.objects[key].obj
-            if lifecycle.is_evicted_and_reserved(wl):
-                updated = lifecycle.copy_for_status(wl)
-                if lifecycle.complete_eviction(updated, self.now, self.options):
+            if transitions.is_evicted_and_reserved(wl):
+                updated = transitions.copy_for_status(wl)
+                if transitions.complete_eviction(updated, self.now, self.options):
                     if not is_active(updated) and self.options.gate("UnadmittedWorkloadsObservability"):
                         # The workload controller's view of a non-reserved inactive workload
                         # (scheduling reference §10.5, API reference §3.2 step 1).
-                        lifecycle.set_condition(
+                        transitions.set_condition(
                             updated, "QuotaReserved", "False", "Deactivated", "The workload is deactivated", self.now
                         )
                     self.write_workload_status(updated)
@@ -434,8 +435,8 @@ class SimulatedCluster:
             wl: Workload = self.objects[key].obj
             if has_quota_reservation(wl) or not is_active(wl):
                 continue
-            updated = lifecycle.copy_for_status(wl)
-            if lifecycle.finish_backoff(updated, self.now):
+            updated = transitions.copy_for_status(wl)
+            if transitions.finish_backoff(updated, self.now):
                 self.write_workload_status(updated)
 
     def advance(self, seconds: float = 1.0) -> None:
@@ -502,7 +503,7 @@ class SimulatedCluster:
         if self.queues.has_pending_requests():
             return True
         return any(
-            (at := lifecycle.requeue_at(self.objects[k].obj)) is not None and at > self.now for k in self._backing_off
+            (at := transitions.requeue_at(self.objects[k].obj)) is not None and at > self.now for k in self._backing_off
         )
 
     # --- final status ------------------------------------------------------------------------

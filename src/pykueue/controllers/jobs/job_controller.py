@@ -22,9 +22,9 @@ from pykueue.client import resources as R
 from pykueue.client.interface import AlreadyExists
 from pykueue.controllers.informer import ObjectKey
 from pykueue.controllers.jobs import batch_job as bj
-from pykueue.core import lifecycle
 from pykueue.core.events import NORMAL, WARNING, Event
-from pykueue.core.workload_info import has_quota_reservation, is_admitted, is_evicted, is_finished
+from pykueue.core.workload import transitions
+from pykueue.core.workload.info import has_quota_reservation, is_admitted, is_evicted, is_finished
 
 if TYPE_CHECKING:
     from pykueue.controllers.manager import ControllerManager
@@ -133,8 +133,8 @@ class JobController:
             if not refs or (uid is not None and all(r.uid != uid for r in refs)):
                 continue
             if not is_finished(wl) and wl.metadata.deletion_timestamp is None:
-                updated = lifecycle.copy_for_status(wl)
-                lifecycle.set_condition(
+                updated = transitions.copy_for_status(wl)
+                transitions.set_condition(
                     updated,
                     "Finished",
                     "True",
@@ -222,8 +222,8 @@ class JobController:
         """Finish the Workload; ``FinishedWorkload`` follows when its finalizer goes (step 3)."""
         if is_finished(wl):
             return
-        updated = lifecycle.copy_for_status(wl)
-        lifecycle.set_condition(updated, "Finished", "True", reason, message, self.mgr.now())
+        updated = transitions.copy_for_status(wl)
+        transitions.set_condition(updated, "Finished", "True", reason, message, self.mgr.now())
         self.mgr.write_workload(updated)
 
     # --- step 6: create the Workload ----------------------------------------------------------------------
@@ -287,7 +287,7 @@ class JobController:
         current = [{"name": r.name, "count": r.count} for r in wl.status.reclaimable_pods]
         if wanted == current:
             return False
-        updated = lifecycle.copy_for_status(wl)
+        updated = transitions.copy_for_status(wl)
         updated.status.reclaimable_pods = [
             ReclaimablePod(name=r["name"], count=r["count"]) for r in wanted
         ]
@@ -300,8 +300,8 @@ class JobController:
         target = bj.pods_ready_condition(wl, is_admitted(wl), bj.pods_ready(job))
         if target is None:
             return False
-        updated = lifecycle.copy_for_status(wl)
-        lifecycle.set_condition(updated, "PodsReady", target[0], target[1], target[2], self.mgr.now())
+        updated = transitions.copy_for_status(wl)
+        transitions.set_condition(updated, "PodsReady", target[0], target[1], target[2], self.mgr.now())
         self.mgr.write_workload(updated)
         return True
 
@@ -314,8 +314,8 @@ class JobController:
             self._stop(job, wl, note)
             return
         if has_quota_reservation(wl) and bj.active_pods(job) == 0:
-            updated = lifecycle.copy_for_status(wl)
-            if lifecycle.complete_eviction(updated, self.mgr.now(), self.options):
+            updated = transitions.copy_for_status(wl)
+            if transitions.complete_eviction(updated, self.mgr.now(), self.options):
                 self.mgr.write_workload(updated)
 
     # --- step 10: suspended -------------------------------------------------------------------------------

@@ -19,7 +19,11 @@ from functools import lru_cache
 from pykueue.api import podspec
 from pykueue.api.kueue import PREEMPT_NEVER, PREEMPTION_OVER_BORROWING, TRY_NEXT_FLAVOR, Toleration
 from pykueue.api.quantity import PODS, format_amount, resource_quantity_string, sat_add, sat_mul, sat_sub
-from pykueue.core.assignment import (
+from pykueue.core.cache.cache import ClusterQueueState
+from pykueue.core.cache.snapshot import Snapshot
+from pykueue.core.options import SchedulerOptions
+from pykueue.core.quota.tree import FlavorResource, available, lowest_fitting_subtree, potential_available
+from pykueue.core.scheduler.flavorassigner.assignment import (
     EXCEEDS_MAX_QUOTA,
     NO_FIT_SEVERITY,
     NO_MATCHING_FLAVOR,
@@ -31,11 +35,7 @@ from pykueue.core.assignment import (
     PodSetAssignmentResult,
     PreemptionMode,
 )
-from pykueue.core.cache import ClusterQueueState
-from pykueue.core.cohort_tree import FlavorResource, available, lowest_fitting_subtree, potential_available
-from pykueue.core.options import SchedulerOptions
-from pykueue.core.snapshot import Snapshot
-from pykueue.core.workload_info import LastAssignment, PodSetInfo, WorkloadInfo
+from pykueue.core.workload.info import LastAssignment, PodSetInfo, WorkloadInfo
 
 Oracle = Callable[[ClusterQueueState, WorkloadInfo, FlavorResource, int], tuple[PreemptionMode, int]]
 """Preemption oracle (§7.9): ``(cq, wl, fr, quantity) -> (NO_CANDIDATES|PREEMPT|RECLAIM, borrowing level)``."""

@@ -13,15 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from pykueue.core.cohort_tree import CohortNode, QuotaNode
-from pykueue.core.fair_sharing import DRS, WeightOf, cache_weight_of, compare_drs, dominant_resource_share
+from pykueue.core.cache.cache import cache_weight_of
+from pykueue.core.cache.snapshot import Snapshot
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.snapshot import Snapshot
-
-if TYPE_CHECKING:
-    from pykueue.core.scheduler import Entry
+from pykueue.core.quota.drs import DRS, WeightOf, compare_drs, dominant_resource_share
+from pykueue.core.quota.tree import CohortNode, QuotaNode
+from pykueue.core.scheduler.entry import Entry
 
 # (DRS of the child node on the entry's path, whether that node borrows on an FR the entry requests)
 _LevelValue = tuple[DRS, bool]

@@ -8,39 +8,23 @@ time comes in as ``now`` and every write goes through the injected ``WorkloadSto
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
 from pykueue.api.kueue import Workload
 from pykueue.api.meta import (
     EVENT_NOTE_LIMIT,
-    LabelSelector,
     find_condition,
-    label_selector_matches,
     to_time,
     truncate_message,
 )
-from pykueue.api.podspec import (
-    per_pod_integer_requests,
-    resources_validation_error,
-    validate_requests_within_limits,
-)
-from pykueue.api.quantity import MAX_BOUNDED, resource_quantity_string
-from pykueue.core import lifecycle
-from pykueue.core.assignment import Assignment, Mode
-from pykueue.core.cache import Cache, ClusterQueueState
-from pykueue.core.cohort_tree import FlavorResource, available
+from pykueue.core.cache.cache import Cache, ClusterQueueState
+from pykueue.core.cache.snapshot import Snapshot
 from pykueue.core.events import NORMAL, WARNING, Event
-from pykueue.core.fair_sharing_order import fair_sharing_order
-from pykueue.core.flavor_assignment import NominationPin, assign_flavors, last_assignment_outdated
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.podset_reducer import search_partial
-from pykueue.core.preemption.common import Target
-from pykueue.core.preemption.preemptor import Preemptor, apply_eviction_for_preemption
-from pykueue.core.queue_manager import (
+from pykueue.core.queue import (
     REQUEUE_REASON_FAILED_AFTER_NOMINATION,
     REQUEUE_REASON_GENERIC,
     REQUEUE_REASON_NAMESPACE_MISMATCH,
@@ -51,96 +35,42 @@ from pykueue.core.queue_manager import (
     REQUEUE_REASON_UNACCOUNTABLE,
     QueueManager,
 )
-from pykueue.core.snapshot import Snapshot
-from pykueue.core.workload_info import REQUEUED, WorkloadInfo, has_failed_checks
-
-# Entry statuses (§5.2).
-NOT_NOMINATED = ""
-NOMINATED = "nominated"
-SKIPPED = "skipped"
-PREEMPTION_GATED = "preemptionGated"
-ASSUMED = "assumed"
-
-# Requeue reasons (§4.5).
-REQUEUE_GENERIC = REQUEUE_REASON_GENERIC
-FAILED_AFTER_NOMINATION = REQUEUE_REASON_FAILED_AFTER_NOMINATION
-NAMESPACE_MISMATCH = REQUEUE_REASON_NAMESPACE_MISMATCH
-UNACCOUNTABLE = REQUEUE_REASON_UNACCOUNTABLE
-PENDING_PREEMPTION = REQUEUE_REASON_PENDING_PREEMPTION
-PREEMPTION_FAILED = REQUEUE_REASON_PREEMPTION_FAILED
-NO_FIT = REQUEUE_REASON_NO_FIT
-PREEMPTION_NO_CANDIDATES = REQUEUE_REASON_PREEMPTION_NO_CANDIDATES
+from pykueue.core.quota.tree import FlavorResource, available
+from pykueue.core.scheduler.entry import (
+    ASSUMED,
+    NOMINATED,
+    NOT_NOMINATED,
+    PREEMPTION_GATED,
+    SKIPPED,
+    CycleResult,
+    Entry,
+)
+from pykueue.core.scheduler.fair_order import fair_sharing_order
+from pykueue.core.scheduler.flavorassigner.assigner import (
+    NominationPin,
+    assign_flavors,
+    last_assignment_outdated,
+)
+from pykueue.core.scheduler.flavorassigner.assignment import Assignment, Mode
+from pykueue.core.scheduler.flavorassigner.podset_reducer import search_partial
+from pykueue.core.scheduler.preemption.common import Target
+from pykueue.core.scheduler.preemption.preemptor import Preemptor, apply_eviction_for_preemption
+from pykueue.core.workload import transitions
+from pykueue.core.workload.admissibility import Problem, admissibility_problem
+from pykueue.core.workload.info import REQUEUED, WorkloadInfo, has_failed_checks
 
 DEFERRED_FIT_MESSAGE = (
     "Workload has overlapping preemption targets with another workload, but will fit after these "
     "preemptions complete"
 )
 
-
-NAMESPACE_MISMATCH_MESSAGE = "workload namespace doesn't match ClusterQueue selector"
-
-
-PodSetRequests = Sequence[tuple[int, Mapping[str, int]]]
-"""(count, per-pod Kueue integer requests) of each pod set."""
-
-
-def admissibility_error(
-    wl: Workload,
-    selector: LabelSelector | None,
-    namespace_labels: dict[str, str] | None,
-    pod_sets: PodSetRequests | None = None,
-) -> str | None:
-    """§5.3 rule 5 (and §10.5 step 5): why ``wl`` may not be admitted to a ClusterQueue, if at all."""
-    problem = admissibility_problem(wl, selector, namespace_labels, pod_sets)
-    return problem[0] if problem is not None else None
-
-
-def admissibility_problem(
-    wl: Workload,
-    selector: LabelSelector | None,
-    namespace_labels: dict[str, str] | None,
-    pod_sets: PodSetRequests | None = None,
-) -> tuple[str, str] | None:
-    """:func:`admissibility_error` with the requeue reason: (message, reason) or None.
-
-    ``pod_sets`` are the scheduler's already computed requests (else computed from ``wl``).
-    """
-    ns = wl.metadata.namespace
-    if namespace_labels is None:
-        return f'workload namespace "{ns}" does not exist: namespaces "{ns}" not found', REQUEUE_GENERIC
-    if selector is None or not label_selector_matches(selector, namespace_labels):
-        return NAMESPACE_MISMATCH_MESSAGE, NAMESPACE_MISMATCH
-    errors: list[str] = []
-    for i, ps in enumerate(wl.spec.pod_sets):
-        errors.extend(validate_requests_within_limits(ps.template.spec, f"spec.podSets[{i}].template.spec"))
-    message = resources_validation_error(errors)
-    if message is not None:
-        return message, REQUEUE_GENERIC
-    if pod_sets is None:
-        pod_sets = [(ps.count, per_pod_integer_requests(ps.template.spec)) for ps in wl.spec.pod_sets]
-    message = resources_validation_error(request_overflow_errors(pod_sets))
-    return (message, UNACCOUNTABLE) if message is not None else None
-
-
-def request_overflow_errors(pod_sets: PodSetRequests) -> list[str]:
-    """Pod sets whose requests × count leave what Kueue's int64 accounting can hold.
-
-    Usage is int64 (milli-units for cpu) and saturates (upstream ``SaturatingMul``): such a
-    total reads as the unlimited sentinel, fits any quota, and its admission (``resourceUsage``
-    not a multiple of the count) is refused by validation on every retry, holding the
-    ClusterQueue's head. Such a Workload is inadmissible instead, with the pod set, the
-    resource and the bound named.
-    """
-    errors: list[str] = []
-    for i, (count, per_pod) in enumerate(pod_sets):
-        for name in sorted(per_pod):
-            if per_pod[name] * count > MAX_BOUNDED:
-                bound = resource_quantity_string(name, MAX_BOUNDED)
-                errors.append(
-                    f'spec.podSets[{i}].count: Invalid value: {count}: the total request for "{name}" '
-                    f"(per-pod request × count) exceeds the largest quantity Kueue can account for ({bound})"
-                )
-    return errors
+# The requeue reason of each admissibility problem (upstream ``queue.RequeueReason*``).
+_REQUEUE_REASON_OF = {
+    Problem.NAMESPACE_MISSING: REQUEUE_REASON_GENERIC,
+    Problem.NAMESPACE_MISMATCH: REQUEUE_REASON_NAMESPACE_MISMATCH,
+    Problem.INVALID_REQUESTS: REQUEUE_REASON_GENERIC,
+    Problem.UNACCOUNTABLE: REQUEUE_REASON_UNACCOUNTABLE,
+}
 
 
 class WorkloadStore(Protocol):
@@ -155,35 +85,6 @@ class WorkloadStore(Protocol):
     def namespace_labels(self, namespace: str) -> dict[str, str] | None: ...
 
 
-@dataclass(slots=True)
-class Entry:
-    """A head being processed in this cycle."""
-
-    info: WorkloadInfo
-    cq: ClusterQueueState | None
-    assignment: Assignment | None = None
-    targets: list[Target] = field(default_factory=list)
-    status: str = NOT_NOMINATED
-    message: str = ""
-    requeue_reason: str = REQUEUE_GENERIC
-    quota_reserved_reason: str = ""
-    skip_status_update: bool = False
-    deferred_fit: bool = False
-
-    @property
-    def mode(self) -> Mode:
-        return self.assignment.representative_mode() if self.assignment else Mode.NO_FIT
-
-
-@dataclass
-class CycleResult:
-    """What one cycle did, for drivers and ``--explain``."""
-
-    cycle: int
-    heads: int = 0
-    admitted: list[str] = field(default_factory=list)
-    preempted: list[str] = field(default_factory=list)
-    entries: list[Entry] = field(default_factory=list)
 
 
 
@@ -271,7 +172,7 @@ class Scheduler:
         return entries, inadmissible
 
     @staticmethod
-    def _inadmissible(entry: Entry, message: str, reason: str, requeue: str = REQUEUE_GENERIC) -> None:
+    def _inadmissible(entry: Entry, message: str, reason: str, requeue: str = REQUEUE_REASON_GENERIC) -> None:
         entry.message = message
         entry.quota_reserved_reason = reason
         entry.requeue_reason = requeue
@@ -282,8 +183,8 @@ class Scheduler:
         problem = admissibility_problem(entry.info.obj, cq.namespace_selector, labels, pod_sets)
         if problem is None:
             return True
-        error, requeue = problem
-        self._inadmissible(entry, error, "Misconfigured", requeue)
+        error, kind = problem
+        self._inadmissible(entry, error, "Misconfigured", _REQUEUE_REASON_OF[kind])
         return False
 
     def _assign(
@@ -395,16 +296,16 @@ class Scheduler:
         if e.deferred_fit:
             e.message = DEFERRED_FIT_MESSAGE
             e.quota_reserved_reason = "WaitingForPreemptedWorkloads"
-            e.requeue_reason = PENDING_PREEMPTION
+            e.requeue_reason = REQUEUE_REASON_PENDING_PREEMPTION
             e.info.last_assignment = None
             snapshot.book(cq, usage)
             return
         if mode is Mode.NO_FIT:
-            e.requeue_reason = NO_FIT
+            e.requeue_reason = REQUEUE_REASON_NO_FIT
             e.quota_reserved_reason = e.assignment.no_fit_reason()
             return
         if mode is Mode.PREEMPT and not e.targets:
-            e.requeue_reason = PREEMPTION_NO_CANDIDATES
+            e.requeue_reason = REQUEUE_REASON_PREEMPTION_NO_CANDIDATES
             e.quota_reserved_reason = "WaitingForQuota"
             preemptor_reserves = e.info.is_preemptor and self.options.gate("PrioritizePreemptorWorkloads")
             if cq.reclaim_within_cohort != "Any" or preemptor_reserves:
@@ -425,10 +326,10 @@ class Scheduler:
             e.info.last_assignment = None
             if count > 0:
                 e.message += f". Pending the preemption of {count} workload(s)"
-                e.requeue_reason = PENDING_PREEMPTION
+                e.requeue_reason = REQUEUE_REASON_PENDING_PREEMPTION
             elif errors > 0:
                 e.message += f". Preempting {errors} workload(s) failed, will retry."
-                e.requeue_reason = PREEMPTION_FAILED
+                e.requeue_reason = REQUEUE_REASON_PREEMPTION_FAILED
             return
         if self.options.block_admission and self._blocked_on_pods_ready():
             self._wait_for_pods_ready(e, now)
@@ -491,14 +392,14 @@ class Scheduler:
         """
         latest = self.store.get_workload(e.info.key)
         e.skip_status_update = True
-        e.requeue_reason = FAILED_AFTER_NOMINATION
+        e.requeue_reason = REQUEUE_REASON_FAILED_AFTER_NOMINATION
         if latest is None:
             return
-        wl = lifecycle.copy_for_status(latest)
+        wl = transitions.copy_for_status(latest)
         reason = "WaitingForPodsReady" if self.options.gate("UnadmittedWorkloadsObservability") else "Waiting"
         message = "waiting for all admitted workloads to be in PodsReady condition"
-        lifecycle.set_condition(wl, "QuotaReserved", "False", reason, message, now)
-        lifecycle.sync_admitted_condition(wl, now, self.options)
+        transitions.set_condition(wl, "QuotaReserved", "False", reason, message, now)
+        transitions.sync_admitted_condition(wl, now, self.options)
         self.store.write_workload_status(wl)
 
     def _some_workload_not_ready(self) -> bool:
@@ -517,13 +418,13 @@ class Scheduler:
             if victim is None:
                 errors += 1
                 continue
-            if t.workload.is_evicted() or lifecycle.is_evicted_and_reserved(victim):
+            if t.workload.is_evicted() or transitions.is_evicted_and_reserved(victim):
                 count += 1
                 continue
             if victim.metadata.uid and victim.metadata.uid in self._issued_evictions:
                 count += 1
                 continue
-            updated = lifecycle.copy_for_status(victim)
+            updated = transitions.copy_for_status(victim)
             events = apply_eviction_for_preemption(updated, e.info, t, now)
             if not self.store.write_workload_status(updated):
                 errors += 1
@@ -546,13 +447,13 @@ class Scheduler:
         assert e.assignment is not None
         info = e.info
         admission = e.assignment.to_admission(cq.name)
-        wl = lifecycle.copy_for_status(info.obj)
-        lifecycle.set_quota_reservation(wl, admission, now)
+        wl = transitions.copy_for_status(info.obj)
+        transitions.set_quota_reservation(wl, admission, now)
         flavors = {fa.name for ps in e.assignment.pod_sets for fa in ps.flavors.values()}
         required = cq.checks_for_flavors(flavors)
         admitted_now = False
-        if lifecycle.all_checks_listed(wl, required):
-            admitted_now = lifecycle.sync_admitted_condition(wl, now, self.options)
+        if transitions.all_checks_listed(wl, required):
+            admitted_now = transitions.sync_admitted_condition(wl, now, self.options)
         assumed = WorkloadInfo(
             obj=wl,
             key=info.key,
@@ -572,7 +473,7 @@ class Scheduler:
         if cq.name not in self.cache.cluster_queues:
             return f"workload {info.key} could not be added to the cache"
         if not self.store.write_workload_status(wl):
-            e.requeue_reason = FAILED_AFTER_NOMINATION
+            e.requeue_reason = REQUEUE_REASON_FAILED_AFTER_NOMINATION
             e.skip_status_update = True
             return "Could not admit Workload and assign flavors in apiserver"
         self._assumed.append(assumed)
@@ -602,14 +503,14 @@ class Scheduler:
     # --- requeue and status update (§5.9) --------------------------------------------------------------
 
     def _requeue_and_update(self, e: Entry, now: datetime) -> None:
-        if e.status != NOT_NOMINATED and e.requeue_reason == REQUEUE_GENERIC:
-            e.requeue_reason = FAILED_AFTER_NOMINATION
+        if e.status != NOT_NOMINATED and e.requeue_reason == REQUEUE_REASON_GENERIC:
+            e.requeue_reason = REQUEUE_REASON_FAILED_AFTER_NOMINATION
         latest = self.store.get_workload(e.info.key)
         self.queues.requeue_workload(e.info, e.requeue_reason, e.quota_reserved_reason, now, latest)
         if e.status not in (NOT_NOMINATED, SKIPPED, PREEMPTION_GATED) or e.skip_status_update or latest is None:
             return
-        wl = lifecycle.copy_for_status(latest)
-        reason = lifecycle.set_pending(wl, e.info, e.quota_reserved_reason, e.message, now, self.options)
+        wl = transitions.copy_for_status(latest)
+        reason = transitions.set_pending(wl, e.info, e.quota_reserved_reason, e.message, now, self.options)
         # Upstream patches only when the condition or the requests changed, but emits the Warning
         # on every attempt (its event recorder aggregates repeats into one Event's count).
         if (wl.status == latest.status or self.store.write_workload_status(wl)) and reason is not None:

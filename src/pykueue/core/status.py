@@ -18,10 +18,10 @@ from pykueue.api.kueue import (
 )
 from pykueue.api.meta import Condition, set_status_condition
 from pykueue.api.quantity import resource_quantity_string, sat_add
-from pykueue.core.cache import Cache, ClusterQueueState
-from pykueue.core.cohort_tree import CohortNode, FlavorResource, QuotaNode
-from pykueue.core.fair_sharing import WeightOf, dominant_resource_share, node_weight, weighted_share_status
-from pykueue.core.workload_info import WorkloadInfo, is_admitted
+from pykueue.core.cache.cache import Cache, ClusterQueueState
+from pykueue.core.quota.drs import WeightOf, dominant_resource_share, node_weight, weighted_share_status
+from pykueue.core.quota.tree import CohortNode, FlavorResource, QuotaNode
+from pykueue.core.workload.info import WorkloadInfo, is_admitted
 
 
 def _sum_usage(workloads: Iterable[WorkloadInfo]) -> dict[FlavorResource, int]:

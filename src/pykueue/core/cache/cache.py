@@ -26,7 +26,8 @@ from pykueue.api.kueue import (
 )
 from pykueue.api.meta import LabelSelector, is_condition_true
 from pykueue.api.quantity import PODS, Quantity, quota_amount
-from pykueue.core.cohort_tree import (
+from pykueue.core.quota.drs import WeightOf, node_weight
+from pykueue.core.quota.tree import (
     ClusterQueueNode,
     CohortNode,
     FlavorResource,
@@ -36,7 +37,7 @@ from pykueue.core.cohort_tree import (
     recompute_tree,
     remove_usage_map,
 )
-from pykueue.core.workload_info import WorkloadInfo
+from pykueue.core.workload.info import WorkloadInfo
 
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
@@ -419,3 +420,17 @@ def _chain_has_cycle(cohort: str, parents: dict[str, str], in_cycle: set[str]) -
         seen.add(node)
         node = parents.get(node, "")
     return False
+
+
+def cache_weight_of(cache: Cache) -> WeightOf:
+    """A ``WeightOf`` reading ClusterQueue weights from the cache and cohort weights from the nodes."""
+    cluster_queues = cache.cluster_queues
+
+    def weight_of(node: QuotaNode) -> float:
+        if isinstance(node, ClusterQueueNode):
+            state = cluster_queues.get(node.name)
+            if state is not None:
+                return state.fair_weight
+        return node_weight(node)
+
+    return weight_of

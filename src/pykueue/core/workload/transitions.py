@@ -39,7 +39,7 @@ from pykueue.api.meta import (
 )
 from pykueue.api.quantity import resource_quantity_string
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.workload_info import (
+from pykueue.core.workload.info import (
     ADMITTED,
     BLOCKED_ON_PREEMPTION_GATES,
     EVICTED,

@@ -12,8 +12,8 @@ from enum import IntEnum
 
 from pykueue.api.kueue import Admission, PodSetAssignment
 from pykueue.api.quantity import resource_quantity_string, sat_add
-from pykueue.core.cohort_tree import FlavorResource
-from pykueue.core.workload_info import LastAssignment
+from pykueue.core.quota.tree import FlavorResource
+from pykueue.core.workload.info import LastAssignment
 
 
 class Mode(IntEnum):

@@ -11,13 +11,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from pykueue.api.quantity import MAX_INT64
-from pykueue.core.cohort_tree import ClusterQueueNode, FlavorResource, QuotaNode, potential_available
-
-if TYPE_CHECKING:
-    from pykueue.core.cache import Cache
+from pykueue.core.quota.tree import FlavorResource, QuotaNode, potential_available
 
 DEFAULT_WEIGHT = 1.0
 
@@ -70,20 +66,6 @@ def node_weight(node: QuotaNode) -> float:
     """The weight a node carries itself (cohorts; a CQ node only if it has a ``fair_weight``)."""
     weight = getattr(node, "fair_weight", None)
     return DEFAULT_WEIGHT if weight is None else float(weight)
-
-
-def cache_weight_of(cache: Cache) -> WeightOf:
-    """A ``WeightOf`` reading ClusterQueue weights from the cache and cohort weights from the nodes."""
-    cluster_queues = cache.cluster_queues
-
-    def weight_of(node: QuotaNode) -> float:
-        if isinstance(node, ClusterQueueNode):
-            state = cluster_queues.get(node.name)
-            if state is not None:
-                return state.fair_weight
-        return node_weight(node)
-
-    return weight_of
 
 
 def lendable_by_resource(parent: QuotaNode) -> dict[str, int]:
@@ -163,7 +145,6 @@ __all__ = [
     "DRS",
     "ZERO_DRS",
     "WeightOf",
-    "cache_weight_of",
     "compare_drs",
     "dominant_resource_share",
     "lendable_by_resource",

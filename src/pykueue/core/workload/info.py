@@ -20,8 +20,8 @@ from pykueue.api.kueue import (
 )
 from pykueue.api.meta import EPOCH, Condition, find_condition
 from pykueue.api.quantity import sat_add, sat_mul
-from pykueue.core.cohort_tree import FlavorResource
 from pykueue.core.options import SchedulerOptions
+from pykueue.core.quota.tree import FlavorResource
 
 # Condition types (§10.1).
 QUOTA_RESERVED = "QuotaReserved"

@@ -12,12 +12,12 @@ from datetime import datetime
 
 from pykueue.api.kueue import Workload
 from pykueue.api.meta import to_time
-from pykueue.core import lifecycle
-from pykueue.core.cache import Cache
+from pykueue.core.cache.cache import Cache
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.queue_manager import QueueManager
-from pykueue.core.scheduler import Scheduler
-from pykueue.core.workload_info import (
+from pykueue.core.queue import QueueManager
+from pykueue.core.scheduler.cycle import Scheduler
+from pykueue.core.workload import transitions
+from pykueue.core.workload.info import (
     has_active_quota_reservation,
     has_quota_reservation,
     is_active,
@@ -103,7 +103,7 @@ def route_workload_change(
     if was_reserved and not now_reserved:
         cq = cache.workload_cq.get(key)
         cache.delete_workload(key)
-        at = lifecycle.requeue_at(new)
+        at = transitions.requeue_at(new)
         if at is None or at <= to_time(now):
             queues.add_or_update_workload(new, ts)
         if cq:

@@ -17,11 +17,11 @@ from pykueue.api.kueue import (
     PREEMPT_LOWER_PRIORITY,
 )
 from pykueue.api.meta import find_condition
-from pykueue.core.cache import ClusterQueueState
-from pykueue.core.cohort_tree import FlavorResource, QuotaNode, available
+from pykueue.core.cache.cache import ClusterQueueState
+from pykueue.core.cache.snapshot import Snapshot
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.snapshot import Snapshot
-from pykueue.core.workload_info import QUOTA_RESERVED, WorkloadInfo, timestamp
+from pykueue.core.quota.tree import FlavorResource, QuotaNode, available
+from pykueue.core.workload.info import QUOTA_RESERVED, WorkloadInfo, timestamp
 
 # Preempted-condition reasons (§10.2).
 IN_CLUSTER_QUEUE = "InClusterQueue"

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from enum import Enum
 
 from pykueue.api.kueue import PREEMPT_NEVER
-from pykueue.core.cache import ClusterQueueState
-from pykueue.core.cohort_tree import CohortNode, FlavorResource, quantities_fit_in_quota
-from pykueue.core.preemption.common import (
+from pykueue.core.cache.cache import ClusterQueueState
+from pykueue.core.quota.tree import CohortNode, FlavorResource, quantities_fit_in_quota
+from pykueue.core.scheduler.preemption.common import (
     IN_CLUSTER_QUEUE,
     IN_COHORT_RECLAIM_WHILE_BORROWING,
     IN_COHORT_RECLAMATION,
@@ -29,7 +29,7 @@ from pykueue.core.preemption.common import (
     under_nominal,
     workload_fits,
 )
-from pykueue.core.workload_info import WorkloadInfo
+from pykueue.core.workload.info import WorkloadInfo
 
 
 class Variant(Enum):

@@ -12,18 +12,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from pykueue.api.kueue import PREEMPT_NEVER
-from pykueue.core.cache import ClusterQueueState
-from pykueue.core.cohort_tree import CohortNode, QuotaNode
-from pykueue.core.fair_sharing import (
+from pykueue.core.cache.cache import ClusterQueueState, cache_weight_of
+from pykueue.core.options import LESS_THAN_INITIAL_SHARE, LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
+from pykueue.core.quota.drs import (
     DRS,
     WeightOf,
-    cache_weight_of,
     compare_drs,
     dominant_resource_share,
     lendable_by_resource,
 )
-from pykueue.core.options import LESS_THAN_INITIAL_SHARE, LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
-from pykueue.core.preemption.common import (
+from pykueue.core.quota.tree import CohortNode, QuotaNode
+from pykueue.core.scheduler.preemption.common import (
     IN_CLUSTER_QUEUE,
     IN_COHORT_FAIR_SHARING,
     IN_COHORT_RECLAMATION,
@@ -37,7 +36,7 @@ from pykueue.core.preemption.common import (
     sort_candidates,
     workload_fits,
 )
-from pykueue.core.workload_info import WorkloadInfo
+from pykueue.core.workload.info import WorkloadInfo
 
 Strategy = Callable[[DRS, DRS, DRS], bool]
 """``(preemptorNewShare, targetOldShare, targetNewShare) -> may preempt``."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from pykueue.core.workload_info import PodSetInfo
+from pykueue.core.workload.info import PodSetInfo
 
 T = TypeVar("T")
 

@@ -2,15 +2,15 @@
 
 Instead of copying every ClusterQueue each cycle, a ``Snapshot`` works on the live cache and
 records every simulated change; ``close()`` undoes what is still outstanding. Usage updates are
-exact, commutative inverses (``cohort_tree``), so undo order does not matter.
+exact, commutative inverses (``quota.tree``), so undo order does not matter.
 """
 
 from __future__ import annotations
 
 from pykueue.api.kueue import ResourceFlavor
-from pykueue.core.cache import Cache, ClusterQueueState
-from pykueue.core.cohort_tree import FlavorResource, add_usage_map, remove_usage_map
-from pykueue.core.workload_info import WorkloadInfo
+from pykueue.core.cache.cache import Cache, ClusterQueueState
+from pykueue.core.quota.tree import FlavorResource, add_usage_map, remove_usage_map
+from pykueue.core.workload.info import WorkloadInfo
 
 NOT_ACTIVE = "NotActive"
 HAS_CYCLE = "HasCycle"

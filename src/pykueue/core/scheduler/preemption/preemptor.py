@@ -9,15 +9,15 @@ from collections.abc import Callable
 from datetime import datetime
 
 from pykueue.api.kueue import Workload
-from pykueue.core import lifecycle
-from pykueue.core.assignment import Assignment, PreemptionMode
-from pykueue.core.cache import ClusterQueueState
-from pykueue.core.cohort_tree import FlavorResource, lowest_fitting_subtree
+from pykueue.core.cache.cache import ClusterQueueState
+from pykueue.core.cache.snapshot import Snapshot
 from pykueue.core.events import NORMAL, Event
-from pykueue.core.flavor_assignment import Oracle
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.preemption.classical import classical_targets
-from pykueue.core.preemption.common import (
+from pykueue.core.quota.tree import FlavorResource, lowest_fitting_subtree
+from pykueue.core.scheduler.flavorassigner.assigner import Oracle
+from pykueue.core.scheduler.flavorassigner.assignment import Assignment, PreemptionMode
+from pykueue.core.scheduler.preemption.classical import classical_targets
+from pykueue.core.scheduler.preemption.common import (
     LocalQueueUsage,
     PreemptionContext,
     Target,
@@ -25,9 +25,9 @@ from pykueue.core.preemption.common import (
     preemption_message,
     priority_info,
 )
-from pykueue.core.preemption.fairsharing import Strategy, fair_targets, parse_strategies
-from pykueue.core.snapshot import Snapshot
-from pykueue.core.workload_info import PREEMPTED, WorkloadInfo
+from pykueue.core.scheduler.preemption.fairsharing import Strategy, fair_targets, parse_strategies
+from pykueue.core.workload import transitions
+from pykueue.core.workload.info import PREEMPTED, WorkloadInfo
 
 """``oracle(cq, wl, fr, val) -> (mode, borrowing level)`` used by flavor assignment (§6.3, §7.9)."""
 
@@ -152,8 +152,8 @@ def apply_eviction_for_preemption(
     if message is None:
         message = preemption_message(preemptor, target.reason, target.preemptor_path, target.preemptee_path)
     had_admission = wl_obj.status.admission is not None
-    lifecycle.set_condition(wl_obj, PREEMPTED, "True", target.reason, message, now, observed=False)
-    lifecycle.evict(wl_obj, EVICTED_BY_PREEMPTION, message, now)
+    transitions.set_condition(wl_obj, PREEMPTED, "True", target.reason, message, now, observed=False)
+    transitions.evict(wl_obj, EVICTED_BY_PREEMPTION, message, now)
     victim = target.workload
     ns, name = wl_obj.metadata.namespace, wl_obj.metadata.name
     priorities = (
