@@ -1,7 +1,9 @@
 """The workload controller (API reference §3): conditions, checks, deactivation, backoff, timeouts.
 
-Each reconcile reads the manager's cached Workload, computes the next status with the pure
-transitions of :mod:`pykueue.core.workload.transitions`, and performs at most one write, as upstream's
+Each reconcile reads the manager's cached Workload, takes the decisions the simulator takes too
+(:mod:`pykueue.core.workload.reconcile`: queue state, admission checks, check-based eviction and
+deactivation) or computes the next status with the pure transitions of
+:mod:`pykueue.core.workload.transitions`, and performs at most one write, as upstream's
 ``Reconcile`` does; the write's watch event (or the write-through) triggers the next step. Steps
 that must wait (backoff expiry, PodsReady timeout, retention) ask for a timed requeue.
 """
@@ -15,11 +17,10 @@ import msgspec
 
 from pykueue.api.kueue import JOB_UID_LABEL, RequeueState, Workload
 from pykueue.api.kueue import RESOURCE_IN_USE_FINALIZER as RESOURCE_IN_USE
-from pykueue.api.meta import find_condition, is_condition_true, remove_condition, to_time
+from pykueue.api.meta import find_condition, is_condition_true, to_time
 from pykueue.client import resources as R
 from pykueue.core.events import NORMAL, WARNING, Event
 from pykueue.core.workload import transitions
-from pykueue.core.workload.admissibility import admissibility_error
 from pykueue.core.workload.info import (
     DEACTIVATION_TARGET,
     has_quota_reservation,
@@ -28,6 +29,15 @@ from pykueue.core.workload.info import (
     is_evicted,
     is_finished,
     workload_key,
+)
+from pykueue.core.workload.reconcile import (
+    Outcome,
+    admission_checks,
+    check_based_eviction,
+    deactivate,
+    evict_inactive,
+    queue_state,
+    queue_view,
 )
 
 if TYPE_CHECKING:
@@ -121,59 +131,32 @@ class WorkloadController:
 
     # --- §3.9 deactivation ---------------------------------------------------------------------------
 
+    def _apply(self, outcome: Outcome) -> bool:
+        """Write a decision of :mod:`pykueue.core.workload.reconcile`; its events follow a successful write."""
+        if outcome.spec is not None:
+            written = self.mgr.write_workload(outcome.spec, status=False)
+        elif outcome.status is not None:
+            written = self.mgr.write_workload(outcome.status)
+        else:
+            return False
+        if written:
+            for event in outcome.events:
+                self.mgr.record_event(event)
+        return written
+
     def _deactivate(self, wl: Workload) -> None:
         """Phase two of Kueue-initiated deactivation: ``spec.active=false`` (plain update)."""
-        updated = msgspec.structs.replace(wl, spec=msgspec.structs.replace(wl.spec, active=False))
-        self.mgr.write_workload(updated, status=False)
+        self._apply(deactivate(wl))
 
     def _evict_inactive(self, wl: Workload) -> None:
-        updated = transitions.copy_for_status(wl)
-        changed = False
-        if not is_evicted(wl):
-            target = find_condition(wl.status.conditions, DEACTIVATION_TARGET)
-            cause = target.reason if target is not None and target.status == "True" else ""
-            message = "The workload is deactivated"
-            if target is not None and target.status == "True":
-                message += f" due to {target.message}"
-            reason = transitions.evict(updated, "Deactivated", message, self.mgr.now(), cause)
-            remove_condition(updated.status.conditions, DEACTIVATION_TARGET)
-            event = (f"EvictedDueTo{reason}", message) if wl.status.admission is not None else None
-            changed = True
-        else:
-            event = None
-        if updated.status.requeue_state is not None:
-            updated.status.requeue_state = None
-            changed = True
-        if changed and self.mgr.write_workload(updated) and event is not None:
-            self._event(wl, NORMAL, event[0], event[1])
+        self._apply(evict_inactive(wl, self.mgr.now()))
 
     # --- §3.8 check-based eviction ---------------------------------------------------------------------
 
     def _check_based_eviction(self, wl: Workload) -> bool:
-        now = self.mgr.now()
-        rejected = transitions.rejected_checks_message(wl)
-        if rejected is not None:
-            if _condition_true(wl, DEACTIVATION_TARGET):
-                return False
-            updated = transitions.copy_for_status(wl)
-            transitions.set_condition(updated, DEACTIVATION_TARGET, "True", "AdmissionCheck", rejected, now)
-            if self.mgr.write_workload(updated):
-                self._event(wl, WARNING, "AdmissionCheckRejected", f"Deactivated due to {rejected}")
-            return True
-        retry = transitions.retry_checks_message(wl)
-        if retry is None:
-            return False
-        updated = transitions.copy_for_status(wl)
-        at = transitions.retry_check_requeue_at(wl)
-        current = transitions.requeue_at(wl)
-        if at is not None and at > now and (current is None or at > current):
-            transitions.set_requeue_at(updated, at)
-            self.mgr.write_workload(updated)
-            return True
-        transitions.evict(updated, "AdmissionCheck", retry, now)
-        if self.mgr.write_workload(updated):
-            self._event(wl, NORMAL, "EvictedDueToAdmissionCheck", retry)
-        return True
+        outcome = check_based_eviction(wl, self.mgr.now())
+        self._apply(outcome)
+        return outcome.writes
 
     # --- §3.2, §3.12 queue state ------------------------------------------------------------------------
 
@@ -182,57 +165,19 @@ class WorkloadController:
         lq = mgr.local_queues.get(f"{wl.metadata.namespace}/{wl.spec.queue_name}")
         cq_name = mgr.cluster_queue_of(wl) or (lq.spec.cluster_queue if lq is not None else "")
         cq = mgr.cache.cluster_queues.get(cq_name)
-        admissibility: str | None = None
-        if cq is not None:
-            admissibility = admissibility_error(wl, cq.namespace_selector, mgr.namespace_labels(wl.metadata.namespace))
-        return transitions.QueueView(
-            local_queue_exists=lq is not None and lq.metadata.deletion_timestamp is None,
-            local_queue_stop_policy=lq.spec.stop_policy if lq is not None else "",
-            cluster_queue=cq_name,
-            cluster_queue_exists=cq is not None and not cq.terminating,
-            cluster_queue_active=cq is not None and cq.is_active(),
-            cluster_queue_stop_policy=cq.stop_policy if cq is not None else "",
-            bulk_bypass_reason=mgr.queues.is_inadmissible_with_bulk_reason(workload_key(wl)),
-            admissibility_error=admissibility,
+        return queue_view(
+            wl,
+            lq,
+            cq_name,
+            cq.queue_facts() if cq is not None else None,
+            mgr.namespace_labels(wl.metadata.namespace) if cq is not None else None,
+            mgr.queues.is_inadmissible_with_bulk_reason(workload_key(wl)),
         )
 
     def _queue_state(self, wl: Workload) -> bool:
-        now = self.mgr.now()
-        view = self._queue_view(wl)
-        updated = transitions.copy_for_status(wl)
-        changed = transitions.reactivate(updated, now)
-        changed = transitions.restart_after_stop(updated, view, now) or changed
-        evicted_reason: tuple[str, str] | None = None
-        if not has_quota_reservation(wl):
-            target = transitions.pending_condition(wl, view, self.options)
-            current = find_condition(wl.status.conditions, "QuotaReserved")
-            if target is not None and (current is None or (current.reason, current.message) != target):
-                transitions.release_reservation(updated, target[0], target[1], now, self.options)
-                changed = True
-        elif (
-            wl.spec.queue_name
-            and not is_admitted(wl)
-            and (not view.local_queue_exists or not view.cluster_queue_exists)
-        ):
-            kind, name = (
-                ("LocalQueue", wl.spec.queue_name) if not view.local_queue_exists else ("ClusterQueue", view.cluster_queue)
-            )
-            transitions.release_reservation(updated, "Misconfigured", f"{kind} {name} is terminating or missing", now, self.options)
-            changed = True
-        else:
-            action = transitions.stopped_queue_action(wl, view)
-            if action is not None and action[0] == "release":
-                transitions.release_reservation(updated, action[1], action[2], now, self.options)
-                changed = True
-            elif action is not None:
-                transitions.evict(updated, action[1], action[2], now)
-                evicted_reason = (action[1], action[2])
-                changed = True
-        if not changed:
-            return False
-        if self.mgr.write_workload(updated) and evicted_reason is not None:
-            self._event(wl, NORMAL, f"EvictedDueTo{evicted_reason[0]}", evicted_reason[1])
-        return True
+        outcome = queue_state(wl, self._queue_view(wl), self.mgr.now(), self.options)
+        self._apply(outcome)
+        return outcome.writes
 
     # --- §3.5, §3.3 admission checks and Admitted ------------------------------------------------------
 
@@ -246,22 +191,9 @@ class WorkloadController:
             required = cq.checks_for_flavors(flavors)
         else:
             required = cq.checks_for_all_flavors()
-        now = mgr.now()
-        updated = transitions.copy_for_status(wl)
-        changed = transitions.sync_admission_checks(updated, required, now)
-        became_admitted = False
-        # An evicted workload keeps Admitted=True until the job integration releases its quota.
-        if has_quota_reservation(updated) and not is_admitted(updated):
-            before = list(updated.status.conditions)
-            became_admitted = transitions.sync_admitted_condition(updated, now, self.options)
-            changed = changed or before != updated.status.conditions
-        if not changed:
-            return False
-        if mgr.write_workload(updated) and became_admitted:
-            qr = find_condition(updated.status.conditions, "QuotaReserved")
-            waited = (now - to_time(qr.last_transition_time)).total_seconds() if qr else 0.0
-            self._event(wl, NORMAL, "Admitted", f"Admitted by ClusterQueue {cq.name}, wait time since reservation was {waited:.0f}s")
-        return True
+        outcome = admission_checks(wl, required, cq.name, mgr.now(), self.options)
+        self._apply(outcome)
+        return outcome.writes
 
     # --- §3.10 backoff ---------------------------------------------------------------------------------
 

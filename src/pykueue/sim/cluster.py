@@ -27,25 +27,22 @@ from pykueue.api.kueue import (
     Workload,
     WorkloadPriorityClass,
 )
-from pykueue.api.meta import ObjectMeta, find_condition, remove_condition, to_time
+from pykueue.api.meta import ObjectMeta, find_condition, to_time
 from pykueue.core.cache.cache import Cache, cache_weight_of
-from pykueue.core.events import NORMAL, WARNING, Event
+from pykueue.core.events import Event
 from pykueue.core.options import SchedulerOptions
 from pykueue.core.queue import QueueManager
 from pykueue.core.scheduler.cycle import Scheduler
 from pykueue.core.scheduler.entry import CycleResult, Entry
 from pykueue.core.state import route_workload_change
 from pykueue.core.status import cluster_queue_status, cohort_status, local_queue_status
-from pykueue.core.workload import transitions
-from pykueue.core.workload.admissibility import admissibility_error
+from pykueue.core.workload import reconcile, transitions
 from pykueue.core.workload.info import (
-    DEACTIVATION_TARGET,
     WorkloadInfo,
     has_active_quota_reservation,
     has_failed_checks,
     has_quota_reservation,
     is_active,
-    is_admitted,
     is_evicted,
     is_finished,
     new_workload_info,
@@ -180,7 +177,7 @@ class SimulatedCluster:
         for key in self._workload_keys():
             self._index(key, self.objects[key].obj)
             self._reconcile_queue_state(key)
-            self._sync_checks(key, admitted_sync=True)
+            self._sync_checks(key)
         self._deliver_updates()
         # Evictions the controllers just issued (e.g. stopPolicy HoldAndDrain): on a live cluster
         # the job integration completes them before the scheduler's first cycle runs.
@@ -283,12 +280,19 @@ class SimulatedCluster:
         lo = self.objects.get(("LocalQueue", wl.metadata.namespace, wl.spec.queue_name))
         return lo.obj.spec.cluster_queue if lo is not None else None
 
-    def _sync_checks(self, key: ObjectKey, admitted_sync: bool) -> None:
+    def _apply(self, outcome: reconcile.Outcome) -> bool:
+        """Apply a decision of :mod:`pykueue.core.workload.reconcile` (both writes land at once here)."""
+        written = outcome.spec if outcome.spec is not None else outcome.status
+        if written is None or not self.write_workload_status(written):
+            return False
+        self.events.extend(outcome.events)
+        return True
+
+    def _sync_checks(self, key: ObjectKey) -> None:
         """Admission-check list sync (§3.5) and, for reserved workloads, the Admitted condition."""
         wl: Workload = self.objects[key].obj
-        if is_finished(wl):
-            return
         cq = self.cache.cluster_queues.get(self._cq_for(wl) or "")
+        # Fast path: nothing to sync without checks on either side (the scheduler wrote Admitted).
         if cq is None or (not cq.check_flavors and not wl.status.admission_checks):
             return
         if wl.status.admission is not None:
@@ -296,48 +300,19 @@ class SimulatedCluster:
             required = cq.checks_for_flavors(flavors)
         else:
             required = cq.checks_for_all_flavors()
-        updated = transitions.copy_for_status(wl)
-        changed = transitions.sync_admission_checks(updated, required, self.now)
-        became_admitted = False
-        # Like upstream's workload controller, never re-sync an admitted workload: an eviction resets
-        # its checks to Pending, yet Admitted stays True until the job integration releases the quota.
-        if admitted_sync and has_quota_reservation(updated) and not is_admitted(updated):
-            before = [msgspec.to_builtins(c) for c in updated.status.conditions]
-            became_admitted = transitions.sync_admitted_condition(updated, self.now, self.options)
-            changed = changed or before != [msgspec.to_builtins(c) for c in updated.status.conditions]
-        if changed:
-            self.write_workload_status(updated)
-        if became_admitted:
-            qr = find_condition(updated.status.conditions, "QuotaReserved")
-            waited = (self.now - qr.last_transition_time).total_seconds() if qr else 0.0
-            self.record_event(
-                Event.for_workload(
-                    wl.metadata.namespace,
-                    wl.metadata.name,
-                    NORMAL,
-                    "Admitted",
-                    f"Admitted by ClusterQueue {cq.name}, wait time since reservation was {waited:.0f}s",
-                )
-            )
+        self._apply(reconcile.admission_checks(wl, required, cq.name, self.now, self.options))
 
     def _queue_view(self, wl: Workload) -> transitions.QueueView:
         lq_lo = self.objects.get(("LocalQueue", wl.metadata.namespace, wl.spec.queue_name))
-        lq: LocalQueue | None = lq_lo.obj if lq_lo is not None else None
         cq_name = self._cq_for(wl) or ""
         cq = self.cache.cluster_queues.get(cq_name)
-        admissibility: str | None = None
-        if cq is not None:
-            labels = self.namespace_labels(wl.metadata.namespace)
-            admissibility = admissibility_error(wl, cq.namespace_selector, labels)
-        return transitions.QueueView(
-            local_queue_exists=lq is not None,
-            local_queue_stop_policy=lq.spec.stop_policy if lq is not None else "",
-            cluster_queue=cq_name,
-            cluster_queue_exists=cq is not None and not cq.terminating,
-            cluster_queue_active=cq is not None and cq.is_active(),
-            cluster_queue_stop_policy=cq.stop_policy if cq is not None else "",
-            bulk_bypass_reason=self.queues.is_inadmissible_with_bulk_reason(workload_key(wl)),
-            admissibility_error=admissibility,
+        return reconcile.queue_view(
+            wl,
+            lq_lo.obj if lq_lo is not None else None,
+            cq_name,
+            cq.queue_facts() if cq is not None else None,
+            self.namespace_labels(wl.metadata.namespace) if cq is not None else None,
+            self.queues.is_inadmissible_with_bulk_reason(workload_key(wl)),
         )
 
     def _reconcile_queue_state(self, key: ObjectKey) -> None:
@@ -345,76 +320,19 @@ class SimulatedCluster:
         wl: Workload = self.objects[key].obj
         if is_finished(wl):
             return
-        view = self._queue_view(wl)
-        updated = transitions.copy_for_status(wl)
-        changed = transitions.reactivate(updated, self.now)
-        changed = transitions.restart_after_stop(updated, view, self.now) or changed
-        if not has_quota_reservation(wl):
-            target = transitions.pending_condition(wl, view, self.options)
-            current = find_condition(wl.status.conditions, "QuotaReserved")
-            if target is not None and (current is None or (current.reason, current.message) != target):
-                transitions.release_reservation(updated, target[0], target[1], self.now, self.options)
-                changed = True
-        elif (
-            wl.spec.queue_name  # a workload without a queue name is not managed by any LocalQueue
-            and not is_admitted(wl)
-            and (not view.local_queue_exists or not view.cluster_queue_exists)
-        ):
-            kind, name = (
-                ("LocalQueue", wl.spec.queue_name) if not view.local_queue_exists else ("ClusterQueue", view.cluster_queue)
-            )
-            transitions.release_reservation(
-                updated, "Misconfigured", f"{kind} {name} is terminating or missing", self.now, self.options
-            )
-            changed = True
-        else:
-            action = transitions.stopped_queue_action(wl, view)
-            if action is not None and action[0] == "release":
-                transitions.release_reservation(updated, action[1], action[2], self.now, self.options)
-                changed = True
-            elif action is not None:
-                transitions.evict(updated, action[1], action[2], self.now)
-                self.record_event(
-                    Event.for_workload(
-                        wl.metadata.namespace, wl.metadata.name, NORMAL, f"EvictedDueTo{action[1]}", action[2]
-                    )
-                )
-                changed = True
-        if changed:
-            self.write_workload_status(updated)
+        self._apply(reconcile.queue_state(wl, self._queue_view(wl), self.now, self.options))
 
     def _reconcile_checks(self, key: ObjectKey) -> None:
-        """Retry evicts, Rejected deactivates (§9.3, API reference §3.8-§3.9)."""
+        """Retry evicts; Rejected deactivates in upstream's three writes (§9.3, API reference §3.8-§3.9)."""
         wl: Workload = self.objects[key].obj
-        if not has_quota_reservation(wl) or is_evicted(wl) or is_finished(wl):
+        outcome = reconcile.check_based_eviction(wl, self.now)
+        if outcome.reason != "AdmissionCheckRejected":
+            self._apply(outcome)
             return
-        ns, name = wl.metadata.namespace, wl.metadata.name
-        rejected = transitions.rejected_checks_message(wl)
-        if rejected is not None and is_active(wl):
-            updated = transitions.copy_for_status(wl)
-            transitions.set_condition(updated, DEACTIVATION_TARGET, "True", "AdmissionCheck", rejected, self.now)
-            updated.spec = msgspec.structs.replace(updated.spec, active=False)
-            message = f"The workload is deactivated due to {rejected}"
-            reason = transitions.evict(updated, "Deactivated", message, self.now, "AdmissionCheck")
-            remove_condition(updated.status.conditions, DEACTIVATION_TARGET)
-            updated.status.requeue_state = None
-            self.record_event(Event.for_workload(ns, name, WARNING, "AdmissionCheckRejected", f"Deactivated due to {rejected}"))
-            self.record_event(Event.for_workload(ns, name, NORMAL, f"EvictedDueTo{reason}", message))
-            self.write_workload_status(updated)
-            return
-        retry = transitions.retry_checks_message(wl)
-        if retry is None:
-            return
-        updated = transitions.copy_for_status(wl)
-        at = transitions.retry_check_requeue_at(wl)
-        current = transitions.requeue_at(wl)
-        if at is not None and at > self.now and (current is None or at > current):
-            transitions.set_requeue_at(updated, at)
-            self.write_workload_status(updated)
-            return
-        transitions.evict(updated, "AdmissionCheck", retry, self.now)
-        self.record_event(Event.for_workload(ns, name, NORMAL, "EvictedDueToAdmissionCheck", retry))
-        self.write_workload_status(updated)
+        # DeactivationTarget, then spec.active=false, then the eviction: each write's watch event
+        # makes the workload controller take the next step before the next cycle.
+        while self._apply(outcome):
+            outcome = reconcile.deactivation(self.objects[key].obj, self.now)
 
     def _complete_evictions(self) -> None:
         for key in sorted(self._evicted_reserved):
@@ -480,7 +398,7 @@ class SimulatedCluster:
         self._touched = set()
         for key in sorted(keys):
             self._reconcile_queue_state(key)
-            self._sync_checks(key, admitted_sync=True)
+            self._sync_checks(key)
 
     def run(self, cycles: int = 1, until_quiet: bool = False, cap: int = 60) -> RunResult:
         """Run ``cycles`` cycles (or until quiet, at most ``cap``), advancing 1s between cycles."""

@@ -38,6 +38,7 @@ from pykueue.core.quota.tree import (
     remove_usage_map,
 )
 from pykueue.core.workload.info import WorkloadInfo
+from pykueue.core.workload.reconcile import QueueFacts
 
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
@@ -143,6 +144,15 @@ class ClusterQueueState:
 
     def checks_for_all_flavors(self) -> list[str]:
         return sorted(name for name, fl in self.check_flavors.items() if fl >= self.all_flavors)
+
+    def queue_facts(self) -> QueueFacts:
+        """What the workload controller's decisions need to know about this ClusterQueue."""
+        return QueueFacts(
+            exists=not self.terminating,
+            active=self.is_active(),
+            stop_policy=self.stop_policy,
+            namespace_selector=self.namespace_selector,
+        )
 
 
 class Cache:
