@@ -48,12 +48,10 @@ from pykueue.controllers.informer import (
     object_key,
     resource_version,
 )
-from pykueue.core.cache.cache import Cache
+from pykueue.core.decision import Decision
 from pykueue.core.events import WARNING, Event
 from pykueue.core.options import SchedulerOptions, options_from_config
-from pykueue.core.queue import QueueManager
-from pykueue.core.scheduler.cycle import Scheduler
-from pykueue.core.state import queueable, route_workload_change
+from pykueue.core.state import KueueCore, queueable
 from pykueue.core.workload.info import (
     WorkloadInfo,
     has_active_quota_reservation,
@@ -172,9 +170,10 @@ class ControllerManager:
         self.sched_options = self.options.scheduler
         self.clock = clock
         self.components = list(components)
-        self.cache = Cache()
-        self.queues = QueueManager(self.sched_options, self.cache)
-        self.scheduler = Scheduler(self.cache, self.queues, self, self.sched_options)
+        self.core = KueueCore(self.sched_options, self)
+        self.cache = self.core.cache
+        self.queues = self.core.queues
+        self.scheduler = self.core.scheduler
 
         # Manager-thread state: the raw objects as last seen (or written) and typed views.
         self.raw: dict[str, dict[ObjectKey, dict[str, Any]]] = {res.plural: {} for res in WATCHED}
@@ -316,11 +315,11 @@ class ControllerManager:
         """One pass: timers, reconcilers, a scheduling cycle, events. Returns whether work remains."""
         now = self.now()
         self._fire_timers(now.timestamp())
-        self.queues.process_due_requeues(now.timestamp())
+        self.core.requeue_due(now)
         self._reconcile_dirty()
         self._deliver_updates()
         started = time.perf_counter()
-        result = self.scheduler.schedule(self.now())
+        result = self.core.cycle(self.now())
         self.metrics.cycle(result, time.perf_counter() - started)
         self.cycles += 1
         self._deliver_updates()
@@ -576,15 +575,7 @@ class ControllerManager:
             if ref.kind == "Job":
                 self._dirty["job"].add((wl.metadata.namespace, ref.name))
         self.metrics.workload_changed(old, new)
-        route_workload_change(
-            old,
-            new,
-            cache=self.cache,
-            queues=self.queues,
-            scheduler=self.scheduler,
-            options=self.sched_options,
-            now=self.now(),
-        )
+        self.core.observe(old, new, self.now())
 
     def _status_touched(self, wl: Workload | None) -> None:
         """A workload change refreshes its queues' status within the batch period (§4.1, §4.2)."""
@@ -727,6 +718,20 @@ class ControllerManager:
         except APIError as err:
             log.warning("writing workload %s status: %s", workload_key(wl), err)
             return False
+
+    def apply(self, decision: Decision) -> bool:
+        """Apply a core decision: write through (status, or spec with a plain update), then queue its
+        events, which are written after the current pass."""
+        if decision.spec is not None:
+            written = self.write_workload(decision.spec, status=False)
+        elif decision.status is not None:
+            written = self.write_workload_status(decision.status)
+        else:
+            written = True
+        if written:
+            for event in decision.events:
+                self.record_event(event)
+        return written
 
     def record_event(self, event: Event, involved: dict[str, Any] | None = None) -> None:
         """Queue an event; written after the current pass."""

@@ -19,7 +19,9 @@ from pykueue.api.kueue import JOB_UID_LABEL, RequeueState, Workload
 from pykueue.api.kueue import RESOURCE_IN_USE_FINALIZER as RESOURCE_IN_USE
 from pykueue.api.meta import find_condition, is_condition_true, to_time
 from pykueue.client import resources as R
+from pykueue.core.decision import watch_stimulus
 from pykueue.core.events import NORMAL, WARNING, Event
+from pykueue.core.state import outcome_decision
 from pykueue.core.workload import transitions
 from pykueue.core.workload.info import (
     DEACTIVATION_TARGET,
@@ -134,14 +136,17 @@ class WorkloadController:
     def _apply(self, outcome: Outcome) -> bool:
         """Write a decision of :mod:`pykueue.core.workload.reconcile`; its events follow a successful write."""
         if outcome.spec is not None:
-            written = self.mgr.write_workload(outcome.spec, status=False)
+            wl, written = outcome.spec, self.mgr.write_workload(outcome.spec, status=False)
         elif outcome.status is not None:
-            written = self.mgr.write_workload(outcome.status)
+            wl, written = outcome.status, self.mgr.write_workload(outcome.status)
         else:
             return False
         if written:
             for event in outcome.events:
                 self.mgr.record_event(event)
+        # The decision trail: this reconcile reacted to the Workload as last observed.
+        stimulus = watch_stimulus(wl.metadata.resource_version or 0)
+        self.mgr.core.record(outcome_decision(workload_key(wl), outcome, stimulus, self.mgr.now()), written)
         return written
 
     def _deactivate(self, wl: Workload) -> None:

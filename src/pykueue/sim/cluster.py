@@ -28,13 +28,12 @@ from pykueue.api.kueue import (
     WorkloadPriorityClass,
 )
 from pykueue.api.meta import ObjectMeta, find_condition, to_time
-from pykueue.core.cache.cache import Cache, cache_weight_of
+from pykueue.core.cache.cache import cache_weight_of
+from pykueue.core.decision import Decision, watch_stimulus
 from pykueue.core.events import Event
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.queue import QueueManager
-from pykueue.core.scheduler.cycle import Scheduler
 from pykueue.core.scheduler.entry import CycleResult, Entry
-from pykueue.core.state import route_workload_change
+from pykueue.core.state import KueueCore
 from pykueue.core.status import cluster_queue_status, cohort_status, local_queue_status
 from pykueue.core.workload import reconcile, transitions
 from pykueue.core.workload.info import (
@@ -91,11 +90,14 @@ class SimulatedCluster:
         self.objects: dict[ObjectKey, LoadedObject] = {}
         self.order: list[ObjectKey] = []
         self.events: list[Event] = []
-        self.cache = Cache()
-        self.queues = QueueManager(options, self.cache)
-        self.scheduler = Scheduler(self.cache, self.queues, self, options)
+        self.core = KueueCore(options, self)
+        # The core's parts, read by ``schedule --explain``, status computation and tests.
+        self.cache = self.core.cache
+        self.queues = self.core.queues
+        self.scheduler = self.core.scheduler
         self._updates: deque[tuple[Workload, Workload]] = deque()
         self._writes = 0
+        self._versions: dict[ObjectKey, int] = {}
         self._implicit_namespaces: set[str] = set()
         # Workloads that need controller attention, kept current on every change, so the
         # controller steps never scan every workload.
@@ -106,7 +108,7 @@ class SimulatedCluster:
         # While catching up between cycles: the previous cycle's time (see ``advance``).
         self._retry_from: datetime | None = None
 
-    # --- WorkloadStore ------------------------------------------------------------------------
+    # --- the core's Driver ----------------------------------------------------------------------
 
     def get_workload(self, key: str) -> Workload | None:
         ns, _, name = key.partition("/")
@@ -122,6 +124,7 @@ class SimulatedCluster:
         lo.obj = wl
         self._updates.append((old, wl))
         self._writes += 1
+        self._versions[key] = self._writes
         self._index(key, wl)
         self._touched.add(key)
         return True
@@ -140,6 +143,20 @@ class SimulatedCluster:
             transitions.requeue_at(wl) is not None
             or (rq is not None and rq.status == "False" and rq.reason in ("PodsReadyTimeout", "AdmissionCheck")),
         )
+
+    def apply(self, decision: Decision) -> bool:
+        """Apply a core decision: the write lands at once, then its events are recorded."""
+        written = decision.spec if decision.spec is not None else decision.status
+        if written is not None and not self.write_workload_status(written):
+            return False
+        self.events.extend(decision.events)
+        return True
+
+    def _stimulus(self, key: ObjectKey) -> str:
+        """The watch event a controller step reacts to: the sim's write counter stands in for the
+        resourceVersion of the workload's last write (or the loaded one)."""
+        version = self._versions.get(key)
+        return watch_stimulus(version if version is not None else self.objects[key].obj.metadata.resource_version or 0)
 
     def update_workload(self, wl: Workload) -> bool:
         """An external writer (e.g. an admission-check controller) updates a Workload."""
@@ -258,16 +275,7 @@ class SimulatedCluster:
             self._route(old, new)
 
     def _route(self, old: Workload | None, new: Workload) -> None:
-        route_workload_change(
-            old,
-            new,
-            cache=self.cache,
-            queues=self.queues,
-            scheduler=self.scheduler,
-            options=self.options,
-            now=self.now,
-            retry_from=self._retry_from,
-        )
+        self.core.observe(old, new, self.now, retry_from=self._retry_from)
 
     # --- controller behaviour between cycles ---------------------------------------------------
 
@@ -280,13 +288,9 @@ class SimulatedCluster:
         lo = self.objects.get(("LocalQueue", wl.metadata.namespace, wl.spec.queue_name))
         return lo.obj.spec.cluster_queue if lo is not None else None
 
-    def _apply(self, outcome: reconcile.Outcome) -> bool:
-        """Apply a decision of :mod:`pykueue.core.workload.reconcile` (both writes land at once here)."""
-        written = outcome.spec if outcome.spec is not None else outcome.status
-        if written is None or not self.write_workload_status(written):
-            return False
-        self.events.extend(outcome.events)
-        return True
+    def _apply(self, key: ObjectKey, outcome: reconcile.Outcome) -> bool:
+        """Apply a decision of :mod:`pykueue.core.workload.reconcile` through the core (so it is logged)."""
+        return self.core.apply_outcome(f"{key[1]}/{key[2]}", outcome, self._stimulus(key), self.now)
 
     def _sync_checks(self, key: ObjectKey) -> None:
         """Admission-check list sync (§3.5) and, for reserved workloads, the Admitted condition."""
@@ -300,7 +304,7 @@ class SimulatedCluster:
             required = cq.checks_for_flavors(flavors)
         else:
             required = cq.checks_for_all_flavors()
-        self._apply(reconcile.admission_checks(wl, required, cq.name, self.now, self.options))
+        self._apply(key, reconcile.admission_checks(wl, required, cq.name, self.now, self.options))
 
     def _queue_view(self, wl: Workload) -> transitions.QueueView:
         lq_lo = self.objects.get(("LocalQueue", wl.metadata.namespace, wl.spec.queue_name))
@@ -320,18 +324,18 @@ class SimulatedCluster:
         wl: Workload = self.objects[key].obj
         if is_finished(wl):
             return
-        self._apply(reconcile.queue_state(wl, self._queue_view(wl), self.now, self.options))
+        self._apply(key, reconcile.queue_state(wl, self._queue_view(wl), self.now, self.options))
 
     def _reconcile_checks(self, key: ObjectKey) -> None:
         """Retry evicts; Rejected deactivates in upstream's three writes (§9.3, API reference §3.8-§3.9)."""
         wl: Workload = self.objects[key].obj
         outcome = reconcile.check_based_eviction(wl, self.now)
         if outcome.reason != "AdmissionCheckRejected":
-            self._apply(outcome)
+            self._apply(key, outcome)
             return
         # DeactivationTarget, then spec.active=false, then the eviction: each write's watch event
         # makes the workload controller take the next step before the next cycle.
-        while self._apply(outcome):
+        while self._apply(key, outcome):
             outcome = reconcile.deactivation(self.objects[key].obj, self.now)
 
     def _complete_evictions(self) -> None:
@@ -381,12 +385,12 @@ class SimulatedCluster:
             self._deliver_updates()
         finally:
             self._retry_from = None
-        self.queues.process_due_requeues(self._ts())
+        self.core.requeue_due(self.now)
 
     # --- running --------------------------------------------------------------------------------
 
     def run_cycle(self) -> CycleResult:
-        result = self.scheduler.schedule(self.now)
+        result = self.core.cycle(self.now)
         self._deliver_updates()
         self._sync_touched()
         self._deliver_updates()

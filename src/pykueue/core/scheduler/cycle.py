@@ -3,7 +3,7 @@
 The scheduler pops one head per active ClusterQueue, nominates each (flavor assignment and
 preemption targets), orders the entries, processes them against the live snapshot, admits what
 fits and requeues the rest with upstream's condition reasons, messages and events. It is pure:
-time comes in as ``now`` and every write goes through the injected ``WorkloadStore``.
+time comes in as ``now`` and every write leaves as a ``Decision`` through the injected ``CyclePort``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pykueue.api.meta import (
 )
 from pykueue.core.cache.cache import Cache, ClusterQueueState
 from pykueue.core.cache.snapshot import Snapshot
+from pykueue.core.decision import Decision, cycle_stimulus
 from pykueue.core.events import NORMAL, WARNING, Event
 from pykueue.core.options import SchedulerOptions
 from pykueue.core.queue import (
@@ -73,16 +74,20 @@ _REQUEUE_REASON_OF = {
 }
 
 
-class WorkloadStore(Protocol):
-    """What the scheduler reads and writes outside the core."""
+class CyclePort(Protocol):
+    """What the cycle reads outside the core, and where its decisions go.
+
+    ``decide`` hands one decision to the driver, which applies it at once and in order (the
+    controllers write through to the API, the simulator to its object map) and says whether its
+    write landed: the rest of the cycle depends on it (a failed admission write is not assumed and
+    is requeued, as upstream's ``applyAdmission`` failure path forgets the assumed workload).
+    """
 
     def get_workload(self, key: str) -> Workload | None: ...
 
-    def write_workload_status(self, wl: Workload) -> bool: ...
-
-    def record_event(self, event: Event) -> None: ...
-
     def namespace_labels(self, namespace: str) -> dict[str, str] | None: ...
+
+    def decide(self, decision: Decision) -> bool: ...
 
 
 
@@ -92,7 +97,12 @@ class Scheduler:
     """Runs scheduling cycles over a cache and queue manager."""
 
     def __init__(
-        self, cache: Cache, queues: QueueManager, store: WorkloadStore, options: SchedulerOptions
+        self,
+        cache: Cache,
+        queues: QueueManager,
+        store: CyclePort,
+        options: SchedulerOptions,
+        issued_evictions: set[str] | None = None,
     ) -> None:
         self.cache = cache
         self.queues = queues
@@ -101,7 +111,10 @@ class Scheduler:
         self._now_ts = 0.0
         self.preemptor = Preemptor(options, clock=lambda: self._now_ts)
         self.cycle = 0
-        self._issued_evictions: set[str] = set()
+        self._result = CycleResult(0)
+        # Preemption expectations: uids of victims whose eviction was written but not yet observed
+        # (upstream's ``expectations.Store``); owned by the caller, who forgets them on observation.
+        self._issued_evictions: set[str] = issued_evictions if issued_evictions is not None else set()
         self._assumed: list[WorkloadInfo] = []
         self._pods_ready_blocked: bool | None = None
 
@@ -112,6 +125,7 @@ class Scheduler:
         self.cycle += 1
         self._now_ts = to_time(now).timestamp()
         result = CycleResult(self.cycle)
+        self._result = result
         heads = self.queues.heads(lambda name: self._cq_active(name))
         result.heads = len(heads)
         if not heads:
@@ -400,7 +414,7 @@ class Scheduler:
         message = "waiting for all admitted workloads to be in PodsReady condition"
         transitions.set_condition(wl, "QuotaReserved", "False", reason, message, now)
         transitions.sync_admitted_condition(wl, now, self.options)
-        self.store.write_workload_status(wl)
+        self._decide(Decision(self._stimulus, to_time(now), e.info.key, reason, message, status=wl))
 
     def _some_workload_not_ready(self) -> bool:
         for wl in self.cache.iter_workloads():
@@ -426,20 +440,31 @@ class Scheduler:
                 continue
             updated = transitions.copy_for_status(victim)
             events = apply_eviction_for_preemption(updated, e.info, t, now)
-            if not self.store.write_workload_status(updated):
+            evicted = find_condition(updated.status.conditions, "Evicted")
+            decision = Decision(
+                self._stimulus,
+                to_time(now),
+                t.workload.key,
+                "Preempted",
+                f"{t.reason}: {evicted.message}" if evicted is not None else t.reason,
+                status=updated,
+                events=tuple(events),
+                related=(e.info.key,),
+            )
+            if not self._decide(decision):
                 errors += 1
                 continue
             if victim.metadata.uid:
                 self._issued_evictions.add(victim.metadata.uid)
-            for ev in events:
-                self.store.record_event(ev)
+            # The preemptor's trail names its victim (no write of its own: its status follows below).
+            self._decide(
+                Decision(
+                    self._stimulus, to_time(now), e.info.key, "PreemptionIssued", t.reason, related=(t.workload.key,)
+                )
+            )
             result.preempted.append(t.workload.key)
             count += 1
         return count, errors
-
-    def observed_eviction(self, uid: str) -> None:
-        """The driver saw an eviction land; forget the expectation."""
-        self._issued_evictions.discard(uid)
 
     # --- admission (§5.8) ----------------------------------------------------------------------------
 
@@ -472,17 +497,25 @@ class Scheduler:
         )
         if cq.name not in self.cache.cluster_queues:
             return f"workload {info.key} could not be added to the cache"
-        if not self.store.write_workload_status(wl):
+        decision = Decision(
+            self._stimulus,
+            to_time(now),
+            info.key,
+            "Admitted" if admitted_now else "QuotaReserved",
+            f"Quota reserved in ClusterQueue {cq.name}",
+            status=wl,
+            events=self._admission_events(e, wl, cq, now, admitted_now),
+        )
+        if not self._decide(decision):
             e.requeue_reason = REQUEUE_REASON_FAILED_AFTER_NOMINATION
             e.skip_status_update = True
             return "Could not admit Workload and assign flavors in apiserver"
         self._assumed.append(assumed)
-        self._emit_admission_events(e, wl, cq, now, admitted_now)
         return None
 
-    def _emit_admission_events(
+    def _admission_events(
         self, e: Entry, wl: Workload, cq: ClusterQueueState, now: datetime, admitted_now: bool
-    ) -> None:
+    ) -> tuple[Event, ...]:
         assert e.assignment is not None
         requeued = find_condition(e.info.obj.status.conditions, REQUEUED)
         since = requeued.last_transition_time if requeued is not None else wl.metadata.creation_timestamp
@@ -492,13 +525,13 @@ class Scheduler:
         if considered:
             note += f"; Flavors considered: {considered}"
         ns, name = wl.metadata.namespace, wl.metadata.name
-        self.store.record_event(Event.for_workload(ns, name, NORMAL, "QuotaReserved", note))
-        if admitted_now:
-            self.store.record_event(
-                Event.for_workload(
-                    ns, name, NORMAL, "Admitted", f"Admitted by ClusterQueue {cq.name}, wait time since reservation was 0s"
-                )
-            )
+        reserved = Event.for_workload(ns, name, NORMAL, "QuotaReserved", note)
+        if not admitted_now:
+            return (reserved,)
+        admitted = Event.for_workload(
+            ns, name, NORMAL, "Admitted", f"Admitted by ClusterQueue {cq.name}, wait time since reservation was 0s"
+        )
+        return (reserved, admitted)
 
     # --- requeue and status update (§5.9) --------------------------------------------------------------
 
@@ -513,13 +546,32 @@ class Scheduler:
         reason = transitions.set_pending(wl, e.info, e.quota_reserved_reason, e.message, now, self.options)
         # Upstream patches only when the condition or the requests changed, but emits the Warning
         # on every attempt (its event recorder aggregates repeats into one Event's count).
-        if (wl.status == latest.status or self.store.write_workload_status(wl)) and reason is not None:
-            self.store.record_event(
-                Event.for_workload(
-                    wl.metadata.namespace,
-                    wl.metadata.name,
-                    WARNING,
-                    reason,
-                    truncate_message(e.message, EVENT_NOTE_LIMIT),
-                )
+        changed = wl.status != latest.status
+        if not changed and reason is None:
+            return
+        events: tuple[Event, ...] = ()
+        if reason is not None:
+            note = truncate_message(e.message, EVENT_NOTE_LIMIT)
+            events = (Event.for_workload(wl.metadata.namespace, wl.metadata.name, WARNING, reason, note),)
+        self._decide(
+            Decision(
+                self._stimulus,
+                to_time(now),
+                e.info.key,
+                e.quota_reserved_reason or "Pending",
+                e.message,
+                status=wl if changed else None,
+                events=events,
             )
+        )
+
+    # --- decisions -------------------------------------------------------------------------------------
+
+    @property
+    def _stimulus(self) -> str:
+        return cycle_stimulus(self.cycle)
+
+    def _decide(self, decision: Decision) -> bool:
+        """Hand a decision to the driver (applied at once) and keep it in the cycle's result."""
+        self._result.decisions.append(decision)
+        return self.store.decide(decision)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pykueue.core.cache.cache import ClusterQueueState
+from pykueue.core.decision import Decision
 from pykueue.core.queue import REQUEUE_REASON_GENERIC
 from pykueue.core.scheduler.flavorassigner.assignment import Assignment, Mode
 from pykueue.core.scheduler.preemption.common import Target
@@ -48,3 +49,5 @@ class CycleResult:
     admitted: list[str] = field(default_factory=list)
     preempted: list[str] = field(default_factory=list)
     entries: list[Entry] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
+    """Every decision of the cycle, in the order the driver applied them."""
