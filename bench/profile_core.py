@@ -12,7 +12,6 @@ import pstats
 from datetime import timedelta
 
 from core import T0, build_state
-
 from pykueue.core.options import SchedulerOptions
 from pykueue.sim.cluster import SimulatedCluster
 

@@ -354,3 +354,27 @@ def test_should_set_the_workload_requeued_condition_to_true_on_reactivated(env: 
     back = wait(has(env, "toggled", "Requeued", reason="Reactivated"))
     assert cond(back, "Requeued")["message"] == "The workload was reactivated"  # type: ignore[index]
     wait(has(env, "toggled", "Admitted"))
+
+
+# --- the decision trail (KueueCore.story) ------------------------------------------------------------------
+
+
+def test_story_names_the_cycle_and_the_watch_event_behind_each_write(env: Env) -> None:
+    """The scheduler's reservation is tagged with its cycle; the workload controller's steps with the
+    resourceVersion of the Workload they reacted to."""
+    setup_queues(env)
+    env.create(R.WORKLOADS, workload("a"))
+    env.create(R.WORKLOADS, workload("orphan", queue="nope"))
+    wait(has(env, "a", "Admitted", reason="Admitted"))
+    orphan = wait(has(env, "orphan", "QuotaReserved", status="False", reason="Misconfigured"))
+
+    def stories() -> tuple[list[Any], list[Any]]:
+        return env.mgr.core.story("default/a"), env.mgr.core.story("default/orphan")
+
+    admitted, misconfigured = env.mgr.call_in_manager_thread(stories)
+    reserved = [t for t in admitted if t.reason in ("QuotaReserved", "Admitted")]
+    assert reserved and reserved[0].stimulus.startswith("cycle-") and reserved[0].outcome == "applied"
+    assert [(t.reason, t.outcome) for t in misconfigured] == [("Misconfigured", "applied")]
+    # The controller reacted to the version kubectl created, older than the one it wrote.
+    kind, _, version = misconfigured[0].stimulus.partition("-")
+    assert kind == "watch" and 0 < int(version) < int(orphan["metadata"]["resourceVersion"])

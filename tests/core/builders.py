@@ -53,11 +53,11 @@ from pykueue.api.kueue import (
 )
 from pykueue.api.meta import Condition, LabelSelector, ObjectMeta
 from pykueue.api.quantity import resource_quantity_string, resource_value
-from pykueue.core.cache import Cache, ClusterQueueState
-from pykueue.core.cohort_tree import FlavorResource, add_usage_map
+from pykueue.core.cache.cache import Cache, ClusterQueueState
+from pykueue.core.cache.snapshot import Snapshot
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.snapshot import Snapshot
-from pykueue.core.workload_info import QUOTA_RESERVED, WorkloadInfo, new_workload_info
+from pykueue.core.quota.tree import FlavorResource, add_usage_map
+from pykueue.core.workload.info import QUOTA_RESERVED, WorkloadInfo, new_workload_info
 from pykueue.sim.cluster import SimulatedCluster
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)

@@ -1,7 +1,7 @@
 """Hypothesis strategies for random small clusters, and an independent reference model of quota trees.
 
 The model (``TreeModel``) re-derives subtree quotas, local quotas, usages and the quota constraints
-of scheduling reference §3 from plain integers, without touching ``pykueue.core.cohort_tree``; the
+of scheduling reference §3 from plain integers, without touching ``pykueue.core.quota.tree``; the
 property tests in ``test_invariants.py`` compare the implementation against it.
 
 Amounts are integers in the implementation's units: milli-cores for ``cpu``, plain units for

@@ -29,7 +29,8 @@ from builders import (
 )
 
 from pykueue.api.kueue import AdmissionCheckState, Workload
-from pykueue.core import lifecycle
+from pykueue.core.options import SchedulerOptions
+from pykueue.core.workload import reconcile, transitions
 from pykueue.sim.cluster import SimulatedCluster
 
 NOW = at(3600)
@@ -81,7 +82,7 @@ def get(c: SimulatedCluster, key: str = KEY) -> Workload:
 
 def set_checks(c: SimulatedCluster, *states: AdmissionCheckState, key: str = KEY) -> None:
     """The check controller updates ``status.admissionChecks`` of the stored workload."""
-    updated = lifecycle.copy_for_status(get(c, key))
+    updated = transitions.copy_for_status(get(c, key))
     by_name = {s.name: s for s in states}
     updated.status.admission_checks = [
         by_name.pop(s.name, s) for s in updated.status.admission_checks
@@ -399,3 +400,150 @@ def test_preempted_workload_keeps_admitted_until_quota_is_released() -> None:
     assert c.run_cycle().admitted == ["default/high"]
     # The preemptor reserves quota; its check (on every flavor) is still pending.
     assert conditions(get(c, "default/high")) == {"QuotaReserved": RESERVED, "Admitted": UNSATISFIED}
+
+
+# --- the decisions as tables over core.workload.reconcile (upstream workload_controller_test.go) -----
+#
+# Both drivers (the simulator above, the controllers of ``pykueue serve``) apply these outcomes;
+# the cases are named after upstream's ``TestReconcile`` / ``TestSyncCheckStates`` where they match.
+
+
+def _reserved(checks: list[AdmissionCheckState], *, admitted_condition: bool = False) -> Workload:
+    w = workload("w", requests={"cpu": 3}, created=at(3590))
+    w = admitted_wl(w, at(3590)) if admitted_condition else admitted(w, "q", {"cpu": "default"}, at_time=at(3590))
+    w.status.admission_checks = list(checks)
+    return w
+
+
+Ev3 = tuple[str, str, str]
+
+
+def _summary(outcome: reconcile.Outcome) -> tuple[str, dict[str, Cond], list[tuple[str, str]], list[Ev3]]:
+    written = outcome.status if outcome.status is not None else outcome.spec
+    if written is None:
+        return "", {}, [], []
+    kind = "status" if outcome.status is not None else "spec"
+    checks = [(c.name, c.state) for c in written.status.admission_checks]
+    return kind, conditions(written), checks, [(e.type, e.reason, e.note) for e in outcome.events]
+
+
+ADMISSION_CHECK_CASES: list[tuple[str, list[AdmissionCheckState], list[str], bool, Any]] = [
+    # (name, current checks, checks the ClusterQueue requires, already admitted, expected summary or None)
+    (
+        "assign Admission Checks from ClusterQueue.spec.AdmissionChecks",
+        [],
+        ["ac1", "ac2"],
+        False,
+        ("status", {"QuotaReserved": RESERVED, "Admitted": UNSATISFIED}, [("ac1", "Pending"), ("ac2", "Pending")], []),
+    ),
+    (
+        "admit",
+        [check_state("check", "Ready")],
+        ["check"],
+        False,
+        (
+            "status",
+            {"QuotaReserved": RESERVED, "Admitted": ADMITTED},
+            [("check", "Ready")],
+            [("Normal", "Admitted", "Admitted by ClusterQueue q, wait time since reservation was 10s")],
+        ),
+    ),
+    ("already admitted", [check_state("check", "Ready")], ["check"], True, None),
+    ("preserve conditions data", [check_state("check", "Pending")], ["check"], False, None),
+    (
+        "cleanup",
+        [check_state("ac0", "Pending"), check_state("ac1", "Pending")],
+        [],
+        False,
+        (
+            "status",
+            {"QuotaReserved": RESERVED, "Admitted": ADMITTED},
+            [],
+            [("Normal", "Admitted", "Admitted by ClusterQueue q, wait time since reservation was 10s")],
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "checks", "required", "is_admitted", "want"), ADMISSION_CHECK_CASES, ids=[c[0] for c in ADMISSION_CHECK_CASES]
+)
+def test_admission_checks_decision(
+    name: str, checks: list[AdmissionCheckState], required: list[str], is_admitted: bool, want: Any
+) -> None:
+    w = _reserved(checks, admitted_condition=is_admitted)
+    if checks and not is_admitted:  # the Admitted condition the last sync left, while the checks were Pending
+        w.status.admission_checks = [msgspec.structs.replace(c, state="Pending") for c in checks]
+        transitions.sync_admitted_condition(w, at(3590), SchedulerOptions())
+        w.status.admission_checks = list(checks)
+    outcome = reconcile.admission_checks(w, required, "q", NOW, SchedulerOptions())
+    assert (_summary(outcome) if outcome.writes else None) == want
+
+
+REJECTED = 'AdmissionCheck in Rejected state: "check" (no capacity)'
+RETRY = 'Evicted due to AdmissionCheck in Retry state: "check-1" (try again)'
+CHECK_EVICTION_CASES: list[tuple[str, list[AdmissionCheckState], Any]] = [
+    (
+        "admitted workload with rejected checks gets deactivated",
+        [check_state("check", "Rejected", "no capacity")],
+        (
+            "status",
+            {"QuotaReserved": RESERVED, "Admitted": ADMITTED, "DeactivationTarget": ("True", "AdmissionCheck", REJECTED)},
+            [("check", "Rejected")],
+            [("Warning", "AdmissionCheckRejected", f"Deactivated due to {REJECTED}")],
+        ),
+    ),
+    (
+        "workload with retry checks should be evicted and checks should be pending",
+        [check_state("check-1", "Retry", "try again"), check_state("check-2", "Ready")],
+        (
+            "status",
+            {
+                "QuotaReserved": RESERVED,
+                "Admitted": ADMITTED,
+                "Evicted": ("True", "AdmissionCheck", RETRY),
+            },
+            [("check-1", "Pending"), ("check-2", "Pending")],
+            [("Normal", "EvictedDueToAdmissionCheck", RETRY)],
+        ),
+    ),
+    (
+        "retry check with a delay: requeue at the delay, no eviction yet",
+        [check_state("check", "Retry", "later", requeue_after=60)],
+        ("status", {"QuotaReserved": RESERVED, "Admitted": ADMITTED}, [("check", "Retry")], []),
+    ),
+    ("ready checks: nothing to do", [check_state("check", "Ready")], None),
+]
+
+
+@pytest.mark.parametrize(("name", "checks", "want"), CHECK_EVICTION_CASES, ids=[c[0] for c in CHECK_EVICTION_CASES])
+def test_check_based_eviction_decision(name: str, checks: list[AdmissionCheckState], want: Any) -> None:
+    outcome = reconcile.check_based_eviction(_reserved(checks, admitted_condition=True), NOW)
+    assert (_summary(outcome) if outcome.writes else None) == want
+
+
+def test_check_based_eviction_with_deactivation_target_already_set_does_nothing() -> None:
+    w = _reserved([check_state("check", "Rejected", "no capacity")], admitted_condition=True)
+    transitions.set_condition(w, "DeactivationTarget", "True", "AdmissionCheck", REJECTED, NOW)
+    assert reconcile.check_based_eviction(w, NOW) == reconcile.NOTHING
+
+
+def test_workload_with_deactivation_target_condition_should_be_deactivated_and_admission_checks_reset() -> None:
+    """Upstream's three-write protocol, one decision per write, as both drivers apply it."""
+    w = _reserved([check_state("check", "Rejected", "no capacity")], admitted_condition=True)
+    phase1 = reconcile.check_based_eviction(w, NOW)
+    assert phase1.status is not None and phase1.reason == "AdmissionCheckRejected"
+    assert reconcile.deactivation(w, NOW) == reconcile.NOTHING  # active, no target yet
+    phase2 = reconcile.deactivation(phase1.status, NOW)
+    assert phase2.spec is not None and phase2.status is None and phase2.events == ()
+    assert phase2.spec.spec.active is False
+    phase3 = reconcile.deactivation(phase2.spec, NOW)
+    deactivated = f"The workload is deactivated due to {REJECTED}"
+    assert _summary(phase3) == (
+        "status",
+        {"QuotaReserved": RESERVED, "Admitted": ADMITTED, "Evicted": ("True", "DeactivatedDueToAdmissionCheck", deactivated)},
+        [("check", "Pending")],
+        [("Normal", "EvictedDueToDeactivatedDueToAdmissionCheck", deactivated)],
+    )
+    assert phase3.status is not None and phase3.status.status.requeue_state is None
+    assert reconcile.deactivation(phase3.status, NOW) == reconcile.NOTHING  # done

@@ -10,16 +10,15 @@ from builders import Q, build, cluster_queue, cohort, flavor, flavor_quotas, usa
 
 from pykueue.api.kueue import ClusterQueue, Cohort
 from pykueue.api.quantity import MAX_INT64
-from pykueue.core.cache import Cache
-from pykueue.core.cohort_tree import QuotaNode
-from pykueue.core.fair_sharing import (
+from pykueue.core.cache.cache import Cache, cache_weight_of
+from pykueue.core.quota.drs import (
     DRS,
-    cache_weight_of,
     compare_drs,
     dominant_resource_share,
     lendable_by_resource,
     weighted_share_status,
 )
+from pykueue.core.quota.tree import QuotaNode
 
 GPU = "example.com/gpu"
 CPU_D = ("default", "cpu")

@@ -38,11 +38,11 @@ from builders import (
 from pykueue.api.kueue import RequeueState
 from pykueue.api.meta import Condition
 from pykueue.api.quantity import UNLIMITED, format_amount
-from pykueue.core import lifecycle
-from pykueue.core.assignment import PreemptionMode
-from pykueue.core.cohort_tree import FlavorResource
-from pykueue.core.flavor_assignment import assign_flavors, resource_order
-from pykueue.core.workload_info import WorkloadInfo
+from pykueue.core.quota.tree import FlavorResource
+from pykueue.core.scheduler.flavorassigner.assigner import assign_flavors, resource_order
+from pykueue.core.scheduler.flavorassigner.assignment import PreemptionMode
+from pykueue.core.workload import transitions
+from pykueue.core.workload.info import WorkloadInfo
 from pykueue.sim.cluster import SimulatedCluster
 
 TPU = "example.com/tpu"  # FNV-64a order: memory < example.com/tpu < cpu
@@ -160,7 +160,7 @@ PENDING_CASES = [
         "BestEffortFIFO",
         [flavor_quotas("small", cpu=8, memory="16Gi")],
         {"cpu": "2", "memory": "1Gi", TPU: "1"},
-        ("False", "PendingEvaluation", lifecycle.BYPASSED_MESSAGE),
+        ("False", "PendingEvaluation", transitions.BYPASSED_MESSAGE),
         None,
     ),
     PendingCase(
@@ -233,8 +233,8 @@ def _cohort_with_borrower() -> list[Any]:
 def _finish(cluster: SimulatedCluster, key: str) -> None:
     wl = cluster.get_workload(key)
     assert wl is not None
-    updated = lifecycle.copy_for_status(wl)
-    lifecycle.set_condition(updated, "Finished", "True", "Succeeded", "Job finished successfully", cluster.now)
+    updated = transitions.copy_for_status(wl)
+    transitions.set_condition(updated, "Finished", "True", "Succeeded", "Job finished successfully", cluster.now)
     cluster.write_workload_status(updated)
 
 

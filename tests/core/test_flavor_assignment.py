@@ -30,10 +30,9 @@ from builders import (
 )
 
 from pykueue.api.kueue import ClusterQueue, Cohort, PodSet, ReclaimablePod, ResourceFlavor
-from pykueue.core.assignment import Assignment, GranularMode, Mode, PreemptionMode
-from pykueue.core.cache import ClusterQueueState
-from pykueue.core.cohort_tree import FlavorResource
-from pykueue.core.flavor_assignment import (
+from pykueue.core.cache.cache import ClusterQueueState
+from pykueue.core.quota.tree import FlavorResource
+from pykueue.core.scheduler.flavorassigner.assigner import (
     FlavorAssigner,
     assign_flavors,
     fnv1a_64,
@@ -41,7 +40,13 @@ from pykueue.core.flavor_assignment import (
     last_assignment_outdated,
     resource_order,
 )
-from pykueue.core.workload_info import LastAssignment, WorkloadInfo
+from pykueue.core.scheduler.flavorassigner.assignment import (
+    Assignment,
+    GranularMode,
+    Mode,
+    PreemptionMode,
+)
+from pykueue.core.workload.info import LastAssignment, WorkloadInfo
 
 NO_FIT, NO_CAND, PREEMPT, RECLAIM, FIT = (
     PreemptionMode.NO_FIT,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pykueue.core.queue_manager import KeyedHeap
+from pykueue.core.queue import KeyedHeap
 
 
 def make_heap(values: dict[str, int] | None = None) -> tuple[KeyedHeap[str, list[int]], dict[str, list[int]]]:

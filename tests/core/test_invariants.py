@@ -69,9 +69,8 @@ from strategies import (
 )
 
 from pykueue.api.kueue import ClusterQueue, Cohort, ResourceFlavor, Workload
-from pykueue.core import lifecycle
-from pykueue.core.cache import Cache
-from pykueue.core.cohort_tree import (
+from pykueue.core.cache.cache import Cache
+from pykueue.core.quota.tree import (
     QuotaNode,
     add_usage,
     available,
@@ -79,8 +78,9 @@ from pykueue.core.cohort_tree import (
     recompute_tree,
     remove_usage,
 )
-from pykueue.core.scheduler import CycleResult
-from pykueue.core.workload_info import (
+from pykueue.core.scheduler.entry import CycleResult
+from pykueue.core.workload import transitions
+from pykueue.core.workload.info import (
     admitted_usage,
     has_active_quota_reservation,
     has_quota_reservation,
@@ -127,8 +127,8 @@ def finish_one(cluster: SimulatedCluster, pick: int) -> None:
         return
     wl = cluster.get_workload(holders[pick % len(holders)])
     assert wl is not None
-    updated = lifecycle.copy_for_status(wl)
-    lifecycle.set_condition(
+    updated = transitions.copy_for_status(wl)
+    transitions.set_condition(
         updated, "Finished", "True", "Succeeded", "Job finished successfully", cluster.now
     )
     _write(cluster, updated)
@@ -148,7 +148,7 @@ def set_active(cluster: SimulatedCluster, pick: int, active: bool) -> None:
         return
     wl = cluster.get_workload(keys[pick % len(keys)])
     assert wl is not None
-    updated = lifecycle.copy_for_status(wl)
+    updated = transitions.copy_for_status(wl)
     updated.spec = msgspec.structs.replace(updated.spec, active=active)
     _write(cluster, updated)
 

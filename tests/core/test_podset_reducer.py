@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pykueue.core.podset_reducer import PodSetReducer, search_partial
-from pykueue.core.workload_info import PodSetInfo
+from pykueue.core.scheduler.flavorassigner.podset_reducer import PodSetReducer, search_partial
+from pykueue.core.workload.info import PodSetInfo
 
 
 def ps(name: str, count: int, min_count: int | None = None) -> PodSetInfo:

@@ -32,9 +32,15 @@ from pykueue.api.kueue import (
     Workload,
 )
 from pykueue.api.meta import Condition, find_condition
-from pykueue.core.assignment import Assignment, FlavorAssignment, Mode, PodSetAssignmentResult, PreemptionMode
-from pykueue.core.cache import Cache
-from pykueue.core.preemption.common import (
+from pykueue.core.cache.cache import Cache
+from pykueue.core.scheduler.flavorassigner.assignment import (
+    Assignment,
+    FlavorAssignment,
+    Mode,
+    PodSetAssignmentResult,
+    PreemptionMode,
+)
+from pykueue.core.scheduler.preemption.common import (
     IN_CLUSTER_QUEUE,
     IN_COHORT_FAIR_SHARING,
     IN_COHORT_RECLAIM_WHILE_BORROWING,
@@ -46,8 +52,8 @@ from pykueue.core.preemption.common import (
     satisfies_preemption_policy,
     sort_candidates,
 )
-from pykueue.core.preemption.preemptor import Preemptor, apply_eviction_for_preemption
-from pykueue.core.workload_info import WorkloadInfo
+from pykueue.core.scheduler.preemption.preemptor import Preemptor, apply_eviction_for_preemption
+from pykueue.core.workload.info import WorkloadInfo
 
 NOW = T0 + timedelta(hours=1)
 CPU = ("default", "cpu")

@@ -24,14 +24,23 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from pykueue.api.kueue import ClusterQueue, Cohort, Workload
-from pykueue.core.assignment import Assignment, FlavorAssignment, Mode, PodSetAssignmentResult
-from pykueue.core.cache import Cache
-from pykueue.core.cohort_tree import available
+from pykueue.core.cache.cache import Cache
 from pykueue.core.options import LESS_THAN_INITIAL_SHARE, LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
-from pykueue.core.preemption.common import Target
-from pykueue.core.preemption.fairsharing import ShareCalculator, TargetOrdering, parse_strategies
-from pykueue.core.preemption.preemptor import Preemptor
-from pykueue.core.workload_info import WorkloadInfo
+from pykueue.core.quota.tree import available
+from pykueue.core.scheduler.flavorassigner.assignment import (
+    Assignment,
+    FlavorAssignment,
+    Mode,
+    PodSetAssignmentResult,
+)
+from pykueue.core.scheduler.preemption.common import Target
+from pykueue.core.scheduler.preemption.fairsharing import (
+    ShareCalculator,
+    TargetOrdering,
+    parse_strategies,
+)
+from pykueue.core.scheduler.preemption.preemptor import Preemptor
+from pykueue.core.workload.info import WorkloadInfo
 
 NOW = T0 + timedelta(hours=1)
 LP, ANY, NEVER = "LowerPriority", "Any", "Never"
@@ -433,9 +442,9 @@ def test_target_ordering_ties_prefer_first_candidate_under_ordering() -> None:
             adm("y1", "y", 3, prio=1),
         ]
     )
-    from pykueue.core.fair_sharing import cache_weight_of
-    from pykueue.core.preemption.common import PreemptionContext
-    from pykueue.core.preemption.fairsharing import find_candidates
+    from pykueue.core.cache.cache import cache_weight_of
+    from pykueue.core.scheduler.preemption.common import PreemptionContext
+    from pykueue.core.scheduler.preemption.fairsharing import find_candidates
 
     p = info(workload("in", requests={"cpu": 1}))
     p.cluster_queue = "p"

@@ -36,9 +36,9 @@ from pykueue.api.kueue import (
     WorkloadSpec,
 )
 from pykueue.api.meta import Condition, LabelSelector, LabelSelectorRequirement, ObjectMeta
-from pykueue.core.cache import Cache
+from pykueue.core.cache.cache import Cache
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.queue_manager import (
+from pykueue.core.queue import (
     REQUEST_CLUSTER_QUEUE,
     REQUEST_COHORT,
     REQUEUE_REASON_FAILED_AFTER_NOMINATION,
@@ -58,7 +58,7 @@ from pykueue.core.queue_manager import (
     has_closed_preemption_gate,
     seconds,
 )
-from pykueue.core.workload_info import LastAssignment, WorkloadInfo, new_workload_info
+from pykueue.core.workload.info import LastAssignment, WorkloadInfo, new_workload_info
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 NOW = (T0 + timedelta(hours=1)).timestamp()

@@ -1,7 +1,9 @@
 """The workload controller's queue-related writes (§10.5, API reference §3.2, §3.9, §3.12).
 
-Pure-function tables for ``lifecycle.pending_condition`` / ``stopped_queue_action`` and
-whole-cluster scenarios for stop policies, inactive queues and reactivation.
+Pure-function tables for ``transitions.pending_condition`` / ``stopped_queue_action`` and for the
+decision itself, ``core.workload.reconcile.queue_state``, which the simulator and the controllers
+of ``pykueue serve`` both apply; whole-cluster scenarios (through the simulator) for stop policies,
+inactive queues and reactivation.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 import pytest
 from builders import (
     admitted,
+    at,
     cluster_queue,
     flavor,
     flavor_quotas,
@@ -21,9 +24,9 @@ from builders import (
 )
 
 from pykueue.api.meta import find_condition
-from pykueue.core import lifecycle
-from pykueue.core.lifecycle import QueueView
 from pykueue.core.options import SchedulerOptions
+from pykueue.core.workload import reconcile, transitions
+from pykueue.core.workload.transitions import QueueView
 
 OK = QueueView(True, "None", "cq", True, True, "None")
 
@@ -56,7 +59,7 @@ PENDING_CASES = [
         "bypassed by an equivalent workload",
         {"bulk_bypass_reason": "NoMatchingFlavor"},
         {"reason": "PendingEvaluation"},
-        ("NoMatchingFlavor", lifecycle.BYPASSED_MESSAGE),
+        ("NoMatchingFlavor", transitions.BYPASSED_MESSAGE),
     ),
     (
         "unknown reason becomes PendingEvaluation",
@@ -75,8 +78,8 @@ def test_pending_condition(name: str, view_kw: dict[str, Any], wl_kw: dict[str, 
     if wl_kw.get("gated"):
         wl.metadata.annotations["kueue.x-k8s.io/admission-gated-by"] = wl_kw["gated"]
     if wl_kw.get("reason"):
-        lifecycle.set_condition(wl, "QuotaReserved", "False", wl_kw["reason"], "msg", wl.metadata.creation_timestamp)  # type: ignore[arg-type]
-    assert lifecycle.pending_condition(wl, view(**view_kw), SchedulerOptions()) == expected
+        transitions.set_condition(wl, "QuotaReserved", "False", wl_kw["reason"], "msg", wl.metadata.creation_timestamp)  # type: ignore[arg-type]
+    assert transitions.pending_condition(wl, view(**view_kw), SchedulerOptions()) == expected
 
 
 STOP_CASES = [
@@ -102,7 +105,7 @@ STOP_CASES = [
 @pytest.mark.parametrize(("name", "view_kw", "is_admitted", "expected"), STOP_CASES, ids=[c[0] for c in STOP_CASES])
 def test_stopped_queue_action(name: str, view_kw: dict[str, Any], is_admitted: bool, expected: Any) -> None:
     wl = admitted(workload("w"), "cq", {"cpu": "f"}, admitted_condition=is_admitted)
-    assert lifecycle.stopped_queue_action(wl, view(**view_kw)) == expected
+    assert transitions.stopped_queue_action(wl, view(**view_kw)) == expected
 
 
 def _cond(cluster: Any, name: str, ctype: str) -> tuple[str, str, str] | None:
@@ -141,7 +144,7 @@ def test_hold_and_drain_evicts_then_releases_with_requeued_false() -> None:
 
 def test_reactivated_workload_gets_requeued_reactivated() -> None:
     wl = workload("again", requests={"cpu": 1})
-    lifecycle.set_condition(wl, "Requeued", "False", "Deactivated", "The workload is deactivated", wl.metadata.creation_timestamp)  # type: ignore[arg-type]
+    transitions.set_condition(wl, "Requeued", "False", "Deactivated", "The workload is deactivated", wl.metadata.creation_timestamp)  # type: ignore[arg-type]
     cluster = simulate([flavor("f"), cluster_queue("cq", flavor_quotas("f", cpu=10)), local_queue("lq", "default", "cq"), wl])
     assert _cond(cluster, "again", "Requeued") == ("True", "Reactivated", "The workload was reactivated")
     cluster.run(cycles=1)
@@ -161,3 +164,89 @@ def test_reserved_workload_of_missing_local_queue_is_released() -> None:
         "LocalQueue gone is terminating or missing",
     )
     assert cluster.cache.cluster_queues["cq"].node.usage.get(("f", "cpu"), 0) == 0
+
+
+# --- reconcile.queue_state as a table (upstream workload_controller_test.go TestReconcile) ----------
+#
+# The decision both drivers apply; ``view`` is what the driver knows about the queues.
+
+NOW = at(3600)
+
+
+def _requeued_false(wl: Any, reason: str) -> Any:
+    transitions.set_condition(wl, "Requeued", "False", reason, "stopped", at(0))
+    return wl
+
+
+QUEUE_STATE_CASES: list[tuple[str, Any, dict[str, Any], Any]] = [
+    # (name, workload factory, view overrides, (conditions written, events) or None for no write)
+    ("healthy queues, fresh workload: nothing written", lambda: workload("w"), {}, None),
+    (
+        "should set the WorkloadRequeued condition to true on re-activated",
+        lambda: _requeued_false(workload("w"), "Deactivated"),
+        {},
+        ({"Requeued": ("True", "Reactivated", "The workload was reactivated")}, []),
+    ),
+    (
+        "should set the WorkloadRequeued condition to true on ClusterQueue started",
+        lambda: _requeued_false(workload("w"), "ClusterQueueStopped"),
+        {},
+        ({"Requeued": ("True", "ClusterQueueRestarted", "The ClusterQueue was restarted after being stopped")}, []),
+    ),
+    (
+        "should set the WorkloadRequeued condition to true on LocalQueue started",
+        lambda: _requeued_false(workload("w"), "LocalQueueStopped"),
+        {},
+        ({"Requeued": ("True", "LocalQueueRestarted", "The LocalQueue was restarted after being stopped")}, []),
+    ),
+    (
+        "pending workload, LocalQueue missing: Misconfigured",
+        lambda: workload("w"),
+        {"local_queue_exists": False},
+        ({"QuotaReserved": ("False", "Misconfigured", "LocalQueue lq doesn't exist")}, []),
+    ),
+    (
+        "reserved workload, ClusterQueue missing: reservation released",
+        lambda: admitted(workload("w"), "cq", {"cpu": "f"}),
+        {"cluster_queue_exists": False},
+        ({"QuotaReserved": ("False", "Misconfigured", "ClusterQueue cq is terminating or missing")}, []),
+    ),
+    (
+        "admitted workload, ClusterQueue HoldAndDrain: evicted with its event",
+        lambda: admitted(workload("w"), "cq", {"cpu": "f"}, admitted_condition=True),
+        {"cluster_queue_stop_policy": "HoldAndDrain"},
+        (
+            {"Evicted": ("True", "ClusterQueueStopped", "The ClusterQueue is stopped")},
+            [("Normal", "EvictedDueToClusterQueueStopped", "The ClusterQueue is stopped")],
+        ),
+    ),
+    (
+        "reserved workload, LocalQueue Hold: reservation released",
+        lambda: admitted(workload("w"), "cq", {"cpu": "f"}),
+        {"local_queue_stop_policy": "Hold"},
+        ({"QuotaReserved": ("False", "Suspended", "LocalQueue lq is stopped")}, []),
+    ),
+    (
+        "finished workload: nothing written",
+        lambda: transitions.set_condition(w := workload("w"), "Finished", "True", "Succeeded", "done", at(0)) and w,
+        {"local_queue_exists": False},
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "view_kw", "want"), QUEUE_STATE_CASES, ids=[c[0] for c in QUEUE_STATE_CASES]
+)
+def test_queue_state_decision(name: str, make: Any, view_kw: dict[str, Any], want: Any) -> None:
+    wl = make()
+    outcome = reconcile.queue_state(wl, view(**view_kw), NOW, SchedulerOptions())
+    if want is None:
+        assert outcome == reconcile.NOTHING
+        return
+    assert outcome.status is not None and outcome.spec is None
+    written = {c.type: (c.status, c.reason, c.message) for c in outcome.status.status.conditions}
+    want_conditions, want_events = want
+    assert {t: written.get(t) for t in want_conditions} == want_conditions
+    assert [(e.type, e.reason, e.note) for e in outcome.events] == want_events
+    assert wl.status.conditions != outcome.status.status.conditions  # the input is not changed

@@ -43,10 +43,16 @@ from builders import usage as charge
 
 from pykueue.api.kueue import JOB_UID_LABEL, ReclaimablePod, Workload
 from pykueue.api.meta import Condition, LabelSelector, LabelSelectorRequirement
-from pykueue.core import lifecycle
-from pykueue.core.assignment import Assignment, FlavorAssignment, Mode, PodSetAssignmentResult
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.scheduler import Entry, Scheduler
+from pykueue.core.scheduler.cycle import Scheduler
+from pykueue.core.scheduler.entry import Entry
+from pykueue.core.scheduler.flavorassigner.assignment import (
+    Assignment,
+    FlavorAssignment,
+    Mode,
+    PodSetAssignmentResult,
+)
+from pykueue.core.workload import transitions
 from pykueue.sim.cluster import SimulatedCluster
 
 NOW = at(3600)
@@ -2026,8 +2032,8 @@ def finish(cluster: SimulatedCluster, key: str) -> None:
     """The job of ``key`` completes: ``Finished=True`` (API reference §3.14)."""
     w = cluster.get_workload(key)
     assert w is not None
-    updated = lifecycle.copy_for_status(w)
-    lifecycle.set_condition(
+    updated = transitions.copy_for_status(w)
+    transitions.set_condition(
         updated, "Finished", "True", "Succeeded", "Job finished successfully", cluster.now
     )
     cluster.write_workload_status(updated)
@@ -2266,7 +2272,7 @@ def test_sticky_preemptor_is_retried_before_newer_higher_priority_workload() -> 
     # A higher-priority workload shows up while the preemption is in flight.
     current = cluster.get_workload("default/late")
     assert current is not None
-    reactivated = lifecycle.copy_for_status(current)
+    reactivated = transitions.copy_for_status(current)
     reactivated.spec = msgspec.structs.replace(reactivated.spec, active=True)
     cluster.write_workload_status(reactivated)
     assert step(cluster).admitted == ["default/preemptor"]
@@ -2564,7 +2570,7 @@ def test_reclaimable_pods_retry_inadmissible_workloads() -> None:
     assert queued(cluster) == ({}, {"q": ["default/w1"]})
     current = cluster.get_workload("default/w0")
     assert current is not None
-    updated = lifecycle.copy_for_status(current)
+    updated = transitions.copy_for_status(current)
     updated.status.reclaimable_pods = [ReclaimablePod(name="main", count=2)]
     cluster.write_workload_status(updated)
     # Corrected (issue 11): the retry requested between cycles is due when the next cycle starts.
@@ -2592,7 +2598,7 @@ def test_reclaimable_pods_of_a_reservation_waiting_for_checks_retry_nothing() ->
     assert queued(cluster) == ({}, {"q": ["default/w1"]})
     current = cluster.get_workload("default/w0")
     assert current is not None and conditions(current)["Admitted"][:2] == ("False", "UnsatisfiedAdmissionChecks")
-    updated = lifecycle.copy_for_status(current)
+    updated = transitions.copy_for_status(current)
     updated.status.reclaimable_pods = [ReclaimablePod(name="main", count=2)]
     cluster.write_workload_status(updated)
     assert step(cluster).heads == 0

@@ -149,7 +149,7 @@ def test_cycle_hook_cost_is_negligible() -> None:
 def test_cycle_reports_preemption_skips_as_upstream() -> None:
     from types import SimpleNamespace
 
-    from pykueue.core.assignment import Mode
+    from pykueue.core.scheduler.flavorassigner.assignment import Mode
     from pykueue.metrics.recorder import OVERLAPPING_TARGETS
 
     def entry(cq: str, status: str, message: str, mode: Mode) -> Any:

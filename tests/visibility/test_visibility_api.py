@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
 from builders import at, cluster_queue, flavor_quotas, local_queue, workload
 
 from pykueue.apiserver import errors as E
-from pykueue.core.queue_manager import QueueManager
+from pykueue.core.queue import QueueManager
 from pykueue.visibility.api import (
     PendingWorkloadInfo,
     VisibilityAPI,

@@ -24,7 +24,7 @@ from typing import Any
 import msgspec
 
 from pykueue.api.meta import EVENT_NOTE_LIMIT, format_time, truncate_message
-from pykueue.core.lifecycle import backoff_seconds as backoff_seconds  # Kueue's formula, one copy
+from pykueue.core.workload.transitions import backoff_seconds as backoff_seconds  # Kueue's formula, one copy
 
 PENDING = "Pending"
 READY = "Ready"

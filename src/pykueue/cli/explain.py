@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pykueue.api.meta import find_condition
-from pykueue.core.assignment import PreemptionMode
-from pykueue.core.lifecycle import SCHEDULER_REASONS
-from pykueue.core.scheduler import Entry
-from pykueue.core.workload_info import has_quota_reservation, is_finished, workload_key
+from pykueue.core.scheduler.entry import Entry
+from pykueue.core.scheduler.flavorassigner.assignment import PreemptionMode
+from pykueue.core.workload.info import has_quota_reservation, is_finished, workload_key
+from pykueue.core.workload.transitions import SCHEDULER_REASONS
 from pykueue.sim.cluster import RunResult, SimulatedCluster
 
 _MODE_WORDS = {

@@ -18,7 +18,7 @@ from pykueue.cli.kueuectl.printing import progress
 from pykueue.cli.state import AdmittedJob, Document, StateError, admit_state
 from pykueue.controllers.jobs import batch_job as bj
 from pykueue.controllers.options import ControllerOptions
-from pykueue.core.workload_info import is_admitted
+from pykueue.core.workload.info import is_admitted
 from pykueue.sim.cluster import SimulatedCluster
 
 EXIT_INVALID = 2

@@ -29,18 +29,17 @@ from pykueue.api.unmodelled import EVENT_REASON as UNMODELLED_EVENT_REASON
 from pykueue.api.unmodelled import unmodelled_features
 from pykueue.client import resources as R
 from pykueue.client.interface import Resource
-from pykueue.core.cache import Cache
+from pykueue.core.cache.cache import Cache
 from pykueue.core.events import WARNING
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.queue_manager import QueueManager
-from pykueue.core.scheduler import Scheduler
-from pykueue.core.workload_info import (
+from pykueue.core.queue import QueueManager
+from pykueue.core.state import KueueCore, queueable
+from pykueue.core.workload.info import (
     WorkloadInfo,
     has_active_quota_reservation,
     new_workload_info,
     workload_key,
 )
-from pykueue.core.workload_routing import queueable, route_workload_change
 from pykueue.metrics.recorder import ControllerMetrics
 from pykueue.runtime.clock import Clock
 from pykueue.runtime.controller import WorkQueue
@@ -93,8 +92,8 @@ class ClusterCache:
         self.work = work
         self.recorder = recorder
         self.clock = clock
-        # Set by the manager once the scheduler and the metrics exist (both read this cache).
-        self.scheduler: Scheduler | None = None
+        # Set by the manager once the core and the metrics exist (both read this cache).
+        self.core: KueueCore | None = None
         self.metrics: ControllerMetrics | None = None
         self.raw: dict[str, dict[ObjectKey, dict[str, Any]]] = {res.plural: {} for res in WATCHED}
         self.workloads: dict[str, Workload] = {}
@@ -377,15 +376,7 @@ class ClusterCache:
                 self.mark(JOB, (wl.metadata.namespace, ref.name))
         if self.metrics is not None:
             self.metrics.workload_changed(old, new)
-        route_workload_change(
-            old,
-            new,
-            cache=self.cache,
-            queues=self.queues,
-            scheduler=self._scheduler(),
-            options=self.sched_options,
-            now=to_time(self.clock()),
-        )
+        self._core().observe(old, new, to_time(self.clock()))
 
     def _status_touched(self, wl: Workload | None) -> None:
         """A workload change refreshes its queues' status within the batch period (``UpdatesBatchPeriod``)."""
@@ -435,9 +426,9 @@ class ClusterCache:
         """Labels of a namespace (None if it does not exist)."""
         return self.namespace_label_map.get(namespace)
 
-    def _scheduler(self) -> Scheduler:
-        assert self.scheduler is not None, "ClusterCache.scheduler is wired by the manager"
-        return self.scheduler
+    def _core(self) -> KueueCore:
+        assert self.core is not None, "ClusterCache.core is wired by the manager"
+        return self.core
 
     def cluster_queue_of(self, wl: Workload) -> str | None:
         """The admission's ClusterQueue, else the LocalQueue's."""

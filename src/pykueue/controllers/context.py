@@ -7,10 +7,11 @@ for pykueue's reconcilers, built once by the manager:
 * ``client``: the API; writes go through :meth:`ReconcileContext.write`, which applies the
   server's answer to the cluster cache at once (write-through);
 * ``cluster``: the :class:`~pykueue.controllers.cluster_cache.ClusterCache` (objects as last seen);
-* ``cache`` and ``queues``: the scheduling core's cache and queue manager;
+* ``core``: the scheduling core's one door (its transition log keeps the reconcilers' decisions);
+* ``cache`` and ``queues``: the core's cache and queue manager;
 * ``recorder``, ``clock`` and ``work``: the runtime's event recorder, clock and work queue.
 
-It also serves as the scheduler's ``WorkloadStore`` port (reads, status writes, events).
+It also carries what the manager, as the core's driver, delegates to it (reads, decisions' writes, events).
 """
 
 from __future__ import annotations
@@ -27,11 +28,13 @@ from pykueue.api.meta import to_time
 from pykueue.client import resources as R
 from pykueue.client.interface import APIError, Client, Conflict, NotFound, Resource
 from pykueue.controllers.cluster_cache import ClusterCache, WorkKey
-from pykueue.core.cache import Cache
+from pykueue.core.cache.cache import Cache
+from pykueue.core.decision import Decision
 from pykueue.core.events import Event
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.queue_manager import QueueManager
-from pykueue.core.workload_info import WorkloadInfo, workload_key
+from pykueue.core.queue import QueueManager
+from pykueue.core.state import KueueCore
+from pykueue.core.workload.info import WorkloadInfo, workload_key
 from pykueue.metrics.recorder import ControllerMetrics
 from pykueue.runtime.clock import Clock
 from pykueue.runtime.controller import WorkQueue
@@ -50,6 +53,7 @@ class ReconcileContext:
 
     client: Client
     cluster: ClusterCache
+    core: KueueCore
     cache: Cache
     queues: QueueManager
     options: ControllerOptions
@@ -159,6 +163,20 @@ class ReconcileContext:
         except APIError as err:
             log.warning("writing workload %s status: %s", workload_key(wl), err)
             return False
+
+    def apply(self, decision: Decision) -> bool:
+        """Apply a core decision: write through (its status, or its spec with a plain update), then
+        record its events once the write landed."""
+        if decision.spec is not None:
+            written = self.write_workload(decision.spec, status=False)
+        elif decision.status is not None:
+            written = self.write_workload_status(decision.status)
+        else:
+            written = True
+        if written:
+            for event in decision.events:
+                self.record_event(event)
+        return written
 
     # --- events ------------------------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from collections.abc import Callable, Hashable, Iterable
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
+from pykueue.api.kueue import Workload
 from pykueue.api.meta import to_time
 from pykueue.client.interface import APIError, Client, Conflict, NotFound
 from pykueue.controllers.cluster_cache import (
@@ -43,9 +44,8 @@ from pykueue.controllers.jobs.job_controller import JobController
 from pykueue.controllers.options import ControllerOptions, default_options
 from pykueue.controllers.queue_controllers import QueueControllers
 from pykueue.controllers.workload_controller import WorkloadController
-from pykueue.core.cache import Cache
-from pykueue.core.queue_manager import QueueManager
-from pykueue.core.scheduler import Scheduler
+from pykueue.core.decision import Decision
+from pykueue.core.state import KueueCore
 from pykueue.metrics import KueueMetrics
 from pykueue.metrics import for_manager as metrics_for_manager
 from pykueue.runtime.clock import Clock, system_clock
@@ -105,22 +105,24 @@ class ControllerManager:
         self.sched_options = self.options.scheduler
         self.clock = clock
         self.components = list(components)
-        self.cache = Cache()
-        self.queues = QueueManager(self.sched_options, self.cache)
+        # The core's one door; this manager is its driver (reads and decisions go through self.ctx).
+        self.core = KueueCore(self.sched_options, self)
+        self.cache = self.core.cache
+        self.queues = self.core.queues
+        self.scheduler = self.core.scheduler
         self.work: WorkQueue[WorkKey] = WorkQueue(
             clock, base_backoff=_RETRY_BASE_SECONDS, max_backoff=_RETRY_MAX_SECONDS
         )
         self.recorder = EventRecorder(client, EVENT_COMPONENT, clock, api=CORE_V1, instance=EVENT_INSTANCE)
         self.cluster = ClusterCache(self.cache, self.queues, self.sched_options, self.work, self.recorder, clock)
         self.ctx = ReconcileContext(
-            client, self.cluster, self.cache, self.queues, self.options, self.recorder, clock, self.work
+            client, self.cluster, self.core, self.cache, self.queues, self.options, self.recorder, clock, self.work
         )
-        self.scheduler = Scheduler(self.cache, self.queues, self.ctx, self.sched_options)
         # Prometheus metrics (pkg/metrics): counted from our writes, observed changes and cycles.
         self.metrics = metrics_for_manager(self.ctx, metrics)
         self.ctx.metrics = self.metrics
         self.cluster.metrics = self.metrics
-        self.cluster.scheduler = self.scheduler
+        self.cluster.core = self.core
 
         self.workload_controller = WorkloadController(self.ctx)
         self.queue_controllers = QueueControllers(self.ctx)
@@ -217,6 +219,20 @@ class ControllerManager:
         """The controllers' current time."""
         return to_time(self.clock())
 
+    # --- the core's driver (pykueue.core.state.Driver): reads and writes through the context ----------
+
+    def get_workload(self, key: str) -> Workload | None:
+        """The cached Workload ``namespace/name``."""
+        return self.ctx.get_workload(key)
+
+    def namespace_labels(self, namespace: str) -> dict[str, str] | None:
+        """Labels of a namespace (None if it does not exist)."""
+        return self.ctx.namespace_labels(namespace)
+
+    def apply(self, decision: Decision) -> bool:
+        """Apply a core decision through the context (write-through, then its events)."""
+        return self.ctx.apply(decision)
+
     # --- the manager thread -------------------------------------------------------------------------
 
     def _run(self) -> None:
@@ -278,13 +294,13 @@ class ControllerManager:
 
     def _step(self) -> bool:
         """One pass: due requeues, ready keys, a scheduling cycle. Returns whether work remains."""
-        self.queues.process_due_requeues(self.now().timestamp())
+        self.core.requeue_due(self.now())
         self._reconcile_ready()
         if self._stop.is_set():
             return False
         self.cluster.deliver_updates()
         started = time.perf_counter()
-        result = self.scheduler.schedule(self.now())
+        result = self.core.cycle(self.now())
         self.metrics.cycle(result, time.perf_counter() - started)
         self.cycles += 1
         self.cluster.deliver_updates()

@@ -1,7 +1,7 @@
 """ClusterQueue, LocalQueue and Cohort status; finalizers of queues, flavors and checks
 (upstream ``pkg/controller/core/{clusterqueue,localqueue,cohort,resourceflavor,admissioncheck}_controller.go``).
 
-Status is computed by :mod:`pykueue.core.queue_status` from the scheduler's cache and queues and
+Status is computed by :mod:`pykueue.core.status` from the scheduler's cache and queues and
 written with a full status update only when it differs from what the API holds. The
 ``kueue.x-k8s.io/resource-in-use`` finalizer keeps a ClusterQueue while it has reserving
 workloads, and a ResourceFlavor or AdmissionCheck while a ClusterQueue references it.
@@ -20,8 +20,8 @@ from pykueue.api.kueue import ClusterQueue
 from pykueue.client import resources as R
 from pykueue.client.interface import Resource
 from pykueue.controllers.cluster_cache import CHECK, CLUSTER_QUEUE, COHORT, FLAVOR, LOCAL_QUEUE
-from pykueue.core.fair_sharing import cache_weight_of
-from pykueue.core.queue_status import cluster_queue_status, cohort_status, local_queue_status
+from pykueue.core.cache.cache import cache_weight_of
+from pykueue.core.status import cluster_queue_status, cohort_status, local_queue_status
 
 if TYPE_CHECKING:
     from pykueue.controllers.context import ReconcileContext

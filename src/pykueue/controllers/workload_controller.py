@@ -1,7 +1,9 @@
 """The workload controller (upstream ``pkg/controller/core/workload_controller.go``): conditions, checks, deactivation, backoff, timeouts.
 
-Each reconcile reads the manager's cached Workload, computes the next status with the pure
-transitions of :mod:`pykueue.core.lifecycle`, and performs at most one write, as upstream's
+Each reconcile reads the manager's cached Workload, takes the decisions the simulator takes too
+(:mod:`pykueue.core.workload.reconcile`: queue state, admission checks, check-based eviction and
+deactivation) or computes the next status with the pure transitions of
+:mod:`pykueue.core.workload.transitions`, and performs at most one write, as upstream's
 ``Reconcile`` does; the write's watch event (or the write-through) triggers the next step. Steps
 that must wait (backoff expiry, PodsReady timeout, retention) ask for a timed requeue.
 """
@@ -15,12 +17,13 @@ import msgspec
 
 from pykueue.api.kueue import JOB_UID_LABEL, RequeueState, Workload
 from pykueue.api.kueue import RESOURCE_IN_USE_FINALIZER as RESOURCE_IN_USE
-from pykueue.api.meta import find_condition, is_condition_true, remove_condition, to_time
+from pykueue.api.meta import find_condition, is_condition_true, to_time
 from pykueue.client import resources as R
-from pykueue.core import lifecycle
+from pykueue.core.decision import watch_stimulus
 from pykueue.core.events import NORMAL, WARNING, Event
-from pykueue.core.scheduler import admissibility_error
-from pykueue.core.workload_info import (
+from pykueue.core.state import outcome_decision
+from pykueue.core.workload import transitions
+from pykueue.core.workload.info import (
     DEACTIVATION_TARGET,
     has_quota_reservation,
     is_active,
@@ -28,6 +31,15 @@ from pykueue.core.workload_info import (
     is_evicted,
     is_finished,
     workload_key,
+)
+from pykueue.core.workload.reconcile import (
+    Outcome,
+    admission_checks,
+    check_based_eviction,
+    deactivate,
+    evict_inactive,
+    queue_state,
+    queue_view,
 )
 
 if TYPE_CHECKING:
@@ -39,15 +51,15 @@ class WorkloadController:
     """Reconciles one Workload at a time; see the module docstring."""
 
     def __init__(self, ctx: ReconcileContext) -> None:
-        self.mgr = ctx  # the reconcile context (named as before so the decision code is untouched)
+        self.ctx = ctx
         self.options = ctx.sched_options
 
     def _event(self, wl: Workload, type_: str, reason: str, note: str) -> None:
-        self.mgr.record_event(Event.for_workload(wl.metadata.namespace, wl.metadata.name, type_, reason, note))
+        self.ctx.record_event(Event.for_workload(wl.metadata.namespace, wl.metadata.name, type_, reason, note))
 
     def reconcile(self, key: str) -> None:
         """One reconcile of Workload ``namespace/name``."""
-        wl = self.mgr.workloads.get(key)
+        wl = self.ctx.workloads.get(key)
         if wl is None:
             return
         if self._orphaned(wl):
@@ -82,12 +94,12 @@ class WorkloadController:
             return False
         if RESOURCE_IN_USE not in md.finalizers and is_finished(wl):
             return False
-        updated = lifecycle.copy_for_status(wl)
+        updated = transitions.copy_for_status(wl)
         if md.deletion_timestamp is None and not is_finished(wl):
-            lifecycle.set_condition(
-                updated, "Finished", "True", "OwnerNotFound", "The workload's owner no longer exists", self.mgr.now()
+            transitions.set_condition(
+                updated, "Finished", "True", "OwnerNotFound", "The workload's owner no longer exists", self.ctx.now()
             )
-            self.mgr.write_workload(updated)
+            self.ctx.write_workload(updated)
             return True
         if RESOURCE_IN_USE in md.finalizers:
             self.remove_finalizer(wl)
@@ -100,145 +112,83 @@ class WorkloadController:
         if finalizers == wl.metadata.finalizers:
             return False
         updated = msgspec.structs.replace(wl, metadata=msgspec.structs.replace(wl.metadata, finalizers=finalizers))
-        return self.mgr.write_workload(updated, status=False)
+        return self.ctx.write_workload(updated, status=False)
 
     def _retention(self, wl: Workload) -> None:
-        after = self.mgr.options.finished_retention_seconds
+        after = self.ctx.options.finished_retention_seconds
         if after is None:
             return
         finished = find_condition(wl.status.conditions, "Finished")
         if finished is None:
             return
         due = to_time(finished.last_transition_time) + timedelta(seconds=after)
-        now = self.mgr.now()
+        now = self.ctx.now()
         if now < due:
-            self.mgr.requeue_after("workload", workload_key(wl), (due - now).total_seconds())
+            self.ctx.requeue_after("workload", workload_key(wl), (due - now).total_seconds())
             return
         if RESOURCE_IN_USE in wl.metadata.finalizers:
             self.remove_finalizer(wl)
-        self.mgr.client.delete(R.WORKLOADS, wl.metadata.name, wl.metadata.namespace)
+        self.ctx.client.delete(R.WORKLOADS, wl.metadata.name, wl.metadata.namespace)
         self._event(wl, NORMAL, "Deleted", "Deleted finished workload due to elapsed retention")
 
     # --- deactivation (``Reconcile``: spec.active=false) ---------------------------------------------------------------------------
 
+    def _apply(self, outcome: Outcome) -> bool:
+        """Write a decision of :mod:`pykueue.core.workload.reconcile`; its events follow a successful write."""
+        if outcome.spec is not None:
+            wl, written = outcome.spec, self.ctx.write_workload(outcome.spec, status=False)
+        elif outcome.status is not None:
+            wl, written = outcome.status, self.ctx.write_workload(outcome.status)
+        else:
+            return False
+        if written:
+            for event in outcome.events:
+                self.ctx.record_event(event)
+        # The decision trail: this reconcile reacted to the Workload as last observed.
+        stimulus = watch_stimulus(wl.metadata.resource_version or 0)
+        self.ctx.core.record(outcome_decision(workload_key(wl), outcome, stimulus, self.ctx.now()), written)
+        return written
+
     def _deactivate(self, wl: Workload) -> None:
         """Phase two of Kueue-initiated deactivation: ``spec.active=false`` (plain update)."""
-        updated = msgspec.structs.replace(wl, spec=msgspec.structs.replace(wl.spec, active=False))
-        self.mgr.write_workload(updated, status=False)
+        self._apply(deactivate(wl))
 
     def _evict_inactive(self, wl: Workload) -> None:
-        updated = lifecycle.copy_for_status(wl)
-        changed = False
-        if not is_evicted(wl):
-            target = find_condition(wl.status.conditions, DEACTIVATION_TARGET)
-            cause = target.reason if target is not None and target.status == "True" else ""
-            message = "The workload is deactivated"
-            if target is not None and target.status == "True":
-                message += f" due to {target.message}"
-            reason = lifecycle.evict(updated, "Deactivated", message, self.mgr.now(), cause)
-            remove_condition(updated.status.conditions, DEACTIVATION_TARGET)
-            event = (f"EvictedDueTo{reason}", message) if wl.status.admission is not None else None
-            changed = True
-        else:
-            event = None
-        if updated.status.requeue_state is not None:
-            updated.status.requeue_state = None
-            changed = True
-        if changed and self.mgr.write_workload(updated) and event is not None:
-            self._event(wl, NORMAL, event[0], event[1])
+        self._apply(evict_inactive(wl, self.ctx.now()))
 
     # --- check-based eviction (``reconcileCheckBasedEviction``) ---------------------------------------------------------------------
 
     def _check_based_eviction(self, wl: Workload) -> bool:
-        now = self.mgr.now()
-        rejected = lifecycle.rejected_checks_message(wl)
-        if rejected is not None:
-            if _condition_true(wl, DEACTIVATION_TARGET):
-                return False
-            updated = lifecycle.copy_for_status(wl)
-            lifecycle.set_condition(updated, DEACTIVATION_TARGET, "True", "AdmissionCheck", rejected, now)
-            if self.mgr.write_workload(updated):
-                self._event(wl, WARNING, "AdmissionCheckRejected", f"Deactivated due to {rejected}")
-            return True
-        retry = lifecycle.retry_checks_message(wl)
-        if retry is None:
-            return False
-        updated = lifecycle.copy_for_status(wl)
-        at = lifecycle.retry_check_requeue_at(wl)
-        current = lifecycle.requeue_at(wl)
-        if at is not None and at > now and (current is None or at > current):
-            lifecycle.set_requeue_at(updated, at)
-            self.mgr.write_workload(updated)
-            return True
-        lifecycle.evict(updated, "AdmissionCheck", retry, now)
-        if self.mgr.write_workload(updated):
-            self._event(wl, NORMAL, "EvictedDueToAdmissionCheck", retry)
-        return True
+        outcome = check_based_eviction(wl, self.ctx.now())
+        self._apply(outcome)
+        return outcome.writes
 
     # --- queue state: QuotaReserved=False reasons, stopPolicy (``reconcileOnLocalQueueActiveState``,
     # ``reconcileOnClusterQueueActiveState``, ``syncQuotaReservedFalseCondition``) ------------------------------------------------------------------------
 
-    def _queue_view(self, wl: Workload) -> lifecycle.QueueView:
-        mgr = self.mgr
+    def _queue_view(self, wl: Workload) -> transitions.QueueView:
+        mgr = self.ctx
         lq = mgr.local_queues.get(f"{wl.metadata.namespace}/{wl.spec.queue_name}")
         cq_name = mgr.cluster_queue_of(wl) or (lq.spec.cluster_queue if lq is not None else "")
         cq = mgr.cache.cluster_queues.get(cq_name)
-        admissibility: str | None = None
-        if cq is not None:
-            admissibility = admissibility_error(wl, cq.namespace_selector, mgr.namespace_labels(wl.metadata.namespace))
-        return lifecycle.QueueView(
-            local_queue_exists=lq is not None and lq.metadata.deletion_timestamp is None,
-            local_queue_stop_policy=lq.spec.stop_policy if lq is not None else "",
-            cluster_queue=cq_name,
-            cluster_queue_exists=cq is not None and not cq.terminating,
-            cluster_queue_active=cq is not None and cq.is_active(),
-            cluster_queue_stop_policy=cq.stop_policy if cq is not None else "",
-            bulk_bypass_reason=mgr.queues.is_inadmissible_with_bulk_reason(workload_key(wl)),
-            admissibility_error=admissibility,
+        return queue_view(
+            wl,
+            lq,
+            cq_name,
+            cq.queue_facts() if cq is not None else None,
+            mgr.namespace_labels(wl.metadata.namespace) if cq is not None else None,
+            mgr.queues.is_inadmissible_with_bulk_reason(workload_key(wl)),
         )
 
     def _queue_state(self, wl: Workload) -> bool:
-        now = self.mgr.now()
-        view = self._queue_view(wl)
-        updated = lifecycle.copy_for_status(wl)
-        changed = lifecycle.reactivate(updated, now)
-        changed = lifecycle.restart_after_stop(updated, view, now) or changed
-        evicted_reason: tuple[str, str] | None = None
-        if not has_quota_reservation(wl):
-            target = lifecycle.pending_condition(wl, view, self.options)
-            current = find_condition(wl.status.conditions, "QuotaReserved")
-            if target is not None and (current is None or (current.reason, current.message) != target):
-                lifecycle.release_reservation(updated, target[0], target[1], now, self.options)
-                changed = True
-        elif (
-            wl.spec.queue_name
-            and not is_admitted(wl)
-            and (not view.local_queue_exists or not view.cluster_queue_exists)
-        ):
-            kind, name = (
-                ("LocalQueue", wl.spec.queue_name) if not view.local_queue_exists else ("ClusterQueue", view.cluster_queue)
-            )
-            lifecycle.release_reservation(updated, "Misconfigured", f"{kind} {name} is terminating or missing", now, self.options)
-            changed = True
-        else:
-            action = lifecycle.stopped_queue_action(wl, view)
-            if action is not None and action[0] == "release":
-                lifecycle.release_reservation(updated, action[1], action[2], now, self.options)
-                changed = True
-            elif action is not None:
-                lifecycle.evict(updated, action[1], action[2], now)
-                evicted_reason = (action[1], action[2])
-                changed = True
-        if not changed:
-            return False
-        if self.mgr.write_workload(updated) and evicted_reason is not None:
-            self._event(wl, NORMAL, f"EvictedDueTo{evicted_reason[0]}", evicted_reason[1])
-        return True
+        outcome = queue_state(wl, self._queue_view(wl), self.ctx.now(), self.options)
+        self._apply(outcome)
+        return outcome.writes
 
     # --- admission checks and Admitted (``reconcileSyncAdmissionChecks``, ``workload.SyncAdmittedCondition``) ------------------------------------------------------
 
     def _sync_checks(self, wl: Workload) -> bool:
-        mgr = self.mgr
+        mgr = self.ctx
         cq = mgr.cache.cluster_queues.get(mgr.cluster_queue_of(wl) or "")
         if cq is None:
             return False
@@ -247,36 +197,23 @@ class WorkloadController:
             required = cq.checks_for_flavors(flavors)
         else:
             required = cq.checks_for_all_flavors()
-        now = mgr.now()
-        updated = lifecycle.copy_for_status(wl)
-        changed = lifecycle.sync_admission_checks(updated, required, now)
-        became_admitted = False
-        # An evicted workload keeps Admitted=True until the job integration releases its quota.
-        if has_quota_reservation(updated) and not is_admitted(updated):
-            before = list(updated.status.conditions)
-            became_admitted = lifecycle.sync_admitted_condition(updated, now, self.options)
-            changed = changed or before != updated.status.conditions
-        if not changed:
-            return False
-        if mgr.write_workload(updated) and became_admitted:
-            qr = find_condition(updated.status.conditions, "QuotaReserved")
-            waited = (now - to_time(qr.last_transition_time)).total_seconds() if qr else 0.0
-            self._event(wl, NORMAL, "Admitted", f"Admitted by ClusterQueue {cq.name}, wait time since reservation was {waited:.0f}s")
-        return True
+        outcome = admission_checks(wl, required, cq.name, mgr.now(), self.options)
+        self._apply(outcome)
+        return outcome.writes
 
     # --- requeue backoff (``Reconcile``: ``status.requeueState``) ---------------------------------------------------------------------------------
 
     def _backoff(self, wl: Workload) -> bool:
         if has_quota_reservation(wl) or not is_active(wl):
             return False
-        now = self.mgr.now()
-        at = lifecycle.requeue_at(wl)
+        now = self.ctx.now()
+        at = transitions.requeue_at(wl)
         if at is not None and at > now:
-            self.mgr.requeue_after("workload", workload_key(wl), (at - now).total_seconds())
+            self.ctx.requeue_after("workload", workload_key(wl), (at - now).total_seconds())
             return False
-        updated = lifecycle.copy_for_status(wl)
-        if lifecycle.finish_backoff(updated, now):
-            self.mgr.write_workload(updated)
+        updated = transitions.copy_for_status(wl)
+        if transitions.finish_backoff(updated, now):
+            self.ctx.write_workload(updated)
             return True
         return False
 
@@ -287,10 +224,10 @@ class WorkloadController:
             return
         waits = [w for w in (self._pods_ready_timeout(wl), self._max_execution_time(wl)) if w]
         if waits:
-            self.mgr.requeue_after("workload", workload_key(wl), min(waits))
+            self.ctx.requeue_after("workload", workload_key(wl), min(waits))
 
     def _pods_ready_timeout(self, wl: Workload) -> float | None:
-        opts = self.mgr.options
+        opts = self.ctx.options
         if not self.options.wait_for_pods_ready or not opts.pods_ready_timeout_seconds:
             return None
         ready = find_condition(wl.status.conditions, "PodsReady")
@@ -305,15 +242,15 @@ class WorkloadController:
             cause, since, limit = "WaitForRecovery", ready.last_transition_time, opts.pods_ready_recovery_timeout_seconds
         else:
             return None
-        now = self.mgr.now()
+        now = self.ctx.now()
         remaining = limit - (now - to_time(since)).total_seconds()
         if remaining > 0:
             return remaining
         count = (wl.status.requeue_state.count or 0) if wl.status.requeue_state else 0
-        updated = lifecycle.copy_for_status(wl)
+        updated = transitions.copy_for_status(wl)
         limit_count = self.options.backoff_limit_count
         if limit_count is not None and count + 1 > limit_count:
-            lifecycle.set_condition(
+            transitions.set_condition(
                 updated,
                 DEACTIVATION_TARGET,
                 "True",
@@ -321,19 +258,19 @@ class WorkloadController:
                 "exceeding the maximum number of re-queuing retries",
                 now,
             )
-            self.mgr.write_workload(updated)
+            self.ctx.write_workload(updated)
             return None
         message = f"Exceeded the PodsReady timeout {wl.metadata.namespace}/{wl.metadata.name}"
-        lifecycle.evict(updated, "PodsReadyTimeout", message, now, cause)
-        delay = lifecycle.backoff_seconds(count + 1, self.options.backoff_base_seconds, self.options.backoff_max_seconds)
+        transitions.evict(updated, "PodsReadyTimeout", message, now, cause)
+        delay = transitions.backoff_seconds(count + 1, self.options.backoff_base_seconds, self.options.backoff_max_seconds)
         at = (now + timedelta(seconds=delay)).replace(microsecond=0)
-        old_at = lifecycle.requeue_at(wl)
+        old_at = transitions.requeue_at(wl)
         updated.status.requeue_state = msgspec.structs.replace(
             updated.status.requeue_state or _requeue_state(),
             count=count + 1,
             requeue_at=at if old_at is None or at > old_at else old_at,
         )
-        if self.mgr.write_workload(updated):
+        if self.ctx.write_workload(updated):
             self._event(wl, NORMAL, "EvictedDueToPodsReadyTimeout", message)
         return None
 
@@ -344,19 +281,19 @@ class WorkloadController:
         admitted = find_condition(wl.status.conditions, "Admitted")
         if admitted is None:
             return None
-        now = self.mgr.now()
+        now = self.ctx.now()
         past = wl.status.accumulated_past_execution_time_seconds or 0
         remaining = (limit - past) - (now - to_time(admitted.last_transition_time)).total_seconds()
         if remaining > 0:
             return remaining
         if _condition_true(wl, DEACTIVATION_TARGET):
             return None
-        updated = lifecycle.copy_for_status(wl)
-        lifecycle.set_condition(
+        updated = transitions.copy_for_status(wl)
+        transitions.set_condition(
             updated, DEACTIVATION_TARGET, "True", "MaximumExecutionTimeExceeded", "exceeding the maximum execution time", now
         )
         updated.status.accumulated_past_execution_time_seconds = None
-        if self.mgr.write_workload(updated):
+        if self.ctx.write_workload(updated):
             self._event(wl, WARNING, "MaximumExecutionTimeExceeded", f"The maximum execution time ({limit}s) exceeded")
         return None
 

@@ -27,7 +27,7 @@ from pykueue.api.meta import (
     parse_time,
     to_time,
 )
-from pykueue.core.assignment import Mode
+from pykueue.core.scheduler.flavorassigner.assignment import Mode
 from pykueue.metrics.families import KueueMetrics
 
 OVERLAPPING_TARGETS = "Workload has overlapping preemption targets with another workload"

@@ -225,8 +225,8 @@ class StateCollector(Collector):
     # --- values ----------------------------------------------------------------------------------------
 
     def _fill(self, mgr: Any, f: dict[str, GaugeMetricFamily]) -> None:
-        from pykueue.core.fair_sharing import cache_weight_of
-        from pykueue.core.workload_info import is_admitted, is_finished
+        from pykueue.core.cache.cache import cache_weight_of
+        from pykueue.core.workload.info import is_admitted, is_finished
         from pykueue.metrics.families import CONDITION_STATUSES, CQ_STATUSES
 
         m = self.metrics
@@ -409,7 +409,7 @@ class StateCollector(Collector):
 def _weighted_share(node: Any, weight_of: Any, infinite: float) -> float:
     """``PreciseWeightedShare``; a zero-weight node that borrows reports ``infinite``
     (NaN for ClusterQueues, +Inf for cohorts, as ``reportWeightedShare`` and the cache do)."""
-    from pykueue.core.fair_sharing import dominant_resource_share
+    from pykueue.core.quota.drs import dominant_resource_share
 
     drs = dominant_resource_share(node, weight_of=weight_of)
     return infinite if drs.zero_weight_borrows() else float(drs.weighted())

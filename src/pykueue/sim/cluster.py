@@ -27,29 +27,26 @@ from pykueue.api.kueue import (
     Workload,
     WorkloadPriorityClass,
 )
-from pykueue.api.meta import ObjectMeta, find_condition, remove_condition, to_time
-from pykueue.core import lifecycle
-from pykueue.core.cache import Cache
-from pykueue.core.events import NORMAL, WARNING, Event
-from pykueue.core.fair_sharing import cache_weight_of
+from pykueue.api.meta import ObjectMeta, find_condition, to_time
+from pykueue.core.cache.cache import cache_weight_of
+from pykueue.core.decision import Decision, watch_stimulus
+from pykueue.core.events import Event
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.queue_manager import QueueManager
-from pykueue.core.queue_status import cluster_queue_status, cohort_status, local_queue_status
-from pykueue.core.scheduler import CycleResult, Entry, Scheduler, admissibility_error
-from pykueue.core.workload_info import (
-    DEACTIVATION_TARGET,
+from pykueue.core.scheduler.entry import CycleResult, Entry
+from pykueue.core.state import KueueCore
+from pykueue.core.status import cluster_queue_status, cohort_status, local_queue_status
+from pykueue.core.workload import reconcile, transitions
+from pykueue.core.workload.info import (
     WorkloadInfo,
     has_active_quota_reservation,
     has_failed_checks,
     has_quota_reservation,
     is_active,
-    is_admitted,
     is_evicted,
     is_finished,
     new_workload_info,
     workload_key,
 )
-from pykueue.core.workload_routing import route_workload_change
 
 ObjectKey = tuple[str, str, str]
 """(kind, namespace, name)."""
@@ -93,11 +90,14 @@ class SimulatedCluster:
         self.objects: dict[ObjectKey, LoadedObject] = {}
         self.order: list[ObjectKey] = []
         self.events: list[Event] = []
-        self.cache = Cache()
-        self.queues = QueueManager(options, self.cache)
-        self.scheduler = Scheduler(self.cache, self.queues, self, options)
+        self.core = KueueCore(options, self)
+        # The core's parts, read by ``schedule --explain``, status computation and tests.
+        self.cache = self.core.cache
+        self.queues = self.core.queues
+        self.scheduler = self.core.scheduler
         self._updates: deque[tuple[Workload, Workload]] = deque()
         self._writes = 0
+        self._versions: dict[ObjectKey, int] = {}
         self._implicit_namespaces: set[str] = set()
         # Workloads that need controller attention, kept current on every change, so the
         # controller steps never scan every workload.
@@ -108,7 +108,7 @@ class SimulatedCluster:
         # While catching up between cycles: the previous cycle's time (see ``advance``).
         self._retry_from: datetime | None = None
 
-    # --- WorkloadStore ------------------------------------------------------------------------
+    # --- the core's Driver ----------------------------------------------------------------------
 
     def get_workload(self, key: str) -> Workload | None:
         ns, _, name = key.partition("/")
@@ -124,6 +124,7 @@ class SimulatedCluster:
         lo.obj = wl
         self._updates.append((old, wl))
         self._writes += 1
+        self._versions[key] = self._writes
         self._index(key, wl)
         self._touched.add(key)
         return True
@@ -134,14 +135,28 @@ class SimulatedCluster:
             key,
             has_quota_reservation(wl) and not is_evicted(wl) and has_failed_checks(wl),
         )
-        _mark(self._evicted_reserved, key, lifecycle.is_evicted_and_reserved(wl))
+        _mark(self._evicted_reserved, key, transitions.is_evicted_and_reserved(wl))
         rq = find_condition(wl.status.conditions, "Requeued")
         _mark(
             self._backing_off,
             key,
-            lifecycle.requeue_at(wl) is not None
+            transitions.requeue_at(wl) is not None
             or (rq is not None and rq.status == "False" and rq.reason in ("PodsReadyTimeout", "AdmissionCheck")),
         )
+
+    def apply(self, decision: Decision) -> bool:
+        """Apply a core decision: the write lands at once, then its events are recorded."""
+        written = decision.spec if decision.spec is not None else decision.status
+        if written is not None and not self.write_workload_status(written):
+            return False
+        self.events.extend(decision.events)
+        return True
+
+    def _stimulus(self, key: ObjectKey) -> str:
+        """The watch event a controller step reacts to: the sim's write counter stands in for the
+        resourceVersion of the workload's last write (or the loaded one)."""
+        version = self._versions.get(key)
+        return watch_stimulus(version if version is not None else self.objects[key].obj.metadata.resource_version or 0)
 
     def update_workload(self, wl: Workload) -> bool:
         """An external writer (e.g. an admission-check controller) updates a Workload."""
@@ -179,7 +194,7 @@ class SimulatedCluster:
         for key in self._workload_keys():
             self._index(key, self.objects[key].obj)
             self._reconcile_queue_state(key)
-            self._sync_checks(key, admitted_sync=True)
+            self._sync_checks(key)
         self._deliver_updates()
         # Evictions the controllers just issued (e.g. stopPolicy HoldAndDrain): on a live cluster
         # the job integration completes them before the scheduler's first cycle runs.
@@ -260,16 +275,7 @@ class SimulatedCluster:
             self._route(old, new)
 
     def _route(self, old: Workload | None, new: Workload) -> None:
-        route_workload_change(
-            old,
-            new,
-            cache=self.cache,
-            queues=self.queues,
-            scheduler=self.scheduler,
-            options=self.options,
-            now=self.now,
-            retry_from=self._retry_from,
-        )
+        self.core.observe(old, new, self.now, retry_from=self._retry_from)
 
     # --- controller behaviour between cycles ---------------------------------------------------
 
@@ -282,12 +288,15 @@ class SimulatedCluster:
         lo = self.objects.get(("LocalQueue", wl.metadata.namespace, wl.spec.queue_name))
         return lo.obj.spec.cluster_queue if lo is not None else None
 
-    def _sync_checks(self, key: ObjectKey, admitted_sync: bool) -> None:
+    def _apply(self, key: ObjectKey, outcome: reconcile.Outcome) -> bool:
+        """Apply a decision of :mod:`pykueue.core.workload.reconcile` through the core (so it is logged)."""
+        return self.core.apply_outcome(f"{key[1]}/{key[2]}", outcome, self._stimulus(key), self.now)
+
+    def _sync_checks(self, key: ObjectKey) -> None:
         """Admission-check list sync (§3.5) and, for reserved workloads, the Admitted condition."""
         wl: Workload = self.objects[key].obj
-        if is_finished(wl):
-            return
         cq = self.cache.cluster_queues.get(self._cq_for(wl) or "")
+        # Fast path: nothing to sync without checks on either side (the scheduler wrote Admitted).
         if cq is None or (not cq.check_flavors and not wl.status.admission_checks):
             return
         if wl.status.admission is not None:
@@ -295,48 +304,19 @@ class SimulatedCluster:
             required = cq.checks_for_flavors(flavors)
         else:
             required = cq.checks_for_all_flavors()
-        updated = lifecycle.copy_for_status(wl)
-        changed = lifecycle.sync_admission_checks(updated, required, self.now)
-        became_admitted = False
-        # Like upstream's workload controller, never re-sync an admitted workload: an eviction resets
-        # its checks to Pending, yet Admitted stays True until the job integration releases the quota.
-        if admitted_sync and has_quota_reservation(updated) and not is_admitted(updated):
-            before = [msgspec.to_builtins(c) for c in updated.status.conditions]
-            became_admitted = lifecycle.sync_admitted_condition(updated, self.now, self.options)
-            changed = changed or before != [msgspec.to_builtins(c) for c in updated.status.conditions]
-        if changed:
-            self.write_workload_status(updated)
-        if became_admitted:
-            qr = find_condition(updated.status.conditions, "QuotaReserved")
-            waited = (self.now - qr.last_transition_time).total_seconds() if qr else 0.0
-            self.record_event(
-                Event.for_workload(
-                    wl.metadata.namespace,
-                    wl.metadata.name,
-                    NORMAL,
-                    "Admitted",
-                    f"Admitted by ClusterQueue {cq.name}, wait time since reservation was {waited:.0f}s",
-                )
-            )
+        self._apply(key, reconcile.admission_checks(wl, required, cq.name, self.now, self.options))
 
-    def _queue_view(self, wl: Workload) -> lifecycle.QueueView:
+    def _queue_view(self, wl: Workload) -> transitions.QueueView:
         lq_lo = self.objects.get(("LocalQueue", wl.metadata.namespace, wl.spec.queue_name))
-        lq: LocalQueue | None = lq_lo.obj if lq_lo is not None else None
         cq_name = self._cq_for(wl) or ""
         cq = self.cache.cluster_queues.get(cq_name)
-        admissibility: str | None = None
-        if cq is not None:
-            labels = self.namespace_labels(wl.metadata.namespace)
-            admissibility = admissibility_error(wl, cq.namespace_selector, labels)
-        return lifecycle.QueueView(
-            local_queue_exists=lq is not None,
-            local_queue_stop_policy=lq.spec.stop_policy if lq is not None else "",
-            cluster_queue=cq_name,
-            cluster_queue_exists=cq is not None and not cq.terminating,
-            cluster_queue_active=cq is not None and cq.is_active(),
-            cluster_queue_stop_policy=cq.stop_policy if cq is not None else "",
-            bulk_bypass_reason=self.queues.is_inadmissible_with_bulk_reason(workload_key(wl)),
-            admissibility_error=admissibility,
+        return reconcile.queue_view(
+            wl,
+            lq_lo.obj if lq_lo is not None else None,
+            cq_name,
+            cq.queue_facts() if cq is not None else None,
+            self.namespace_labels(wl.metadata.namespace) if cq is not None else None,
+            self.queues.is_inadmissible_with_bulk_reason(workload_key(wl)),
         )
 
     def _reconcile_queue_state(self, key: ObjectKey) -> None:
@@ -344,87 +324,30 @@ class SimulatedCluster:
         wl: Workload = self.objects[key].obj
         if is_finished(wl):
             return
-        view = self._queue_view(wl)
-        updated = lifecycle.copy_for_status(wl)
-        changed = lifecycle.reactivate(updated, self.now)
-        changed = lifecycle.restart_after_stop(updated, view, self.now) or changed
-        if not has_quota_reservation(wl):
-            target = lifecycle.pending_condition(wl, view, self.options)
-            current = find_condition(wl.status.conditions, "QuotaReserved")
-            if target is not None and (current is None or (current.reason, current.message) != target):
-                lifecycle.release_reservation(updated, target[0], target[1], self.now, self.options)
-                changed = True
-        elif (
-            wl.spec.queue_name  # a workload without a queue name is not managed by any LocalQueue
-            and not is_admitted(wl)
-            and (not view.local_queue_exists or not view.cluster_queue_exists)
-        ):
-            kind, name = (
-                ("LocalQueue", wl.spec.queue_name) if not view.local_queue_exists else ("ClusterQueue", view.cluster_queue)
-            )
-            lifecycle.release_reservation(
-                updated, "Misconfigured", f"{kind} {name} is terminating or missing", self.now, self.options
-            )
-            changed = True
-        else:
-            action = lifecycle.stopped_queue_action(wl, view)
-            if action is not None and action[0] == "release":
-                lifecycle.release_reservation(updated, action[1], action[2], self.now, self.options)
-                changed = True
-            elif action is not None:
-                lifecycle.evict(updated, action[1], action[2], self.now)
-                self.record_event(
-                    Event.for_workload(
-                        wl.metadata.namespace, wl.metadata.name, NORMAL, f"EvictedDueTo{action[1]}", action[2]
-                    )
-                )
-                changed = True
-        if changed:
-            self.write_workload_status(updated)
+        self._apply(key, reconcile.queue_state(wl, self._queue_view(wl), self.now, self.options))
 
     def _reconcile_checks(self, key: ObjectKey) -> None:
-        """Retry evicts, Rejected deactivates (§9.3, API reference §3.8-§3.9)."""
+        """Retry evicts; Rejected deactivates in upstream's three writes (§9.3, API reference §3.8-§3.9)."""
         wl: Workload = self.objects[key].obj
-        if not has_quota_reservation(wl) or is_evicted(wl) or is_finished(wl):
+        outcome = reconcile.check_based_eviction(wl, self.now)
+        if outcome.reason != "AdmissionCheckRejected":
+            self._apply(key, outcome)
             return
-        ns, name = wl.metadata.namespace, wl.metadata.name
-        rejected = lifecycle.rejected_checks_message(wl)
-        if rejected is not None and is_active(wl):
-            updated = lifecycle.copy_for_status(wl)
-            lifecycle.set_condition(updated, DEACTIVATION_TARGET, "True", "AdmissionCheck", rejected, self.now)
-            updated.spec = msgspec.structs.replace(updated.spec, active=False)
-            message = f"The workload is deactivated due to {rejected}"
-            reason = lifecycle.evict(updated, "Deactivated", message, self.now, "AdmissionCheck")
-            remove_condition(updated.status.conditions, DEACTIVATION_TARGET)
-            updated.status.requeue_state = None
-            self.record_event(Event.for_workload(ns, name, WARNING, "AdmissionCheckRejected", f"Deactivated due to {rejected}"))
-            self.record_event(Event.for_workload(ns, name, NORMAL, f"EvictedDueTo{reason}", message))
-            self.write_workload_status(updated)
-            return
-        retry = lifecycle.retry_checks_message(wl)
-        if retry is None:
-            return
-        updated = lifecycle.copy_for_status(wl)
-        at = lifecycle.retry_check_requeue_at(wl)
-        current = lifecycle.requeue_at(wl)
-        if at is not None and at > self.now and (current is None or at > current):
-            lifecycle.set_requeue_at(updated, at)
-            self.write_workload_status(updated)
-            return
-        lifecycle.evict(updated, "AdmissionCheck", retry, self.now)
-        self.record_event(Event.for_workload(ns, name, NORMAL, "EvictedDueToAdmissionCheck", retry))
-        self.write_workload_status(updated)
+        # DeactivationTarget, then spec.active=false, then the eviction: each write's watch event
+        # makes the workload controller take the next step before the next cycle.
+        while self._apply(key, outcome):
+            outcome = reconcile.deactivation(self.objects[key].obj, self.now)
 
     def _complete_evictions(self) -> None:
         for key in sorted(self._evicted_reserved):
             wl: Workload = self.objects[key].obj
-            if lifecycle.is_evicted_and_reserved(wl):
-                updated = lifecycle.copy_for_status(wl)
-                if lifecycle.complete_eviction(updated, self.now, self.options):
+            if transitions.is_evicted_and_reserved(wl):
+                updated = transitions.copy_for_status(wl)
+                if transitions.complete_eviction(updated, self.now, self.options):
                     if not is_active(updated) and self.options.gate("UnadmittedWorkloadsObservability"):
                         # The workload controller's view of a non-reserved inactive workload
                         # (scheduling reference §10.5, API reference §3.2 step 1).
-                        lifecycle.set_condition(
+                        transitions.set_condition(
                             updated, "QuotaReserved", "False", "Deactivated", "The workload is deactivated", self.now
                         )
                     self.write_workload_status(updated)
@@ -434,8 +357,8 @@ class SimulatedCluster:
             wl: Workload = self.objects[key].obj
             if has_quota_reservation(wl) or not is_active(wl):
                 continue
-            updated = lifecycle.copy_for_status(wl)
-            if lifecycle.finish_backoff(updated, self.now):
+            updated = transitions.copy_for_status(wl)
+            if transitions.finish_backoff(updated, self.now):
                 self.write_workload_status(updated)
 
     def advance(self, seconds: float = 1.0) -> None:
@@ -462,12 +385,12 @@ class SimulatedCluster:
             self._deliver_updates()
         finally:
             self._retry_from = None
-        self.queues.process_due_requeues(self._ts())
+        self.core.requeue_due(self.now)
 
     # --- running --------------------------------------------------------------------------------
 
     def run_cycle(self) -> CycleResult:
-        result = self.scheduler.schedule(self.now)
+        result = self.core.cycle(self.now)
         self._deliver_updates()
         self._sync_touched()
         self._deliver_updates()
@@ -479,7 +402,7 @@ class SimulatedCluster:
         self._touched = set()
         for key in sorted(keys):
             self._reconcile_queue_state(key)
-            self._sync_checks(key, admitted_sync=True)
+            self._sync_checks(key)
 
     def run(self, cycles: int = 1, until_quiet: bool = False, cap: int = 60) -> RunResult:
         """Run ``cycles`` cycles (or until quiet, at most ``cap``), advancing 1s between cycles."""
@@ -502,7 +425,7 @@ class SimulatedCluster:
         if self.queues.has_pending_requests():
             return True
         return any(
-            (at := lifecycle.requeue_at(self.objects[k].obj)) is not None and at > self.now for k in self._backing_off
+            (at := transitions.requeue_at(self.objects[k].obj)) is not None and at > self.now for k in self._backing_off
         )
 
     # --- final status ------------------------------------------------------------------------

@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from pykueue.api.meta import format_time
-from pykueue.core.queue_manager import QueueManager, local_queue_key
-from pykueue.core.workload_info import WorkloadInfo
+from pykueue.core.queue import QueueManager, local_queue_key
+from pykueue.core.workload.info import WorkloadInfo
 from pykueue.visibility.api import PendingWorkloadInfo, Unavailable
 
 if TYPE_CHECKING:

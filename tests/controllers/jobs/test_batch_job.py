@@ -31,7 +31,7 @@ from pykueue.api.kueue import (
 )
 from pykueue.api.meta import Condition, ObjectMeta
 from pykueue.controllers.jobs import batch_job as bj
-from pykueue.core.workload_info import has_quota_reservation
+from pykueue.core.workload.info import has_quota_reservation
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 JOB_UID = "job-uid"

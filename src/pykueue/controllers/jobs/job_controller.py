@@ -22,9 +22,9 @@ from pykueue.client import resources as R
 from pykueue.client.interface import AlreadyExists
 from pykueue.controllers.cluster_cache import JOB
 from pykueue.controllers.jobs import batch_job as bj
-from pykueue.core import lifecycle
 from pykueue.core.events import NORMAL, WARNING, Event
-from pykueue.core.workload_info import has_quota_reservation, is_admitted, is_evicted, is_finished
+from pykueue.core.workload import transitions
+from pykueue.core.workload.info import has_quota_reservation, is_admitted, is_evicted, is_finished
 from pykueue.runtime.informer import ObjectKey
 
 if TYPE_CHECKING:
@@ -136,8 +136,8 @@ class JobController:
             if not refs or (uid is not None and all(r.uid != uid for r in refs)):
                 continue
             if not is_finished(wl) and wl.metadata.deletion_timestamp is None:
-                updated = lifecycle.copy_for_status(wl)
-                lifecycle.set_condition(
+                updated = transitions.copy_for_status(wl)
+                transitions.set_condition(
                     updated,
                     "Finished",
                     "True",
@@ -225,8 +225,8 @@ class JobController:
         """Finish the Workload; ``FinishedWorkload`` follows when its finalizer goes (step 3)."""
         if is_finished(wl):
             return
-        updated = lifecycle.copy_for_status(wl)
-        lifecycle.set_condition(updated, "Finished", "True", reason, message, self.ctx.now())
+        updated = transitions.copy_for_status(wl)
+        transitions.set_condition(updated, "Finished", "True", reason, message, self.ctx.now())
         self.ctx.write_workload(updated)
 
     # --- step 6: create the Workload ----------------------------------------------------------------------
@@ -291,7 +291,7 @@ class JobController:
         current = [{"name": r.name, "count": r.count} for r in wl.status.reclaimable_pods]
         if wanted == current:
             return False
-        updated = lifecycle.copy_for_status(wl)
+        updated = transitions.copy_for_status(wl)
         updated.status.reclaimable_pods = [
             ReclaimablePod(name=r["name"], count=r["count"]) for r in wanted
         ]
@@ -304,8 +304,8 @@ class JobController:
         target = bj.pods_ready_condition(wl, is_admitted(wl), bj.pods_ready(job))
         if target is None:
             return False
-        updated = lifecycle.copy_for_status(wl)
-        lifecycle.set_condition(updated, "PodsReady", target[0], target[1], target[2], self.ctx.now())
+        updated = transitions.copy_for_status(wl)
+        transitions.set_condition(updated, "PodsReady", target[0], target[1], target[2], self.ctx.now())
         self.ctx.write_workload(updated)
         return True
 
@@ -318,8 +318,8 @@ class JobController:
             self._stop(job, wl, note)
             return
         if has_quota_reservation(wl) and bj.active_pods(job) == 0:
-            updated = lifecycle.copy_for_status(wl)
-            if lifecycle.complete_eviction(updated, self.ctx.now(), self.options):
+            updated = transitions.copy_for_status(wl)
+            if transitions.complete_eviction(updated, self.ctx.now(), self.options):
                 self.ctx.write_workload(updated)
 
     # --- step 10: suspended -------------------------------------------------------------------------------

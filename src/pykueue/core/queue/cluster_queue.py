@@ -15,7 +15,7 @@ from pykueue.api.kueue import BEST_EFFORT_FIFO, PRIORITY_BOOST_ANNOTATION, STRIC
 from pykueue.api.meta import LabelSelector, find_condition
 from pykueue.core.options import SchedulerOptions
 from pykueue.core.queue.heap import KeyedHeap
-from pykueue.core.workload_info import EVICTED, REQUEUED, WorkloadInfo, timestamp
+from pykueue.core.workload.info import EVICTED, REQUEUED, WorkloadInfo, timestamp
 
 # Requeue reasons (§4.5).
 REQUEUE_REASON_FAILED_AFTER_NOMINATION = "FailedAfterNomination"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pykueue.api.kueue import STOP_NONE, LocalQueue
-from pykueue.core.workload_info import WorkloadInfo
+from pykueue.core.workload.info import WorkloadInfo
 
 
 def local_queue_key(namespace: str, name: str) -> str:

@@ -28,7 +28,7 @@ from typing import Protocol, runtime_checkable
 
 from pykueue.api.kueue import BEST_EFFORT_FIFO, ClusterQueue, LocalQueue, Workload
 from pykueue.api.meta import LabelSelector, label_selector_matches
-from pykueue.core.cache import Cache, ClusterQueueState
+from pykueue.core.cache.cache import Cache, ClusterQueueState
 from pykueue.core.options import SchedulerOptions
 from pykueue.core.queue.cluster_queue import AfsUsage, PendingClusterQueue
 from pykueue.core.queue.local_queue import (
@@ -37,7 +37,7 @@ from pykueue.core.queue.local_queue import (
     key_of_local_queue,
     local_queue_key,
 )
-from pykueue.core.workload_info import (
+from pykueue.core.workload.info import (
     WorkloadInfo,
     is_admissible_to_queues,
     new_workload_info,

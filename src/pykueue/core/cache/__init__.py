@@ -1,0 +1,1 @@
+"""The scheduler's cache of ClusterQueues, cohorts and admitted usage, and its snapshots (upstream ``pkg/cache/scheduler``)."""

@@ -1,0 +1,446 @@
+"""The scheduler cache: ClusterQueues, Cohorts, flavors, checks and the workloads holding quota.
+
+Scheduling reference §3 (trees, activity, generations) and §3.9 (the snapshot). The cache is the
+single live model; a scheduling cycle works on it directly through ``Snapshot`` whose simulated
+changes are exact inverses of each other and are all undone before the cycle ends, so no per-cycle
+copy of every object is made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from pykueue.api.kueue import (
+    BEST_EFFORT_FIFO,
+    BORROWING_OVER_PREEMPTION,
+    MAY_STOP_SEARCH,
+    PREEMPT_NEVER,
+    STOP_NONE,
+    TRY_NEXT_FLAVOR,
+    AdmissionCheck,
+    ClusterQueue,
+    Cohort,
+    ResourceFlavor,
+    ResourceGroup,
+)
+from pykueue.api.meta import LabelSelector, is_condition_true
+from pykueue.api.quantity import PODS, Quantity, quota_amount
+from pykueue.core.quota.drs import WeightOf, node_weight
+from pykueue.core.quota.tree import (
+    ClusterQueueNode,
+    CohortNode,
+    FlavorResource,
+    Quota,
+    QuotaNode,
+    add_usage_map,
+    recompute_tree,
+    remove_usage_map,
+)
+from pykueue.core.workload.info import WorkloadInfo
+from pykueue.core.workload.reconcile import QueueFacts
+
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+
+ACTIVE = "active"
+PENDING = "pending"
+TERMINATING = "terminating"
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceGroupInfo:
+    covered: tuple[str, ...]
+    flavors: tuple[str, ...]
+
+
+def quotas_from_groups(groups: list[ResourceGroup]) -> dict[FlavorResource, Quota]:
+    """Integer quotas per (flavor, resource) of a ClusterQueue's or Cohort's resource groups."""
+    out: dict[FlavorResource, Quota] = {}
+    for rg in groups:
+        for fq in rg.flavors:
+            for rq in fq.resources:
+                out[(fq.name, rq.name)] = Quota(
+                    nominal=quota_amount(rq.name, rq.nominal_quota),
+                    borrowing_limit=None
+                    if rq.borrowing_limit is None
+                    else quota_amount(rq.name, rq.borrowing_limit),
+                    lending_limit=None if rq.lending_limit is None else quota_amount(rq.name, rq.lending_limit),
+                )
+    return out
+
+
+def fair_weight(weight: str | int | float | None) -> float:
+    if weight is None:
+        return 1.0
+    return float(Quantity.parse(weight).value)
+
+
+class ClusterQueueState:
+    """A ClusterQueue as the scheduler sees it, with its quota node and quota-holding workloads."""
+
+    def __init__(self, cq: ClusterQueue) -> None:
+        self.name = cq.metadata.name
+        self.node = ClusterQueueNode(self.name)
+        self.workloads: dict[str, WorkloadInfo] = {}
+        self.generation = 1
+        self.status = PENDING
+        self.inactive_reason = "Unknown"
+        self.inactive_message = "Can't admit new workloads."
+        self.has_cycle = False
+        self.update_spec(cq)
+
+    def update_spec(self, cq: ClusterQueue) -> None:
+        spec = cq.spec
+        self.obj = cq
+        self.cohort_name = spec.cohort_name
+        self.resource_groups = [
+            ResourceGroupInfo(tuple(rg.covered_resources), tuple(f.name for f in rg.flavors))
+            for rg in spec.resource_groups
+        ]
+        self.group_of_resource: dict[str, int] = {}
+        for i, rg in enumerate(self.resource_groups):
+            for r in rg.covered:
+                self.group_of_resource.setdefault(r, i)
+        self.covers_pods = PODS in self.group_of_resource
+        self.all_flavors = frozenset(f for rg in self.resource_groups for f in rg.flavors)
+        self.node.quotas = quotas_from_groups(spec.resource_groups)
+        self.queueing_strategy = spec.queueing_strategy or BEST_EFFORT_FIFO
+        ff = spec.flavor_fungibility
+        self.when_can_borrow = (ff.when_can_borrow if ff else "") or MAY_STOP_SEARCH
+        self.when_can_preempt = (ff.when_can_preempt if ff else "") or TRY_NEXT_FLAVOR
+        if self.when_can_borrow == "Borrow":
+            self.when_can_borrow = MAY_STOP_SEARCH
+        if self.when_can_preempt == "Preempt":
+            self.when_can_preempt = MAY_STOP_SEARCH
+        self.preference = (ff.preference if ff else "") or BORROWING_OVER_PREEMPTION
+        p = spec.preemption
+        self.within_cluster_queue = (p.within_cluster_queue if p else "") or PREEMPT_NEVER
+        self.reclaim_within_cohort = (p.reclaim_within_cohort if p else "") or PREEMPT_NEVER
+        bwc = p.borrow_within_cohort if p else None
+        self.borrow_within_cohort = (bwc.policy if bwc else "") or PREEMPT_NEVER
+        self.max_priority_threshold = bwc.max_priority_threshold if bwc else None
+        self.namespace_selector: LabelSelector | None = spec.namespace_selector
+        self.stop_policy = spec.stop_policy or STOP_NONE
+        self.fair_weight = fair_weight(spec.fair_sharing.weight if spec.fair_sharing else None)
+        self.check_flavors: dict[str, frozenset[str]] = {}
+        if spec.admission_checks_strategy is not None:
+            for rule in spec.admission_checks_strategy.admission_checks:
+                self.check_flavors[rule.name] = frozenset(rule.on_flavors) or self.all_flavors
+        self.afs = bool(spec.admission_scope and spec.admission_scope.admission_mode == "UsageBasedAdmissionFairSharing")
+        self.terminating = cq.metadata.deletion_timestamp is not None
+
+    @property
+    def parent(self) -> CohortNode | None:
+        return self.node.parent
+
+    def is_active(self) -> bool:
+        return self.status == ACTIVE
+
+    def checks_for_flavors(self, flavors: Iterable[str]) -> list[str]:
+        """Admission checks that apply to a workload assigned ``flavors`` (§9.1), sorted."""
+        used = set(flavors)
+        return sorted(name for name, fl in self.check_flavors.items() if fl & used)
+
+    def checks_for_all_flavors(self) -> list[str]:
+        return sorted(name for name, fl in self.check_flavors.items() if fl >= self.all_flavors)
+
+    def queue_facts(self) -> QueueFacts:
+        """What the workload controller's decisions need to know about this ClusterQueue."""
+        return QueueFacts(
+            exists=not self.terminating,
+            active=self.is_active(),
+            stop_policy=self.stop_policy,
+            namespace_selector=self.namespace_selector,
+        )
+
+
+class Cache:
+    """Live scheduler state; see module docstring."""
+
+    def __init__(self) -> None:
+        self.cluster_queues: dict[str, ClusterQueueState] = {}
+        self.cohort_objects: dict[str, Cohort] = {}
+        self.cohorts: dict[str, CohortNode] = {}
+        self.flavors: dict[str, ResourceFlavor] = {}
+        self.admission_checks: dict[str, AdmissionCheck] = {}
+        self.workload_cq: dict[str, str] = {}
+
+    # --- structure ----------------------------------------------------------------------------
+
+    def add_or_update_cluster_queue(self, cq: ClusterQueue) -> ClusterQueueState:
+        state = self.cluster_queues.get(cq.metadata.name)
+        old_root = state.node.root() if state else None
+        if state is None:
+            state = ClusterQueueState(cq)
+            self.cluster_queues[state.name] = state
+        else:
+            state.update_spec(cq)
+            state.generation += 1
+        self._relink()
+        for root in {id(r): r for r in (old_root, state.node.root()) if r is not None}.values():
+            self._recompute(root)
+        self.update_activity()
+        return state
+
+    def delete_cluster_queue(self, name: str) -> None:
+        state = self.cluster_queues.pop(name, None)
+        if state is None:
+            return
+        old_root = state.node.root()
+        if state.node.parent is not None:
+            state.node.parent.child_cqs.pop(name, None)
+            state.node.parent = None
+        for key in list(state.workloads):
+            self.workload_cq.pop(key, None)
+        self._relink()
+        if old_root is not state.node:
+            self._recompute(old_root)
+
+    def add_or_update_cohort(self, cohort: Cohort) -> None:
+        self.cohort_objects[cohort.metadata.name] = cohort
+        self._relink()
+        self._recompute_all()
+
+    def delete_cohort(self, name: str) -> None:
+        self.cohort_objects.pop(name, None)
+        self._relink()
+        self._recompute_all()
+
+    def add_or_update_flavor(self, rf: ResourceFlavor) -> None:
+        self.flavors[rf.metadata.name] = rf
+        self.update_activity()
+
+    def delete_flavor(self, name: str) -> None:
+        self.flavors.pop(name, None)
+        self.update_activity()
+
+    def add_or_update_admission_check(self, ac: AdmissionCheck) -> None:
+        self.admission_checks[ac.metadata.name] = ac
+        self.update_activity()
+
+    def delete_admission_check(self, name: str) -> None:
+        self.admission_checks.pop(name, None)
+        self.update_activity()
+
+    def _cohort_node(self, name: str) -> CohortNode:
+        node = self.cohorts.get(name)
+        if node is None:
+            node = CohortNode(name)
+            self.cohorts[name] = node
+        return node
+
+    def _relink(self) -> None:
+        """Rebuild cohort nodes and edges from names; detect cycles (R3.1.2, R3.1.3)."""
+        wanted: dict[str, str] = {}  # cohort -> parent name
+        referenced: set[str] = set()
+        for name, obj in self.cohort_objects.items():
+            wanted[name] = obj.spec.parent_name
+            if obj.spec.parent_name:
+                referenced.add(obj.spec.parent_name)
+        for cq in self.cluster_queues.values():
+            if cq.cohort_name:
+                referenced.add(cq.cohort_name)
+        names = set(self.cohort_objects) | referenced
+        for name in list(self.cohorts):
+            if name not in names:
+                del self.cohorts[name]
+        in_cycle = _cycle_members(wanted)
+        for name in names:
+            node = self._cohort_node(name)
+            node.child_cqs.clear()
+            node.child_cohorts.clear()
+            node.parent = None
+            cohort = self.cohort_objects.get(name)
+            node.implicit = cohort is None
+            node.quotas = quotas_from_groups(cohort.spec.resource_groups) if cohort else {}
+            node.fair_weight = (
+                fair_weight(cohort.spec.fair_sharing.weight if cohort.spec.fair_sharing else None)
+                if cohort
+                else 0.0
+            )
+        for name, parent in wanted.items():
+            if parent and name not in in_cycle:
+                node = self.cohorts[name]
+                pnode = self.cohorts[parent]
+                node.parent = pnode
+                pnode.child_cohorts[name] = node
+        # Implicit cohorts with no children disappear (only possible for parents of removed cohorts).
+        for cq in self.cluster_queues.values():
+            cq.node.parent = None
+            cq.has_cycle = False
+            if cq.cohort_name:
+                pnode = self.cohorts[cq.cohort_name]
+                cq.node.parent = pnode
+                pnode.child_cqs[cq.name] = cq.node
+                cq.has_cycle = _chain_has_cycle(cq.cohort_name, wanted, in_cycle)
+        self.cycle_cohorts = in_cycle
+
+    def _recompute(self, root: QuotaNode) -> None:
+        recompute_tree(root)
+        if isinstance(root, CohortNode):
+            for cq_node in root.iter_cluster_queues():
+                self.cluster_queues[cq_node.name].generation += 1
+        else:
+            self.cluster_queues[root.name].generation += 1
+
+    def _recompute_all(self) -> None:
+        for root in self.roots():
+            self._recompute(root)
+        self.update_activity()
+
+    def roots(self) -> list[QuotaNode]:
+        """Roots of every tree: parentless cohorts and cohort-less ClusterQueues."""
+        out: list[QuotaNode] = [c for _, c in sorted(self.cohorts.items()) if c.parent is None]
+        out.extend(cq.node for _, cq in sorted(self.cluster_queues.items()) if cq.node.parent is None)
+        return out
+
+    # --- activity (§3.8, API reference §3.13) -------------------------------------------------
+
+    def update_activity(self) -> None:
+        for cq in self.cluster_queues.values():
+            self._update_cq_activity(cq)
+
+    def _update_cq_activity(self, cq: ClusterQueueState) -> None:
+        if cq.terminating:
+            cq.status = TERMINATING
+            cq.inactive_reason = "Terminating"
+            cq.inactive_message = "Can't admit new workloads; clusterQueue is terminating"
+            return
+        reasons: list[tuple[str, str]] = []
+        if cq.stop_policy != STOP_NONE:
+            reasons.append(("Stopped", "is stopped"))
+        missing = sorted(f for f in cq.all_flavors if f not in self.flavors)
+        if missing:
+            reasons.append(("FlavorNotFound", "references missing ResourceFlavor(s): " + ",".join(missing)))
+        checks = sorted(cq.check_flavors)
+        missing_checks = [c for c in checks if c not in self.admission_checks]
+        if missing_checks:
+            reasons.append(
+                ("AdmissionCheckNotFound", "references missing AdmissionCheck(s): " + ",".join(missing_checks))
+            )
+        present = [self.admission_checks[c] for c in checks if c in self.admission_checks]
+        inactive = [
+            ac.metadata.name
+            for ac in present
+            if not (ac.status is not None and is_condition_true(ac.status.conditions, "Active"))
+        ]
+        if inactive:
+            reasons.append(
+                ("AdmissionCheckInactive", "references inactive AdmissionCheck(s): " + ",".join(inactive))
+            )
+        mk = [ac.metadata.name for ac in present if ac.spec.controller_name == MULTIKUEUE_CONTROLLER]
+        if len(mk) > 1:
+            reasons.append(
+                (
+                    "MultipleMultiKueueAdmissionChecks",
+                    "Cannot use multiple MultiKueue AdmissionChecks on the same ClusterQueue, found: "
+                    + ",".join(mk),
+                )
+            )
+        per_flavor_mk = [n for n in mk if cq.check_flavors[n] != cq.all_flavors]
+        if per_flavor_mk:
+            reasons.append(
+                (
+                    "MultiKueueAdmissionCheckAppliedPerFlavor",
+                    "Cannot specify MultiKueue AdmissionCheck per flavor, found: " + ",".join(per_flavor_mk),
+                )
+            )
+        prov = [ac.metadata.name for ac in present if ac.spec.controller_name == PROVISIONING_CONTROLLER]
+        if mk and prov:
+            reasons.append(
+                (
+                    "MultiKueueWithProvisioningRequest",
+                    "Cannot use both MultiKueue and ProvisioningRequest AdmissionChecks together, found: "
+                    + ",".join(mk)
+                    + ", "
+                    + ",".join(prov),
+                )
+            )
+        if not reasons:
+            cq.status = ACTIVE
+            cq.inactive_reason = "Ready"
+            cq.inactive_message = "Can admit new workloads"
+            return
+        cq.status = PENDING
+        cq.inactive_reason = reasons[0][0]
+        cq.inactive_message = "Can't admit new workloads: " + ", ".join(m for _, m in reasons) + "."
+
+    # --- workloads holding quota ----------------------------------------------------------------
+
+    def add_workload(self, info: WorkloadInfo) -> bool:
+        """Count a quota-holding workload (real, not simulated). False if its CQ is unknown."""
+        cq = self.cluster_queues.get(info.cluster_queue)
+        if cq is None:
+            return False
+        if info.key in cq.workloads:
+            self.delete_workload(info.key)
+        cq.workloads[info.key] = info
+        add_usage_map(cq.node, info.usage)
+        self.workload_cq[info.key] = cq.name
+        return True
+
+    def delete_workload(self, key: str) -> WorkloadInfo | None:
+        cq_name = self.workload_cq.pop(key, None)
+        if cq_name is None:
+            return None
+        cq = self.cluster_queues.get(cq_name)
+        if cq is None:
+            return None
+        info = cq.workloads.pop(key, None)
+        if info is not None:
+            remove_usage_map(cq.node, info.usage)
+            cq.generation += 1
+        return info
+
+    def has_workload(self, key: str) -> bool:
+        return key in self.workload_cq
+
+    def workload(self, key: str) -> WorkloadInfo | None:
+        cq_name = self.workload_cq.get(key)
+        if cq_name is None:
+            return None
+        return self.cluster_queues[cq_name].workloads.get(key)
+
+    def iter_workloads(self) -> Iterator[WorkloadInfo]:
+        for cq in self.cluster_queues.values():
+            yield from cq.workloads.values()
+
+
+def _cycle_members(parents: dict[str, str]) -> set[str]:
+    """Cohorts that lie on a parent cycle."""
+    members: set[str] = set()
+    for start in parents:
+        seen: list[str] = []
+        node = start
+        while node and node in parents and node not in seen:
+            seen.append(node)
+            node = parents[node]
+        if node in seen:
+            members.update(seen[seen.index(node) :])
+    return members
+
+
+def _chain_has_cycle(cohort: str, parents: dict[str, str], in_cycle: set[str]) -> bool:
+    seen: set[str] = set()
+    node = cohort
+    while node:
+        if node in in_cycle or node in seen:
+            return True
+        seen.add(node)
+        node = parents.get(node, "")
+    return False
+
+
+def cache_weight_of(cache: Cache) -> WeightOf:
+    """A ``WeightOf`` reading ClusterQueue weights from the cache and cohort weights from the nodes."""
+    cluster_queues = cache.cluster_queues
+
+    def weight_of(node: QuotaNode) -> float:
+        if isinstance(node, ClusterQueueNode):
+            state = cluster_queues.get(node.name)
+            if state is not None:
+                return state.fair_weight
+        return node_weight(node)
+
+    return weight_of

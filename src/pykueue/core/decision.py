@@ -1,0 +1,52 @@
+"""A decision the core takes about one Workload, as its drivers apply it and its transition log keeps it.
+
+Every write the core asks for — a status patch from the scheduling cycle, an outcome of the workload
+controller's rules — travels as a :class:`Decision` tagged with the stimulus that caused it
+(``cycle-<n>``, ``watch-<resourceVersion>``, ``timer-<key>``), so each status write can be traced
+back to why it was made (dask's ``stimulus_id``; see ``KueueCore.story``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from pykueue.api.kueue import Workload
+from pykueue.core.events import Event
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One decision about Workload ``workload`` (``namespace/name``).
+
+    ``status`` is written through the status subresource, ``spec`` with a plain update (at most one
+    of them); ``events`` are recorded once that write succeeded, or at once when there is no
+    write. A decision with neither is a note for the transition log only. ``related`` names the
+    other Workloads the decision is about (a preemptor and its victims name each other).
+    """
+
+    stimulus: str
+    at: datetime
+    workload: str
+    reason: str
+    message: str = ""
+    status: Workload | None = None
+    spec: Workload | None = None
+    events: tuple[Event, ...] = ()
+    related: tuple[str, ...] = ()
+
+    @property
+    def writes(self) -> bool:
+        return self.status is not None or self.spec is not None
+
+
+def cycle_stimulus(cycle: int) -> str:
+    return f"cycle-{cycle}"
+
+
+def watch_stimulus(resource_version: str | int) -> str:
+    return f"watch-{resource_version}"
+
+
+def timer_stimulus(key: str) -> str:
+    return f"timer-{key}"

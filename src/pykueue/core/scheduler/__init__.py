@@ -1,0 +1,1 @@
+"""The scheduling cycle (upstream ``pkg/scheduler``)."""

@@ -1,0 +1,577 @@
+"""One scheduling cycle (scheduling reference §5).
+
+The scheduler pops one head per active ClusterQueue, nominates each (flavor assignment and
+preemption targets), orders the entries, processes them against the live snapshot, admits what
+fits and requeues the rest with upstream's condition reasons, messages and events. It is pure:
+time comes in as ``now`` and every write leaves as a ``Decision`` through the injected ``CyclePort``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Protocol
+
+from pykueue.api.kueue import Workload
+from pykueue.api.meta import (
+    EVENT_NOTE_LIMIT,
+    find_condition,
+    to_time,
+    truncate_message,
+)
+from pykueue.core.cache.cache import Cache, ClusterQueueState
+from pykueue.core.cache.snapshot import Snapshot
+from pykueue.core.decision import Decision, cycle_stimulus
+from pykueue.core.events import NORMAL, WARNING, Event
+from pykueue.core.options import SchedulerOptions
+from pykueue.core.queue import (
+    REQUEUE_REASON_FAILED_AFTER_NOMINATION,
+    REQUEUE_REASON_GENERIC,
+    REQUEUE_REASON_NAMESPACE_MISMATCH,
+    REQUEUE_REASON_NO_FIT,
+    REQUEUE_REASON_PENDING_PREEMPTION,
+    REQUEUE_REASON_PREEMPTION_FAILED,
+    REQUEUE_REASON_PREEMPTION_NO_CANDIDATES,
+    REQUEUE_REASON_UNACCOUNTABLE,
+    QueueManager,
+)
+from pykueue.core.quota.tree import FlavorResource, available
+from pykueue.core.scheduler.entry import (
+    ASSUMED,
+    NOMINATED,
+    NOT_NOMINATED,
+    PREEMPTION_GATED,
+    SKIPPED,
+    CycleResult,
+    Entry,
+)
+from pykueue.core.scheduler.fair_order import fair_sharing_order
+from pykueue.core.scheduler.flavorassigner.assigner import (
+    NominationPin,
+    assign_flavors,
+    last_assignment_outdated,
+)
+from pykueue.core.scheduler.flavorassigner.assignment import Assignment, Mode
+from pykueue.core.scheduler.flavorassigner.podset_reducer import search_partial
+from pykueue.core.scheduler.preemption.common import Target
+from pykueue.core.scheduler.preemption.preemptor import Preemptor, apply_eviction_for_preemption
+from pykueue.core.workload import transitions
+from pykueue.core.workload.admissibility import Problem, admissibility_problem
+from pykueue.core.workload.info import REQUEUED, WorkloadInfo, has_failed_checks
+
+DEFERRED_FIT_MESSAGE = (
+    "Workload has overlapping preemption targets with another workload, but will fit after these "
+    "preemptions complete"
+)
+
+# The requeue reason of each admissibility problem (upstream ``queue.RequeueReason*``).
+_REQUEUE_REASON_OF = {
+    Problem.NAMESPACE_MISSING: REQUEUE_REASON_GENERIC,
+    Problem.NAMESPACE_MISMATCH: REQUEUE_REASON_NAMESPACE_MISMATCH,
+    Problem.INVALID_REQUESTS: REQUEUE_REASON_GENERIC,
+    Problem.UNACCOUNTABLE: REQUEUE_REASON_UNACCOUNTABLE,
+}
+
+
+class CyclePort(Protocol):
+    """What the cycle reads outside the core, and where its decisions go.
+
+    ``decide`` hands one decision to the driver, which applies it at once and in order (the
+    controllers write through to the API, the simulator to its object map) and says whether its
+    write landed: the rest of the cycle depends on it (a failed admission write is not assumed and
+    is requeued, as upstream's ``applyAdmission`` failure path forgets the assumed workload).
+    """
+
+    def get_workload(self, key: str) -> Workload | None: ...
+
+    def namespace_labels(self, namespace: str) -> dict[str, str] | None: ...
+
+    def decide(self, decision: Decision) -> bool: ...
+
+
+
+
+
+class Scheduler:
+    """Runs scheduling cycles over a cache and queue manager."""
+
+    def __init__(
+        self,
+        cache: Cache,
+        queues: QueueManager,
+        store: CyclePort,
+        options: SchedulerOptions,
+        issued_evictions: set[str] | None = None,
+    ) -> None:
+        self.cache = cache
+        self.queues = queues
+        self.store = store
+        self.options = options
+        self._now_ts = 0.0
+        self.preemptor = Preemptor(options, clock=lambda: self._now_ts)
+        self.cycle = 0
+        self._result = CycleResult(0)
+        # Preemption expectations: uids of victims whose eviction was written but not yet observed
+        # (upstream's ``expectations.Store``); owned by the caller, who forgets them on observation.
+        self._issued_evictions: set[str] = issued_evictions if issued_evictions is not None else set()
+        self._assumed: list[WorkloadInfo] = []
+        self._pods_ready_blocked: bool | None = None
+
+    # --- the loop body (§5.1) --------------------------------------------------------------------
+
+    def schedule(self, now: datetime) -> CycleResult:
+        """Run one cycle at time ``now``."""
+        self.cycle += 1
+        self._now_ts = to_time(now).timestamp()
+        result = CycleResult(self.cycle)
+        self._result = result
+        heads = self.queues.heads(lambda name: self._cq_active(name))
+        result.heads = len(heads)
+        if not heads:
+            return result
+        snapshot = Snapshot(self.cache)
+        entries, inadmissible = self._nominate(heads, snapshot, now)
+        preempted: dict[str, Target] = {}
+        self._assumed = []
+        self._pods_ready_blocked = None
+        try:
+            for entry in self._iterate(entries, snapshot):
+                self._process_entry(entry, snapshot, preempted, now, result)
+        finally:
+            snapshot.close()
+        # Assumed workloads join the cache only now: during the cycle the snapshot carried their
+        # usage but not the workloads themselves, so none could be chosen as a victim (§3.9, §5.8).
+        for assumed in self._assumed:
+            self.cache.add_workload(assumed)
+        for entry in entries:
+            if entry.status != ASSUMED:
+                self._requeue_and_update(entry, now)
+        for entry in inadmissible:
+            self._requeue_and_update(entry, now)
+        result.entries = entries + inadmissible
+        return result
+
+    def _cq_active(self, name: str) -> bool:
+        cq = self.cache.cluster_queues.get(name)
+        return cq is not None and cq.is_active()
+
+    # --- nomination (§5.3, §5.4) ------------------------------------------------------------------
+
+    def _nominate(
+        self, heads: list[WorkloadInfo], snapshot: Snapshot, now: datetime
+    ) -> tuple[list[Entry], list[Entry]]:
+        entries: list[Entry] = []
+        inadmissible: list[Entry] = []
+        for info in heads:
+            if self.cache.has_workload(info.key):
+                continue
+            cq = snapshot.cluster_queue(info.cluster_queue)
+            entry = Entry(info, cq)
+            if has_failed_checks(info.obj):
+                self._inadmissible(entry, "The workload has failed admission checks", "PendingEvaluation")
+            elif info.cluster_queue in snapshot.inactive:
+                self._inadmissible(entry, f"ClusterQueue {info.cluster_queue} is inactive", "Suspended")
+            elif cq is None:
+                self._inadmissible(entry, f"ClusterQueue {info.cluster_queue} not found", "Misconfigured")
+            elif not self._validate_admissibility(entry, cq):
+                pass
+            else:
+                entry.assignment, entry.targets = self._get_assignments(info, cq, snapshot)
+                entry.message = entry.assignment.message()
+                info.last_assignment = entry.assignment.last_state
+                entries.append(entry)
+                continue
+            inadmissible.append(entry)
+        return entries, inadmissible
+
+    @staticmethod
+    def _inadmissible(entry: Entry, message: str, reason: str, requeue: str = REQUEUE_REASON_GENERIC) -> None:
+        entry.message = message
+        entry.quota_reserved_reason = reason
+        entry.requeue_reason = requeue
+
+    def _validate_admissibility(self, entry: Entry, cq: ClusterQueueState) -> bool:
+        labels = self.store.namespace_labels(entry.info.namespace)
+        pod_sets = [(ps.count, ps.per_pod) for ps in entry.info.pod_sets]
+        problem = admissibility_problem(entry.info.obj, cq.namespace_selector, labels, pod_sets)
+        if problem is None:
+            return True
+        error, kind = problem
+        self._inadmissible(entry, error, "Misconfigured", _REQUEUE_REASON_OF[kind])
+        return False
+
+    def _assign(
+        self,
+        info: WorkloadInfo,
+        cq: ClusterQueueState,
+        snapshot: Snapshot,
+        counts: list[int] | None = None,
+        pin: NominationPin | None = None,
+    ) -> Assignment:
+        oracle = self.preemptor.make_oracle(snapshot)
+        return assign_flavors(info, cq, snapshot, self.options, oracle, counts=counts, pin=pin, cycle=self.cycle)
+
+    def _get_assignments(
+        self,
+        info: WorkloadInfo,
+        cq: ClusterQueueState,
+        snapshot: Snapshot,
+        pin: NominationPin | None = None,
+    ) -> tuple[Assignment, list[Target]]:
+        if info.last_assignment is not None and last_assignment_outdated(info, cq, self.cycle, self.options):
+            info.last_assignment = None
+        full = self._assign(info, cq, snapshot, pin=pin)
+        mode = full.representative_mode()
+        if mode is Mode.FIT:
+            return full, []
+        if mode is Mode.PREEMPT:
+            targets = self.preemptor.get_targets(info, full, snapshot, cq)
+            if targets:
+                return full, targets
+        if self.options.gate("PartialAdmission") and info.is_partially_admissible():
+
+            def accept(counts: list[int]) -> tuple[tuple[Assignment, list[Target]], bool]:
+                a = self._assign(info, cq, snapshot, counts=counts, pin=pin)
+                m = a.representative_mode()
+                if m is Mode.FIT:
+                    return (a, []), True
+                if m is Mode.PREEMPT:
+                    t = self.preemptor.get_targets(info, a, snapshot, cq)
+                    return (a, t), bool(t)
+                return (a, []), False
+
+            found, ok = search_partial(info.pod_sets, accept)
+            if ok and found is not None:
+                return found
+        return full, []
+
+    # --- ordering (§5.5) ---------------------------------------------------------------------------
+
+    def _iterate(self, entries: list[Entry], snapshot: Snapshot) -> Iterator[Entry]:
+        if self.options.fair_sharing:
+            yield from fair_sharing_order(entries, snapshot, self.options)
+            return
+        prio_sort = self.options.gate("PrioritySortingWithinCohort")
+        preemptor_first = self.options.gate("PrioritizePreemptorWorkloads")
+
+        def key(e: Entry) -> tuple[int, int, int, float]:
+            a = e.assignment
+            return (
+                0 if (preemptor_first and e.info.is_preemptor) else 1,
+                a.borrowing if a else 0,
+                -e.info.priority if prio_sort else 0,
+                e.info.order_ts,
+            )
+
+        yield from sorted(entries, key=key)
+
+    # --- processing (§5.6) ----------------------------------------------------------------------------
+
+    @contextmanager
+    def _without(self, snapshot: Snapshot, victims: Iterable[WorkloadInfo]) -> Iterator[None]:
+        """Simulate ``victims`` (de-duplicated) having released their quota, then restore them."""
+        removed: dict[str, WorkloadInfo] = {}
+        for v in victims:
+            if v.key not in removed and v.key in self.cache.cluster_queues[v.cluster_queue].workloads:
+                snapshot.remove_workload(v)
+                removed[v.key] = v
+        try:
+            yield
+        finally:
+            for v in removed.values():
+                snapshot.add_workload(v)
+
+    def _fits(self, e: Entry, cq: ClusterQueueState, snapshot: Snapshot, preempted: dict[str, Target]) -> bool:
+        """§5.6 step 2: the entry's usage fits once every victim chosen so far is gone."""
+        assert e.assignment is not None
+        usage = e.assignment.usage
+        victims = [t.workload for t in preempted.values()] + [t.workload for t in e.targets]
+        with self._without(snapshot, victims):
+            return all(available(cq.node, fr) >= v for fr, v in usage.items())
+
+    def _process_entry(
+        self,
+        e: Entry,
+        snapshot: Snapshot,
+        preempted: dict[str, Target],
+        now: datetime,
+        result: CycleResult,
+    ) -> None:
+        cq = e.cq
+        assert cq is not None and e.assignment is not None
+        if self.options.gate("RecomputeAssignmentUponPreemptionTargetsOverlap") and any(
+            t.workload.key in preempted for t in e.targets
+        ):
+            self._recompute_with_overlap(e, cq, snapshot, preempted)
+        fits = self._fits(e, cq, snapshot, preempted)
+        usage = e.assignment.usage
+        mode = e.mode
+        if e.deferred_fit:
+            e.message = DEFERRED_FIT_MESSAGE
+            e.quota_reserved_reason = "WaitingForPreemptedWorkloads"
+            e.requeue_reason = REQUEUE_REASON_PENDING_PREEMPTION
+            e.info.last_assignment = None
+            snapshot.book(cq, usage)
+            return
+        if mode is Mode.NO_FIT:
+            e.requeue_reason = REQUEUE_REASON_NO_FIT
+            e.quota_reserved_reason = e.assignment.no_fit_reason()
+            return
+        if mode is Mode.PREEMPT and not e.targets:
+            e.requeue_reason = REQUEUE_REASON_PREEMPTION_NO_CANDIDATES
+            e.quota_reserved_reason = "WaitingForQuota"
+            preemptor_reserves = e.info.is_preemptor and self.options.gate("PrioritizePreemptorWorkloads")
+            if cq.reclaim_within_cohort != "Any" or preemptor_reserves:
+                snapshot.book(cq, self._resources_to_reserve(e, cq))
+            return
+        if any(t.workload.key in preempted for t in e.targets):
+            self._skip(e, "Workload has overlapping preemption targets with another workload")
+            return
+        if not fits:
+            self._skip(e, "Workload no longer fits after processing another workload")
+            return
+        for t in e.targets:
+            preempted[t.workload.key] = t
+        snapshot.book(cq, usage)
+        if mode is Mode.PREEMPT:
+            e.quota_reserved_reason = "WaitingForPreemptedWorkloads"
+            count, errors = self._issue_preemptions(e, now, result)
+            e.info.last_assignment = None
+            if count > 0:
+                e.message += f". Pending the preemption of {count} workload(s)"
+                e.requeue_reason = REQUEUE_REASON_PENDING_PREEMPTION
+            elif errors > 0:
+                e.message += f". Preempting {errors} workload(s) failed, will retry."
+                e.requeue_reason = REQUEUE_REASON_PREEMPTION_FAILED
+            return
+        if self.options.block_admission and self._blocked_on_pods_ready():
+            self._wait_for_pods_ready(e, now)
+            return
+        e.status = NOMINATED
+        error = self._admit(e, cq, now)
+        if error is not None:
+            e.message = f"Failed to admit workload: {error}"
+            return
+        e.status = ASSUMED
+        result.admitted.append(e.info.key)
+
+    def _skip(self, e: Entry, message: str) -> None:
+        e.status = SKIPPED
+        e.message = message
+        e.quota_reserved_reason = "WaitingForQuota"
+        if not self.options.gate("FlavorFungibilityPreserveScanProgress"):
+            e.info.last_assignment = None
+
+    def _recompute_with_overlap(
+        self, e: Entry, cq: ClusterQueueState, snapshot: Snapshot, preempted: dict[str, Target]
+    ) -> None:
+        assert e.assignment is not None
+        pin = {ps.name: {res: fa.name for res, fa in ps.flavors.items()} for ps in e.assignment.pod_sets}
+        with self._without(snapshot, (t.workload for t in preempted.values())):
+            e.info.last_assignment = None
+            e.assignment, e.targets = self._get_assignments(e.info, cq, snapshot, pin=pin)
+            e.message = e.assignment.message()
+        if e.assignment.representative_mode() is Mode.FIT:
+            e.deferred_fit = True
+
+    def _resources_to_reserve(self, e: Entry, cq: ClusterQueueState) -> dict[FlavorResource, int]:
+        """§5.7. A negative amount (usage already above nominal + borrowingLimit) reserves nothing."""
+        assert e.assignment is not None
+        if e.mode is not Mode.PREEMPT:
+            return dict(e.assignment.usage)
+        out: dict[FlavorResource, int] = {}
+        for fr, u in e.assignment.usage.items():
+            q = cq.node.quotas.get(fr)
+            nominal = q.nominal if q else 0
+            used = cq.node.usage.get(fr, 0)
+            if e.assignment.borrowing > 0:
+                bl = q.borrowing_limit if q else None
+                out[fr] = u if bl is None else max(0, min(u, nominal + bl - used))
+            else:
+                out[fr] = max(0, min(u, nominal - used))
+        return out
+
+    def _blocked_on_pods_ready(self) -> bool:
+        """Some quota-holding workload lacks PodsReady=True (computed once per cycle)."""
+        if self._pods_ready_blocked is None:
+            self._pods_ready_blocked = self._some_workload_not_ready()
+        return self._pods_ready_blocked
+
+    def _wait_for_pods_ready(self, e: Entry, now: datetime) -> None:
+        """§5.6 step 12: mark the workload and retry it as soon as the scheduler unblocks.
+
+        Upstream then blocks the scheduler until every admitted workload is ready; a pure cycle
+        cannot block, so the entry is requeued immediately and tried again next cycle.
+        """
+        latest = self.store.get_workload(e.info.key)
+        e.skip_status_update = True
+        e.requeue_reason = REQUEUE_REASON_FAILED_AFTER_NOMINATION
+        if latest is None:
+            return
+        wl = transitions.copy_for_status(latest)
+        reason = "WaitingForPodsReady" if self.options.gate("UnadmittedWorkloadsObservability") else "Waiting"
+        message = "waiting for all admitted workloads to be in PodsReady condition"
+        transitions.set_condition(wl, "QuotaReserved", "False", reason, message, now)
+        transitions.sync_admitted_condition(wl, now, self.options)
+        self._decide(Decision(self._stimulus, to_time(now), e.info.key, reason, message, status=wl))
+
+    def _some_workload_not_ready(self) -> bool:
+        for wl in self.cache.iter_workloads():
+            c = find_condition(wl.obj.status.conditions, "PodsReady")
+            if c is None or c.status != "True":
+                return True
+        return False
+
+    # --- preemption (§7.10) ------------------------------------------------------------------------
+
+    def _issue_preemptions(self, e: Entry, now: datetime, result: CycleResult) -> tuple[int, int]:
+        count = errors = 0
+        for t in sorted(e.targets, key=lambda t: t.workload.key):
+            victim = self.store.get_workload(t.workload.key)
+            if victim is None:
+                errors += 1
+                continue
+            if t.workload.is_evicted() or transitions.is_evicted_and_reserved(victim):
+                count += 1
+                continue
+            if victim.metadata.uid and victim.metadata.uid in self._issued_evictions:
+                count += 1
+                continue
+            updated = transitions.copy_for_status(victim)
+            events = apply_eviction_for_preemption(updated, e.info, t, now)
+            evicted = find_condition(updated.status.conditions, "Evicted")
+            decision = Decision(
+                self._stimulus,
+                to_time(now),
+                t.workload.key,
+                "Preempted",
+                f"{t.reason}: {evicted.message}" if evicted is not None else t.reason,
+                status=updated,
+                events=tuple(events),
+                related=(e.info.key,),
+            )
+            if not self._decide(decision):
+                errors += 1
+                continue
+            if victim.metadata.uid:
+                self._issued_evictions.add(victim.metadata.uid)
+            # The preemptor's trail names its victim (no write of its own: its status follows below).
+            self._decide(
+                Decision(
+                    self._stimulus, to_time(now), e.info.key, "PreemptionIssued", t.reason, related=(t.workload.key,)
+                )
+            )
+            result.preempted.append(t.workload.key)
+            count += 1
+        return count, errors
+
+    # --- admission (§5.8) ----------------------------------------------------------------------------
+
+    def _admit(self, e: Entry, cq: ClusterQueueState, now: datetime) -> str | None:
+        assert e.assignment is not None
+        info = e.info
+        admission = e.assignment.to_admission(cq.name)
+        wl = transitions.copy_for_status(info.obj)
+        transitions.set_quota_reservation(wl, admission, now)
+        flavors = {fa.name for ps in e.assignment.pod_sets for fa in ps.flavors.values()}
+        required = cq.checks_for_flavors(flavors)
+        admitted_now = False
+        if transitions.all_checks_listed(wl, required):
+            admitted_now = transitions.sync_admitted_condition(wl, now, self.options)
+        assumed = WorkloadInfo(
+            obj=wl,
+            key=info.key,
+            uid=info.uid,
+            priority=info.priority,
+            base_priority=info.base_priority,
+            boost=info.boost,
+            order_ts=info.order_ts,
+            creation_ts=info.creation_ts,
+            pod_sets=info.pod_sets,
+            scheduling_hash=info.scheduling_hash,
+            cluster_queue=cq.name,
+            local_queue=info.local_queue,
+            usage=dict(e.assignment.usage),
+            quota_reserved_ts=to_time(now).timestamp(),
+        )
+        if cq.name not in self.cache.cluster_queues:
+            return f"workload {info.key} could not be added to the cache"
+        decision = Decision(
+            self._stimulus,
+            to_time(now),
+            info.key,
+            "Admitted" if admitted_now else "QuotaReserved",
+            f"Quota reserved in ClusterQueue {cq.name}",
+            status=wl,
+            events=self._admission_events(e, wl, cq, now, admitted_now),
+        )
+        if not self._decide(decision):
+            e.requeue_reason = REQUEUE_REASON_FAILED_AFTER_NOMINATION
+            e.skip_status_update = True
+            return "Could not admit Workload and assign flavors in apiserver"
+        self._assumed.append(assumed)
+        return None
+
+    def _admission_events(
+        self, e: Entry, wl: Workload, cq: ClusterQueueState, now: datetime, admitted_now: bool
+    ) -> tuple[Event, ...]:
+        assert e.assignment is not None
+        requeued = find_condition(e.info.obj.status.conditions, REQUEUED)
+        since = requeued.last_transition_time if requeued is not None else wl.metadata.creation_timestamp
+        waited = (to_time(now) - to_time(since)).total_seconds() if since is not None else 0.0
+        note = f"Quota reserved in ClusterQueue {cq.name}, wait time since queued was {waited:.0f}s"
+        considered = e.assignment.flavors_considered()
+        if considered:
+            note += f"; Flavors considered: {considered}"
+        ns, name = wl.metadata.namespace, wl.metadata.name
+        reserved = Event.for_workload(ns, name, NORMAL, "QuotaReserved", note)
+        if not admitted_now:
+            return (reserved,)
+        admitted = Event.for_workload(
+            ns, name, NORMAL, "Admitted", f"Admitted by ClusterQueue {cq.name}, wait time since reservation was 0s"
+        )
+        return (reserved, admitted)
+
+    # --- requeue and status update (§5.9) --------------------------------------------------------------
+
+    def _requeue_and_update(self, e: Entry, now: datetime) -> None:
+        if e.status != NOT_NOMINATED and e.requeue_reason == REQUEUE_REASON_GENERIC:
+            e.requeue_reason = REQUEUE_REASON_FAILED_AFTER_NOMINATION
+        latest = self.store.get_workload(e.info.key)
+        self.queues.requeue_workload(e.info, e.requeue_reason, e.quota_reserved_reason, now, latest)
+        if e.status not in (NOT_NOMINATED, SKIPPED, PREEMPTION_GATED) or e.skip_status_update or latest is None:
+            return
+        wl = transitions.copy_for_status(latest)
+        reason = transitions.set_pending(wl, e.info, e.quota_reserved_reason, e.message, now, self.options)
+        # Upstream patches only when the condition or the requests changed, but emits the Warning
+        # on every attempt (its event recorder aggregates repeats into one Event's count).
+        changed = wl.status != latest.status
+        if not changed and reason is None:
+            return
+        events: tuple[Event, ...] = ()
+        if reason is not None:
+            note = truncate_message(e.message, EVENT_NOTE_LIMIT)
+            events = (Event.for_workload(wl.metadata.namespace, wl.metadata.name, WARNING, reason, note),)
+        self._decide(
+            Decision(
+                self._stimulus,
+                to_time(now),
+                e.info.key,
+                e.quota_reserved_reason or "Pending",
+                e.message,
+                status=wl if changed else None,
+                events=events,
+            )
+        )
+
+    # --- decisions -------------------------------------------------------------------------------------
+
+    @property
+    def _stimulus(self) -> str:
+        return cycle_stimulus(self.cycle)
+
+    def _decide(self, decision: Decision) -> bool:
+        """Hand a decision to the driver (applied at once) and keep it in the cycle's result."""
+        self._result.decisions.append(decision)
+        return self.store.decide(decision)

@@ -1,0 +1,1 @@
+"""Flavor assignment (upstream ``pkg/scheduler/flavorassigner``)."""

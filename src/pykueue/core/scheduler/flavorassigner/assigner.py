@@ -1,0 +1,545 @@
+"""Flavor assignment: choosing a ResourceFlavor for every requested resource (scheduling reference §6).
+
+``FlavorAssigner`` turns a pending workload's requests into an ``Assignment`` for one ClusterQueue:
+per pod set and resource group it scans the group's flavors (§6.5), filters out flavors the pods
+cannot run on (§6.2), checks quota for every (flavor, resource) of the group (§6.3, asking the
+injected preemption oracle when preemption could help), ranks the outcomes (§6.4) and records every
+examined flavor for the NoFit reason (§6.7) and the "flavors considered" event text (§6.8).
+
+The assigner never mutates the workload, the ClusterQueue or the snapshot. Dropping outdated
+remembered scan progress (§5.4 step 1, ``last_assignment_outdated``) is the caller's job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from pykueue.api import podspec
+from pykueue.api.kueue import PREEMPT_NEVER, PREEMPTION_OVER_BORROWING, TRY_NEXT_FLAVOR, Toleration
+from pykueue.api.quantity import PODS, format_amount, resource_quantity_string, sat_add, sat_mul, sat_sub
+from pykueue.core.cache.cache import ClusterQueueState
+from pykueue.core.cache.snapshot import Snapshot
+from pykueue.core.options import SchedulerOptions
+from pykueue.core.quota.tree import FlavorResource, available, lowest_fitting_subtree, potential_available
+from pykueue.core.scheduler.flavorassigner.assignment import (
+    EXCEEDS_MAX_QUOTA,
+    NO_FIT_SEVERITY,
+    NO_MATCHING_FLAVOR,
+    WAITING_FOR_QUOTA,
+    Assignment,
+    FlavorAssignment,
+    FlavorAttempt,
+    GranularMode,
+    PodSetAssignmentResult,
+    PreemptionMode,
+)
+from pykueue.core.workload.info import LastAssignment, PodSetInfo, WorkloadInfo
+
+Oracle = Callable[[ClusterQueueState, WorkloadInfo, FlavorResource, int], tuple[PreemptionMode, int]]
+"""Preemption oracle (§7.9): ``(cq, wl, fr, quantity) -> (NO_CANDIDATES|PREEMPT|RECLAIM, borrowing level)``."""
+
+NominationPin = Mapping[str, Mapping[str, str]]
+"""Flavors chosen at nomination: pod set name -> resource -> flavor (§5.6 step 2)."""
+
+_NO_FIT = PreemptionMode.NO_FIT
+_NO_CANDIDATES = PreemptionMode.NO_CANDIDATES
+_FIT = PreemptionMode.FIT
+_SIMULATED_MODES = frozenset((PreemptionMode.NO_CANDIDATES, PreemptionMode.PREEMPT, PreemptionMode.RECLAIM))
+_WORST_LEVEL = 2**63 - 1
+
+# A granular mode (§6.4) as a plain tuple in the hot loop: (preemption mode, borrowing level).
+_Granular = tuple[PreemptionMode, int]
+
+
+# --- §6.1 item 4: resource iteration order -------------------------------------------------------
+
+_FNV_OFFSET = 0xCBF29CE484222325
+_FNV_PRIME = 0x100000001B3
+_U64 = (1 << 64) - 1
+
+
+def fnv1a_64(name: str) -> int:
+    """64-bit FNV-1a hash of ``name``'s UTF-8 bytes (Go ``hash/fnv.New64a``)."""
+    h = _FNV_OFFSET
+    for byte in name.encode():
+        h = ((h ^ byte) * _FNV_PRIME) & _U64
+    return h
+
+
+@lru_cache(maxsize=4096)
+def _hash_key(name: str) -> tuple[int, str]:
+    return fnv1a_64(name), name
+
+
+@lru_cache(maxsize=4096)
+def resource_order(names: tuple[str, ...]) -> tuple[str, ...]:
+    """Resource names in upstream's vectorised order: ascending FNV-1a hash, ties by name."""
+    return tuple(sorted(names, key=_hash_key))
+
+
+# --- §5.4 step 1 -----------------------------------------------------------------------------------
+
+
+def last_assignment_outdated(
+    wl: WorkloadInfo, cq: ClusterQueueState, cycle: int, options: SchedulerOptions
+) -> bool:
+    """Whether ``wl``'s remembered flavor-scan progress must be dropped before assigning (§5.4 step 1)."""
+    last = wl.last_assignment
+    if last is None:
+        return False
+    generation_moved = cq.generation > last.cluster_queue_generation
+    if not options.gate("FlavorFungibilityPreserveScanProgress"):
+        return generation_moved
+    recorded, current = last.scheduling_hash, wl.scheduling_hash
+    if recorded != current and "unknown" not in (recorded, current):
+        return True
+    if last.scheduling_cycle >= cycle - 1:
+        return False
+    return generation_moved
+
+
+# --- §6.4 ------------------------------------------------------------------------------------------
+
+
+def _preferred(a: _Granular, b: _Granular, preemption_over_borrowing: bool) -> bool:
+    a_mode, a_level = a
+    b_mode, b_level = b
+    if a_mode is _NO_FIT:
+        return False
+    if b_mode is _NO_FIT:
+        return True
+    a_none = a_mode is _NO_CANDIDATES
+    if a_none != (b_mode is _NO_CANDIDATES):
+        return not a_none
+    if preemption_over_borrowing:
+        if a_level != b_level:
+            return a_level < b_level
+        return a_mode > b_mode
+    if a_mode != b_mode:
+        return a_mode > b_mode
+    return a_level < b_level
+
+
+def is_preferred(a: GranularMode, b: GranularMode, preference: str = "") -> bool:
+    """``isPreferred(a, b)`` (§6.4): is outcome ``a`` strictly better than ``b`` under ``preference``?"""
+    return _preferred(
+        (a.preemption_mode, a.borrowing_level),
+        (b.preemption_mode, b.borrowing_level),
+        preference == PREEMPTION_OVER_BORROWING,
+    )
+
+
+def _most_severe(a: str, b: str) -> str:
+    return a if NO_FIT_SEVERITY.get(a, 0) >= NO_FIT_SEVERITY.get(b, 0) else b
+
+
+# --- internal results ------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _QuotaCheck:
+    """Outcome of ``fitsResourceQuota`` for one (flavor, resource)."""
+
+    mode: PreemptionMode
+    borrow: int
+    reason: str | None = None
+    no_fit_reason: str = ""
+
+
+@dataclass(slots=True)
+class _Scan:
+    """Outcome of scanning one resource group's flavors for a pod set (``findFlavorForPodSets``)."""
+
+    flavors: dict[str, FlavorAssignment]
+    reasons: list[str]
+    attempts: list[FlavorAttempt]
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class _PodSetRequests:
+    info: PodSetInfo
+    count: int
+    requests: dict[str, int]
+    order: tuple[str, ...]
+    tolerations: list[Toleration] | None = field(default=None)
+
+
+# --- the assigner ----------------------------------------------------------------------------------
+
+
+class FlavorAssigner:
+    """Assigns flavors to one workload's requests in one ClusterQueue (§6).
+
+    ``counts`` gives reduced pod counts per pod set (partial admission, §6.9); ``nomination_pin``
+    restricts each resource to the flavor chosen at nomination (§5.6 step 2); ``cycle`` is the
+    scheduling cycle recorded in the resulting ``LastAssignment``. ``wl.last_assignment`` is used
+    as the remembered scan progress as is: drop it first if ``last_assignment_outdated``.
+    """
+
+    def __init__(
+        self,
+        wl: WorkloadInfo,
+        cq: ClusterQueueState,
+        snapshot: Snapshot,
+        options: SchedulerOptions,
+        oracle: Oracle,
+        *,
+        counts: Sequence[int] | None = None,
+        nomination_pin: NominationPin | None = None,
+        cycle: int = 0,
+    ) -> None:
+        self.wl = wl
+        self.cq = cq
+        self.flavors = snapshot.flavors
+        self.options = options
+        self.oracle = oracle
+        self.counts = counts
+        self.cycle = cycle
+        gate = options.gate
+        self._pin = (
+            nomination_pin
+            if nomination_pin and gate("RecomputeAssignmentUponPreemptionTargetsOverlap")
+            else None
+        )
+        self._fungibility = gate("FlavorFungibility")
+        self._observability = gate("UnadmittedWorkloadsObservability")
+        self._vectorized = gate("VectorizedResourceRequests")
+        self._ignore_undeclared = options.ignore_undeclared_resources and gate("QuotaCheckStrategy")
+        self._preemption_over_borrowing = cq.preference == PREEMPTION_OVER_BORROWING
+        self._try_next_on_preempt = cq.when_can_preempt == TRY_NEXT_FLAVOR
+        self._try_next_on_borrow = cq.when_can_borrow == TRY_NEXT_FLAVOR
+        self._can_preempt_while_borrowing = cq.borrow_within_cohort != PREEMPT_NEVER or (
+            options.fair_sharing and cq.reclaim_within_cohort != PREEMPT_NEVER
+        )
+
+    # --- §6.1 ------------------------------------------------------------------------------------
+
+    def _prepare(self, index: int, ps: PodSetInfo) -> _PodSetRequests:
+        count, requests = ps.count, ps.total
+        if self.counts is not None:
+            new_count = self.counts[index]
+            if ps.count != 0 and new_count != ps.count:
+                requests = {r: sat_mul(v // ps.count, new_count) for r, v in requests.items()}
+                count = new_count
+        if self.cq.covers_pods:
+            requests = {**requests, PODS: count}
+        names = tuple(requests)
+        order = resource_order(names) if self._vectorized else names
+        return _PodSetRequests(ps, count, requests, order)
+
+    # --- assembling (§6.6) ------------------------------------------------------------------------
+
+    def assign(self) -> Assignment:
+        """Run flavor assignment for every pod set, stopping at the first pod set that gets no flavor."""
+        last_state = LastAssignment([], self.cq.generation, self.cycle, self.wl.scheduling_hash)
+        assignment = Assignment(
+            pod_sets=[], last_state=last_state, resolve_no_fit_reason=self._observability
+        )
+        for index, ps in enumerate(self.wl.pod_sets):
+            result, failed = self._assign_pod_set(index, self._prepare(index, ps), assignment.usage)
+            _append(assignment, result)
+            if failed:
+                break
+        return assignment
+
+    def _assign_pod_set(
+        self, index: int, psr: _PodSetRequests, assumed: dict[FlavorResource, int]
+    ) -> tuple[PodSetAssignmentResult, bool]:
+        group_of = self.cq.group_of_resource
+        flavors: dict[str, FlavorAssignment] = {}
+        reasons: list[str] = []
+        considered: dict[str, FlavorAttempt] = {}
+        failure: _Scan | None = None
+        for res in psr.order:
+            gi = group_of.get(res)
+            if gi is None and (psr.requests[res] == 0 or self._ignore_undeclared):
+                continue
+            if res in flavors:
+                continue
+            scan = self._find_flavor(index, psr, res, gi, assumed)
+            self._merge_attempts(considered, scan.attempts, res, gi)
+            if scan.error is not None or not scan.flavors:
+                failure = scan
+                break
+            flavors.update(scan.flavors)
+            reasons.extend(scan.reasons)
+        result = PodSetAssignmentResult(
+            name=psr.info.name,
+            flavors=flavors if failure is None else {},
+            requests=psr.requests,
+            count=psr.count,
+            reasons=reasons if failure is None else failure.reasons,
+            error=None if failure is None else failure.error,
+            attempts=sorted(considered.values(), key=_attempt_flavor),
+        )
+        return result, failure is not None
+
+    # --- §6.5 ------------------------------------------------------------------------------------
+
+    def _start_index(self, index: int, res: str) -> int:
+        last = self.wl.last_assignment
+        if not self._fungibility or last is None or index >= len(last.last_tried_flavor_idx):
+            return 0
+        idx = last.last_tried_flavor_idx[index].get(res)
+        return 0 if idx is None else idx + 1
+
+    def _pinned_out(self, psr: _PodSetRequests, flavor: str, res: str) -> bool:
+        assert self._pin is not None
+        return self._pin.get(psr.info.name, {}).get(res) != flavor
+
+    def _find_flavor(
+        self, index: int, psr: _PodSetRequests, res: str, gi: int | None, assumed: dict[FlavorResource, int]
+    ) -> _Scan:
+        if gi is None:
+            # No reason of its own: upstream's findFlavorForPodSets returns a bare Status here.
+            return _Scan({}, [f"resource {res} unavailable in ClusterQueue"], [])
+        group = self.cq.resource_groups[gi]
+        covered = group.covered
+        group_requests = [(r, psr.requests[r]) for r in psr.order if r in covered]
+        group_flavors = group.flavors
+        reasons: list[str] = []
+        attempts: list[FlavorAttempt] = []
+        best: dict[str, FlavorAssignment] = {}
+        best_mode: _Granular = (_NO_FIT, _WORST_LEVEL)
+        attempted = -1
+        for idx in range(self._start_index(index, res), len(group_flavors)):
+            attempted = idx
+            fname = group_flavors[idx]
+            if self._pin is not None and self._pinned_out(psr, fname, res):
+                reasons.append(
+                    f"skipping flavor {fname} as it is not found in the nomination mapping for resource {res}"
+                )
+                continue
+            ineligible, error = self._check_flavor(fname, psr)
+            if ineligible is not None or error is not None:
+                flavor_reasons = [] if ineligible is None else [ineligible]
+                reasons.extend(flavor_reasons)
+                attempts.append(self._no_fit_attempt(fname, flavor_reasons))
+                if error is not None:
+                    return _Scan({}, reasons, attempts, error=error)
+                continue
+            candidate, mode = self._evaluate_flavor(fname, group_requests, assumed, reasons, attempts)
+            if self._fungibility:
+                if not self._try_next(mode):
+                    best, best_mode = candidate, mode
+                    break
+                if _preferred(mode, best_mode, self._preemption_over_borrowing):
+                    best, best_mode = candidate, mode
+            elif mode[0] > best_mode[0]:
+                best, best_mode = candidate, mode
+                if mode[0] is _FIT:
+                    return _Scan(best, [], attempts)
+        if self._fungibility:
+            tried = -1 if attempted == len(group_flavors) - 1 else attempted
+            for fa in best.values():
+                fa.tried_flavor_idx = tried
+            if best_mode[0] is _FIT:
+                return _Scan(best, [], attempts)
+        return _Scan(best, reasons, attempts)
+
+    def _try_next(self, mode: _Granular) -> bool:
+        pm, level = mode
+        if pm is _NO_FIT or pm is _NO_CANDIDATES:
+            return True
+        if pm is not _FIT and self._try_next_on_preempt:
+            return True
+        return level > 0 and self._try_next_on_borrow
+
+    def _evaluate_flavor(
+        self,
+        fname: str,
+        group_requests: list[tuple[str, int]],
+        assumed: dict[FlavorResource, int],
+        reasons: list[str],
+        attempts: list[FlavorAttempt],
+    ) -> tuple[dict[str, FlavorAssignment], _Granular]:
+        """Quota outcome of ``fname`` for every requested resource of the group; the worst one represents it."""
+        representative: _Granular = (_FIT, 0)
+        max_borrow = 0
+        flavor_reasons: list[str] = []
+        no_fit_reason = ""
+        candidate: dict[str, FlavorAssignment] = {}
+        for res, value in group_requests:
+            fr = (fname, res)
+            check = self._fits_resource_quota(fr, assumed.get(fr, 0), value)
+            if check.reason is not None:
+                flavor_reasons.append(check.reason)
+                no_fit_reason = _most_severe(no_fit_reason, check.no_fit_reason)
+            max_borrow = max(max_borrow, check.borrow)
+            mode = (check.mode, check.borrow)
+            if _preferred(representative, mode, self._preemption_over_borrowing):
+                representative = mode
+            if representative[0] is _NO_FIT:
+                continue
+            candidate[res] = FlavorAssignment(fname, check.mode.public(), 0, check.borrow)
+        reasons.extend(flavor_reasons)
+        flavor_reasons.sort()
+        attempts.append(
+            FlavorAttempt(
+                flavor=fname,
+                mode=GranularMode(representative[0], max_borrow),
+                reasons=flavor_reasons,
+                no_fit_reason=no_fit_reason if self._observability else "",
+                preemption_simulated=representative[0] in _SIMULATED_MODES,
+                resource_groups=self._groups_listing(fname),
+            )
+        )
+        return candidate, representative
+
+    def _no_fit_attempt(self, fname: str, reasons: list[str]) -> FlavorAttempt:
+        return FlavorAttempt(
+            flavor=fname,
+            mode=GranularMode(_NO_FIT, 0),
+            reasons=reasons,
+            no_fit_reason=NO_MATCHING_FLAVOR if self._observability else "",
+            resource_groups=self._groups_listing(fname),
+        )
+
+    def _groups_listing(self, fname: str) -> tuple[int, ...]:
+        """``findRGIndicesByFlavor``: every resource group of the ClusterQueue that lists ``fname``."""
+        return tuple(i for i, group in enumerate(self.cq.resource_groups) if fname in group.flavors)
+
+    # --- §6.2 ------------------------------------------------------------------------------------
+
+    def _check_flavor(self, fname: str, psr: _PodSetRequests) -> tuple[str | None, str | None]:
+        """``(ineligibility reason, error)`` of flavor ``fname`` for the pod set; both None when eligible."""
+        flavor = self.flavors.get(fname)
+        if flavor is None:
+            return f"flavor {fname} not found", None
+        spec = flavor.spec
+        if spec.node_taints:
+            if psr.tolerations is None:
+                psr.tolerations = podspec.pod_tolerations(psr.info.spec)
+            taint = podspec.first_untolerated_taint(spec.node_taints, [*psr.tolerations, *spec.tolerations])
+            if taint is not None:
+                return f"untolerated taint {podspec.format_taint(taint)} in flavor {fname}", None
+        if spec.node_labels:
+            try:
+                matches = podspec.matches_flavor_node_labels(psr.info.spec, spec.node_labels)
+            except podspec.SelectorError as err:
+                return None, str(err)
+            if not matches:
+                return f"flavor {fname} doesn't match node affinity", None
+        return None, None
+
+    # --- §6.3 ------------------------------------------------------------------------------------
+
+    def _fits_resource_quota(self, fr: FlavorResource, assumed: int, request: int) -> _QuotaCheck:
+        node = self.cq.node
+        flavor, res = fr
+        value = sat_add(assumed, request)
+        capacity = potential_available(node, fr)
+        if value > capacity:
+            # Amounts go through AmountQuantityString, the request through ResourceQuantityString
+            # (no "<unlimited>" for it), as upstream's fitsResourceQuota prints them.
+            return _QuotaCheck(
+                _NO_FIT,
+                0,
+                f"insufficient quota for {res} in flavor {flavor}, previously considered podsets requests "
+                f"({format_amount(res, assumed)}) + current podset request ({resource_quantity_string(res, request)}) "
+                f"> maximum capacity ({format_amount(res, capacity)})",
+                EXCEEDS_MAX_QUOTA,
+            )
+        borrow, may_reclaim = lowest_fitting_subtree(node, fr, value)
+        free = available(node, fr)
+        if value <= free:
+            return _QuotaCheck(_FIT, borrow)
+        reason = (
+            f"insufficient unused quota for {res} in flavor {flavor}, "
+            f"{format_amount(res, sat_sub(value, free))} more needed"
+        )
+        quota = node.quotas.get(fr)
+        nominal = quota.nominal if quota is not None else 0
+        if nominal >= value or may_reclaim or self._can_preempt_while_borrowing:
+            mode, level = self.oracle(self.cq, self.wl, fr, value)
+            return _QuotaCheck(mode, level, reason, WAITING_FOR_QUOTA if mode is _NO_FIT else "")
+        return _QuotaCheck(_NO_FIT, borrow, reason, WAITING_FOR_QUOTA)
+
+    # --- §6.7 attempts ------------------------------------------------------------------------------
+
+    def _merge_attempts(
+        self, considered: dict[str, FlavorAttempt], attempts: list[FlavorAttempt], res: str, gi: int | None
+    ) -> None:
+        """Fold one scan's attempts into the pod set's per-flavor record (``mergeFlavorAttemptsForResource``)."""
+        for attempt in attempts:
+            existing = considered.get(attempt.flavor)
+            if existing is None:
+                attempt.reasons = sorted(set(attempt.reasons))
+                considered[attempt.flavor] = attempt
+            else:
+                _merge_into(existing, attempt)
+        if not attempts or gi is None:
+            return
+        # Only reachable when a flavor appears in several resource groups of the ClusterQueue.
+        present = {a.flavor for a in attempts}
+        group_flavors = self.cq.resource_groups[gi].flavors
+        for fname, attempt in considered.items():
+            if fname in group_flavors and fname not in present:
+                attempt.mode = GranularMode(_NO_FIT, attempt.mode.borrowing_level)
+                attempt.preemption_simulated = False
+                attempt.reasons = sorted(
+                    {*attempt.reasons, f"flavor {fname} does not provide resource {res}"}
+                )
+                if self._observability:
+                    attempt.no_fit_reason = NO_MATCHING_FLAVOR
+
+
+def _attempt_flavor(attempt: FlavorAttempt) -> str:
+    return attempt.flavor
+
+
+def _merge_into(existing: FlavorAttempt, other: FlavorAttempt) -> None:
+    mode = min(existing.mode.preemption_mode, other.mode.preemption_mode)
+    level = max(existing.mode.borrowing_level, other.mode.borrowing_level)
+    existing.mode = GranularMode(mode, level)
+    existing.preemption_simulated = mode in _SIMULATED_MODES and (
+        existing.preemption_simulated or other.preemption_simulated
+    )
+    existing.reasons = sorted({*existing.reasons, *other.reasons})
+    existing.no_fit_reason = _most_severe(existing.no_fit_reason, other.no_fit_reason)
+
+
+def _append(assignment: Assignment, ps: PodSetAssignmentResult) -> None:
+    """Add a pod set's result: its usage, its borrowing level and its remembered scan indexes."""
+    assignment.pod_sets.append(ps)
+    usage = assignment.usage
+    tried: dict[str, int] = {}
+    for res, fa in ps.flavors.items():
+        if fa.borrow > assignment.borrowing:
+            assignment.borrowing = fa.borrow
+        fr = (fa.name, res)
+        usage[fr] = sat_add(usage.get(fr, 0), ps.requests.get(res, 0))
+        tried[res] = fa.tried_flavor_idx
+    assert assignment.last_state is not None
+    assignment.last_state.last_tried_flavor_idx.append(tried)
+
+
+def assign_flavors(
+    wl: WorkloadInfo,
+    cq: ClusterQueueState,
+    snapshot: Snapshot,
+    options: SchedulerOptions,
+    oracle: Oracle,
+    counts: Sequence[int] | None = None,
+    pin: NominationPin | None = None,
+    cycle: int = 0,
+) -> Assignment:
+    """Convenience wrapper: ``FlavorAssigner(...).assign()``."""
+    return FlavorAssigner(
+        wl, cq, snapshot, options, oracle, counts=counts, nomination_pin=pin, cycle=cycle
+    ).assign()
+
+
+__all__ = [
+    "FlavorAssigner",
+    "NominationPin",
+    "Oracle",
+    "assign_flavors",
+    "fnv1a_64",
+    "is_preferred",
+    "last_assignment_outdated",
+    "resource_order",
+]

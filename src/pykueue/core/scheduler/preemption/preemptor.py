@@ -1,0 +1,181 @@
+"""Entry points of preemption: target search, the flavor assigner's oracle and eviction writes.
+
+Scheduling reference §7.1, §7.9, §7.10 and API reference §3.6.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from pykueue.api.kueue import Workload
+from pykueue.core.cache.cache import ClusterQueueState
+from pykueue.core.cache.snapshot import Snapshot
+from pykueue.core.events import NORMAL, Event
+from pykueue.core.options import SchedulerOptions
+from pykueue.core.quota.tree import FlavorResource, lowest_fitting_subtree
+from pykueue.core.scheduler.flavorassigner.assigner import Oracle
+from pykueue.core.scheduler.flavorassigner.assignment import Assignment, PreemptionMode
+from pykueue.core.scheduler.preemption.classical import classical_targets
+from pykueue.core.scheduler.preemption.common import (
+    LocalQueueUsage,
+    PreemptionContext,
+    Target,
+    cq_path,
+    preemption_message,
+    priority_info,
+)
+from pykueue.core.scheduler.preemption.fairsharing import Strategy, fair_targets, parse_strategies
+from pykueue.core.workload import transitions
+from pykueue.core.workload.info import PREEMPTED, WorkloadInfo
+
+"""``oracle(cq, wl, fr, val) -> (mode, borrowing level)`` used by flavor assignment (§6.3, §7.9)."""
+
+EVICTED_BY_PREEMPTION = "Preempted"
+
+
+class Preemptor:
+    """Finds preemption targets with the classical or the fair-sharing algorithm."""
+
+    def __init__(
+        self,
+        options: SchedulerOptions,
+        clock: Callable[[], float],
+        lq_usage: LocalQueueUsage | None = None,
+    ) -> None:
+        self.options = options
+        self.clock = clock
+        self.lq_usage = lq_usage
+        self._strategies: list[Strategy] = parse_strategies(options.fair_sharing_strategies)
+
+    def get_targets(
+        self,
+        wl: WorkloadInfo,
+        assignment: Assignment,
+        snapshot: Snapshot,
+        cq: ClusterQueueState,
+        *,
+        now: float | None = None,
+    ) -> list[Target]:
+        """Workloads to evict so that ``wl`` fits with ``assignment`` (empty if impossible).
+
+        The snapshot is left exactly as it was. Targets carry the preemptor and preemptee paths
+        used by the preemption message.
+        """
+        frs = frozenset(assignment.preempt_frs())
+        if not frs:
+            return []
+        ctx = self._context(wl, cq, snapshot, frs, assignment.total_requests_for_preemption(), now)
+        targets = self._search(ctx)
+        preemptor_path = cq_path(cq.node)
+        for t in targets:
+            t.preemptor_path = preemptor_path
+            t.preemptee_path = cq_path(snapshot.cache.cluster_queues[t.workload.cluster_queue].node)
+        return targets
+
+    def simulate(
+        self,
+        cq: ClusterQueueState,
+        wl: WorkloadInfo,
+        fr: FlavorResource,
+        val: int,
+        snapshot: Snapshot,
+        *,
+        now: float | None = None,
+    ) -> tuple[PreemptionMode, int]:
+        """§7.9: whether preempting for ``val`` of ``fr`` is possible, and the borrowing level after."""
+        ctx = self._context(wl, cq, snapshot, frozenset((fr,)), {fr: val}, now)
+        targets = self._search(ctx)
+        if not targets:
+            return PreemptionMode.NO_CANDIDATES, lowest_fitting_subtree(cq.node, fr, val)[0]
+        cqs = snapshot.cache.cluster_queues
+        for t in targets:
+            snapshot.remove_usage(cqs[t.workload.cluster_queue], t.workload.usage)
+        try:
+            level = lowest_fitting_subtree(cq.node, fr, val)[0]
+        finally:
+            for t in targets:
+                snapshot.add_usage(cqs[t.workload.cluster_queue], t.workload.usage)
+        if any(t.workload.cluster_queue == cq.name for t in targets):
+            return PreemptionMode.PREEMPT, level
+        return PreemptionMode.RECLAIM, level
+
+    def make_oracle(self, snapshot: Snapshot) -> Oracle:
+        """The oracle bound to ``snapshot``, as the flavor assigner calls it."""
+
+        def oracle(
+            cq: ClusterQueueState, wl: WorkloadInfo, fr: FlavorResource, val: int
+        ) -> tuple[PreemptionMode, int]:
+            return self.simulate(cq, wl, fr, val, snapshot)
+
+        return oracle
+
+    def _context(
+        self,
+        wl: WorkloadInfo,
+        cq: ClusterQueueState,
+        snapshot: Snapshot,
+        frs: frozenset[FlavorResource],
+        request: dict[FlavorResource, int],
+        now: float | None,
+    ) -> PreemptionContext:
+        return PreemptionContext(
+            preemptor=wl,
+            cq=cq,
+            snapshot=snapshot,
+            frs=frs,
+            request=request,
+            now=self.clock() if now is None else now,
+            options=self.options,
+            lq_usage=self.lq_usage,
+        )
+
+    def _search(self, ctx: PreemptionContext) -> list[Target]:
+        if self.options.fair_sharing:
+            return fair_targets(ctx, self._strategies)
+        return classical_targets(ctx)
+
+
+def apply_eviction_for_preemption(
+    wl_obj: Workload,
+    preemptor: WorkloadInfo,
+    target: Target,
+    now: datetime,
+    message: str | None = None,
+) -> list[Event]:
+    """Write the preemption of ``target`` into ``wl_obj`` (a status copy) and return its events.
+
+    Preempted=True (reason = target reason, no observedGeneration) and then the eviction with
+    reason ``Preempted`` (§7.10 step 3, API reference §3.6). ``message`` defaults to the standard
+    preemption message built from the target's paths.
+    """
+    if message is None:
+        message = preemption_message(preemptor, target.reason, target.preemptor_path, target.preemptee_path)
+    had_admission = wl_obj.status.admission is not None
+    transitions.set_condition(wl_obj, PREEMPTED, "True", target.reason, message, now, observed=False)
+    transitions.evict(wl_obj, EVICTED_BY_PREEMPTION, message, now)
+    victim = target.workload
+    ns, name = wl_obj.metadata.namespace, wl_obj.metadata.name
+    priorities = (
+        f"; preemptor effective priority: {priority_info(preemptor)}; "
+        f"preemptee effective priority: {priority_info(victim)}"
+    )
+    events: list[Event] = []
+    if had_admission:
+        events.append(Event.for_workload(ns, name, NORMAL, "EvictedDueTo" + EVICTED_BY_PREEMPTION, message))
+    events.append(Event.for_workload(ns, name, NORMAL, "Preempted", message + priorities))
+    victim_ref = f"{ns}/{name}" if ns else name
+    events.append(
+        Event.for_workload(
+            preemptor.namespace,
+            preemptor.name,
+            NORMAL,
+            "PreemptedWorkload",
+            f"Preempted workload {victim_ref} (UID: {wl_obj.metadata.uid}) in ClusterQueue {victim.cluster_queue}"
+            + priorities,
+        )
+    )
+    return events
+
+
+__all__ = ["Preemptor", "apply_eviction_for_preemption"]

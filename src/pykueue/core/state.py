@@ -1,0 +1,274 @@
+"""The core's one door, :class:`KueueCore` (dask's ``SchedulerState``, in Kueue's words).
+
+Both drivers of the core — the in-memory simulator behind ``pykueue schedule`` and the controller
+manager of ``pykueue serve`` — construct one and go through it: they *observe* every Workload
+change (:func:`route_workload_change` keeps the queues and the quota cache in sync with the
+Workloads the API holds, API reference §3.14a), run *cycles*, *requeue due* work, and *apply*
+the decisions the core hands them (:class:`~pykueue.core.decision.Decision`). A bounded
+:class:`TransitionLog` keeps, per Workload, the recent decisions with their stimulus, time,
+outcome and reason; :meth:`KueueCore.story` reads it back (the decision trail).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from pykueue.api.kueue import Workload
+from pykueue.api.meta import to_time
+from pykueue.core.cache.cache import Cache
+from pykueue.core.decision import Decision
+from pykueue.core.options import SchedulerOptions
+from pykueue.core.queue import QueueManager
+from pykueue.core.scheduler.cycle import Scheduler
+from pykueue.core.scheduler.entry import CycleResult
+from pykueue.core.workload import transitions
+from pykueue.core.workload.info import (
+    has_active_quota_reservation,
+    has_quota_reservation,
+    is_active,
+    is_admitted,
+    is_evicted,
+    is_finished,
+    is_on_hold,
+    new_workload_info,
+    priority_parts,
+    workload_key,
+)
+from pykueue.core.workload.reconcile import Outcome
+
+
+def queueable(wl: Workload) -> bool:
+    """Whether a Workload may sit in its LocalQueue (§3.1 *admissible*, admission gates aside)."""
+    return not is_finished(wl) and is_active(wl) and not has_quota_reservation(wl) and not is_on_hold(wl)
+
+
+def route_workload_change(
+    old: Workload | None,
+    new: Workload | None,
+    *,
+    cache: Cache,
+    queues: QueueManager,
+    issued_evictions: set[str],
+    options: SchedulerOptions,
+    now: datetime,
+    retry_from: datetime | None = None,
+) -> None:
+    """Apply one observed Workload change (``old`` None: created; ``new`` None: deleted).
+
+    ``retry_from`` (default ``now``) is when the change happened, from which the batched retry
+    of parked workloads it requests runs (``RETRY_BATCH_PERIOD``): the simulator observes some
+    changes a tick after they happened.
+    """
+    wl = new if new is not None else old
+    assert wl is not None
+    key = workload_key(wl)
+    ts = to_time(now).timestamp()
+    retry_ts = ts if retry_from is None else to_time(retry_from).timestamp()
+
+    def info(w: Workload) -> None:
+        cache.add_workload(new_workload_info(w, options, cache.workload(key)))
+
+    def release() -> None:
+        """Free the workload's usage and retry what was parked behind it."""
+        cq = cache.workload_cq.get(key)
+        cache.delete_workload(key)
+        if cq:
+            queues.queue_inadmissible_workloads({cq}, retry_ts)
+
+    if new is None:
+        queues.delete_workload(key, forget=True)
+        release()
+        return
+    if old is None:
+        if is_finished(new):
+            return
+        if has_active_quota_reservation(new):
+            info(new)
+        elif queueable(new):
+            queues.add_or_update_workload(new, ts)
+        return
+    if is_evicted(new) and not is_evicted(old):
+        issued_evictions.discard(new.metadata.uid)  # the expected eviction landed
+    was_reserved = has_quota_reservation(old)
+    now_reserved = has_quota_reservation(new)
+    if is_finished(new) or not is_active(new):
+        # Finishing or deactivating frees the usage at once, although status.admission stays (§3.1).
+        queues.delete_workload(key)
+        release()
+        return
+    if not was_reserved and not now_reserved:
+        if is_on_hold(new):
+            queues.delete_workload(key)
+        else:
+            queues.add_or_update_workload(new, ts)
+        return
+    if not was_reserved and now_reserved:
+        queues.delete_workload(key)
+        info(new)
+        return
+    if was_reserved and not now_reserved:
+        cq = cache.workload_cq.get(key)
+        cache.delete_workload(key)
+        at = transitions.requeue_at(new)
+        if at is None or at <= to_time(now):
+            queues.add_or_update_workload(new, ts)
+        if cq:
+            queues.queue_inadmissible_workloads({cq}, retry_ts)
+        return
+    info(new)
+    # Reserved -> reserved: fewer pods or another priority can let parked workloads in
+    # (scheduling reference §4.3, §4.7). Upstream's Update handler retries on reclaimable pods
+    # only between two Admitted states; a reservation waiting for checks just updates the cache.
+    if (
+        (is_admitted(old) and is_admitted(new) and old.status.reclaimable_pods != new.status.reclaimable_pods)
+        or priority_parts(old, options) != priority_parts(new, options)
+        or old.spec.priority_class_ref != new.spec.priority_class_ref
+    ):
+        cq = cache.workload_cq.get(key)
+        if cq:
+            queues.queue_inadmissible_workloads({cq}, retry_ts)
+
+
+# --- the transition log -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """One entry of a Workload's trail: which stimulus led to which decision, when, and whether its
+    write landed (``outcome``: ``applied``, ``failed`` or ``noted`` for a decision without writes)."""
+
+    stimulus: str
+    at: datetime
+    reason: str
+    message: str
+    outcome: str
+    related: tuple[str, ...] = ()
+
+
+class TransitionLog:
+    """The recent transitions of the most recently touched Workloads, bounded both ways."""
+
+    def __init__(self, per_workload: int = 32, workloads: int = 10_000) -> None:
+        self.per_workload = per_workload
+        self.workloads = workloads
+        self._trails: OrderedDict[str, deque[Transition]] = OrderedDict()
+
+    def record(self, decision: Decision, outcome: str) -> None:
+        trail = self._trails.get(decision.workload)
+        if trail is None:
+            trail = self._trails[decision.workload] = deque(maxlen=self.per_workload)
+            if len(self._trails) > self.workloads:
+                self._trails.popitem(last=False)
+        else:
+            self._trails.move_to_end(decision.workload)
+        trail.append(
+            Transition(decision.stimulus, decision.at, decision.reason, decision.message, outcome, decision.related)
+        )
+
+    def story(self, workload_key: str) -> list[Transition]:
+        return list(self._trails.get(workload_key, ()))
+
+
+def outcome_decision(workload_key: str, outcome: Outcome, stimulus: str, now: datetime) -> Decision:
+    """An outcome of :mod:`pykueue.core.workload.reconcile` as a decision caused by ``stimulus``."""
+    return Decision(
+        stimulus,
+        to_time(now),
+        workload_key,
+        outcome.reason,
+        status=outcome.status,
+        spec=outcome.spec,
+        events=outcome.events,
+    )
+
+
+# --- the door -----------------------------------------------------------------------------------------
+
+
+class Driver(Protocol):
+    """What the core needs from whoever drives it (the simulator, the controller manager)."""
+
+    def get_workload(self, key: str) -> Workload | None: ...
+
+    def namespace_labels(self, namespace: str) -> dict[str, str] | None: ...
+
+    def apply(self, decision: Decision) -> bool:
+        """Write the decision's status or spec (if any); record its events once that succeeded.
+        Returns whether the write landed (True when there is none)."""
+        ...
+
+
+class KueueCore:
+    """The scheduling core behind one door; see the module docstring."""
+
+    def __init__(self, options: SchedulerOptions, driver: Driver, *, log: TransitionLog | None = None) -> None:
+        self.options = options
+        self.driver = driver
+        self.cache = Cache()
+        self.queues = QueueManager(options, self.cache)
+        # Preemption expectations (upstream's ``expectations.Store``): the cycle adds the uid of
+        # each victim whose eviction it wrote; observing that eviction forgets it.
+        self.issued_evictions: set[str] = set()
+        self.scheduler = Scheduler(self.cache, self.queues, self, options, self.issued_evictions)
+        self.log = log if log is not None else TransitionLog()
+
+    # --- CyclePort (the scheduler's view of the world) ---------------------------------------------------
+
+    def get_workload(self, key: str) -> Workload | None:
+        return self.driver.get_workload(key)
+
+    def namespace_labels(self, namespace: str) -> dict[str, str] | None:
+        return self.driver.namespace_labels(namespace)
+
+    def decide(self, decision: Decision) -> bool:
+        """Apply ``decision`` through the driver and keep it in the transition log."""
+        ok = self.driver.apply(decision)
+        self.record(decision, ok)
+        return ok
+
+    def record(self, decision: Decision, applied: bool) -> None:
+        """Keep a decision a driver applied itself in the transition log."""
+        self.log.record(decision, ("applied" if applied else "failed") if decision.writes else "noted")
+
+    # --- the door ----------------------------------------------------------------------------------------
+
+    def observe(
+        self, old: Workload | None, new: Workload | None, now: datetime, *, retry_from: datetime | None = None
+    ) -> None:
+        """One observed Workload change (``old`` None: created; ``new`` None: deleted)."""
+        route_workload_change(
+            old,
+            new,
+            cache=self.cache,
+            queues=self.queues,
+            issued_evictions=self.issued_evictions,
+            options=self.options,
+            now=now,
+            retry_from=retry_from,
+        )
+
+    def cycle(self, now: datetime) -> CycleResult:
+        """One scheduling cycle; its decisions are applied as they are taken and returned in order."""
+        return self.scheduler.schedule(now)
+
+    def requeue_due(self, now: datetime) -> None:
+        """Move every workload whose batched retry or backoff is due back into its queue."""
+        self.queues.process_due_requeues(to_time(now).timestamp())
+
+    def next_due(self) -> float | None:
+        """When :meth:`requeue_due` next has work (epoch seconds), if ever."""
+        return self.queues.next_due_time()
+
+    def apply_outcome(self, workload_key: str, outcome: Outcome, stimulus: str, now: datetime) -> bool:
+        """Apply an outcome of :mod:`pykueue.core.workload.reconcile` (the workload controller's
+        rules) as a decision caused by ``stimulus``."""
+        if not outcome.writes:
+            return False
+        return self.decide(outcome_decision(workload_key, outcome, stimulus, now))
+
+    def story(self, workload_key: str) -> list[Transition]:
+        """The recent decisions about ``workload_key`` (``namespace/name``), oldest first."""
+        return self.log.story(workload_key)

@@ -1,0 +1,1 @@
+"""A Workload's state and transitions (upstream ``pkg/workload``)."""

@@ -1,0 +1,91 @@
+"""Whether a Workload may be admitted to a ClusterQueue at all (upstream ``pkg/scheduler``'s
+``validateResources``/namespace-selector checks, which the workload controller repeats for its
+``QuotaReserved`` message)."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+
+from pykueue.api.kueue import Workload
+from pykueue.api.meta import LabelSelector, label_selector_matches
+from pykueue.api.podspec import (
+    per_pod_integer_requests,
+    resources_validation_error,
+    validate_requests_within_limits,
+)
+from pykueue.api.quantity import MAX_BOUNDED, resource_quantity_string
+
+
+class Problem(enum.Enum):
+    """Why a Workload is inadmissible; the scheduler maps each to its requeue reason."""
+
+    NAMESPACE_MISSING = "NamespaceMissing"
+    NAMESPACE_MISMATCH = "NamespaceMismatch"
+    INVALID_REQUESTS = "InvalidRequests"
+    UNACCOUNTABLE = "Unaccountable"
+
+NAMESPACE_MISMATCH_MESSAGE = "workload namespace doesn't match ClusterQueue selector"
+
+
+PodSetRequests = Sequence[tuple[int, Mapping[str, int]]]
+"""(count, per-pod Kueue integer requests) of each pod set."""
+
+
+def admissibility_error(
+    wl: Workload,
+    selector: LabelSelector | None,
+    namespace_labels: dict[str, str] | None,
+    pod_sets: PodSetRequests | None = None,
+) -> str | None:
+    """§5.3 rule 5 (and §10.5 step 5): why ``wl`` may not be admitted to a ClusterQueue, if at all."""
+    problem = admissibility_problem(wl, selector, namespace_labels, pod_sets)
+    return problem[0] if problem is not None else None
+
+
+def admissibility_problem(
+    wl: Workload,
+    selector: LabelSelector | None,
+    namespace_labels: dict[str, str] | None,
+    pod_sets: PodSetRequests | None = None,
+) -> tuple[str, Problem] | None:
+    """:func:`admissibility_error` with what kind of problem it is: (message, kind) or None.
+
+    ``pod_sets`` are the scheduler's already computed requests (else computed from ``wl``).
+    """
+    ns = wl.metadata.namespace
+    if namespace_labels is None:
+        return f'workload namespace "{ns}" does not exist: namespaces "{ns}" not found', Problem.NAMESPACE_MISSING
+    if selector is None or not label_selector_matches(selector, namespace_labels):
+        return NAMESPACE_MISMATCH_MESSAGE, Problem.NAMESPACE_MISMATCH
+    errors: list[str] = []
+    for i, ps in enumerate(wl.spec.pod_sets):
+        errors.extend(validate_requests_within_limits(ps.template.spec, f"spec.podSets[{i}].template.spec"))
+    message = resources_validation_error(errors)
+    if message is not None:
+        return message, Problem.INVALID_REQUESTS
+    if pod_sets is None:
+        pod_sets = [(ps.count, per_pod_integer_requests(ps.template.spec)) for ps in wl.spec.pod_sets]
+    message = resources_validation_error(request_overflow_errors(pod_sets))
+    return (message, Problem.UNACCOUNTABLE) if message is not None else None
+
+
+def request_overflow_errors(pod_sets: PodSetRequests) -> list[str]:
+    """Pod sets whose requests × count leave what Kueue's int64 accounting can hold.
+
+    Usage is int64 (milli-units for cpu) and saturates (upstream ``SaturatingMul``): such a
+    total reads as the unlimited sentinel, fits any quota, and its admission (``resourceUsage``
+    not a multiple of the count) is refused by validation on every retry, holding the
+    ClusterQueue's head. Such a Workload is inadmissible instead, with the pod set, the
+    resource and the bound named.
+    """
+    errors: list[str] = []
+    for i, (count, per_pod) in enumerate(pod_sets):
+        for name in sorted(per_pod):
+            if per_pod[name] * count > MAX_BOUNDED:
+                bound = resource_quantity_string(name, MAX_BOUNDED)
+                errors.append(
+                    f'spec.podSets[{i}].count: Invalid value: {count}: the total request for "{name}" '
+                    f"(per-pod request × count) exceeds the largest quantity Kueue can account for ({bound})"
+                )
+    return errors

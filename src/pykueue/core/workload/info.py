@@ -1,0 +1,305 @@
+"""What the scheduler knows about one Workload (scheduling reference §1.3, §1.4, §2).
+
+``WorkloadInfo`` is built once per workload version: per-pod-set integer requests, effective
+priority, queue-order timestamp and scheduling hash are computed here so the hot paths (heaps,
+entry ordering, preemption) only compare plain numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from pykueue.api import podspec
+from pykueue.api.kueue import (
+    ADMISSION_GATED_BY_ANNOTATION,
+    CHECK_REJECTED,
+    CHECK_RETRY,
+    PRIORITY_BOOST_ANNOTATION,
+    Workload,
+)
+from pykueue.api.meta import EPOCH, Condition, find_condition
+from pykueue.api.quantity import sat_add, sat_mul
+from pykueue.core.options import SchedulerOptions
+from pykueue.core.quota.tree import FlavorResource
+
+# Condition types (§10.1).
+QUOTA_RESERVED = "QuotaReserved"
+ADMITTED = "Admitted"
+EVICTED = "Evicted"
+PREEMPTED = "Preempted"
+REQUEUED = "Requeued"
+PODS_READY = "PodsReady"
+FINISHED = "Finished"
+DEACTIVATION_TARGET = "DeactivationTarget"
+BLOCKED_ON_PREEMPTION_GATES = "BlockedOnPreemptionGates"
+WAITING_FOR_REPLACEMENT_PODS = "WaitingForReplacementPods"
+
+
+def timestamp(value: datetime | None) -> float:
+    """Seconds since the epoch (0 for an unset time)."""
+    return (value or EPOCH).timestamp()
+
+
+def workload_key(wl: Workload) -> str:
+    return f"{wl.metadata.namespace}/{wl.metadata.name}"
+
+
+def _cond(wl: Workload, ctype: str) -> Condition | None:
+    return find_condition(wl.status.conditions, ctype)
+
+
+def _is_true(wl: Workload, ctype: str) -> bool:
+    c = _cond(wl, ctype)
+    return c is not None and c.status == "True"
+
+
+def has_quota_reservation(wl: Workload) -> bool:
+    return _is_true(wl, QUOTA_RESERVED)
+
+
+def is_admitted(wl: Workload) -> bool:
+    return _is_true(wl, ADMITTED)
+
+
+def is_finished(wl: Workload) -> bool:
+    return _is_true(wl, FINISHED)
+
+
+def is_evicted(wl: Workload) -> bool:
+    return _is_true(wl, EVICTED)
+
+
+def is_active(wl: Workload) -> bool:
+    return wl.spec.active is None or wl.spec.active
+
+
+def is_on_hold(wl: Workload) -> bool:
+    c = _cond(wl, QUOTA_RESERVED)
+    return c is not None and c.status == "False" and c.reason == "OnHold"
+
+
+def has_active_quota_reservation(wl: Workload) -> bool:
+    """Counts toward ClusterQueue usage: reserved, not finished, active."""
+    return has_quota_reservation(wl) and not is_finished(wl) and is_active(wl)
+
+
+def is_admissible_to_queues(wl: Workload, options: SchedulerOptions) -> bool:
+    """May sit in a queue (§4.3)."""
+    if options.gate("AdmissionGatedBy") and wl.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION):
+        return False
+    return not (
+        is_finished(wl)
+        or not is_active(wl)
+        or has_quota_reservation(wl)
+        or is_on_hold(wl)
+        or _is_true(wl, WAITING_FOR_REPLACEMENT_PODS)
+    )
+
+
+def has_failed_checks(wl: Workload) -> bool:
+    return any(c.state in (CHECK_RETRY, CHECK_REJECTED) for c in wl.status.admission_checks)
+
+
+def priority_parts(wl: Workload, options: SchedulerOptions) -> tuple[int, int]:
+    """(base priority, boost) — §2.2."""
+    base = wl.spec.priority or 0
+    boost = 0
+    if options.gate("PriorityBoost"):
+        raw = wl.metadata.annotations.get(PRIORITY_BOOST_ANNOTATION)
+        if raw:
+            try:
+                boost = int(raw)
+            except ValueError:
+                boost = 0
+            if not -(2**31) <= boost < 2**31:
+                boost = 0
+    return base, boost
+
+
+def queue_order_timestamp(wl: Workload, options: SchedulerOptions) -> float:
+    """§2.3: the time FIFO ordering uses."""
+    ev = _cond(wl, EVICTED)
+    if ev is not None and ev.status == "True":
+        if options.requeue_timestamp_eviction and ev.reason == "PodsReadyTimeout":
+            return timestamp(ev.last_transition_time)
+        if ev.reason == "AdmissionCheck":
+            return timestamp(ev.last_transition_time)
+    if not options.gate("PrioritySortingWithinCohort"):
+        pc = _cond(wl, PREEMPTED)
+        if pc is not None and pc.status == "True" and pc.reason == "InCohortReclaimWhileBorrowing":
+            return timestamp(pc.last_transition_time) + 0.001
+    return timestamp(wl.metadata.creation_timestamp)
+
+
+@dataclass(slots=True)
+class PodSetInfo:
+    """Requests of one pod set at its effective count."""
+
+    name: str
+    count: int
+    min_count: int | None
+    per_pod: dict[str, int]
+    total: dict[str, int]
+    spec: dict[str, object]
+
+
+@dataclass(slots=True)
+class LastAssignment:
+    """Remembered flavor-scan progress between attempts (§6.5)."""
+
+    last_tried_flavor_idx: list[dict[str, int]]
+    cluster_queue_generation: int
+    scheduling_cycle: int
+    scheduling_hash: str
+
+    def pending_flavors(self) -> bool:
+        return any(idx != -1 for per_ps in self.last_tried_flavor_idx for idx in per_ps.values())
+
+
+@dataclass(slots=True)
+class WorkloadInfo:
+    """The scheduler's view of a Workload."""
+
+    obj: Workload
+    key: str
+    uid: str
+    priority: int
+    base_priority: int
+    boost: int
+    order_ts: float
+    creation_ts: float
+    pod_sets: list[PodSetInfo]
+    scheduling_hash: str
+    cluster_queue: str = ""
+    local_queue: str = ""
+    usage: dict[FlavorResource, int] = field(default_factory=dict)
+    quota_reserved_ts: float = 0.0
+    last_assignment: LastAssignment | None = None
+    is_preemptor: bool = False
+    last_evaluated_generation: int = 0
+
+    @property
+    def namespace(self) -> str:
+        return self.obj.metadata.namespace
+
+    @property
+    def name(self) -> str:
+        return self.obj.metadata.name
+
+    def is_evicted(self) -> bool:
+        return is_evicted(self.obj)
+
+    def uses(self, frs: set[FlavorResource] | frozenset[FlavorResource] | dict[FlavorResource, int]) -> bool:
+        return any(fr in frs for fr in self.usage)
+
+    def is_partially_admissible(self) -> bool:
+        return any(ps.min_count is not None and ps.count > ps.min_count for ps in self.pod_sets)
+
+
+def _reclaimable(wl: Workload, options: SchedulerOptions) -> dict[str, int]:
+    if not options.gate("ReclaimablePods"):
+        return {}
+    return {rp.name: rp.count for rp in wl.status.reclaimable_pods}
+
+
+def build_pod_sets(wl: Workload, options: SchedulerOptions) -> list[PodSetInfo]:
+    """Per-pod-set requests of a pending workload (§1.3)."""
+    reclaim = _reclaimable(wl, options)
+    out: list[PodSetInfo] = []
+    for ps in wl.spec.pod_sets:
+        per_pod = podspec.per_pod_integer_requests(
+            ps.template.spec,
+            exclude_prefixes=options.exclude_resource_prefixes,
+            transformations=options.transformations,
+        )
+        count = ps.count - min(reclaim.get(ps.name, 0), ps.count)
+        total = {r: sat_mul(v, count) for r, v in per_pod.items()}
+        out.append(PodSetInfo(ps.name, count, ps.min_count, per_pod, total, ps.template.spec))
+    return out
+
+
+def admitted_usage(wl: Workload, options: SchedulerOptions) -> dict[FlavorResource, int]:
+    """Usage of a workload holding quota, rebuilt from ``status.admission`` (§1.4)."""
+    admission = wl.status.admission
+    if admission is None:
+        return {}
+    reclaim = _reclaimable(wl, options)
+    spec_counts = {ps.name: ps.count for ps in wl.spec.pod_sets}
+    usage: dict[FlavorResource, int] = {}
+    for psa in admission.pod_set_assignments:
+        per_resource = podspec.admitted_usage(
+            psa, spec_counts.get(psa.name, 1), reclaim.get(psa.name, 0)
+        )
+        for resource, value in per_resource.items():
+            flavor = psa.flavors.get(resource)
+            if flavor is None:
+                continue
+            fr = (flavor, resource)
+            usage[fr] = sat_add(usage.get(fr, 0), value)
+    return usage
+
+
+def _hash(wl: Workload, priority: int, pod_sets: list[PodSetInfo], options: SchedulerOptions) -> str:
+    if not options.gate("SchedulingEquivalenceHashing"):
+        return "unknown"
+    spec_by_name = {ps.name: ps for ps in wl.spec.pod_sets}
+    return podspec.scheduling_hash(
+        priority,
+        [
+            (
+                ps.name,
+                podspec.scheduling_shape(ps.spec),
+                ps.count,
+                ps.total,
+                ps.min_count,
+                spec_by_name[ps.name].topology_request,
+            )
+            for ps in pod_sets
+        ],
+    )
+
+
+def new_workload_info(
+    wl: Workload, options: SchedulerOptions, previous: WorkloadInfo | None = None
+) -> WorkloadInfo:
+    """Build the scheduler's view of ``wl`` (pending or holding quota).
+
+    ``previous`` is an earlier view of the same workload: when the spec object and the reclaimable
+    pods are unchanged (a status-only update), its pod-set requests and hash are reused instead of
+    recomputed from the pod templates.
+    """
+    base, boost = priority_parts(wl, options)
+    priority = base + boost
+    if (
+        previous is not None
+        and previous.obj.spec is wl.spec
+        and previous.obj.status.reclaimable_pods == wl.status.reclaimable_pods
+    ):
+        pod_sets = previous.pod_sets
+        scheduling_hash = (
+            previous.scheduling_hash if previous.priority == priority else _hash(wl, priority, pod_sets, options)
+        )
+    else:
+        pod_sets = build_pod_sets(wl, options)
+        scheduling_hash = _hash(wl, priority, pod_sets, options)
+    info = WorkloadInfo(
+        obj=wl,
+        key=workload_key(wl),
+        uid=wl.metadata.uid,
+        priority=priority,
+        base_priority=base,
+        boost=boost,
+        order_ts=queue_order_timestamp(wl, options),
+        creation_ts=timestamp(wl.metadata.creation_timestamp),
+        pod_sets=pod_sets,
+        scheduling_hash=scheduling_hash,
+        local_queue=f"{wl.metadata.namespace}/{wl.spec.queue_name}" if wl.spec.queue_name else "",
+    )
+    if wl.status.admission is not None:
+        info.cluster_queue = wl.status.admission.cluster_queue
+        info.usage = admitted_usage(wl, options)
+        qr = _cond(wl, QUOTA_RESERVED)
+        if qr is not None and qr.status == "True":
+            info.quota_reserved_ts = timestamp(qr.last_transition_time)
+    return info

@@ -1,0 +1,264 @@
+"""The workload controller's decisions as pure functions (upstream
+``pkg/controller/core/workload_controller.go``, ``WorkloadReconciler.Reconcile``).
+
+Each function looks at one Workload (and what the caller knows about its queues) at time ``now``
+and returns an :class:`Outcome`: the object to write, the events to record once the write has
+succeeded, and when to look again. Nothing here writes or reads outside its arguments, so the
+simulator (``pykueue schedule``) and the controllers of ``pykueue serve`` apply the same
+decisions, and tests state them as tables.
+
+Deactivation follows upstream's protocol in three writes, in every driver:
+
+1. a rejected admission check sets ``DeactivationTarget=True`` (``reconcileCheckBasedEviction``);
+2. an active Workload with ``DeactivationTarget=True`` gets ``spec.active=false`` (a plain update);
+3. an inactive Workload is evicted with reason ``DeactivatedDueTo<target reason>``, the target
+   condition is removed and the requeue state cleared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+import msgspec
+
+from pykueue.api.kueue import LocalQueue, Workload
+from pykueue.api.meta import LabelSelector, find_condition, is_condition_true, remove_condition, to_time
+from pykueue.core.events import NORMAL, WARNING, Event
+from pykueue.core.options import SchedulerOptions
+from pykueue.core.workload import transitions
+from pykueue.core.workload.admissibility import admissibility_error
+from pykueue.core.workload.info import (
+    DEACTIVATION_TARGET,
+    has_quota_reservation,
+    is_active,
+    is_admitted,
+    is_evicted,
+    is_finished,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one decision asks its driver to do.
+
+    ``spec`` is written with a plain update (spec, metadata), ``status`` through the status
+    subresource; a decision sets at most one of them, as upstream's reconciler performs one write
+    per pass. ``events`` are recorded only once that write succeeded. ``reason`` names the
+    decision for the transition log (e.g. ``"AdmissionCheckRejected"``).
+    """
+
+    status: Workload | None = None
+    spec: Workload | None = None
+    events: tuple[Event, ...] = ()
+    requeue_after: float | None = None
+    reason: str = ""
+
+    @property
+    def writes(self) -> bool:
+        return self.status is not None or self.spec is not None
+
+
+NOTHING = Outcome()
+
+
+def _event(wl: Workload, type_: str, reason: str, note: str) -> Event:
+    return Event.for_workload(wl.metadata.namespace, wl.metadata.name, type_, reason, note)
+
+
+# --- queue state (upstream: the LocalQueue/ClusterQueue branches of Reconcile) ----------------------
+
+
+@dataclass(frozen=True, slots=True)
+class QueueFacts:
+    """What a driver knows about the ClusterQueue a Workload would use (from the scheduler's cache)."""
+
+    exists: bool
+    active: bool
+    stop_policy: str
+    namespace_selector: LabelSelector | None
+
+
+def queue_view(
+    wl: Workload,
+    local_queue: LocalQueue | None,
+    cluster_queue: str,
+    facts: QueueFacts | None,
+    namespace_labels: Mapping[str, str] | None,
+    bulk_bypass_reason: str | None,
+) -> transitions.QueueView:
+    """The :class:`~pykueue.core.workload.transitions.QueueView` of ``wl``; a LocalQueue being
+    deleted counts as missing, as upstream's cache drops it on its deletion event."""
+    admissibility: str | None = None
+    if facts is not None:
+        labels = dict(namespace_labels) if namespace_labels is not None else None
+        admissibility = admissibility_error(wl, facts.namespace_selector, labels)
+    return transitions.QueueView(
+        local_queue_exists=local_queue is not None and local_queue.metadata.deletion_timestamp is None,
+        local_queue_stop_policy=local_queue.spec.stop_policy if local_queue is not None else "",
+        cluster_queue=cluster_queue,
+        cluster_queue_exists=facts is not None and facts.exists,
+        cluster_queue_active=facts is not None and facts.active,
+        cluster_queue_stop_policy=facts.stop_policy if facts is not None else "",
+        bulk_bypass_reason=bulk_bypass_reason,
+        admissibility_error=admissibility,
+    )
+
+
+def queue_state(wl: Workload, view: transitions.QueueView, now: datetime, options: SchedulerOptions) -> Outcome:
+    """Reactivation, queue restarts, the ``QuotaReserved=False`` reason of a pending Workload, and
+    what a stopped or missing queue does to a Workload holding quota."""
+    if is_finished(wl):
+        return NOTHING
+    updated = transitions.copy_for_status(wl)
+    changed = transitions.reactivate(updated, now)
+    changed = transitions.restart_after_stop(updated, view, now) or changed
+    events: tuple[Event, ...] = ()
+    reason = "QueueState"
+    if not has_quota_reservation(wl):
+        target = transitions.pending_condition(wl, view, options)
+        current = find_condition(wl.status.conditions, "QuotaReserved")
+        if target is not None and (current is None or (current.reason, current.message) != target):
+            transitions.release_reservation(updated, target[0], target[1], now, options)
+            changed, reason = True, target[0]
+    elif (
+        wl.spec.queue_name  # a workload without a queue name is not managed by any LocalQueue
+        and not is_admitted(wl)
+        and (not view.local_queue_exists or not view.cluster_queue_exists)
+    ):
+        kind, name = (
+            ("LocalQueue", wl.spec.queue_name) if not view.local_queue_exists else ("ClusterQueue", view.cluster_queue)
+        )
+        transitions.release_reservation(updated, "Misconfigured", f"{kind} {name} is terminating or missing", now, options)
+        changed, reason = True, "Misconfigured"
+    else:
+        action = transitions.stopped_queue_action(wl, view)
+        if action is not None and action[0] == "release":
+            transitions.release_reservation(updated, action[1], action[2], now, options)
+            changed, reason = True, action[1]
+        elif action is not None:
+            transitions.evict(updated, action[1], action[2], now)
+            events = (_event(wl, NORMAL, f"EvictedDueTo{action[1]}", action[2]),)
+            changed, reason = True, f"EvictedDueTo{action[1]}"
+    return Outcome(status=updated, events=events, reason=reason) if changed else NOTHING
+
+
+# --- admission checks and Admitted (upstream: reconcileSyncAdmissionChecks, SyncAdmittedCondition) --
+
+
+def admission_checks(
+    wl: Workload, required: Collection[str], cluster_queue: str, now: datetime, options: SchedulerOptions
+) -> Outcome:
+    """Sync the Workload's admission-check list with the checks its ClusterQueue requires and, for a
+    reserved Workload not yet admitted, the ``Admitted`` condition (with upstream's event)."""
+    if is_finished(wl):
+        return NOTHING
+    updated = transitions.copy_for_status(wl)
+    changed = transitions.sync_admission_checks(updated, list(required), now)
+    became_admitted = False
+    # Never re-sync an admitted workload: an eviction resets its checks to Pending, yet Admitted
+    # stays True until the job integration releases the quota.
+    if has_quota_reservation(updated) and not is_admitted(updated):
+        before = list(updated.status.conditions)  # conditions are replaced, never changed in place
+        became_admitted = transitions.sync_admitted_condition(updated, now, options)
+        changed = changed or before != updated.status.conditions
+    if not changed:
+        return NOTHING
+    if not became_admitted:
+        return Outcome(status=updated, reason="AdmissionChecksSynced")
+    qr = find_condition(updated.status.conditions, "QuotaReserved")
+    waited = (now - to_time(qr.last_transition_time)).total_seconds() if qr else 0.0
+    note = f"Admitted by ClusterQueue {cluster_queue}, wait time since reservation was {waited:.0f}s"
+    return Outcome(status=updated, events=(_event(wl, NORMAL, "Admitted", note),), reason="Admitted")
+
+
+# --- check-based eviction and deactivation (upstream: reconcileCheckBasedEviction, Reconcile) -------
+
+
+def check_based_eviction(wl: Workload, now: datetime) -> Outcome:
+    """A rejected check starts deactivation (phase 1); a check to retry evicts the Workload, after
+    the check's retry delay if it asks for one."""
+    if not has_quota_reservation(wl) or is_evicted(wl) or is_finished(wl):
+        return NOTHING
+    rejected = transitions.rejected_checks_message(wl)
+    if rejected is not None:
+        if is_condition_true(wl.status.conditions, DEACTIVATION_TARGET):
+            return NOTHING
+        updated = transitions.copy_for_status(wl)
+        transitions.set_condition(updated, DEACTIVATION_TARGET, "True", "AdmissionCheck", rejected, now)
+        event = _event(wl, WARNING, "AdmissionCheckRejected", f"Deactivated due to {rejected}")
+        return Outcome(status=updated, events=(event,), reason="AdmissionCheckRejected")
+    retry = transitions.retry_checks_message(wl)
+    if retry is None:
+        return NOTHING
+    updated = transitions.copy_for_status(wl)
+    at = transitions.retry_check_requeue_at(wl)
+    current = transitions.requeue_at(wl)
+    if at is not None and at > now and (current is None or at > current):
+        transitions.set_requeue_at(updated, at)
+        return Outcome(status=updated, reason="AdmissionCheckRetryDelayed")
+    transitions.evict(updated, "AdmissionCheck", retry, now)
+    return Outcome(
+        status=updated,
+        events=(_event(wl, NORMAL, "EvictedDueToAdmissionCheck", retry),),
+        reason="EvictedDueToAdmissionCheck",
+    )
+
+
+def deactivate(wl: Workload) -> Outcome:
+    """Phase 2: an active Workload whose ``DeactivationTarget`` is True gets ``spec.active=false``."""
+    if not is_active(wl) or not is_condition_true(wl.status.conditions, DEACTIVATION_TARGET):
+        return NOTHING
+    updated = msgspec.structs.replace(wl, spec=msgspec.structs.replace(wl.spec, active=False))
+    return Outcome(spec=updated, reason="Deactivated")
+
+
+def evict_inactive(wl: Workload, now: datetime) -> Outcome:
+    """Phase 3: an inactive Workload is evicted (``DeactivatedDueTo<target reason>``), its
+    ``DeactivationTarget`` removed and its requeue state cleared."""
+    if is_active(wl):
+        return NOTHING
+    updated = transitions.copy_for_status(wl)
+    changed = False
+    events: tuple[Event, ...] = ()
+    reason = "RequeueStateCleared"
+    if not is_evicted(wl):
+        target = find_condition(wl.status.conditions, DEACTIVATION_TARGET)
+        cause = target.reason if target is not None and target.status == "True" else ""
+        message = "The workload is deactivated"
+        if target is not None and target.status == "True":
+            message += f" due to {target.message}"
+        reason = transitions.evict(updated, "Deactivated", message, now, cause)
+        remove_condition(updated.status.conditions, DEACTIVATION_TARGET)
+        if wl.status.admission is not None:
+            events = (_event(wl, NORMAL, f"EvictedDueTo{reason}", message),)
+        reason = f"EvictedDueTo{reason}"
+        changed = True
+    if updated.status.requeue_state is not None:
+        updated.status.requeue_state = None
+        changed = True
+    return Outcome(status=updated, events=events, reason=reason) if changed else NOTHING
+
+
+def deactivation(wl: Workload, now: datetime) -> Outcome:
+    """The next step of the deactivation protocol for ``wl``: phase 2 or 3, or nothing."""
+    if is_finished(wl):
+        return NOTHING
+    if is_active(wl):
+        return deactivate(wl)
+    return evict_inactive(wl, now)
+
+
+__all__ = [
+    "NOTHING",
+    "Outcome",
+    "QueueFacts",
+    "admission_checks",
+    "check_based_eviction",
+    "deactivate",
+    "deactivation",
+    "evict_inactive",
+    "queue_state",
+    "queue_view",
+]

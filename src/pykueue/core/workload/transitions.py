@@ -1,0 +1,483 @@
+"""Workload status transitions, as pure functions on a Workload object.
+
+Scheduling reference §5.8, §5.9, §9, §10 and API reference §3 (conditions, admission-check sync,
+the Admitted condition, eviction and its completion by the job integration, backoff). The
+scheduler, the dry-run engine and the controllers all use these, so each rule lives once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import msgspec
+
+from pykueue.api.kueue import (
+    ADMISSION_GATED_BY_ANNOTATION,
+    CHECK_PENDING,
+    CHECK_READY,
+    CHECK_REJECTED,
+    CHECK_RETRY,
+    STOP_HOLD_AND_DRAIN,
+    STOP_NONE,
+    Admission,
+    AdmissionCheckState,
+    PodSetRequest,
+    RequeueState,
+    SchedulingStats,
+    Workload,
+    WorkloadSchedulingStatsEviction,
+)
+from pykueue.api.meta import (
+    Condition,
+    find_condition,
+    format_time,
+    set_status_condition,
+    to_time,
+    truncate_message,
+)
+from pykueue.api.quantity import resource_quantity_string
+from pykueue.core.options import SchedulerOptions
+from pykueue.core.workload.info import (
+    ADMITTED,
+    BLOCKED_ON_PREEMPTION_GATES,
+    EVICTED,
+    PREEMPTED,
+    QUOTA_RESERVED,
+    REQUEUED,
+    WorkloadInfo,
+    has_quota_reservation,
+    is_active,
+    is_admitted,
+    is_evicted,
+)
+
+
+def copy_for_status(wl: Workload) -> Workload:
+    """A copy whose status lists can be changed without touching ``wl``."""
+    st = wl.status
+    status = msgspec.structs.replace(
+        st,
+        conditions=list(st.conditions),
+        admission_checks=list(st.admission_checks),
+        resource_requests=list(st.resource_requests),
+    )
+    return msgspec.structs.replace(wl, status=status)
+
+
+def _gen(wl: Workload) -> int:
+    return wl.metadata.generation
+
+
+def set_condition(
+    wl: Workload, ctype: str, status: str, reason: str, message: str, now: datetime, observed: bool = True
+) -> bool:
+    cond = Condition(
+        type=ctype,
+        status=status,
+        reason=reason,
+        message=truncate_message(message),
+        observed_generation=_gen(wl) if observed else 0,
+    )
+    return set_status_condition(wl.status.conditions, cond, now)
+
+
+# --- quota reservation (§5.8) ----------------------------------------------------------------
+
+
+def set_quota_reservation(wl: Workload, admission: Admission, now: datetime) -> None:
+    """Write the admission and QuotaReserved=True; flip Evicted/Preempted/Blocked to False."""
+    wl.status.admission = admission
+    wl.status.resource_requests = []
+    set_condition(
+        wl, QUOTA_RESERVED, "True", "QuotaReserved", f"Quota reserved in ClusterQueue {admission.cluster_queue}", now
+    )
+    for ctype in (EVICTED, PREEMPTED, BLOCKED_ON_PREEMPTION_GATES):
+        old = find_condition(wl.status.conditions, ctype)
+        if old is not None and old.status == "True":
+            set_condition(
+                wl, ctype, "False", "QuotaReserved", f"Previously: {old.message}", now, observed=ctype != PREEMPTED
+            )
+
+
+def all_checks_listed(wl: Workload, required: list[str]) -> bool:
+    listed = {c.name for c in wl.status.admission_checks}
+    return all(name in listed for name in required)
+
+
+def sync_admitted_condition(wl: Workload, now: datetime, options: SchedulerOptions) -> bool:
+    """``SyncAdmittedCondition`` (§9.2, API reference §3.3). Returns whether Admitted became True."""
+    reserved = has_quota_reservation(wl)
+    checks_ready = all(c.state == CHECK_READY for c in wl.status.admission_checks)
+    topology_ready = wl.status.admission is None or all(
+        psa.delayed_topology_request != "Pending" for psa in wl.status.admission.pod_set_assignments
+    )
+    current = find_condition(wl.status.conditions, ADMITTED)
+    was_admitted = current is not None and current.status == "True"
+    observability = options.gate("UnadmittedWorkloadsObservability")
+    if observability:
+        qr = find_condition(wl.status.conditions, QUOTA_RESERVED)
+        if qr is None and current is None and not options.gate("UnadmittedWorkloadsExplicitStatus"):
+            return False
+        if not reserved:
+            status, reason, msg = "False", "NoReservation", "The workload has no reservation"
+        elif not checks_ready:
+            status, reason, msg = "False", "UnsatisfiedAdmissionChecks", "The workload has not all checks ready"
+        elif not topology_ready:
+            status, reason, msg = "False", "PendingDelayedTopologyRequests", "There are pending delayed topology requests"
+        else:
+            status, reason, msg = "True", "Admitted", "The workload is admitted"
+    else:
+        target = reserved and checks_ready and topology_ready
+        if target == was_admitted:
+            return False
+        if target:
+            status, reason, msg = "True", "Admitted", "The workload is admitted"
+        elif not reserved and not checks_ready:
+            status, reason, msg = (
+                "False",
+                "NoReservationUnsatisfiedChecks",
+                "The workload has no reservation and not all checks ready",
+            )
+        elif not reserved:
+            status, reason, msg = "False", "NoReservation", "The workload has no reservation"
+        elif not checks_ready:
+            status, reason, msg = "False", "UnsatisfiedChecks", "The workload has not all checks ready"
+        else:
+            status, reason, msg = "False", "PendingDelayedTopologyRequests", "There are pending delayed topology requests"
+    if was_admitted and status == "False" and current is not None:
+        elapsed = int((to_time(now) - current.last_transition_time).total_seconds())
+        wl.status.accumulated_past_execution_time_seconds = (
+            wl.status.accumulated_past_execution_time_seconds or 0
+        ) + elapsed
+    set_condition(wl, ADMITTED, status, reason, msg, now)
+    return status == "True" and not was_admitted
+
+
+# --- pending status (§5.9 step 4) ---------------------------------------------------------------
+
+
+def resource_requests_of(info: WorkloadInfo) -> list[PodSetRequest]:
+    return [
+        PodSetRequest(
+            name=ps.name,
+            resources={r: resource_quantity_string(r, v) for r, v in sorted(ps.total.items())},
+        )
+        for ps in info.pod_sets
+    ]
+
+
+def set_pending(
+    wl: Workload, info: WorkloadInfo, reason: str, message: str, now: datetime, options: SchedulerOptions
+) -> str | None:
+    """QuotaReserved=False with the scheduler's reason; returns the Warning event's reason (None: no event).
+
+    An empty granular reason (e.g. a NoFit pod set whose flavor attempts resolve to no reason)
+    means the scheduler writes none: upstream's requeueAndUpdate sets the condition with reason ""
+    and the workload controller (``resolveGranularUnadmittedQuotaReservedCondition``) replaces it
+    with PendingEvaluation and its own message. That end state is written here directly (an empty
+    reason is not a valid condition); the workload controller then swaps in the "Bypassed" message
+    if the workload's scheduling hash was bulk-moved (``pending_condition``). The Warning event
+    upstream records carries the same empty reason and action, which events.k8s.io/v1 rejects,
+    so there is none.
+    """
+    event_reason: str | None = reason
+    if not options.gate("UnadmittedWorkloadsObservability"):
+        reason = event_reason = "Pending"
+    elif not reason:
+        reason, message, event_reason = PENDING_EVALUATION, PENDING_EVALUATION_MESSAGE, None
+    set_condition(wl, QUOTA_RESERVED, "False", reason, message, now)
+    wl.status.admission = None
+    sync_admitted_condition(wl, now, options)
+    requests = resource_requests_of(info)
+    if requests != wl.status.resource_requests:
+        wl.status.resource_requests = requests
+    return event_reason
+
+
+# --- admission checks (§9.1, API reference §3.5) ------------------------------------------------
+
+
+def sync_admission_checks(wl: Workload, required: list[str], now: datetime) -> bool:
+    """Add missing required checks as Pending, drop the others, sort by name."""
+    current = {c.name: c for c in wl.status.admission_checks}
+    wanted = sorted(set(required))
+    new: list[AdmissionCheckState] = []
+    for name in wanted:
+        existing = current.get(name)
+        if existing is None:
+            existing = AdmissionCheckState(name=name, state=CHECK_PENDING, last_transition_time=to_time(now))
+        new.append(existing)
+    if [c.name for c in new] == [c.name for c in wl.status.admission_checks] and len(new) == len(current):
+        return False
+    wl.status.admission_checks = new
+    return True
+
+
+def _check_items(checks: list[AdmissionCheckState]) -> tuple[str, str]:
+    noun = "AdmissionCheck" if len(checks) == 1 else "AdmissionChecks"
+    items = "; ".join(
+        f'"{c.name}" ({c.message})' if c.message else f'"{c.name}"' for c in sorted(checks, key=lambda c: c.name)
+    )
+    return noun, items
+
+
+def rejected_checks_message(wl: Workload) -> str | None:
+    rejected = [c for c in wl.status.admission_checks if c.state == CHECK_REJECTED]
+    if not rejected:
+        return None
+    noun, items = _check_items(rejected)
+    return f"{noun} in Rejected state: {items}"
+
+
+def retry_checks_message(wl: Workload) -> str | None:
+    retry = [c for c in wl.status.admission_checks if c.state == CHECK_RETRY]
+    if not retry:
+        return None
+    noun, items = _check_items(retry)
+    return f"Evicted due to {noun} in Retry state: {items}"
+
+
+# --- eviction (API reference §3.6) and its completion (§3.7) -----------------------------------
+
+
+def evict(wl: Workload, reason: str, message: str, now: datetime, underlying_cause: str = "") -> str:
+    """Write Evicted=True and its side effects; returns the Evicted reason written."""
+    ev_reason = f"DeactivatedDueTo{underlying_cause}" if reason == "Deactivated" and underlying_cause else reason
+    set_condition(wl, EVICTED, "True", ev_reason, message, now)
+    wl.status.cluster_name = None
+    wl.status.nominated_cluster_names = []
+    reset: list[AdmissionCheckState] = []
+    for c in wl.status.admission_checks:
+        if c.state == CHECK_PENDING:
+            reset.append(c)
+            continue
+        reset.append(
+            AdmissionCheckState(
+                name=c.name,
+                state=CHECK_PENDING,
+                last_transition_time=to_time(now),
+                message=f"Reset to Pending after eviction. Previously: {c.state}",
+                requeue_after_seconds=c.requeue_after_seconds,
+                retry_count=(c.retry_count or 0) + 1 if c.state == CHECK_RETRY else None,
+            )
+        )
+    wl.status.admission_checks = reset
+    wl.status.unhealthy_nodes = []
+    wl.status.preemption_gates = [
+        {**gate, "position": "Closed", "lastTransitionTime": format_time(now)} for gate in wl.status.preemption_gates
+    ]
+    blocked = find_condition(wl.status.conditions, BLOCKED_ON_PREEMPTION_GATES)
+    if blocked is not None and blocked.status == "True":
+        set_condition(wl, BLOCKED_ON_PREEMPTION_GATES, "False", ev_reason, message, now)
+    stats = wl.status.scheduling_stats or SchedulingStats()
+    evictions = list(stats.evictions)
+    for i, e in enumerate(evictions):
+        if e.reason == reason and e.underlying_cause == underlying_cause:
+            evictions[i] = msgspec.structs.replace(e, count=e.count + 1)
+            break
+    else:
+        evictions.append(WorkloadSchedulingStatsEviction(reason=reason, count=1, underlying_cause=underlying_cause))
+    wl.status.scheduling_stats = SchedulingStats(evictions=evictions)
+    return ev_reason
+
+
+def complete_eviction(wl: Workload, now: datetime, options: SchedulerOptions, pod_owned: bool = False) -> bool:
+    """The job integration releasing quota of an evicted workload (API reference §3.7)."""
+    ev = find_condition(wl.status.conditions, EVICTED)
+    if ev is None or ev.status != "True" or not has_quota_reservation(wl):
+        return False
+    requeued = ev.reason in ("Preempted", "NodeFailures") and not (
+        pod_owned and options.gate("SkipReassignmentForPodOwnedWorkloads")
+    )
+    set_condition(wl, REQUEUED, "True" if requeued else "False", ev.reason, ev.message, now)
+    pending_reason = "PendingEvaluation" if options.gate("UnadmittedWorkloadsObservability") else "Pending"
+    set_condition(wl, QUOTA_RESERVED, "False", pending_reason, ev.message, now)
+    wl.status.admission = None
+    sync_admitted_condition(wl, now, options)
+    return True
+
+
+# --- backoff (§4.8) ---------------------------------------------------------------------------
+
+
+def backoff_seconds(n: int, base: float, cap: float) -> float:
+    """d₁ = base; dₖ₊₁ = min(2·dₖ, cap) — without jitter (deterministic core)."""
+    d = float(base)
+    for _ in range(max(0, n - 1)):
+        d = min(2 * d, float(cap))
+    return d
+
+
+def set_requeue_at(wl: Workload, when: datetime) -> None:
+    rs = wl.status.requeue_state or RequeueState()
+    wl.status.requeue_state = RequeueState(count=rs.count, requeue_at=to_time(when))
+
+
+def retry_check_requeue_at(wl: Workload) -> datetime | None:
+    """Latest ``lastTransitionTime + requeueAfterSeconds`` over Retry checks (API reference §3.8)."""
+    best: datetime | None = None
+    for c in wl.status.admission_checks:
+        if c.state != CHECK_RETRY or not c.requeue_after_seconds:
+            continue
+        at = to_time(c.last_transition_time) + timedelta(seconds=math.floor(c.requeue_after_seconds))
+        if best is None or at > best:
+            best = at
+    return best
+
+
+def finish_backoff(wl: Workload, now: datetime) -> bool:
+    """Clear an expired requeueAt and flip Requeued=False to BackoffFinished (§4.8)."""
+    rs = wl.status.requeue_state
+    changed = False
+    if rs is not None and rs.requeue_at is not None and to_time(now) >= rs.requeue_at:
+        wl.status.requeue_state = RequeueState(count=rs.count) if rs.count is not None else None
+        changed = True
+    if wl.status.requeue_state is None or wl.status.requeue_state.requeue_at is None:
+        rq = find_condition(wl.status.conditions, REQUEUED)
+        if rq is not None and rq.status == "False" and rq.reason in ("PodsReadyTimeout", "AdmissionCheck"):
+            set_condition(wl, REQUEUED, "True", "BackoffFinished", "The workload backoff was finished", now)
+            changed = True
+    return changed
+
+
+def requeue_at(wl: Workload) -> datetime | None:
+    rs = wl.status.requeue_state
+    return rs.requeue_at if rs is not None else None
+
+
+def is_evicted_and_reserved(wl: Workload) -> bool:
+    return is_evicted(wl) and has_quota_reservation(wl)
+
+
+
+
+# --- the workload controller's view of queues (§10.5, API reference §3.2, §3.12) ----------------
+
+SCHEDULER_REASONS = frozenset(
+    {
+        "WaitingForQuota",
+        "NoMatchingFlavor",
+        "ExceedsMaxQuota",
+        "TopologyPlacementFailed",
+        "WaitingForPreemptedWorkloads",
+        "WaitingForPodsReady",
+        "PendingEvaluation",
+    }
+)
+BYPASSABLE_REASONS = frozenset({"", "Deactivated", "PendingEvaluation", "Suspended", "Pending"})
+BYPASSED_MESSAGE = "Bypassed scheduling evaluation because an equivalent workload recently failed"
+PENDING_EVALUATION = "PendingEvaluation"
+PENDING_EVALUATION_MESSAGE = "Workload is pending evaluation in the scheduling queue"
+
+
+@dataclass(frozen=True, slots=True)
+class QueueView:
+    """What the workload controller knows about a workload's queues."""
+
+    local_queue_exists: bool
+    local_queue_stop_policy: str
+    cluster_queue: str
+    cluster_queue_exists: bool
+    cluster_queue_active: bool
+    cluster_queue_stop_policy: str
+    bulk_bypass_reason: str | None = None
+    admissibility_error: str | None = None
+
+
+def pending_condition(wl: Workload, view: QueueView, options: SchedulerOptions) -> tuple[str, str] | None:
+    """``syncQuotaReservedFalseCondition`` for a workload without reservation; None: leave as is."""
+    if not options.gate("UnadmittedWorkloadsObservability"):
+        blocker = _queue_blocker(wl, view)
+        return ("Inadmissible", blocker[1]) if blocker else None
+    current = find_condition(wl.status.conditions, QUOTA_RESERVED)
+    if not is_active(wl):
+        return "Deactivated", "The workload is deactivated"
+    if current is not None and current.status == "False" and current.reason == "OnHold":
+        return None
+    blocker = _queue_blocker(wl, view)
+    if blocker is not None:
+        return blocker
+    if view.admissibility_error is not None:
+        return "Misconfigured", view.admissibility_error
+    gated = wl.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION)
+    if gated and options.gate("AdmissionGatedBy"):
+        return "AdmissionGated", f"Admission is gated by: {gated}"
+    reason = current.reason if current is not None else ""
+    if reason == "AdmissionGated":  # the gate annotation was removed (API reference §3.1)
+        return "PendingEvaluation", "AdmissionGatedBy cleared, waiting for quota reservation"
+    if (
+        view.bulk_bypass_reason is not None
+        and reason in BYPASSABLE_REASONS
+        and (current is not None or options.gate("UnadmittedWorkloadsExplicitStatus"))
+    ):
+        return view.bulk_bypass_reason or "PendingEvaluation", BYPASSED_MESSAGE
+    if current is not None and reason in SCHEDULER_REASONS:
+        return None
+    if current is None and not options.gate("UnadmittedWorkloadsExplicitStatus"):
+        return None
+    return PENDING_EVALUATION, PENDING_EVALUATION_MESSAGE
+
+
+def _queue_blocker(wl: Workload, view: QueueView) -> tuple[str, str] | None:
+    lq = wl.spec.queue_name
+    if not view.local_queue_exists:
+        return "Misconfigured", f"LocalQueue {lq} doesn't exist"
+    if view.local_queue_stop_policy not in ("", STOP_NONE):
+        return "Suspended", f"LocalQueue {lq} is inactive"
+    if not view.cluster_queue_exists:
+        return "Misconfigured", f"ClusterQueue {view.cluster_queue} doesn't exist"
+    if not view.cluster_queue_active:
+        return "Suspended", f"ClusterQueue {view.cluster_queue} is inactive"
+    return None
+
+
+def stopped_queue_action(wl: Workload, view: QueueView) -> tuple[str, str, str] | None:
+    """For a workload holding quota: ("release"|"evict", reason, message) when a queue is stopped."""
+    lq, cq = wl.spec.queue_name, view.cluster_queue
+    if view.local_queue_stop_policy not in ("", STOP_NONE):
+        kind, name, policy, evict_reason = "LocalQueue", lq, view.local_queue_stop_policy, "LocalQueueStopped"
+    elif view.cluster_queue_stop_policy not in ("", STOP_NONE):
+        kind, name, policy, evict_reason = "ClusterQueue", cq, view.cluster_queue_stop_policy, "ClusterQueueStopped"
+    else:
+        return None
+    if not is_admitted(wl):
+        return "release", "Suspended", f"{kind} {name} is stopped"
+    if policy == STOP_HOLD_AND_DRAIN and not is_evicted(wl):
+        return "evict", evict_reason, f"The {kind} is stopped"
+    return None
+
+
+def release_reservation(wl: Workload, reason: str, message: str, now: datetime, options: SchedulerOptions) -> None:
+    """Drop a reservation without eviction (stopped or missing queue, §3.12)."""
+    set_condition(wl, QUOTA_RESERVED, "False", reason, message, now)
+    wl.status.admission = None
+    sync_admitted_condition(wl, now, options)
+
+
+def reactivate(wl: Workload, now: datetime) -> bool:
+    """``Requeued`` False/Deactivated → True/Reactivated for an active workload (§3.9)."""
+    rq = find_condition(wl.status.conditions, REQUEUED)
+    if is_active(wl) and rq is not None and rq.status == "False" and rq.reason == "Deactivated":
+        set_condition(wl, REQUEUED, "True", "Reactivated", "The workload was reactivated", now)
+        return True
+    return False
+
+
+def restart_after_stop(wl: Workload, view: QueueView, now: datetime) -> bool:
+    """``Requeued`` False → True once the queue that evicted the workload runs again (§3.12)."""
+    rq = find_condition(wl.status.conditions, REQUEUED)
+    if rq is None or rq.status != "False":
+        return False
+    if rq.reason == "ClusterQueueStopped" and view.cluster_queue_stop_policy in ("", STOP_NONE):
+        set_condition(
+            wl, REQUEUED, "True", "ClusterQueueRestarted", "The ClusterQueue was restarted after being stopped", now
+        )
+        return True
+    if rq.reason == "LocalQueueStopped" and view.local_queue_stop_policy in ("", STOP_NONE):
+        set_condition(
+            wl, REQUEUED, "True", "LocalQueueRestarted", "The LocalQueue was restarted after being stopped", now
+        )
+        return True
+    return False
