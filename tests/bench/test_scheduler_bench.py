@@ -104,6 +104,7 @@ def test_short_run_end_to_end(tmp_path: Path) -> None:
     assert summary["peak_rss_bytes"]["control_plane"] > 0
     assert (out / "timeline.png").read_bytes().startswith(b"\x89PNG")
     assert "ratio" in proc.stdout and "finished 72" in proc.stderr
+    assert "by upstream's recorder's definition (server timestamps, whole seconds): large " in proc.stdout
 
 
 def test_bad_config_is_a_usage_error(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from pykueue.bench.config import PUBLISHED, BenchConfig
 from pykueue.bench.http import AsyncAPI
 from pykueue.bench.ideal import greedy_schedule, ideal_wall_seconds
-from pykueue.bench.scheduler import SchedulerBench, print_table, summarize
+from pykueue.bench.scheduler import SchedulerBench, print_table, summarize, upstream_waits
 from pykueue.bench.timeline import write_timeline
 
 SERVE_START_SECONDS = 120.0
@@ -132,6 +132,12 @@ def run_scheduler_bench(
     summary = summarize(bench, ideal, greedy.avg_time_to_admission_seconds, rss)
     (output / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print_table(summary, out)
+    upstream = upstream_waits(bench.rec)
+    out.write(
+        "avg time to admission by upstream's recorder's definition (server timestamps, whole seconds): "
+        + ", ".join(f"{c} {v:.2f}s" for c, v in upstream.items())
+        + "\n"
+    )
     notes = [f"connection retries {bench.api.connection_retries}", f"status conflicts {bench.conflicts}"]
     if cpu is not None:
         notes.append(f"control plane CPU {cpu:.1f}s ({1000 * cpu / max(1, config.workload_count):.1f} ms/workload)")

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from pykueue.api.meta import parse_time
 from pykueue.bench.config import BenchConfig
 from pykueue.bench.http import AsyncAPI
 from pykueue.bench.ideal import cohort_name, queue_name
@@ -72,6 +73,8 @@ class WorkloadState:
     evicted: bool = False
     finished: bool = False
     admitted_at: float | None = None
+    server_wait: float | None = None
+    """Upstream's recorder's figure: Admitted's lastTransitionTime − creationTimestamp (whole seconds)."""
     evictions: int = 0
     timer: asyncio.TimerHandle | None = None
     latest: dict[str, Any] | None = None
@@ -131,6 +134,7 @@ class Recorder:
             # As upstream's recorder: the latest admission counts (recordWLEvent overwrites it).
             wl.admitted_at = at
             self.admissions.append(at)
+            wl.server_wait = server_wait(obj)
         newly_evicted = evicted and not wl.evicted
         if newly_evicted:
             wl.evictions += 1
@@ -153,6 +157,29 @@ class Recorder:
             elif not wl.reserved:
                 pending[wl.queue.cohort] += 1
         self.samples.append(Sample(self.now(), dict(admitted), dict(pending), dict(self.reserved_milli)))
+
+
+def server_wait(obj: dict[str, Any]) -> float | None:
+    """recorder.go recordWLEvent: the Admitted condition's lastTransitionTime minus the
+    creationTimestamp, when both are set and in order (the API's timestamps are whole seconds)."""
+    cond = find_condition(obj, ADMITTED)
+    created = obj.get("metadata", {}).get("creationTimestamp")
+    if cond is None or not created or not cond.get("lastTransitionTime"):
+        return None
+    try:
+        wait = (parse_time(cond["lastTransitionTime"]) - parse_time(created)).total_seconds()
+    except (TypeError, ValueError):
+        return None
+    return wait if wait >= 0 else None
+
+
+def upstream_waits(rec: Recorder) -> dict[str, float]:
+    """Average time to admission per class by upstream's definition (see :func:`server_wait`)."""
+    waits: dict[str, list[float]] = defaultdict(list)
+    for wl in rec.workloads.values():
+        if wl.server_wait is not None:
+            waits[wl.class_name].append(wl.server_wait)
+    return {cls: sum(w) / len(w) for cls, w in sorted(waits.items())}
 
 
 def workload_manifest(name: str, namespace: str, queue: str, class_name: str, runtime_ms: int, priority: int,
