@@ -142,6 +142,41 @@ def test_http_answer_and_watch_event_wait_for_the_fsync(tmp_path: Path, fsyncs: 
         store.close()
 
 
+def test_background_acks_return_at_commit_and_deliver_only_once_durable(
+    tmp_path: Path, fsyncs: FsyncRecorder
+) -> None:
+    """The embedded controllers' writes (Store.background_acks): the call returns at commit while
+    the fsync is held back; watchers still see the change only after it is durable."""
+    db = str(tmp_path / "store.db")
+    with Store(db) as store:
+        watch = store.watch(CM)
+        gate = threading.Event()
+        fsyncs.gate = gate
+        try:
+            started = time.monotonic()
+            with store.background_acks():
+                for i in range(3):
+                    store.create(CM, configmap(f"cm-{i}"))
+            assert time.monotonic() - started < 5, "a background write waited for the held fsync"
+            assert store.get(CM, "default", "cm-2")  # committed and readable ...
+            assert watch.next(0.3) is None, "a watcher saw a write that was not durable"  # ... not delivered
+            gate.set()
+            names = []
+            for _ in range(3):
+                event = watch.next(5)
+                assert event is not None
+                names.append(event.object["metadata"]["name"])
+            assert names == ["cm-0", "cm-1", "cm-2"]
+            assert max(fsyncs.wal_syncs()) >= os.path.getsize(db + "-wal")
+        finally:
+            fsyncs.gate = None
+            gate.set()
+        # Outside the context a write waits for its fsync again.
+        before = len(fsyncs.wal_syncs())
+        store.create(CM, configmap("cm-sync"))
+        assert len(fsyncs.wal_syncs()) > before
+
+
 def test_failed_fsync_refuses_the_write_and_later_ones(tmp_path: Path, fsyncs: FsyncRecorder) -> None:
     with Store(str(tmp_path / "store.db")) as store:
         store.create(CM, configmap("before"))

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from pykueue.cli import controller, dashboard, schedule, serve
+from pykueue.cli import bench, controller, dashboard, schedule, serve
 from pykueue.cli.kueuectl import commands as kueuectl
 from pykueue.cli.kueuectl.passthrough_cmd import passthrough
 
@@ -18,6 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_parser(sub)
     controller.add_parser(sub)
     dashboard.add_parser(sub)
+    bench.add_parser(sub)
     kueuectl.add_commands(sub)
     return parser
 

@@ -156,7 +156,8 @@ def _starter(args: argparse.Namespace) -> Any:
         from pykueue.cli.components import build_components, metrics_registry, start_all
         from pykueue.client.inprocess import InProcessClient
 
-        client = InProcessClient(parts.handlers)
+        # The controllers write sequentially: each write must not wait for its own fsync.
+        client = InProcessClient(parts.handlers, background_acks=True)
         components = build_components(
             client, args, data_dir, run_jobs=run_jobs, controllers=not args.no_controllers
         )

@@ -33,9 +33,11 @@ _POLL_SECONDS = 0.5
 class InProcessClient:
     """:class:`pykueue.client.interface.Client` over an embedded API server's handlers."""
 
-    def __init__(self, handlers: Handlers) -> None:
+    def __init__(self, handlers: Handlers, *, background_acks: bool = False) -> None:
         self.handlers = handlers
         self.store = handlers.store
+        self.background_acks = background_acks
+        """Writes return once committed, without waiting for their fsync (Store.background_acks)."""
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -65,7 +67,11 @@ class InProcessClient:
             body=b"" if body is None else msgspec.json.encode(body),
         )
         try:
-            resp = self.handlers.handle(req)
+            if self.background_acks and method != "GET":
+                with self.store.background_acks():
+                    resp = self.handlers.handle(req)
+            else:
+                resp = self.handlers.handle(req)
         except ServerError as err:
             raise error_for(err.code, err.reason, err.message) from None
         if resp.status >= 400:

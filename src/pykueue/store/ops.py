@@ -203,7 +203,7 @@ def update(
     if wanted and wanted != old_rv:
         raise e.conflict(key.group, key.resource, name, e.OBJECT_MODIFIED)
     if subresource == "status" and status_subresource:
-        new = _status_update(old_raw, obj)
+        new = _status_update(old, obj)
     elif subresource:
         raise e.NotFound("the server could not find the requested resource", {})
     else:
@@ -220,9 +220,15 @@ def update(
     return result
 
 
-def _status_update(old_raw: bytes, obj: dict[str, Any]) -> dict[str, Any]:
-    """Status strategy: the stored object with the new status (and managedFields)."""
-    new: dict[str, Any] = decode(old_raw)
+def _status_update(old: dict[str, Any], obj: dict[str, Any]) -> dict[str, Any]:
+    """Status strategy: the stored object with the new status (and managedFields).
+
+    A shallow copy of ``old`` (top level and metadata, the only levels written here and by the
+    transaction) instead of decoding the stored bytes again: the second decode of every status
+    write was the store's largest cost in a scheduler benchmark's controller thread.
+    """
+    new = dict(old)
+    new["metadata"] = dict(old["metadata"])
     if "status" in obj:
         new["status"] = obj["status"]
     else:
