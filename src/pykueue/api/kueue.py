@@ -25,6 +25,20 @@ class _Spec(msgspec.Struct, rename="camel", omit_defaults=True):
     pass
 
 
+# Go fields without ``omitempty`` are always serialised, and upstream's CRDs mark some of them
+# required (a status write without them is refused). msgspec's ``omit_defaults`` drops a field
+# equal to its default unless the default comes from a factory it does not recognise as an
+# empty container: these factories keep such fields in every encoding.
+
+
+def _always_list() -> list[Any]:
+    return []
+
+
+def _always_main() -> str:
+    return "main"
+
+
 # --- ResourceFlavor ---------------------------------------------------------------------------------
 
 
@@ -82,7 +96,7 @@ class FairSharing(_Spec):
 
 
 class FairSharingStatus(_Spec):
-    weighted_share: int = 0
+    weighted_share: int = msgspec.field(default_factory=int)  # Go: `json:"weightedShare"`
 
 
 # --- ClusterQueue -----------------------------------------------------------------------------------
@@ -157,7 +171,7 @@ class ResourceUsage(_Spec):
 
 class FlavorUsage(_Spec):
     name: str
-    resources: list[ResourceUsage] = []
+    resources: list[ResourceUsage] = msgspec.field(default_factory=_always_list)
 
 
 class ClusterQueueStatus(_Spec):
@@ -208,9 +222,16 @@ class LocalQueueSpec(_Spec):
     fair_sharing: FairSharing | None = None
 
 
+class LocalQueueResourceUsage(_Spec):
+    """Upstream's ``LocalQueueResourceUsage``: a LocalQueue reports no borrowed amount."""
+
+    name: str
+    total: QuantityValue = "0"
+
+
 class LocalQueueFlavorUsage(_Spec):
     name: str
-    resources: list[ResourceUsage] = []
+    resources: list[LocalQueueResourceUsage] = msgspec.field(default_factory=_always_list)
 
 
 class LocalQueueStatus(_Spec):
@@ -270,7 +291,7 @@ class WorkloadSpec(_Spec):
 
 
 class PodSetAssignment(_Spec):
-    name: str = "main"
+    name: str = msgspec.field(default_factory=_always_main)
     flavors: dict[str, str] = {}
     resource_usage: dict[str, QuantityValue] = {}
     count: int | None = None
@@ -280,7 +301,7 @@ class PodSetAssignment(_Spec):
 
 class Admission(_Spec):
     cluster_queue: str
-    pod_set_assignments: list[PodSetAssignment] = []
+    pod_set_assignments: list[PodSetAssignment] = msgspec.field(default_factory=_always_list)
 
 
 class RequeueState(_Spec):
@@ -311,7 +332,7 @@ class AdmissionCheckState(_Spec):
     name: str
     state: str
     last_transition_time: datetime
-    message: str = ""
+    message: str = msgspec.field(default_factory=str)  # Go: `json:"message"`
     requeue_after_seconds: int | None = None
     retry_count: int | None = None
     pod_set_updates: list[PodSetUpdate] = []
@@ -325,7 +346,7 @@ class PodSetRequest(_Spec):
 class WorkloadSchedulingStatsEviction(_Spec):
     reason: str
     count: int
-    underlying_cause: str = ""
+    underlying_cause: str = msgspec.field(default_factory=str)  # a list-map key upstream requires
 
 
 class SchedulingStats(_Spec):
