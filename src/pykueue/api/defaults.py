@@ -10,6 +10,7 @@ Note: the typed model cannot tell an absent string from an explicit ``""``; both
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -84,12 +85,26 @@ def _default_workload(wl: Any) -> None:
     spec: k.WorkloadSpec = wl.spec
     for pod_set in spec.pod_sets:
         pod_set.name = pod_set.name or "main"
+        _default_pod_template(pod_set)
     if spec.active is None:
         spec.active = True
     admission = wl.status.admission
     if admission is not None:
         for assignment in admission.pod_set_assignments:
             assignment.name = assignment.name or "main"
+
+
+def _default_pod_template(pod_set: k.PodSet) -> None:
+    """The scalar defaults of the embedded core/v1 schema the Workload CRD carries (a container
+    port's ``protocol: TCP``, ...), from that very schema, as kube-apiserver applies them."""
+    # imported here: the schema modules build on this package
+    from pykueue.apiserver.builtin.schema import apply_defaults as apply_schema_defaults
+    from pykueue.apiserver.crdgen import pod_template_schema
+
+    # a fresh copy: the typed object may share the template's dicts with the request body
+    template = copy.deepcopy({"metadata": pod_set.template.metadata, "spec": pod_set.template.spec})
+    apply_schema_defaults(template, pod_template_schema())
+    pod_set.template = k.PodTemplateSpec(metadata=template["metadata"], spec=template["spec"])
 
 
 # --- ProvisioningRequestConfig and core kinds -------------------------------------------------------
