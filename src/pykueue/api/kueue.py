@@ -25,20 +25,6 @@ class _Spec(msgspec.Struct, rename="camel", omit_defaults=True):
     pass
 
 
-# Go fields without ``omitempty`` are always serialised, and upstream's CRDs mark some of them
-# required (a status write without them is refused). msgspec's ``omit_defaults`` drops a field
-# equal to its default unless the default comes from a factory it does not recognise as an
-# empty container: these factories keep such fields in every encoding.
-
-
-def _always_list() -> list[Any]:
-    return []
-
-
-def _always_main() -> str:
-    return "main"
-
-
 # --- ResourceFlavor ---------------------------------------------------------------------------------
 
 
@@ -96,7 +82,7 @@ class FairSharing(_Spec):
 
 
 class FairSharingStatus(_Spec):
-    weighted_share: int = msgspec.field(default_factory=int)  # Go: `json:"weightedShare"`
+    weighted_share: int = 0
 
 
 # --- ClusterQueue -----------------------------------------------------------------------------------
@@ -171,7 +157,7 @@ class ResourceUsage(_Spec):
 
 class FlavorUsage(_Spec):
     name: str
-    resources: list[ResourceUsage] = msgspec.field(default_factory=_always_list)
+    resources: list[ResourceUsage] = []
 
 
 class ClusterQueueStatus(_Spec):
@@ -231,7 +217,7 @@ class LocalQueueResourceUsage(_Spec):
 
 class LocalQueueFlavorUsage(_Spec):
     name: str
-    resources: list[LocalQueueResourceUsage] = msgspec.field(default_factory=_always_list)
+    resources: list[LocalQueueResourceUsage] = []
 
 
 class LocalQueueStatus(_Spec):
@@ -291,7 +277,7 @@ class WorkloadSpec(_Spec):
 
 
 class PodSetAssignment(_Spec):
-    name: str = msgspec.field(default_factory=_always_main)
+    name: str = "main"
     flavors: dict[str, str] = {}
     resource_usage: dict[str, QuantityValue] = {}
     count: int | None = None
@@ -301,7 +287,7 @@ class PodSetAssignment(_Spec):
 
 class Admission(_Spec):
     cluster_queue: str
-    pod_set_assignments: list[PodSetAssignment] = msgspec.field(default_factory=_always_list)
+    pod_set_assignments: list[PodSetAssignment] = []
 
 
 class RequeueState(_Spec):
@@ -332,7 +318,7 @@ class AdmissionCheckState(_Spec):
     name: str
     state: str
     last_transition_time: datetime
-    message: str = msgspec.field(default_factory=str)  # Go: `json:"message"`
+    message: str = ""
     requeue_after_seconds: int | None = None
     retry_count: int | None = None
     pod_set_updates: list[PodSetUpdate] = []
@@ -346,7 +332,7 @@ class PodSetRequest(_Spec):
 class WorkloadSchedulingStatsEviction(_Spec):
     reason: str
     count: int
-    underlying_cause: str = msgspec.field(default_factory=str)  # a list-map key upstream requires
+    underlying_cause: str = ""
 
 
 class SchedulingStats(_Spec):

@@ -380,8 +380,8 @@ def _preemption_gate_states() -> Schema:
 # --- the overlay ------------------------------------------------------------------------------------
 
 _STRUCTS: dict[type, Schema] = {
-    # required by upstream's markers although the model gives them a default (the model always
-    # serialises those of status types: see ``_always_list`` in pykueue.api.kueue)
+    # required by upstream's markers although the model gives them a default (the encoder always
+    # writes those of status types: ``_ALWAYS_SERIALISED`` in pykueue.api.conversion)
     k.AdmissionScope: {"required": ["admissionMode"]},
     k.AdmissionChecksStrategy: {"required": ["admissionChecks"]},
     k.FlavorUsage: {"required": ["name", "resources"]},
