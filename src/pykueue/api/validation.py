@@ -15,6 +15,7 @@ apimachinery's ``field.Error`` rendering (``spec.x: Invalid value: "v": detail``
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -1101,12 +1102,18 @@ def _schema_workload_spec(spec: k.WorkloadSpec) -> list[FieldError]:
 def _schema_pod_template(path: str, template: k.PodTemplateSpec) -> list[FieldError]:
     """The OpenAPI rules of the embedded core/v1 PodTemplateSpec (required fields, list-map keys,
     quantities, ...) as kube-apiserver applies the Workload CRD's schema: that very schema is used."""
+    return list(_pod_template_errors(path, msgspec.json.encode(template)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _pod_template_errors(path: str, encoded: bytes) -> tuple[FieldError, ...]:
+    """Memoised by content: the Workloads of one kind of Job share their templates, and the walk
+    over the core/v1 schema costs about as much as the rest of a Workload's validation."""
     # imported here: the schema modules build on this one
     from pykueue.apiserver.builtin.schema import validate as validate_openapi
     from pykueue.apiserver.crdgen import pod_template_schema
 
-    value = msgspec.to_builtins(template)
-    return validate_openapi(value, pod_template_schema(), path)
+    return tuple(validate_openapi(msgspec.json.decode(encoded), pod_template_schema(), path))
 
 
 def _pod_resources(path: str, pod_spec: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
