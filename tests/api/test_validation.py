@@ -309,7 +309,7 @@ CQ_CASES: list[tuple[str, str, list[str]]] = [
             "  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n    - {name: f, resources: [{name: cpu, nominalQuota: 1}]}\n"
             "    - {name: f, resources: [{name: cpu, nominalQuota: 1}]}"
         ),
-        ['spec.resourceGroups[0].flavors[1]: Duplicate value: map[string]interface {}{"name":"f"}'],
+        ['spec.resourceGroups[0].flavors[1]: Duplicate value: {"name":"f"}'],
     ),
     (
         "resource and flavor unique across groups",
@@ -744,7 +744,7 @@ WL_CASES = [
     (
         "negative request",
         wl(
-            "  podSets:\n  - template: {spec: {initContainers: [{name: c, resources: {limits: {cpu: '-1'}}}]}}\n"
+            "  podSets:\n  - template: {spec: {containers: [{name: m}], initContainers: [{name: c, resources: {limits: {cpu: '-1'}}}]}}\n"
         ),
         [
             'spec.podSets[0].template.spec.initContainers[0].resources.limits[cpu]: Invalid value: "-1": must be greater than or equal to 0'
@@ -842,14 +842,14 @@ WL_CASES = [
     (
         "duplicate condition types",
         wl(status="  conditions:\n" + ADMITTED + ADMITTED),
-        ['status.conditions[1]: Duplicate value: map[string]interface {}{"type":"Admitted"}'],
+        ['status.conditions[1]: Duplicate value: {"type":"Admitted"}'],
     ),
     (
         "assigned flavor must be a flavor reference",
         wl(status="  conditions:\n" + QR + admission().replace("cpu: default", "cpu: Default")),
         [
-            'status.admission.podSetAssignments[0].flavors[cpu]: Invalid value: "Default": '
-            f"status.admission.podSetAssignments[0].flavors[cpu] in body should match '{DNS_SUBDOMAIN}'"
+            'status.admission.podSetAssignments[0].flavors.cpu: Invalid value: "Default": '
+            f"status.admission.podSetAssignments[0].flavors.cpu in body should match '{DNS_SUBDOMAIN}'"
         ],
     ),
     (

@@ -163,3 +163,44 @@ def test_schemas_cover_every_field_the_model_writes() -> None:
         old = info.from_storage(storage, "v1beta1")
         old_body = {k: v for k, v in old.items() if k != "metadata"}
         assert unknown_fields(old_body, info.openapi_schema("v1beta1")) == [], obj["metadata"]
+
+
+def test_status_writes_carry_every_field_the_crds_require() -> None:
+    """Status entries at their defaults (an empty message, underlyingCause or resources list, a
+    zero weightedShare) are still written: the CRDs require them, as upstream's do, and a real
+    kube-apiserver refuses a status write without them."""
+    from datetime import UTC, datetime
+
+    from pykueue.api import kueue as k
+    from pykueue.api.conversion import encode
+    from pykueue.api.meta import ObjectMeta
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    wl = k.Workload(
+        metadata=ObjectMeta(name="wl", namespace="ns"),
+        spec=k.WorkloadSpec(pod_sets=[k.PodSet(template=k.PodTemplateSpec(spec={"containers": [{"name": "c"}]}))]),
+    )
+    wl.status = k.WorkloadStatus(
+        admission=k.Admission(cluster_queue="cq", pod_set_assignments=[k.PodSetAssignment()]),
+        admission_checks=[k.AdmissionCheckState(name="check", state=k.CHECK_PENDING, last_transition_time=now)],
+        scheduling_stats=k.SchedulingStats(evictions=[k.WorkloadSchedulingStatsEviction(reason="Preempted", count=1)]),
+    )
+    usage = [k.FlavorUsage(name="f")]
+    cq = k.ClusterQueue(
+        metadata=ObjectMeta(name="cq"),
+        status=k.ClusterQueueStatus(
+            flavors_reservation=usage, flavors_usage=usage, fair_sharing=k.FairSharingStatus()
+        ),
+    )
+    lq_usage = [k.LocalQueueFlavorUsage(name="f")]
+    lq = k.LocalQueue(
+        metadata=ObjectMeta(name="lq", namespace="ns"),
+        spec=k.LocalQueueSpec(cluster_queue="cq"),
+        status=k.LocalQueueStatus(flavors_reservation=lq_usage, flavors_usage=lq_usage),
+    )
+    cohort = k.Cohort(metadata=ObjectMeta(name="co"), status=k.CohortStatus(fair_sharing=k.FairSharingStatus()))
+    for obj in (wl, cq, lq, cohort):
+        body = {n: v for n, v in encode(obj).items() if n != "metadata"}
+        assert "status" in body
+        errors = validate(body, crdgen.shared_kueue_schema(obj.kind, crdgen.V1BETA2))
+        assert [str(e) for e in errors] == [], obj.kind

@@ -610,3 +610,79 @@ def test_webhook_round_trips_canonicalize_quantities() -> None:
     assert untouched["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] == 9
     created = info.prepare_for_create(info.default(untouched))  # mutating webhook on create
     assert created["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] == "9"
+
+
+def _workload_with(mutate: Any) -> dict[str, Any]:
+    wl: dict[str, Any] = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": "wl", "namespace": "ns"},
+        "spec": {
+            "queueName": "lq",
+            "podSets": [
+                {"name": "main", "count": 1, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}
+            ],
+        },
+    }
+    mutate(wl["spec"]["podSets"][0]["template"]["spec"], wl)
+    return wl
+
+
+@pytest.mark.parametrize(
+    ("mutate", "cause"),
+    [
+        (
+            lambda spec, wl: spec["containers"][0].__setitem__("image", 5),
+            "spec.podSets[0].template.spec.containers[0].image: Invalid value: \"integer\": "
+            "spec.podSets[0].template.spec.containers[0].image in body must be of type string: \"integer\"",
+        ),
+        (
+            lambda spec, wl: spec["containers"][0].pop("name"),
+            "spec.podSets[0].template.spec.containers[0].name: Required value",
+        ),
+        (
+            lambda spec, wl: spec.__setitem__("volumes", [{"name": "v", "nfs": {"server": "s"}}]),
+            "spec.podSets[0].template.spec.volumes[0].nfs.path: Required value",
+        ),
+        (  # the absent protocol defaults to TCP (the schema's default) before the uniqueness check
+            lambda spec, wl: spec["containers"][0].__setitem__(
+                "ports", [{"containerPort": 80}, {"containerPort": 80, "protocol": "TCP"}]
+            ),
+            'spec.podSets[0].template.spec.containers[0].ports[1]: Duplicate value: {"containerPort":80,"protocol":"TCP"}',
+        ),
+        (
+            lambda spec, wl: spec["containers"][0].__setitem__("resources", {"limits": {"cpu": "1x"}}),
+            'spec.podSets[0].template.spec.containers[0].resources.limits.cpu: Invalid value: "1x": '
+            "spec.podSets[0].template.spec.containers[0].resources.limits.cpu in body should match '^(\\+|-)?",
+        ),
+        (
+            lambda spec, wl: wl["spec"].__setitem__(
+                "priorityClassRef", {"group": "bogus.io", "kind": "PriorityClass", "name": "p"}
+            ),
+            'spec.priorityClassRef.group: Unsupported value: "bogus.io": supported values: '
+            '"kueue.x-k8s.io", "scheduling.k8s.io"',
+        ),
+    ],
+    ids=["wrong-type", "no-container-name", "nfs-without-path", "duplicate-port", "bad-quantity", "bad-enum"],
+)
+def test_workload_pod_templates_are_validated_by_the_crd_schema(mutate: Any, cause: str) -> None:
+    """serve applies the Workload CRD's embedded core/v1 schema (tests/cluster/test_crd_rules_real.py
+    compares the same cases with a real kube-apiserver)."""
+    info = _info("kueue.x-k8s.io", "v1beta2", "workloads")
+    failure = info.validation_failure(info.default(info.to_storage(_workload_with(mutate))), None)
+    assert failure is not None
+    assert failure.message.startswith('Workload.kueue.x-k8s.io "wl" is invalid: ')
+    assert cause in failure.message
+
+
+def test_workload_pod_template_defaults_come_from_the_crd_schema() -> None:
+    info = _info("kueue.x-k8s.io", "v1beta2", "workloads")
+    original = _workload_with(lambda spec, wl: spec["containers"][0].__setitem__("ports", [{"containerPort": 80}]))
+    stored = info.default(info.to_storage(original))
+    assert stored["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["ports"] == [
+        {"containerPort": 80, "protocol": "TCP"}
+    ]
+    assert original["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["ports"] == [{"containerPort": 80}]
+    # controller-gen writes no enums into the embedded core types: an odd restartPolicy is stored
+    odd = _workload_with(lambda spec, wl: spec.__setitem__("restartPolicy", "Sometimes"))
+    assert info.validation_failure(info.default(info.to_storage(odd)), None) is None

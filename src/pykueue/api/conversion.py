@@ -533,13 +533,18 @@ def to_external(obj: KueueObject, api_version: str | None = None) -> dict[str, A
     return convert(data, api_version or data["apiVersion"])
 
 
-# Fields serialised even when equal to their default (Go fields without ``omitempty``).
+# Fields serialised even when equal to their default (Go fields without ``omitempty``); those
+# upstream's CRDs mark required must be here, or a real kube-apiserver refuses the status write.
 _ALWAYS_SERIALISED: Mapping[type[Any], frozenset[str]] = {
     k.PodSet: frozenset({"name", "count"}),
     k.PodSetAssignment: frozenset({"name"}),
     k.Admission: frozenset({"pod_set_assignments"}),
     k.WorkloadSpec: frozenset({"pod_sets"}),
     k.AdmissionCheckState: frozenset({"message"}),
+    k.WorkloadSchedulingStatsEviction: frozenset({"underlying_cause"}),
+    k.FlavorUsage: frozenset({"resources"}),
+    k.LocalQueueFlavorUsage: frozenset({"resources"}),
+    k.LocalQueueResourceUsage: frozenset({"total"}),
     k.ResourceUsage: frozenset({"total"}),
     k.FairSharingStatus: frozenset({"weighted_share"}),
     k.ClusterQueueStatus: frozenset({"pending_workloads", "reserving_workloads", "admitted_workloads"}),

@@ -11,8 +11,11 @@ Note: the typed model cannot tell an absent string from an explicit ``""``; both
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
+
+import msgspec
 
 from pykueue.api import kueue as k
 from pykueue.api.feature_gates import DEFAULT_GATES, FeatureGates
@@ -85,12 +88,35 @@ def _default_workload(wl: Any) -> None:
     spec: k.WorkloadSpec = wl.spec
     for pod_set in spec.pod_sets:
         pod_set.name = pod_set.name or "main"
+        _default_pod_template(pod_set)
     if spec.active is None:
         spec.active = True
     admission = wl.status.admission
     if admission is not None:
         for assignment in admission.pod_set_assignments:
             assignment.name = assignment.name or "main"
+
+
+def _default_pod_template(pod_set: k.PodSet) -> None:
+    """The scalar defaults of the embedded core/v1 schema the Workload CRD carries (a container
+    port's ``protocol: TCP``, ...), from that very schema, as kube-apiserver applies them."""
+    defaulted = _pod_template_defaulted(msgspec.json.encode(pod_set.template))
+    if defaulted is not None:  # fresh dicts: the typed object may share the old ones with the request
+        pod_set.template = msgspec.json.decode(defaulted, type=k.PodTemplateSpec)
+
+
+@functools.lru_cache(maxsize=1024)
+def _pod_template_defaulted(encoded: bytes) -> bytes | None:
+    """The template with its schema defaults, or None when none applies (memoised by content:
+    the Workloads of one kind of Job share their templates)."""
+    # imported here: the schema modules build on this package
+    from pykueue.apiserver.builtin.schema import apply_defaults as apply_schema_defaults
+    from pykueue.apiserver.crdgen import pod_template_schema
+
+    template = msgspec.json.decode(encoded)
+    apply_schema_defaults(template, pod_template_schema())
+    result = msgspec.json.encode(template)
+    return None if result == encoded else result
 
 
 # --- ProvisioningRequestConfig and core kinds -------------------------------------------------------

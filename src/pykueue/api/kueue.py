@@ -208,9 +208,16 @@ class LocalQueueSpec(_Spec):
     fair_sharing: FairSharing | None = None
 
 
+class LocalQueueResourceUsage(_Spec):
+    """Upstream's ``LocalQueueResourceUsage``: a LocalQueue reports no borrowed amount."""
+
+    name: str
+    total: QuantityValue = "0"
+
+
 class LocalQueueFlavorUsage(_Spec):
     name: str
-    resources: list[ResourceUsage] = []
+    resources: list[LocalQueueResourceUsage] = []
 
 
 class LocalQueueStatus(_Spec):

@@ -15,6 +15,7 @@ apimachinery's ``field.Error`` rendering (``spec.x: Invalid value: "v": detail``
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -182,6 +183,12 @@ def idx(path: str, i: int) -> str:
 def key(path: str, name: str) -> str:
     """``path[name]`` (map key)."""
     return f"{path}[{name}]"
+
+
+def schema_key(path: str, name: str) -> str:
+    """``path.name``: a map value's path in a CRD's OpenAPI validation errors (kube-openapi joins
+    ``additionalProperties`` keys with a dot; Go validation code prints ``path[name]``: :func:`key`)."""
+    return f"{path}.{name}"
 
 
 # --- apimachinery string validators ----------------------------------------------------------------
@@ -519,7 +526,7 @@ def schema_list_map(path: str, items: Sequence[Any], *keys: str) -> list[FieldEr
     for i, item in enumerate(items):
         values = tuple(getattr(item, _attr(name)) for name in keys)
         if values in seen:
-            errs.append(duplicate(idx(path, i), _go_map_literal(dict(zip(keys, values, strict=True)))))
+            errs.append(duplicate(idx(path, i), list_map_key_value(dict(zip(keys, values, strict=True)))))
         seen.add(values)
     return errs
 
@@ -539,9 +546,10 @@ def _attr(camel: str) -> str:
     return re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), camel)
 
 
-def _go_map_literal(values: Mapping[str, Any]) -> Raw:
-    body = ", ".join(f'"{name}":{json.dumps(values[name])}' for name in sorted(values))
-    return Raw("map[string]interface {}{" + body + "}")
+def list_map_key_value(values: Mapping[str, Any]) -> Raw:
+    """A duplicate list-map key as kube-apiserver (v1.35) prints it: ``{"name":"a"}`` (JSON, keys
+    sorted; older releases printed Go's ``map[string]interface {}{...}``)."""
+    return Raw(json.dumps(dict(values), sort_keys=True, separators=(",", ":")))
 
 
 def cel(path: str, type_name: str, message: str) -> FieldError:
@@ -1067,7 +1075,7 @@ def _schema_workload_spec(spec: k.WorkloadSpec) -> list[FieldError]:
         errs += schema_string(f"{p}.name", pod_set.name, max_len=63, pattern=DNS_LABEL_PATTERN)
         errs += schema_minimum(f"{p}.count", pod_set.count, 0)
         errs += schema_minimum(f"{p}.minCount", pod_set.min_count, 1)
-        errs += _schema_pod_resources(f"{p}.template.spec", pod_set.template.spec)
+        errs += _schema_pod_template(f"{p}.template", pod_set.template)
     errs += schema_reference("spec.queueName", spec.queue_name)
     ref = spec.priority_class_ref
     if ref is not None:
@@ -1091,15 +1099,21 @@ def _schema_workload_spec(spec: k.WorkloadSpec) -> list[FieldError]:
     return errs
 
 
-def _schema_pod_resources(path: str, pod_spec: Mapping[str, Any]) -> list[FieldError]:
-    errs: list[FieldError] = []
-    for p, resources in _pod_resources(path, pod_spec):
-        for section in ("requests", "limits"):
-            values = resources.get(section)
-            if isinstance(values, Mapping):
-                for name, value in values.items():
-                    errs += schema_quantity(key(f"{p}.{section}", str(name)), value)
-    return errs
+def _schema_pod_template(path: str, template: k.PodTemplateSpec) -> list[FieldError]:
+    """The OpenAPI rules of the embedded core/v1 PodTemplateSpec (required fields, list-map keys,
+    quantities, ...) as kube-apiserver applies the Workload CRD's schema: that very schema is used."""
+    return list(_pod_template_errors(path, msgspec.json.encode(template)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _pod_template_errors(path: str, encoded: bytes) -> tuple[FieldError, ...]:
+    """Memoised by content: the Workloads of one kind of Job share their templates, and the walk
+    over the core/v1 schema costs about as much as the rest of a Workload's validation."""
+    # imported here: the schema modules build on this one
+    from pykueue.apiserver.builtin.schema import validate as validate_openapi
+    from pykueue.apiserver.crdgen import pod_template_schema
+
+    return tuple(validate_openapi(msgspec.json.decode(encoded), pod_template_schema(), path))
 
 
 def _pod_resources(path: str, pod_spec: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
@@ -1158,13 +1172,13 @@ def _schema_admission(admission: k.Admission) -> list[FieldError]:
         errs += schema_minimum(f"{p}.count", psa.count, 0)
         for resource, flavor in psa.flavors.items():
             errs += schema_string(
-                key(f"{p}.flavors", resource), flavor, max_len=253, pattern=DNS_SUBDOMAIN_PATTERN
+                schema_key(f"{p}.flavors", resource), flavor, max_len=253, pattern=DNS_SUBDOMAIN_PATTERN
             )
         errs += schema_enum(
             f"{p}.delayedTopologyRequest", psa.delayed_topology_request or "", ("Pending", "Ready")
         )
         for name, value in psa.resource_usage.items():
-            errs += schema_quantity(key(f"{p}.resourceUsage", name), value)
+            errs += schema_quantity(schema_key(f"{p}.resourceUsage", name), value)
     return errs
 
 
@@ -1636,7 +1650,7 @@ def _schema_prc(
     )
     errs += schema_properties("spec.parameters", spec.parameters, 100)
     for name, value in spec.parameters.items():
-        errs += schema_string(key("spec.parameters", name), value, max_len=255)
+        errs += schema_string(schema_key("spec.parameters", name), value, max_len=255)
     errs += schema_items("spec.managedResources", spec.managed_resources, max_items=100)
     errs += schema_list_set("spec.managedResources", spec.managed_resources)
     if spec.pod_set_updates is not None:

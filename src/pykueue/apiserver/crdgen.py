@@ -44,6 +44,7 @@ from pykueue.api.manifests import KubeDumper
 from pykueue.api.meta import Condition, LabelSelector
 from pykueue.apiserver.builtin import core, meta
 from pykueue.apiserver.builtin.schema import (
+    LIST_TYPE,
     PATCH_MERGE_KEY,
     PATCH_STRATEGY,
     VALIDATIONS,
@@ -154,10 +155,12 @@ def _pod_template_schema() -> Schema:
 
 
 def _crd_clean(schema: Schema) -> Schema:
-    """Drop strategic-merge metadata and object defaults, as controller-gen output has neither."""
+    """Drop strategic-merge metadata, object defaults and enums, as controller-gen output of the
+    core types has none of them: it reads ``+default`` markers only for scalars, and the core
+    types' ``+enum`` comments become enums in kube-openapi's built-in OpenAPI, never in a CRD."""
     out: Schema = {}
     for name, value in schema.items():
-        if name in (PATCH_STRATEGY, PATCH_MERGE_KEY) or (name == "default" and isinstance(value, dict)):
+        if name in (PATCH_STRATEGY, PATCH_MERGE_KEY, "enum") or (name == "default" and isinstance(value, dict)):
             continue
         if name == "properties":
             out[name] = {p: _crd_clean(s) for p, s in value.items()}
@@ -316,6 +319,20 @@ def _topology_assignment_v1beta1() -> Schema:
     )
 
 
+def _admission_fair_sharing_status() -> Schema:
+    return obj(
+        {
+            "consumedResources": map_of(
+                _quantity(),
+                "ConsumedResources represents the aggregated usage of resources over time.",
+            ),
+            "lastUpdate": date_time("LastUpdate is the time when share and consumed resources were updated."),
+        },
+        "admissionFairSharingStatus represents the current state of Admission Fair Sharing.",
+        required_fields=("consumedResources", "lastUpdate"),
+    )
+
+
 def _lq_fair_sharing_status() -> Schema:
     return obj(
         {
@@ -323,19 +340,7 @@ def _lq_fair_sharing_status() -> Schema:
                 "WeightedShare represents the maximum of the ratios of usage above nominal quota.",
                 fmt="int64",
             ),
-            "admissionFairSharingStatus": obj(
-                {
-                    "consumedResources": map_of(
-                        _quantity(),
-                        "ConsumedResources represents the aggregated usage of resources over time.",
-                    ),
-                    "lastUpdate": date_time(
-                        "LastUpdate is the time when share and consumed resources were updated."
-                    ),
-                },
-                "admissionFairSharingStatus represents the current state of Admission Fair Sharing.",
-                required_fields=("consumedResources", "lastUpdate"),
-            ),
+            "admissionFairSharingStatus": _admission_fair_sharing_status(),
         },
         "FairSharing contains the information about the current status of fair sharing.",
         required_fields=("weightedShare",),
@@ -361,7 +366,7 @@ def _preemption_gate_states() -> Schema:
             ),
             "lastTransitionTime": date_time("lastTransitionTime is the last time the position changed."),
         },
-        required_fields=("name", "position"),
+        required_fields=("lastTransitionTime", "name", "position"),
     )
     return arr(
         state,
@@ -375,9 +380,14 @@ def _preemption_gate_states() -> Schema:
 # --- the overlay ------------------------------------------------------------------------------------
 
 _STRUCTS: dict[type, Schema] = {
-    # required by upstream's markers although the model gives them a default
+    # required by upstream's markers although the model gives them a default (the encoder always
+    # writes those of status types: ``_ALWAYS_SERIALISED`` in pykueue.api.conversion)
     k.AdmissionScope: {"required": ["admissionMode"]},
     k.AdmissionChecksStrategy: {"required": ["admissionChecks"]},
+    k.FlavorUsage: {"required": ["name", "resources"]},
+    k.LocalQueueFlavorUsage: {"required": ["name", "resources"]},
+    k.FairSharingStatus: {"required": ["weightedShare"]},
+    k.WorkloadSchedulingStatsEviction: {"required": ["count", "reason", "underlyingCause"]},
     k.ResourceFlavor: F("ResourceFlavor is the Schema for the resourceflavors API."),
     k.ResourceFlavorSpec: F(
         "ResourceFlavorSpec defines the desired state of the ResourceFlavor",
@@ -474,9 +484,16 @@ _STRUCTS: dict[type, Schema] = {
         "required": ["template"],
     },
     k.PriorityClassRef: F("PriorityClassRef references a WorkloadPriorityClass or a PriorityClass."),
-    k.Admission: F("Admission contains the ClusterQueue and flavor assignments of an admitted Workload."),
+    # v1beta2's clusterQueue is optional upstream (v1beta1 requires it: _wl_v1beta1)
+    k.Admission: {
+        **F("Admission contains the ClusterQueue and flavor assignments of an admitted Workload."),
+        "required": None,
+    },
     k.PodSetAssignment: F("PodSetAssignment holds the flavors and resource usage assigned to one podSet."),
-    k.AdmissionCheckState: F("AdmissionCheckState is the state of one admission check of a Workload."),
+    k.AdmissionCheckState: {
+        **F("AdmissionCheckState is the state of one admission check of a Workload."),
+        "required": ["lastTransitionTime", "message", "name", "state"],
+    },
     k.PodSetUpdate: F("PodSetUpdate contains a list of pod set modifications suggested by AdmissionChecks."),
     k.WorkloadPriorityClass: F("WorkloadPriorityClass is the Schema for the workloadPriorityClass API"),
     k.AdmissionCheck: F("AdmissionCheck is the Schema for the admissionchecks API"),
@@ -790,6 +807,8 @@ _FIELDS: dict[tuple[type, str], Schema] = {
     (k.LocalQueueSpec, "stopPolicy"): _STOP_POLICY,
     (k.LocalQueueSpec, "fairSharing"): F(_FAIR_SHARING_DOC),
     (k.LocalQueueFlavorUsage, "name"): _ref_name("name of the flavor."),
+    (k.LocalQueueResourceUsage, "name"): F("name of the resource."),
+    (k.LocalQueueResourceUsage, "total"): F("total is the total quantity of used quota."),
     (k.LocalQueueFlavorUsage, "resources"): F(
         "resources lists the quota usage for the resources in this flavor.",
         max_items=64,
@@ -964,9 +983,7 @@ _FIELDS: dict[tuple[type, str], Schema] = {
         "reason specifies the programmatic identifier for the eviction cause.", max_length=316
     ),
     (k.WorkloadSchedulingStatsEviction, "underlyingCause"): F(
-        # upstream requires it (Go always sends ""); our writers may omit the empty value, so the
-        # list-map key keeps a default instead
-        "underlyingCause specifies a finer-grained explanation.", max_length=316, default=""
+        "underlyingCause specifies a finer-grained explanation.", max_length=316
     ),
     (k.WorkloadSchedulingStatsEviction, "count"): F(
         "count tracks the number of evictions for this reason and underlying cause.", minimum=0
@@ -1195,6 +1212,9 @@ def _merge_overlay(schema: Schema, overlay: Mapping[str, Any]) -> Schema:
     for name, value in overlay.items():
         if name == "$schema":
             continue
+        if value is None:  # the overlay removes what the model derived
+            schema.pop(name, None)
+            continue
         if name == "$items":
             schema["items"] = {**schema["items"], **value}
         elif name == "$values":
@@ -1335,8 +1355,11 @@ def _multikueue_cluster_v1beta2() -> Schema:
 
 
 def _multikueue_cluster_v1beta1() -> Schema:
+    kube_config = _kube_config()
+    kube_config["required"] = ["location", "locationType"]  # v1beta1's Go field has no omitempty
     spec = obj(
-        {"kubeConfig": _kube_config(), "clusterProfileRef": _cluster_profile_ref()},
+        {"kubeConfig": kube_config, "clusterProfileRef": _cluster_profile_ref()},
+        required_fields=("kubeConfig",),
         validations=_EXACTLY_ONE_SOURCE,
     )
     return _multikueue_cluster(spec)
@@ -1436,7 +1459,9 @@ def _cq_v1beta1(schema: Schema) -> None:
     )
     status["pendingWorkloadsStatus"] = obj(
         {
-            "clusterQueuePendingWorkload": arr(pending, "Head contains the list of top pending workloads."),
+            "clusterQueuePendingWorkload": arr(
+                pending, "Head contains the list of top pending workloads.", list_type="atomic"
+            ),
             "lastChangeTime": date_time(
                 "LastChangeTime indicates the time of the last change of the structure."
             ),
@@ -1445,6 +1470,13 @@ def _cq_v1beta1(schema: Schema) -> None:
         "in the cluster queue. Deprecated: This field is no longer effective.",
         required_fields=("lastChangeTime",),
     )
+    _add_admission_fair_sharing_status(schema)
+
+
+def _add_admission_fair_sharing_status(schema: Schema) -> None:
+    """v1beta1's FairSharingStatus of ClusterQueues and Cohorts also carries the AFS state
+    (v1beta2 keeps it on LocalQueues only)."""
+    _props(schema, "status", "fairSharing")["admissionFairSharingStatus"] = _admission_fair_sharing_status()
 
 
 def _lq_v1beta1(schema: Schema) -> None:
@@ -1455,22 +1487,40 @@ def _lq_v1beta1(schema: Schema) -> None:
             {
                 "name": string("name of the flavor.", max_length=253, pattern=v.DNS_SUBDOMAIN_PATTERN),
                 "resources": arr(
-                    {"type": "string"}, "resources used in the flavor.", max_items=16, list_type="set"
+                    {"type": "string"}, "resources used in the flavor.", max_items=64, list_type="set"
                 ),
                 "nodeLabels": str_map(
-                    "nodeLabels are labels that associate the ResourceFlavor with Nodes.", max_properties=8
+                    "nodeLabels are labels that associate the ResourceFlavor with Nodes.",
+                    max_properties=8,
+                    map_type="atomic",
                 ),
                 "nodeTaints": arr(
-                    free_object(),
+                    struct_schema(k.Taint),
                     "nodeTaints are taints that the nodes associated with this ResourceFlavor have.",
                     max_items=8,
                     list_type="atomic",
+                ),
+                "topology": obj(
+                    {
+                        "name": string(
+                            "name is the name of the topology.", max_length=253, pattern=v.DNS_SUBDOMAIN_PATTERN
+                        ),
+                        "levels": arr(
+                            {"type": "string"},
+                            "levels define the levels of topology.",
+                            min_items=1,
+                            max_items=16,
+                            list_type="atomic",
+                        ),
+                    },
+                    "topology is the topology that associated with this ResourceFlavor.",
+                    required_fields=("levels", "name"),
                 ),
             },
             required_fields=("name",),
         ),
         "flavors lists all currently available ResourceFlavors in specified ClusterQueue. Deprecated.",
-        max_items=16,
+        max_items=64,
         list_type="map",
         map_keys=("name",),
     )
@@ -1496,6 +1546,10 @@ def _wl_v1beta1(schema: Schema) -> None:
     schema["properties"]["spec"].pop(VALIDATIONS, None)
     _props(schema, "spec", "podSets")["topologyRequest"] = _topology_request_schema(v1beta1=True)
     schema["properties"]["spec"]["properties"]["podSets"]["items"]["required"] = ["count", "template"]
+    schema["properties"]["spec"]["required"] = ["podSets"]
+    admission = schema["properties"]["status"]["properties"]["admission"]
+    admission["required"] = ["clusterQueue", "podSetAssignments"]
+    admission["properties"]["podSetAssignments"]["items"]["required"] = ["name"]
     status = _props(schema, "status")
     status.pop("preemptionGates", None)
     _rename(status, "accumulatedPastExecutionTimeSeconds", "accumulatedPastExexcutionTimeSeconds")
@@ -1516,6 +1570,11 @@ def _ac_v1beta1(schema: Schema) -> None:
 
 def _mkconfig_v1beta1(schema: Schema) -> None:
     _props(schema, "spec").pop("quotaManagement", None)
+    _props(schema, "spec")["clusters"][LIST_TYPE] = "set"
+
+
+def _cohort_v1beta1(schema: Schema) -> None:
+    _add_admission_fair_sharing_status(schema)
 
 
 _V1BETA1_EDITS: Mapping[str, Callable[[Schema], None]] = {
@@ -1524,6 +1583,7 @@ _V1BETA1_EDITS: Mapping[str, Callable[[Schema], None]] = {
     "Workload": _wl_v1beta1,
     "AdmissionCheck": _ac_v1beta1,
     "MultiKueueConfig": _mkconfig_v1beta1,
+    "Cohort": _cohort_v1beta1,
 }
 
 
@@ -1649,6 +1709,17 @@ def kueue_schema(kind: str, version: str) -> Schema:
 def shared_kueue_schema(kind: str, version: str) -> Schema:
     """Like :func:`kueue_schema` but the cached instance: read-only, never modify it."""
     return _kueue_schema(kind, version)
+
+
+def pod_template_schema() -> Schema:
+    """The embedded PodTemplateSpec node of the Workload CRD (cached instance: read-only).
+
+    The one schema of a Workload's pod templates: the CRD carries it, and ``serve`` validates
+    templates against it (:func:`pykueue.api.validation.validate_schema`).
+    """
+    pod_sets = _kueue_schema("Workload", V1BETA2)["properties"]["spec"]["properties"]["podSets"]
+    template: Schema = pod_sets["items"]["properties"]["template"]
+    return template
 
 
 # --- CRD manifests -------------------------------------------------------------------------------------

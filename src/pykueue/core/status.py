@@ -13,6 +13,7 @@ from pykueue.api.kueue import (
     FlavorUsage,
     LocalQueue,
     LocalQueueFlavorUsage,
+    LocalQueueResourceUsage,
     LocalQueueStatus,
     ResourceUsage,
 )
@@ -138,7 +139,9 @@ def local_queue_status(
 
     def lq_usage(usage: dict[FlavorResource, int]) -> list[LocalQueueFlavorUsage]:
         return [
-            LocalQueueFlavorUsage(name=fu.name, resources=[ResourceUsage(name=r.name, total=r.total) for r in fu.resources])
+            LocalQueueFlavorUsage(
+                name=fu.name, resources=[LocalQueueResourceUsage(name=r.name, total=r.total) for r in fu.resources]
+            )
             for fu in _flavor_usage(cq, usage, False)
         ]
 

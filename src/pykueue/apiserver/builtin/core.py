@@ -5,7 +5,9 @@ what they use (affinity, tolerations, volumes, probes, ...). Fields that Kuberne
 carry the same ``x-kubernetes-patch-strategy`` / ``x-kubernetes-patch-merge-key`` /
 ``x-kubernetes-list-type`` / ``x-kubernetes-list-map-keys`` metadata as the real API
 (containers/initContainers/env/volumes by ``name``, ports by ``containerPort`` (+``protocol``),
-volumeMounts by ``mountPath``); rarely used volume sources are free-form objects.
+volumeMounts by ``mountPath``). The PodSpec is complete (every field and volume source of
+Kubernetes v1.35): the Workload CRD embeds it (``pykueue.apiserver.crdgen``), and
+tests/apiserver/test_crd_parity.py compares that copy keyword by keyword with upstream's.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from pykueue.apiserver.builtin.schema import (
     arr,
     boolean,
     define,
-    free_object,
     integer,
     map_of,
     obj,
@@ -30,6 +31,7 @@ CORE = "io.k8s.api.core.v1."
 POD_TEMPLATE_SPEC = CORE + "PodTemplateSpec"
 POD_SPEC = CORE + "PodSpec"
 CONTAINER = CORE + "Container"
+EPHEMERAL_CONTAINER = CORE + "EphemeralContainer"
 NAMESPACE = CORE + "Namespace"
 EVENT = CORE + "Event"
 POD_TEMPLATE = CORE + "PodTemplate"
@@ -251,7 +253,7 @@ def _define_env() -> None:
     key_ref = obj(
         {
             "key": string("The key to select."),
-            "name": string("Name of the referent."),
+            "name": string("Name of the referent.", default=""),
             "optional": boolean("Specify whether the object or its key must be defined."),
         },
         required_fields=("key",),
@@ -285,6 +287,21 @@ def _define_env() -> None:
                     map_type="atomic",
                 ),
                 "configMapKeyRef": {**key_ref, "description": "Selects a key of a ConfigMap."},
+                "fileKeyRef": obj(
+                    {
+                        "key": string("The key within the env file."),
+                        "optional": boolean(
+                            "Whether the file or its key must exist; when true a missing one leaves the "
+                            "variable unset.",
+                            default=False,
+                        ),
+                        "path": string("The path within the volume from which to select the file."),
+                        "volumeName": string("The name of the volume mount containing the env file."),
+                    },
+                    "FileKeyRef selects a key of the env file.",
+                    required_fields=("key", "path", "volumeName"),
+                    map_type="atomic",
+                ),
                 "secretKeyRef": {
                     **key_ref,
                     "description": "Selects a key of a secret in the pod's namespace.",
@@ -308,7 +325,10 @@ def _define_env() -> None:
         ),
     )
     source_ref = obj(
-        {"name": string("Name of the referent."), "optional": boolean("Specify whether it must be defined.")},
+        {
+            "name": string("Name of the referent.", default=""),
+            "optional": boolean("Specify whether it must be defined."),
+        },
         map_type="atomic",
     )
     define(
@@ -371,7 +391,10 @@ def _define_probes() -> None:
                 "httpGet": ref(_c("HTTPGetAction"), "HTTPGet specifies an HTTP GET request to perform."),
                 "tcpSocket": tcp,
                 "grpc": obj(
-                    {"port": integer("Port number of the gRPC service."), "service": string("Service name.")},
+                    {
+                        "port": integer("Port number of the gRPC service."),
+                        "service": string("Service name (gRPC Health Checking Protocol).", default=""),
+                    },
                     "GRPC specifies a GRPC HealthCheckRequest.",
                     required_fields=("port",),
                 ),
@@ -415,6 +438,7 @@ def _define_probes() -> None:
                 "preStop": ref(
                     _c("LifecycleHandler"), "Called immediately before a container is terminated."
                 ),
+                "stopSignal": string("StopSignal defines which signal will be sent to a container when it is being stopped."),
             },
             "Lifecycle describes actions that the management system should take in response to container lifecycle events.",
         ),
@@ -442,6 +466,23 @@ def _define_security() -> None:
         },
         "The SELinux context to be applied.",
     )
+    app_armor = obj(
+        {
+            "type": string("Indicates which kind of AppArmor profile will be applied."),
+            "localhostProfile": string("A profile loaded on the node that should be used."),
+        },
+        "The AppArmor options to use.",
+        required_fields=("type",),
+    )
+    windows = obj(
+        {
+            "gmsaCredentialSpec": string("The GMSA credential spec named by gmsaCredentialSpecName, inlined."),
+            "gmsaCredentialSpecName": string("The name of the GMSA credential spec to use."),
+            "hostProcess": boolean("Whether a container should be run as a 'Host Process' container."),
+            "runAsUserName": string("The UserName in Windows to run the entrypoint of the container process."),
+        },
+        "The Windows-specific settings.",
+    )
     define(
         _c("SecurityContext"),
         obj(
@@ -461,6 +502,8 @@ def _define_security() -> None:
                 "procMount": string("The type of proc mount to use for the containers."),
                 "seccompProfile": seccomp,
                 "seLinuxOptions": se_linux,
+                "appArmorProfile": app_armor,
+                "windowsOptions": windows,
             },
             "SecurityContext holds security configuration that will be applied to a container.",
         ),
@@ -493,6 +536,14 @@ def _define_security() -> None:
                     ),
                     "Namespaced sysctls used for the pod.",
                     list_type="atomic",
+                ),
+                "appArmorProfile": app_armor,
+                "windowsOptions": windows,
+                "seLinuxChangePolicy": string(
+                    "How the container's SELinux label is applied to all volumes used by the Pod."
+                ),
+                "supplementalGroupsPolicy": string(
+                    "How supplemental groups of the first container processes are calculated."
                 ),
             },
             "PodSecurityContext holds pod-level security attributes and common container settings.",
@@ -572,6 +623,21 @@ def _define_container() -> None:
             required_fields=("name",),
         ),
     )
+    define(
+        EPHEMERAL_CONTAINER,
+        obj(
+            {
+                **_container_properties(),
+                "targetContainerName": string(
+                    "The name of the container from PodSpec.Containers whose namespaces this ephemeral "
+                    "container targets."
+                ),
+            },
+            "An EphemeralContainer is a temporary container added to an existing Pod for user-initiated "
+            "activities such as debugging.",
+            required_fields=("name",),
+        ),
+    )
 
 
 def _container_properties() -> dict[str, Schema]:
@@ -644,6 +710,51 @@ def _container_properties() -> dict[str, Schema]:
             "Whether the container runtime should close the stdin channel after it has been opened by a single attach."
         ),
         "tty": boolean("Whether this container should allocate a TTY for itself."),
+        "resizePolicy": arr(
+            obj(
+                {
+                    "resourceName": string("Name of the resource to which this resource resize policy applies."),
+                    "restartPolicy": string("Restart policy to apply when the specified resource is resized."),
+                },
+                required_fields=("resourceName", "restartPolicy"),
+            ),
+            "Resources resize policy for the container.",
+            list_type="atomic",
+        ),
+        "restartPolicyRules": arr(
+            obj(
+                {
+                    "action": string("The action taken on a container exit if the requirements are satisfied."),
+                    "exitCodes": obj(
+                        {
+                            "operator": string("The relationship between the exit code and the values: In or NotIn."),
+                            "values": arr(
+                                integer(), "The exit codes to match (at most 255).", list_type="set"
+                            ),
+                        },
+                        "The exit codes the rule matches.",
+                        required_fields=("operator",),
+                    ),
+                },
+                required_fields=("action",),
+            ),
+            "Rules that determine whether the container is restarted when it exits.",
+            list_type="atomic",
+        ),
+        "volumeDevices": arr(
+            obj(
+                {
+                    "name": string("Name must match the name of a persistentVolumeClaim in the pod."),
+                    "devicePath": string("The path inside of the container that the device will be mapped to."),
+                },
+                required_fields=("devicePath", "name"),
+            ),
+            "The list of block devices to be used by the container.",
+            list_type="map",
+            map_keys=("devicePath",),
+            patch_strategy="merge",
+            patch_key="devicePath",
+        ),
     }
 
 
@@ -665,6 +776,355 @@ def _key_paths() -> Schema:
     )
 
 
+def _secret_ref(description: str) -> Schema:
+    return _local_ref(description)
+
+
+def _downward_api_items() -> Schema:
+    return arr(
+        obj(
+            {
+                "path": string("The relative path name of the file to be created."),
+                "fieldRef": obj(
+                    {
+                        "apiVersion": string("Version of the schema the FieldPath is written in terms of."),
+                        "fieldPath": string("Path of the field to select in the specified API version."),
+                    },
+                    "Selects a field of the pod: only annotations, labels, name, namespace and uid.",
+                    required_fields=("fieldPath",),
+                    map_type="atomic",
+                ),
+                "resourceFieldRef": obj(
+                    {
+                        "containerName": string("Container name: required for volumes."),
+                        "divisor": ref(meta.QUANTITY, "Specifies the output format of the exposed resources."),
+                        "resource": string("Required: resource to select."),
+                    },
+                    "Selects a resource of the container.",
+                    required_fields=("resource",),
+                    map_type="atomic",
+                ),
+                "mode": integer("Optional: mode bits used to set permissions on this file."),
+            },
+            "DownwardAPIVolumeFile represents information to create the file containing the pod field.",
+            required_fields=("path",),
+        ),
+        "Items is a list of downward API volume files.",
+        list_type="atomic",
+    )
+
+
+def _projection_sources() -> Schema:
+    named_items = {
+        "name": string("Name of the referent.", default=""),
+        "items": _key_paths(),
+        "optional": boolean("Specify whether the object or its keys must be defined."),
+    }
+    return arr(
+        obj(
+            {
+                "clusterTrustBundle": obj(
+                    {
+                        "labelSelector": ref(meta.LABEL_SELECTOR, "Select all ClusterTrustBundles that match."),
+                        "name": string("Select a single ClusterTrustBundle by object name."),
+                        "optional": boolean("If true, don't block pod startup if the bundle is unavailable."),
+                        "path": string("Relative path from the volume root to write the bundle."),
+                        "signerName": string("Select all ClusterTrustBundles that match this signer name."),
+                    },
+                    "ClusterTrustBundle projects a ClusterTrustBundle's trust anchors into the pod.",
+                    required_fields=("path",),
+                ),
+                "configMap": obj(named_items, "ConfigMap information about the configMap data to project.", map_type="atomic"),
+                "downwardAPI": obj(
+                    {"items": _downward_api_items()},
+                    "DownwardAPI information about the downwardAPI data to project.",
+                ),
+                "podCertificate": obj(
+                    {
+                        "certificateChainPath": string("Write the certificate chain at this path."),
+                        "credentialBundlePath": string("Write the credential bundle at this path."),
+                        "keyPath": string("Write the key at this path."),
+                        "keyType": string("The type of keypair Kubelet will generate for the pod."),
+                        "maxExpirationSeconds": integer("The maximum lifetime of the certificate."),
+                        "signerName": string("Kubelet's generated CSRs will be addressed to this signer."),
+                        "userAnnotations": str_map("Annotations passed to the signer in the PodCertificateRequest."),
+                    },
+                    "Projects an auto-rotating credential bundle into the pod.",
+                    required_fields=("keyType", "signerName"),
+                ),
+                "secret": obj(named_items, "Secret information about the secret data to project.", map_type="atomic"),
+                "serviceAccountToken": obj(
+                    {
+                        "audience": string("The intended audience of the token."),
+                        "expirationSeconds": integer("The requested duration of validity of the token.", fmt="int64"),
+                        "path": string("The path relative to the mount point of the file to project the token into."),
+                    },
+                    "ServiceAccountToken projects a service account token.",
+                    required_fields=("path",),
+                ),
+            },
+            "Projection that may be projected along with other supported volume types.",
+        ),
+        "Sources is the list of volume projections.",
+        list_type="atomic",
+    )
+
+
+def _pvc_template() -> Schema:
+    typed_ref = {
+        "apiGroup": string("APIGroup is the group for the resource being referenced."),
+        "kind": string("Kind is the type of resource being referenced."),
+        "name": string("Name is the name of resource being referenced."),
+    }
+    return obj(
+        {
+            "metadata": ref(meta.OBJECT_META, "Labels and annotations copied into the PVC."),
+            "spec": obj(
+                {
+                    "accessModes": str_list("The desired access modes the volume should have."),
+                    "dataSource": obj(
+                        typed_ref,
+                        "An existing VolumeSnapshot or PersistentVolumeClaim to populate the volume from.",
+                        required_fields=("kind", "name"),
+                        map_type="atomic",
+                    ),
+                    "dataSourceRef": obj(
+                        {**typed_ref, "namespace": string("Namespace is the namespace of resource being referenced.")},
+                        "The object from which to populate the volume with data.",
+                        required_fields=("kind", "name"),
+                    ),
+                    "resources": obj(
+                        {
+                            "limits": _quantities("Limits describes the maximum amount of compute resources allowed."),
+                            "requests": _quantities("Requests describes the minimum amount of compute resources required."),
+                        },
+                        "The minimum resources the volume should have.",
+                    ),
+                    "selector": ref(meta.LABEL_SELECTOR, "A label query over volumes to consider for binding."),
+                    "storageClassName": string("The name of the StorageClass required by the claim."),
+                    "volumeAttributesClassName": string("The VolumeAttributesClass used by this claim."),
+                    "volumeMode": string("What type of volume is required by the claim."),
+                    "volumeName": string("The binding reference to the PersistentVolume backing this claim."),
+                },
+                "The specification for the PersistentVolumeClaim.",
+            ),
+        },
+        "Will be used to create a stand-alone PVC to provision the volume.",
+        required_fields=("spec",),
+    )
+
+
+def _legacy_volume_sources() -> dict[str, Schema]:
+    """Volume sources Kubernetes keeps for compatibility (in-tree drivers, most migrated to CSI)."""
+    fs_type = string("Filesystem type of the volume that you want to mount.")
+    read_only = boolean("Mounted read-only if true.")
+    monitors = str_list("A collection of Ceph monitors.")
+    return {
+        "awsElasticBlockStore": obj(
+            {
+                "fsType": fs_type,
+                "partition": integer("The partition in the volume that you want to mount."),
+                "readOnly": read_only,
+                "volumeID": string("Unique ID of the persistent disk resource in AWS (Amazon EBS volume)."),
+            },
+            "Deprecated: an AWS Disk resource attached to the host and exposed to the pod.",
+            required_fields=("volumeID",),
+        ),
+        "azureDisk": obj(
+            {
+                "cachingMode": string("The Host Caching mode: None, Read Only, Read Write."),
+                "diskName": string("The Name of the data disk in the blob storage."),
+                "diskURI": string("The URI of data disk in the blob storage."),
+                "fsType": string("Filesystem type to mount.", default="ext4"),
+                "kind": string("Expected values Shared, Dedicated and Managed."),
+                "readOnly": boolean("Mounted read-only if true.", default=False),
+            },
+            "Deprecated: an Azure Data Disk mount on the host and bind mount to the pod.",
+            required_fields=("diskName", "diskURI"),
+        ),
+        "azureFile": obj(
+            {
+                "readOnly": read_only,
+                "secretName": string("The name of secret that contains Azure Storage Account Name and Key."),
+                "shareName": string("The azure share Name."),
+            },
+            "Deprecated: an Azure File Service mount on the host and bind mount to the pod.",
+            required_fields=("secretName", "shareName"),
+        ),
+        "cephfs": obj(
+            {
+                "monitors": monitors,
+                "path": string("Used as the mounted root, rather than the full Ceph tree."),
+                "readOnly": read_only,
+                "secretFile": string("The path to key ring for User."),
+                "secretRef": _secret_ref("Reference to the authentication secret for User."),
+                "user": string("The rados user name."),
+            },
+            "Deprecated: a Ceph FS mount on the host that shares a pod's lifetime.",
+            required_fields=("monitors",),
+        ),
+        "cinder": obj(
+            {
+                "fsType": fs_type,
+                "readOnly": read_only,
+                "secretRef": _secret_ref("Points to a secret object containing parameters used to connect to OpenStack."),
+                "volumeID": string("Used to identify the volume in cinder."),
+            },
+            "Deprecated: a cinder volume attached and mounted on kubelets host machine.",
+            required_fields=("volumeID",),
+        ),
+        "fc": obj(
+            {
+                "fsType": fs_type,
+                "lun": integer("Target lun number."),
+                "readOnly": read_only,
+                "targetWWNs": str_list("Target worldwide names (WWNs)."),
+                "wwids": str_list("Volume world wide identifiers (wwids)."),
+            },
+            "A Fibre Channel resource that is attached to a kubelet's host machine and then exposed to the pod.",
+        ),
+        "flexVolume": obj(
+            {
+                "driver": string("The name of the driver to use for this volume."),
+                "fsType": fs_type,
+                "options": str_map("Extra command options if any."),
+                "readOnly": read_only,
+                "secretRef": _secret_ref("Reference to the secret object containing sensitive information."),
+            },
+            "Deprecated: a generic volume resource that is provisioned/attached using an exec based plugin.",
+            required_fields=("driver",),
+        ),
+        "flocker": obj(
+            {
+                "datasetName": string("Name of the dataset stored as metadata."),
+                "datasetUUID": string("UUID of the dataset."),
+            },
+            "Deprecated: a Flocker volume attached to a kubelet's host machine.",
+        ),
+        "gcePersistentDisk": obj(
+            {
+                "fsType": fs_type,
+                "partition": integer("The partition in the volume that you want to mount."),
+                "pdName": string("Unique name of the PD resource in GCE."),
+                "readOnly": read_only,
+            },
+            "Deprecated: a GCE Disk resource that is attached to a kubelet's host machine.",
+            required_fields=("pdName",),
+        ),
+        "gitRepo": obj(
+            {
+                "directory": string("Target directory name."),
+                "repository": string("The repository URL."),
+                "revision": string("Commit hash for the specified revision."),
+            },
+            "Deprecated: a git repository at a particular revision.",
+            required_fields=("repository",),
+        ),
+        "glusterfs": obj(
+            {
+                "endpoints": string("The endpoint name that details Glusterfs topology."),
+                "path": string("The Glusterfs volume path."),
+                "readOnly": read_only,
+            },
+            "Deprecated: a Glusterfs mount on the host that shares a pod's lifetime.",
+            required_fields=("endpoints", "path"),
+        ),
+        "iscsi": obj(
+            {
+                "chapAuthDiscovery": boolean("Whether support iSCSI Discovery CHAP authentication."),
+                "chapAuthSession": boolean("Whether support iSCSI Session CHAP authentication."),
+                "fsType": fs_type,
+                "initiatorName": string("Custom iSCSI Initiator Name."),
+                "iqn": string("Target iSCSI Qualified Name."),
+                "iscsiInterface": string("iSCSI Interface Name that uses an iSCSI transport.", default="default"),
+                "lun": integer("iSCSI Target Lun number."),
+                "portals": str_list("iSCSI Target Portal List."),
+                "readOnly": read_only,
+                "secretRef": _secret_ref("CHAP Secret for iSCSI target and initiator authentication."),
+                "targetPortal": string("iSCSI Target Portal."),
+            },
+            "An ISCSI Disk resource that is attached to a kubelet's host machine and then exposed to the pod.",
+            required_fields=("iqn", "lun", "targetPortal"),
+        ),
+        "photonPersistentDisk": obj(
+            {"fsType": fs_type, "pdID": string("ID that identifies Photon Controller persistent disk.")},
+            "Deprecated: a PhotonController persistent disk attached and mounted on kubelets host machine.",
+            required_fields=("pdID",),
+        ),
+        "portworxVolume": obj(
+            {
+                "fsType": fs_type,
+                "readOnly": read_only,
+                "volumeID": string("Uniquely identifies a Portworx volume."),
+            },
+            "Deprecated: a portworx volume attached and mounted on kubelets host machine.",
+            required_fields=("volumeID",),
+        ),
+        "quobyte": obj(
+            {
+                "group": string("Group to map volume access to."),
+                "readOnly": read_only,
+                "registry": string("The Quobyte registries: host:port pairs, comma separated."),
+                "tenant": string("Owner of the Quobyte volume in the Backend."),
+                "user": string("User to map volume access to."),
+                "volume": string("The name of an already created Quobyte volume."),
+            },
+            "Deprecated: a Quobyte mount on the host that shares a pod's lifetime.",
+            required_fields=("registry", "volume"),
+        ),
+        "rbd": obj(
+            {
+                "fsType": fs_type,
+                "image": string("The rados image name."),
+                "keyring": string("The path to key ring for RBDUser.", default="/etc/ceph/keyring"),
+                "monitors": monitors,
+                "pool": string("The rados pool name.", default="rbd"),
+                "readOnly": read_only,
+                "secretRef": _secret_ref("The name of the authentication secret for RBDUser."),
+                "user": string("The rados user name.", default="admin"),
+            },
+            "Deprecated: a Rados Block Device mount on the host that shares a pod's lifetime.",
+            required_fields=("image", "monitors"),
+        ),
+        "scaleIO": obj(
+            {
+                "fsType": string("Filesystem type to mount.", default="xfs"),
+                "gateway": string("The host address of the ScaleIO API Gateway."),
+                "protectionDomain": string("The name of the ScaleIO Protection Domain for the configured storage."),
+                "readOnly": read_only,
+                "secretRef": _secret_ref("References to the secret for ScaleIO user and other sensitive information."),
+                "sslEnabled": boolean("Flag to enable/disable SSL communication with Gateway."),
+                "storageMode": string("Whether the storage for a volume should be ThickProvisioned or ThinProvisioned.", default="ThinProvisioned"),
+                "storagePool": string("The ScaleIO Storage Pool associated with the protection domain."),
+                "system": string("The name of the storage system as configured in ScaleIO."),
+                "volumeName": string("The name of a volume already created in the ScaleIO system."),
+            },
+            "Deprecated: a ScaleIO persistent volume attached and mounted on Kubernetes nodes.",
+            required_fields=("gateway", "secretRef", "system"),
+        ),
+        "storageos": obj(
+            {
+                "fsType": fs_type,
+                "readOnly": read_only,
+                "secretRef": _secret_ref("The secret to use for obtaining the StorageOS API credentials."),
+                "volumeName": string("The human-readable name of the StorageOS volume."),
+                "volumeNamespace": string("The scope of the volume within StorageOS."),
+            },
+            "Deprecated: a StorageOS volume attached and mounted on Kubernetes nodes.",
+        ),
+        "vsphereVolume": obj(
+            {
+                "fsType": fs_type,
+                "storagePolicyID": string("The storage Policy Based Management (SPBM) profile ID."),
+                "storagePolicyName": string("The storage Policy Based Management (SPBM) profile name."),
+                "volumePath": string("The path that identifies vSphere volume vmdk."),
+            },
+            "Deprecated: a vSphere volume attached and mounted on kubelets host machine.",
+            required_fields=("volumePath",),
+        ),
+    }
+
+
 def _define_volume() -> None:
     define(
         _c("Volume"),
@@ -682,7 +1142,7 @@ def _define_volume() -> None:
                 ),
                 "configMap": obj(
                     {
-                        "name": string("Name of the referent."),
+                        "name": string("Name of the referent.", default=""),
                         "items": _key_paths(),
                         "defaultMode": integer(
                             "Mode bits used to set permissions on created files by default."
@@ -690,6 +1150,7 @@ def _define_volume() -> None:
                         "optional": boolean("Specify whether the ConfigMap or its keys must be defined."),
                     },
                     "ConfigMap represents a configMap that should populate this volume.",
+                    map_type="atomic",
                 ),
                 "secret": obj(
                     {
@@ -720,18 +1181,54 @@ def _define_volume() -> None:
                     "A reference to a PersistentVolumeClaim in the same namespace.",
                     required_fields=("claimName",),
                 ),
-                "projected": free_object(
-                    "Items for all in one resources secrets, configmaps, and downward API."
+                "projected": obj(
+                    {
+                        "defaultMode": integer("Mode bits used to set permissions on created files by default."),
+                        "sources": _projection_sources(),
+                    },
+                    "Items for all in one resources secrets, configmaps, and downward API.",
                 ),
-                "downwardAPI": free_object("DownwardAPI represents downward API about the pod."),
-                "csi": free_object(
-                    "CSI represents ephemeral storage handled by certain external CSI drivers."
+                "downwardAPI": obj(
+                    {
+                        "defaultMode": integer("Mode bits used to set permissions on created files by default."),
+                        "items": _downward_api_items(),
+                    },
+                    "DownwardAPI represents downward API about the pod.",
                 ),
-                "ephemeral": free_object("A volume handled by a cluster storage driver."),
-                "nfs": free_object("NFS represents an NFS mount on the host."),
-                "image": free_object(
-                    "An OCI object (a container image or artifact) pulled on the host machine."
+                "csi": obj(
+                    {
+                        "driver": string("The name of the CSI driver that handles this volume."),
+                        "fsType": string("Filesystem type to mount."),
+                        "nodePublishSecretRef": _secret_ref(
+                            "Reference to the secret object containing sensitive information for the CSI driver."
+                        ),
+                        "readOnly": boolean("Specifies a read-only configuration for the volume."),
+                        "volumeAttributes": str_map("Driver-specific properties passed to the CSI driver."),
+                    },
+                    "CSI represents ephemeral storage handled by certain external CSI drivers.",
+                    required_fields=("driver",),
                 ),
+                "ephemeral": obj(
+                    {"volumeClaimTemplate": _pvc_template()},
+                    "A volume handled by a cluster storage driver, whose lifecycle is tied to the pod.",
+                ),
+                "nfs": obj(
+                    {
+                        "path": string("Path that is exported by the NFS server."),
+                        "readOnly": boolean("Force the NFS export to be mounted with read-only permissions."),
+                        "server": string("The hostname or IP address of the NFS server."),
+                    },
+                    "NFS represents an NFS mount on the host that shares a pod's lifetime.",
+                    required_fields=("path", "server"),
+                ),
+                "image": obj(
+                    {
+                        "pullPolicy": string("Policy for pulling OCI objects: Always, Never or IfNotPresent."),
+                        "reference": string("Image or artifact reference to be used."),
+                    },
+                    "An OCI object (a container image or artifact) pulled and mounted on the host machine.",
+                ),
+                **_legacy_volume_sources(),
             },
             "Volume represents a named volume in a pod that may be accessed by any container in the pod.",
             required_fields=("name",),
@@ -895,6 +1392,37 @@ def _pod_spec_properties() -> dict[str, Schema]:
             patch_key="name",
         ),
         "resources": ref(_c("ResourceRequirements"), "Pod-level resources (requests and limits) of the pod."),
+        "ephemeralContainers": arr(
+            ref(EPHEMERAL_CONTAINER),
+            "List of ephemeral containers run in this pod (added through the ephemeralcontainers subresource).",
+            list_type="map",
+            map_keys=("name",),
+            patch_strategy="merge",
+            patch_key="name",
+        ),
+        "hostnameOverride": string("HostnameOverride specifies an explicit override for the pod's hostname."),
+        "resourceClaims": arr(
+            obj(
+                {
+                    "name": string("Name uniquely identifies this resource claim inside the pod."),
+                    "resourceClaimName": string("The name of a ResourceClaim object in the same namespace."),
+                    "resourceClaimTemplateName": string(
+                        "The name of a ResourceClaimTemplate object in the same namespace."
+                    ),
+                },
+                "PodResourceClaim references exactly one ResourceClaim.",
+                required_fields=("name",),
+            ),
+            "ResourceClaims defines which ResourceClaims must be allocated and reserved before the Pod starts.",
+            list_type="map",
+            map_keys=("name",),
+            patch_strategy="merge,retainKeys",
+            patch_key="name",
+        ),
+        "schedulingGroup": obj(
+            {"podGroupName": string("The name of the PodGroup this Pod belongs to.")},
+            "SchedulingGroup is the group the pod is scheduled with.",
+        ),
     }
 
 

@@ -24,14 +24,14 @@ from pykueue.api.quantity import Quantity, QuantityError
 from pykueue.api.validation import (
     QUANTITY_PATTERN,
     FieldError,
-    Raw,
     duplicate,
     idx,
     invalid,
-    key,
+    list_map_key_value,
     not_supported,
     required,
     schema_items,
+    schema_key,
     schema_properties,
     schema_string,
 )
@@ -555,7 +555,7 @@ def _collect_type_errors(value: Any, schema: Mapping[str, Any], path: str, out: 
             if name in props:
                 _collect_type_errors(sub, props[name], _join(path, name), out)
             elif isinstance(extra, dict):
-                _collect_type_errors(sub, extra, key(path, name), out)
+                _collect_type_errors(sub, extra, schema_key(path, name), out)
     elif isinstance(value, list):
         items = schema.get("items")
         if isinstance(items, dict):
@@ -620,7 +620,7 @@ def _validate_object(value: Mapping[str, Any], schema: Mapping[str, Any], path: 
         if name in props:
             errs += validate(sub, props[name], _join(path, name))
         elif isinstance(extra, dict):
-            errs += validate(sub, extra, key(path, name))
+            errs += validate(sub, extra, schema_key(path, name))
     return errs
 
 
@@ -648,15 +648,9 @@ def list_map_duplicates(path: str, items: Sequence[Any], keys: Sequence[str]) ->
         values = {name: item.get(name) for name in keys if name in item}
         marker = json.dumps(values, sort_keys=True)
         if marker in seen:
-            errs.append(duplicate(idx(path, i), go_map_literal(values)))
+            errs.append(duplicate(idx(path, i), list_map_key_value(values)))
         seen.add(marker)
     return errs
-
-
-def go_map_literal(values: Mapping[str, Any]) -> Raw:
-    """``map[string]interface {}{"name":"a"}`` as Go prints a list-map key in errors."""
-    body = ", ".join(f'"{name}":{json.dumps(values[name])}' for name in sorted(values))
-    return Raw("map[string]interface {}{" + body + "}")
 
 
 def _set_duplicates(path: str, items: Sequence[Any]) -> list[FieldError]:
