@@ -1,4 +1,5 @@
-"""Kueue Configuration (API reference §8) and feature gates (§0.1, scheduling reference §13)."""
+"""Kueue Configuration (upstream ``apis/config/v1beta2``) and feature gates
+(``pkg/features/kube_features.go``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""v1beta1 ↔ v1beta2 conversion (API reference §1.11, scheduling reference §15) and typed encoding."""
+"""v1beta1 ↔ v1beta2 conversion (upstream ``apis/kueue/v1beta1/*_conversion.go``) and typed encoding."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""CRD schema defaults (API reference §1.3-§1.9) and the mutating webhooks."""
+"""CRD schema defaults (upstream ``apis/kueue/v1beta2``) and the mutating webhooks (``pkg/webhooks/``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Tests for ``pykueue.api.podspec`` (API reference §2.3-§2.7, scheduling reference §1.3-§1.4, §4.6, §6.2)."""
+"""Tests for ``pykueue.api.podspec`` (upstream ``pkg/workload/resources.go``,
+``pkg/workload/workload.go`` and ``FlavorAssigner.checkFlavorForPodSets``)."""
 
 from __future__ import annotations
 
@@ -75,7 +76,7 @@ def expr(key: str, operator: str, *values: str) -> dict[str, Any]:
     return e
 
 
-# --- pod_requests (§2.3, §2.4 item 3) ----------------------------------------------------------------
+# --- pod_requests (upstream ``resources.NewMapRequestsFromPodSpec``) ---------------------------------
 
 SIDECAR_EXAMPLE: dict[str, Any] = {
     "containers": [container({"cpu": "1"}), container({"cpu": "2"})],
@@ -189,7 +190,7 @@ def test_pod_requests_does_not_mutate_spec() -> None:
     assert spec == {"containers": [container(limits={"cpu": "2"})]}
 
 
-# --- validate_requests_within_limits (§2.5) ----------------------------------------------------------
+# --- validate_requests_within_limits (upstream ``workload.ValidateResources``) -----------------------
 
 PS0 = "spec.podSets[0].template.spec"
 MSG = "requests must not exceed its limits"
@@ -252,7 +253,7 @@ def test_resources_validation_error_aggregates() -> None:
     assert aggregate_error_text(["e", "e"]) == "e"
 
 
-# --- per-pod integers, exclusion and transformations (§2.6, §2.7) -----------------------------------
+# --- per-pod integers, exclusion and transformations (upstream ``applyResourceTransformations``) ----
 
 MIG_AND_GPU = (
     ResourceTransformation(
@@ -479,7 +480,7 @@ def test_podset_total_requests_saturates() -> None:
     assert podset_total_requests(ps) == {"memory": MAX_INT64, "cpu": MAX_INT64}
 
 
-# --- admitted usage (§1.4, §2.7) ---------------------------------------------------------------------
+# --- admitted usage (upstream ``totalRequestsFromAdmission``) ----------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -531,7 +532,7 @@ def test_admitted_usage(
     assert admitted_usage(psa, spec_count, reclaimable) == want
 
 
-# --- taints and tolerations (§6.2 item 2) ------------------------------------------------------------
+# --- taints and tolerations (upstream ``checkFlavorForPodSets``) -------------------------------------
 
 
 def test_format_taint() -> None:
@@ -617,7 +618,7 @@ def test_pod_tolerations() -> None:
     assert pod_tolerations({}) == []
 
 
-# --- node selector / affinity restricted to a flavor's keys (§6.2 item 3) ---------------------------
+# --- node selector / affinity restricted to a flavor's keys (upstream ``flavorSelector``) -----------
 
 MULTI_KEY_SPEC: dict[str, Any] = {
     "nodeSelector": {"spot": "true"},
@@ -821,7 +822,7 @@ def test_malformed_selector(exprs: list[dict[str, Any]], message: str) -> None:
     assert isinstance(info.value, ValueError)
 
 
-# --- adjustments hook (§2.4 items 1-2) ---------------------------------------------------------------
+# --- adjustments hook (upstream ``workload.AdjustResources``) ----------------------------------------
 
 
 def test_adjust_pod_spec_runtime_class_overhead() -> None:
@@ -861,7 +862,7 @@ def test_adjust_pod_spec_limit_range_defaults() -> None:
     assert pod_requests(adjusted) == {"cpu": Fraction(2, 10), "memory": Fraction(3 * 2**30)}
 
 
-# --- scheduling hash (§4.6) --------------------------------------------------------------------------
+# --- scheduling hash (upstream ``computeSchedulingHash``) --------------------------------------------
 
 
 def _hash_of(spec: dict[str, Any], priority: int = 0, count: int = 1) -> str:

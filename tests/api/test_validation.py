@@ -1,4 +1,4 @@
-"""Validation rules of API reference §1 (CRD schema + CEL, then Kueue's webhooks)."""
+"""Validation rules of upstream's API (CRD schema + CEL, then ``pkg/webhooks/``)."""
 
 from __future__ import annotations
 

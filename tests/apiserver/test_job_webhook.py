@@ -1,4 +1,4 @@
-"""Kueue's batch/v1 Job webhook in the API server's request path (API reference §6.2).
+"""Kueue's batch/v1 Job webhook in the API server's request path (upstream ``JobWebhook``).
 
 Requests go through the real handlers on a real (in-memory) store, as the HTTP layer sends them;
 the e2e module drives the same rules with kubectl against ``pykueue serve``.

@@ -1,7 +1,8 @@
 """The controller manager over a real embedded API server (in-process client, no HTTP).
 
-Scenarios are named after the upstream tests they follow (API reference §3.16, §4.4). Time is a
-manual clock the test moves, so timeouts and backoffs of minutes take no wall time.
+Scenarios are named after the upstream tests they follow (upstream
+``pkg/controller/core/*_controller_test.go``). Time is a manual clock the test moves, so timeouts and
+backoffs of minutes take no wall time.
 """
 
 from __future__ import annotations
@@ -144,7 +145,7 @@ def test_admit(env: Env) -> None:
     env.create(R.WORKLOADS, workload("a"))
     wl = wait(has(env, "a", "Admitted", reason="Admitted"))
     assert cond(wl, "QuotaReserved")["message"] == "Quota reserved in ClusterQueue cq"  # type: ignore[index]
-    env.clock.advance(1.1)  # queue status is refreshed within the 1s batch period (§4.1)
+    env.clock.advance(1.1)  # queue status is refreshed within the 1s batch period (``UpdatesBatchPeriod``)
     cq = wait(lambda: (c := env.get(R.CLUSTER_QUEUES, "cq")).get("status", {}).get("admittedWorkloads") == 1 and c)
     assert cq["status"]["reservingWorkloads"] == 1
     assert cq["status"]["flavorsUsage"] == [{"name": "f", "resources": [{"name": "cpu", "total": "1"}]}]
@@ -165,7 +166,8 @@ def test_waiting_for_quota_then_admitted_when_quota_frees(env: Env) -> None:
     env.create(R.WORKLOADS, workload("second"))
     wl = wait(has(env, "second", "QuotaReserved", status="False"))
     assert cond(wl, "QuotaReserved")["reason"] in ("WaitingForQuota", "Pending")  # type: ignore[index]
-    # A bare Workload (no job integration): finishing it frees the quota at once (§3.1).
+    # A bare Workload (no job integration): finishing it frees the quota at once
+    # (``WorkloadReconciler.Update``).
     first = env.get(R.WORKLOADS, "first")
     first["status"]["conditions"].append(
         {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done", "lastTransitionTime": "2026-11-22T12:00:00Z"}
@@ -180,7 +182,7 @@ def test_waiting_for_quota_then_admitted_when_quota_frees(env: Env) -> None:
     wait(admitted_later)
 
 
-# --- stopPolicy (§3.12) ----------------------------------------------------------------------------------
+# --- stopPolicy (upstream ``reconcileOnClusterQueueActiveState``) ----------------------------------------
 
 
 def test_hold_and_drain_evicts_admitted_workload(env: Env) -> None:
@@ -220,7 +222,7 @@ def test_local_queue_with_hold_stop_policy(env: Env) -> None:
     assert wait(lq_stopped)["message"] == "LocalQueue is stopped"
 
 
-# --- PodsReady timeout (§3.10) ---------------------------------------------------------------------------
+# --- PodsReady timeout (upstream ``reconcileNotReadyTimeout``) -------------------------------------------
 
 
 def test_admitted_workload_exceeding_pods_ready_timeout_is_evicted_with_backoff(env: Env) -> None:
@@ -236,7 +238,7 @@ def test_admitted_workload_exceeding_pods_ready_timeout_is_evicted_with_backoff(
     ]
 
 
-# --- maximum execution time (§3.11) --------------------------------------------------------------------------
+# --- maximum execution time (upstream ``reconcileMaxExecutionTime``) ----------------------------------------
 
 
 def test_admitted_workload_with_max_execution_time_expired_is_deactivated(env: Env) -> None:
@@ -252,7 +254,7 @@ def test_admitted_workload_with_max_execution_time_expired_is_deactivated(env: E
     assert cond(wl, "DeactivationTarget") is None or cond(ev, "DeactivationTarget") is None
 
 
-# --- finalizers (§4.1, §0.5) --------------------------------------------------------------------------------
+# --- finalizers (upstream ``kueue.ResourceInUseFinalizerName``) ---------------------------------------------
 
 
 def test_reserving_workload_keeps_cluster_queue_terminating(env: Env) -> None:

@@ -1,7 +1,7 @@
 """Hypothesis strategies for random small clusters, and an independent reference model of quota trees.
 
 The model (``TreeModel``) re-derives subtree quotas, local quotas, usages and the quota constraints
-of scheduling reference §3 from plain integers, without touching ``pykueue.core.quota.tree``; the
+of upstream ``resource_node.go`` from plain integers, without touching ``pykueue.core.quota.tree``; the
 property tests in ``test_invariants.py`` compare the implementation against it.
 
 Amounts are integers in the implementation's units: milli-cores for ``cpu``, plain units for
@@ -119,7 +119,7 @@ class WorkloadGen:
     inactive: bool = False  # spec.active=false at load; an "activate" step submits it later
 
     def usage(self) -> dict[FR, int]:
-        """Quota this workload holds when admitted with ``admission`` (§1.4)."""
+        """Quota this workload holds when admitted with ``admission`` (``totalRequestsFromAdmission``)."""
         out: dict[FR, int] = {}
         for ps, fl in zip(self.pod_sets, self.admission or [], strict=False):
             for res, per_pod in ps.requests.items():
@@ -301,7 +301,7 @@ def build_workload(w: WorkloadGen) -> Workload:
     return wl
 
 
-# --- independent reference model of the quota tree (§3.2, §3.4) -----------------------------------
+# --- independent reference model of the quota tree (upstream ``resource_node.go``) ----------------
 
 NodeKey = tuple[str, str]  # ("cq" | "cohort", name)
 

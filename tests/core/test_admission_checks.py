@@ -1,5 +1,5 @@
-"""Two-phase admission with AdmissionChecks across scheduling cycles (scheduling reference §9, §10;
-API reference §3.3-§3.9).
+"""Two-phase admission with AdmissionChecks across scheduling cycles (upstream ``admissionchecks.go``,
+``workload_controller.go``).
 
 The external check controller is played by the test: it edits the stored workload's
 ``status.admissionChecks`` and lets time advance so the simulated controllers react.
@@ -113,7 +113,7 @@ def test_workload_fits_in_single_cluster_queue_with_check_state_ready() -> None:
 
 def test_ready_check_not_configured_on_the_cluster_queue_is_dropped() -> None:
     """Upstream's fixture lists a Ready check the ClusterQueue does not have: the controller removes it
-    (§9.1), nothing applies and the workload is admitted right away."""
+    (``syncAdmissionCheckConditions``), nothing applies and the workload is admitted right away."""
     w = workload("w", requests={"cpu": 3}, created=at(3590))
     w.status.admission_checks = [check_state("check", "Ready")]
     c = cluster(wl=w)
@@ -124,9 +124,10 @@ def test_ready_check_not_configured_on_the_cluster_queue_is_dropped() -> None:
 
 
 def test_workload_fits_in_single_cluster_queue_with_check_state_pending() -> None:
-    """``workload fits in single clusterQueue, with check state pending``: QuotaReserved, not Admitted (§9.2)."""
+    """``workload fits in single clusterQueue, with check state pending``: QuotaReserved, not Admitted
+    (``SyncAdmittedCondition``)."""
     c = cluster(checks={"check": []})
-    # A check on every flavor is listed before the reservation (§9.1).
+    # A check on every flavor is listed before the reservation (``AdmissionChecksForWorkload``).
     assert checks(get(c)) == [("check", "Pending", "", None)]
     assert c.run(cycles=1).cycles[0].admitted == [KEY]
     w = get(c)
@@ -166,7 +167,7 @@ def test_reserved_but_not_admitted_counts_in_reservation_not_usage() -> None:
     assert [(r.name, str(r.total)) for r in status.flavors_usage[0].resources] == [("cpu", "0")]
 
 
-# --- Retry (§9.3, API reference §3.8) -----------------------------------------------------------------
+# --- Retry (upstream ``reconcileCheckBasedEviction``) -------------------------------------------------
 
 RETRY_MSG = 'Evicted due to AdmissionCheck in Retry state: "check" (capacity not available)'
 
@@ -197,7 +198,7 @@ def test_retry_evicts_and_requeues_after_backoff() -> None:
     assert events(c) == [(KEY, "Normal", "EvictedDueToAdmissionCheck", RETRY_MSG)]
     assert not c.cache.has_workload(KEY)
     # With the backoff running it is not requeued at all; the workload controller requeues it at
-    # requeueAt (§4.3 "Update quota-reserved/admitted→pending").
+    # requeueAt (``WorkloadReconciler.Update``, quota-reserved/admitted→pending).
     assert queued(c) == ({}, {})
 
     heads = []
@@ -237,7 +238,7 @@ def test_retry_without_delay_requeues_immediately() -> None:
 
 
 def test_pending_workload_with_retry_check_is_not_scheduled() -> None:
-    """§5.3 rule 2: a queued workload with a Retry/Rejected check is inadmissible."""
+    """``Scheduler.nominate``: a queued workload with a Retry/Rejected check is inadmissible."""
     w = workload("w", requests={"cpu": 3}, created=at(3590))
     w.status.admission_checks = [check_state("check", "Retry", "boom")]
     c = cluster(checks={"check": []}, wl=w)
@@ -250,7 +251,7 @@ def test_pending_workload_with_retry_check_is_not_scheduled() -> None:
     assert queued(c) == ({}, {"q": [KEY]})
 
 
-# --- Rejected (§9.3, API reference §3.8-§3.9) ----------------------------------------------------------
+# --- Rejected (upstream ``reconcileCheckBasedEviction``) -----------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -291,8 +292,8 @@ def test_rejected_deactivates(states: list[AdmissionCheckState], rejected: str) 
 
 
 def test_rejected_workload_quota_reserved_reason_is_deactivated() -> None:
-    """§10.5: once the reservation is released the controller reports the inactive workload as
-    ``Deactivated`` / ``The workload is deactivated``."""
+    """``syncQuotaReservedFalseCondition``: once the reservation is released the controller reports the
+    inactive workload as ``Deactivated`` / ``The workload is deactivated``."""
     c = cluster(checks={"check": []})
     c.run(cycles=1)
     set_checks(c, check_state("check", "Rejected", "no capacity", when=c.now))
@@ -301,7 +302,7 @@ def test_rejected_workload_quota_reserved_reason_is_deactivated() -> None:
     assert conditions(get(c))["Admitted"] == NO_RESERVATION
 
 
-# --- onFlavors (§9.1) ----------------------------------------------------------------------------------
+# --- onFlavors (upstream ``AdmissionChecksForWorkload``) -----------------------------------------------
 
 
 def two_flavor_cluster(cpu: int) -> SimulatedCluster:
@@ -364,8 +365,9 @@ PREEMPT_MSG = (
 
 
 def test_preempted_workload_keeps_admitted_until_quota_is_released() -> None:
-    """Eviction resets the checks to Pending but does not touch ``Admitted`` (API reference §3.6); it turns
-    False only when the job integration releases the quota (§3.7), accumulating the admitted time."""
+    """Eviction resets the checks to Pending but does not touch ``Admitted`` (``evict.Evict``); it turns
+    False only when the job integration releases the quota (``JobReconciler``), accumulating the admitted
+    time."""
     victim = workload("victim", requests={"cpu": 4})
     victim.status.admission_checks = [check_state("check", "Ready", "ok", when=at(0))]
     objs = [

@@ -1,5 +1,6 @@
-"""Cycle-level rules across several cycles, one case per rule (scheduling reference §3.9, §4.5,
-§5.4, §5.6, §5.7, §5.8, §6.5, §1.2, §3.12), each found missing or wrong by review and fixed."""
+"""Cycle-level rules across several cycles, one case per rule (upstream ``scheduler.go``,
+``flavorassigner.go``, ``cache/queue``, ``resources/amount.go``), each found missing or wrong by review
+and fixed."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ def _cond(c: Any, name: str, ctype: str) -> tuple[str, str, str] | None:
 
 
 def test_remembered_flavor_scan_progress_resumes_at_the_next_flavor() -> None:
-    """§6.5/§4.5: a skipped workload with untried flavors is retried next cycle from the next flavor."""
+    """``findFlavorForPodSets``/``requeueIfNotPresent``: a skipped workload with untried flavors is retried
+    next cycle from the next flavor."""
     objs = [
         flavor("f1"),
         flavor("f2"),
@@ -58,7 +60,8 @@ def test_remembered_flavor_scan_progress_resumes_at_the_next_flavor() -> None:
 
 
 def test_workload_assumed_in_this_cycle_is_not_a_preemption_target() -> None:
-    """§3.9/§5.8: assumed workloads reach the cache after the cycle; only their usage is in the snapshot."""
+    """``Scheduler.admit``: assumed workloads reach the cache after the cycle; only their usage is in the
+    snapshot."""
     objs = [
         flavor("f1"),
         cluster_queue("a", flavor_quotas("f1", cpu=5), cohort="c", preemption={"reclaim_within_cohort": "Any"}),
@@ -90,7 +93,8 @@ def test_workload_assumed_in_this_cycle_is_not_a_preemption_target() -> None:
 
 
 def test_capacity_reservation_never_negative_keeps_cohort_usage_exact() -> None:
-    """§5.7 above nominal + borrowingLimit: reserving a negative amount must not leak usage."""
+    """``resourcesToReserve`` above nominal + borrowingLimit: reserving a negative amount must not leak
+    usage."""
     objs = [
         flavor("f1"),
         cluster_queue("a", flavor_quotas("f1", cpu=Q(5, borrowing_limit=1)), cohort="c"),
@@ -108,7 +112,7 @@ def test_capacity_reservation_never_negative_keeps_cohort_usage_exact() -> None:
 
 
 def test_failed_admission_write_keeps_capacity_booked_for_the_cycle() -> None:
-    """§5.6 step 10 / §5.8 step 4: the usage stays booked; a later borrowing entry is skipped."""
+    """``processEntry`` / ``Scheduler.admit``: the usage stays booked; a later borrowing entry is skipped."""
     objs = [
         flavor("f1"),
         cluster_queue("a", flavor_quotas("f1", cpu=5), cohort="c"),
@@ -138,7 +142,8 @@ def test_failed_admission_write_keeps_capacity_booked_for_the_cycle() -> None:
 
 
 def test_cluster_queue_in_cohort_cycle_is_reported_inactive() -> None:
-    """§4.4/§5.3 rule 3: heads of CQs under a cohort cycle are popped and reported inactive."""
+    """``Manager.Heads``/``Scheduler.nominate``: heads of CQs under a cohort cycle are popped and reported
+    inactive."""
     from builders import cohort
 
     objs = [
@@ -157,7 +162,8 @@ def test_cluster_queue_in_cohort_cycle_is_reported_inactive() -> None:
 
 
 def test_restarted_local_queue_requeues_a_workload_it_stopped() -> None:
-    """§3.12: Requeued False/LocalQueueStopped flips to True/LocalQueueRestarted and it is admitted."""
+    """``reconcileOnLocalQueueActiveState``: Requeued False/LocalQueueStopped flips to
+    True/LocalQueueRestarted and it is admitted."""
     w = workload("w", queue="qa", requests={"cpu": "1"})
     msg = "The LocalQueue is stopped"
     w.status.conditions = [
@@ -190,7 +196,7 @@ def test_until_quiet_waits_for_a_running_backoff() -> None:
 
 
 def test_block_admission_waits_for_pods_ready_without_an_event() -> None:
-    """§5.6 step 12 (waitForPodsReady.blockAdmission) with granular and legacy reasons."""
+    """``processEntry`` (waitForPodsReady.blockAdmission) with granular and legacy reasons."""
     for gates, reason in (({}, "WaitingForPodsReady"), ({"UnadmittedWorkloadsObservability": False}, "Waiting")):
         objs = [
             flavor("f1"),
@@ -209,7 +215,7 @@ def test_block_admission_waits_for_pods_ready_without_an_event() -> None:
 
 
 def test_namespace_that_does_not_exist() -> None:
-    """§5.3 rule 5: the namespace lookup fails with NotFound."""
+    """``workload.ValidateAdmissibility``: the namespace lookup fails with NotFound."""
     objs = [
         flavor("f1"),
         cluster_queue("a", flavor_quotas("f1", cpu=10)),
@@ -225,7 +231,8 @@ def test_namespace_that_does_not_exist() -> None:
 
 
 def test_exabyte_scale_quota_borrowing() -> None:
-    """§1.2: borrowing against unlimited lendable capacity (exabyte-scale quota) saturates, not overflows."""
+    """``pkg/resources/amount.go``: borrowing against unlimited lendable capacity (exabyte-scale quota)
+    saturates, not overflows."""
     objs = [
         flavor("f1"),
         cluster_queue("a", flavor_quotas("f1", cpu=0), cohort="c"),
@@ -239,7 +246,8 @@ def test_exabyte_scale_quota_borrowing() -> None:
 
 
 def test_sum_of_pod_set_requests_over_int64_does_not_fit() -> None:
-    """§1.2: prevent integer overflow when the sum of requests over pod sets exceeds MaxInt64."""
+    """``pkg/resources/amount.go``: prevent integer overflow when the sum of requests over pod sets exceeds
+    MaxInt64."""
     objs = [
         flavor("f1"),
         cluster_queue("a", flavor_quotas("f1", memory="8E")),
@@ -254,7 +262,7 @@ def test_sum_of_pod_set_requests_over_int64_does_not_fit() -> None:
 
 
 def test_preemption_write_failure_reports_failed_preemptions() -> None:
-    """§5.6 step 11: evictions that fail append `. Preempting <n> workload(s) failed, will retry.`."""
+    """``processEntry``: evictions that fail append `. Preempting <n> workload(s) failed, will retry.`."""
     objs = [
         flavor("f1"),
         cluster_queue("a", flavor_quotas("f1", cpu=5), preemption={"within_cluster_queue": "LowerPriority"}),

@@ -1,4 +1,4 @@
-"""Dominant Resource Share (scheduling reference §8.2)."""
+"""Dominant Resource Share (upstream ``fair_sharing.go`` ``dominantResourceShare``)."""
 
 from __future__ import annotations
 

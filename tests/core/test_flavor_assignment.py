@@ -1,4 +1,4 @@
-"""Flavor assignment (scheduling reference §6), mirroring upstream ``flavorassigner_test.go``.
+"""Flavor assignment (upstream ``flavorassigner.go``), mirroring upstream ``flavorassigner_test.go``.
 
 Case names are the upstream ones. The preemption oracle is a fake returning fixed outcomes per
 (flavor, resource) and ``(Preempt, 0)`` otherwise, like upstream's ``testOracle``.
@@ -1384,7 +1384,7 @@ def test_flavor_scan_records_last_tried_flavor_idx(
     assert a.last_state == LastAssignment([{"cpu": want_idx}], state.generation, 7, wl.scheduling_hash)
 
 
-# --- worked examples and remaining §6 rules ----------------------------------------------------------
+# --- worked examples and remaining flavor-assignment rules -------------------------------------------
 
 
 def _example_g(
@@ -1474,7 +1474,7 @@ def test_borrowing_levels_worked_example_b(name: str, req: str, want_level: int)
 
 
 def test_no_fit_reason_example_waiting_for_quota_over_untolerated_taint() -> None:
-    """§6.7 example: alternatives in one group take the least severe reason."""
+    """``resolveNoFitReason`` example: alternatives in one group take the least severe reason."""
     main = cluster_queue(
         "main", flavor_quotas("on-demand", cpu=5), flavor_quotas("spot-tainted", cpu=5), cohort="c"
     )
@@ -1692,7 +1692,7 @@ def test_resource_iteration_order_is_fnv1a() -> None:
     )
 
 
-# --- §5.4 step 1 -------------------------------------------------------------------------------------
+# --- upstream ``lastAssignmentOutdated`` -------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

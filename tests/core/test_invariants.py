@@ -1,4 +1,5 @@
-"""Property tests: quota-tree invariants of whole scheduling runs (scheduling reference §3, §5.6, §7.6).
+"""Property tests: quota-tree invariants of whole scheduling runs (upstream ``resource_node.go``,
+``processEntry``, ``workloadFits``).
 
 Random small clusters (1-3 flavors, cpu and/or memory, 1-6 ClusterQueues, optional hierarchical
 cohorts owning quota, borrowing/lending limits, random preemption policies, queueing strategies,
@@ -14,7 +15,7 @@ independent model of the tree formulas (``strategies.TreeModel``) and a cache re
 1c. Per cycle: every quota constraint that held at the start still holds at the end counting all
     holders but the victims chosen in that cycle — in-flight victims of earlier cycles keep their
     quota, so a preemptor is never admitted before its victims release it.
-    (Counting *all* holders at every point is not an invariant of upstream Kueue: §5.6 step 2 lets
+    (Counting *all* holders at every point is not an invariant of upstream Kueue: ``fits`` lets
     later entries of a cycle use same-cycle victims' quota early; pinned by
     ``test_same_cycle_victims_quota_is_reused_before_release``.)
 2.  Lending limits: CQs outside a node X use at most the nominal quota outside X plus
@@ -201,8 +202,9 @@ def _coverage_events(cluster: SimulatedCluster, result: CycleResult) -> None:
 def cq_usage_from_objects(
     cluster: SimulatedCluster, skip: Callable[[Workload], bool] | None = None
 ) -> dict[str, dict[FR, int]]:
-    """Usage of every ClusterQueue rebuilt from the workloads' ``status.admission`` (§1.4),
-    over the workloads actively holding quota (except those ``skip`` selects)."""
+    """Usage of every ClusterQueue rebuilt from the workloads' ``status.admission``
+    (``totalRequestsFromAdmission``), over the workloads actively holding quota (except those ``skip``
+    selects)."""
     out: dict[str, dict[FR, int]] = {name: {} for name in cluster.cache.cluster_queues}
     for wl in cluster.workloads():
         if not has_active_quota_reservation(wl) or (skip is not None and skip(wl)):
@@ -226,8 +228,8 @@ def check_cycle_admissions(
 
     Every quota constraint that held at the start of the cycle (counting every quota holder)
     still holds at the end counting every holder except the victims targeted in this very cycle:
-    in-flight victims of earlier cycles are counted, exactly as the scheduler's ``fits`` (§5.6
-    step 2) counts them. (Victims of the same cycle are excluded because §5.6 step 2 lets later
+    in-flight victims of earlier cycles are counted, exactly as the scheduler's ``fits``
+    counts them. (Victims of the same cycle are excluded because ``fits`` lets later
     entries of the cycle use their quota before they release it; see
     ``test_same_cycle_victims_quota_is_reused_before_release``.)
     """
@@ -452,7 +454,7 @@ def test_runs_are_deterministic_across_hash_seeds(
 
 
 def test_same_cycle_victims_quota_is_reused_before_release() -> None:
-    """Pins upstream behaviour (§5.6 step 2, upstream ``scheduler.fits``): every entry's fit is
+    """Pins upstream behaviour (``scheduler.go`` ``fits``): every entry's fit is
     checked with *all* victims chosen earlier in the cycle removed, so Fit entries processed after
     a preemptor can take the part of the victims' quota the preemptor does not need, before the
     victims release it. Quota holders transiently exceed the cohort (5 of 4 cpu) until the
@@ -516,8 +518,9 @@ def _cache_node_usage(cache: Cache) -> dict[tuple[str, str], dict[FR, int]]:
 @settings(max_examples=examples(300), **SETTINGS)
 @given(tree_with_usage(), st.randoms(use_true_random=False))
 def test_incremental_usage_matches_recompute(case: tuple[Scenario, dict[str, dict[FR, int]]], rnd) -> None:
-    """§3.3: adding usage FR by FR in any order (incrementally, through lending limits) gives the
-    tree formulas' usages, and removing it again in any other order restores the empty tree."""
+    """``addUsage``/``removeUsage``: adding usage FR by FR in any order (incrementally, through lending
+    limits) gives the tree formulas' usages, and removing it again in any other order restores the empty
+    tree."""
     sc, held = case
     note(sc.describe())
     note(f"usage={held}")
@@ -546,7 +549,7 @@ def _split(v: int) -> list[int]:
 @settings(max_examples=examples(250), **SETTINGS)
 @given(tree_with_usage())
 def test_available_is_the_largest_admissible_amount(case: tuple[Scenario, dict[str, dict[FR, int]]]) -> None:
-    """§3.4: on a state within quota, ``Available(cq, fr)`` is exactly the largest amount the CQ can
+    """``available``: on a state within quota, ``Available(cq, fr)`` is exactly the largest amount the CQ can
     add without breaking a quota constraint (so admitting by ``Available`` keeps invariant 1),
     and ``potentialAvailable`` is that amount on an empty tree."""
     sc, held = case
@@ -582,7 +585,7 @@ def test_generated_objects_are_valid(sc: Scenario) -> None:
 
 
 def test_model_worked_example_a() -> None:
-    """The reference model reproduces worked example A (§3.6)."""
+    """The reference model reproduces the worked lending- and borrowing-limit example."""
     from strategies import CohortGen, CQGen, GroupGen, QuotaGen
 
     def cq(name: str, q: QuotaGen) -> CQGen:

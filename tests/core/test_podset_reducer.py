@@ -1,4 +1,4 @@
-"""Partial admission search (scheduling reference §6.9), mirroring upstream ``podset_reducer_test.go``."""
+"""Partial admission search (upstream ``PodSetReducer``), mirroring upstream ``podset_reducer_test.go``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Classical preemption (scheduling reference §7): target search, ordering, policies, oracle, eviction."""
+"""Classical preemption (upstream ``preemption.go``, ``classical/``): target search, ordering, policies,
+oracle, eviction."""
 
 from __future__ import annotations
 
@@ -531,7 +532,7 @@ def test_reclaim_in_complex_hierarchy() -> None:
     assert by_name["admitted_borrowing_4"].preemptee_path == "/r/c11/c23/q2"
 
 
-# --- §7.4 ordering and §7.2 policies ---------------------------------------------------------------
+# --- ordering and policies (upstream ``CandidatesOrdering``, ``SatisfiesPreemptionPolicy``) --------
 
 
 def _reserved(name: str, cq: str, prio: int, when: float, uid: str | None = None) -> WorkloadInfo:
@@ -593,7 +594,7 @@ def test_satisfies_preemption_policy(
     assert satisfies_preemption_policy(preemptor, candidate, policy) is want
 
 
-# --- §7.9 oracle ----------------------------------------------------------------------------------
+# --- oracle (upstream ``PreemptionOracle.SimulatePreemption``) ------------------------------------
 
 
 def test_oracle_preempt_reclaim_and_no_candidates() -> None:
@@ -638,7 +639,7 @@ def test_oracle_borrowing_level_after_reclaim() -> None:
     )
 
 
-# --- §7.10 eviction write and events ---------------------------------------------------------------
+# --- eviction write and events (upstream ``IssuePreemptions``) -------------------------------------
 
 
 def test_apply_eviction_for_preemption() -> None:

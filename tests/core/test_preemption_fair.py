@@ -1,4 +1,4 @@
-"""Fair-sharing preemption (scheduling reference §8.4-§8.6) and a property test of both algorithms."""
+"""Fair-sharing preemption (upstream ``Preemptor.fairPreemptions``) and a property test of both algorithms."""
 
 from __future__ import annotations
 

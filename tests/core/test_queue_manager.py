@@ -1,6 +1,6 @@
-"""Tests for the queue manager (scheduling reference §4).
+"""Tests for the queue manager (upstream ``pkg/cache/queue``).
 
-Test names mirror the upstream cases listed in §4's "Pinned by" (``pkg/cache/queue``).
+Test names mirror the upstream cases of ``pkg/cache/queue/*_test.go``.
 """
 
 from __future__ import annotations
@@ -206,7 +206,7 @@ def pop_order(cq: PendingClusterQueue) -> list[str]:
     return out
 
 
-# --- §4.10 worked example C -------------------------------------------------------------------------
+# --- BestEffortFIFO vs StrictFIFO (upstream ``queueOrderingFunc``) ----------------------------------
 
 
 def test_worked_example_c_best_effort_fifo() -> None:
@@ -246,7 +246,7 @@ def test_worked_example_c_strict_fifo() -> None:
     assert active_keys(m, "q") == ["default/w1", "default/w2"]
 
 
-# --- §4.5 RequeueIfNotPresent decision matrix -------------------------------------------------------
+# --- RequeueIfNotPresent decision matrix (upstream ``requeueIfNotPresent``) -------------------------
 
 PENDING_FLAVORS = LastAssignment([{"cpu": -1, "memory": 0}, {"memory": 1}], 1, 1, "h")
 NO_PENDING_FLAVORS = LastAssignment([{"memory": -1}, {"cpu": -1, "memory": -1}], 1, 1, "h")
@@ -318,7 +318,7 @@ def test_queue_inadmissible_workloads_during_scheduling() -> None:
     assert list(cq.inadmissible) == ["default/workload-1"]
 
 
-# --- §4.2 heap order --------------------------------------------------------------------------------
+# --- heap order (upstream ``queueOrderingFunc``) ----------------------------------------------------
 
 T1, T2, T3 = 1.0, 2.0, 3.0
 
@@ -395,7 +395,7 @@ def test_fifo_cluster_queue_update_reorders() -> None:
     assert cq.pop() is None
 
 
-# --- §4.7/§4.3: TestClusterQueueImpl ----------------------------------------------------------------
+# --- TestClusterQueueImpl (upstream ``cluster_queue_test.go``) --------------------------------------
 
 SELECTOR = LabelSelector(match_expressions=[LabelSelectorRequirement("dep", "In", ["eng", "sales"])])
 NAMESPACE_LABELS = {"ns1": {"dep": "eng"}, "ns2": {"dep": "sales"}, "ns3": {"dep": "marketing"}}
@@ -571,7 +571,7 @@ def test_has_closed_preemption_gate() -> None:
     assert not has_closed_preemption_gate(w)
 
 
-# --- §4.8 backoff -----------------------------------------------------------------------------------
+# --- backoff (upstream ``backoffWaitingTimeExpired``) -----------------------------------------------
 
 MINUTE_LATER = T0 + timedelta(hours=1, minutes=1)
 MINUTE_AGO = T0 + timedelta(minutes=59)
@@ -693,7 +693,7 @@ def test_push_or_update_generation_changed(
     assert (len(cq.active), len(cq.inadmissible)) == (want_active, want_inadmissible), name
 
 
-# --- §4.6 scheduling-equivalence bulk moves ---------------------------------------------------------
+# --- scheduling-equivalence bulk moves (upstream ``handleInadmissibleHash``) ------------------------
 
 
 def same_shape(name: str, created: float = 0.0) -> Workload:
@@ -811,7 +811,7 @@ def test_is_inadmissible_with_bulk_reason() -> None:
     assert m.is_inadmissible_with_bulk_reason("default/b") is None
 
 
-# --- §4.7 retry batching ----------------------------------------------------------------------------
+# --- retry batching (upstream ``NotifyRetryInadmissible``) ------------------------------------------
 
 
 def cohort_env(cycle: bool = False) -> tuple[QueueManager, Cache]:
@@ -1002,7 +1002,7 @@ def test_add_and_update_cluster_queue_notify_their_tree() -> None:
     assert m.pending_requests() == {RetryRequest(REQUEST_COHORT, "root"): NOW + 1}
 
 
-# --- §4.4 heads -------------------------------------------------------------------------------------
+# --- heads (upstream ``Manager.Heads``) -------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -1062,7 +1062,7 @@ def test_heads_marks_inflight_and_leaves_local_queue() -> None:
     assert head.cluster_queue == "cq"
 
 
-# --- §4.9 sticky preemptor --------------------------------------------------------------------------
+# --- sticky preemptor (upstream ``preemptorWorkload``) ----------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -1127,7 +1127,7 @@ def test_preemptor_record_kept_on_other_requeue_reasons() -> None:
     assert not cq.is_preemptor("default/p1", 2)
 
 
-# --- §4.3 AddOrUpdate / update / delete ------------------------------------------------------------
+# --- AddOrUpdate / update / delete (upstream ``Manager.AddOrUpdateWorkload``) ----------------------
 
 
 def test_add_or_update_workload_carries_last_assignment() -> None:

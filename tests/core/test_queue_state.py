@@ -1,4 +1,4 @@
-"""The workload controller's queue-related writes (§10.5, API reference §3.2, §3.9, §3.12).
+"""The workload controller's queue-related writes (upstream ``workload_controller.go``).
 
 Pure-function tables for ``transitions.pending_condition`` / ``stopped_queue_action`` and for the
 decision itself, ``core.workload.reconcile.queue_state``, which the simulator and the controllers

@@ -1,8 +1,8 @@
-"""Scenario tests of whole scheduling cycles (scheduling reference §4.10, §5, §6.10, §7.8, §10).
+"""Scenario tests of whole scheduling cycles (upstream ``scheduler_test.go`` ``TestSchedule``).
 
 Each case builds a cluster with the builders, runs ``SimulatedCluster`` cycles and asserts what the
 upstream ``TestSchedule`` table asserts (admitted, preempted, quota holders in the cache, what is
-left in the heap / inadmissible set) plus the exact condition and event strings of §10.
+left in the heap / inadmissible set) plus the exact condition and event strings of ``scheduler.go``.
 Cases are named after the upstream test case they mirror.
 """
 
@@ -1338,7 +1338,8 @@ def test_schedule(case: Case) -> None:
 
 
 def test_schedule_error_during_admission() -> None:
-    """``error during admission``: a failed status write un-assumes the workload and requeues it (§5.8 step 4)."""
+    """``error during admission``: a failed status write un-assumes the workload and requeues it
+    (``Scheduler.admit``)."""
 
     def failing_admission(cluster: SimulatedCluster) -> None:
         real = cluster.write_workload_status
@@ -1400,7 +1401,7 @@ def test_schedule_recompute_two_workloads_reclaim_nominal_quota() -> None:
     """``two workloads reclaim nominal quota; RecomputePreemptionTargetsUponOverlap enabled`` (fair sharing off).
 
     wl-tiny-pending reclaims wl-rest-admitted; wl-hero overlaps, recomputes with the victim removed and only
-    fits after that preemption completes: DeferredFit (§5.6 steps 2 and 7).
+    fits after that preemption completes: DeferredFit (``processEntry``, ``fits``).
     """
     preempt_msg = (
         "Preempted to accommodate a workload (UID: wl-tiny-pending, JobUID: job-t-uid) due to reclamation within "
@@ -1498,7 +1499,7 @@ def test_schedule_recompute_two_workloads_reclaim_nominal_quota() -> None:
     assert [(e.reason, e.count) for e in victim.status.scheduling_stats.evictions] == [("Preempted", 1)]
 
 
-# --- TestEntryOrdering (§5.5) -----------------------------------------------------------------------
+# --- TestEntryOrdering (upstream ``makeClassicalIterator``) -----------------------------------------
 
 
 def _entry(
@@ -1667,7 +1668,7 @@ def test_entry_ordering(
     eviction_timestamp: bool,
     want: list[str],
 ) -> None:
-    """Mirrors upstream ``TestEntryOrdering``: the classical iterator's order (§5.5)."""
+    """Mirrors upstream ``TestEntryOrdering``: the classical iterator's order."""
     opts = options(
         gates={"PrioritySortingWithinCohort": priority_sorting}, requeue_timestamp_eviction=eviction_timestamp
     )
@@ -1677,7 +1678,7 @@ def test_entry_ordering(
     assert got == want
 
 
-# --- TestResourcesToReserve (§5.7, worked example D) -----------------------------------------------
+# --- TestResourcesToReserve (upstream ``resourcesToReserve``) --------------------------------------
 
 MEM = ("on-demand", "memory")
 GPU = ("model-a", "gpu")
@@ -1759,11 +1760,11 @@ def test_resources_to_reserve(
     borrowing: int,
     want: dict[tuple[str, str], int],
 ) -> None:
-    """Mirrors upstream ``TestResourcesToReserve`` (§5.7)."""
+    """Mirrors upstream ``TestResourcesToReserve``."""
     assert _reserve(usage, request_, mode, borrowing) == want
 
 
-# --- worked examples (§6.10 G, §7.8 H/I/J) as one-cycle scenarios -----------------------------------
+# --- worked examples (fungibility, classical preemption) as one-cycle scenarios ---------------------
 
 
 def default_flavor_cq(name: str, nominal: int | Q, **kw: Any) -> Any:
@@ -2029,7 +2030,7 @@ def step(cluster: SimulatedCluster, seconds: float = 1.0) -> Any:
 
 
 def finish(cluster: SimulatedCluster, key: str) -> None:
-    """The job of ``key`` completes: ``Finished=True`` (API reference §3.14)."""
+    """The job of ``key`` completes: ``Finished=True`` (``finish.Finish``)."""
     w = cluster.get_workload(key)
     assert w is not None
     updated = transitions.copy_for_status(w)
@@ -2060,7 +2061,7 @@ W1_WAITING: Cond = (
 
 
 def test_worked_example_c_best_effort_fifo() -> None:
-    """§4.10: BestEffortFIFO parks the head that does not fit; the next one is admitted."""
+    """BestEffortFIFO parks the head that does not fit; the next one is admitted."""
     cluster = example_c("BestEffortFIFO")
     r1 = cluster.run_cycle()
     assert (r1.heads, r1.admitted) == (1, [])
@@ -2076,7 +2077,8 @@ def test_worked_example_c_best_effort_fifo() -> None:
     assert r3.heads == 0
     assert [e[2] for e in events(cluster, "default/w1")] == ["WaitingForQuota"]
 
-    # w0 finishes: its ClusterQueue's inadmissible workloads are retried after the 1s batch delay (§4.7).
+    # w0 finishes: its ClusterQueue's inadmissible workloads are retried after the 1s batch delay
+    # (``NotifyRetryInadmissible``).
     # Corrected (issue 11): that retry is due when the next cycle starts (1 s later), not a cycle later.
     finish(cluster, "default/w0")
     r4 = step(cluster)
@@ -2096,7 +2098,7 @@ def test_worked_example_c_best_effort_fifo() -> None:
 
 
 def test_worked_example_c_strict_fifo() -> None:
-    """§4.10: StrictFIFO requeues the head immediately; it blocks the newer workload that would fit."""
+    """StrictFIFO requeues the head immediately; it blocks the newer workload that would fit."""
     cluster = example_c("StrictFIFO")
     for _ in range(3):
         result = step(cluster) if cluster.scheduler.cycle else cluster.run_cycle()
@@ -2119,7 +2121,8 @@ PREEMPT_MSG = (
 
 
 def test_preemption_eviction_and_readmission() -> None:
-    """Preemption, the job integration releasing quota (§4.8), the preemptor's admission and the victim's return.
+    """Preemption, the job integration releasing quota (``JobReconciler``), the preemptor's admission and the
+    victim's return.
 
     The victim carries ``Requeued=True`` (reason ``Preempted``) and its "wait time since queued" counts from it.
     """
@@ -2255,7 +2258,7 @@ def test_preemption_eviction_and_readmission() -> None:
 
 
 def test_sticky_preemptor_is_retried_before_newer_higher_priority_workload() -> None:
-    """§4.9: a BestEffortFIFO preemptor sorts first once its victims are gone."""
+    """``preemptorWorkload``: a BestEffortFIFO preemptor sorts first once its victims are gone."""
     late = workload("late", priority=10, requests={"cpu": 4}, created=at(20))
     late.spec.active = False
     cluster = simulate(
@@ -2306,7 +2309,7 @@ def test_deferred_fit_workloads_admitted_once_preemption_completes() -> None:
     }
 
 
-# --- TestLastSchedulingContext: remembered flavor progress across cycles (§5.4, §6.5) --------------------
+# --- TestLastSchedulingContext: remembered flavor progress (``AssignmentClusterQueueState``) -------------
 
 
 def scheduling_context_cqs() -> list[Any]:
@@ -2513,12 +2516,12 @@ def test_last_scheduling_context(case: ContextCase) -> None:
     assert cache_assignments(cluster) == case.second
 
 
-# --- queue behaviour observed through cycles (§4.6, §4.7) -----------------------------------------------
+# --- queue behaviour observed through cycles (upstream ``cache/queue``) ---------------------------------
 
 
 def test_scheduling_equivalence_bulk_move() -> None:
-    """§4.6 (BestEffortFIFO): a NoFit head parks every equivalent workload with it; the next different one
-    becomes head; a retry (w0 finishes) flushes them all back."""
+    """``handleInadmissibleHash`` (BestEffortFIFO): a NoFit head parks every equivalent workload with it;
+    the next different one becomes head; a retry (w0 finishes) flushes them all back."""
     cluster = simulate(
         [
             flavor("default"),
@@ -2533,7 +2536,7 @@ def test_scheduling_equivalence_bulk_move() -> None:
     assert queued(cluster) == ({"q": ["default/w4"]}, {"q": ["default/w1", "default/w2", "default/w3"]})
     assert step(cluster).heads == 1
     assert queued(cluster) == ({}, {"q": ["default/w1", "default/w2", "default/w3", "default/w4"]})
-    # Only the evaluated workloads report; the bypassed ones carry no condition (§4.6, ExplicitStatus off).
+    # Only the evaluated workloads report; the bypassed ones carry no condition (ExplicitStatus off).
     assert [(e[0], e[2]) for e in events(cluster)] == [
         ("default/w1", "WaitingForQuota"),
         ("default/w4", "WaitingForQuota"),
@@ -2550,7 +2553,8 @@ def test_scheduling_equivalence_bulk_move() -> None:
 
 
 def test_reclaimable_pods_retry_inadmissible_workloads() -> None:
-    """§4.3/§4.7: reclaimable pods of an admitted workload free quota and retry the parked workloads."""
+    """``QueueAssociatedInadmissibleWorkloadsAfter``: reclaimable pods of an admitted workload free quota and
+    retry the parked workloads."""
     w0 = holding(
         workload("w0", pod_sets=[pod_set("main", 4, {"cpu": "1"})]),
         "q",
@@ -2607,7 +2611,7 @@ def test_reclaimable_pods_of_a_reservation_waiting_for_checks_retry_nothing() ->
 
 
 def test_ongoing_preemption_is_not_issued_again() -> None:
-    """§7.10 step 1: a target already Evicted counts as preempted without a new write or event."""
+    """``IssuePreemptions``: a target already Evicted counts as preempted without a new write or event."""
     cluster = simulate(
         [
             flavor("default"),

@@ -1,4 +1,5 @@
-"""Scenario tests of scheduling cycles with fair sharing (scheduling reference §8.3-§8.6).
+"""Scenario tests of scheduling cycles with fair sharing (upstream ``fair_sharing_iterator.go``,
+``fairPreemptions``).
 
 Mirrors upstream ``TestScheduleForFairSharing`` (``scheduler_fs_test.go``), the fair-sharing cases of
 ``TestScheduleRecomputePreemptionTargets`` and worked examples L and M.
@@ -207,7 +208,8 @@ def overlap_cases() -> list[Case]:
     beta_msg = in_cq_msg("beta", "uid-eng-beta-pretending-preemptor")
     return [
         Case(
-            # Upstream pins the legacy skip (§5.6 step 8) for this case, i.e. without the overlap recompute.
+            # Upstream pins the legacy skip (``processEntry``) for this case, i.e. without the overlap
+            # recompute.
             "multiple preemptions skip overlapping preemption targets",
             overlap_objects(),
             opts=options(fair_sharing=True, gates={"RecomputeAssignmentUponPreemptionTargetsOverlap": False}),
@@ -228,8 +230,8 @@ def overlap_cases() -> list[Case]:
             },
         ),
         Case(
-            # §5.6 step 2 (gate on by default): the overlap is recomputed with a1 and c1 removed; cpu then fits
-            # and only b1 (in its own ClusterQueue) is needed.
+            # ``fits`` in ``processEntry`` (gate on by default): the overlap is recomputed with a1 and c1
+            # removed; cpu then fits and only b1 (in its own ClusterQueue) is needed.
             "multiple preemptions skip overlapping preemption targets; RecomputePreemptionTargetsUponOverlap enabled",
             overlap_objects(),
             opts=FS,
@@ -617,8 +619,9 @@ CASES = [
     Case(
         "multiple preemptions within cq when fair sharing",
         # Upstream leaves reclaimWithinCohort unset (""), which its canPreemptWhileBorrowing treats as
-        # "not Never"; the API defaults it to Never, for which §6.3 never consults the oracle while
-        # borrowing (see the next case). LowerPriority is the defaulted equivalent of upstream's input.
+        # "not Never"; the API defaults it to Never, for which ``fitsResourceQuota`` never consults the
+        # oracle while borrowing (see the next case). LowerPriority is the defaulted equivalent of
+        # upstream's input.
         within_cq_objects("LowerPriority"),
         opts=FS,
         preempted={"eng-alpha/a1", "eng-beta/b1", "eng-gamma/c1"},
@@ -650,7 +653,7 @@ CASES = [
         },
     ),
     Case(
-        "multiple preemptions within cq when fair sharing; reclaimWithinCohort defaulted to Never (§6.3)",
+        "multiple preemptions within cq when fair sharing; reclaimWithinCohort defaulted to Never",
         within_cq_objects("Never"),
         opts=FS,
         assignments={
@@ -1158,7 +1161,7 @@ def test_schedule_recompute_preemption_targets(case: Case) -> None:
     run_case(case)
 
 
-# --- worked examples L and M (§8.3, §8.6) ---------------------------------------------------------
+# --- worked examples L and M (upstream ``runTournament``, ``fairPreemptions``) --------------------
 
 
 def example_l() -> list[Any]:
@@ -1176,7 +1179,7 @@ def example_l() -> list[Any]:
 
 
 def test_worked_example_l_lower_drs_goes_first() -> None:
-    """§8.3 example L: b1 (B ends at DRS ~166.7) beats a1 (A ends at 200); a1 no longer fits."""
+    """``runTournament`` example L: b1 (B ends at DRS ~166.7) beats a1 (A ends at 200); a1 no longer fits."""
     case = Case(
         "worked example L",
         example_l(),
@@ -1192,7 +1195,7 @@ def test_worked_example_l_lower_drs_goes_first() -> None:
         conditions={"default/a1": skipped(), "default/b1": admitted_in("B")},
     )
     run_case(case)
-    # Without fair sharing both borrow at level 1: priority decides (§5.5).
+    # Without fair sharing both borrow at level 1: priority decides (``makeClassicalIterator``).
     classical = Case(
         "worked example L without fair sharing",
         example_l(),
@@ -1234,7 +1237,8 @@ def example_m(incoming: int) -> list[Any]:
     ids=["S2-a then S2-b", "within nominal: no strategy check"],
 )
 def test_worked_example_m(incoming: int, reason: str, human: str) -> None:
-    """§8.6 example M: b1 is preempted first, then b2; fill-back drops b1 — only b2 is evicted."""
+    """``fairPreemptions`` example M: b1 is preempted first, then b2; fill-back drops b1 — only b2 is
+    evicted."""
     msg = (
         f"Preempted to accommodate a workload (UID: uid-default-a1, JobUID: UNKNOWN) due to {human}; "
         "preemptor path: /root/A; preemptee path: /root/B"

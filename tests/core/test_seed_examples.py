@@ -315,7 +315,8 @@ def test_borrowing_team_a_uses_84gi_when_team_b_is_idle() -> None:
 
 
 def test_borrowing_team_b_nominal_before_team_a_borrowing() -> None:
-    """Seed: "Kueue will admit Workloads in team-b-cq before admitting any new Workloads in team-a-cq" (§5.5)."""
+    """Seed: "Kueue will admit Workloads in team-b-cq before admitting any new Workloads in team-a-cq"
+    (``makeClassicalIterator``)."""
     running = job("running", "team-a", "team-a-queue", count=9, cpu="1", memory="1Gi")
     objs = [
         *borrowing_objects(),
@@ -727,7 +728,8 @@ SEED_STANZA = (
 def test_borrow_within_cohort_max_priority_threshold(
     borrower_prio: int, incoming_prio: int, preempted: bool
 ) -> None:
-    """The seed's stanza: preempt while borrowing only lower-priority workloads up to maxPriorityThreshold (§7.2).
+    """The seed's stanza: preempt while borrowing only lower-priority workloads up to maxPriorityThreshold
+    (``SatisfiesPreemptionPolicy``).
 
     team-a (nominal 6) asks 8 cpus while team-b borrows 4: even after the preemption team-a borrows 2.
     """

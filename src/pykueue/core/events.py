@@ -1,4 +1,5 @@
-"""Events the core asks its driver to record (scheduling reference §10.3)."""
+"""Events the core asks its driver to record (upstream ``scheduler.go``
+``Scheduler.requeueAndUpdate``, ``recordWorkloadAdmissionEvents``)."""
 
 from __future__ import annotations
 

@@ -3,8 +3,8 @@
 Both drivers of the core — the in-memory simulator behind ``pykueue schedule`` and the controller
 manager of ``pykueue serve`` — construct one and go through it: they *observe* every Workload
 change (:func:`route_workload_change` keeps the queues and the quota cache in sync with the
-Workloads the API holds, API reference §3.14a), run *cycles*, *requeue due* work, and *apply*
-the decisions the core hands them (:class:`~pykueue.core.decision.Decision`). A bounded
+Workloads the API holds, upstream ``WorkloadReconciler.Update``), run *cycles*, *requeue due*
+work, and *apply* the decisions the core hands them (:class:`~pykueue.core.decision.Decision`). A bounded
 :class:`TransitionLog` keeps, per Workload, the recent decisions with their stimulus, time,
 outcome and reason; :meth:`KueueCore.story` reads it back (the decision trail).
 """
@@ -41,7 +41,7 @@ from pykueue.core.workload.reconcile import Outcome
 
 
 def queueable(wl: Workload) -> bool:
-    """Whether a Workload may sit in its LocalQueue (§3.1 *admissible*, admission gates aside)."""
+    """Whether a Workload may sit in its LocalQueue (``workload.IsAdmissible``, admission gates aside)."""
     return not is_finished(wl) and is_active(wl) and not has_quota_reservation(wl) and not is_on_hold(wl)
 
 
@@ -95,7 +95,8 @@ def route_workload_change(
     was_reserved = has_quota_reservation(old)
     now_reserved = has_quota_reservation(new)
     if is_finished(new) or not is_active(new):
-        # Finishing or deactivating frees the usage at once, although status.admission stays (§3.1).
+        # Finishing or deactivating frees the usage at once, although status.admission stays
+        # (``WorkloadReconciler.Update``).
         queues.delete_workload(key)
         release()
         return
@@ -120,7 +121,7 @@ def route_workload_change(
         return
     info(new)
     # Reserved -> reserved: fewer pods or another priority can let parked workloads in
-    # (scheduling reference §4.3, §4.7). Upstream's Update handler retries on reclaimable pods
+    # (``QueueAssociatedInadmissibleWorkloadsAfter``). Upstream's Update handler retries on reclaimable pods
     # only between two Admitted states; a reservation waiting for checks just updates the cache.
     if (
         (is_admitted(old) and is_admitted(new) and old.status.reclaimable_pods != new.status.reclaimable_pods)

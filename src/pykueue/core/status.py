@@ -1,4 +1,4 @@
-"""ClusterQueue, LocalQueue and Cohort status as the controllers compute them (API reference §4)."""
+"""ClusterQueue, LocalQueue and Cohort status as the controllers compute them (``pkg/controller/core``)."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def _flavor_usage(
 
 
 def active_condition(cq: ClusterQueueState, generation: int) -> Condition:
-    """The ClusterQueue ``Active`` condition (API reference §3.13)."""
+    """The ClusterQueue ``Active`` condition (``clusterQueue.inactiveReason``)."""
     active = cq.is_active()
     return Condition(
         type="Active",
@@ -99,7 +99,7 @@ def cluster_queue_status(
 def local_queue_status(
     lq: LocalQueue, cache: Cache, pending: int, now: datetime
 ) -> LocalQueueStatus:
-    """Status of a LocalQueue (API reference §4.2)."""
+    """Status of a LocalQueue (``LocalQueueReconciler.UpdateStatusIfChanged``)."""
     key = f"{lq.metadata.namespace}/{lq.metadata.name}"
     cq = cache.cluster_queues.get(lq.spec.cluster_queue)
     conditions = list(lq.status.conditions) if lq.status else []
@@ -156,7 +156,8 @@ def local_queue_status(
 
 
 def cohort_status(node: CohortNode | QuotaNode, fair_sharing: bool) -> CohortStatus | None:
-    """Cohort status: only the fair-sharing share, and only when fair sharing is on (§4.3)."""
+    """Cohort status: only the fair-sharing share, and only when fair sharing is on
+    (``CohortReconciler.Reconcile``)."""
     if not fair_sharing:
         return None
     return CohortStatus(fair_sharing=FairSharingStatus(weighted_share=weighted_share_status(dominant_resource_share(node))))

@@ -2,8 +2,10 @@
 
 It plays the parts the controllers play on a real control plane, in-process and deterministically:
 it loads objects as the informers would, routes every Workload change into the cache and queues
-(API reference §3.14a), syncs admission checks, completes evictions as a Job integration would
-(§3.7), finishes backoffs (§4.8) and computes queue status (§4). Time only moves when told.
+(upstream ``WorkloadReconciler.Create/Update/Delete``), syncs admission checks, completes
+evictions as a Job integration would (``JobReconciler.ReconcileGenericJob``), finishes backoffs
+(``WorkloadReconciler.Reconcile``) and computes queue status (``pkg/controller/core/``). Time only
+moves when told.
 """
 
 from __future__ import annotations
@@ -237,7 +239,8 @@ class SimulatedCluster:
             self._on_workload_added(obj)
 
     def _propagate_priority_classes(self) -> None:
-        """WorkloadPriorityClass values flow into the workloads that reference them (§2.1)."""
+        """WorkloadPriorityClass values flow into the workloads that reference them
+        (``WorkloadPriorityClassReconciler.Reconcile``)."""
         values = {
             lo.obj.metadata.name: lo.obj.value
             for lo in self.objects.values()
@@ -258,7 +261,7 @@ class SimulatedCluster:
         else:
             self.queues.add_or_update_workload(wl, self._ts())
 
-    # --- event routing (API reference §3.14a) ---------------------------------------------------
+    # --- event routing (upstream ``WorkloadReconciler.Create/Update/Delete``) -------------------
 
     def _ts(self) -> float:
         return self.now.timestamp()
@@ -293,7 +296,8 @@ class SimulatedCluster:
         return self.core.apply_outcome(f"{key[1]}/{key[2]}", outcome, self._stimulus(key), self.now)
 
     def _sync_checks(self, key: ObjectKey) -> None:
-        """Admission-check list sync (§3.5) and, for reserved workloads, the Admitted condition."""
+        """Admission-check list sync (``syncAdmissionCheckConditions``) and, for reserved workloads, the
+        Admitted condition."""
         wl: Workload = self.objects[key].obj
         cq = self.cache.cluster_queues.get(self._cq_for(wl) or "")
         # Fast path: nothing to sync without checks on either side (the scheduler wrote Admitted).
@@ -320,14 +324,15 @@ class SimulatedCluster:
         )
 
     def _reconcile_queue_state(self, key: ObjectKey) -> None:
-        """The workload controller's queue-related writes (§10.5, §3.9, §3.12)."""
+        """The workload controller's queue-related writes (``pkg/controller/core/workload_controller.go``)."""
         wl: Workload = self.objects[key].obj
         if is_finished(wl):
             return
         self._apply(key, reconcile.queue_state(wl, self._queue_view(wl), self.now, self.options))
 
     def _reconcile_checks(self, key: ObjectKey) -> None:
-        """Retry evicts; Rejected deactivates in upstream's three writes (§9.3, API reference §3.8-§3.9)."""
+        """Retry evicts; Rejected deactivates in upstream's three writes
+        (``WorkloadReconciler.reconcileCheckBasedEviction``)."""
         wl: Workload = self.objects[key].obj
         outcome = reconcile.check_based_eviction(wl, self.now)
         if outcome.reason != "AdmissionCheckRejected":
@@ -346,7 +351,7 @@ class SimulatedCluster:
                 if transitions.complete_eviction(updated, self.now, self.options):
                     if not is_active(updated) and self.options.gate("UnadmittedWorkloadsObservability"):
                         # The workload controller's view of a non-reserved inactive workload
-                        # (scheduling reference §10.5, API reference §3.2 step 1).
+                        # (upstream ``WorkloadReconciler.syncQuotaReservedFalseCondition``).
                         transitions.set_condition(
                             updated, "QuotaReserved", "False", "Deactivated", "The workload is deactivated", self.now
                         )

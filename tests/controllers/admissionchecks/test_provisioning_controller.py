@@ -3,7 +3,7 @@
 Kueue's scheduler and workload controller are played by the test: it writes QuotaReserved with
 ``status.admission``, the Pending check entries, evictions and Finished itself
 (``pykueue.checks.testing``), and plays cluster-autoscaler by writing ProvisioningRequest
-conditions. Test names follow upstream's ``TestReconcile`` cases (API reference §5.5).
+conditions. Test names follow upstream's ``TestReconcile`` cases (``provisioning/controller_test.go``).
 """
 
 from __future__ import annotations

@@ -258,7 +258,7 @@ def test_rejected_check_deactivates_the_workload(kueue: tuple[Any, HTTPClient, P
     _provisioning_check(client, "broken", "broken." + CLASS, retryStrategy={"backoffLimitCount": 0})
     _queue(client, "cq-broken", ["broken"])
     _job(client, "job-broken", "cq-broken")
-    # Deactivation (spec.active=false) comes first; the eviction that resets the check (§3.6)
+    # Deactivation (spec.active=false) comes first; the eviction that resets the check (``evict.Evict``)
     # is the controller's next write.
     wl = _wait_workload(
         client,

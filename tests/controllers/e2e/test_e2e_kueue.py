@@ -438,7 +438,8 @@ def _storm(base: Path, mode: str) -> None:
             wls = k.items("workloads")
             reserved = [w for w in wls if is_true(w, "QuotaReserved")]
             cq = k.get("clusterqueue", "storm-cq", None).get("status") or {}
-            # Queue status trails the workloads by the 1s batch period (§4.1): wait for it too.
+            # Queue status trails the workloads by the 1s batch period (``UpdatesBatchPeriod``): wait for
+            # it too.
             if len(wls) == 30 and len(reserved) == 10 and cq.get("reservingWorkloads") == 10 and cq.get("pendingWorkloads") == 20:
                 return wls
             return None

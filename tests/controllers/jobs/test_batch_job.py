@@ -1,4 +1,5 @@
-"""Tests for ``pykueue.controllers.jobs.batch_job`` (API reference §3.10, §5.2, §6.1, §6.3-§6.6).
+"""Tests for ``pykueue.controllers.jobs.batch_job`` (upstream ``pkg/controller/jobs/job/`` and
+``pkg/controller/jobframework/reconciler.go``).
 
 Case names follow upstream's ``pkg/controller/jobs/job/job_controller_test.go`` (``TestReconciler``
 cases, ``TestPodsReady``, ``TestReclaimablePods``, ``TestPodSets``) and
@@ -193,7 +194,7 @@ def test_workload_names(name: str, args: tuple[str, ...], kwargs: dict[str, Any]
         assert len(got) <= 253
 
 
-# --- labels read on a Job (§6.1) --------------------------------------------------------------------
+# --- labels read on a Job (upstream ``jobframework.QueueNameForObject``) ----------------------------
 
 
 @pytest.mark.parametrize(
@@ -239,7 +240,7 @@ def test_is_suspended(suspend: bool, annotations: dict[str, str], want: bool) ->
     assert bj.is_suspended(make_job(suspend=suspend, annotations=annotations)) is want
 
 
-# --- Workload construction (§6.4) -------------------------------------------------------------------
+# --- Workload construction (upstream ``JobReconciler.constructWorkload``) ---------------------------
 
 
 def test_the_workload_is_created_when_queue_name_is_set() -> None:
@@ -267,7 +268,7 @@ def test_the_workload_is_created_when_queue_name_is_set() -> None:
     assert wl.spec.maximum_execution_time_seconds is None
     [ps] = wl.spec.pod_sets
     assert (ps.name, ps.count, ps.min_count, ps.topology_request) == ("main", 10, None, None)
-    # Job-controller labels are dropped, except batch.kubernetes.io/job-name (§6.4).
+    # Job-controller labels are dropped, except batch.kubernetes.io/job-name (``cleanLabels``).
     assert ps.template.metadata["labels"] == {"app": "x", "batch.kubernetes.io/job-name": "job"}
     assert ps.template.spec == pod_template(job)["spec"]
     # The input Job is untouched.
@@ -392,7 +393,7 @@ def test_pod_sets(name: str, annotations: dict[str, str], tas: bool, want: dict[
     assert ps.template.metadata.get("annotations", {}) == annotations
 
 
-# --- priority (§6.4) --------------------------------------------------------------------------------
+# --- priority (upstream ``PrepareWorkloadPriority``) ------------------------------------------------
 
 
 def test_the_workload_is_created_when_queue_name_is_set_with_workload_priority_class_and_priority_class() -> (
@@ -481,7 +482,7 @@ def test_needs_priority_update(
     assert bj.needs_priority_update(job, wl) is want
 
 
-# --- equivalence (§6.5 step 2) ----------------------------------------------------------------------
+# --- equivalence (upstream ``EquivalentToWorkload``) ------------------------------------------------
 
 
 def test_matching_workload_is_equivalent() -> None:
@@ -580,7 +581,7 @@ def test_partially_admitted_running_job_is_equivalent() -> None:
     assert bj.is_equivalent(job, wl, FLAVORS)
 
 
-# --- Job state (§6.5 steps 5, 7, 8) -----------------------------------------------------------------
+# --- Job state (upstream ``JobReconciler.ReconcileGenericJob``) -------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -690,7 +691,7 @@ def test_reclaimable_pods(
     assert bj.reclaimable_pods(job) == want
 
 
-# --- PodsReady condition (§3.10) --------------------------------------------------------------------
+# --- PodsReady condition (upstream ``generatePodsReadyCondition``) ----------------------------------
 
 
 def with_pods_ready(status: str | None, reason: str = "") -> Workload:
@@ -749,7 +750,7 @@ def test_pods_ready_condition(
     assert bj.pods_ready_condition(with_pods_ready(*current), admitted, ready) == want
 
 
-# --- injection of admission data (§5.2) -------------------------------------------------------------
+# --- injection of admission data (upstream ``Job.RunWithPodSetsInfo``) ------------------------------
 
 
 def test_when_workload_is_admitted_the_pod_set_updates_are_propagated_to_job() -> None:
@@ -852,7 +853,7 @@ def test_injection_with_topology_assignment() -> None:
     assert pod_template(started)["spec"]["schedulingGates"] == [{"name": bj.TOPOLOGY_SCHEDULING_GATE}]
 
 
-# --- starting a Job (§6.5 step 10, §6.6) ------------------------------------------------------------
+# --- starting a Job (upstream ``JobReconciler.startJob``) -------------------------------------------
 
 
 def test_suspended_job_with_partial_admission_and_admitted_workload_is_unsuspended() -> None:
@@ -1004,7 +1005,7 @@ def test_stop_with_missing_workload_only_suspends() -> None:
     assert "annotations" not in got.job["metadata"]
 
 
-# --- UpdatedAdmissionCheck (§6.5 step 10) -----------------------------------------------------------
+# --- UpdatedAdmissionCheck (upstream ``recordAdmissionCheckUpdate``) --------------------------------
 
 
 @pytest.mark.parametrize(

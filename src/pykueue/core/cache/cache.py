@@ -1,6 +1,6 @@
 """The scheduler cache: ClusterQueues, Cohorts, flavors, checks and the workloads holding quota.
 
-Scheduling reference §3 (trees, activity, generations) and §3.9 (the snapshot). The cache is the
+Upstream ``pkg/cache/scheduler/cache.go`` (trees, activity, generations) and ``snapshot.go``. The cache is the
 single live model; a scheduling cycle works on it directly through ``Snapshot`` whose simulated
 changes are exact inverses of each other and are all undone before the cycle ends, so no per-cycle
 copy of every object is made.
@@ -138,7 +138,8 @@ class ClusterQueueState:
         return self.status == ACTIVE
 
     def checks_for_flavors(self, flavors: Iterable[str]) -> list[str]:
-        """Admission checks that apply to a workload assigned ``flavors`` (§9.1), sorted."""
+        """Admission checks that apply to a workload assigned ``flavors``
+        (``workload.AdmissionChecksForWorkload``), sorted."""
         used = set(flavors)
         return sorted(name for name, fl in self.check_flavors.items() if fl & used)
 
@@ -295,7 +296,7 @@ class Cache:
         out.extend(cq.node for _, cq in sorted(self.cluster_queues.items()) if cq.node.parent is None)
         return out
 
-    # --- activity (§3.8, API reference §3.13) -------------------------------------------------
+    # --- activity (upstream ``clusterQueue.updateQueueStatus``, ``inactiveReason``) -----------
 
     def update_activity(self) -> None:
         for cq in self.cluster_queues.values():

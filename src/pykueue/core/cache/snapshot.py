@@ -1,4 +1,4 @@
-"""The per-cycle view of the cache (scheduling reference §3.9).
+"""The per-cycle view of the cache (upstream ``pkg/cache/scheduler/snapshot.go`` ``Cache.Snapshot``).
 
 Instead of copying every ClusterQueue each cycle, a ``Snapshot`` works on the live cache and
 records every simulated change; ``close()`` undoes what is still outstanding. Usage updates are

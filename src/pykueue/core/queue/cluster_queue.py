@@ -1,4 +1,4 @@
-"""The pending workloads of one ClusterQueue (scheduling reference §4.1–§4.9).
+"""The pending workloads of one ClusterQueue (upstream ``pkg/cache/queue/cluster_queue.go``).
 
 A pending workload of the ClusterQueue is in exactly one of: the keyed heap (``active``), the
 ``inadmissible`` map, or ``inflight`` (popped by the scheduler, not yet requeued or deleted).
@@ -17,7 +17,7 @@ from pykueue.core.options import SchedulerOptions
 from pykueue.core.queue.heap import KeyedHeap
 from pykueue.core.workload.info import EVICTED, REQUEUED, WorkloadInfo, timestamp
 
-# Requeue reasons (§4.5).
+# Requeue reasons (upstream ``ClusterQueue.requeueIfNotPresent``).
 REQUEUE_REASON_FAILED_AFTER_NOMINATION = "FailedAfterNomination"
 REQUEUE_REASON_NAMESPACE_MISMATCH = "NamespaceMismatch"
 REQUEUE_REASON_GENERIC = ""
@@ -52,7 +52,7 @@ AfsUsage = Callable[[WorkloadInfo], float]
 
 
 def backoff_expired(wl: Workload, now: float) -> bool:
-    """``backoffExpired`` (§4.8): not while ``Requeued=False``; else ``now >= requeueAt`` if set."""
+    """``backoffWaitingTimeExpired``: not while ``Requeued=False``; else ``now >= requeueAt`` if set."""
     requeued = find_condition(wl.status.conditions, REQUEUED)
     if requeued is not None and requeued.status == "False":
         return False
@@ -71,7 +71,7 @@ def has_closed_preemption_gate(wl: Workload) -> bool:
 
 
 def is_immediate(strategy: str, reason: str) -> bool:
-    """The "immediate" decision of ``RequeueIfNotPresent`` (§4.5 step 5)."""
+    """The "immediate" decision of ``requeueIfNotPresent``."""
     if strategy == STRICT_FIFO:
         return reason not in (REQUEUE_REASON_NAMESPACE_MISMATCH, REQUEUE_REASON_UNACCOUNTABLE)
     return reason in _BEST_EFFORT_IMMEDIATE
@@ -87,7 +87,7 @@ class PendingEntry:
 
 @dataclass(frozen=True, slots=True)
 class PreemptorRecord:
-    """The ClusterQueue's current preemptor (§4.9)."""
+    """The ClusterQueue's current preemptor (upstream ``preemptorWorkload``)."""
 
     key: str
     generation: int
@@ -95,7 +95,7 @@ class PreemptorRecord:
 
 
 def _unchanged_for_admission(old: PendingEntry, new: WorkloadInfo, options: SchedulerOptions) -> bool:
-    """§4.3 step 6: nothing that could make an inadmissible workload admissible changed."""
+    """``PushOrUpdate``: nothing that could make an inadmissible workload admissible changed."""
     o, n = old.info.obj, new.obj
     if old.last_evaluated_generation != 0 and n.metadata.generation != old.last_evaluated_generation:
         return False
@@ -155,7 +155,7 @@ class PendingClusterQueue:
             self.afs_usage = afs
             self.active.rebuild()
 
-    # --- ordering (§4.2) ----------------------------------------------------------------------
+    # --- ordering (upstream ``queueOrderingFunc``) --------------------------------------------
 
     def _order(self, entry: PendingEntry) -> tuple[object, ...]:
         info = entry.info
@@ -233,7 +233,7 @@ class PendingClusterQueue:
         pre = self.preemptor
         return pre is not None and pre.key == key and pre.generation == generation
 
-    # --- preemptor record (§4.9) --------------------------------------------------------------
+    # --- preemptor record (upstream ``preemptorWorkload``) ------------------------------------
 
     def _set_preemptor(self, record: PreemptorRecord | None) -> None:
         old = self.preemptor
@@ -244,7 +244,7 @@ class PendingClusterQueue:
     # --- mutations ----------------------------------------------------------------------------
 
     def push_or_update(self, info: WorkloadInfo, now: float) -> None:
-        """``PushOrUpdate`` (§4.3 step 6)."""
+        """``ClusterQueue.PushOrUpdate``."""
         key = info.key
         if key in self.inflight:
             return
@@ -304,7 +304,7 @@ class PendingClusterQueue:
     def requeue_if_not_present(
         self, info: WorkloadInfo, reason: str, quota_reserved_reason: str, now: float
     ) -> bool:
-        """``RequeueIfNotPresent`` (§4.5 steps 3-8); returns whether the workload was inserted."""
+        """``requeueIfNotPresent``; returns whether the workload was inserted."""
         key = info.key
         popped = self.inflight.pop(key, None)
         generation = popped.last_evaluated_generation if popped is not None else 0
@@ -333,7 +333,8 @@ class PendingClusterQueue:
         return True
 
     def _bulk_move(self, scheduling_hash: str, reason: str) -> int:
-        """§4.6: record ``hash → reason`` and move every heap workload with that hash."""
+        """``handleInadmissibleHash``: record ``hash → reason`` and move every heap workload with that
+        hash."""
         if self.queueing_strategy != BEST_EFFORT_FIFO:
             return 0
         self.hash_to_bulk_move_reason[scheduling_hash] = reason
@@ -345,7 +346,8 @@ class PendingClusterQueue:
         return len(keys)
 
     def flush_inadmissible(self, namespace_matches: Callable[[str], bool], now: float) -> int:
-        """``queueInadmissibleWorkloads`` (§4.7); returns how many workloads moved to the heap."""
+        """``queueInadmissibleWorkloads`` (``inadmissible_workloads.go``); returns how many workloads moved to
+        the heap."""
         self.queue_inadmissible_cycle = self.pop_cycle
         self.hash_to_bulk_move_reason.clear()
         if not self.inadmissible:

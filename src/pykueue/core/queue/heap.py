@@ -6,7 +6,7 @@ re-sorts: every mutation is a single sift up/down over ``O(log n)`` levels, with
 index kept in step with every swap.
 
 When something the order depends on changes outside the heap (e.g. the sticky preemptor of a
-ClusterQueue, scheduling reference §4.9), call :meth:`KeyedHeap.fix` for the affected keys, or
+ClusterQueue, upstream ``preemptorWorkload``), call :meth:`KeyedHeap.fix` for the affected keys, or
 :meth:`KeyedHeap.rebuild` when every order may have moved (e.g. Admission Fair Sharing usage).
 """
 

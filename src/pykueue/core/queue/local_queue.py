@@ -1,4 +1,4 @@
-"""LocalQueues as the queue manager tracks them (scheduling reference §4.1)."""
+"""LocalQueues as the queue manager tracks them (upstream ``pkg/cache/queue/local_queue.go``)."""
 
 from __future__ import annotations
 

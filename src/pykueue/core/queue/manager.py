@@ -1,12 +1,14 @@
-"""The queue manager: LocalQueues, per-ClusterQueue pending queues and retry batching (§4).
+"""The queue manager: LocalQueues, per-ClusterQueue pending queues and retry batching
+(upstream ``pkg/cache/queue/manager.go``).
 
 Design (pure and deterministic):
 
 * **Time** is injected: every method that needs "now" takes ``now`` as epoch seconds (``float``) or
   a timezone-aware ``datetime``; nothing reads a clock, sleeps or starts threads.
-* **Retry batching** (§4.7): ``queue_inadmissible_workloads`` (``NotifyRetryInadmissible``) records
-  a request for the ClusterQueue (no cohort) or for its *root* cohort, due ``now + 1s``. Identical
-  pending requests are de-duplicated (the earliest due time wins, like ``workqueue.AddAfter``).
+* **Retry batching** (``pkg/cache/queue/inadmissible_workloads.go``):
+  ``queue_inadmissible_workloads`` (``NotifyRetryInadmissible``) records a request for the
+  ClusterQueue (no cohort) or for its *root* cohort, due ``now + 1s``. Identical pending requests
+  are de-duplicated (the earliest due time wins, like ``workqueue.AddAfter``).
   The driver calls ``process_due_requeues(now)``; ``next_due_time()`` tells it when to.
 * **Cohort trees** are read through a :class:`CohortTree` (use :class:`CacheCohortTree` over the
   scheduler ``Cache``, or pass the ``Cache`` itself). Keep the cache updated before the manager.
@@ -48,12 +50,12 @@ Now = float | datetime
 """Epoch seconds or an aware ``datetime``."""
 
 RETRY_BATCH_PERIOD = 1.0
-"""Seconds a retry-inadmissible request waits before it is processed (§4.7)."""
+"""Seconds a retry-inadmissible request waits before it is processed (``WithBatchPeriod``)."""
 
 REQUEST_CLUSTER_QUEUE = "ClusterQueue"
 REQUEST_COHORT = "Cohort"
 
-# Scheduler-owned fields of an info that survive a refresh from the newest object (§4.5 step 2).
+# Scheduler-owned fields of an info that survive a refresh from the newest object (``RequeueWorkload``).
 _KEPT_ON_REFRESH = frozenset(
     {"last_assignment", "cluster_queue", "is_preemptor", "last_evaluated_generation"}
 )
@@ -66,7 +68,7 @@ def seconds(now: Now) -> float:
 
 @runtime_checkable
 class CohortTree(Protocol):
-    """The cohort-tree questions the manager asks (scheduling reference §3.1)."""
+    """The cohort-tree questions the manager asks (upstream ``pkg/cache/hierarchy/manager.go``)."""
 
     def parent_cohort(self, cluster_queue: str) -> str:
         """The cohort a ClusterQueue belongs to, "" if none (or unknown)."""
@@ -112,7 +114,8 @@ class RootOfCohortTree:
     """:class:`CohortTree` from a ``root_of(cluster_queue) -> root cohort | None`` function.
 
     ``None`` means the ClusterQueue has no cohort. This form cannot express cohort cycles; use
-    :class:`CacheCohortTree` (or pass the ``Cache``) to get §3.1's "ignore trees with a cycle"."""
+    :class:`CacheCohortTree` (or pass the ``Cache``) to get ``hierarchy.HasCycle``'s
+    "ignore trees with a cycle"."""
 
     def __init__(self, root_of: Callable[[str], str | None], names: Callable[[], Iterable[str]]) -> None:
         self.root_of = root_of
@@ -190,7 +193,7 @@ class QueueManager:
 
     def add_cluster_queue(self, cq: ClusterQueue | ClusterQueueState, now: Now | None = None) -> None:
         """Track ``cq`` (or update it if known), adopt its LocalQueues' workloads and, when
-        ``now`` is given, request a retry of its tree's inadmissible workloads (§4.7).
+        ``now`` is given, request a retry of its tree's inadmissible workloads (``NotifyRetryInadmissible``).
 
         Accepts the API object or the cache's ``ClusterQueueState`` (its ``obj`` is used)."""
         cq = _api_cluster_queue(cq)
@@ -211,7 +214,8 @@ class QueueManager:
     def update_cluster_queue(
         self, cq: ClusterQueue | ClusterQueueState, now: Now | None = None, spec_changed: bool = True
     ) -> None:
-        """Apply a ClusterQueue update; with ``now`` and a spec change, retry its tree (§4.7)."""
+        """Apply a ClusterQueue update; with ``now`` and a spec change, retry its tree
+        (``NotifyRetryInadmissible``)."""
         cq = _api_cluster_queue(cq)
         pending = self._cqs.get(cq.metadata.name)
         if pending is None:
@@ -308,7 +312,7 @@ class QueueManager:
 
     def set_namespace_labels(self, name: str, labels: Mapping[str, str]) -> set[str]:
         """Record a namespace's labels; returns the ClusterQueues whose selector newly matches it
-        (the caller retries those, §4.7)."""
+        (the caller retries those, ``NotifyRetryInadmissible``)."""
         old = self._namespaces.get(name)
         new = dict(labels)
         self._namespaces[name] = new
@@ -332,7 +336,7 @@ class QueueManager:
     # --- workloads ----------------------------------------------------------------------------
 
     def add_or_update_workload(self, wl: Workload, now: Now) -> bool:
-        """``AddOrUpdateWorkload`` (§4.3). Returns whether both its LocalQueue and ClusterQueue
+        """``Manager.AddOrUpdateWorkload``. Returns whether both its LocalQueue and ClusterQueue
         exist. A workload that is not admissible to the queues is rejected but *not* removed:
         the caller deletes it (e.g. when it went on hold)."""
         if not is_admissible_to_queues(wl, self.options):
@@ -389,7 +393,7 @@ class QueueManager:
     # --- scheduling cycle ---------------------------------------------------------------------
 
     def heads(self, cache_is_active: Callable[[str], bool]) -> list[WorkloadInfo]:
-        """``Heads`` (§4.4): pop one head per active ClusterQueue, in ClusterQueue-name order.
+        """``Manager.Heads``: pop one head per active ClusterQueue, in ClusterQueue-name order.
 
         Every pop (even of an empty heap) counts a pop cycle. A head is marked inflight, gets
         ``cluster_queue`` set, leaves its LocalQueue's pending set, and — if ``WorkloadInfo``
@@ -426,7 +430,7 @@ class QueueManager:
         now: Now,
         latest: Workload | None,
     ) -> bool:
-        """``RequeueWorkload`` (§4.5) for a head that was not admitted.
+        """``Manager.RequeueWorkload`` for a head that was not admitted.
 
         ``latest`` is the newest object (None if gone). A dropped workload also releases its
         inflight claim (upstream leaves it to the next delete/update event). Returns whether the
@@ -458,7 +462,7 @@ class QueueManager:
             if f.name not in _KEPT_ON_REFRESH:
                 setattr(info, f.name, getattr(fresh, f.name))
 
-    # --- retrying inadmissible workloads (§4.7) -----------------------------------------------
+    # --- retrying inadmissible workloads (upstream ``queueInadmissibleWorkloads``) ------------
 
     def queue_inadmissible_workloads(self, cq_names: Iterable[str], now: Now) -> None:
         """``NotifyRetryInadmissible``: request a batched retry for each ClusterQueue's tree.
@@ -591,7 +595,7 @@ class QueueManager:
 
     def is_inadmissible_with_bulk_reason(self, key: str) -> str | None:
         """The recorded bulk-move reason if the workload sits in ``inadmissible`` with a blocked
-        scheduling hash (§4.6 "Bypassed" explanation), else None."""
+        scheduling hash (``ClusterQueue.handleInadmissibleHash``), else None."""
         cq_name = self.cluster_queue_for_workload(key)
         cq = self._cqs.get(cq_name) if cq_name is not None else None
         return cq.bulk_move_reason(key) if cq is not None else None

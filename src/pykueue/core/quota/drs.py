@@ -1,4 +1,4 @@
-"""Dominant Resource Share of cohort-tree nodes (scheduling reference §8.1, §8.2).
+"""Dominant Resource Share of cohort-tree nodes (upstream ``pkg/cache/scheduler/fair_sharing.go``).
 
 The DRS of a node is the largest, over resources it borrows from its parent, of
 ``borrowed × 1000 / lendable`` where ``lendable`` is what the parent could give it if the whole
@@ -69,7 +69,8 @@ def node_weight(node: QuotaNode) -> float:
 
 
 def lendable_by_resource(parent: QuotaNode) -> dict[str, int]:
-    """Per resource name, Σ over the root's FRs of ``potentialAvailable(parent, fr)`` (§8.2 step 4)."""
+    """Per resource name, Σ over the root's FRs of ``potentialAvailable(parent, fr)``
+    (``calculateLendable``)."""
     lendable: dict[str, int] = {}
     for fr in parent.root().subtree_quota:
         lendable[fr[1]] = lendable.get(fr[1], 0) + potential_available(parent, fr)
@@ -83,7 +84,7 @@ def dominant_resource_share(
     weight_of: WeightOf = node_weight,
     lendable: Mapping[str, int] | None = None,
 ) -> DRS:
-    """DRS of ``node`` with ``extra`` usage added (§8.2).
+    """DRS of ``node`` with ``extra`` usage added (``dominantResourceShare``).
 
     ``lendable`` may be passed when the caller already computed ``lendable_by_resource(node.parent)``
     (it depends on quotas only).
@@ -119,7 +120,7 @@ def dominant_resource_share(
 
 
 def compare_drs(a: DRS, b: DRS) -> int:
-    """-1/0/1; lower is preferred for admission, higher as a preemption target (§8.2)."""
+    """-1/0/1; lower is preferred for admission, higher as a preemption target (``CompareDRS``)."""
     a_inf = a.zero_weight_borrows()
     b_inf = b.zero_weight_borrows()
     if a_inf and b_inf:

@@ -1,9 +1,9 @@
-"""Cohort trees: quotas, subtree quotas and incremental usage accounting (scheduling reference §3).
+"""Cohort trees: quotas, subtree quotas and incremental usage accounting (upstream ``resource_node.go``).
 
 Nodes are ClusterQueues (always leaves) and Cohorts. Every node carries, per (flavor, resource):
 its own quota, its subtree quota and its usage. Usage changes are propagated upward incrementally
-(§3.3); ``add_usage``/``remove_usage`` are exact inverses and commute, so any set of simulated
-changes can be undone in any order.
+(``addUsage``/``removeUsage``); ``add_usage``/``remove_usage`` are exact inverses and commute,
+so any set of simulated changes can be undone in any order.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class QuotaNode:
         self.version = 0
         """Incremented on every usage or quota change, so derived values can be cached."""
 
-    # --- §3.2 -----------------------------------------------------------------------------------
+    # --- upstream ``resourceNode`` --------------------------------------------------------------
 
     def local_quota(self, fr: FlavorResource) -> int:
         """Part of the subtree quota never lent to the parent (0 without a lending limit)."""
@@ -115,7 +115,7 @@ class CohortNode(QuotaNode):
         return out
 
 
-# --- §3.3 incremental usage ----------------------------------------------------------------------
+# --- incremental usage (upstream ``addUsage``, ``removeUsage``) ----------------------------------
 
 
 def add_usage(node: QuotaNode, fr: FlavorResource, value: int) -> None:
@@ -155,7 +155,7 @@ def remove_usage_map(node: QuotaNode, usage: dict[FlavorResource, int]) -> None:
         remove_usage(node, fr, v)
 
 
-# --- §3.4 capacity ------------------------------------------------------------------------------
+# --- capacity (upstream ``available``, ``potentialAvailable``) ----------------------------------
 
 
 def _available(node: QuotaNode, fr: FlavorResource) -> int:
@@ -203,7 +203,8 @@ def quantities_fit_in_quota(
 
 
 def lowest_fitting_subtree(cq: ClusterQueueNode, fr: FlavorResource, value: int) -> tuple[int, bool]:
-    """Borrowing level (§3.5): height of the lowest subtree that fits, and whether it is not the root."""
+    """Borrowing level (``FindHeightOfLowestSubtreeThatFits``): height of the lowest subtree that fits, and
+    whether it is not the root."""
     parent = cq.parent
     if parent is None or not cq.borrowing_with(fr, value):
         return 0, parent is not None
@@ -219,7 +220,7 @@ def lowest_fitting_subtree(cq: ClusterQueueNode, fr: FlavorResource, value: int)
     return root.height(), False
 
 
-# --- §3.2 R3.2.1 recompute ------------------------------------------------------------------------
+# --- recompute (upstream ``updateCohortTreeResources``) -------------------------------------------
 
 
 def recompute_tree(root: QuotaNode) -> None:

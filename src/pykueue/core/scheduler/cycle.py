@@ -1,4 +1,4 @@
-"""One scheduling cycle (scheduling reference §5).
+"""One scheduling cycle (upstream ``pkg/scheduler/scheduler.go`` ``Scheduler.schedule``).
 
 The scheduler pops one head per active ClusterQueue, nominates each (flavor assignment and
 preemption targets), orders the entries, processes them against the live snapshot, admits what
@@ -118,7 +118,7 @@ class Scheduler:
         self._assumed: list[WorkloadInfo] = []
         self._pods_ready_blocked: bool | None = None
 
-    # --- the loop body (§5.1) --------------------------------------------------------------------
+    # --- the loop body (upstream ``Scheduler.schedule``) -----------------------------------------
 
     def schedule(self, now: datetime) -> CycleResult:
         """Run one cycle at time ``now``."""
@@ -141,7 +141,7 @@ class Scheduler:
         finally:
             snapshot.close()
         # Assumed workloads join the cache only now: during the cycle the snapshot carried their
-        # usage but not the workloads themselves, so none could be chosen as a victim (§3.9, §5.8).
+        # usage but not the workloads themselves, so none could be chosen as a victim (``Cache.Snapshot``).
         for assumed in self._assumed:
             self.cache.add_workload(assumed)
         for entry in entries:
@@ -156,7 +156,7 @@ class Scheduler:
         cq = self.cache.cluster_queues.get(name)
         return cq is not None and cq.is_active()
 
-    # --- nomination (§5.3, §5.4) ------------------------------------------------------------------
+    # --- nomination (upstream ``Scheduler.nominate``, ``getAssignments``) -------------------------
 
     def _nominate(
         self, heads: list[WorkloadInfo], snapshot: Snapshot, now: datetime
@@ -246,7 +246,7 @@ class Scheduler:
                 return found
         return full, []
 
-    # --- ordering (§5.5) ---------------------------------------------------------------------------
+    # --- ordering (upstream ``makeClassicalIterator``) ---------------------------------------------
 
     def _iterate(self, entries: list[Entry], snapshot: Snapshot) -> Iterator[Entry]:
         if self.options.fair_sharing:
@@ -266,7 +266,7 @@ class Scheduler:
 
         yield from sorted(entries, key=key)
 
-    # --- processing (§5.6) ----------------------------------------------------------------------------
+    # --- processing (upstream ``Scheduler.processEntry``) ---------------------------------------------
 
     @contextmanager
     def _without(self, snapshot: Snapshot, victims: Iterable[WorkloadInfo]) -> Iterator[None]:
@@ -283,7 +283,7 @@ class Scheduler:
                 snapshot.add_workload(v)
 
     def _fits(self, e: Entry, cq: ClusterQueueState, snapshot: Snapshot, preempted: dict[str, Target]) -> bool:
-        """§5.6 step 2: the entry's usage fits once every victim chosen so far is gone."""
+        """``fits`` in ``processEntry``: the entry's usage fits once every victim chosen so far is gone."""
         assert e.assignment is not None
         usage = e.assignment.usage
         victims = [t.workload for t in preempted.values()] + [t.workload for t in e.targets]
@@ -376,7 +376,8 @@ class Scheduler:
             e.deferred_fit = True
 
     def _resources_to_reserve(self, e: Entry, cq: ClusterQueueState) -> dict[FlavorResource, int]:
-        """§5.7. A negative amount (usage already above nominal + borrowingLimit) reserves nothing."""
+        """``resourcesToReserve``. A negative amount (usage already above nominal + borrowingLimit) reserves
+        nothing."""
         assert e.assignment is not None
         if e.mode is not Mode.PREEMPT:
             return dict(e.assignment.usage)
@@ -399,7 +400,8 @@ class Scheduler:
         return self._pods_ready_blocked
 
     def _wait_for_pods_ready(self, e: Entry, now: datetime) -> None:
-        """§5.6 step 12: mark the workload and retry it as soon as the scheduler unblocks.
+        """``processEntry``, skipped for a pending preemption: mark the workload and retry it as
+        soon as the scheduler unblocks.
 
         Upstream then blocks the scheduler until every admitted workload is ready; a pure cycle
         cannot block, so the entry is requeued immediately and tried again next cycle.
@@ -423,7 +425,7 @@ class Scheduler:
                 return True
         return False
 
-    # --- preemption (§7.10) ------------------------------------------------------------------------
+    # --- preemption (upstream ``Preemptor.IssuePreemptions``) --------------------------------------
 
     def _issue_preemptions(self, e: Entry, now: datetime, result: CycleResult) -> tuple[int, int]:
         count = errors = 0
@@ -466,7 +468,7 @@ class Scheduler:
             count += 1
         return count, errors
 
-    # --- admission (§5.8) ----------------------------------------------------------------------------
+    # --- admission (upstream ``Scheduler.admit``) ----------------------------------------------------
 
     def _admit(self, e: Entry, cq: ClusterQueueState, now: datetime) -> str | None:
         assert e.assignment is not None
@@ -533,7 +535,7 @@ class Scheduler:
         )
         return (reserved, admitted)
 
-    # --- requeue and status update (§5.9) --------------------------------------------------------------
+    # --- requeue and status update (upstream ``Scheduler.requeueAndUpdate``) ---------------------------
 
     def _requeue_and_update(self, e: Entry, now: datetime) -> None:
         if e.status != NOT_NOMINATED and e.requeue_reason == REQUEUE_REASON_GENERIC:

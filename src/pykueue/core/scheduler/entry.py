@@ -12,7 +12,7 @@ from pykueue.core.scheduler.flavorassigner.assignment import Assignment, Mode
 from pykueue.core.scheduler.preemption.common import Target
 from pykueue.core.workload.info import WorkloadInfo
 
-# Entry statuses (§5.2).
+# Entry statuses (upstream ``scheduler.go`` ``entryStatus``).
 NOT_NOMINATED = ""
 NOMINATED = "nominated"
 SKIPPED = "skipped"

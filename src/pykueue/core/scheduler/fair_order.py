@@ -1,4 +1,4 @@
-"""Admission order under fair sharing: the DRS tournament (scheduling reference §8.3).
+"""Admission order under fair sharing: the DRS tournament (upstream ``runTournament``).
 
 Before each pop, every pending entry of the chosen tree needs, for each cohort on its path, the
 dominant resource share of its child on that path with the entry's usage added. A share depends

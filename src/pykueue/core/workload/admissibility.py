@@ -38,7 +38,8 @@ def admissibility_error(
     namespace_labels: dict[str, str] | None,
     pod_sets: PodSetRequests | None = None,
 ) -> str | None:
-    """§5.3 rule 5 (and §10.5 step 5): why ``wl`` may not be admitted to a ClusterQueue, if at all."""
+    """``workload.ValidateAdmissibility`` (from ``Scheduler.nominate`` and the workload controller):
+    why ``wl`` may not be admitted to a ClusterQueue, if at all."""
     problem = admissibility_problem(wl, selector, namespace_labels, pod_sets)
     return problem[0] if problem is not None else None
 

@@ -1,4 +1,4 @@
-"""What the scheduler knows about one Workload (scheduling reference §1.3, §1.4, §2).
+"""What the scheduler knows about one Workload (upstream ``pkg/workload/workload.go`` ``Info``).
 
 ``WorkloadInfo`` is built once per workload version: per-pod-set integer requests, effective
 priority, queue-order timestamp and scheduling hash are computed here so the hot paths (heaps,
@@ -23,7 +23,7 @@ from pykueue.api.quantity import sat_add, sat_mul
 from pykueue.core.options import SchedulerOptions
 from pykueue.core.quota.tree import FlavorResource
 
-# Condition types (§10.1).
+# Condition types (upstream ``apis/kueue/v1beta2/workload_types.go``).
 QUOTA_RESERVED = "QuotaReserved"
 ADMITTED = "Admitted"
 EVICTED = "Evicted"
@@ -85,7 +85,7 @@ def has_active_quota_reservation(wl: Workload) -> bool:
 
 
 def is_admissible_to_queues(wl: Workload, options: SchedulerOptions) -> bool:
-    """May sit in a queue (§4.3)."""
+    """May sit in a queue (``workload.IsAdmissible``)."""
     if options.gate("AdmissionGatedBy") and wl.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION):
         return False
     return not (
@@ -102,7 +102,7 @@ def has_failed_checks(wl: Workload) -> bool:
 
 
 def priority_parts(wl: Workload, options: SchedulerOptions) -> tuple[int, int]:
-    """(base priority, boost) — §2.2."""
+    """(base priority, boost) — ``priority.EffectivePriority``."""
     base = wl.spec.priority or 0
     boost = 0
     if options.gate("PriorityBoost"):
@@ -118,7 +118,7 @@ def priority_parts(wl: Workload, options: SchedulerOptions) -> tuple[int, int]:
 
 
 def queue_order_timestamp(wl: Workload, options: SchedulerOptions) -> float:
-    """§2.3: the time FIFO ordering uses."""
+    """``Ordering.GetQueueOrderTimestamp``: the time FIFO ordering uses."""
     ev = _cond(wl, EVICTED)
     if ev is not None and ev.status == "True":
         if options.requeue_timestamp_eviction and ev.reason == "PodsReadyTimeout":
@@ -146,7 +146,7 @@ class PodSetInfo:
 
 @dataclass(slots=True)
 class LastAssignment:
-    """Remembered flavor-scan progress between attempts (§6.5)."""
+    """Remembered flavor-scan progress between attempts (``AssignmentClusterQueueState``)."""
 
     last_tried_flavor_idx: list[dict[str, int]]
     cluster_queue_generation: int
@@ -204,7 +204,7 @@ def _reclaimable(wl: Workload, options: SchedulerOptions) -> dict[str, int]:
 
 
 def build_pod_sets(wl: Workload, options: SchedulerOptions) -> list[PodSetInfo]:
-    """Per-pod-set requests of a pending workload (§1.3)."""
+    """Per-pod-set requests of a pending workload (``totalRequestsFromPodSets``)."""
     reclaim = _reclaimable(wl, options)
     out: list[PodSetInfo] = []
     for ps in wl.spec.pod_sets:
@@ -220,7 +220,8 @@ def build_pod_sets(wl: Workload, options: SchedulerOptions) -> list[PodSetInfo]:
 
 
 def admitted_usage(wl: Workload, options: SchedulerOptions) -> dict[FlavorResource, int]:
-    """Usage of a workload holding quota, rebuilt from ``status.admission`` (§1.4)."""
+    """Usage of a workload holding quota, rebuilt from ``status.admission``
+    (``totalRequestsFromAdmission``)."""
     admission = wl.status.admission
     if admission is None:
         return {}

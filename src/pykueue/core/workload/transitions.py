@@ -1,7 +1,8 @@
 """Workload status transitions, as pure functions on a Workload object.
 
-Scheduling reference §5.8, §5.9, §9, §10 and API reference §3 (conditions, admission-check sync,
-the Admitted condition, eviction and its completion by the job integration, backoff). The
+Upstream ``pkg/workload/`` (``workload.go``, ``admissionchecks.go``, ``evict/``) and
+``workload_controller.go`` (conditions, admission-check sync, the Admitted condition, eviction
+and its completion by the job integration, backoff). The
 scheduler, the dry-run engine and the controllers all use these, so each rule lives once.
 """
 
@@ -83,7 +84,7 @@ def set_condition(
     return set_status_condition(wl.status.conditions, cond, now)
 
 
-# --- quota reservation (§5.8) ----------------------------------------------------------------
+# --- quota reservation (upstream ``workload.SetQuotaReservation``) ---------------------------
 
 
 def set_quota_reservation(wl: Workload, admission: Admission, now: datetime) -> None:
@@ -107,7 +108,7 @@ def all_checks_listed(wl: Workload, required: list[str]) -> bool:
 
 
 def sync_admitted_condition(wl: Workload, now: datetime, options: SchedulerOptions) -> bool:
-    """``SyncAdmittedCondition`` (§9.2, API reference §3.3). Returns whether Admitted became True."""
+    """``SyncAdmittedCondition``. Returns whether Admitted became True."""
     reserved = has_quota_reservation(wl)
     checks_ready = all(c.state == CHECK_READY for c in wl.status.admission_checks)
     topology_ready = wl.status.admission is None or all(
@@ -155,7 +156,7 @@ def sync_admitted_condition(wl: Workload, now: datetime, options: SchedulerOptio
     return status == "True" and not was_admitted
 
 
-# --- pending status (§5.9 step 4) ---------------------------------------------------------------
+# --- pending status (upstream ``Scheduler.requeueAndUpdate``) -----------------------------------
 
 
 def resource_requests_of(info: WorkloadInfo) -> list[PodSetRequest]:
@@ -196,7 +197,7 @@ def set_pending(
     return event_reason
 
 
-# --- admission checks (§9.1, API reference §3.5) ------------------------------------------------
+# --- admission checks (upstream ``syncAdmissionCheckConditions``) -------------------------------
 
 
 def sync_admission_checks(wl: Workload, required: list[str], now: datetime) -> bool:
@@ -239,7 +240,7 @@ def retry_checks_message(wl: Workload) -> str | None:
     return f"Evicted due to {noun} in Retry state: {items}"
 
 
-# --- eviction (API reference §3.6) and its completion (§3.7) -----------------------------------
+# --- eviction (upstream ``evict.Evict``) and its completion (``JobReconciler``) ----------------
 
 
 def evict(wl: Workload, reason: str, message: str, now: datetime, underlying_cause: str = "") -> str:
@@ -284,7 +285,7 @@ def evict(wl: Workload, reason: str, message: str, now: datetime, underlying_cau
 
 
 def complete_eviction(wl: Workload, now: datetime, options: SchedulerOptions, pod_owned: bool = False) -> bool:
-    """The job integration releasing quota of an evicted workload (API reference §3.7)."""
+    """The job integration releasing quota of an evicted workload (``JobReconciler.ReconcileGenericJob``)."""
     ev = find_condition(wl.status.conditions, EVICTED)
     if ev is None or ev.status != "True" or not has_quota_reservation(wl):
         return False
@@ -299,7 +300,7 @@ def complete_eviction(wl: Workload, now: datetime, options: SchedulerOptions, po
     return True
 
 
-# --- backoff (§4.8) ---------------------------------------------------------------------------
+# --- backoff (upstream ``workload.UpdateRequeueState``) ---------------------------------------
 
 
 def backoff_seconds(n: int, base: float, cap: float) -> float:
@@ -316,7 +317,7 @@ def set_requeue_at(wl: Workload, when: datetime) -> None:
 
 
 def retry_check_requeue_at(wl: Workload) -> datetime | None:
-    """Latest ``lastTransitionTime + requeueAfterSeconds`` over Retry checks (API reference §3.8)."""
+    """Latest ``lastTransitionTime + requeueAfterSeconds`` over Retry checks (``GetMaxRetryTime``)."""
     best: datetime | None = None
     for c in wl.status.admission_checks:
         if c.state != CHECK_RETRY or not c.requeue_after_seconds:
@@ -328,7 +329,8 @@ def retry_check_requeue_at(wl: Workload) -> datetime | None:
 
 
 def finish_backoff(wl: Workload, now: datetime) -> bool:
-    """Clear an expired requeueAt and flip Requeued=False to BackoffFinished (§4.8)."""
+    """Clear an expired requeueAt and flip Requeued=False to BackoffFinished
+    (``WorkloadReconciler.Reconcile``)."""
     rs = wl.status.requeue_state
     changed = False
     if rs is not None and rs.requeue_at is not None and to_time(now) >= rs.requeue_at:
@@ -353,7 +355,7 @@ def is_evicted_and_reserved(wl: Workload) -> bool:
 
 
 
-# --- the workload controller's view of queues (§10.5, API reference §3.2, §3.12) ----------------
+# --- the workload controller's view of queues (upstream ``getQueueBlocker``) --------------------
 
 SCHEDULER_REASONS = frozenset(
     {
@@ -405,7 +407,7 @@ def pending_condition(wl: Workload, view: QueueView, options: SchedulerOptions) 
     if gated and options.gate("AdmissionGatedBy"):
         return "AdmissionGated", f"Admission is gated by: {gated}"
     reason = current.reason if current is not None else ""
-    if reason == "AdmissionGated":  # the gate annotation was removed (API reference §3.1)
+    if reason == "AdmissionGated":  # gate annotation removed (``mayUpdateConditionForAdmissionGatedBy``)
         return "PendingEvaluation", "AdmissionGatedBy cleared, waiting for quota reservation"
     if (
         view.bulk_bypass_reason is not None
@@ -450,14 +452,16 @@ def stopped_queue_action(wl: Workload, view: QueueView) -> tuple[str, str, str] 
 
 
 def release_reservation(wl: Workload, reason: str, message: str, now: datetime, options: SchedulerOptions) -> None:
-    """Drop a reservation without eviction (stopped or missing queue, §3.12)."""
+    """Drop a reservation without eviction (stopped or missing queue,
+    ``reconcileOnClusterQueueActiveState``)."""
     set_condition(wl, QUOTA_RESERVED, "False", reason, message, now)
     wl.status.admission = None
     sync_admitted_condition(wl, now, options)
 
 
 def reactivate(wl: Workload, now: datetime) -> bool:
-    """``Requeued`` False/Deactivated → True/Reactivated for an active workload (§3.9)."""
+    """``Requeued`` False/Deactivated → True/Reactivated for an active workload
+    (``WorkloadReconciler.Reconcile``)."""
     rq = find_condition(wl.status.conditions, REQUEUED)
     if is_active(wl) and rq is not None and rq.status == "False" and rq.reason == "Deactivated":
         set_condition(wl, REQUEUED, "True", "Reactivated", "The workload was reactivated", now)
@@ -466,7 +470,8 @@ def reactivate(wl: Workload, now: datetime) -> bool:
 
 
 def restart_after_stop(wl: Workload, view: QueueView, now: datetime) -> bool:
-    """``Requeued`` False → True once the queue that evicted the workload runs again (§3.12)."""
+    """``Requeued`` False → True once the queue that evicted the workload runs again
+    (``reconcileOnClusterQueueActiveState``)."""
     rq = find_condition(wl.status.conditions, REQUEUED)
     if rq is None or rq.status != "False":
         return False

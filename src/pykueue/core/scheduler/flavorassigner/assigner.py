@@ -1,13 +1,15 @@
-"""Flavor assignment: choosing a ResourceFlavor for every requested resource (scheduling reference §6).
+"""Flavor assignment: choosing a ResourceFlavor for every requested resource (upstream ``flavorassigner.go``).
 
 ``FlavorAssigner`` turns a pending workload's requests into an ``Assignment`` for one ClusterQueue:
-per pod set and resource group it scans the group's flavors (§6.5), filters out flavors the pods
-cannot run on (§6.2), checks quota for every (flavor, resource) of the group (§6.3, asking the
-injected preemption oracle when preemption could help), ranks the outcomes (§6.4) and records every
-examined flavor for the NoFit reason (§6.7) and the "flavors considered" event text (§6.8).
+per pod set and resource group it scans the group's flavors (``findFlavorForPodSets``), filters
+out flavors the pods cannot run on (``checkFlavorForPodSets``), checks quota for every (flavor,
+resource) of the group (``fitsResourceQuota``, asking the injected preemption oracle when
+preemption could help), ranks the outcomes (``isPreferred``) and records every examined flavor
+for the NoFit reason (``resolveNoFitReason``) and the "flavors considered" event text
+(``FormatFlavorAssignmentAttemptsForEvents``).
 
 The assigner never mutates the workload, the ClusterQueue or the snapshot. Dropping outdated
-remembered scan progress (§5.4 step 1, ``last_assignment_outdated``) is the caller's job.
+remembered scan progress (``lastAssignmentOutdated``) is the caller's job.
 """
 
 from __future__ import annotations
@@ -38,10 +40,11 @@ from pykueue.core.scheduler.flavorassigner.assignment import (
 from pykueue.core.workload.info import LastAssignment, PodSetInfo, WorkloadInfo
 
 Oracle = Callable[[ClusterQueueState, WorkloadInfo, FlavorResource, int], tuple[PreemptionMode, int]]
-"""Preemption oracle (§7.9): ``(cq, wl, fr, quantity) -> (NO_CANDIDATES|PREEMPT|RECLAIM, borrowing level)``."""
+"""Preemption oracle (``PreemptionOracle.SimulatePreemption``): ``(cq, wl, fr, quantity) ->
+(NO_CANDIDATES|PREEMPT|RECLAIM, borrowing level)``."""
 
 NominationPin = Mapping[str, Mapping[str, str]]
-"""Flavors chosen at nomination: pod set name -> resource -> flavor (§5.6 step 2)."""
+"""Flavors chosen at nomination: pod set name -> resource -> flavor (``Scheduler.processEntry``)."""
 
 _NO_FIT = PreemptionMode.NO_FIT
 _NO_CANDIDATES = PreemptionMode.NO_CANDIDATES
@@ -49,11 +52,11 @@ _FIT = PreemptionMode.FIT
 _SIMULATED_MODES = frozenset((PreemptionMode.NO_CANDIDATES, PreemptionMode.PREEMPT, PreemptionMode.RECLAIM))
 _WORST_LEVEL = 2**63 - 1
 
-# A granular mode (§6.4) as a plain tuple in the hot loop: (preemption mode, borrowing level).
+# A granular mode (``granularMode``) as a plain tuple in the hot loop: (preemption mode, borrowing level).
 _Granular = tuple[PreemptionMode, int]
 
 
-# --- §6.1 item 4: resource iteration order -------------------------------------------------------
+# --- resource iteration order (upstream ``pkg/resources/slice_requests.go``) ---------------------
 
 _FNV_OFFSET = 0xCBF29CE484222325
 _FNV_PRIME = 0x100000001B3
@@ -79,13 +82,14 @@ def resource_order(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(sorted(names, key=_hash_key))
 
 
-# --- §5.4 step 1 -----------------------------------------------------------------------------------
+# --- upstream ``lastAssignmentOutdated`` -----------------------------------------------------------
 
 
 def last_assignment_outdated(
     wl: WorkloadInfo, cq: ClusterQueueState, cycle: int, options: SchedulerOptions
 ) -> bool:
-    """Whether ``wl``'s remembered flavor-scan progress must be dropped before assigning (§5.4 step 1)."""
+    """Whether ``wl``'s remembered flavor-scan progress must be dropped before assigning
+    (``lastAssignmentOutdated``)."""
     last = wl.last_assignment
     if last is None:
         return False
@@ -100,7 +104,7 @@ def last_assignment_outdated(
     return generation_moved
 
 
-# --- §6.4 ------------------------------------------------------------------------------------------
+# --- upstream ``isPreferred`` ----------------------------------------------------------------------
 
 
 def _preferred(a: _Granular, b: _Granular, preemption_over_borrowing: bool) -> bool:
@@ -123,7 +127,7 @@ def _preferred(a: _Granular, b: _Granular, preemption_over_borrowing: bool) -> b
 
 
 def is_preferred(a: GranularMode, b: GranularMode, preference: str = "") -> bool:
-    """``isPreferred(a, b)`` (§6.4): is outcome ``a`` strictly better than ``b`` under ``preference``?"""
+    """``isPreferred(a, b)``: is outcome ``a`` strictly better than ``b`` under ``preference``?"""
     return _preferred(
         (a.preemption_mode, a.borrowing_level),
         (b.preemption_mode, b.borrowing_level),
@@ -171,10 +175,10 @@ class _PodSetRequests:
 
 
 class FlavorAssigner:
-    """Assigns flavors to one workload's requests in one ClusterQueue (§6).
+    """Assigns flavors to one workload's requests in one ClusterQueue (``FlavorAssigner.Assign``).
 
-    ``counts`` gives reduced pod counts per pod set (partial admission, §6.9); ``nomination_pin``
-    restricts each resource to the flavor chosen at nomination (§5.6 step 2); ``cycle`` is the
+    ``counts`` gives reduced pod counts per pod set (partial admission, ``PodSetReducer``); ``nomination_pin``
+    restricts each resource to the flavor chosen at nomination (``processEntry``); ``cycle`` is the
     scheduling cycle recorded in the resulting ``LastAssignment``. ``wl.last_assignment`` is used
     as the remembered scan progress as is: drop it first if ``last_assignment_outdated``.
     """
@@ -215,7 +219,7 @@ class FlavorAssigner:
             options.fair_sharing and cq.reclaim_within_cohort != PREEMPT_NEVER
         )
 
-    # --- §6.1 ------------------------------------------------------------------------------------
+    # --- upstream ``FlavorAssigner.assignFlavors`` -----------------------------------------------
 
     def _prepare(self, index: int, ps: PodSetInfo) -> _PodSetRequests:
         count, requests = ps.count, ps.total
@@ -230,7 +234,7 @@ class FlavorAssigner:
         order = resource_order(names) if self._vectorized else names
         return _PodSetRequests(ps, count, requests, order)
 
-    # --- assembling (§6.6) ------------------------------------------------------------------------
+    # --- assembling (upstream ``Assignment.append``) ----------------------------------------------
 
     def assign(self) -> Assignment:
         """Run flavor assignment for every pod set, stopping at the first pod set that gets no flavor."""
@@ -277,7 +281,7 @@ class FlavorAssigner:
         )
         return result, failure is not None
 
-    # --- §6.5 ------------------------------------------------------------------------------------
+    # --- upstream ``FlavorAssigner.findFlavorForPodSets`` ----------------------------------------
 
     def _start_index(self, index: int, res: str) -> int:
         last = self.wl.last_assignment
@@ -402,7 +406,7 @@ class FlavorAssigner:
         """``findRGIndicesByFlavor``: every resource group of the ClusterQueue that lists ``fname``."""
         return tuple(i for i, group in enumerate(self.cq.resource_groups) if fname in group.flavors)
 
-    # --- §6.2 ------------------------------------------------------------------------------------
+    # --- upstream ``FlavorAssigner.checkFlavorForPodSets`` ---------------------------------------
 
     def _check_flavor(self, fname: str, psr: _PodSetRequests) -> tuple[str | None, str | None]:
         """``(ineligibility reason, error)`` of flavor ``fname`` for the pod set; both None when eligible."""
@@ -425,7 +429,7 @@ class FlavorAssigner:
                 return f"flavor {fname} doesn't match node affinity", None
         return None, None
 
-    # --- §6.3 ------------------------------------------------------------------------------------
+    # --- upstream ``FlavorAssigner.fitsResourceQuota`` -------------------------------------------
 
     def _fits_resource_quota(self, fr: FlavorResource, assumed: int, request: int) -> _QuotaCheck:
         node = self.cq.node
@@ -458,7 +462,7 @@ class FlavorAssigner:
             return _QuotaCheck(mode, level, reason, WAITING_FOR_QUOTA if mode is _NO_FIT else "")
         return _QuotaCheck(_NO_FIT, borrow, reason, WAITING_FOR_QUOTA)
 
-    # --- §6.7 attempts ------------------------------------------------------------------------------
+    # --- NoFit attempts (upstream ``flavor_assigner_attempts.go``) ----------------------------------
 
     def _merge_attempts(
         self, considered: dict[str, FlavorAttempt], attempts: list[FlavorAttempt], res: str, gi: int | None

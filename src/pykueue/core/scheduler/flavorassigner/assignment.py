@@ -1,4 +1,4 @@
-"""The result of flavor assignment (scheduling reference §6.3-§6.8).
+"""The result of flavor assignment (upstream ``flavorassigner.go`` ``Assignment``).
 
 An ``Assignment`` says, per pod set, which flavor each resource got and how well it fits
 (``Fit``/``Preempt``/``NoFit``), with the reasons collected on the way. Flavor assignment builds it;
@@ -28,7 +28,7 @@ class Mode(IntEnum):
 
 
 class PreemptionMode(IntEnum):
-    """Granular modes of §6.3, worst first."""
+    """Granular modes (upstream ``granularMode``), worst first."""
 
     NO_FIT = 0
     NO_CANDIDATES = 1
@@ -57,7 +57,7 @@ class GranularMode:
     borrowing_level: int = 0
 
 
-# NoFit reasons and their severity (§6.7).
+# NoFit reasons and their severity (upstream ``reasonSeverity``).
 NO_MATCHING_FLAVOR = "NoMatchingFlavor"
 EXCEEDS_MAX_QUOTA = "ExceedsMaxQuota"
 WAITING_FOR_QUOTA = "WaitingForQuota"
@@ -83,7 +83,8 @@ class FlavorAssignment:
 
 @dataclass(slots=True)
 class FlavorAttempt:
-    """One flavor examined for a pod set's resource group (for §6.7 and §6.8)."""
+    """One flavor examined for a pod set's resource group (``resolveNoFitReason``,
+    ``FlavorAssignmentAttempts``)."""
 
     flavor: str
     mode: GranularMode
@@ -119,7 +120,7 @@ class PodSetAssignmentResult:
         return f"couldn't assign flavors to pod set {self.name}: " + ", ".join(sorted(self.reasons))
 
     def no_fit_reason(self) -> str:
-        """§6.7 for one NoFit pod set (upstream ``Assignment.resolveNoFitReason``, per pod set).
+        """The NoFit reason of one pod set (upstream ``Assignment.resolveNoFitReason``, per pod set).
 
         Only the recorded flavor attempts count: the pod set's own status (e.g. ``resource r
         unavailable in ClusterQueue``) carries no reason, so an uncovered resource met after an
@@ -171,7 +172,7 @@ class Assignment:
         return "; ".join(parts)
 
     def no_fit_reason(self) -> str:
-        """§6.7: the most severe NoFit reason over the NoFit pod sets; "" when none resolves.
+        """``mostSevereReason``: the most severe NoFit reason over the NoFit pod sets; "" when none resolves.
 
         An empty reason is real: the scheduler then writes no granular reason and the workload
         controller decides the condition (``lifecycle.set_pending``)."""
@@ -186,7 +187,7 @@ class Assignment:
         return best
 
     def flavors_considered(self) -> str:
-        """§6.8 text appended to the QuotaReserved event."""
+        """``FormatFlavorAssignmentAttemptsForEvents`` text appended to the QuotaReserved event."""
         rendered: list[str] = []
         for ps in self.pod_sets:
             items: list[str] = []
@@ -216,7 +217,8 @@ class Assignment:
         }
 
     def total_requests_for_preemption(self) -> dict[FlavorResource, int]:
-        """Quota request mapped to chosen flavors, excluding ``pods`` and zero requests (§7.1)."""
+        """Quota request mapped to chosen flavors, excluding ``pods`` and zero requests
+        (``Assignment.TotalRequestsFor``)."""
         out: dict[FlavorResource, int] = {}
         for ps in self.pod_sets:
             for res, fa in ps.flavors.items():
@@ -230,7 +232,7 @@ class Assignment:
         return out
 
     def to_admission(self, cluster_queue: str) -> Admission:
-        """``status.admission`` for this assignment (§5.8 step 1)."""
+        """``status.admission`` for this assignment (``Assignment.ToAPI``)."""
         psas: list[PodSetAssignment] = []
         for ps in self.pod_sets:
             flavors = {res: fa.name for res, fa in sorted(ps.flavors.items())}

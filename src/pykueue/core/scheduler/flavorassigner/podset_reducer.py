@@ -1,4 +1,4 @@
-"""Partial admission: searching reduced pod counts (scheduling reference §6.9, ``PodSetReducer``).
+"""Partial admission: searching reduced pod counts (upstream ``podset_reducer.go`` ``PodSetReducer``).
 
 Every pod set ``i`` may shrink from ``count_i`` down to ``min_i`` (``minCount``, default ``count``).
 With ``d_i = count_i - min_i`` and ``D = sum(d_i)``, search index ``k`` in ``[0, D]`` gives the counts
@@ -60,7 +60,8 @@ class PodSetReducer:
 def search_partial(
     pod_sets: Sequence[PodSetInfo], accept: Callable[[list[int]], tuple[T, bool]]
 ) -> tuple[T | None, bool]:
-    """Largest acceptable reduced counts of ``pod_sets`` (§6.9): ``(accepted result, found)``.
+    """Largest acceptable reduced counts of ``pod_sets`` (``PodSetReducer.Search``):
+    ``(accepted result, found)``.
 
     ``accept(counts)`` returns ``(result, acceptable)``; the result of the accepted probe at the
     smallest accepted search index is returned. ``(None, False)`` when nothing can be reduced or

@@ -1,4 +1,4 @@
-"""Classical (priority and hierarchy based) preemption (scheduling reference §7.3-§7.7).
+"""Classical (priority and hierarchy based) preemption (upstream ``Preemptor.classicalPreemptions``).
 
 Candidates come from the preemptor's CQ (``withinClusterQueue``) and from CQs that borrow in a
 needed FR in the subtrees met while walking from the preemptor's CQ to the root
@@ -65,14 +65,15 @@ class Candidate:
 
 @dataclass(slots=True)
 class CandidateList:
-    """The ordered candidate sequence and the facts the attempt plan needs (§7.3-§7.5)."""
+    """The ordered candidate sequence and the facts the attempt plan needs (``NewCandidateIterator``)."""
 
     candidates: list[Candidate]
     no_other_queues: bool
     no_hierarchical: bool
 
     def valid(self, ctx: PreemptionContext, allow_borrowing: bool) -> Iterator[Candidate]:
-        """Candidates in order, each checked against the snapshot as it is when reached (§7.6)."""
+        """Candidates in order, each checked against the snapshot as it is when reached
+        (``candidateIterator``)."""
         for c in self.candidates:
             if _is_valid(ctx, c, allow_borrowing):
                 yield c
@@ -84,7 +85,7 @@ def borrowing_within_cohort_forbidden(cq: ClusterQueueState) -> bool:
 
 
 def collect_candidates(ctx: PreemptionContext) -> CandidateList:
-    """Build the three candidate lists and concatenate them evicted-first (§7.3, §7.4)."""
+    """Build the three candidate lists and concatenate them evicted-first (``NewCandidateIterator``)."""
     same = _same_queue_candidates(ctx)
     hierarchy, priority = _other_queue_candidates(ctx)
     evicted: list[Candidate] = []
@@ -96,7 +97,7 @@ def collect_candidates(ctx: PreemptionContext) -> CandidateList:
 
 
 def classical_targets(ctx: PreemptionContext) -> list[Target]:
-    """Targets whose eviction makes the preemptor fit, or [] (§7.5-§7.7)."""
+    """Targets whose eviction makes the preemptor fit, or [] (``classicalPreemptions``)."""
     cands = collect_candidates(ctx)
     if not cands.candidates:
         return []
@@ -229,7 +230,7 @@ def _collect_from_cq(
 
 
 def _classify(ctx: PreemptionContext, wl: WorkloadInfo, advantage: bool) -> Variant:
-    """Variant of an other-queue candidate (§7.3)."""
+    """Variant of an other-queue candidate (``classifyPreemptionVariant``)."""
     if advantage:
         return Variant.HIERARCHICAL_RECLAIM
     cq = ctx.cq

@@ -1,4 +1,4 @@
-"""Pieces shared by classical and fair-sharing preemption (scheduling reference §7.1-§7.7, §7.10).
+"""Pieces shared by classical and fair-sharing preemption (upstream ``pkg/scheduler/preemption/``).
 
 A search runs on the live snapshot: every candidate it removes is put back before it returns, and
 ``fill_back``/``restore`` keep the removals and re-additions exactly paired.
@@ -23,7 +23,7 @@ from pykueue.core.options import SchedulerOptions
 from pykueue.core.quota.tree import FlavorResource, QuotaNode, available
 from pykueue.core.workload.info import QUOTA_RESERVED, WorkloadInfo, timestamp
 
-# Preempted-condition reasons (§10.2).
+# Preempted-condition reasons (upstream ``apis/kueue/v1beta2/workload_types.go``).
 IN_CLUSTER_QUEUE = "InClusterQueue"
 IN_COHORT_RECLAMATION = "InCohortReclamation"
 IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
@@ -48,7 +48,7 @@ LocalQueueUsage = Callable[[WorkloadInfo], float | None]
 class Target:
     """A workload to evict so that the preemptor fits, with its Preempted-condition reason.
 
-    The paths are filled by the preemptor for the preemption message (§7.10).
+    The paths are filled by the preemptor for the preemption message (``preemptionMessage``).
     """
 
     workload: WorkloadInfo
@@ -59,7 +59,7 @@ class Target:
 
 @dataclass(slots=True)
 class PreemptionContext:
-    """Inputs of one target search (§7.1)."""
+    """Inputs of one target search (``Preemptor.GetTargets``)."""
 
     preemptor: WorkloadInfo
     cq: ClusterQueueState
@@ -71,7 +71,7 @@ class PreemptionContext:
     lq_usage: LocalQueueUsage | None = None
 
 
-# --- §7.2 policies ------------------------------------------------------------------------------
+# --- policies (upstream ``common.SatisfiesPreemptionPolicy``) -----------------------------------
 
 
 def satisfies_preemption_policy(preemptor: WorkloadInfo, candidate: WorkloadInfo, policy: str) -> bool:
@@ -84,7 +84,7 @@ def satisfies_preemption_policy(preemptor: WorkloadInfo, candidate: WorkloadInfo
     return policy == PREEMPT_ANY
 
 
-# --- §7.4 ordering ------------------------------------------------------------------------------
+# --- ordering (upstream ``common.CandidatesOrdering``) ------------------------------------------
 
 
 def reservation_time(wl: WorkloadInfo, now: float) -> float:
@@ -101,7 +101,7 @@ def reservation_time(wl: WorkloadInfo, now: float) -> float:
 def candidates_ordering_key(
     wl: WorkloadInfo, preemptor_cq: str, now: float
 ) -> tuple[bool, bool, int, float, str, str]:
-    """Sort key of ``CandidatesOrdering`` without the AFS rule (§7.4).
+    """Sort key of ``CandidatesOrdering`` without the AFS rule.
 
     The workload key after the UID only breaks ties upstream leaves to chance (equal UIDs).
     """
@@ -122,7 +122,7 @@ def compare_candidates(
     now: float,
     lq_usage: LocalQueueUsage | None = None,
 ) -> int:
-    """``CandidatesOrdering`` as a comparator: negative when ``a`` is preempted first (§7.4)."""
+    """``CandidatesOrdering`` as a comparator: negative when ``a`` is preempted first."""
     ka = candidates_ordering_key(a, preemptor_cq, now)
     kb = candidates_ordering_key(b, preemptor_cq, now)
     if ka[:2] != kb[:2]:
@@ -162,7 +162,8 @@ def cq_is_borrowing(node: QuotaNode, frs: Iterable[FlavorResource]) -> bool:
 
 
 def under_nominal(cq: ClusterQueueState, frs: Iterable[FlavorResource]) -> bool:
-    """Usage strictly below nominal for every FR in ``frs`` (§7.5)."""
+    """Usage strictly below nominal for every FR in ``frs``
+    (``queueUnderNominalInResourcesNeedingPreemption``)."""
     node = cq.node
     for fr in frs:
         q = node.quotas.get(fr)
@@ -172,7 +173,7 @@ def under_nominal(cq: ClusterQueueState, frs: Iterable[FlavorResource]) -> bool:
 
 
 def workload_fits(ctx: PreemptionContext, allow_borrowing: bool) -> bool:
-    """Whether the request fits the preemptor's CQ now (§7.6 "fits")."""
+    """Whether the request fits the preemptor's CQ now (``workloadFits``)."""
     node = ctx.cq.node
     for fr, v in ctx.request.items():
         if not allow_borrowing and node.borrowing_with(fr, v):
@@ -183,7 +184,7 @@ def workload_fits(ctx: PreemptionContext, allow_borrowing: bool) -> bool:
 
 
 def fill_back(ctx: PreemptionContext, targets: list[Target], allow_borrowing: bool) -> list[Target]:
-    """Minimise the removed set (§7.7); the snapshot keeps the returned targets removed."""
+    """Minimise the removed set (``fillBackWorkloads``); the snapshot keeps the returned targets removed."""
     snapshot = ctx.snapshot
     for i in range(len(targets) - 2, -1, -1):
         snapshot.add_workload(targets[i].workload)
@@ -201,7 +202,7 @@ def restore(snapshot: Snapshot, targets: Iterable[Target]) -> None:
         snapshot.add_workload(t.workload)
 
 
-# --- §7.10 messages -------------------------------------------------------------------------------
+# --- messages (upstream ``preemptionMessage``) ----------------------------------------------------
 
 
 def cq_path(node: QuotaNode) -> str:

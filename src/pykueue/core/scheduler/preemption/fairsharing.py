@@ -1,4 +1,4 @@
-"""Fair-sharing preemption (scheduling reference §8.4, §8.5).
+"""Fair-sharing preemption (upstream ``Preemptor.fairPreemptions``, ``fairsharing/``).
 
 Candidates from the preemptor's CQ and from every borrowing CQ of its tree are visited CQ by CQ,
 always picking the CQ whose branch has the highest dominant resource share; a cross-CQ candidate
@@ -89,7 +89,7 @@ class ShareCalculator:
         return dominant_resource_share(node, weight_of=self.weight_of, lendable=lendable)
 
 
-# --- §8.5 target-CQ ordering -----------------------------------------------------------------------
+# --- target-CQ ordering (upstream ``TargetClusterQueueOrdering``) ----------------------------------
 
 
 class TargetOrdering:
@@ -278,7 +278,7 @@ class _Search:
 
 
 def find_candidates(ctx: PreemptionContext) -> list[WorkloadInfo]:
-    """Candidates of §8.4 step 1, sorted by ``CandidatesOrdering``."""
+    """Candidates of ``fairPreemptions``, sorted by ``CandidatesOrdering``."""
     cq = ctx.cq
     frs = ctx.frs
     out: list[WorkloadInfo] = []
@@ -307,7 +307,7 @@ def _matching(ctx: PreemptionContext, state: ClusterQueueState, policy: str) -> 
 def fair_targets(
     ctx: PreemptionContext, strategies: list[Strategy], weight_of: WeightOf | None = None
 ) -> list[Target]:
-    """Targets found by fair-sharing preemption, or [] (§8.4)."""
+    """Targets found by fair-sharing preemption, or [] (``fairPreemptions``)."""
     candidates = find_candidates(ctx)
     if not candidates:
         return []
@@ -344,7 +344,7 @@ def _within_nominal(ctx: PreemptionContext) -> bool:
 def _first_strategy(
     search: _Search, candidates: list[WorkloadInfo], strategy: Strategy
 ) -> tuple[bool, list[WorkloadInfo]]:
-    """Step 4 of §8.4: returns whether the preemptor fits and the candidates to retry."""
+    """``runFirstFsStrategy``: returns whether the preemptor fits and the candidates to retry."""
     ctx = search.ctx
     ordering = TargetOrdering(ctx, candidates, search.shares)
     within_nominal = _within_nominal(ctx)
@@ -375,7 +375,7 @@ def _first_strategy(
 
 
 def _second_strategy(search: _Search, retry: list[WorkloadInfo]) -> bool:
-    """Step 5 of §8.4: at most one retry candidate per CQ, under ``LessThanInitialShare``."""
+    """``runSecondFsStrategy``: at most one retry candidate per CQ, under ``LessThanInitialShare``."""
     ordering = TargetOrdering(search.ctx, retry, search.shares)
     for cq in ordering:
         preemptor_new, target_old = search.compute_shares(ordering, cq)

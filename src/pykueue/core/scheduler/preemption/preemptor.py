@@ -1,6 +1,7 @@
 """Entry points of preemption: target search, the flavor assigner's oracle and eviction writes.
 
-Scheduling reference §7.1, §7.9, §7.10 and API reference §3.6.
+Upstream ``preemption.go`` (``GetTargets``, ``IssuePreemptions``), ``preemption_oracle.go`` and
+``evict.Evict``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from pykueue.core.scheduler.preemption.fairsharing import Strategy, fair_targets
 from pykueue.core.workload import transitions
 from pykueue.core.workload.info import PREEMPTED, WorkloadInfo
 
-"""``oracle(cq, wl, fr, val) -> (mode, borrowing level)`` used by flavor assignment (§6.3, §7.9)."""
+"""``oracle(cq, wl, fr, val) -> (mode, borrowing level)`` used by flavor assignment
+(``fitsResourceQuota``)."""
 
 EVICTED_BY_PREEMPTION = "Preempted"
 
@@ -83,7 +85,8 @@ class Preemptor:
         *,
         now: float | None = None,
     ) -> tuple[PreemptionMode, int]:
-        """§7.9: whether preempting for ``val`` of ``fr`` is possible, and the borrowing level after."""
+        """``SimulatePreemption``: whether preempting for ``val`` of ``fr`` is possible, and the borrowing
+        level after."""
         ctx = self._context(wl, cq, snapshot, frozenset((fr,)), {fr: val}, now)
         targets = self._search(ctx)
         if not targets:
@@ -146,7 +149,7 @@ def apply_eviction_for_preemption(
     """Write the preemption of ``target`` into ``wl_obj`` (a status copy) and return its events.
 
     Preempted=True (reason = target reason, no observedGeneration) and then the eviction with
-    reason ``Preempted`` (§7.10 step 3, API reference §3.6). ``message`` defaults to the standard
+    reason ``Preempted`` (``IssuePreemptions``, ``evict.Evict``). ``message`` defaults to the standard
     preemption message built from the target's paths.
     """
     if message is None:
