@@ -178,14 +178,31 @@ def start_real_cluster(
     try:
         cluster.kubectl("apply", "--server-side", "-f", str(CRD_DIR))
         cluster.kubectl("apply", "--server-side", "-f", str(PROVISIONING_CRD))
-        cluster.kubectl(
-            "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"
-        )
+        _wait_established(cluster)
     except BaseException:
         cluster.stop()
         raise
     print(f"real cluster {cluster.url} ready in {time.monotonic() - started:.1f}s ({cluster_dir})")
     return cluster
+
+
+def _wait_established(cluster: RealCluster, timeout: float = 60.0) -> None:
+    """``kubectl wait --for=condition=Established crd --all``, again while a CRD has no conditions yet.
+
+    kube-apiserver's establishing controller writes a new CRD's status asynchronously; until then
+    kubectl wait fails at once with ".status.conditions accessor error: <nil>" instead of waiting.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        left = max(1, int(deadline - time.monotonic()))
+        result = cluster.kubectl(
+            "wait", "--for=condition=Established", f"--timeout={left}s", "crd", "--all", check=False
+        )
+        if result.returncode == 0:
+            return
+        if "accessor error" not in result.stderr or time.monotonic() >= deadline:
+            raise AssertionError(f"kubectl wait for the CRDs failed:\n{result.stdout}\n{result.stderr}")
+        time.sleep(0.2)
 
 
 CONTROLLER_USER = "kueue-controller"
