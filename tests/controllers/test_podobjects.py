@@ -14,7 +14,7 @@ import pytest
 
 from pykueue.apiserver.app import create_app
 from pykueue.client.inprocess import InProcessClient
-from pykueue.client.interface import NotFound
+from pykueue.client.interface import APIError, NotFound
 from pykueue.client.resources import EVENTS, JOBS, NODES, PODS
 from pykueue.controllers.jobrunner import JobRunner
 from pykueue.controllers.podobjects import PodPublisher, node_name, pod_log_dir, pod_object, pod_status
@@ -280,3 +280,37 @@ def test_an_adopted_pod_gets_the_started_event_its_runner_did_not_record(client:
     assert _reasons(client, unrecorded.name) == ["Started"]
     assert _reasons(client, recorded.name) == []
     assert client.get(PODS, unrecorded.name, NS)["status"]["phase"] == "Running"
+
+
+class _FailsFirstCreate:
+    """The real in-process client, but the first create of one Pod answers 500 (an API hiccup)."""
+
+    def __init__(self, client: InProcessClient, pod_name: str) -> None:
+        self._client = client
+        self._pod_name = pod_name
+        self.failed = 0
+
+    def create(self, res: Any, body: dict[str, Any], *args: Any, **kw: Any) -> dict[str, Any]:
+        if res is PODS and body["metadata"]["name"] == self._pod_name and not self.failed:
+            self.failed += 1
+            raise APIError(500, "InternalError", "etcdserver: request timed out")
+        return self._client.create(res, body, *args, **kw)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+def test_a_failed_pod_write_is_retried_alone(client: InProcessClient) -> None:
+    """The publisher runs on the runtime's WorkQueue: a write that fails is retried with backoff,
+    and the other pods' writes go on (the publisher's own loop used to drop a failed write)."""
+    owner = _job(client, "job", ["true"], suspend=True)["metadata"]["uid"]
+    flaky = _FailsFirstCreate(client, "job-aaaaa")
+    publisher = PodPublisher(flaky, node_name(), lambda: datetime.now(UTC))  # type: ignore[arg-type]
+    publisher.start()
+    try:
+        for name, uid in (("job-aaaaa", "u-a"), ("job-bbbbb", "u-b")):
+            publisher.added(FakePod(name=name, uid=uid, job_uid=owner, template=TEMPLATE))
+        wait_for(lambda: sorted(p["metadata"]["name"] for p in _pods(client)) == ["job-aaaaa", "job-bbbbb"])
+    finally:
+        publisher.stop()
+    assert flaky.failed == 1

@@ -30,6 +30,7 @@ import os
 import platform
 import socket
 import threading
+import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -39,6 +40,7 @@ from pykueue.api.meta import format_time, parse_time
 from pykueue.client.interface import AlreadyExists, APIError, Client, NotFound
 from pykueue.client.resources import NODES, PODS
 from pykueue.controllers.podsandbox import read_json
+from pykueue.runtime.controller import WorkQueue
 from pykueue.runtime.recorder import EventRecorder
 
 log = logging.getLogger(__name__)
@@ -281,18 +283,18 @@ class _Entry:
 
 
 class PodPublisher:
-    """Writes the runner's pods as Pod objects from its own thread (coalescing changes)."""
+    """Writes the runner's pods as Pod objects from its own thread, on the runtime's one
+    :class:`~pykueue.runtime.controller.WorkQueue` keyed by the runner pod's uid (changes coalesce;
+    a failed write is retried alone with backoff)."""
 
     def __init__(self, client: Client, node: str, clock: Callable[[], datetime]) -> None:
         self.client = client
         self.node = node
         self.clock = clock
-        self._cond = threading.Condition()
-        self._entries: dict[str, _Entry] = {}  # runner pod uid -> entry, guarded by _cond
-        self._dirty: dict[str, None] = {}
+        self._lock = threading.Lock()
+        self._entries: dict[str, _Entry] = {}  # runner pod uid -> entry, guarded by _lock
         self._by_name: dict[tuple[str, str], str] = {}  # (namespace, pod name) -> runner pod uid
-        self._stopping = False
-        self._busy = False
+        self._work: WorkQueue[str] = WorkQueue(clock)
         self._thread: threading.Thread | None = None
         # Events as a cluster's scheduler and kubelet record them (for kubectl describe pod).
         self._scheduler = EventRecorder(client, "default-scheduler", clock)
@@ -308,10 +310,8 @@ class PodPublisher:
         self._thread.start()
 
     def stop(self) -> None:
-        """Write what is pending (briefly), then stop."""
-        with self._cond:
-            self._stopping = True
-            self._cond.notify_all()
+        """Stop after the write in progress (a restarted runner adopts what is left)."""
+        self._work.shut_down()
         if self._thread is not None:
             self._thread.join(timeout=10)
 
@@ -319,41 +319,39 @@ class PodPublisher:
 
     def added(self, pod: RunnerPod) -> None:
         """A new pod of the runner: its object is created (Pending)."""
-        with self._cond:
+        with self._lock:
             self._entries[pod.uid] = _Entry(pod, self.clock())
             self._by_name[(pod.namespace, pod.name)] = pod.uid
-            self._dirty[pod.uid] = None
-            self._cond.notify_all()
+        self._work.add(pod.uid)
 
     def adopted(self, pod: RunnerPod) -> None:
         """A pod a previous runner started (its object exists): its status is kept up to date."""
-        with self._cond:
+        with self._lock:
             entry = _Entry(pod, pod.started_at or self.clock())
             entry.created = entry.adopted = True
             self._entries[pod.uid] = entry
             self._by_name[(pod.namespace, pod.name)] = pod.uid
-            self._dirty[pod.uid] = None
-            self._cond.notify_all()
+        self._work.add(pod.uid)
 
     def changed(self, pod: RunnerPod) -> None:
         """The pod started or ended: its status is written (its newest state, once)."""
-        with self._cond:
-            if pod.uid in self._entries:
-                self._dirty[pod.uid] = None
-                self._cond.notify_all()
+        with self._lock:
+            known = pod.uid in self._entries
+        if known:
+            self._work.add(pod.uid)
 
     def removed(self, pod: RunnerPod) -> None:
         """The runner removed the pod (as the Job controller deletes one): its object is deleted."""
-        with self._cond:
+        with self._lock:
             entry = self._entries.get(pod.uid)
             if entry is not None:
                 entry.deleted = True
-                self._dirty[pod.uid] = None
-                self._cond.notify_all()
+        if entry is not None:
+            self._work.add(pod.uid)
 
     def deleted_by_user(self, namespace: str, name: str, object_uid: str) -> str | None:
         """The Pod object is gone (deleted through the API): the runner pod's uid, or None if not ours."""
-        with self._cond:
+        with self._lock:
             uid = self._by_name.get((namespace, name))
             entry = self._entries.get(uid) if uid is not None else None
             if entry is None or not entry.created or entry.deleted:
@@ -363,41 +361,47 @@ class PodPublisher:
 
     def forget_job(self, job_uid: str) -> None:
         """The Job is gone: its Pods go with it (garbage collection); nothing more is written."""
-        with self._cond:
+        with self._lock:
             for uid in [u for u, e in self._entries.items() if e.pod.job_uid == job_uid]:
                 entry = self._entries.pop(uid)
-                self._dirty.pop(uid, None)
                 self._by_name.pop((entry.pod.namespace, entry.pod.name), None)
 
     def wait_idle(self, timeout: float = 10.0) -> bool:
         """Block until every change so far is written (tests, benchmarks)."""
-        with self._cond:
-            return self._cond.wait_for(lambda: not self._dirty and not self._busy, timeout)
+        deadline = time.monotonic() + timeout
+        while not self._work.idle():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+        return True
 
     # -- the publisher thread -----------------------------------------------------------------------
 
     def _loop(self) -> None:
-        while True:
-            with self._cond:
-                self._cond.wait_for(lambda: self._dirty or self._stopping)
-                if self._stopping:
-                    return
-                batch = [self._entries[u] for u in self._dirty if u in self._entries]
-                self._dirty.clear()
-                self._busy = True
-            for entry in batch:
-                try:
-                    self._write(entry)
-                except APIError as err:
-                    log.warning("job runner: pod %s/%s: %s", entry.pod.namespace, entry.pod.name, err)
-                except Exception:  # one bad write must not stop the publisher
-                    log.exception("job runner: writing pod %s failed", entry.pod.name)
-            with self._cond:
-                self._busy = False
-                self._cond.notify_all()
+        while (uid := self._work.get()) is not None:
+            with self._lock:
+                entry = self._entries.get(uid)
+            if entry is None:  # dropped meanwhile (its Job is gone)
+                self._work.forget(uid)
+                self._work.done(uid)
+                continue
+            try:
+                self._write(entry)
+            except APIError as err:
+                delay = self._work.add_rate_limited(uid)
+                log.warning(
+                    "job runner: pod %s/%s: %s; retrying in %.1fs", entry.pod.namespace, entry.pod.name, err, delay
+                )
+            except Exception:  # one bad write must not stop the publisher
+                delay = self._work.add_rate_limited(uid)
+                log.exception("job runner: writing pod %s failed; retrying in %.1fs", uid, delay)
+            else:
+                self._work.forget(uid)
+            finally:
+                self._work.done(uid)
 
     def _drop(self, entry: _Entry) -> None:
-        with self._cond:
+        with self._lock:
             self._entries.pop(entry.pod.uid, None)
             self._by_name.pop((entry.pod.namespace, entry.pod.name), None)
 
@@ -453,12 +457,12 @@ class PodPublisher:
             entry.started = True
             cname = status["containerStatuses"][0]["name"]
             self._kubelet.event(entry.object, "Normal", "Started", f"Started container {cname}")
-        if pod.exit_code is not None:
-            # Final: nothing more is written (a finished Pod stays until its Job goes).
-            with self._cond:
-                if pod.uid not in self._dirty:
-                    self._entries.pop(pod.uid, None)
-                    self._by_name.pop((pod.namespace, pod.name), None)
+        # Final: nothing more is written (a finished Pod stays until its Job goes), unless a change
+        # (e.g. its removal) arrived meanwhile.
+        if pod.exit_code is not None and not self._work.pending(pod.uid):
+            with self._lock:
+                self._entries.pop(pod.uid, None)
+                self._by_name.pop((pod.namespace, pod.name), None)
 
 
 def _container_started(pod: Mapping[str, Any]) -> bool:

@@ -178,6 +178,11 @@ class WorkQueue(Generic[K]):
                 self._dirty.discard(key)
                 self._add_locked(key)
 
+    def pending(self, key: K) -> bool:
+        """Whether ``key`` is queued, delayed or was added again while being processed."""
+        with self._cond:
+            return key in self._queued or key in self._dirty or key in self._delayed
+
     def has_ready(self) -> bool:
         """Whether a key is ready or was added during processing (due delayed keys count)."""
         with self._cond:
