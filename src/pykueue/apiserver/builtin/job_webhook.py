@@ -57,9 +57,9 @@ from pykueue.api.validation import (
     invalid,
     is_dns1123_subdomain,
 )
-from pykueue.apiserver import errors as E
 from pykueue.apiserver.admission import Admission, Lookup
 from pykueue.apiserver.builtin.pods import mapping
+from pykueue.kube.status import StatusError
 
 QUEUE_NAME_LABEL = k.QUEUE_NAME_LABEL
 PRIORITY_CLASS_LABEL = k.PRIORITY_CLASS_LABEL
@@ -164,9 +164,9 @@ def _namespace_managed(namespace: str, lookup: Lookup, config: JobWebhookConfig)
     return str(_labels(ns).get(NAMESPACE_NAME_LABEL, "")) not in config.excluded_namespaces
 
 
-def _deny(message: str) -> E.APIError:
+def _deny(message: str) -> StatusError:
     """controller-runtime's ``Denied`` of a defaulter error, as kube-apiserver reports it."""
-    return E.APIError(
+    return StatusError(
         403, "Forbidden", f'admission webhook "{MUTATING_WEBHOOK}" denied the request: {message}'
     )
 
@@ -193,7 +193,7 @@ def has_managed_ancestor(
         parent = lookup("batch", "jobs", namespace, name)
         if parent is None:
             # errors.Join(ErrWorkloadOwnerNotFound, NotFound): the webhook answers the NotFound status
-            raise E.APIError(
+            raise StatusError(
                 404,
                 "NotFound",
                 f'admission webhook "{MUTATING_WEBHOOK}" denied the request: jobs.batch "{name}" not found',

@@ -1,9 +1,12 @@
-"""Kubernetes label selectors: the string syntax of ``labels.Parse`` and matching.
+"""Label and field selectors: the one parser (``k8s.io/apimachinery/pkg/labels`` and ``.../fields``).
 
-A faithful port of ``k8s.io/apimachinery/pkg/labels/selector.go``: the same lexer (special symbols
+Label selectors are a faithful port of ``labels/selector.go``: the same lexer (special symbols
 ``= ! ( ) , > <``, keywords ``in``/``notin``), the same grammar, the same validation of keys
 (qualified names) and values (label values), and the same error messages, e.g.
-``unable to parse requirement: found '(', expected: identifier``.
+``unable to parse requirement: found '(', expected: identifier``. Field selectors follow
+``fields.ParseSelector`` with the server's per-resource field labels. The store evaluates label
+selectors for lists and watches; the HTTP layer parses both here first (a malformed selector is a
+400 before anything is read) and uses the same predicates to filter watch events.
 
 >>> sel = parse_label_selector("app=web,tier in (fe,be),!legacy")
 >>> sel.matches({"app": "web", "tier": "fe"})
@@ -13,17 +16,28 @@ True
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
-from .errors import BadRequest
+from .status import StatusError
 
-__all__ = ["LabelSelector", "Requirement", "SelectorError", "parse_label_selector"]
+__all__ = [
+    "FieldSelector",
+    "LabelSelector",
+    "Requirement",
+    "SelectorError",
+    "parse_field_selector",
+    "parse_label_selector",
+]
 
 
-class SelectorError(BadRequest):
-    """An unparsable or invalid label selector (400, as the apiserver answers for a bad query)."""
+class SelectorError(StatusError):
+    """An unparsable or invalid selector, or an unsupported field label: 400 ``BadRequest``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(400, "BadRequest", message)
 
 
 class _Tok(IntEnum):
@@ -431,3 +445,167 @@ def parse_label_selector(text: str | None) -> LabelSelector:
     except _ParseError as err:
         raise SelectorError(str(err)) from None
     return LabelSelector(tuple(sorted(requirements, key=lambda r: r.key)))
+
+
+# --- field selectors ---------------------------------------------------------------------------------
+
+BASE_FIELDS = ("metadata.name", "metadata.namespace")
+
+FIELD_ALIASES: Mapping[tuple[str, str], Mapping[str, str]] = {
+    ("", "events"): {"source": "source.component"},
+}
+"""Field labels that are not a path in the object (by group and resource)."""
+
+
+FieldGetter = Callable[[Mapping[str, Any], str], "str | None"]
+"""The string a field selector compares for a field label (None: not selectable)."""
+
+
+@dataclass(frozen=True)
+class FieldRequirement:
+    """``field op value`` with op ``=`` or ``!=``."""
+
+    field: str
+    path: tuple[str, ...]
+    negate: bool
+    value: str
+    getter: FieldGetter | None = None
+
+    def matches(self, obj: Mapping[str, Any]) -> bool:
+        """Whether the object's field value satisfies the requirement."""
+        actual = self.getter(obj, self.field) if self.getter is not None else None
+        if actual is None:
+            actual = field_value(obj, self.path)
+        return (actual == self.value) != self.negate
+
+
+@dataclass(frozen=True)
+class FieldSelector:
+    """A parsed field selector (all requirements must hold)."""
+
+    requirements: tuple[FieldRequirement, ...]
+
+    def matches(self, obj: Mapping[str, Any]) -> bool:
+        """Whether an object satisfies every requirement."""
+        return all(r.matches(obj) for r in self.requirements)
+
+    @property
+    def empty(self) -> bool:
+        """An empty selector matches everything."""
+        return not self.requirements
+
+
+def field_value(obj: Mapping[str, Any], path: Iterable[str]) -> str:
+    """The string form of the value at ``path`` ("" when absent), as field selectors compare it."""
+    cur: Any = obj
+    for part in path:
+        if not isinstance(cur, Mapping):
+            return ""
+        cur = cur.get(part)
+        if cur is None:
+            return ""
+    if isinstance(cur, bool):
+        return "true" if cur else "false"
+    if isinstance(cur, (str, int, float)):
+        return str(cur)
+    return ""
+
+
+def _split_unescaped(text: str, sep: str) -> list[str]:
+    parts: list[str] = []
+    cur: list[str] = []
+    escaped = False
+    for ch in text:
+        if escaped:
+            cur.append("\\" + ch)
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == sep:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    if escaped:
+        cur.append("\\")
+    parts.append("".join(cur))
+    return parts
+
+
+def _unescape(value: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(value):
+        ch = value[i]
+        if ch == "\\":
+            if i + 1 >= len(value) or value[i + 1] not in "\\,=!":
+                raise SelectorError(
+                    f"invalid field selector: unescaped or invalid escape sequence in {value!r}"
+                )
+            out.append(value[i + 1])
+            i += 2
+            continue
+        if ch in ",=":
+            raise SelectorError(f"invalid field selector: {value!r}: unescaped {ch!r}")
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _split_term(term: str) -> tuple[str, str, str]:
+    for op in ("!=", "==", "="):
+        idx = _find_unescaped(term, op)
+        if idx >= 0:
+            return term[:idx], op, term[idx + len(op) :]
+    raise SelectorError(f"invalid selector: '{term}'; can't understand '{term}'")
+
+
+def _find_unescaped(term: str, op: str) -> int:
+    i = 0
+    while i < len(term):
+        if term[i] == "\\":
+            i += 2
+            continue
+        if term.startswith(op, i):
+            return i
+        i += 1
+    return -1
+
+
+def parse_field_selector(
+    text: str | None,
+    supported: Iterable[str] = (),
+    *,
+    group: str = "",
+    resource: str = "",
+    builtin: bool = True,
+    getter: FieldGetter | None = None,
+) -> FieldSelector:
+    """Parse a field selector, accepting only ``metadata.name``, ``metadata.namespace`` and ``supported``.
+
+    An unknown field is a :class:`SelectorError` worded like the real server: ``field label not
+    supported: X`` for built-in kinds, ``"X" is not a known field selector: only ...`` for
+    custom resources. ``getter`` evaluates a field label (e.g. the registry's ``field_value``);
+    when it returns None the label is read as a dotted path.
+    """
+    if not text or not text.strip():
+        return FieldSelector(())
+    allowed = list(dict.fromkeys([*BASE_FIELDS, *supported]))
+    aliases = FIELD_ALIASES.get((group, resource), {})
+    reqs: list[FieldRequirement] = []
+    for term in _split_unescaped(text, ","):
+        if not term:
+            continue
+        field, op, raw_value = _split_term(term)
+        field = field.strip()
+        if field not in allowed and field not in aliases:
+            raise SelectorError(_unsupported_field(field, allowed, builtin))
+        path = tuple(aliases.get(field, field).split("."))
+        reqs.append(FieldRequirement(field, path, op == "!=", _unescape(raw_value), getter))
+    return FieldSelector(tuple(reqs))
+
+
+def _unsupported_field(field: str, allowed: list[str], builtin: bool) -> str:
+    if builtin:
+        return f"field label not supported: {field}"
+    return f'"{field}" is not a known field selector: only ' + ", ".join(f'"{f}"' for f in allowed)
