@@ -22,6 +22,7 @@ from enum import IntEnum
 from typing import Any
 
 from .status import StatusError
+from .validation import is_qualified_name, is_valid_label_value
 
 __all__ = [
     "FieldSelector",
@@ -73,90 +74,6 @@ _STRING_TO_TOKEN = {
 _SPECIAL = frozenset("=!(),><")
 _WHITESPACE = frozenset(" \t\r\n")
 _BINARY_OPERATORS = ["in", "notin", "=", "==", "!=", ">", "<"]
-
-# --- validation (k8s.io/apimachinery/pkg/util/validation) -------------------------------------
-
-_QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QUALIFIED_NAME_RE = re.compile(f"^{_QUALIFIED_NAME_FMT}$")
-_QUALIFIED_NAME_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-    "alphanumeric character"
-)
-_LABEL_VALUE_FMT = f"({_QUALIFIED_NAME_FMT})?"
-_LABEL_VALUE_RE = re.compile(f"^{_LABEL_VALUE_FMT}$")
-_LABEL_VALUE_MSG = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT = f"{_DNS1123_LABEL_FMT}(\\.{_DNS1123_LABEL_FMT})*"
-_DNS1123_SUBDOMAIN_RE = re.compile(f"^{_DNS1123_SUBDOMAIN_FMT}$")
-_DNS1123_SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-
-
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    text = msg + " (e.g. "
-    for i, example in enumerate(examples):
-        if i:
-            text += " or "
-        text += f"'{example}', "
-    return text + f"regex used for validation is '{fmt}')"
-
-
-def _max_len_error(length: int) -> str:
-    return f"must be no more than {length} characters"
-
-
-def _qualified_name_errors(value: str) -> list[str]:
-    """``validation.IsQualifiedName``."""
-    errs: list[str] = []
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            if len(prefix) > 253:
-                errs.append("prefix part " + _max_len_error(253))
-            if not _DNS1123_SUBDOMAIN_RE.match(prefix):
-                errs.append(
-                    "prefix part "
-                    + _regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com")
-                )
-    else:
-        return [
-            "a qualified name "
-            + _regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append("name part " + _max_len_error(63))
-    if not _QUALIFIED_NAME_RE.match(name):
-        errs.append(
-            "name part "
-            + _regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
-        )
-    return errs
-
-
-def _label_value_errors(value: str) -> list[str]:
-    """``validation.IsValidLabelValue``."""
-    errs: list[str] = []
-    if len(value) > 63:
-        errs.append(_max_len_error(63))
-    if not _LABEL_VALUE_RE.match(value):
-        errs.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
-    return errs
-
 
 def _go_quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -220,7 +137,7 @@ def _parse_int64(text: str) -> int:
 def _new_requirement(key: str, op: str, values: list[str]) -> Requirement:
     """``labels.NewRequirement`` with its validation and aggregated error text."""
     errs: list[str] = []
-    key_errs = _qualified_name_errors(key)
+    key_errs = is_qualified_name(key)
     if key_errs:
         errs.append(f"key: Invalid value: {_go_quote(key)}: {'; '.join(key_errs)}")
     if op in (">", "<"):
@@ -233,7 +150,7 @@ def _new_requirement(key: str, op: str, values: list[str]) -> Requirement:
                     "the value must be an integer"
                 )
     for i, value in enumerate(values):
-        value_errs = _label_value_errors(value)
+        value_errs = is_valid_label_value(value)
         if value_errs:
             errs.append(f"values[{i}][{key}]: Invalid value: {_go_quote(value)}: {'; '.join(value_errs)}")
     if errs:
@@ -339,7 +256,7 @@ class _Parser:
             tok, lit = self.consume()
         if tok != _Tok.IDENT:
             raise _ParseError(f"found '{lit}', expected: identifier")
-        errs = _qualified_name_errors(lit)
+        errs = is_qualified_name(lit)
         if errs:
             raise _ParseError(f"<nil>: Invalid value: {_go_quote(lit)}: {'; '.join(errs)}")
         if self.lookahead()[0] in (_Tok.END, _Tok.COMMA) and op != "!":

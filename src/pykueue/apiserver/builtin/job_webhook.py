@@ -49,17 +49,11 @@ from pykueue.api.jobs import (
     workload_priority_class_name,
 )
 from pykueue.api.meta import controller_of
-from pykueue.api.validation import (
-    FIELD_IMMUTABLE_MSG,
-    FieldError,
-    ValidationFailed,
-    forbidden,
-    invalid,
-    is_dns1123_subdomain,
-)
+from pykueue.api.validation import FIELD_IMMUTABLE_MSG, FieldError, ValidationFailed, forbidden, invalid
 from pykueue.apiserver.admission import Admission, Lookup
 from pykueue.apiserver.builtin.pods import mapping
 from pykueue.kube.status import StatusError
+from pykueue.kube.validation import is_dns1123_subdomain
 
 QUEUE_NAME_LABEL = k.QUEUE_NAME_LABEL
 PRIORITY_CLASS_LABEL = k.PRIORITY_CLASS_LABEL
