@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pykueue.apiserver import errors as E
 from pykueue.apiserver.patch.errors import ApplyConflict, invalid
 from pykueue.client.interface import Conflict, NotFound, error_from_status
 from pykueue.kube.status import StatusError
-from pykueue.store.errors import Expired, InternalError, not_found
+from pykueue.store.errors import OBJECT_MODIFIED, Expired, InternalError, conflict, not_found
 
 
 def test_store_error_is_the_status_error_and_renders_in_metav1_field_order() -> None:
@@ -24,8 +23,6 @@ def test_store_error_is_the_status_error_and_renders_in_metav1_field_order() -> 
         "details": {"name": "cq", "group": "kueue.x-k8s.io", "kind": "clusterqueues"},
         "code": 404,
     }
-    # The apiserver's constructor of the same failure builds the same body.
-    assert E.not_found("kueue.x-k8s.io", "clusterqueues", "cq").status() == status
 
 
 def test_unknown_reason_is_omitted_and_expired_carries_the_continue_token() -> None:
@@ -50,5 +47,5 @@ def test_client_parses_the_rendered_status_back() -> None:
     assert isinstance(got, NotFound) and isinstance(got, StatusError)
     assert got.status() == sent.status()
     assert str(got) == '404 NotFound: pods "p" not found'
-    conflict = error_from_status(409, E.conflict("", "pods", "p").status())
-    assert isinstance(conflict, Conflict) and conflict.reason == "Conflict"
+    parsed = error_from_status(409, conflict("", "pods", "p", OBJECT_MODIFIED).status())
+    assert isinstance(parsed, Conflict) and parsed.reason == "Conflict"

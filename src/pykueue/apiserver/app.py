@@ -36,6 +36,7 @@ from pykueue.apiserver.security import ADMIN, READONLY, RequestGuard, User
 from pykueue.dashboard.assets import is_ui_path, serve_ui
 from pykueue.dashboard.mux import WATCH_PATH, embedded_opener, serve_watches
 from pykueue.kube.status import StatusError
+from pykueue.store.errors import not_found
 
 log = logging.getLogger("pykueue.apiserver")
 
@@ -382,7 +383,7 @@ class APIServerApp:
             options = podlogs.LogOptions(parse_query(scope.get("query_string", b"")), name)
             pod = self._get_pod(namespace, name)
             if pod is None:
-                raise E.not_found("", "pods", name)
+                raise not_found("", "pods", name)
             container = podlogs.container_name(pod, options.container)
             podlogs.check_started(pod, container, options.previous)
             directory = self.pod_logs(pod) if self.pod_logs is not None else None

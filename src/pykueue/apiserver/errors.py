@@ -24,6 +24,7 @@ from pykueue.api.validation import (
     aggregate,
 )
 from pykueue.kube.status import StatusError
+from pykueue.store.errors import qualified_resource
 
 CAUSE_REASONS: Mapping[str, str] = {
     INVALID: "FieldValueInvalid",
@@ -38,19 +39,11 @@ CAUSE_REASONS: Mapping[str, str] = {
 }
 """``metav1.CauseType`` of each field-error type."""
 
-CONFLICT_MESSAGE = (
-    "the object has been modified; please apply your changes to the latest version and try again"
-)
 PATCH_MEDIA_TYPES = "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
 BUILTIN_PATCH_MEDIA_TYPES = (
     "application/json-patch+json, application/merge-patch+json, "
     "application/strategic-merge-patch+json, application/apply-patch+yaml"
 )
-
-
-def qualified_resource(group: str, resource: str) -> str:
-    """``resource.group`` (just ``resource`` for the core group), as in error messages."""
-    return f"{resource}.{group}" if group else resource
 
 
 def _resource_details(group: str, resource: str, name: str | None = None) -> dict[str, Any]:
@@ -66,39 +59,9 @@ def _resource_details(group: str, resource: str, name: str | None = None) -> dic
 # --- constructors, one per apimachinery helper ------------------------------------------------------
 
 
-def not_found(group: str, resource: str, name: str) -> StatusError:
-    """``NewNotFound``: ``clusterqueues.kueue.x-k8s.io "x" not found``."""
-    return StatusError(
-        404,
-        "NotFound",
-        f'{qualified_resource(group, resource)} "{name}" not found',
-        _resource_details(group, resource, name),
-    )
-
-
 def path_not_found() -> StatusError:
     """The answer for a path that serves nothing."""
     return StatusError(404, "NotFound", "the server could not find the requested resource", {})
-
-
-def already_exists(group: str, resource: str, name: str) -> StatusError:
-    """``NewAlreadyExists``."""
-    return StatusError(
-        409,
-        "AlreadyExists",
-        f'{qualified_resource(group, resource)} "{name}" already exists',
-        _resource_details(group, resource, name),
-    )
-
-
-def conflict(group: str, resource: str, name: str, detail: str = CONFLICT_MESSAGE) -> StatusError:
-    """``NewConflict``: ``Operation cannot be fulfilled on <resource> "<name>": <detail>``."""
-    return StatusError(
-        409,
-        "Conflict",
-        f'Operation cannot be fulfilled on {qualified_resource(group, resource)} "{name}": {detail}',
-        _resource_details(group, resource, name),
-    )
 
 
 def causes(errors: Iterable[FieldError]) -> list[dict[str, str]]:

@@ -38,6 +38,7 @@ from pykueue.kube.selectors import (
     parse_label_selector,
 )
 from pykueue.kube.status import StatusError, success_status
+from pykueue.store.errors import OBJECT_MODIFIED, conflict, not_found
 from pykueue.store.ops import GENERATED_SUFFIX_ALPHABET, MAX_GENERATED_NAME_LENGTH
 
 T = TypeVar("T")
@@ -1161,7 +1162,7 @@ class Handlers:
                     continue
                 raise
             return self.respond(req, info, self.to_version(info, updated, req.version))
-        raise E.conflict(info.group, info.plural, req.name or "")
+        raise conflict(info.group, info.plural, req.name or "", OBJECT_MODIFIED)
 
     def _apply_patch(
         self, info: ResourceInfo, version: str, ptype: str, live: dict[str, Any], doc: Any
@@ -1233,7 +1234,7 @@ class Handlers:
             raise mapped from None
         if live is None:
             if req.subresource is not None:
-                raise E.not_found(info.group, info.plural, req.name or "")
+                raise not_found(info.group, info.plural, req.name or "")
             created = self._create_object(req, info, result, manager, dry_run, managed=False)
             return self.respond(req, info, self.to_version(info, created, req.version), 201)
         obj = self._check_patched(result, req, info, live_v or {})

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from pykueue.apiserver import errors as E
 from pykueue.kube.status import StatusError
+from pykueue.store.errors import qualified_resource
 
 ADMIN_USER = "pykueue-admin"
 READONLY_USER = "pykueue-readonly"
@@ -175,7 +176,7 @@ def forbidden(user: User, attrs: RequestAttributes) -> StatusError:
         f'User "{user.name}" cannot {attrs.verb} resource "{resource}" '
         f'in API group "{attrs.group}" {scope}'
     )
-    qualified = E.qualified_resource(attrs.group, attrs.resource)
+    qualified = qualified_resource(attrs.group, attrs.resource)
     details: dict[str, object] = {}
     if attrs.name:
         details["name"] = attrs.name

@@ -27,6 +27,7 @@ import yaml
 from pykueue.apiserver import errors as E
 from pykueue.apiserver.handlers import negotiate
 from pykueue.kube.status import StatusError
+from pykueue.store.errors import not_found
 
 GROUP = "visibility.kueue.x-k8s.io"
 VERSIONS = ("v1beta2", "v1beta1")
@@ -160,7 +161,7 @@ def cluster_queue_pending(
     limit, offset = pending_workload_options(query)
     pending = source.pending_workloads(name)
     if pending is None:
-        raise E.not_found(GROUP, "clusterqueue", name)
+        raise not_found(GROUP, "clusterqueue", name)
     items: list[dict[str, Any]] = []
     lq_positions: dict[tuple[str, str], int] = {}
     for index, info in enumerate(pending[: offset + limit]):
@@ -180,7 +181,7 @@ def local_queue_pending(
     limit, offset = pending_workload_options(query)
     cq = source.cluster_queue_of(namespace, name)
     if cq is None:
-        raise E.not_found(GROUP, "localqueue", name)
+        raise not_found(GROUP, "localqueue", name)
     items: list[dict[str, Any]] = []
     skipped = 0
     for index, info in enumerate(source.pending_workloads(cq) or ()):
