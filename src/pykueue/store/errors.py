@@ -73,7 +73,7 @@ class Invalid(StoreError):
 
 
 class BadRequest(StoreError):
-    """400 ``BadRequest`` (unparsable label selector or continue token, bad name)."""
+    """400 ``BadRequest`` (unparsable continue token, bad name; selectors raise ``kube.selectors.SelectorError``)."""
 
     code = 400
     reason = "BadRequest"
