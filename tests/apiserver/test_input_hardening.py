@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from pykueue.apiserver.app import APIServerApp
-from pykueue.apiserver.errors import APIError
 from pykueue.apiserver.handlers import MAX_NESTING_DEPTH, APIRequest
+from pykueue.kube.status import StatusError
 from pykueue.store import Store
 
 G = "kueue.x-k8s.io"
@@ -35,7 +35,7 @@ def _post(app: APIServerApp, resource: str, body: bytes, content_type: str = "ap
     req.content_type = content_type
     try:
         resp = app.handlers.handle(req)
-    except APIError as err:
+    except StatusError as err:
         return err.code, err.status()
     return resp.status, json.loads(resp.body)
 
@@ -81,7 +81,7 @@ def test_deep_nesting_is_refused_in_yaml_and_patches_too(app: APIServerApp) -> N
     assert _post(app, "resourceflavors", RF % (b"patched", b""))[0] == 201
     req = APIRequest("PATCH", G, V, "resourceflavors", name="patched", body=_nested(2000))
     req.content_type = "application/merge-patch+json"
-    with pytest.raises(APIError) as err:
+    with pytest.raises(StatusError) as err:
         app.handlers.handle(req)
     assert err.value.code == 400 and "exceeded max depth" in err.value.status()["message"]
 

@@ -15,8 +15,8 @@ import pytest
 from pykueue.api import strconv
 from pykueue.apiserver.app import APIServerApp
 from pykueue.apiserver.builtin import job_webhook as jw
-from pykueue.apiserver.errors import APIError
 from pykueue.apiserver.handlers import APIRequest
+from pykueue.kube.status import StatusError
 from pykueue.store import Store
 
 QN = jw.QUEUE_NAME_LABEL
@@ -140,8 +140,8 @@ def job_owner(parent: Obj) -> Obj:
     }
 
 
-def denial(server: Server, fn: Any, *args: Any, **kw: Any) -> APIError:
-    with pytest.raises(APIError) as info:
+def denial(server: Server, fn: Any, *args: Any, **kw: Any) -> StatusError:
+    with pytest.raises(StatusError) as info:
         fn(*args, **kw)
     return info.value
 
@@ -522,13 +522,13 @@ def test_ancestor_chain_limits() -> None:
 
     store["a"] = chain_job("a", "b")
     store["b"] = chain_job("b", "a")
-    with pytest.raises(APIError) as err:
+    with pytest.raises(StatusError) as err:
         jw.has_managed_ancestor(chain_job("new", "a"), lookup)
     assert err.value.code == 403 and err.value.message.endswith("denied the request: cyclic ownership")
     store.clear()
     for i in range(12):
         store[f"j{i}"] = chain_job(f"j{i}", f"j{i + 1}" if i < 11 else None, "q")
-    with pytest.raises(APIError) as err:
+    with pytest.raises(StatusError) as err:
         jw.has_managed_ancestor(chain_job("leaf", "j0"), lookup)
     assert err.value.message.endswith("managed owner chain limit reached")
     store.clear()

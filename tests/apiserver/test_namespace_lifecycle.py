@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from pykueue.apiserver.app import APIServerApp
-from pykueue.apiserver.errors import APIError
 from pykueue.apiserver.handlers import APIRequest
+from pykueue.kube.status import StatusError
 from pykueue.store import Store
 
 G = "kueue.x-k8s.io"
@@ -55,7 +55,7 @@ def _get(app: APIServerApp, resource: str, name: str, **kw: Any) -> dict[str, An
     group, version = ("", "v1") if resource == "namespaces" else (G, "v1beta2")
     try:
         return _call(app, "GET", group, version, resource, name=name, **kw)
-    except APIError as err:
+    except StatusError as err:
         assert err.code == 404
         return None
 
@@ -71,7 +71,7 @@ def test_content_held_by_a_finalizer_keeps_the_namespace_terminating() -> None:
     assert deleted["metadata"]["deletionTimestamp"]
     ns = _get(app, "namespaces", "team")
     assert ns is not None and ns["status"]["phase"] == "Terminating"
-    with pytest.raises(APIError) as gone:
+    with pytest.raises(StatusError) as gone:
         _call(app, "GET", "coordination.k8s.io", "v1", "leases", namespace="team", name="free")
     assert gone.value.code == 404, "content without finalizers is deleted at once"
     held = _get(app, "workloads", "held", namespace="team")
@@ -90,7 +90,7 @@ def test_creates_in_a_terminating_namespace_are_forbidden() -> None:
     _namespace(app, "team")
     _call(app, "POST", G, "v1beta2", "workloads", namespace="team", body=_held_workload("held"))
     _call(app, "DELETE", "", "v1", "namespaces", name="team")
-    with pytest.raises(APIError) as named:
+    with pytest.raises(StatusError) as named:
         _call(app, "POST", "coordination.k8s.io", "v1", "leases", namespace="team", body=_lease("l"))
     status = named.value.status()
     assert (status["code"], status["reason"]) == (403, "Forbidden")
@@ -102,7 +102,7 @@ def test_creates_in_a_terminating_namespace_are_forbidden() -> None:
         {"reason": "NamespaceTerminating", "message": "namespace team is being terminated",
          "field": "metadata.namespace"}
     ]  # fmt: skip
-    with pytest.raises(APIError) as generated:
+    with pytest.raises(StatusError) as generated:
         _call(app, "POST", "coordination.k8s.io", "v1", "leases", namespace="team", body=_lease("l-", True))
     assert generated.value.message == (
         "leases.coordination.k8s.io is forbidden: unable to create new content in namespace team "

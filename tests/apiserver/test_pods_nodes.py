@@ -13,10 +13,10 @@ import pytest
 
 from pykueue.apiserver import podlogs
 from pykueue.apiserver.app import APIServerApp
-from pykueue.apiserver.errors import APIError
 from pykueue.apiserver.handlers import APIRequest
 from pykueue.apiserver.resources import REGISTRY
 from pykueue.apiserver.tables import row_cells
+from pykueue.kube.status import StatusError
 from pykueue.store import Store
 
 NOW = datetime(2025, 1, 10, 12, 0, 0, tzinfo=UTC)
@@ -71,7 +71,7 @@ def test_pod_validation_names_the_field() -> None:
     pod = _pod()
     pod["spec"]["containers"] = []
     req = APIRequest("POST", "", "v1", "pods", namespace="default", body=json.dumps(pod).encode())
-    with pytest.raises(APIError) as err:
+    with pytest.raises(StatusError) as err:
         app.handlers.handle(req)
     assert err.value.code == 422
     assert 'Pod "p" is invalid: spec.containers: Required value' in err.value.message
@@ -85,7 +85,7 @@ def test_pod_spec_update_forbidden_but_status_subresource_writes() -> None:
     req = APIRequest(
         "PUT", "", "v1", "pods", namespace="default", name="p", body=json.dumps(changed).encode()
     )
-    with pytest.raises(APIError) as err:
+    with pytest.raises(StatusError) as err:
         app.handlers.handle(req)
     assert "spec: Forbidden: pod updates may not change fields other than" in err.value.message
     image = json.loads(json.dumps(created))
@@ -109,7 +109,7 @@ def test_node_is_cluster_scoped_with_capacity() -> None:
     created["status"] = {"capacity": {"cpu": "lots"}}
     req = APIRequest("PUT", "", "v1", "nodes", name="host-1", subresource="status",
                      body=json.dumps({**written, "status": created["status"]}).encode())  # fmt: skip
-    with pytest.raises(APIError, match=r"status.capacity\[cpu\]"):
+    with pytest.raises(StatusError, match=r"status.capacity\[cpu\]"):
         app.handlers.handle(req)
 
 
@@ -183,8 +183,8 @@ def test_log_options() -> None:
     assert options.since == b"2025-01-10T12:00:00.500000000Z"
 
 
-def _refused(query: dict[str, list[str]]) -> APIError:
-    with pytest.raises(APIError) as err:
+def _refused(query: dict[str, list[str]]) -> StatusError:
+    with pytest.raises(StatusError) as err:
         podlogs.LogOptions(query, "p")
     return err.value
 
@@ -227,16 +227,16 @@ def test_log_options_validated_as_kube_apiserver() -> None:
 def test_container_choice_and_previous() -> None:
     pod = _running()
     assert podlogs.container_name(pod, "") == "c"
-    with pytest.raises(APIError, match="container x is not valid for pod p"):
+    with pytest.raises(StatusError, match="container x is not valid for pod p"):
         podlogs.container_name(pod, "x")
     pod["spec"]["containers"].append({"name": "d", "image": "i"})
     with pytest.raises(
-        APIError, match=r"a container name must be specified for pod p, choose one of: \[c d\]"
+        StatusError, match=r"a container name must be specified for pod p, choose one of: \[c d\]"
     ):
         podlogs.container_name(pod, "")
-    with pytest.raises(APIError, match='previous terminated container "c" in pod "p" not found'):
+    with pytest.raises(StatusError, match='previous terminated container "c" in pod "p" not found'):
         podlogs.check_started(pod, "c", True)
-    with pytest.raises(APIError, match="is waiting to start: ContainerCreating"):
+    with pytest.raises(StatusError, match="is waiting to start: ContainerCreating"):
         podlogs.check_started({**_pod(), "status": {"phase": "Pending"}}, "c", False)
 
 

@@ -6,8 +6,8 @@ import urllib.parse
 
 import pytest
 
-from pykueue.apiserver.errors import APIError
 from pykueue.apiserver.security import ADMIN, READONLY, RequestGuard, request_attributes
+from pykueue.kube.status import StatusError
 
 GUARD = RequestGuard({"admin-token": ADMIN, "ro-token": READONLY}, ["localhost", "builder"])
 
@@ -40,7 +40,7 @@ def test_origin_must_be_the_servers_own() -> None:
     assert not same("null", "https", "127.0.0.1:6443")
     assert not same("https://127.0.0.1:6443/x", "https", "127.0.0.1:6443")
     assert not same("https://127.0.0.1:6443", "https", None)
-    with pytest.raises(APIError) as err:
+    with pytest.raises(StatusError) as err:
         _check("GET", "/api/v1/namespaces", origin="https://evil.example")
     assert err.value.code == 403
 
@@ -49,13 +49,13 @@ def test_tokens() -> None:
     assert _check("GET", "/api/v1/namespaces") is ADMIN
     assert _check("GET", "/api/v1/namespaces", token="ro-token") is READONLY
     for token in (None, "admin-toke", "admin-token2", "ro-token-"):
-        with pytest.raises(APIError) as err:
+        with pytest.raises(StatusError) as err:
             _check("GET", "/api/v1/namespaces", token=token)
         assert err.value.code == 401 and err.value.status()["message"] == "Unauthorized"
     assert _check("GET", "/healthz", token=None) is None
-    with pytest.raises(APIError):
+    with pytest.raises(StatusError):
         _check("GET", "/healthz", token="wrong")
-    with pytest.raises(APIError):
+    with pytest.raises(StatusError):
         _check("POST", "/healthz", token=None)
 
 
@@ -99,7 +99,7 @@ def test_read_only_user_reads(method: str, path: str, query: bytes, verb: str) -
     ],
 )  # fmt: skip
 def test_read_only_user_cannot_write(method: str, path: str, message: str) -> None:
-    with pytest.raises(APIError) as err:
+    with pytest.raises(StatusError) as err:
         _check(method, path, token="ro-token")
     status = err.value.status()
     assert err.value.code == 403 and status["reason"] == "Forbidden"

@@ -168,7 +168,7 @@ def test_create_rejects(
 def test_invalid_error_status_shape(store: Store) -> None:
     with pytest.raises(Invalid) as err:
         store.create(CQ, {"kind": "ClusterQueue", "metadata": {}})
-    assert err.value.to_status() == {
+    assert err.value.status() == {
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
@@ -194,7 +194,7 @@ def test_invalid_error_status_shape(store: Store) -> None:
 def test_resource_version_set_on_create_status_has_no_reason(store: Store) -> None:
     with pytest.raises(InternalError) as err:
         store.create(CQ, {"metadata": {"name": "a", "resourceVersion": "7"}})
-    status = err.value.to_status()
+    status = err.value.status()
     assert status["code"] == 500 and "reason" not in status
 
 

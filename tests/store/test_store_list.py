@@ -164,7 +164,7 @@ def test_expired_continue_token(tmp_path: Path) -> None:
         "without the continue parameter, or use the continue token in this response to retrieve the remainder of "
         "the results."
     )
-    status = err.value.to_status()
+    status = err.value.status()
     assert status["metadata"]["continue"] == err.value.continue_token
     inconsistent = err.value.continue_token
     assert inconsistent is not None and decode_continue(inconsistent)[0] == -1

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from storetesting import WL, names, open_store, wl
 
-from pykueue.store import BadRequest, SelectorError, parse_label_selector
+from pykueue.kube.selectors import SelectorError, parse_label_selector
+from pykueue.kube.status import StatusError
 
 LABELS = {"app": "web", "tier": "frontend", "env": "prod", "n": "5", "empty": "", "example.com/team": "a"}
 
@@ -107,7 +108,7 @@ def test_invalid_selectors(selector: str, message: str) -> None:
     with pytest.raises(SelectorError) as err:
         parse_label_selector(selector)
     assert err.value.message == message
-    assert isinstance(err.value, BadRequest) and err.value.code == 400
+    assert isinstance(err.value, StatusError) and (err.value.code, err.value.reason) == (400, "BadRequest")
 
 
 @pytest.mark.parametrize(
@@ -125,7 +126,7 @@ def test_list_and_watch_use_selectors() -> None:
     store.create(WL, wl("c"))
     assert names(store.list(WL, label_selector="team")[0]) == ["a", "b"]
     assert names(store.list(WL, label_selector="team notin (x)")[0]) == ["b", "c"]
-    with pytest.raises(BadRequest):
+    with pytest.raises(SelectorError):
         store.list(WL, label_selector="team in")
-    with pytest.raises(BadRequest):
+    with pytest.raises(SelectorError):
         store.watch(WL, label_selector="(")

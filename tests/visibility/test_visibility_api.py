@@ -14,8 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
 
 from builders import at, cluster_queue, flavor_quotas, local_queue, workload
 
-from pykueue.apiserver import errors as E
 from pykueue.core.queue import QueueManager
+from pykueue.kube.status import StatusError
 from pykueue.visibility.api import (
     PendingWorkloadInfo,
     VisibilityAPI,
@@ -108,13 +108,13 @@ def test_local_queue_endpoint(source: QueueSource) -> None:
 
 
 def test_not_found(source: QueueSource) -> None:
-    with pytest.raises(E.APIError) as cq:
+    with pytest.raises(StatusError) as cq:
         cluster_queue_pending(source, "v1beta2", "missing", {})
     assert (cq.value.code, cq.value.message) == (404, 'clusterqueue.visibility.kueue.x-k8s.io "missing" not found')
     assert cq.value.details == {"name": "missing", "group": "visibility.kueue.x-k8s.io", "kind": "clusterqueue"}
     # A stopped LocalQueue is not tracked by the queue manager: 404 as upstream.
     for ns, name in (("ns1", "stopped"), ("ns2", "lq-a"), ("ns1", "nope")):
-        with pytest.raises(E.APIError) as lq:
+        with pytest.raises(StatusError) as lq:
             local_queue_pending(source, "v1beta2", ns, name, {})
         assert (lq.value.code, lq.value.message) == (404, f'localqueue.visibility.kueue.x-k8s.io "{name}" not found')
     assert cluster_queue_pending(source, "v1beta2", "empty", {})["items"] == []
@@ -149,7 +149,7 @@ def test_options_decoding(query: dict[str, list[str]], expected: tuple[int, int]
     ],
 )
 def test_malformed_options_are_bad_requests(query: dict[str, list[str]], message: str) -> None:
-    with pytest.raises(E.APIError) as err:
+    with pytest.raises(StatusError) as err:
         pending_workload_options(query)
     assert (err.value.code, err.value.reason, err.value.message) == (400, "BadRequest", message)
 

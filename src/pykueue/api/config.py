@@ -28,12 +28,11 @@ from pykueue.api.validation import (
     aggregate,
     duplicate,
     invalid,
-    is_dns1123_subdomain,
-    is_valid_label_value,
     not_supported,
     required,
     validate_label_selector,
 )
+from pykueue.kube.validation import is_dns1123_subdomain, is_valid_label_value
 
 CONFIG_GROUP = "config.kueue.x-k8s.io"
 CONFIG_V1BETA1 = f"{CONFIG_GROUP}/v1beta1"

@@ -32,6 +32,18 @@ from pykueue.api import kueue as k
 from pykueue.api.feature_gates import DEFAULT_GATES, FeatureGates
 from pykueue.api.meta import EPOCH, Condition, LabelSelector, is_condition_true
 from pykueue.api.quantity import Quantity, is_valid_quantity, resource_value
+from pykueue.kube.validation import (
+    DNS1123_LABEL_FMT,
+    DNS1123_SUBDOMAIN_FMT,
+    is_dns1123_subdomain,
+    is_qualified_name,
+    regex_error,
+)
+
+# controllers/jobs/batch_job.py imports these two from here; named explicitly so that import keeps
+# working until it moves to pykueue.kube.validation (controllers/ is being edited in parallel).
+from pykueue.kube.validation import is_dns1123_label as is_dns1123_label
+from pykueue.kube.validation import is_valid_label_value as is_valid_label_value
 
 # --- field errors -----------------------------------------------------------------------------------
 
@@ -193,33 +205,12 @@ def schema_key(path: str, name: str) -> str:
 
 # --- apimachinery string validators ----------------------------------------------------------------
 
-_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
-_QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_LABEL_VALUE_FMT = "(" + _QUALIFIED_NAME_FMT + ")?"
 _CONDITION_REASON_FMT = "[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?"
 _HTTP_PATH_FMT = r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+"
 
-_DNS1123_LABEL_RE = re.compile(f"^{_DNS1123_LABEL_FMT}$")
-_DNS1123_SUBDOMAIN_RE = re.compile(f"^{_DNS1123_SUBDOMAIN_FMT}$")
-_QUALIFIED_NAME_RE = re.compile(f"^{_QUALIFIED_NAME_FMT}$")
-_LABEL_VALUE_RE = re.compile(f"^{_LABEL_VALUE_FMT}$")
 _CONDITION_REASON_RE = re.compile(f"^{_CONDITION_REASON_FMT}$")
 _HTTP_PATH_RE = re.compile(f"^{_HTTP_PATH_FMT}$")
 
-_DNS1123_LABEL_MSG = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-    "and must start and end with an alphanumeric character"
-)
-_DNS1123_SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-_QUALIFIED_NAME_MSG = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
-_LABEL_VALUE_MSG = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character"
-)
 _CONDITION_REASON_MSG = (
     "a condition reason must start with alphabetic character, optionally followed by a string of "
     "alphanumeric characters or '_,:', and must end with an alphanumeric character or '_'"
@@ -247,75 +238,6 @@ def generate_name_errors(
         invalid(f"{path}.generateName", generate_name, msg)
         for msg in name_check(mask_trailing_dash(generate_name))
     ]
-
-
-def regex_error(msg: str, fmt: str, *examples: str) -> str:
-    """apimachinery ``RegexError`` (keeps Go's double space before ``or``)."""
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    shown = " or ".join(f"'{e}', " for e in examples)
-    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
-
-
-def max_len_error(length: int) -> str:
-    """apimachinery ``MaxLenError``."""
-    return f"must be no more than {length} characters"
-
-
-def is_dns1123_subdomain(value: str) -> list[str]:
-    """apimachinery ``IsDNS1123Subdomain``."""
-    errs = [max_len_error(253)] if len(value) > 253 else []
-    if not _DNS1123_SUBDOMAIN_RE.match(value):
-        errs.append(regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
-    return errs
-
-
-def is_dns1123_label(value: str) -> list[str]:
-    """apimachinery ``IsDNS1123Label``."""
-    errs = [max_len_error(63)] if len(value) > 63 else []
-    if not _DNS1123_LABEL_RE.match(value):
-        if _DNS1123_SUBDOMAIN_RE.match(value):
-            errs.append("must not contain dots")
-        else:
-            errs.append(regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
-    return errs
-
-
-def is_qualified_name(value: str) -> list[str]:
-    """apimachinery ``IsQualifiedName`` (label keys, resource names, condition types)."""
-    parts = value.split("/")
-    errs: list[str] = []
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            errs.extend(f"prefix part {msg}" for msg in is_dns1123_subdomain(prefix))
-    else:
-        qualified = regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
-        return [
-            f"a qualified name {qualified} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append(f"name part {max_len_error(63)}")
-    if not _QUALIFIED_NAME_RE.match(name):
-        errs.append(
-            "name part "
-            + regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
-        )
-    return errs
-
-
-def is_valid_label_value(value: str) -> list[str]:
-    """apimachinery ``IsValidLabelValue``."""
-    errs = [max_len_error(63)] if len(value) > 63 else []
-    if not _LABEL_VALUE_RE.match(value):
-        errs.append(regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
-    return errs
 
 
 def validate_label_name(name: str, path: str) -> list[FieldError]:
@@ -429,8 +351,8 @@ def is_domain_prefixed_path(path: str, value: str) -> list[FieldError]:
 
 # --- OpenAPI (CRD schema) checks ------------------------------------------------------------------------
 
-DNS_SUBDOMAIN_PATTERN = f"^{_DNS1123_SUBDOMAIN_FMT}$"
-DNS_LABEL_PATTERN = f"^{_DNS1123_LABEL_FMT}$"
+DNS_SUBDOMAIN_PATTERN = f"^{DNS1123_SUBDOMAIN_FMT}$"
+DNS_LABEL_PATTERN = f"^{DNS1123_LABEL_FMT}$"
 QUANTITY_PATTERN = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 CONDITION_TYPE_PATTERN = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
 CONDITION_REASON_PATTERN = f"^{_CONDITION_REASON_FMT}$"

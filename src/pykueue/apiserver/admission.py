@@ -35,7 +35,7 @@ as missing. The returned dict is the caller's own copy.
 Mutator = Callable[[Obj, Lookup], None]
 """Mutating admission on create: changes the (storage-version) object in place.
 
-Raises :class:`pykueue.apiserver.errors.APIError` to deny the request with a specific status.
+Raises :class:`pykueue.kube.status.StatusError` to deny the request with a specific status.
 """
 
 Validator = Callable[[Obj, "Obj | None", Lookup], "ValidationFailed | None"]

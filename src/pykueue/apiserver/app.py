@@ -35,6 +35,8 @@ from pykueue.apiserver.handlers import APIRequest, APIResponse, Handlers, Resolv
 from pykueue.apiserver.security import ADMIN, READONLY, RequestGuard, User
 from pykueue.dashboard.assets import is_ui_path, serve_ui
 from pykueue.dashboard.mux import WATCH_PATH, embedded_opener, serve_watches
+from pykueue.kube.status import StatusError
+from pykueue.store.errors import not_found
 
 log = logging.getLogger("pykueue.apiserver")
 
@@ -184,16 +186,14 @@ class RegistryBackend:
     def _reset_fields(info: ResourceInfo, subresource: str | None) -> tuple[str, ...]:
         return ("status",) if info.status_subresource and not subresource else ()
 
-    def patch_error(self, err: Exception) -> E.APIError | None:
+    def patch_error(self, err: Exception) -> StatusError | None:
         """The Status of a patch-engine failure (None: not one of its errors)."""
         if not isinstance(err, self._patch.PatchError):
             return None
-        code = err.code if err.code < 500 else 422  # malformed patches are the client's fault
-        reason = err.reason or "Invalid"
-        api_err = E.APIError(code, reason, err.message, {"causes": err.causes} if err.causes else None)
         if err.code < 500:
-            api_err.status_override = err.status()
-        return api_err
+            return err
+        # A plain Go error inside the patch engine: the malformed patch is the client's fault.
+        return StatusError(422, err.reason or "Invalid", err.message, err.details)
 
     # -- OpenAPI --------------------------------------------------------------------------------
 
@@ -294,7 +294,7 @@ class APIServerApp:
             )
             try:
                 self.handlers.handle(req)
-            except E.APIError as err:
+            except StatusError as err:
                 if err.code != 409:
                     raise
         if self.handlers.namespaces is not None:
@@ -317,7 +317,7 @@ class APIServerApp:
                     scope["method"], scope["path"], scope.get("scheme", "http"), headers,
                     scope.get("query_string", b""),
                 )  # fmt: skip
-            except E.APIError as err:
+            except StatusError as err:
                 await _refuse(err, send)
                 return
             scope[USER_SCOPE_KEY] = user
@@ -330,7 +330,7 @@ class APIServerApp:
                 return
             try:
                 req = fast_request(scope, headers)
-            except E.APIError:
+            except StatusError:
                 req = None
             if req is not None:
                 await self._serve_fast(req, scope, receive, send)
@@ -356,7 +356,7 @@ class APIServerApp:
                 api.handle, scope["method"], rest, query, headers.get("accept", "application/json")
             )
             status, body, content_type = result.status, result.body, result.content_type
-        except E.APIError as err:
+        except StatusError as err:
             status, body, content_type = err.code, msgspec.json.encode(err.status()), "application/json"
         except Exception as err:  # a bug: still a Status
             log.exception("internal error serving %s %s", scope["method"], path)
@@ -383,7 +383,7 @@ class APIServerApp:
             options = podlogs.LogOptions(parse_query(scope.get("query_string", b"")), name)
             pod = self._get_pod(namespace, name)
             if pod is None:
-                raise E.not_found("", "pods", name)
+                raise not_found("", "pods", name)
             container = podlogs.container_name(pod, options.container)
             podlogs.check_started(pod, container, options.previous)
             directory = self.pod_logs(pod) if self.pod_logs is not None else None
@@ -397,7 +397,7 @@ class APIServerApp:
                 await send({"type": "http.response.start", "status": 200, "headers": head})
                 await send({"type": "http.response.body", "body": body})
                 return True
-        except E.APIError as err:
+        except StatusError as err:
             await _refuse(err, send)
             return True
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
@@ -428,7 +428,7 @@ class APIServerApp:
         req = APIRequest(method="GET", group="", version="v1", resource="pods", namespace=namespace, name=name)
         try:
             resp = self.handlers.handle(req)
-        except E.APIError as err:
+        except StatusError as err:
             if err.code == 404:
                 return None
             raise
@@ -442,7 +442,7 @@ class APIServerApp:
             if req.method in ("POST", "PUT", "PATCH", "DELETE"):
                 req.body = await receive_body(receive, req.headers.get("content-length"))
             resp = await self.handlers.handle_async(req)
-        except E.APIError as err:
+        except StatusError as err:
             resp = APIResponse(err.code, msgspec.json.encode(err.status()))
         except Exception as err:  # a bug: still a Status
             log.exception("internal error serving %s %s", req.method, scope.get("path"))
@@ -484,12 +484,12 @@ class APIServerApp:
         return Starlette(routes=routes, lifespan=self.lifespan)
 
     def _guard(self, endpoint: Endpoint) -> Endpoint:
-        """Turn :class:`APIError` (and anything unexpected) into ``Status`` responses."""
+        """Turn :class:`StatusError` (and anything unexpected) into ``Status`` responses."""
 
         async def guarded(request: Request) -> Response:
             try:
                 return await endpoint(request)
-            except E.APIError as err:
+            except StatusError as err:
                 return status_response(err)
             except Exception as err:  # a bug: still a Status, never an empty body
                 log.exception("internal error serving %s %s", request.method, request.url.path)
@@ -744,7 +744,7 @@ async def read_body(request: Request) -> bytes:
 # --- responses ------------------------------------------------------------------------------------------
 
 
-async def _refuse(err: E.APIError, send: Send) -> None:
+async def _refuse(err: StatusError, send: Send) -> None:
     """Answer a request the guard refused; 401s also close the connection, so a client without
     credentials is not kept connected."""
     body = msgspec.json.encode(err.status())
@@ -755,7 +755,7 @@ async def _refuse(err: E.APIError, send: Send) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def status_response(err: E.APIError) -> Response:
+def status_response(err: StatusError) -> Response:
     """A ``Status`` failure response."""
     return Response(msgspec.json.encode(err.status()), status_code=err.code, media_type="application/json")
 

@@ -6,7 +6,7 @@ managedFields → store → convert to the requested version → JSON / YAML / T
 Handlers are plain synchronous functions over an :class:`APIRequest`; the HTTP layer calls them
 through :meth:`Handlers.handle_async` (on the event-loop thread, large LISTs on a worker thread,
 answers once durable); only watch returns a stream. Every failure is an
-:class:`~pykueue.apiserver.errors.APIError` rendered as a ``Status`` by the HTTP layer.
+:class:`~pykueue.kube.status.StatusError` rendered as a ``Status`` by the HTTP layer.
 """
 
 from __future__ import annotations
@@ -30,13 +30,15 @@ from pykueue.apiserver.admission import Lookup
 from pykueue.apiserver.builtin.schema import json_type
 from pykueue.apiserver.discovery import parse_accept
 from pykueue.apiserver.namespace_lifecycle import NamespaceLifecycle
-from pykueue.apiserver.selectors import (
+from pykueue.kube.selectors import (
     FieldSelector,
     LabelSelector,
     SelectorError,
     parse_field_selector,
     parse_label_selector,
 )
+from pykueue.kube.status import StatusError, success_status
+from pykueue.store.errors import OBJECT_MODIFIED, conflict, not_found
 from pykueue.store.ops import GENERATED_SUFFIX_ALPHABET, MAX_GENERATED_NAME_LENGTH
 
 T = TypeVar("T")
@@ -202,7 +204,7 @@ class Backend(Protocol):
         manager: str,
         subresource: str | None,
     ) -> None: ...
-    def patch_error(self, err: Exception) -> E.APIError | None: ...
+    def patch_error(self, err: Exception) -> StatusError | None: ...
 
 
 # --- media negotiation and body decoding -------------------------------------------------------------
@@ -949,7 +951,7 @@ class Handlers:
         """Run a registry function, mapping its validation errors to 422 and decode errors to 400."""
         try:
             return fn()
-        except E.APIError:
+        except StatusError:
             raise
         except ValidationFailed as err:
             raise E.invalid(
@@ -992,11 +994,9 @@ class Handlers:
         if new_v is not new_storage:
             _meta_set(new_storage, "managedFields", _meta(new_v).get("managedFields"))
 
-    def _store_error(self, err: Exception, info: ResourceInfo, name: str) -> E.APIError:
-        if isinstance(err, E.APIError):
+    def _store_error(self, err: Exception, info: ResourceInfo, name: str) -> StatusError:
+        if isinstance(err, StatusError):
             return err
-        if hasattr(err, "code") and hasattr(err, "reason"):
-            return E.from_store_error(err, info.group, info.plural, name)
         raise err
 
     # -- create -----------------------------------------------------------------------------------
@@ -1155,14 +1155,14 @@ class Handlers:
             self._prune(obj, info, req.version, mode, warnings)
             try:
                 updated = self._update_object(req, info, obj, live, manager, dry_run, operation_done=False)
-            except E.APIError as err:
+            except StatusError as err:
                 if err.reason == "Conflict" and not _meta(
                     patch_doc if isinstance(patch_doc, dict) else {}
                 ).get("resourceVersion"):
                     continue
                 raise
             return self.respond(req, info, self.to_version(info, updated, req.version))
-        raise E.conflict(info.group, info.plural, req.name or "")
+        raise conflict(info.group, info.plural, req.name or "", OBJECT_MODIFIED)
 
     def _apply_patch(
         self, info: ResourceInfo, version: str, ptype: str, live: dict[str, Any], doc: Any
@@ -1179,7 +1179,7 @@ class Handlers:
             if ptype == STRATEGIC_PATCH:
                 return self.backend.strategic_merge_patch(info, version, live, doc)
             return self.backend.merge_patch(live, doc)
-        except E.APIError:
+        except StatusError:
             raise
         except Exception as err:
             mapped = self.backend.patch_error(err)
@@ -1191,7 +1191,7 @@ class Handlers:
         self, patched: Any, req: APIRequest, info: ResourceInfo, live_v: dict[str, Any]
     ) -> dict[str, Any]:
         if not isinstance(patched, dict):
-            raise E.APIError(422, "Invalid", "the patched object is not a JSON object")
+            raise StatusError(422, "Invalid", "the patched object is not a JSON object")
         obj = self._check_identity(patched, req, info)
         meta = _meta(obj)
         if meta.get("name") != req.name:
@@ -1234,7 +1234,7 @@ class Handlers:
             raise mapped from None
         if live is None:
             if req.subresource is not None:
-                raise E.not_found(info.group, info.plural, req.name or "")
+                raise not_found(info.group, info.plural, req.name or "")
             created = self._create_object(req, info, result, manager, dry_run, managed=False)
             return self.respond(req, info, self.to_version(info, created, req.version), 201)
         obj = self._check_patched(result, req, info, live_v or {})
@@ -1261,7 +1261,7 @@ class Handlers:
         orphan = options.get("orphanDependents")
         if policy is not None:
             if policy not in PROPAGATION:
-                raise E.APIError(
+                raise StatusError(
                     422,
                     "Invalid",
                     f'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: "{policy}": '
@@ -1311,7 +1311,7 @@ class Handlers:
         details["kind"] = info.plural
         if meta.get("uid"):
             details["uid"] = meta["uid"]
-        return self.respond_status(req, E.success_status(details))
+        return self.respond_status(req, success_status(details))
 
     def delete_collection(self, req: APIRequest, info: ResourceInfo) -> APIResponse:
         """DELETE a collection (selectors apply); answers the list of deleted objects."""

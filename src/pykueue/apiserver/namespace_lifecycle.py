@@ -18,6 +18,8 @@ import msgspec
 
 from pykueue.apiserver import errors as E
 from pykueue.apiserver.builtin.namespaces import NAMESPACE_FINALIZER
+from pykueue.kube.status import StatusError
+from pykueue.store.errors import qualified_resource
 from pykueue.store.tx import NAMESPACES, loc_namespace
 
 log = logging.getLogger("pykueue.apiserver")
@@ -55,8 +57,8 @@ class NamespaceLifecycle:
         if name:
             err = E.forbidden(group, plural, name, detail)
         else:  # generateName: NewForbidden without a name
-            resource = E.qualified_resource(group, plural)
-            err = E.APIError(
+            resource = qualified_resource(group, plural)
+            err = StatusError(
                 403, "Forbidden", f"{resource} is forbidden: {detail}", {"group": group, "kind": plural}
             )
             if not group:

@@ -245,7 +245,7 @@ class ResourceInfo:
     # --- admission that reads the cluster -------------------------------------------------------
 
     def admit(self, obj: Obj, lookup: Lookup) -> None:
-        """Mutating admission on create (in place); may raise an ``APIError`` denial."""
+        """Mutating admission on create (in place); may raise an ``StatusError`` denial."""
         if self.admission is not None and self.admission.mutate is not None:
             self.admission.mutate(obj, lookup)
 

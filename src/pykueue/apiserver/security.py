@@ -31,6 +31,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from pykueue.apiserver import errors as E
+from pykueue.kube.status import StatusError
+from pykueue.store.errors import qualified_resource
 
 ADMIN_USER = "pykueue-admin"
 READONLY_USER = "pykueue-readonly"
@@ -161,11 +163,11 @@ def _non_resource_verb(method: str) -> str:
     return "get" if method == "HEAD" else method.lower()
 
 
-def forbidden(user: User, attrs: RequestAttributes) -> E.APIError:
+def forbidden(user: User, attrs: RequestAttributes) -> StatusError:
     """kube-apiserver's 403 for a request its authorizer denied (``responsewriters.Forbidden``)."""
     if not attrs.resource_request:
         message = f'User "{user.name}" cannot {attrs.verb} path "{attrs.path}"'
-        return E.APIError(403, "Forbidden", f"forbidden: {message}", {})
+        return StatusError(403, "Forbidden", f"forbidden: {message}", {})
     resource = f"{attrs.resource}/{attrs.subresource}" if attrs.subresource else attrs.resource
     scope = (
         f'in the namespace "{attrs.namespace}"' if attrs.namespace else "at the cluster scope"
@@ -174,7 +176,7 @@ def forbidden(user: User, attrs: RequestAttributes) -> E.APIError:
         f'User "{user.name}" cannot {attrs.verb} resource "{resource}" '
         f'in API group "{attrs.group}" {scope}'
     )
-    qualified = E.qualified_resource(attrs.group, attrs.resource)
+    qualified = qualified_resource(attrs.group, attrs.resource)
     details: dict[str, object] = {}
     if attrs.name:
         details["name"] = attrs.name
@@ -184,7 +186,7 @@ def forbidden(user: User, attrs: RequestAttributes) -> E.APIError:
     if attrs.group:
         details["group"] = attrs.group
     details["kind"] = attrs.resource
-    return E.APIError(403, "Forbidden", text, details)
+    return StatusError(403, "Forbidden", text, details)
 
 
 class RequestGuard:
@@ -203,17 +205,17 @@ class RequestGuard:
     def check(
         self, method: str, path: str, scheme: str, headers: Mapping[str, str], query_string: bytes = b""
     ) -> User | None:
-        """The request's user (None when authentication is off); raises the refusal's ``APIError``."""
+        """The request's user (None when authentication is off); raises the refusal's ``StatusError``."""
         host = headers.get("host")
         if host is not None and not self.host_allowed(host):
-            raise E.APIError(
+            raise StatusError(
                 403, "Forbidden", f'forbidden: Host "{host}" is not an address this server is served on '
                 "(refused to prevent DNS rebinding; use localhost, an IP address or this machine's name)",
                 {},
             )  # fmt: skip
         origin = headers.get("origin")
         if origin is not None and not self.same_origin(origin, scheme, host):
-            raise E.APIError(
+            raise StatusError(
                 403, "Forbidden", f'forbidden: cross-origin request from "{origin}" refused', {}
             )
         if not self.authenticating:

@@ -31,11 +31,11 @@ from pykueue.api.conversion import object_ref, to_external, to_internal
 from pykueue.api.jobs import is_managed, owner_managed_by_kueue
 from pykueue.api.unmodelled import unmodelled_features
 from pykueue.apiserver.app import APIServerApp
-from pykueue.apiserver.errors import APIError
 from pykueue.apiserver.handlers import APIRequest
 from pykueue.apiserver.resources import ResourceInfo
 from pykueue.controllers.jobs import batch_job as bj
 from pykueue.controllers.options import ControllerOptions
+from pykueue.kube.status import StatusError
 from pykueue.sim.cluster import stable_uid
 from pykueue.store.store import Store
 
@@ -151,7 +151,7 @@ class _Admitter:
         )
         try:
             resp = self.app.handlers.handle(req)
-        except APIError as err:
+        except StatusError as err:
             raise _state_error(doc, err.message) from None
         decoded: dict[str, Any] = msgspec.json.decode(resp.body) if resp.body else {}
         if resp.status >= 400:
@@ -196,7 +196,7 @@ class _Admitter:
                          user_agent=_USER_AGENT)
         try:
             resp = self.app.handlers.handle(req)
-        except APIError:
+        except StatusError:
             return None
         if resp.status >= 400:
             return None

@@ -15,7 +15,6 @@ from typing import Any
 
 import msgspec
 
-from pykueue.apiserver.errors import APIError as ServerError
 from pykueue.apiserver.handlers import APIRequest, Handlers
 from pykueue.client.interface import (
     PATCH_CONTENT_TYPES,
@@ -24,7 +23,7 @@ from pykueue.client.interface import (
     WatchEvent,
     error_for,
 )
-from pykueue.store.errors import StoreError
+from pykueue.kube.status import StatusError
 
 USER_AGENT = "pykueue-controller/in-process"
 _POLL_SECONDS = 0.5
@@ -72,7 +71,7 @@ class InProcessClient:
                     resp = self.handlers.handle(req)
             else:
                 resp = self.handlers.handle(req)
-        except ServerError as err:
+        except StatusError as err:
             raise error_for(err.code, err.reason, err.message) from None
         if resp.status >= 400:
             status = msgspec.json.decode(resp.body) if resp.body else {}
@@ -144,7 +143,7 @@ class InProcessClient:
             raise error_for(400, "BadRequest", f"invalid resource version: {resource_version}") from None
         try:
             raw = self.store.watch(info.key(), namespace if res.namespaced else None, since=since)
-        except StoreError as err:
+        except StatusError as err:
             raise error_for(err.code, err.reason, str(err)) from None
         return InProcessWatch(raw, lambda obj: info.from_storage(obj, res.version))
 
@@ -164,7 +163,7 @@ class InProcessWatch:
         while not self._closed.is_set():
             try:
                 ev = self._raw.next(_POLL_SECONDS)
-            except StoreError as err:
+            except StatusError as err:
                 if err.code == 410:
                     raise Gone(410, "Expired", str(err)) from None
                 raise error_for(err.code, err.reason, str(err)) from None

@@ -13,6 +13,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pykueue.kube.status import StatusError
+
 
 @dataclass(frozen=True)
 class Resource:
@@ -42,14 +44,20 @@ class Resource:
         return base
 
 
-class APIError(Exception):
-    """A failed request: the Kubernetes ``Status`` code, reason and message."""
+class APIError(StatusError):
+    """A failed request as the client sees it: the :class:`StatusError` parsed from the server's answer.
 
-    def __init__(self, code: int, reason: str, message: str) -> None:
-        super().__init__(f"{code} {reason}: {message}")
-        self.code = code
-        self.reason = reason
-        self.message = message
+    The subclasses below let callers catch by meaning (:class:`NotFound`, :class:`Conflict`, ...);
+    ``str()`` reads ``<code> <reason>: <message>`` for logs.
+    """
+
+    def __init__(
+        self, code: int, reason: str, message: str, details: Mapping[str, Any] | None = None
+    ) -> None:
+        super().__init__(code, reason, message, details)
+
+    def __str__(self) -> str:
+        return f"{self.code} {self.reason}: {self.message}"
 
 
 class NotFound(APIError):
@@ -72,23 +80,32 @@ class Invalid(APIError):
     """422: the object failed validation; retrying the same write cannot succeed."""
 
 
-def error_for(code: int, reason: str, message: str) -> APIError:
+def error_for(
+    code: int, reason: str, message: str, details: Mapping[str, Any] | None = None
+) -> APIError:
     """The :class:`APIError` subclass for a ``Status`` (code + reason)."""
+    cls = APIError
     if code == 404:
-        return NotFound(code, reason, message)
-    if code == 409:
-        return AlreadyExists(code, reason, message) if reason == "AlreadyExists" else Conflict(code, reason, message)
-    if code == 410:
-        return Gone(code, reason, message)
-    if code == 422:
-        return Invalid(code, reason, message)
-    return APIError(code, reason, message)
+        cls = NotFound
+    elif code == 409:
+        cls = AlreadyExists if reason == "AlreadyExists" else Conflict
+    elif code == 410:
+        cls = Gone
+    elif code == 422:
+        cls = Invalid
+    return cls(code, reason, message, details)
 
 
 def error_from_status(code: int, status: Any) -> APIError:
     """The error a ``Status`` body (or anything else the server sent) stands for."""
     if isinstance(status, Mapping):
-        return error_for(int(status.get("code") or code), str(status.get("reason") or ""), str(status.get("message") or ""))
+        details = status.get("details")
+        return error_for(
+            int(status.get("code") or code),
+            str(status.get("reason") or ""),
+            str(status.get("message") or ""),
+            details if isinstance(details, Mapping) else None,
+        )
     return error_for(code, "", str(status))
 
 

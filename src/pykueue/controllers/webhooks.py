@@ -39,9 +39,9 @@ from typing import Any
 
 from pykueue.api.conversion import ConversionError, to_internal
 from pykueue.api.validation import aggregate, validate_webhook
-from pykueue.apiserver import errors as apierrors
 from pykueue.apiserver.resources import REGISTRY, ResourceInfo
 from pykueue.client.interface import AlreadyExists, APIError, Client, NotFound, Resource
+from pykueue.kube.status import StatusError
 from pykueue.runtime.informer import Informer
 
 log = logging.getLogger(__name__)
@@ -224,7 +224,7 @@ class Webhooks:
                 if failure is not None:
                     response["allowed"] = False
                     response["status"] = {"code": 403, "reason": "Forbidden", "message": failure}
-        except apierrors.APIError as err:  # a webhook's own denial (e.g. an owner Job not found)
+        except StatusError as err:  # a webhook's own denial (e.g. an owner Job not found)
             response["allowed"] = False
             response["status"] = {"code": err.code, "reason": err.reason, "message": err.message}
         return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}

@@ -29,6 +29,7 @@ import msgspec
 from starlette.types import Receive, Scope, Send
 
 from pykueue.apiserver import errors as E
+from pykueue.kube.status import StatusError
 
 log = logging.getLogger("pykueue.dashboard")
 
@@ -40,7 +41,7 @@ _RV = re.compile(r"[0-9]{0,20}")
 _PATH = re.compile(r"/apis?/[A-Za-z0-9._~%/-]+")
 
 Opener = Callable[[str, dict[str, list[str]]], Awaitable[AsyncIterator[bytes]]]
-"""Opens one watch (path, query) and returns its body; raises :class:`APIError` when refused."""
+"""Opens one watch (path, query) and returns its body; raises :class:`StatusError` when refused."""
 
 
 def parse_watches(query_string: bytes) -> list[tuple[str, str, str]]:
@@ -69,9 +70,9 @@ async def serve_watches(scope: Scope, receive: Receive, send: Send, opener: Open
     """Answer ``GET /dashboard/watch`` (the request guard has authenticated it)."""
     try:
         if scope["method"] not in ("GET",):
-            raise E.APIError(405, "MethodNotAllowed", f"{WATCH_PATH} only serves GET", {})
+            raise StatusError(405, "MethodNotAllowed", f"{WATCH_PATH} only serves GET", {})
         watches = parse_watches(scope.get("query_string", b""))
-    except E.APIError as err:
+    except StatusError as err:
         body = msgspec.json.encode(err.status())
         await send(
             {
@@ -98,7 +99,7 @@ async def serve_watches(scope: Scope, receive: Receive, send: Send, opener: Open
                     if line.strip():
                         await queue.put(prefix + b',"e":' + line + b"}\n")
             await queue.put(prefix + b',"end":true}\n')
-        except E.APIError as err:
+        except StatusError as err:
             await queue.put(prefix + b',"status":' + msgspec.json.encode(err.status()) + b"}\n")
         except Exception as err:  # a bug or a broken upstream: the page shows the message only
             log.exception("dashboard watch %s failed", path)

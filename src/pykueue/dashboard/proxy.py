@@ -25,6 +25,7 @@ from pykueue.apiserver.security import READONLY, RequestGuard
 from pykueue.client.kubeconfig import ClusterConnection
 from pykueue.dashboard.assets import is_ui_path, serve_ui
 from pykueue.dashboard.mux import WATCH_PATH, serve_watches
+from pykueue.kube.status import StatusError
 
 log = logging.getLogger("pykueue.dashboard")
 
@@ -72,7 +73,7 @@ class DashboardProxy:
                 scope["method"], path, scope.get("scheme", "http"), headers, scope.get("query_string", b"")
             )
             if scope["method"] not in ("GET", "HEAD"):  # the guard's read-only user already refuses
-                raise E.APIError(
+                raise StatusError(
                     405, "MethodNotAllowed", f"the dashboard only reads: {scope['method']} is not allowed", {}
                 )
             if path == WATCH_PATH:
@@ -80,7 +81,7 @@ class DashboardProxy:
                 return
             if not (path in FORWARDED_PATHS or path.startswith(FORWARDED_PREFIXES)):
                 raise E.path_not_found()
-        except E.APIError as err:
+        except StatusError as err:
             await _respond(send, err.code, msgspec.json.encode(err.status()), "application/json")
             return
         await self._forward(scope, headers, receive, send)
@@ -103,7 +104,7 @@ class DashboardProxy:
         try:
             response = await client.send(request, stream=True)
         except httpx.HTTPError as err:
-            raise E.APIError(
+            raise StatusError(
                 503, "ServiceUnavailable", f"the dashboard cannot reach {self.conn.server}: {err}", {}
             ) from None
         if response.status_code != 200:
@@ -131,7 +132,7 @@ class DashboardProxy:
         try:
             response = await client.send(request, stream=True)
         except httpx.HTTPError as err:
-            api_err = E.APIError(
+            api_err = StatusError(
                 503, "ServiceUnavailable", f"the dashboard cannot reach {self.conn.server}: {err}", {}
             )
             await _respond(send, 503, msgspec.json.encode(api_err.status()), "application/json")
@@ -168,17 +169,17 @@ class DashboardProxy:
             await response.aclose()
 
 
-def _upstream_error(code: int, body: bytes) -> E.APIError:
+def _upstream_error(code: int, body: bytes) -> StatusError:
     """The upstream's ``Status`` as an error (a plain message when it sent something else)."""
     try:
         status = msgspec.json.decode(body)
     except msgspec.DecodeError:
         status = None
     if isinstance(status, dict) and status.get("kind") == "Status":
-        return E.APIError(
+        return StatusError(
             code, str(status.get("reason", "")), str(status.get("message", "")), status.get("details") or {}
         )
-    return E.APIError(code, "InternalError", f"the cluster answered {code}", {})
+    return StatusError(code, "InternalError", f"the cluster answered {code}", {})
 
 
 async def _respond(

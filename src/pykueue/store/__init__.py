@@ -21,7 +21,6 @@ from .errors import (
     TooLargeResourceVersion,
 )
 from .listing import decode_continue, encode_continue
-from .selectors import LabelSelector, Requirement, SelectorError, parse_label_selector
 from .store import Store
 from .tx import FOREGROUND, ORPHAN
 from .types import ResourceKey, WatchEvent
@@ -37,11 +36,8 @@ __all__ = [
     "FieldError",
     "InternalError",
     "Invalid",
-    "LabelSelector",
     "NotFound",
-    "Requirement",
     "ResourceKey",
-    "SelectorError",
     "Store",
     "StoreError",
     "TooLargeResourceVersion",
@@ -49,5 +45,4 @@ __all__ = [
     "WatchEvent",
     "decode_continue",
     "encode_continue",
-    "parse_label_selector",
 ]

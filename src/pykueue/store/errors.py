@@ -12,38 +12,19 @@ import json
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from pykueue.kube.status import StatusError
 
-class StoreError(Exception):
-    """Base class: an API error with the fields of a ``metav1.Status``."""
 
-    code: ClassVar[int] = 500
-    reason: ClassVar[str] = "InternalError"
+class StoreError(StatusError):
+    """Base class of the store's errors: a :class:`StatusError` whose code and reason its subclass fixes."""
+
+    code = 500
+    reason = "InternalError"
 
     def __init__(
         self, message: str, details: dict[str, Any] | None = None, *, reason: str | None = None
     ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.details: dict[str, Any] = details or {}
-        if reason is not None:
-            self.reason = reason  # type: ignore[misc]
-
-    def to_status(self) -> dict[str, Any]:
-        """The ``Status`` object the apiserver would send for this error."""
-        status: dict[str, Any] = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-        }
-        if self.details:
-            status["details"] = dict(self.details)
-        status["code"] = self.code
-        if not self.reason:
-            del status["reason"]
-        return status
+        super().__init__(self.code, self.reason if reason is None else reason, message, details)
 
 
 class NotFound(StoreError):
@@ -80,12 +61,8 @@ class Expired(StoreError):
     def __init__(self, message: str, *, continue_token: str | None = None) -> None:
         super().__init__(message)
         self.continue_token = continue_token
-
-    def to_status(self) -> dict[str, Any]:
-        status = super().to_status()
-        if self.continue_token:
-            status["metadata"] = {"continue": self.continue_token}
-        return status
+        if continue_token:
+            self.metadata["continue"] = continue_token
 
 
 class Invalid(StoreError):
@@ -96,7 +73,7 @@ class Invalid(StoreError):
 
 
 class BadRequest(StoreError):
-    """400 ``BadRequest`` (unparsable label selector or continue token, bad name)."""
+    """400 ``BadRequest`` (unparsable continue token, bad name; selectors raise ``kube.selectors.SelectorError``)."""
 
     code = 400
     reason = "BadRequest"

@@ -29,11 +29,12 @@ from collections import deque
 from collections.abc import Callable, Iterator, MutableSequence
 from typing import Any, TypeVar
 
+from pykueue.kube.selectors import LabelSelector, parse_label_selector
+
 from . import errors as e
 from . import gc, ops
 from .durability import GroupCommit
 from .listing import decode_continue, encode_continue
-from .selectors import LabelSelector, parse_label_selector
 from .tx import SCHEMA, SQL_GET, KindMap, RawEvent, Tx, resource_key
 from .types import ResourceKey, WatchEvent, decode, format_timestamp
 from .watch import FieldPredicate, Watch, raise_expired

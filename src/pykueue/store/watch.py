@@ -19,8 +19,9 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
+from pykueue.kube.selectors import LabelSelector
+
 from .errors import Expired
-from .selectors import LabelSelector
 from .tx import RawEvent, resource_key
 from .types import WatchEvent, decode
 

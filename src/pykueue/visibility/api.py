@@ -26,6 +26,8 @@ import yaml
 
 from pykueue.apiserver import errors as E
 from pykueue.apiserver.handlers import negotiate
+from pykueue.kube.status import StatusError
+from pykueue.store.errors import not_found
 
 GROUP = "visibility.kueue.x-k8s.io"
 VERSIONS = ("v1beta2", "v1beta1")
@@ -159,7 +161,7 @@ def cluster_queue_pending(
     limit, offset = pending_workload_options(query)
     pending = source.pending_workloads(name)
     if pending is None:
-        raise E.not_found(GROUP, "clusterqueue", name)
+        raise not_found(GROUP, "clusterqueue", name)
     items: list[dict[str, Any]] = []
     lq_positions: dict[tuple[str, str], int] = {}
     for index, info in enumerate(pending[: offset + limit]):
@@ -179,7 +181,7 @@ def local_queue_pending(
     limit, offset = pending_workload_options(query)
     cq = source.cluster_queue_of(namespace, name)
     if cq is None:
-        raise E.not_found(GROUP, "localqueue", name)
+        raise not_found(GROUP, "localqueue", name)
     items: list[dict[str, Any]] = []
     skipped = 0
     for index, info in enumerate(source.pending_workloads(cq) or ()):
@@ -279,7 +281,7 @@ class VisibilityAPI:
         try:
             doc = self._dispatch(method, rest, query)
             fmt = negotiate(accept)
-        except E.APIError as err:
+        except StatusError as err:
             return VisibilityResponse(err.code, msgspec.json.encode(err.status()))
         if fmt.kind == "yaml":
             return VisibilityResponse(200, yaml.safe_dump(doc, sort_keys=False).encode(), YAML)
@@ -302,7 +304,7 @@ class VisibilityAPI:
             raise E.path_not_found()
         if method not in ("GET", "HEAD"):
             # go-restful's answer for a method no route serves (only GET is installed).
-            raise E.APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource", {})
+            raise StatusError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource", {})
         source = self.source
         if source is None:
             raise _service_unavailable()
@@ -314,9 +316,9 @@ class VisibilityAPI:
             raise _service_unavailable(str(err)) from None
 
 
-def _service_unavailable(detail: str = "") -> E.APIError:
+def _service_unavailable(detail: str = "") -> StatusError:
     message = "the server is currently unable to handle the request"
-    return E.APIError(503, "ServiceUnavailable", message + (f" ({detail})" if detail else ""), {})
+    return StatusError(503, "ServiceUnavailable", message + (f" ({detail})" if detail else ""), {})
 
 
 class Mountable(Protocol):

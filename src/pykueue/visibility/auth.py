@@ -41,6 +41,7 @@ from cryptography.x509.oid import NameOID
 
 from pykueue.apiserver import errors as E
 from pykueue.client.interface import APIError, Client, NotFound, Resource
+from pykueue.kube.status import StatusError
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +116,7 @@ def request_info(method: str, path: str, query: Mapping[str, Sequence[str]]) -> 
     return RequestInfo(path, verb, True, group, version, namespace, resource, subresource, name)
 
 
-def forbidden_status(user: UserInfo, info: RequestInfo, reason: str) -> E.APIError:
+def forbidden_status(user: UserInfo, info: RequestInfo, reason: str) -> StatusError:
     """``responsewriters.Forbidden``: ``forbiddenMessage`` (+ ``: reason``) in ``NewForbidden``."""
     if not info.resource_request:
         msg = f'User "{user.name}" cannot {info.verb} path "{info.path}"'

@@ -29,6 +29,7 @@ import msgspec
 
 from pykueue.apiserver import errors as E
 from pykueue.apiserver.discovery import AGGREGATED_V2BETA1, wants_aggregated
+from pykueue.kube.status import StatusError
 from pykueue.visibility.api import GROUP, VisibilityAPI, aggregated_group, api_group
 from pykueue.visibility.auth import DelegatedAuth
 
@@ -101,7 +102,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return False
         return True
 
-    def _status(self, err: E.APIError) -> None:
+    def _status(self, err: StatusError) -> None:
         self._send(err.code, msgspec.json.encode(err.status()), "application/json")
 
     def _send(self, status: int, body: bytes, content_type: str) -> None:

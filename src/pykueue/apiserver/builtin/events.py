@@ -13,16 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pykueue.api.validation import (
-    FieldError,
-    invalid,
-    is_dns1123_subdomain,
-    is_qualified_name,
-    required,
-)
+from pykueue.api.validation import FieldError, invalid, required
 from pykueue.apiserver.builtin import core, meta
 from pykueue.apiserver.builtin.pods import mapping, validate_object_meta
 from pykueue.apiserver.builtin.schema import define, integer, obj, ref, string
+from pykueue.kube.validation import is_dns1123_subdomain, is_qualified_name
 
 EVENTS_V1_EVENT = "io.k8s.api.events.v1.Event"
 EVENTS_API_VERSION = "events.k8s.io/v1"

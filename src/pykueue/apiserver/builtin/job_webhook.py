@@ -49,17 +49,11 @@ from pykueue.api.jobs import (
     workload_priority_class_name,
 )
 from pykueue.api.meta import controller_of
-from pykueue.api.validation import (
-    FIELD_IMMUTABLE_MSG,
-    FieldError,
-    ValidationFailed,
-    forbidden,
-    invalid,
-    is_dns1123_subdomain,
-)
-from pykueue.apiserver import errors as E
+from pykueue.api.validation import FIELD_IMMUTABLE_MSG, FieldError, ValidationFailed, forbidden, invalid
 from pykueue.apiserver.admission import Admission, Lookup
 from pykueue.apiserver.builtin.pods import mapping
+from pykueue.kube.status import StatusError
+from pykueue.kube.validation import is_dns1123_subdomain
 
 QUEUE_NAME_LABEL = k.QUEUE_NAME_LABEL
 PRIORITY_CLASS_LABEL = k.PRIORITY_CLASS_LABEL
@@ -164,9 +158,9 @@ def _namespace_managed(namespace: str, lookup: Lookup, config: JobWebhookConfig)
     return str(_labels(ns).get(NAMESPACE_NAME_LABEL, "")) not in config.excluded_namespaces
 
 
-def _deny(message: str) -> E.APIError:
+def _deny(message: str) -> StatusError:
     """controller-runtime's ``Denied`` of a defaulter error, as kube-apiserver reports it."""
-    return E.APIError(
+    return StatusError(
         403, "Forbidden", f'admission webhook "{MUTATING_WEBHOOK}" denied the request: {message}'
     )
 
@@ -193,7 +187,7 @@ def has_managed_ancestor(
         parent = lookup("batch", "jobs", namespace, name)
         if parent is None:
             # errors.Join(ErrWorkloadOwnerNotFound, NotFound): the webhook answers the NotFound status
-            raise E.APIError(
+            raise StatusError(
                 404,
                 "NotFound",
                 f'admission webhook "{MUTATING_WEBHOOK}" denied the request: jobs.batch "{name}" not found',

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pykueue.api.validation import FieldError, is_dns1123_label, not_supported
+from pykueue.api.validation import FieldError, not_supported
 from pykueue.apiserver.builtin.pods import (
     default_pod_template,
     mapping,
     validate_object_meta,
     validate_pod_template,
 )
+from pykueue.kube.validation import is_dns1123_label
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 NAMESPACE_FINALIZER = "kubernetes"

@@ -22,8 +22,6 @@ from pykueue.api.validation import (
     generate_name_errors,
     idx,
     invalid,
-    is_dns1123_label,
-    is_dns1123_subdomain,
     key,
     not_found,
     not_supported,
@@ -31,6 +29,7 @@ from pykueue.api.validation import (
     validate_annotations,
     validate_labels,
 )
+from pykueue.kube.validation import is_dns1123_label, is_dns1123_subdomain
 
 NameCheck = Callable[[str], list[str]]
 

@@ -19,13 +19,18 @@ Mapping of failures to HTTP codes (mirrors ``k8s.io/apiserver/pkg/endpoints/hand
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+
+from pykueue.kube.status import StatusError
 
 INVALID_MESSAGE = "the server rejected our request due to an error in our request"
 
 
-class PatchError(Exception):
-    """A patch failure with the HTTP ``code``, ``reason`` and ``message`` of its ``Status``."""
+class PatchError(StatusError):
+    """A patch failure: a :class:`StatusError` that keeps the engine's own ``detail`` for logs and tests.
+
+    ``causes`` become the Status' ``details.causes``; ``str()`` is the detail (the message the
+    client sees may be the generic one, see :func:`invalid`).
+    """
 
     def __init__(
         self,
@@ -36,29 +41,12 @@ class PatchError(Exception):
         detail: str = "",
         causes: Sequence[Mapping[str, str]] = (),
     ) -> None:
-        super().__init__(detail or message)
-        self.code = code
-        self.reason = reason
-        self.message = message
-        self.detail = detail or message
         self.causes: list[dict[str, str]] = [dict(c) for c in causes]
+        super().__init__(code, reason, message, {"causes": self.causes} if self.causes else None)
+        self.detail = detail or message
 
-    def status(self) -> dict[str, Any]:
-        """The ``meta/v1`` ``Status`` object the API server answers with."""
-        out: dict[str, Any] = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
-        }
-        if self.causes:
-            out["details"] = {"causes": [dict(c) for c in self.causes]}
-        if not self.reason:
-            del out["reason"]
-        return out
+    def __str__(self) -> str:
+        return self.detail
 
 
 def invalid(detail: str) -> PatchError:

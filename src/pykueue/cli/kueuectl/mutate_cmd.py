@@ -9,12 +9,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pykueue.api.quantity import is_valid_quantity
-from pykueue.api.validation import is_qualified_name, is_valid_label_value
 from pykueue.cli.kueuectl.client import Cluster, CommandError
 from pykueue.cli.kueuectl.list_cmd import check_output
 from pykueue.cli.kueuectl.printing import render
 from pykueue.client import resources as R
 from pykueue.client.interface import Resource
+from pykueue.kube.validation import is_qualified_name, is_valid_label_value
 
 Obj = dict[str, Any]
 API_VERSION = f"{R.KUEUE}/{R.KUEUE_VERSION}"

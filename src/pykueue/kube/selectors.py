@@ -1,9 +1,12 @@
-"""Kubernetes label selectors: the string syntax of ``labels.Parse`` and matching.
+"""Label and field selectors: the one parser (``k8s.io/apimachinery/pkg/labels`` and ``.../fields``).
 
-A faithful port of ``k8s.io/apimachinery/pkg/labels/selector.go``: the same lexer (special symbols
+Label selectors are a faithful port of ``labels/selector.go``: the same lexer (special symbols
 ``= ! ( ) , > <``, keywords ``in``/``notin``), the same grammar, the same validation of keys
 (qualified names) and values (label values), and the same error messages, e.g.
-``unable to parse requirement: found '(', expected: identifier``.
+``unable to parse requirement: found '(', expected: identifier``. Field selectors follow
+``fields.ParseSelector`` with the server's per-resource field labels. The store evaluates label
+selectors for lists and watches; the HTTP layer parses both here first (a malformed selector is a
+400 before anything is read) and uses the same predicates to filter watch events.
 
 >>> sel = parse_label_selector("app=web,tier in (fe,be),!legacy")
 >>> sel.matches({"app": "web", "tier": "fe"})
@@ -13,17 +16,29 @@ True
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
-from .errors import BadRequest
+from .status import StatusError
+from .validation import is_qualified_name, is_valid_label_value
 
-__all__ = ["LabelSelector", "Requirement", "SelectorError", "parse_label_selector"]
+__all__ = [
+    "FieldSelector",
+    "LabelSelector",
+    "Requirement",
+    "SelectorError",
+    "parse_field_selector",
+    "parse_label_selector",
+]
 
 
-class SelectorError(BadRequest):
-    """An unparsable or invalid label selector (400, as the apiserver answers for a bad query)."""
+class SelectorError(StatusError):
+    """An unparsable or invalid selector, or an unsupported field label: 400 ``BadRequest``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(400, "BadRequest", message)
 
 
 class _Tok(IntEnum):
@@ -59,90 +74,6 @@ _STRING_TO_TOKEN = {
 _SPECIAL = frozenset("=!(),><")
 _WHITESPACE = frozenset(" \t\r\n")
 _BINARY_OPERATORS = ["in", "notin", "=", "==", "!=", ">", "<"]
-
-# --- validation (k8s.io/apimachinery/pkg/util/validation) -------------------------------------
-
-_QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QUALIFIED_NAME_RE = re.compile(f"^{_QUALIFIED_NAME_FMT}$")
-_QUALIFIED_NAME_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-    "alphanumeric character"
-)
-_LABEL_VALUE_FMT = f"({_QUALIFIED_NAME_FMT})?"
-_LABEL_VALUE_RE = re.compile(f"^{_LABEL_VALUE_FMT}$")
-_LABEL_VALUE_MSG = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT = f"{_DNS1123_LABEL_FMT}(\\.{_DNS1123_LABEL_FMT})*"
-_DNS1123_SUBDOMAIN_RE = re.compile(f"^{_DNS1123_SUBDOMAIN_FMT}$")
-_DNS1123_SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-
-
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    text = msg + " (e.g. "
-    for i, example in enumerate(examples):
-        if i:
-            text += " or "
-        text += f"'{example}', "
-    return text + f"regex used for validation is '{fmt}')"
-
-
-def _max_len_error(length: int) -> str:
-    return f"must be no more than {length} characters"
-
-
-def _qualified_name_errors(value: str) -> list[str]:
-    """``validation.IsQualifiedName``."""
-    errs: list[str] = []
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            if len(prefix) > 253:
-                errs.append("prefix part " + _max_len_error(253))
-            if not _DNS1123_SUBDOMAIN_RE.match(prefix):
-                errs.append(
-                    "prefix part "
-                    + _regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com")
-                )
-    else:
-        return [
-            "a qualified name "
-            + _regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append("name part " + _max_len_error(63))
-    if not _QUALIFIED_NAME_RE.match(name):
-        errs.append(
-            "name part "
-            + _regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
-        )
-    return errs
-
-
-def _label_value_errors(value: str) -> list[str]:
-    """``validation.IsValidLabelValue``."""
-    errs: list[str] = []
-    if len(value) > 63:
-        errs.append(_max_len_error(63))
-    if not _LABEL_VALUE_RE.match(value):
-        errs.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
-    return errs
-
 
 def _go_quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -206,7 +137,7 @@ def _parse_int64(text: str) -> int:
 def _new_requirement(key: str, op: str, values: list[str]) -> Requirement:
     """``labels.NewRequirement`` with its validation and aggregated error text."""
     errs: list[str] = []
-    key_errs = _qualified_name_errors(key)
+    key_errs = is_qualified_name(key)
     if key_errs:
         errs.append(f"key: Invalid value: {_go_quote(key)}: {'; '.join(key_errs)}")
     if op in (">", "<"):
@@ -219,7 +150,7 @@ def _new_requirement(key: str, op: str, values: list[str]) -> Requirement:
                     "the value must be an integer"
                 )
     for i, value in enumerate(values):
-        value_errs = _label_value_errors(value)
+        value_errs = is_valid_label_value(value)
         if value_errs:
             errs.append(f"values[{i}][{key}]: Invalid value: {_go_quote(value)}: {'; '.join(value_errs)}")
     if errs:
@@ -325,7 +256,7 @@ class _Parser:
             tok, lit = self.consume()
         if tok != _Tok.IDENT:
             raise _ParseError(f"found '{lit}', expected: identifier")
-        errs = _qualified_name_errors(lit)
+        errs = is_qualified_name(lit)
         if errs:
             raise _ParseError(f"<nil>: Invalid value: {_go_quote(lit)}: {'; '.join(errs)}")
         if self.lookahead()[0] in (_Tok.END, _Tok.COMMA) and op != "!":
@@ -431,3 +362,167 @@ def parse_label_selector(text: str | None) -> LabelSelector:
     except _ParseError as err:
         raise SelectorError(str(err)) from None
     return LabelSelector(tuple(sorted(requirements, key=lambda r: r.key)))
+
+
+# --- field selectors ---------------------------------------------------------------------------------
+
+BASE_FIELDS = ("metadata.name", "metadata.namespace")
+
+FIELD_ALIASES: Mapping[tuple[str, str], Mapping[str, str]] = {
+    ("", "events"): {"source": "source.component"},
+}
+"""Field labels that are not a path in the object (by group and resource)."""
+
+
+FieldGetter = Callable[[Mapping[str, Any], str], "str | None"]
+"""The string a field selector compares for a field label (None: not selectable)."""
+
+
+@dataclass(frozen=True)
+class FieldRequirement:
+    """``field op value`` with op ``=`` or ``!=``."""
+
+    field: str
+    path: tuple[str, ...]
+    negate: bool
+    value: str
+    getter: FieldGetter | None = None
+
+    def matches(self, obj: Mapping[str, Any]) -> bool:
+        """Whether the object's field value satisfies the requirement."""
+        actual = self.getter(obj, self.field) if self.getter is not None else None
+        if actual is None:
+            actual = field_value(obj, self.path)
+        return (actual == self.value) != self.negate
+
+
+@dataclass(frozen=True)
+class FieldSelector:
+    """A parsed field selector (all requirements must hold)."""
+
+    requirements: tuple[FieldRequirement, ...]
+
+    def matches(self, obj: Mapping[str, Any]) -> bool:
+        """Whether an object satisfies every requirement."""
+        return all(r.matches(obj) for r in self.requirements)
+
+    @property
+    def empty(self) -> bool:
+        """An empty selector matches everything."""
+        return not self.requirements
+
+
+def field_value(obj: Mapping[str, Any], path: Iterable[str]) -> str:
+    """The string form of the value at ``path`` ("" when absent), as field selectors compare it."""
+    cur: Any = obj
+    for part in path:
+        if not isinstance(cur, Mapping):
+            return ""
+        cur = cur.get(part)
+        if cur is None:
+            return ""
+    if isinstance(cur, bool):
+        return "true" if cur else "false"
+    if isinstance(cur, (str, int, float)):
+        return str(cur)
+    return ""
+
+
+def _split_unescaped(text: str, sep: str) -> list[str]:
+    parts: list[str] = []
+    cur: list[str] = []
+    escaped = False
+    for ch in text:
+        if escaped:
+            cur.append("\\" + ch)
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == sep:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    if escaped:
+        cur.append("\\")
+    parts.append("".join(cur))
+    return parts
+
+
+def _unescape(value: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(value):
+        ch = value[i]
+        if ch == "\\":
+            if i + 1 >= len(value) or value[i + 1] not in "\\,=!":
+                raise SelectorError(
+                    f"invalid field selector: unescaped or invalid escape sequence in {value!r}"
+                )
+            out.append(value[i + 1])
+            i += 2
+            continue
+        if ch in ",=":
+            raise SelectorError(f"invalid field selector: {value!r}: unescaped {ch!r}")
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _split_term(term: str) -> tuple[str, str, str]:
+    for op in ("!=", "==", "="):
+        idx = _find_unescaped(term, op)
+        if idx >= 0:
+            return term[:idx], op, term[idx + len(op) :]
+    raise SelectorError(f"invalid selector: '{term}'; can't understand '{term}'")
+
+
+def _find_unescaped(term: str, op: str) -> int:
+    i = 0
+    while i < len(term):
+        if term[i] == "\\":
+            i += 2
+            continue
+        if term.startswith(op, i):
+            return i
+        i += 1
+    return -1
+
+
+def parse_field_selector(
+    text: str | None,
+    supported: Iterable[str] = (),
+    *,
+    group: str = "",
+    resource: str = "",
+    builtin: bool = True,
+    getter: FieldGetter | None = None,
+) -> FieldSelector:
+    """Parse a field selector, accepting only ``metadata.name``, ``metadata.namespace`` and ``supported``.
+
+    An unknown field is a :class:`SelectorError` worded like the real server: ``field label not
+    supported: X`` for built-in kinds, ``"X" is not a known field selector: only ...`` for
+    custom resources. ``getter`` evaluates a field label (e.g. the registry's ``field_value``);
+    when it returns None the label is read as a dotted path.
+    """
+    if not text or not text.strip():
+        return FieldSelector(())
+    allowed = list(dict.fromkeys([*BASE_FIELDS, *supported]))
+    aliases = FIELD_ALIASES.get((group, resource), {})
+    reqs: list[FieldRequirement] = []
+    for term in _split_unescaped(text, ","):
+        if not term:
+            continue
+        field, op, raw_value = _split_term(term)
+        field = field.strip()
+        if field not in allowed and field not in aliases:
+            raise SelectorError(_unsupported_field(field, allowed, builtin))
+        path = tuple(aliases.get(field, field).split("."))
+        reqs.append(FieldRequirement(field, path, op == "!=", _unescape(raw_value), getter))
+    return FieldSelector(tuple(reqs))
+
+
+def _unsupported_field(field: str, allowed: list[str], builtin: bool) -> str:
+    if builtin:
+        return f"field label not supported: {field}"
+    return f'"{field}" is not a known field selector: only ' + ", ".join(f'"{f}"' for f in allowed)
