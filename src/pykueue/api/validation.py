@@ -35,15 +35,12 @@ from pykueue.api.quantity import Quantity, is_valid_quantity, resource_value
 from pykueue.kube.validation import (
     DNS1123_LABEL_FMT,
     DNS1123_SUBDOMAIN_FMT,
+    is_dns1123_label,
     is_dns1123_subdomain,
     is_qualified_name,
+    is_valid_label_value,
     regex_error,
 )
-
-# controllers/jobs/batch_job.py imports these two from here; named explicitly so that import keeps
-# working until it moves to pykueue.kube.validation (controllers/ is being edited in parallel).
-from pykueue.kube.validation import is_dns1123_label as is_dns1123_label
-from pykueue.kube.validation import is_valid_label_value as is_valid_label_value
 
 # --- field errors -----------------------------------------------------------------------------------
 

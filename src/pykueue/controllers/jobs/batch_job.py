@@ -59,8 +59,8 @@ from pykueue.api.kueue import (
 )
 from pykueue.api.meta import CONDITION_FALSE, CONDITION_TRUE, ObjectMeta, OwnerReference, find_condition
 from pykueue.api.quantity import Quantity, QuantityError
-from pykueue.api.validation import is_dns1123_label, is_valid_label_value
 from pykueue.core.workload.info import PODS_READY, has_quota_reservation, is_admitted, workload_key
+from pykueue.kube.validation import is_dns1123_label, is_valid_label_value
 
 # --- labels, annotations and other well-known names -------------------------------------------------
 
