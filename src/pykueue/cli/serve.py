@@ -3,12 +3,29 @@
 from __future__ import annotations
 
 import argparse
+import gc
 from pathlib import Path
 from typing import Any
 
 from pykueue.cli.components import add_component_arguments, runner_argument_error
 
 EXIT_USAGE = 2
+
+GC_THRESHOLDS = (50_000, 20, 20)
+"""``gc.set_threshold`` of a serving process (CPython's default is (700, 10, 10)).
+
+A control plane holding tens of thousands of objects (millions of Python objects: stored,
+cached and typed copies) paid a full cyclic collection of 0.7–1.3 s, holding the GIL, about
+every 5 s under Kueue's scheduler benchmark (17 in its first 90 s, 13 % of the wall time); API
+requests, watches and scheduling cycles all stopped meanwhile. Almost all of the garbage is
+freed by reference counting; collecting young objects every 50,000 allocations instead of every
+700, and the old generations 20× less often, leaves the cycle collector a background cost.
+"""
+
+
+def tune_gc() -> None:
+    """Apply :data:`GC_THRESHOLDS` (see there why)."""
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def add_parser(sub: Any) -> None:
@@ -131,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
         limits=ConnectionLimits(args.idle_timeout, args.header_timeout, args.body_timeout, args.max_connections),
         start_components=_starter(args),
     )
+    tune_gc()
     return serve(options)
 
 

@@ -214,7 +214,12 @@ def update(
     if is_deleting(old) and not finalizers(new) and not namespace_finalizers(loc, new):
         result: dict[str, Any] = decode(tx.remove(loc, old, old_raw))
     else:
-        result = decode(tx.replace(loc, old, old_raw, new))
+        # ``new`` is private (built from the freshly decoded ``old`` and the caller's object,
+        # which ``_copy`` normalised to JSON values), so it equals what decoding the bytes just
+        # written would give: return it instead of decoding them again (8 % of the embedded
+        # controllers' time in the scheduler benchmark).
+        tx.replace(loc, old, old_raw, new)
+        result = new
     if tx.dry_run:
         result["metadata"]["resourceVersion"] = old_rv
     return result

@@ -327,9 +327,17 @@ class QueueManager:
         self._namespaces.pop(name, None)
 
     def _namespace_matcher(self, cq: PendingClusterQueue) -> Callable[[str], bool]:
+        # One flush asks about every inadmissible workload, most of them in the same few
+        # namespaces: match the selector once per namespace (labels cannot change meanwhile).
+        seen: dict[str, bool] = {}
+
         def matches(namespace: str) -> bool:
-            labels = self._namespaces.get(namespace)
-            return labels is not None and _selector_matches(cq.namespace_selector, labels)
+            result = seen.get(namespace)
+            if result is None:
+                labels = self._namespaces.get(namespace)
+                result = labels is not None and _selector_matches(cq.namespace_selector, labels)
+                seen[namespace] = result
+            return result
 
         return matches
 
