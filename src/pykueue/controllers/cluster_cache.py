@@ -150,7 +150,9 @@ class ClusterCache:
     # --- applying observed changes --------------------------------------------------------------------
 
     def on_change(self, change: Change) -> None:
-        """Apply one observed change (an older version than the cached one is ignored)."""
+        """Apply one observed change (an older version than the cached one is ignored).
+
+        The manager's informers deliver objects already :func:`compact` (their transform)."""
         plural = change.resource.plural
         obj = change.object
         key = object_key(obj)
@@ -167,7 +169,6 @@ class ClusterCache:
             return
         if old is not None and not _newer(resource_version(obj), resource_version(old)):
             return  # our own write, already applied (or an older version)
-        obj = compact(obj)
         cached[key] = obj
         if old is None:
             self._report_unmodelled(change.resource, obj)
@@ -187,7 +188,6 @@ class ClusterCache:
         obj = change.object
         if old is not None and not _newer(resource_version(obj), old.metadata.resource_version):
             return  # our own write, already applied (or an older version)
-        obj = compact(obj)
         if old is None:
             self._report_unmodelled(change.resource, obj)
         wl = _typed(obj, Workload)
@@ -211,7 +211,7 @@ class ClusterCache:
 
     def observe_write(self, res: Resource, obj: dict[str, Any]) -> None:
         """Apply the result of our own successful write at once (write-through)."""
-        self.on_change(Change(res, "MODIFIED", None, obj))
+        self.on_change(Change(res, "MODIFIED", None, compact(obj)))
 
     def _apply(self, plural: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         self._appliers[plural](old, new)
@@ -503,18 +503,30 @@ _UNIQUE_META = frozenset({"name", "uid", "resourceVersion", "creationTimestamp",
 
 
 def compact(obj: dict[str, Any]) -> dict[str, Any]:
-    """``obj`` as cached: without managedFields, keys and repeated string values interned (a copy)."""
+    """``obj`` as cached: without managedFields, keys and repeated string values interned (a copy).
+
+    The manager's informers' transform (client-go ``SetTransform``), so an initial LIST's objects
+    are compacted as they arrive, not after every collection has been listed."""
     out: dict[str, Any] = {}
     for key, value in obj.items():
         if key == "metadata" and isinstance(value, dict):
             out[key] = {
-                sys.intern(k): v if k in _UNIQUE_META else _interned(v)
+                sys.intern(k): _fresh(v) if k in _UNIQUE_META and isinstance(v, str) else _interned(v)
                 for k, v in value.items()
                 if k != "managedFields"
             }
         else:
             out[sys.intern(key)] = _interned(value)
     return out
+
+
+def _fresh(text: str) -> str:
+    """A new copy of ``text``: a kept string must not pin the memory of a whole decoded LIST.
+
+    (A LIST's objects are decoded together; were the cache to keep their own name, uid and
+    resourceVersion strings, every heap arena of the decoded response would stay partly used and
+    could not be returned after the sync.)"""
+    return text[:1] + text[1:]
 
 
 def _interned(value: Any) -> Any:
