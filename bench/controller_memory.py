@@ -5,8 +5,9 @@ Usage: python bench/controller_memory.py [--workloads 50000] [--settle 60] [--qu
 In one process: an in-memory store behind the API server's handlers holds a ResourceFlavor, a
 ClusterQueue (quota for a tenth of the Workloads), a LocalQueue and ``--workloads`` Workloads;
 then Kueue's controller manager starts on an in-process client, lists everything and works
-until the store has not changed for ``--quiet`` seconds (at most ``--settle`` seconds; at 100,000
-Workloads or under load the first admissions can come more than 5 s after the sync: raise it). The process's resident memory
+until the store has not changed for ``--quiet`` seconds (at most ``--settle`` seconds; at
+100,000 Workloads or under load the first admissions can come more than 5 s after the sync: raise
+it). The process's resident memory
 (after ``gc.collect()`` and ``malloc_trim``) before the controllers start and after they settle,
 divided by the number of Workloads, is what the controllers keep per Workload (informer caches,
 queues, scheduler cache) plus what the store grew by from their status writes (reported apart).
