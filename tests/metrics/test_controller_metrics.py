@@ -202,7 +202,7 @@ def test_finish_is_counted_once_with_execution_time(env: MetricsEnv) -> None:
                 c["message"] = "done, really"
 
     update_status(env, R.WORKLOADS, "w", "default", reword)
-    wait(lambda: cond(env.mgr.cluster.raw["workloads"].get(("default", "w")), "Finished")["message"] == "done, really")  # type: ignore[index]
+    wait(lambda: any(c.type == "Finished" and c.message == "done, really" for c in env.mgr.cluster.workloads["default/w"].status.conditions))
     assert counters(env, "kueue_finished_workloads_total") == {cq: 1.0}
 
 

@@ -1,16 +1,23 @@
 """The manager thread's view of the cluster, and how each observed change reaches the core.
 
 :class:`ClusterCache` holds the objects as last seen or written (raw JSON, and typed views of the
-Kueue kinds), applies every :class:`~pykueue.runtime.informer.Change` with the applier registered
+Kueue kinds; Workloads, by far the most numerous, only typed), applies every :class:`~pykueue.runtime.informer.Change` with the applier registered
 for its collection, routes Workload changes into the scheduling core (queues and cache, as
 upstream's ``pkg/controller/core/workload_controller.go`` event handlers do) and queues the
 reconcilers' keys ``(kind, key)`` on the shared :class:`~pykueue.runtime.controller.WorkQueue`.
 It is owned by the manager thread: nothing here is locked.
+
+Memory: this is the manager's only copy of each object (its informers keep only resourceVersions).
+Objects are cached without ``metadata.managedFields`` (controller-runtime's
+``cache.TransformStripManagedFields``; controllers never read them and an update without them
+keeps the live ones) and with their keys and repeated string values interned (namespaces, queue
+names, images, condition types, reasons and messages recur across thousands of Workloads).
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 from collections import deque
 from collections.abc import Callable, Hashable
 from typing import Any
@@ -43,7 +50,13 @@ from pykueue.core.workload.info import (
 from pykueue.metrics.recorder import ControllerMetrics
 from pykueue.runtime.clock import Clock
 from pykueue.runtime.controller import WorkQueue
-from pykueue.runtime.informer import DELETED, Change, ObjectKey, object_key, resource_version
+from pykueue.runtime.informer import (
+    DELETED,
+    Change,
+    ObjectKey,
+    object_key,
+    resource_version,
+)
 from pykueue.runtime.recorder import EventRecorder
 
 log = logging.getLogger(__name__)
@@ -95,6 +108,7 @@ class ClusterCache:
         # Set by the manager once the core and the metrics exist (both read this cache).
         self.core: KueueCore | None = None
         self.metrics: ControllerMetrics | None = None
+        # Raw JSON of every watched collection but Workloads (kept typed only, in ``workloads``).
         self.raw: dict[str, dict[ObjectKey, dict[str, Any]]] = {res.plural: {} for res in WATCHED}
         self.workloads: dict[str, Workload] = {}
         self.local_queues: dict[str, LocalQueue] = {}
@@ -114,7 +128,6 @@ class ClusterCache:
             R.COHORTS.plural: self._apply_cohorts,
             R.CLUSTER_QUEUES.plural: self._apply_clusterqueues,
             R.LOCAL_QUEUES.plural: self._apply_localqueues,
-            R.WORKLOADS.plural: self._apply_workloads,
             R.JOBS.plural: self._apply_jobs,
         }
 
@@ -136,11 +149,16 @@ class ClusterCache:
     # --- applying observed changes --------------------------------------------------------------------
 
     def on_change(self, change: Change) -> None:
-        """Apply one observed change (an older version than the cached one is ignored)."""
+        """Apply one observed change (an older version than the cached one is ignored).
+
+        The manager's informers deliver objects already :func:`compact` (their transform)."""
         plural = change.resource.plural
-        cached = self.raw[plural]
         obj = change.object
         key = object_key(obj)
+        if plural == R.WORKLOADS.plural:
+            self._on_workload_change(change, key)
+            return
+        cached = self.raw[plural]
         old = cached.get(key)
         if change.type == DELETED:
             if old is None:
@@ -148,12 +166,33 @@ class ClusterCache:
             del cached[key]
             self._apply(plural, old, None)
             return
-        if old is not None and not _newer(obj, old):
+        if old is not None and not _newer(resource_version(obj), resource_version(old)):
             return  # our own write, already applied (or an older version)
         cached[key] = obj
         if old is None:
             self._report_unmodelled(change.resource, obj)
         self._apply(plural, old, obj)
+
+    def _on_workload_change(self, change: Change, key: ObjectKey) -> None:
+        """:meth:`on_change` for Workloads, which are cached typed only."""
+        wl_key = f"{key[0]}/{key[1]}"
+        old = self.workloads.get(wl_key)
+        if change.type == DELETED:
+            if old is None:
+                return
+            del self.workloads[wl_key]
+            self._index_owner(old, remove=True)
+            self._updates.append((old, None))
+            return
+        obj = change.object
+        if old is not None and not _newer(resource_version(obj), old.metadata.resource_version):
+            return  # our own write, already applied (or an older version)
+        if old is None:
+            self._report_unmodelled(change.resource, obj)
+        wl = _typed(obj, Workload)
+        self.workloads[wl_key] = wl
+        self._index_owner(wl)
+        self._updates.append((old, wl))
 
     def _report_unmodelled(self, res: Resource, obj: dict[str, Any]) -> None:
         """A Warning Event on an object that asks for a Kueue feature pykueue does not implement."""
@@ -171,7 +210,7 @@ class ClusterCache:
 
     def observe_write(self, res: Resource, obj: dict[str, Any]) -> None:
         """Apply the result of our own successful write at once (write-through)."""
-        self.on_change(Change(res, "MODIFIED", None, obj))
+        self.on_change(Change(res, "MODIFIED", None, compact(obj)))
 
     def _apply(self, plural: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         self._appliers[plural](old, new)
@@ -322,22 +361,6 @@ class ClusterCache:
             self.schedule_status(CLUSTER_QUEUE, lq.spec.cluster_queue)
         self._workloads_of_lq_changed(ns, name)
 
-    def _apply_workloads(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-        old_wl = self.workloads.get(_ns_name(old)) if old is not None else None
-        if new is None:
-            assert old is not None
-            key = _ns_name(old)
-            self.workloads.pop(key, None)
-            if old_wl is not None:
-                self._index_owner(old_wl, remove=True)
-            self._updates.append((old_wl, None))
-            return
-        wl = _typed(new, Workload)
-        key = workload_key(wl)
-        self.workloads[key] = wl
-        self._index_owner(wl)
-        self._updates.append((old_wl, wl))
-
     def _apply_jobs(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         obj = new or old
         assert obj is not None
@@ -446,20 +469,14 @@ def _active(ac: AdmissionCheck) -> bool:
     return ac.status is not None and is_condition_true(ac.status.conditions, "Active")
 
 
-def _newer(obj: dict[str, Any], old: dict[str, Any]) -> bool:
-    """Whether ``obj`` is a later version than ``old`` (resourceVersions are etcd revisions)."""
-    a, b = resource_version(obj), resource_version(old)
+def _newer(a: str, b: str) -> bool:
+    """Whether resourceVersion ``a`` is later than ``b`` (resourceVersions are etcd revisions)."""
     if a == b:
         return False
     try:
         return int(a) > int(b)
     except ValueError:
         return True
-
-
-def _ns_name(obj: dict[str, Any] | None) -> str:
-    meta = (obj or {}).get("metadata") or {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
 def _typed(obj: dict[str, Any], cls: type[Any]) -> Any:
@@ -470,3 +487,44 @@ def _typed(obj: dict[str, Any], cls: type[Any]) -> Any:
 
 def _read_when_needed(old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
     """PriorityClasses are read from ``raw`` by the Job integration when it builds a Workload."""
+
+
+# Unique per object: interning them would only add entries to the interned-string table.
+_UNIQUE_META = frozenset({"name", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp"})
+
+
+def compact(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` as cached: without managedFields, keys and repeated string values interned (a copy).
+
+    The manager's informers' transform (client-go ``SetTransform``), so an initial LIST's objects
+    are compacted as they arrive, not after every collection has been listed."""
+    out: dict[str, Any] = {}
+    for key, value in obj.items():
+        if key == "metadata" and isinstance(value, dict):
+            out[key] = {
+                sys.intern(k): _fresh(v) if k in _UNIQUE_META and isinstance(v, str) else _interned(v)
+                for k, v in value.items()
+                if k != "managedFields"
+            }
+        else:
+            out[sys.intern(key)] = _interned(value)
+    return out
+
+
+def _fresh(text: str) -> str:
+    """A new copy of ``text``: a kept string must not pin the memory of a whole decoded LIST.
+
+    (A LIST's objects are decoded together; were the cache to keep their own name, uid and
+    resourceVersion strings, every heap arena of the decoded response would stay partly used and
+    could not be returned after the sync.)"""
+    return text[:1] + text[1:]
+
+
+def _interned(value: Any) -> Any:
+    if isinstance(value, str):
+        return sys.intern(value)
+    if isinstance(value, dict):
+        return {sys.intern(k) if isinstance(k, str) else k: _interned(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_interned(v) for v in value]
+    return value

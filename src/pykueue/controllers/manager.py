@@ -38,6 +38,7 @@ from pykueue.controllers.cluster_cache import (
     WORKLOAD,
     ClusterCache,
     WorkKey,
+    compact,
 )
 from pykueue.controllers.context import ReconcileContext
 from pykueue.controllers.jobs.job_controller import JobController
@@ -134,7 +135,10 @@ class ControllerManager:
         }
 
         self._inbox: queue.Queue[Change | _Call[Any]] = queue.Queue()
-        self._informers = [Informer(client, res, self._inbox.put) for res in WATCHED]
+        # ClusterCache is the only copy of the objects: the informers keep their resourceVersions only.
+        self._informers = [
+            Informer(client, res, self._inbox.put, transform=compact, cache_objects=False) for res in WATCHED
+        ]
         self._unsynced = {res.plural for res in WATCHED}
         self._initial: list[Change] = []
         self._stop = threading.Event()

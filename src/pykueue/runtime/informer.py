@@ -5,6 +5,16 @@ resourceVersion; when the watch ends it resumes from the last resourceVersion se
 is too old (410) it relists and reports the difference (objects gone meanwhile as DELETED), as
 client-go's reflector does. Consumers get ``(type, old, new)`` changes through a sink callable that
 is called from the informer thread: controllers push them onto their own work queue.
+
+Two options cut what an informer keeps, for consumers that hold their own cache (the controller
+manager's :class:`~pykueue.controllers.cluster_cache.ClusterCache`): ``transform`` is applied to
+every listed and watched object before it is cached and delivered (client-go's
+``SharedInformer.SetTransform``, e.g. :func:`strip_managed_fields` as controller-runtime's
+``cache.TransformStripManagedFields``), and ``cache_objects=False`` keeps only each object's
+resourceVersion (enough to report a relist's differences); then ``get``/``items`` are not
+available, MODIFIED changes carry no ``old`` and DELETED ones the deleted object as last seen in the
+watch (or, after a relist, a tombstone with its namespace, name and resourceVersion, as client-go's
+``DeletedFinalStateUnknown`` stands for an object whose final state was missed).
 """
 
 from __future__ import annotations
@@ -55,17 +65,49 @@ class Change:
 
 
 Sink = Callable[[Change], None]
+Transform = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` without ``metadata.managedFields`` (controller-runtime's ``TransformStripManagedFields``).
+
+    Controllers never read them and they are most of a small object's size. Writing such an
+    object back is safe: an update whose body has no managedFields keeps the live ones
+    (the field manager's ``decodeLiveOrNew``). The metadata dict is copied, not changed in place."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or "managedFields" not in meta:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+
+
+def _tombstone(resource: Resource, key: ObjectKey, rv: str) -> dict[str, Any]:
+    meta = {"name": key[1], "resourceVersion": rv}
+    if key[0]:
+        meta["namespace"] = key[0]
+    return {"apiVersion": resource.api_version, "kind": resource.kind, "metadata": meta}
 
 
 class Informer:
     """List + watch of one :class:`Resource` into a cache; see the module docstring."""
 
-    def __init__(self, client: Client, resource: Resource, sink: Sink, namespace: str | None = None) -> None:
+    def __init__(
+        self,
+        client: Client,
+        resource: Resource,
+        sink: Sink,
+        namespace: str | None = None,
+        *,
+        transform: Transform | None = None,
+        cache_objects: bool = True,
+    ) -> None:
         self.client = client
         self.resource = resource
         self.sink = sink
         self.namespace = namespace
+        self.transform = transform
+        self.cache_objects = cache_objects
         self._cache: dict[ObjectKey, dict[str, Any]] = {}
+        self._versions: dict[ObjectKey, str] = {}  # what is kept when objects are not
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._synced = threading.Event()
@@ -76,13 +118,19 @@ class Informer:
 
     def get(self, key: ObjectKey) -> dict[str, Any] | None:
         """The cached object (not a copy: do not mutate)."""
+        self._require_objects()
         with self._lock:
             return self._cache.get(key)
 
     def items(self) -> list[dict[str, Any]]:
         """Every cached object."""
+        self._require_objects()
         with self._lock:
             return list(self._cache.values())
+
+    def _require_objects(self) -> None:
+        if not self.cache_objects:
+            raise RuntimeError(f"informer {self.resource.plural} keeps no objects (cache_objects=False)")
 
     def wait_synced(self, timeout: float | None = None) -> bool:
         """Block until the initial list has been delivered."""
@@ -121,7 +169,11 @@ class Informer:
                 self._stop.wait(_RETRY_SECONDS)
 
     def _relist(self) -> str:
+        if not self.cache_objects:
+            return self._relist_versions()
         items, rv = self.client.list(self.resource, self.namespace)
+        if self.transform is not None:
+            items = [self.transform(o) for o in items]
         fresh = {object_key(o): o for o in items}
         with self._lock:
             old = self._cache
@@ -140,6 +192,35 @@ class Informer:
             self.sink(Change(self.resource, SYNCED, None, None))
         return rv
 
+    def _relist_versions(self) -> str:
+        """:meth:`_relist` keeping only resourceVersions."""
+        items, rv = self.client.list(self.resource, self.namespace)
+        fresh: dict[ObjectKey, str] = {}
+        changes: list[Change] = []
+        old = self._versions
+        for obj in items:
+            if self.transform is not None:
+                obj = self.transform(obj)
+            key = object_key(obj)
+            version = fresh[key] = resource_version(obj)
+            prev = old.get(key)
+            if prev is None:
+                changes.append(Change(self.resource, ADDED, None, obj))
+            elif prev != version:
+                changes.append(Change(self.resource, MODIFIED, None, obj))
+        del items  # the changes hold the objects now; the list itself need not outlive them
+        with self._lock:
+            self._versions = fresh
+        for key, version in old.items():
+            if key not in fresh:
+                self.sink(Change(self.resource, DELETED, _tombstone(self.resource, key, version), None))
+        for change in changes:
+            self.sink(change)
+        if not self._synced.is_set():
+            self._synced.set()
+            self.sink(Change(self.resource, SYNCED, None, None))
+        return rv
+
     def _watch_from(self, rv: str) -> str:
         w = self.client.watch(self.resource, rv, self.namespace)
         self._watch = w
@@ -147,22 +228,41 @@ class Informer:
             if self._stop.is_set():
                 return rv
             for ev in w:
-                obj = ev.object
+                obj = ev.object if self.transform is None else self.transform(ev.object)
                 key = object_key(obj)
                 rv = resource_version(obj) or rv
-                with self._lock:
-                    prev = self._cache.get(key)
-                    if ev.type == DELETED:
-                        self._cache.pop(key, None)
-                    else:
-                        self._cache[key] = obj
-                if ev.type == DELETED:
-                    self.sink(Change(self.resource, DELETED, prev, None))
+                if self.cache_objects:
+                    self._deliver(ev.type, key, obj)
                 else:
-                    self.sink(Change(self.resource, ADDED if prev is None else MODIFIED, prev, obj))
+                    self._deliver_version(ev.type, key, obj)
                 if self._stop.is_set():
                     break
         finally:
             w.close()
             self._watch = None
         return rv
+
+    def _deliver(self, type_: str, key: ObjectKey, obj: dict[str, Any]) -> None:
+        with self._lock:
+            prev = self._cache.get(key)
+            if type_ == DELETED:
+                self._cache.pop(key, None)
+            else:
+                self._cache[key] = obj
+        if type_ == DELETED:
+            self.sink(Change(self.resource, DELETED, prev, None))
+        else:
+            self.sink(Change(self.resource, ADDED if prev is None else MODIFIED, prev, obj))
+
+    def _deliver_version(self, type_: str, key: ObjectKey, obj: dict[str, Any]) -> None:
+        with self._lock:
+            if type_ == DELETED:
+                self._versions.pop(key, None)
+                known = True
+            else:
+                known = key in self._versions
+                self._versions[key] = resource_version(obj)
+        if type_ == DELETED:
+            self.sink(Change(self.resource, DELETED, obj, None))  # the final state, as the watch saw it
+        else:
+            self.sink(Change(self.resource, MODIFIED if known else ADDED, None, obj))

@@ -1,0 +1,109 @@
+"""Informer options that cut what it keeps: ``transform`` and ``cache_objects=False``."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from pykueue.apiserver.app import create_app
+from pykueue.client import resources as R
+from pykueue.client.inprocess import InProcessClient
+from pykueue.runtime.informer import ADDED, DELETED, MODIFIED, SYNCED, Change, Informer, strip_managed_fields
+from pykueue.store import Store
+
+
+@pytest.fixture
+def client() -> Iterator[InProcessClient]:
+    store = Store(None)
+    _, parts = create_app(store)
+    parts.bootstrap()
+    yield InProcessClient(parts.handlers)
+    store.close()
+
+
+def pod_template(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "PodTemplate",
+        "metadata": {"name": name, "namespace": "default", "labels": {"v": "1"}},
+        "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}},
+    }
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.changes: list[Change] = []
+
+    def __call__(self, change: Change) -> None:
+        with self.lock:
+            self.changes.append(change)
+
+    def after(self, mark: int) -> list[Change]:
+        with self.lock:
+            return self.changes[mark:]
+
+
+def wait(pred: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.01)
+
+
+def test_strip_managed_fields_copies_the_metadata() -> None:
+    obj = {"metadata": {"name": "a", "managedFields": [{"manager": "m"}]}, "data": {"v": "1"}}
+    out = strip_managed_fields(obj)
+    assert out == {"metadata": {"name": "a"}, "data": {"v": "1"}}
+    assert obj["metadata"]["managedFields"] == [{"manager": "m"}], "the original is not changed"
+    plain = {"metadata": {"name": "b"}}
+    assert strip_managed_fields(plain) is plain
+
+
+def test_versions_only_informer_reports_every_change_without_keeping_objects(client: InProcessClient) -> None:
+    client.create(R.POD_TEMPLATES, pod_template("a"))
+    client.create(R.POD_TEMPLATES, pod_template("b"))
+    assert client.get(R.POD_TEMPLATES, "a", "default")["metadata"].get("managedFields")
+    sink = Sink()
+    inf = Informer(client, R.POD_TEMPLATES, sink, transform=strip_managed_fields, cache_objects=False)
+    inf.start()
+    try:
+        assert inf.wait_synced(10)
+        initial = sink.after(0)
+        assert [c.type for c in initial] == [ADDED, ADDED, SYNCED]
+        assert all("managedFields" not in c.object["metadata"] for c in initial[:2])
+        assert inf._cache == {}, "no object kept"
+        with pytest.raises(RuntimeError, match="keeps no objects"):
+            inf.get(("default", "a"))
+
+        mark = len(initial)
+        client.patch(R.POD_TEMPLATES, "a", {"metadata": {"labels": {"v": "2"}}}, "default")
+        client.create(R.POD_TEMPLATES, pod_template("c"))
+        client.delete(R.POD_TEMPLATES, "b", "default")
+        wait(lambda: len(sink.after(mark)) == 3)
+        modified, added, deleted = sink.after(mark)
+        assert (modified.type, modified.old, modified.object["metadata"]["labels"]) == (MODIFIED, None, {"v": "2"})
+        assert "managedFields" not in modified.object["metadata"]
+        assert (added.type, added.object["metadata"]["name"]) == (ADDED, "c")
+        assert (deleted.type, deleted.new, deleted.object["metadata"]["name"]) == (DELETED, None, "b")
+    finally:
+        inf.stop()
+
+    # A relist reports what changed while the watch was down; the gone object as a tombstone.
+    rv_a = client.patch(R.POD_TEMPLATES, "a", {"metadata": {"labels": {"v": "3"}}}, "default")["metadata"]["resourceVersion"]
+    rv_c = inf._versions[("default", "c")]
+    client.delete(R.POD_TEMPLATES, "c", "default")
+    mark = len(sink.after(0))
+    inf._relist()
+    changes = sink.after(mark)
+    assert [(c.type, c.object["metadata"]["name"]) for c in changes] == [(DELETED, "c"), (MODIFIED, "a")]
+    assert changes[0].object == {
+        "apiVersion": "v1",
+        "kind": "PodTemplate",
+        "metadata": {"name": "c", "namespace": "default", "resourceVersion": rv_c},
+    }
+    assert changes[1].object["metadata"]["labels"] == {"v": "3"} and inf._versions[("default", "a")] == rv_a
