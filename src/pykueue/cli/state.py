@@ -36,24 +36,12 @@ from pykueue.apiserver.resources import ResourceInfo
 from pykueue.controllers.jobs import batch_job as bj
 from pykueue.controllers.options import ControllerOptions
 from pykueue.kube.status import StatusError
-from pykueue.sim.cluster import stable_uid
+from pykueue.sim.cluster import LOAD_ORDER, stable_uid
 from pykueue.store.store import Store
 
-# The kinds a scheduling state is made of (besides batch/v1 Jobs, which become Workloads).
-STATE_KINDS = frozenset(
-    {
-        "Namespace",
-        "PriorityClass",
-        "WorkloadPriorityClass",
-        "ResourceFlavor",
-        "AdmissionCheck",
-        "ProvisioningRequestConfig",
-        "Cohort",
-        "ClusterQueue",
-        "LocalQueue",
-        "Workload",
-    }
-)
+# The kinds a scheduling state is made of (besides batch/v1 Jobs, which become Workloads): the
+# simulator's, in its load order.
+STATE_KINDS = frozenset(LOAD_ORDER)
 JOB_API_VERSION = "batch/v1"
 JOB_KIND = "Job"
 
