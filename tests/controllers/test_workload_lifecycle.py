@@ -384,3 +384,21 @@ def test_story_names_the_cycle_and_the_watch_event_behind_each_write(env: Env) -
     # The controller reacted to the version kubectl created, older than the one it wrote.
     kind, _, version = misconfigured[0].stimulus.partition("-")
     assert kind == "watch" and 0 < int(version) < int(orphan["metadata"]["resourceVersion"])
+
+
+def test_story_names_the_timer_behind_a_backoff_requeue(env: Env) -> None:
+    """A Workload whose requeue backoff expires is requeued by the controller's timer, and its trail
+    says so (``timer-workload/<key>``), not the watch event it last saw."""
+    env.create(R.WORKLOADS, workload("b", queue="nope"))
+    wait(has(env, "b", "QuotaReserved", status="False", reason="Misconfigured"))
+    requeue_at = (env.clock() + timedelta(seconds=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    env.client.patch(
+        R.WORKLOADS, "b", {"status": {"requeueState": {"count": 1, "requeueAt": requeue_at}}}, "default",
+        subresource="status",
+    )
+    wait(lambda: ("workload", "default/b") in env.mgr.work.delayed())  # the controller armed its timer
+    env.clock.advance(31)
+    wait(lambda: (env.get(R.WORKLOADS, "b")["status"].get("requeueState") or {}).get("requeueAt") is None)
+    trail = env.mgr.call_in_manager_thread(lambda: env.mgr.core.story("default/b"))
+    backoff = [t for t in trail if t.reason == "BackoffFinished"]
+    assert [(t.stimulus, t.outcome) for t in backoff] == [("timer-workload/default/b", "applied")]

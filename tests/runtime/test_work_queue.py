@@ -50,3 +50,22 @@ def test_add_after_earliest_wins_and_next_due_is_on_the_clock() -> None:
     clock.advance(3)
     assert q.take_ready() == ["a"]
     assert q.next_due_seconds() is None
+
+
+def test_fired_by_timer_tells_a_due_delayed_add_from_a_direct_one() -> None:
+    clock = FakeClock()
+    q: WorkQueue[str] = WorkQueue(clock)
+    q.add_after("t", 2)
+    q.add("w")
+    clock.advance(2)
+    keys = q.take_ready()
+    assert sorted(keys) == ["t", "w"]
+    assert q.fired_by_timer("t") and not q.fired_by_timer("w")
+    for key in keys:
+        q.done(key)
+    assert not q.fired_by_timer("t")  # forgotten once processed
+    q.add_after("t", 1)
+    clock.advance(1)
+    q.add("t")  # a watch event before it was taken: the direct add is the cause
+    assert q.take_ready() == ["t"]
+    assert not q.fired_by_timer("t")

@@ -29,7 +29,7 @@ from pykueue.client import resources as R
 from pykueue.client.interface import APIError, Client, Conflict, NotFound, Resource
 from pykueue.controllers.cluster_cache import ClusterCache, WorkKey
 from pykueue.core.cache.cache import Cache
-from pykueue.core.decision import Decision
+from pykueue.core.decision import Decision, timer_stimulus, watch_stimulus
 from pykueue.core.events import Event
 from pykueue.core.options import SchedulerOptions
 from pykueue.core.queue import QueueManager
@@ -130,6 +130,13 @@ class ReconcileContext:
     def get_workload(self, key: str) -> Workload | None:
         """The cached Workload ``namespace/name`` (the scheduler's port)."""
         return self.cluster.workloads.get(key)
+
+    def stimulus(self, kind: str, key: str, resource_version: str | int) -> str:
+        """What caused this reconcile of ``key``: its timer (``timer-<kind>/<key>``) when a delayed
+        requeue came due, else the watch event of the object as observed (``watch-<rv>``)."""
+        if self.work.fired_by_timer((kind, key)):
+            return timer_stimulus(f"{kind}/{key}")
+        return watch_stimulus(resource_version)
 
     # --- writes ----------------------------------------------------------------------------------------
 

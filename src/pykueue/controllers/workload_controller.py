@@ -19,7 +19,7 @@ from pykueue.api.kueue import JOB_UID_LABEL, RequeueState, Workload
 from pykueue.api.kueue import RESOURCE_IN_USE_FINALIZER as RESOURCE_IN_USE
 from pykueue.api.meta import find_condition, is_condition_true, to_time
 from pykueue.client import resources as R
-from pykueue.core.decision import watch_stimulus
+from pykueue.controllers.cluster_cache import WORKLOAD
 from pykueue.core.events import NORMAL, WARNING, Event
 from pykueue.core.state import outcome_decision
 from pykueue.core.workload import transitions
@@ -124,7 +124,7 @@ class WorkloadController:
         due = to_time(finished.last_transition_time) + timedelta(seconds=after)
         now = self.ctx.now()
         if now < due:
-            self.ctx.requeue_after("workload", workload_key(wl), (due - now).total_seconds())
+            self.ctx.requeue_after(WORKLOAD, workload_key(wl), (due - now).total_seconds())
             return
         if RESOURCE_IN_USE in wl.metadata.finalizers:
             self.remove_finalizer(wl)
@@ -144,8 +144,8 @@ class WorkloadController:
         if written:
             for event in outcome.events:
                 self.ctx.record_event(event)
-        # The decision trail: this reconcile reacted to the Workload as last observed.
-        stimulus = watch_stimulus(wl.metadata.resource_version or 0)
+        # The decision trail: this reconcile reacted to the Workload as last observed, or to its timer.
+        stimulus = self.ctx.stimulus(WORKLOAD, workload_key(wl), wl.metadata.resource_version or 0)
         self.ctx.core.record(outcome_decision(workload_key(wl), outcome, stimulus, self.ctx.now()), written)
         return written
 
@@ -209,11 +209,11 @@ class WorkloadController:
         now = self.ctx.now()
         at = transitions.requeue_at(wl)
         if at is not None and at > now:
-            self.ctx.requeue_after("workload", workload_key(wl), (at - now).total_seconds())
+            self.ctx.requeue_after(WORKLOAD, workload_key(wl), (at - now).total_seconds())
             return False
         updated = transitions.copy_for_status(wl)
         if transitions.finish_backoff(updated, now):
-            self.ctx.write_workload(updated)
+            self._apply(Outcome(status=updated, reason="BackoffFinished"))
             return True
         return False
 
@@ -224,7 +224,7 @@ class WorkloadController:
             return
         waits = [w for w in (self._pods_ready_timeout(wl), self._max_execution_time(wl)) if w]
         if waits:
-            self.ctx.requeue_after("workload", workload_key(wl), min(waits))
+            self.ctx.requeue_after(WORKLOAD, workload_key(wl), min(waits))
 
     def _pods_ready_timeout(self, wl: Workload) -> float | None:
         opts = self.ctx.options

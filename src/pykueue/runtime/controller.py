@@ -78,6 +78,9 @@ class WorkQueue(Generic[K]):
         self._processing: set[K] = set()
         self._dirty: set[K] = set()
         self._delayed: dict[K, datetime] = {}
+        # Keys whose latest add was a delayed add coming due (not a direct add): the reconcile was
+        # caused by a timer (``fired_by_timer``), which the decision trail names as its stimulus.
+        self._timer_fired: set[K] = set()
         self._failures: dict[K, int] = {}
         self._shutdown = False
 
@@ -85,6 +88,7 @@ class WorkQueue(Generic[K]):
         """Queue ``key`` now (a pending delayed add of the same key is superseded)."""
         with self._cond:
             self._delayed.pop(key, None)
+            self._timer_fired.discard(key)
             self._add_locked(key)
 
     def add_after(self, key: K, seconds: float) -> None:
@@ -143,6 +147,7 @@ class WorkQueue(Generic[K]):
         for key, due in list(self._delayed.items()):
             if due <= now:
                 del self._delayed[key]
+                self._timer_fired.add(key)
                 self._add_locked(key)
 
     def get(self) -> K | None:
@@ -174,9 +179,17 @@ class WorkQueue(Generic[K]):
         """Mark ``key`` processed; re-queue it when it was added meanwhile."""
         with self._cond:
             self._processing.discard(key)
+            if key not in self._dirty:
+                self._timer_fired.discard(key)
             if key in self._dirty:
                 self._dirty.discard(key)
                 self._add_locked(key)
+
+    def fired_by_timer(self, key: K) -> bool:
+        """Whether ``key`` (being processed) was queued by a delayed add coming due rather than by a
+        direct add (a watch event, a write)."""
+        with self._cond:
+            return key in self._timer_fired
 
     def pending(self, key: K) -> bool:
         """Whether ``key`` is queued, delayed or was added again while being processed."""
