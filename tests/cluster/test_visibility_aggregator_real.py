@@ -194,7 +194,13 @@ def test_pending_workloads_through_the_real_aggregator(aggregated: Any) -> None:
         what="the next second",
     )
     k.kubectl("apply", "-f", "-", stdin=support.job("vis-2", "vis-lq", command="sleep 600"))
-    owner = {w["metadata"]["name"]: w["metadata"]["ownerReferences"][0]["name"] for w in k.items("workloads")}
+    # vis-2's Workload is created by the Job controller after the apply returns: read the owners
+    # once both pending Workloads exist.
+    def owners() -> dict[str, str] | None:
+        found = {w["metadata"]["name"]: w["metadata"]["ownerReferences"][0]["name"] for w in k.items("workloads")}
+        return found if len(found) == 3 else None
+
+    owner = support.wait_for(owners, timeout=60, what="the three Jobs' Workloads")
 
     def pending(path: str) -> list[dict[str, Any]] | None:
         result = raw(k, path)
