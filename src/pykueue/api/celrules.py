@@ -27,6 +27,31 @@ class Rule(NamedTuple):
 
 
 # Kinds whose rules are the same in v1beta1 and v1beta2.
+# core/v1 Toleration's rules, as controller-gen emits them wherever Kueue embeds a toleration list
+# (ResourceFlavor spec, Workload podSetUpdates in both versions).
+_TOLERATIONS: tuple[Rule, ...] = (
+    Rule(
+        "self.all(x, !has(x.key) ? x.operator == 'Exists' : true)",
+        "operator must be Exists when 'key' is empty, which means 'match all values and all keys'",
+    ),
+    Rule(
+        "self.all(x, has(x.tolerationSeconds) ? x.effect == 'NoExecute' : true)",
+        "effect must be 'NoExecute' when 'tolerationSeconds' is set",
+    ),
+    Rule(
+        "self.all(x, !has(x.operator) || x.operator in ['Equal', 'Exists'])",
+        "supported toleration values: 'Equal'(default), 'Exists'",
+    ),
+    Rule(
+        "self.all(x, has(x.operator) && x.operator == 'Exists' ? !has(x.value) : true)",
+        "a value must be empty when 'operator' is 'Exists'",
+    ),
+    Rule(
+        "self.all(x, !has(x.effect) || x.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",
+        "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'",
+    ),
+)
+
 _ADMISSION_CHECK: Mapping[str, tuple[Rule, ...]] = {
     "spec.controllerName": (
         Rule(
@@ -71,28 +96,7 @@ _RESOURCE_FLAVOR: Mapping[str, tuple[Rule, ...]] = {
             "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'",
         ),
     ),
-    "spec.tolerations": (
-        Rule(
-            "self.all(x, !has(x.key) ? x.operator == 'Exists' : true)",
-            "operator must be Exists when 'key' is empty, which means 'match all values and all keys'",
-        ),
-        Rule(
-            "self.all(x, has(x.tolerationSeconds) ? x.effect == 'NoExecute' : true)",
-            "effect must be 'NoExecute' when 'tolerationSeconds' is set",
-        ),
-        Rule(
-            "self.all(x, !has(x.operator) || x.operator in ['Equal', 'Exists'])",
-            "supported toleration values: 'Equal'(default), 'Exists'",
-        ),
-        Rule(
-            "self.all(x, has(x.operator) && x.operator == 'Exists' ? !has(x.value) : true)",
-            "a value must be empty when 'operator' is 'Exists'",
-        ),
-        Rule(
-            "self.all(x, !has(x.effect) || x.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",
-            "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'",
-        ),
-    ),
+    "spec.tolerations": _TOLERATIONS,
 }
 
 RULES: Mapping[tuple[str, str], Mapping[str, tuple[Rule, ...]]] = {
@@ -249,28 +253,7 @@ RULES: Mapping[tuple[str, str], Mapping[str, tuple[Rule, ...]]] = {
                 "clusterName and nominatedClusterNames are mutually exclusive",
             ),
         ),
-        "status.admissionChecks[].podSetUpdates[].tolerations": (
-            Rule(
-                "self.all(x, !has(x.key) ? x.operator == 'Exists' : true)",
-                "operator must be Exists when 'key' is empty, which means 'match all values and all keys'",
-            ),
-            Rule(
-                "self.all(x, has(x.tolerationSeconds) ? x.effect == 'NoExecute' : true)",
-                "effect must be 'NoExecute' when 'tolerationSeconds' is set",
-            ),
-            Rule(
-                "self.all(x, !has(x.operator) || x.operator in ['Equal', 'Exists'])",
-                "supported toleration values: 'Equal'(default), 'Exists'",
-            ),
-            Rule(
-                "self.all(x, has(x.operator) && x.operator == 'Exists' ? !has(x.value) : true)",
-                "a value must be empty when 'operator' is 'Exists'",
-            ),
-            Rule(
-                "self.all(x, !has(x.effect) || x.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",
-                "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'",
-            ),
-        ),
+        "status.admissionChecks[].podSetUpdates[].tolerations": _TOLERATIONS,
     },
     ("Workload", "v1beta2"): {
         "": (
@@ -363,28 +346,7 @@ RULES: Mapping[tuple[str, str], Mapping[str, tuple[Rule, ...]]] = {
                 "exactly one of the fields in [universal individual] must be set",
             ),
         ),
-        "status.admissionChecks[].podSetUpdates[].tolerations": (
-            Rule(
-                "self.all(x, !has(x.key) ? x.operator == 'Exists' : true)",
-                "operator must be Exists when 'key' is empty, which means 'match all values and all keys'",
-            ),
-            Rule(
-                "self.all(x, has(x.tolerationSeconds) ? x.effect == 'NoExecute' : true)",
-                "effect must be 'NoExecute' when 'tolerationSeconds' is set",
-            ),
-            Rule(
-                "self.all(x, !has(x.operator) || x.operator in ['Equal', 'Exists'])",
-                "supported toleration values: 'Equal'(default), 'Exists'",
-            ),
-            Rule(
-                "self.all(x, has(x.operator) && x.operator == 'Exists' ? !has(x.value) : true)",
-                "a value must be empty when 'operator' is 'Exists'",
-            ),
-            Rule(
-                "self.all(x, !has(x.effect) || x.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",
-                "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'",
-            ),
-        ),
+        "status.admissionChecks[].podSetUpdates[].tolerations": _TOLERATIONS,
     },
 }
 """(kind, version) → path → rules, as upstream's generated CRDs declare them (controller-gen markers)."""
