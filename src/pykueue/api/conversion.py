@@ -246,6 +246,9 @@ def _wl_up(data: dict[str, Any]) -> None:
     status = _sub(data, "status")
     if status is not None:
         _rename_key(status, "accumulatedPastExexcutionTimeSeconds", "accumulatedPastExecutionTimeSeconds")
+        admission = _sub(status, "admission")
+        if admission is not None and admission.get("clusterQueue") == "":
+            del admission["clusterQueue"]  # v1beta2's field is omitempty
     _each_topology_assignment(data, topology_assignment_to_v1beta2)
 
 
@@ -280,6 +283,10 @@ def _wl_down(data: dict[str, Any]) -> None:
     if status is not None:
         status.pop("preemptionGates", None)
         _rename_key(status, "accumulatedPastExecutionTimeSeconds", "accumulatedPastExexcutionTimeSeconds")
+        admission = _sub(status, "admission")
+        if admission is not None and "clusterQueue" not in admission:
+            # optional in v1beta2; v1beta1's Go field has no omitempty (its CRD requires it)
+            status["admission"] = {"clusterQueue": "", **admission}
     _each_topology_assignment(data, topology_assignment_to_v1beta1)
 
 
