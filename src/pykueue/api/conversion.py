@@ -543,7 +543,8 @@ def to_external(obj: KueueObject, api_version: str | None = None) -> dict[str, A
 # Fields serialised even when equal to their default (Go fields without ``omitempty``); those
 # upstream's CRDs mark required must be here, or a real kube-apiserver refuses the status write.
 _ALWAYS_SERIALISED: Mapping[type[Any], frozenset[str]] = {
-    k.PodSet: frozenset({"name", "count"}),
+    k.PodSet: frozenset({"name", "count", "template"}),
+    k.AdmissionScope: frozenset({"admission_mode"}),
     k.PodSetAssignment: frozenset({"name"}),
     k.Admission: frozenset({"pod_set_assignments"}),
     k.WorkloadSpec: frozenset({"pod_sets"}),
