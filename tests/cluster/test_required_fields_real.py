@@ -73,6 +73,13 @@ CREATES: dict[str, tuple[str, dict[str, Any]]] = {
         {"apiVersion": f"{GROUP}/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "taint"},
          "spec": {"nodeTaints": [{"value": "x"}]}},
     ),
+    "quota-v1beta1": (
+        "clusterqueues",
+        _cq("quota-v1beta1", {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": [{"name": "cpu"}]}]}]}, "v1beta1"),
+    ),
+    "container-name": (
+        "workloads", _wl("container-name", template={"spec": {"containers": [{"image": "busybox"}]}}),
+    ),
     "no-value": (
         "workloadpriorityclasses",
         {"apiVersion": f"{GROUP}/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": "no-value"}},

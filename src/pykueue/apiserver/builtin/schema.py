@@ -546,12 +546,11 @@ def _paired_items(value: list[Any], old: Any, keys: tuple[str, ...] | None) -> l
     """The old item each new item is compared with (None: none), by list-map keys."""
     if not keys or not isinstance(old, list):
         return [None] * len(value)
-    by_key = {_map_key(item, keys): item for item in old if isinstance(item, dict)}
-    return [by_key.get(_map_key(item, keys)) if isinstance(item, dict) else None for item in value]
-
-
-def _map_key(item: Mapping[str, Any], keys: tuple[str, ...]) -> str:
-    return json.dumps([item.get(name) for name in keys])
+    try:  # map keys are scalars (strings, integers)
+        by_key = {tuple(map(item.get, keys)): item for item in old if isinstance(item, dict)}
+        return [by_key.get(tuple(map(item.get, keys))) if isinstance(item, dict) else None for item in value]
+    except TypeError:  # an unhashable key value: such an item pairs with nothing
+        return [None] * len(value)
 
 
 # --- validation -----------------------------------------------------------------------------------
