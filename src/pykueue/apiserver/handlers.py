@@ -1,7 +1,8 @@
 """Resource request handlers: the kube-apiserver request path for one resource request.
 
-``decode → (patch) → prune/check fields → convert to the storage version → default → validate →
-managedFields → store → convert to the requested version → JSON / YAML / Table``.
+``decode → (patch) → prune/check fields → required fields (in the version written) → convert to
+the storage version → default → validate → managedFields → store → convert to the requested
+version → JSON / YAML / Table``.
 
 Handlers are plain synchronous functions over an :class:`APIRequest`; the HTTP layer calls them
 through :meth:`Handlers.handle_async` (on the event-loop thread, large LISTs on a worker thread,
