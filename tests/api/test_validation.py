@@ -30,7 +30,7 @@ from pykueue.api.validation import (
 SEEDS = Path("/work/shared/seeds")
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 CEL_SKIPPED = (
-    '<nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; '
+    "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; "
     "correct the existing errors to complete validation"
 )
 

@@ -246,6 +246,9 @@ def _wl_up(data: dict[str, Any]) -> None:
     status = _sub(data, "status")
     if status is not None:
         _rename_key(status, "accumulatedPastExexcutionTimeSeconds", "accumulatedPastExecutionTimeSeconds")
+        admission = _sub(status, "admission")
+        if admission is not None and admission.get("clusterQueue") == "":
+            del admission["clusterQueue"]  # v1beta2's field is omitempty
     _each_topology_assignment(data, topology_assignment_to_v1beta2)
 
 
@@ -280,6 +283,10 @@ def _wl_down(data: dict[str, Any]) -> None:
     if status is not None:
         status.pop("preemptionGates", None)
         _rename_key(status, "accumulatedPastExecutionTimeSeconds", "accumulatedPastExexcutionTimeSeconds")
+        admission = _sub(status, "admission")
+        if admission is not None and "clusterQueue" not in admission:
+            # optional in v1beta2; v1beta1's Go field has no omitempty (its CRD requires it)
+            status["admission"] = {"clusterQueue": "", **admission}
     _each_topology_assignment(data, topology_assignment_to_v1beta1)
 
 
@@ -536,7 +543,8 @@ def to_external(obj: KueueObject, api_version: str | None = None) -> dict[str, A
 # Fields serialised even when equal to their default (Go fields without ``omitempty``); those
 # upstream's CRDs mark required must be here, or a real kube-apiserver refuses the status write.
 _ALWAYS_SERIALISED: Mapping[type[Any], frozenset[str]] = {
-    k.PodSet: frozenset({"name", "count"}),
+    k.PodSet: frozenset({"name", "count", "template"}),
+    k.AdmissionScope: frozenset({"admission_mode"}),
     k.PodSetAssignment: frozenset({"name"}),
     k.Admission: frozenset({"pod_set_assignments"}),
     k.WorkloadSpec: frozenset({"pod_sets"}),

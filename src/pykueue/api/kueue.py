@@ -286,7 +286,7 @@ class PodSetAssignment(_Spec):
 
 
 class Admission(_Spec):
-    cluster_queue: str
+    cluster_queue: str = ""  # optional in v1beta2 (v1beta1's CRD requires it)
     pod_set_assignments: list[PodSetAssignment] = []
 
 

@@ -1637,16 +1637,28 @@ def _run_webhook(obj: k.KueueObject, old: Any, gates: FeatureGates) -> list[Fiel
     return []
 
 
-def validate_schema(obj: k.KueueObject, old: k.KueueObject | None = None) -> list[FieldError]:
-    """Stage 1: metadata, OpenAPI and CEL rules of the CRD (CEL skipped after blocking errors)."""
+def validate_schema(
+    obj: k.KueueObject, old: k.KueueObject | None = None, *, prior: Sequence[FieldError] = ()
+) -> list[FieldError]:
+    """Stage 1: metadata, OpenAPI and CEL rules of the CRD (CEL skipped after blocking errors).
+
+    ``prior``: OpenAPI errors found before the typed model read the object (a ``required``
+    property it defaults), reported first, as blocking as this stage's own.
+    """
     _check_old(obj, old)
     name_check = is_dns1123_label if isinstance(obj, k.Namespace) else is_dns1123_subdomain
-    errs = _schema_metadata(obj, name_check)
+    errs = [*prior, *_schema_metadata(obj, name_check)]
     schema_errs, cel_errs = _SCHEMA[type(obj)](obj, old)
     errs += schema_errs
     if any(e.type in _BLOCKING_TYPES for e in errs):
-        return [*errs, invalid(ROOT_PATH, None, CEL_SKIPPED_MSG)] if cel_errs or _has_cel(obj) else errs
+        return [*errs, cel_skipped()] if cel_errs or _has_cel(obj) else errs
     return errs + cel_errs
+
+
+def cel_skipped() -> FieldError:
+    """The error kube-apiserver adds when blocking OpenAPI errors kept the CEL rules from running
+    (``field.Invalid(nil, nil, ...)``: a v1.35 kube-apiserver renders the nil value as a bare ``null``)."""
+    return invalid(ROOT_PATH, Raw("null"), CEL_SKIPPED_MSG)
 
 
 def _has_cel(obj: k.KueueObject) -> bool:

@@ -484,11 +484,8 @@ _STRUCTS: dict[type, Schema] = {
         "required": ["template"],
     },
     k.PriorityClassRef: F("PriorityClassRef references a WorkloadPriorityClass or a PriorityClass."),
-    # v1beta2's clusterQueue is optional upstream (v1beta1 requires it: _wl_v1beta1)
-    k.Admission: {
-        **F("Admission contains the ClusterQueue and flavor assignments of an admitted Workload."),
-        "required": None,
-    },
+    # v1beta2's clusterQueue is optional, as the model's (v1beta1 requires it: _wl_v1beta1)
+    k.Admission: F("Admission contains the ClusterQueue and flavor assignments of an admitted Workload."),
     k.PodSetAssignment: F("PodSetAssignment holds the flavors and resource usage assigned to one podSet."),
     k.AdmissionCheckState: {
         **F("AdmissionCheckState is the state of one admission check of a Workload."),

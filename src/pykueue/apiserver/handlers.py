@@ -1,7 +1,8 @@
 """Resource request handlers: the kube-apiserver request path for one resource request.
 
-``decode → (patch) → prune/check fields → convert to the storage version → default → validate →
-managedFields → store → convert to the requested version → JSON / YAML / Table``.
+``decode → (patch) → prune/check fields → required fields (in the version written) → convert to
+the storage version → default → validate → managedFields → store → convert to the requested
+version → JSON / YAML / Table``.
 
 Handlers are plain synchronous functions over an :class:`APIRequest`; the HTTP layer calls them
 through :meth:`Handlers.handle_async` (on the event-loop thread, large LISTs on a worker thread,
@@ -160,8 +161,18 @@ class ResourceInfo(Protocol):
     def prepare_for_create(self, obj: dict[str, Any]) -> dict[str, Any]: ...
     def default_for_create(self, obj: dict[str, Any]) -> dict[str, Any]: ...
     def validation_failure(
-        self, obj: dict[str, Any], old: dict[str, Any] | None, *, types_checked: bool = False
+        self,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None,
+        *,
+        types_checked: bool = False,
+        missing: Sequence[FieldError] = (),
     ) -> ValidationFailed | None: ...
+    @property
+    def missing_required_checked(self) -> bool: ...
+    def missing_required(
+        self, obj: Mapping[str, Any], old: Mapping[str, Any] | None, version: str
+    ) -> list[FieldError]: ...
     def admit(self, obj: dict[str, Any], lookup: Lookup) -> None: ...
     def admission_failure(
         self, obj: dict[str, Any], old: dict[str, Any] | None, lookup: Lookup
@@ -911,14 +922,21 @@ class Handlers:
         return self._guard(info, obj, lambda: info.default(obj))
 
     def _validate(
-        self, info: ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None, version: str
+        self,
+        info: ResourceInfo,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None,
+        version: str,
+        missing: Sequence[FieldError] = (),
     ) -> None:
         # Every request path prunes (and so type-checks) the object before it gets here, except
         # that the pruning walk passes over null list items; an object with a null anywhere (a
         # C-speed check of its JSON; false positives only cost the full check) is checked again.
         types_checked = b"null" not in _json_encode(obj)
         failure = self._guard(
-            info, obj, lambda: info.validation_failure(obj, old, types_checked=types_checked)
+            info,
+            obj,
+            lambda: info.validation_failure(obj, old, types_checked=types_checked, missing=missing),
         )
         if failure is not None:
             raise E.invalid(
@@ -1025,10 +1043,16 @@ class Handlers:
             obj.pop("status", None)
         if _meta(obj).get("resourceVersion"):
             raise E.bad_request("resourceVersion should not be set on objects to be created")
-        storage = self._to_storage(info, obj, req.version)
-        storage = self._guard(info, storage, lambda: info.default_for_create(storage))
+        missing = info.missing_required(obj, None, req.version)
+        try:
+            storage = self._to_storage(info, obj, req.version)
+            storage = self._guard(info, storage, lambda: info.default_for_create(storage))
+        except StatusError:
+            if missing:  # the model could not read it without what is missing: say that
+                self._validate(info, obj, None, req.version, missing)
+            raise
         generated = _draw_generated_name(storage)
-        self._validate(info, storage, None, req.version)
+        self._validate(info, storage, None, req.version, missing)
         if generated:  # validated like the name it stands for; the store draws the real one
             _meta(storage).pop("name", None)  # (retrying on collisions, as kube-apiserver does)
         self._require_namespace_exists(info, req.namespace, str(_meta(storage).get("name") or ""))
@@ -1085,10 +1109,16 @@ class Handlers:
         operation_done: bool,
     ) -> dict[str, Any]:
         """Convert, merge with the live object per subresource, default, validate, store."""
-        incoming = self._to_storage(info, obj, req.version)
+        missing = self._missing_required(req, info, obj, live)
+        try:
+            incoming = self._to_storage(info, obj, req.version)
+        except StatusError:
+            if missing:
+                self._validate(info, obj, None, req.version, missing)
+            raise
         merged = self._merge_subresource(info, req.subresource, incoming, live)
         merged = self._default(info, merged)
-        self._validate(info, merged, live, req.version)
+        self._validate(info, merged, live, req.version, missing)
         if req.subresource is None:  # webhook rules name the main resource only, not /status
             self._admission_validate(info, merged, live)
         if not operation_done:
@@ -1104,6 +1134,18 @@ class Handlers:
         except Exception as err:
             raise self._store_error(err, info, req.name or "") from None
         return updated
+
+    def _missing_required(
+        self, req: APIRequest, info: ResourceInfo, obj: dict[str, Any], live: dict[str, Any]
+    ) -> list[FieldError]:
+        """The CRD's required properties the update lacks, checked as kube-apiserver does: on
+        what will be stored (the live spec with a new status, or the reverse), in the version
+        written, ratcheted against the live object in that version."""
+        if not info.missing_required_checked:
+            return []
+        live_v = self.to_version(info, live, req.version)
+        merged_v = self._merge_subresource(info, req.subresource, obj, live_v)
+        return info.missing_required(merged_v, live_v, req.version)
 
     @staticmethod
     def _merge_subresource(

@@ -24,6 +24,7 @@ for this one resource).
 from __future__ import annotations
 
 import copy
+import functools
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,17 +48,19 @@ from pykueue.api.conversion import (
 from pykueue.api.conversion import encode as encode_typed
 from pykueue.api.defaults import apply_admission_mutations, apply_defaults
 from pykueue.api.feature_gates import DEFAULT_GATES, FeatureGates
-from pykueue.api.validation import TYPE_INVALID as _TYPE_INVALID
-from pykueue.api.validation import WEBHOOK_NAMES as _KUEUE_WEBHOOKS
 from pykueue.api.validation import (
+    REQUIRED,
     FieldError,
     ValidationFailed,
     aggregate,
     cel,
+    cel_skipped,
     required,
     validate_schema,
     validate_webhook,
 )
+from pykueue.api.validation import TYPE_INVALID as _TYPE_INVALID
+from pykueue.api.validation import WEBHOOK_NAMES as _KUEUE_WEBHOOKS
 from pykueue.apiserver import crdgen
 from pykueue.apiserver.admission import Admission, Lookup
 from pykueue.apiserver.builtin import (
@@ -116,6 +119,11 @@ class Behaviour:
     """``prepare_for_create(default(obj))`` done faster (None: the two steps)."""
     failure_after_type_check: Callable[[Obj, Obj | None, FeatureGates], ValidationFailed | None] | None = None
     """:attr:`failure` of an object whose JSON types were already checked (None: the same)."""
+    failure_with_missing: (
+        Callable[[Obj, Obj | None, FeatureGates, Sequence[FieldError]], ValidationFailed] | None
+    ) = None
+    """:attr:`failure` given the ``required`` properties the written object lacked (None: the kind's
+    validation finds them itself, in the storage version)."""
 
 
 @dataclass
@@ -228,16 +236,46 @@ class ResourceInfo:
         """Schema, CEL and webhook errors of a storage-version object (``old`` for updates)."""
         return self._behaviour().validate(obj, old, gates)
 
+    @property
+    def missing_required_checked(self) -> bool:
+        """Whether :meth:`missing_required` can find anything (the Kueue kinds the model reads)."""
+        return self._behaviour().failure_with_missing is not None
+
+    def missing_required(
+        self, obj: Mapping[str, Any], old: Mapping[str, Any] | None, version: str
+    ) -> list[FieldError]:
+        """``Required value`` errors of a written object as ``version`` of the CRD states them.
+
+        kube-apiserver checks a custom resource in the version it was written in, after that
+        version's OpenAPI defaults and before any conversion; the typed model behind the Kueue
+        kinds fills its own defaults on decoding (an admission check's ``message``), so their
+        ``required`` lists are checked here, on the object as written (``old``: the stored object
+        in the same version, for ratcheting), from the same schema the generated CRDs carry.
+        """
+        if not self.missing_required_checked:
+            return []
+        return sch.missing_required(obj, self.openapi_schema(version), old)
+
     def validation_failure(
-        self, obj: Obj, old: Obj | None, *, gates: FeatureGates = DEFAULT_GATES, types_checked: bool = False
+        self,
+        obj: Obj,
+        old: Obj | None,
+        *,
+        gates: FeatureGates = DEFAULT_GATES,
+        types_checked: bool = False,
+        missing: Sequence[FieldError] = (),
     ) -> ValidationFailed | None:
         """Like :meth:`validate` but as the apiserver's error (message names a webhook if one denied).
 
         ``types_checked``: the request path already checked the object's JSON types against the
         schema (field pruning does, before conversion and defaulting, which only produce typed
-        values), so the second walk of the whole object is skipped.
+        values), so the second walk of the whole object is skipped. ``missing``: the
+        :meth:`missing_required` errors of the object as written (blocking: reported with the
+        other OpenAPI errors, CEL rules and webhooks not run).
         """
         behaviour = self._behaviour()
+        if missing and behaviour.failure_with_missing is not None:
+            return behaviour.failure_with_missing(obj, old, gates, missing)
         if types_checked and behaviour.failure_after_type_check is not None:
             return behaviour.failure_after_type_check(obj, old, gates)
         return behaviour.failure(obj, old, gates)
@@ -519,6 +557,49 @@ def _kueue_failure(
     return check
 
 
+def _kueue_failure_with_missing(
+    kind: str,
+) -> Callable[[Obj, Obj | None, FeatureGates, Sequence[FieldError]], ValidationFailed]:
+    def check(
+        obj: Obj, old: Obj | None, gates: FeatureGates, missing: Sequence[FieldError]
+    ) -> ValidationFailed:
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        try:
+            typed = _typed(obj)
+            old_typed = _typed(old) if old is not None else None
+        except ConversionError:  # the model needs what is missing: only the OpenAPI errors found
+            version = str(obj.get("apiVersion") or "").rpartition("/")[2] or crdgen.V1BETA2
+            errs = [*missing, cel_skipped()] if _has_cel_rules(kind, version) else list(missing)
+        else:
+            absent = tuple(e.field for e in missing)
+            errs = [
+                e
+                for e in validate_schema(typed, old_typed, prior=missing)
+                # what the model checked of the defaults it filled in for the absent fields
+                if (e.type == REQUIRED and e.field in absent) or not any(_within(e.field, p) for p in absent)
+            ]
+        # the embedded pod templates' own checks report their required fields too: once each
+        return ValidationFailed(kind, name, list({str(e): e for e in errs}.values()))
+
+    return check
+
+
+def _within(field_path: str, path: str) -> bool:
+    return field_path == path or field_path.startswith((f"{path}.", f"{path}["))
+
+
+@functools.cache
+def _has_cel_rules(kind: str, version: str) -> bool:
+    """Whether the CRD of ``kind`` has CEL rules in ``version`` (kube-apiserver's celValidator)."""
+    if version not in (crdgen.V1BETA1, crdgen.V1BETA2):
+        version = crdgen.V1BETA2
+    return _any_rules(crdgen.shared_kueue_schema(kind, version))
+
+
+def _any_rules(schema: Mapping[str, Any]) -> bool:
+    return sch.VALIDATIONS in schema or any(_any_rules(sub) for sub in sch.children(schema))
+
+
 WEBHOOK_CONVERSION_KINDS = frozenset(
     {"LocalQueue", "ClusterQueue", "Cohort", "Workload", "MultiKueueCluster"}
 )
@@ -567,6 +648,7 @@ def _kueue_behaviour(kind: str) -> Behaviour:
         validate=_kueue_validate(kind),
         failure=_kueue_failure(kind),
         failure_after_type_check=_kueue_failure(kind, check_types=False),
+        failure_with_missing=_kueue_failure_with_missing(kind),
         selectable={"status.admission.clusterQueue": _path_getter("status.admission.clusterQueue")}
         if kind == "Workload"
         else {},

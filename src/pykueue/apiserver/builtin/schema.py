@@ -449,6 +449,110 @@ def _canonicalize(value: Any, plan: _QuantityPlan) -> Any:
     return value
 
 
+# --- required fields ------------------------------------------------------------------------------
+
+
+class _RequiredPlan:
+    """Where ``required`` properties (without a ``default``) are below a schema node."""
+
+    __slots__ = ("extra", "items", "map_keys", "props", "required")
+
+    def __init__(self) -> None:
+        self.required: tuple[str, ...] = ()
+        self.props: dict[str, _RequiredPlan] = {}
+        """Only the properties with required fields below them."""
+        self.extra: _RequiredPlan | None = None
+        self.items: _RequiredPlan | None = None
+        self.map_keys: tuple[str, ...] | None = None
+        """``x-kubernetes-list-map-keys`` of a map list (how ratcheting pairs old and new items)."""
+
+
+_REQUIRED_PLANS: dict[int, tuple[Mapping[str, Any], _RequiredPlan | None]] = {}
+
+
+def missing_required(
+    value: Any, schema: Mapping[str, Any], old: Any = None, path: str = ""
+) -> list[FieldError]:
+    """``Required value`` errors of the ``required`` properties absent from ``value``.
+
+    What kube-apiserver reports for a custom resource: its OpenAPI ``default`` values are applied
+    before validation, so a required property with a default is never missing; with ``old`` (an
+    update), errors inside a value equal to the old one at the same place are dropped, as CRD
+    validation ratcheting does (list items are paired by their map keys, other lists not at all).
+    Only the parts of the schema with required properties are walked (memoised per schema object).
+    """
+    plan = _required_plan(schema)
+    out: list[FieldError] = []
+    if plan is not None:
+        _collect_missing(value, old, plan, path, out)
+    return out
+
+
+def _required_plan(schema: Mapping[str, Any]) -> _RequiredPlan | None:
+    hit = _REQUIRED_PLANS.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    plan = _build_required_plan(schema)  # structural schemas are trees: no cycle to guard against
+    if len(_REQUIRED_PLANS) > 4096:
+        _REQUIRED_PLANS.clear()
+    _REQUIRED_PLANS[id(schema)] = (schema, plan)
+    return plan
+
+
+def _build_required_plan(schema: Mapping[str, Any]) -> _RequiredPlan | None:
+    plan = _RequiredPlan()
+    props = schema.get("properties") or {}
+    plan.required = tuple(
+        name for name in schema.get("required") or [] if "default" not in (props.get(name) or {})
+    )
+    for name, sub in props.items():
+        child = _build_required_plan(sub)
+        if child is not None:
+            plan.props[name] = child
+    extra = schema.get("additionalProperties")
+    plan.extra = _build_required_plan(extra) if isinstance(extra, dict) else None
+    items = schema.get("items")
+    plan.items = _build_required_plan(items) if isinstance(items, dict) else None
+    if schema.get(LIST_TYPE) == "map":
+        plan.map_keys = tuple(schema.get(LIST_MAP_KEYS) or ())
+    if plan.required or plan.props or plan.extra is not None or plan.items is not None:
+        return plan
+    return None
+
+
+def _collect_missing(value: Any, old: Any, plan: _RequiredPlan, path: str, out: list[FieldError]) -> None:
+    if old is not None and old == value:  # ratcheting: an unchanged value keeps its errors
+        return
+    if isinstance(value, dict):
+        old_map = old if isinstance(old, dict) else {}
+        for name in plan.required:
+            if name not in value:
+                out.append(required(_join(path, name)))
+        for name, sub in plan.props.items():
+            if name in value:
+                _collect_missing(value[name], old_map.get(name), sub, _join(path, name), out)
+        extra = plan.extra
+        if extra is not None:
+            for name, item in value.items():
+                if name not in plan.props:
+                    _collect_missing(item, old_map.get(name), extra, schema_key(path, name), out)
+    elif isinstance(value, list) and plan.items is not None:
+        olds = _paired_items(value, old, plan.map_keys)
+        for i, item in enumerate(value):
+            _collect_missing(item, olds[i], plan.items, idx(path, i), out)
+
+
+def _paired_items(value: list[Any], old: Any, keys: tuple[str, ...] | None) -> list[Any]:
+    """The old item each new item is compared with (None: none), by list-map keys."""
+    if not keys or not isinstance(old, list):
+        return [None] * len(value)
+    try:  # map keys are scalars (strings, integers)
+        by_key = {tuple(map(item.get, keys)): item for item in old if isinstance(item, dict)}
+        return [by_key.get(tuple(map(item.get, keys))) if isinstance(item, dict) else None for item in value]
+    except TypeError:  # an unhashable key value: such an item pairs with nothing
+        return [None] * len(value)
+
+
 # --- validation -----------------------------------------------------------------------------------
 
 _JSON_TYPE_NAMES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array"}
