@@ -220,3 +220,18 @@ def test_api_answers_while_the_controller_process_is_paused_in_its_initial_sync(
         wait_for(job_admitted, timeout=60, what="the Job admitted once the controllers resumed")
     finally:
         srv.stop()
+
+
+def test_controllers_in_process_keeps_the_single_process_layout(tmp_path: Path) -> None:
+    k = start_kueue(tmp_path, "embedded", ["--no-job-runner", "--controllers-in-process"])
+    try:
+        wait_for(lambda: synced(k), what="initial sync")
+        assert any("controllers: started in this process" in line for line in k.server.output)
+        assert controller_pids(k.server.output) == []
+        k.apply(FLAVOR_AND_CQ + "---\n" + local_queue("lq", "cq") + "---\n" + job("a", "lq"))
+        wait_for(lambda: admitted(k, "a"), timeout=30, what="a admitted")
+        path = "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cq/pendingworkloads"
+        assert json.loads(k.kubectl("get", "--raw", path).stdout)["items"] == []
+        assert "kueue_admitted_workloads_total" in k.kubectl("get", "--raw", "/metrics").stdout
+    finally:
+        k.stop()
