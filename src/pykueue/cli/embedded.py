@@ -175,8 +175,9 @@ class ControllerProcess:
     """Runs and supervises ``argv`` (a ``pykueue controller`` command line) for ``pykueue serve``.
 
     ``out`` gets serve's own lines and the child's stdout; the child's stderr (its log) is serve's.
-    ``on_fatal`` is called when the child cannot start at all (it exits with a usage error before
-    its first start): restarting would not help, and serve must not run without its controllers.
+    ``on_fatal`` is called when the first child exits with an error before its controllers run (a
+    bad flag or file, an API it cannot use): restarting would not help, and serve must not run
+    without its controllers. Later crashes, or a first child killed by a signal, are restarted.
     """
 
     def __init__(
@@ -252,8 +253,10 @@ class ControllerProcess:
             self.endpoint = None
             if self._stopping.is_set():
                 return
-            if not running and code == 2 and self.starts == 1 and self.on_fatal is not None:
-                self.on_fatal(f"the controller process exited with code {code} before starting")
+            if not running and code > 0 and self.starts == 1 and self.on_fatal is not None:
+                # As an in-process start that raised: no half-started control plane (its error is
+                # on serve's stderr, which the child shares).
+                self.on_fatal(f"the controller process exited with code {code} before its controllers started")
                 return
             if time.monotonic() - started >= STABLE_SECONDS:
                 backoff = MIN_BACKOFF

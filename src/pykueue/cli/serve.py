@@ -144,6 +144,18 @@ def run(args: argparse.Namespace) -> int:
     if args.max_connections < 1:
         print("error: --max-connections must be at least 1", flush=True)
         return EXIT_USAGE
+    if args.config is not None and not args.no_controllers:
+        # Checked here so a bad file is a usage error before serving, wherever the controllers run.
+        from pykueue.api.config import ConfigError, load_config_file
+
+        try:
+            load_config_file(str(args.config))
+        except ConfigError as err:
+            print(f"error: {err}", flush=True)  # names the file
+            return EXIT_USAGE
+        except OSError as err:
+            print(f"error: --config {args.config}: {err.strerror or err}", flush=True)
+            return EXIT_USAGE
     options = ServeOptions(
         host=args.host,
         port=args.port,

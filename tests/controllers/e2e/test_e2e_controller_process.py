@@ -11,6 +11,8 @@ import json
 import os
 import re
 import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -235,3 +237,25 @@ def test_controllers_in_process_keeps_the_single_process_layout(tmp_path: Path) 
         assert "kueue_admitted_workloads_total" in k.kubectl("get", "--raw", "/metrics").stdout
     finally:
         k.stop()
+
+
+def test_a_controller_process_that_cannot_start_stops_serve(tmp_path: Path) -> None:
+    """As when in-process controllers failed to start: no control plane without its controllers."""
+    srv = start_server(tmp_path, ["--no-job-runner", "--provisioner", str(tmp_path / "missing.yaml")], controllers=True)
+    code = srv.proc.wait(timeout=60)
+    assert code == 1, srv.log()
+    assert any("error: starting the controllers failed: the controller process exited with code 1" in line
+               for line in srv.output), srv.log()  # fmt: skip
+    assert "missing.yaml" in srv.log()
+    assert len(controller_pids(srv.output)) == 1, "a child that cannot start is not restarted"
+
+
+def test_bad_config_is_refused_before_serving(tmp_path: Path) -> None:
+    config = tmp_path / "kueue.yaml"
+    config.write_text("apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nbogus: 1\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "pykueue", "serve", "--port", "0", "--data-dir", str(tmp_path / "d"), "--config", str(config)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 2
+    assert out.stdout.strip() == f'error: {config}: strict decoding error: unknown field "bogus"'
