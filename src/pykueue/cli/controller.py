@@ -149,6 +149,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: --local-endpoint serves only requests bearing a token: set ${TOKEN_ENV}", flush=True)
             return EXIT_USAGE
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from pykueue.cli.serve import tune_gc
+
+    tune_gc()  # the caches hold as many objects as serve's store: the same full-collection pauses
     explicit = args.metrics_bind_address is not None
     bind_address = args.metrics_bind_address if explicit else DEFAULT_BIND_ADDRESS
     try:
