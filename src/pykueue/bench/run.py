@@ -59,7 +59,7 @@ class ControlPlane:
 
 
 def start_control_plane(data_dir: Path, extra_args: list[str]) -> ControlPlane:
-    """``pykueue serve --port 0 --no-job-runner`` (controllers in-process); returns once the
+    """``pykueue serve --port 0 --no-job-runner`` (controllers in their own process); returns once the
     controllers' initial sync is done. Its output goes to DATA_DIR/serve.log."""
     kubeconfig = data_dir / "kubeconfig"
     log = data_dir / "serve.log"
