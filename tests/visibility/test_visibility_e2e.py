@@ -1,4 +1,4 @@
-"""The visibility API end to end: real ``pykueue serve`` (controllers in-process), real kubectl and
+"""The visibility API end to end: real ``pykueue serve`` (its controllers in their own process), real kubectl and
 the official ``kubernetes`` Python client, after a scenario with borrowing and a preemption."""
 
 from __future__ import annotations

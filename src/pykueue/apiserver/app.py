@@ -254,6 +254,9 @@ class APIServerApp:
         self.mounted: dict[str, MountedGroup] = {}
         self.metrics_registry: Any = None
         """The controllers' Prometheus registry, served at ``/metrics`` once they run (else 404)."""
+        self.metrics_source: Callable[[], tuple[bytes, str] | None] | None = None
+        """Or where to fetch the exposition (controllers in another process): (body, content type),
+        None while they cannot answer (503)."""
         self.pod_logs: PodLogLocator | None = None
         """Where a pod's log files are (the local job runner registers it; None: no logs here)."""
         self.dashboard_watches = embedded_opener(self)
@@ -509,6 +512,15 @@ class APIServerApp:
 
     async def metrics(self, request: Request) -> Response:
         """``/metrics``: Kueue's Prometheus metrics (authenticated like the API)."""
+        source = self.metrics_source
+        if source is not None:
+            # Off the loop: the controller process answers over a socket.
+            got = await asyncio.to_thread(source)
+            if got is None:
+                raise StatusError(
+                    503, "ServiceUnavailable", "the controllers' metrics are not available now (their process is starting)", {}
+                )
+            return Response(got[0], media_type=got[1])
         if self.metrics_registry is None:
             raise E.path_not_found()
         from pykueue.metrics.server import exposition

@@ -85,9 +85,26 @@ class ServeOptions:
     insecure_loopback: bool = False
     """Plain HTTP without authentication (refused unless ``host`` is a loopback address)."""
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
-    start_components: Callable[[APIServerApp, Path], Callable[[], None]] | None = None
-    """Called once the server is ready with its parts and data directory; returns a stop function.
-    ``pykueue serve`` passes the controllers here (the API server itself imports none of them)."""
+    start_components: Callable[[APIServerApp, Serving], Callable[[], None]] | None = None
+    """Called once the server is ready with its parts and where it serves; returns a stop function,
+    called before the API shuts down. ``pykueue serve`` passes the controllers here (the API server
+    itself imports none of them)."""
+
+
+@dataclass(frozen=True)
+class Serving:
+    """What a component started by :func:`serve` needs to know of the running server."""
+
+    data_dir: Path
+    url: str
+    """The URL a local client dials (the kubeconfig's)."""
+    token: str | None
+    """The admin bearer token (None with ``--insecure-loopback``)."""
+    ca_data: str | None
+    """The CA's ``certificate-authority-data`` (None with ``--insecure-loopback``)."""
+    out: TextIO
+    fail: Callable[[str], None]
+    """Stop serving with this error (a component that cannot run: no half-started control plane)."""
 
 
 def default_data_dir() -> Path:
@@ -337,11 +354,13 @@ class APIServer(uvicorn.Server):
         parts: APIServerApp,
         on_ready: Callable[[int], None],
         handshake_timeout: float = 60.0,
+        before_shutdown: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(config)
         self.parts = parts
         self.on_ready = on_ready
         self.handshake_timeout = handshake_timeout
+        self.before_shutdown = before_shutdown
 
     async def startup(self, sockets: list[Any] | None = None) -> None:
         """Start listening (TLS handshakes bounded by ``handshake_timeout``), then call ``on_ready``
@@ -368,7 +387,10 @@ class APIServer(uvicorn.Server):
         self.on_ready(port)
 
     async def shutdown(self, sockets: list[Any] | None = None) -> None:
-        """End watch streams first so connections can close, then shut down."""
+        """Stop the components first (off the loop, which keeps serving them meanwhile: a controller
+        process writes its last statuses), end watch streams so connections can close, shut down."""
+        if self.before_shutdown is not None:
+            await asyncio.to_thread(self.before_shutdown)
         self.parts.hub.close()
         await super().shutdown(sockets)
 
@@ -436,17 +458,26 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
 
         stops: list[Callable[[], None]] = []
         starters: list[threading.Thread] = []
+        failed: list[str] = []
 
-        def start_components() -> None:
+        def fail(problem: str) -> None:
+            failed.append(problem)
+            print(f"error: starting the controllers failed: {problem}", file=out, flush=True)
+            server.should_exit = True
+
+        def start_components(serving: Serving) -> None:
             assert options.start_components is not None
             try:
-                stops.append(options.start_components(parts, data_dir))
+                stops.append(options.start_components(parts, serving))
             except Exception as err:  # no half-started control plane: stop serving
-                print(f"error: starting the controllers failed: {err}", file=out, flush=True)
-                server.should_exit = True
+                fail(str(err))
                 raise
-            what = "controllers" if options.controllers else "components"
-            print(f"{what}: started, initial sync done", file=out, flush=True)
+
+        def stop_components() -> None:
+            for starter in starters:
+                starter.join(timeout=4 * GRACEFUL_SHUTDOWN_SECONDS)
+            while stops:
+                stops.pop()()
 
         def ready(port: int) -> None:
             url = f"{'https' if tls else 'http'}://{client_host(options.host)}:{port}"
@@ -466,27 +497,29 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
             if options.start_components is not None:
                 # The controllers' initial sync (a LIST of everything) runs beside the API, never
                 # on the event loop: the API answers at once after a restart.
-                starter = threading.Thread(target=start_components, name="pykueue-components", daemon=True)
+                serving = Serving(data_dir, url, token, ca_data, out, fail)
+                starter = threading.Thread(
+                    target=start_components, args=(serving,), name="pykueue-components", daemon=True
+                )
                 starters.append(starter)
                 starter.start()
 
-        server = APIServer(config, parts, ready, handshake_timeout=limits.header)
+        server = APIServer(
+            config, parts, ready, handshake_timeout=limits.header, before_shutdown=stop_components
+        )
         previous = {sig: signal.signal(sig, _ignore_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             server.run()
         except SystemExit as exc:  # uvicorn exits on a bind failure
             return int(exc.code) if isinstance(exc.code, int) else 1
         finally:
-            for starter in starters:
-                starter.join(timeout=4 * GRACEFUL_SHUTDOWN_SECONDS)
-            for stop in stops:
-                stop()
+            stop_components()  # when uvicorn never got as far as its shutdown
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
     finally:
         store.close()
     print("pykueue serve: stopped", file=out, flush=True)
-    return 0
+    return 1 if failed else 0
 
 
 def _announce(

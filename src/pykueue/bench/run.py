@@ -34,19 +34,32 @@ class ControlPlane:
     kubeconfig: Path
     log: Path
 
+    def pids(self) -> list[int]:
+        """serve and its live children (the controller process serve starts by default)."""
+        out = [self.proc.pid]
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == self.proc.pid:
+                    out.append(int(stat.parent.name))
+        return out
+
     def peak_rss(self) -> int | None:
-        """VmHWM of the process (its peak resident set), in bytes."""
-        with contextlib.suppress(OSError):
-            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-        return None
+        """VmHWM (peak resident set) of serve plus that of its controller process, in bytes."""
+        total: int | None = None
+        for pid in self.pids():
+            with contextlib.suppress(OSError):
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        total = (total or 0) + int(line.split()[1]) * 1024
+        return total
 
     def cpu_seconds(self) -> float | None:
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        return None
+        total: float | None = None
+        for pid in self.pids():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total = (total or 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return total
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -59,7 +72,7 @@ class ControlPlane:
 
 
 def start_control_plane(data_dir: Path, extra_args: list[str]) -> ControlPlane:
-    """``pykueue serve --port 0 --no-job-runner`` (controllers in-process); returns once the
+    """``pykueue serve --port 0 --no-job-runner`` (controllers in their own process); returns once the
     controllers' initial sync is done. Its output goes to DATA_DIR/serve.log."""
     kubeconfig = data_dir / "kubeconfig"
     log = data_dir / "serve.log"

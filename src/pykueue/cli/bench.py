@@ -17,7 +17,7 @@ def add_parser(sub: Any) -> None:
     s = bench_sub.add_parser(
         "scheduler",
         help="Kueue's scheduler benchmark (upstream's test/performance/scheduler) over HTTP",
-        description="Start a fresh embedded control plane (pykueue serve, controllers in-process, no job "
+        description="Start a fresh embedded control plane (pykueue serve, controllers in their own process, no job "
         "runner) and play Kueue's scheduler benchmark against it from this process over HTTP: create the "
         "queues and the workloads of a generator.yaml, hold each admitted workload for its runtime and then "
         "finish it, and report the figures beside the physical limit computed from the config.",

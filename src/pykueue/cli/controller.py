@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pykueue.cli.components import add_component_arguments, runner_argument_error
+from pykueue.cli.embedded import ENDPOINT_LINE, TOKEN_ENV
 
 EXIT_USAGE = 2
 
@@ -98,12 +99,25 @@ def add_parser(sub: Any) -> None:
         metavar="[HOST]:PORT",
         help="serve /healthz, /readyz and /replica-role here (default: off; the Deployment uses :8081)",
     )
+    emb = p.add_argument_group("embedded", "how `pykueue serve` runs this command as its controller process")
+    emb.add_argument(
+        "--exit-with-parent",
+        action="store_true",
+        help="exit at once (as if killed) when the process that started this one exits, kill -9 included",
+    )
+    emb.add_argument(
+        "--local-endpoint",
+        metavar="HOST:PORT",
+        help="also serve /metrics and the visibility API over plain HTTP here (port 0: a free one) to "
+        f"requests bearing the token in ${TOKEN_ENV}, for the parent to proxy",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run until SIGINT/SIGTERM."""
     import logging
+    import os
 
     from pykueue.cli.components import build_components, metrics_registry, start_all
     from pykueue.client.http import HTTPClient
@@ -114,11 +128,30 @@ def run(args: argparse.Namespace) -> int:
         parse_bind_address,
     )
 
+    if args.exit_with_parent:
+        from pykueue.cli.embedded import exit_with_parent
+
+        exit_with_parent(os.getppid())
     problem = runner_argument_error(args)
     if problem is not None:
         print(f"error: {problem}", flush=True)
         return 2
+    endpoint_address: tuple[str, int] | None = None
+    if args.local_endpoint is not None:
+        from pykueue.cli.embedded import parse_endpoint
+
+        try:
+            endpoint_address = parse_endpoint(args.local_endpoint)
+        except ValueError as err:
+            print(f"error: {err}", flush=True)
+            return EXIT_USAGE
+        if not os.environ.get(TOKEN_ENV):
+            print(f"error: --local-endpoint serves only requests bearing a token: set ${TOKEN_ENV}", flush=True)
+            return EXIT_USAGE
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from pykueue.cli.serve import tune_gc
+
+    tune_gc()  # the caches hold as many objects as serve's store: the same full-collection pauses
     explicit = args.metrics_bind_address is not None
     bind_address = args.metrics_bind_address if explicit else DEFAULT_BIND_ADDRESS
     try:
@@ -133,6 +166,11 @@ def run(args: argparse.Namespace) -> int:
         components.append(visibility)
     metrics_server: MetricsServer | None = None
     registry = metrics_registry(components)
+    endpoint = None
+    if endpoint_address is not None:
+        endpoint = _local_endpoint(endpoint_address, components, registry)
+        endpoint.start()
+        print(f"{ENDPOINT_LINE}{endpoint.url}", flush=True)
     if metrics_address is not None and registry is not None:
         try:
             metrics_server = MetricsServer(registry, *metrics_address)
@@ -209,6 +247,8 @@ def run(args: argparse.Namespace) -> int:
             stop_standby()
         if metrics_server is not None:
             metrics_server.stop()
+        if endpoint is not None:
+            endpoint.stop()
         if elector is not None:
             elector.stop(release=True)
         if server is not None:
@@ -220,6 +260,20 @@ def run(args: argparse.Namespace) -> int:
             signal.signal(sig, handler)
     print("pykueue controller: stopped", flush=True)
     return 0
+
+
+def _local_endpoint(address: tuple[str, int], components: list[Any], registry: Any) -> Any:
+    """The endpoint `pykueue serve` proxies its visibility API and ``/metrics`` to."""
+    import os
+
+    from pykueue.cli.embedded import LocalEndpoint
+    from pykueue.controllers.manager import ControllerManager
+    from pykueue.visibility.api import VisibilityAPI
+    from pykueue.visibility.source import ManagerSource
+
+    manager = next((c for c in components if isinstance(c, ControllerManager)), None)
+    api = VisibilityAPI(ManagerSource(manager) if manager is not None else None)
+    return LocalEndpoint(address[0], address[1], os.environ[TOKEN_ENV], api, registry)
 
 
 def _visibility_server(args: argparse.Namespace, components: list[Any]) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,13 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--no-controllers", action="store_true", help="serve the API only, without Kueue's controllers"
+    )
+    p.add_argument(
+        "--controllers-in-process",
+        action="store_true",
+        help="run Kueue's controllers (and the job runner) in the API server's process, as before; by "
+        "default they run in a process of their own (`pykueue controller`, restarted if it crashes) that "
+        "talks to the API over HTTPS, so they do not slow the API down",
     )
     p.add_argument(
         "--watch-history",
@@ -136,6 +144,18 @@ def run(args: argparse.Namespace) -> int:
     if args.max_connections < 1:
         print("error: --max-connections must be at least 1", flush=True)
         return EXIT_USAGE
+    if args.config is not None and not args.no_controllers:
+        # Checked here so a bad file is a usage error before serving, wherever the controllers run.
+        from pykueue.api.config import ConfigError, load_config_file
+
+        try:
+            load_config_file(str(args.config))
+        except ConfigError as err:
+            print(f"error: {err}", flush=True)  # names the file
+            return EXIT_USAGE
+        except OSError as err:
+            print(f"error: --config {args.config}: {err.strerror or err}", flush=True)
+            return EXIT_USAGE
     options = ServeOptions(
         host=args.host,
         port=args.port,
@@ -152,6 +172,10 @@ def run(args: argparse.Namespace) -> int:
     return serve(options)
 
 
+CONTROLLER_KUBECONFIG = "kubeconfig-controller"
+"""The controller process's kubeconfig in the data directory (serve's admin credential and CA)."""
+
+
 def _mount_visibility(parts: Any, components: list[Any]) -> None:
     """The in-process controllers answer the visibility API (upstream: the controller manager's
     visibility server), from their queue manager."""
@@ -165,19 +189,76 @@ def _mount_visibility(parts: Any, components: list[Any]) -> None:
 
 
 def _starter(args: argparse.Namespace) -> Any:
-    """Starts the in-process components once the API server is ready (None: nothing to start)."""
-    run_jobs = not args.no_controllers and not args.no_job_runner
+    """Starts the components once the API server is ready (None: nothing to start): the controllers
+    in a process of their own (the default), or in this one."""
     if args.no_controllers and args.provisioner is None:
         return None
+    if args.no_controllers or args.controllers_in_process:
+        return _in_process_starter(args)
+    return _process_starter(args)
 
-    def start(parts: Any, data_dir: Path) -> Any:
+
+def controller_argv(args: argparse.Namespace, kubeconfig: Path, data_dir: Path) -> list[str]:
+    """The ``pykueue controller`` command line of serve's controller process: serve's API through
+    ``kubeconfig``, no webhooks (serve admits itself), no metrics or visibility ports of its own
+    (serve proxies both from its local endpoint), the job runner on serve's data directory (so
+    ``pods/log`` finds the pods' files), and serve's component flags."""
+    argv = [
+        sys.executable, "-m", "pykueue", "controller", "--kubeconfig", str(kubeconfig),
+        "--work-dir", str(data_dir), "--log-level", args.log_level, "--no-webhooks",
+        "--metrics-bind-address", "0", "--visibility-port", "-1",
+        "--local-endpoint", "127.0.0.1:0", "--exit-with-parent",
+    ]  # fmt: skip
+    if not args.no_job_runner:
+        argv += ["--run-jobs", "--publish-pods"]
+    for flag in ("config", "provisioner", "time_offset_file", "pod_scratch_dir"):
+        value = getattr(args, flag)
+        if value is not None:
+            argv += [f"--{flag.replace('_', '-')}", str(Path(value).resolve())]
+    if args.run_unmanaged_jobs:
+        argv.append("--run-unmanaged-jobs")
+    if args.run_as_user:
+        argv += ["--run-as-user", str(args.run_as_user)]
+    if args.pod_runtime != "process":
+        argv += ["--pod-runtime", args.pod_runtime]
+    if args.max_pod_processes is not None:
+        argv += ["--max-pod-processes", str(args.max_pod_processes)]
+    return argv
+
+
+def _process_starter(args: argparse.Namespace) -> Any:
+    def start(parts: Any, serving: Any) -> Any:
+        from pykueue.apiserver.server import write_kubeconfig
+        from pykueue.cli.embedded import ControllerProcess, RemoteVisibility
+        from pykueue.controllers.podobjects import pod_log_dir
+        from pykueue.visibility.api import GROUP, aggregated_group, api_group
+
+        data_dir: Path = serving.data_dir
+        kubeconfig = data_dir / CONTROLLER_KUBECONFIG
+        write_kubeconfig(kubeconfig, serving.url, serving.token, serving.ca_data, user_name="pykueue-controller")
+        process = ControllerProcess(controller_argv(args, kubeconfig, data_dir), serving.out, on_fatal=serving.fail)
+        parts.mount_group(GROUP, RemoteVisibility(process), api_group(), aggregated_group())
+        parts.metrics_source = process.metrics
+        if not args.no_job_runner:
+            pods = data_dir / "pods"
+            parts.pod_logs = lambda pod: pod_log_dir(pods, pod)
+        process.start()
+        return process.stop
+
+    return start
+
+
+def _in_process_starter(args: argparse.Namespace) -> Any:
+    run_jobs = not args.no_controllers and not args.no_job_runner
+
+    def start(parts: Any, serving: Any) -> Any:
         from pykueue.cli.components import build_components, metrics_registry, start_all
         from pykueue.client.inprocess import InProcessClient
 
         # The controllers write sequentially: each write must not wait for its own fsync.
         client = InProcessClient(parts.handlers, background_acks=True)
         components = build_components(
-            client, args, data_dir, run_jobs=run_jobs, controllers=not args.no_controllers
+            client, args, serving.data_dir, run_jobs=run_jobs, controllers=not args.no_controllers
         )
         _mount_visibility(parts, components)
         for comp in components:
@@ -185,6 +266,9 @@ def _starter(args: argparse.Namespace) -> Any:
             if locate is not None:  # the job runner: pods/log reads its pods' files
                 parts.pod_logs = locate
         parts.metrics_registry = metrics_registry(components)
-        return start_all(components)
+        stop = start_all(components)
+        what = "components" if args.no_controllers else "controllers"
+        print(f"{what}: started in this process, initial sync done", file=serving.out, flush=True)
+        return stop
 
     return start

@@ -330,7 +330,7 @@ class Mountable(Protocol):
 
 
 def mount(server: Mountable, source: PendingSource | None = None) -> VisibilityAPI:
-    """Serve the visibility API from ``server`` (``pykueue serve`` with in-process controllers)."""
+    """Serve the visibility API from ``server`` (``pykueue serve --controllers-in-process``; its default child process serves it on its endpoint)."""
     api = VisibilityAPI(source)
     server.mount_group(GROUP, api, api_group(), aggregated_group())
     return api

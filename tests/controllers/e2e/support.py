@@ -166,6 +166,12 @@ def start_kueue(base: Path, mode: str, extra: list[str] | None = None, *, run_jo
     flags = list(extra or [])
     if mode == "embedded":
         server = start_server(base, ["--time-offset-file", str(offset), *flags], controllers=True)
+        # The controllers (their own process by default) start after the API: wait for them, as an
+        # in-process start did in a few milliseconds.
+        wait_for(
+            lambda: any("initial sync done" in line for line in list(server.output)) or not server.alive(),
+            timeout=60, what="the controllers' initial sync",
+        )  # fmt: skip
         return Kueue(mode, server, base, offset)
     server = start_server(base, ["--no-controllers"])
     kueue = Kueue(mode, server, base, offset, extra=flags, run_jobs=run_jobs)

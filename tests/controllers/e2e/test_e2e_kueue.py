@@ -1,6 +1,6 @@
 """Kueue end to end: real ``pykueue serve``, real kubectl, Jobs run by the local job runner.
 
-Every test runs twice: with the controllers in-process (``embedded``) and as a separate
+Every test runs twice: with ``pykueue serve``'s own controllers (``embedded``: its child process) and as a separate
 ``pykueue controller`` process that reaches a ``pykueue serve --no-controllers`` API server only
 over HTTP through a kubeconfig (``cluster``), proving cluster mode needs nothing but the API.
 """
