@@ -100,6 +100,10 @@ def cpu_seconds(pid: int) -> float:
 class Server:
     kubeconfig: Path
 
+    def pids(self) -> list[int]:
+        """The server's processes (their CPU is reported too: it tells who limits the rate)."""
+        return []
+
     def stop(self) -> None: ...
 
 
@@ -117,6 +121,10 @@ class Kube(Server):
                        capture_output=True, timeout=180)  # fmt: skip
         kubectl(self.kubeconfig, "apply", "--server-side", "-f", str(ROOT / "config" / "crd"))
         kubectl(self.kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+        self.dir = base / "cluster"
+
+    def pids(self) -> list[int]:
+        return [int((self.dir / f"{name}.pid").read_text()) for name in ("kube-apiserver", "etcd")]
 
     def stop(self) -> None:
         subprocess.run(["bash", str(ENVTEST / "stop-cluster.sh")], env={**self.env, "WIPE": "1"}, capture_output=True, timeout=60)
@@ -137,6 +145,9 @@ class Serve(Server):
             time.sleep(0.1)
         while kubectl(self.kubeconfig, "get", "--raw", "/readyz", check=False).returncode != 0:
             time.sleep(0.1)
+
+    def pids(self) -> list[int]:
+        return [self.proc.pid]
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -188,7 +199,8 @@ def run(server: Server, base: Path, n: int, qps: float | None, burst: int | None
            "--work-dir", str(base / "controller"), "--no-webhooks", "--visibility-port", "-1",
            "--metrics-bind-address", "0"]  # fmt: skip
     if profile:
-        cmd = [str(Path(sys.executable).parent / "py-spy"), "record", "-o", profile, "-r", "200", "--nonblocking", "--", *cmd]
+        spy = shutil.which("py-spy") or "/work/venv-go/bin/py-spy"
+        cmd = [spy, "record", "-o", profile, "--format", "raw", "-r", "250", "--threads", "--nonblocking", "--", *cmd]
     t0 = time.monotonic()
     log = open(base / "controller.log", "w")  # noqa: SIM115
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=base)
@@ -198,12 +210,15 @@ def run(server: Server, base: Path, n: int, qps: float | None, burst: int | None
         children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
         pid = int(children[0]) if children else proc.pid
     cpu_first: float | None = None
+    server_first = 0.0
     while not done.wait(0.005):
         if cpu_first is None and seen:
             cpu_first = cpu_seconds(pid)
+            server_first = sum(cpu_seconds(p) for p in server.pids())
         if time.monotonic() - t0 > 600 or proc.poll() is not None:
             break
     cpu_last = cpu_seconds(pid)
+    server_last = sum(cpu_seconds(p) for p in server.pids())
     t_last = max(seen.values()) if seen else time.monotonic()
     t_first = min(seen.values()) if seen else t0
     proc.send_signal(2)
@@ -223,6 +238,9 @@ def run(server: Server, base: Path, n: int, qps: float | None, burst: int | None
         "admissions_per_s_from_start": round(len(seen) / max(t_last - t0, 1e-9), 1),
         "cpu_ms_per_workload": round(cpu_last * 1000 / n, 2),
         "cpu_ms_per_workload_window": round((cpu_last - (cpu_first or 0.0)) * 1000 / n, 2),
+        # CPU cores busy during the admission window: the controller's and the API server's.
+        "controller_cores": round((cpu_last - (cpu_first or 0.0)) / window, 2),
+        "server_cores": round((server_last - server_first) / window, 2),
     }
 
 
@@ -232,7 +250,7 @@ def main() -> None:
     p.add_argument("--workloads", type=int, default=2000)
     p.add_argument("--qps", type=float, default=None, help="clientConnection.qps (default: Kueue's)")
     p.add_argument("--burst", type=int, default=None, help="clientConnection.burst (default: Kueue's)")
-    p.add_argument("--profile", default=None, help="py-spy record the controller into this SVG")
+    p.add_argument("--profile", default=None, help="py-spy record the controller (collapsed stacks, per thread) into this file")
     p.add_argument("--keep", action="store_true", help="keep the scratch directory")
     args = p.parse_args()
     base = Path(tempfile.mkdtemp(prefix="cluster-throughput-"))

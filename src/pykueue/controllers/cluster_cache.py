@@ -401,6 +401,15 @@ class ClusterCache:
             self.metrics.workload_changed(old, new)
         self._core().observe(old, new, to_time(self.clock()))
 
+    def mark_workload(self, key: str) -> None:
+        """Queue the reconcilers of Workload ``key`` (``namespace/name``) and of its owner Jobs."""
+        self.mark(WORKLOAD, key)
+        wl = self.workloads.get(key)
+        if wl is not None:
+            for ref in wl.metadata.owner_references:
+                if ref.kind == "Job":
+                    self.mark(JOB, (wl.metadata.namespace, ref.name))
+
     def _status_touched(self, wl: Workload | None) -> None:
         """A workload change refreshes its queues' status within the batch period (``UpdatesBatchPeriod``)."""
         if wl is None:

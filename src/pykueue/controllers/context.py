@@ -40,6 +40,7 @@ from pykueue.runtime.clock import Clock
 from pykueue.runtime.controller import WorkQueue
 from pykueue.runtime.informer import ObjectKey
 from pykueue.runtime.recorder import EventRecorder
+from pykueue.runtime.writes import WritePipeline
 
 if TYPE_CHECKING:
     from pykueue.controllers.options import ControllerOptions
@@ -61,6 +62,8 @@ class ReconcileContext:
     clock: Clock
     work: WorkQueue[WorkKey]
     metrics: ControllerMetrics | None = None
+    writes: WritePipeline[dict[str, Any]] | None = None
+    """Where assumed decisions are sent off the manager thread (None: every write is synchronous)."""
 
     # --- time and requeues ---------------------------------------------------------------------------
 
@@ -140,20 +143,42 @@ class ReconcileContext:
 
     # --- writes ----------------------------------------------------------------------------------------
 
+    def write_in_flight(self, res: Resource, namespace: str, name: str) -> bool:
+        """Whether a pipelined write of this object has not completed yet (see :meth:`apply`)."""
+        return self.writes is not None and self.writes.busy((res.plural, namespace, name))
+
     def write(self, res: Resource, obj: dict[str, Any], subresource: str | None = None) -> dict[str, Any]:
-        """PUT with the cached resourceVersion; applies the result at once."""
+        """PUT with the cached resourceVersion; applies the result at once.
+
+        An object with a pipelined write in flight gets a Conflict without a request: this write was
+        computed from the version that write replaces, so the server would refuse it too (or,
+        were that write to fail, the change it raced with is on its way); its completion queues the
+        object's reconcilers again."""
+        meta = obj.get("metadata") or {}
+        if self.write_in_flight(res, meta.get("namespace") or "", meta.get("name") or ""):
+            raise Conflict(
+                409,
+                "Conflict",
+                f"Operation cannot be fulfilled on {res.plural} \"{meta.get('name')}\": "
+                "a write of this object is still in flight",
+            )
         out = self.client.replace(res, obj, subresource=subresource)
+        self._written(res, out)
+        return out
+
+    def _written(self, res: Resource, out: dict[str, Any], base: Workload | None = None) -> None:
+        """Apply our successful write's result to the cluster cache (write-through) and the metrics
+        (``base``: the Workload the write was computed from, when the cache may be past it)."""
         if res.plural != "workloads":
             self.cluster.observe_write(res, out)
-            return out
+            return
         meta = out.get("metadata") or {}
         key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-        before = self.cluster.workloads.get(key)
+        before = base if base is not None else self.cluster.workloads.get(key)
         self.cluster.observe_write(res, out)
         after = self.cluster.workloads.get(key)
         if after is not None and self.metrics is not None:
             self.metrics.workload_written(before, after)
-        return out
 
     def write_workload(self, wl: Workload, status: bool = True) -> bool:
         """Write a typed Workload (its status, or the whole object); False on conflict/absence."""
@@ -173,7 +198,13 @@ class ReconcileContext:
 
     def apply(self, decision: Decision) -> bool:
         """Apply a core decision: write through (its status, or its spec with a plain update), then
-        record its events once the write landed."""
+        record its events once the write landed.
+
+        An assumed decision (the scheduler's admission) is pipelined when :attr:`writes` is set:
+        sent on a worker while the manager goes on, as upstream's ``admit`` does in a goroutine;
+        its completion writes it through and records its events, or has the core forget it."""
+        if decision.assumed and decision.status is not None and self.writes is not None:
+            return self._apply_pipelined(decision, decision.status)
         if decision.spec is not None:
             written = self.write_workload(decision.spec, status=False)
         elif decision.status is not None:
@@ -184,6 +215,39 @@ class ReconcileContext:
             for event in decision.events:
                 self.record_event(event)
         return written
+
+    def _apply_pipelined(self, decision: Decision, wl: Workload) -> bool:
+        assert self.writes is not None
+        key = (R.WORKLOADS.plural, wl.metadata.namespace, wl.metadata.name)
+        if self.writes.busy(key):  # cannot happen for a popped head; refuse rather than reorder
+            return False
+        body = to_external(wl)
+        client = self.client
+        base = self.cluster.workloads.get(decision.workload)
+
+        def send() -> dict[str, Any]:
+            return client.replace(R.WORKLOADS, body, subresource="status")
+
+        self.writes.submit(key, send, lambda out, err: self._admission_written(decision, base, out, err))
+        return True
+
+    def _admission_written(
+        self, decision: Decision, base: Workload | None, out: dict[str, Any] | None, err: Exception | None
+    ) -> None:
+        """The completion of a pipelined admission (on the manager thread)."""
+        key = decision.workload
+        if err is None and out is not None:
+            self._written(R.WORKLOADS, out, base)
+            for event in decision.events:
+                self.record_event(event)
+        else:
+            if not isinstance(err, (Conflict, NotFound)):
+                log.warning("writing workload %s status: %s", key, err)
+            if not isinstance(err, APIError):
+                log.error("admitting workload %s failed", key, exc_info=err)
+            self.core.forget_admission(decision, self.now(), deleted=isinstance(err, NotFound))
+        # Reconciles of this Workload (and its Job) waited for the write: run them now.
+        self.cluster.mark_workload(key)
 
     # --- events ------------------------------------------------------------------------------------------
 
