@@ -165,7 +165,9 @@ def admitted(obj: dict[str, Any]) -> bool:
     return any(c.get("type") == "Admitted" and c.get("status") == "True" for c in (obj.get("status") or {}).get("conditions") or [])
 
 
-def run(server: Server, base: Path, n: int, qps: float | None, burst: int | None, profile: str | None) -> dict[str, Any]:
+def run(
+    server: Server, base: Path, n: int, qps: float | None, burst: int | None, profile: str | None, src: str | None, extra: list[str]
+) -> dict[str, Any]:
     client = HTTPClient.from_kubeconfig(server.kubeconfig)
     client.create(R.RESOURCE_FLAVORS, flavor())
     client.create(R.CLUSTER_QUEUES, cluster_queue(n * 2))
@@ -197,13 +199,16 @@ def run(server: Server, base: Path, n: int, qps: float | None, burst: int | None
     config.write_text(json.dumps({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "clientConnection": cc}))
     cmd = [sys.executable, "-m", "pykueue", "controller", "--kubeconfig", str(server.kubeconfig), "--config", str(config),
            "--work-dir", str(base / "controller"), "--no-webhooks", "--visibility-port", "-1",
-           "--metrics-bind-address", "0"]  # fmt: skip
+           "--metrics-bind-address", "0", *extra]  # fmt: skip
     if profile:
         spy = shutil.which("py-spy") or "/work/venv-go/bin/py-spy"
         cmd = [spy, "record", "-o", profile, "--format", "raw", "-r", "250", "--threads", "--nonblocking", "--", *cmd]
     t0 = time.monotonic()
     log = open(base / "controller.log", "w")  # noqa: SIM115
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=base)
+    env = dict(os.environ)
+    if src:  # another checkout's controller (e.g. the code before a change), against the same server
+        env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=base, env=env)
     pid = proc.pid
     if profile:  # py-spy's child is the controller
         time.sleep(0.5)
@@ -252,16 +257,20 @@ def main() -> None:
     p.add_argument("--burst", type=int, default=None, help="clientConnection.burst (default: Kueue's)")
     p.add_argument("--profile", default=None, help="py-spy record the controller (collapsed stacks, per thread) into this file")
     p.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    p.add_argument("--src", default=None, help="run the controller from this source directory (PYTHONPATH)")
+    p.add_argument("--repeat", type=int, default=1, help="runs, each on a fresh server")
+    p.add_argument("controller_args", nargs="*", help="more `pykueue controller` flags (after --)")
     args = p.parse_args()
-    base = Path(tempfile.mkdtemp(prefix="cluster-throughput-"))
-    server: Server = Kube(base) if args.server == "kube" else Serve(base)
-    try:
-        result = run(server, base, args.workloads, args.qps, args.burst, args.profile)
-    finally:
-        server.stop()
-        if not args.keep:
-            shutil.rmtree(base, ignore_errors=True)
-    print(json.dumps({"server": args.server, **result}))
+    for _ in range(args.repeat):
+        base = Path(tempfile.mkdtemp(prefix="cluster-throughput-"))
+        server: Server = Kube(base) if args.server == "kube" else Serve(base)
+        try:
+            result = run(server, base, args.workloads, args.qps, args.burst, args.profile, args.src, args.controller_args)
+        finally:
+            server.stop()
+            if not args.keep:
+                shutil.rmtree(base, ignore_errors=True)
+        print(json.dumps({"server": args.server, "src": args.src or "this", **result}), flush=True)
 
 
 if __name__ == "__main__":
