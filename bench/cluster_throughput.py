@@ -202,7 +202,7 @@ def run(
            "--metrics-bind-address", "0", *extra]  # fmt: skip
     if profile:
         spy = shutil.which("py-spy") or "/work/venv-go/bin/py-spy"
-        cmd = [spy, "record", "-o", profile, "--format", "raw", "-r", "250", "--threads", "--nonblocking", "--", *cmd]
+        cmd = [spy, "record", "-o", profile, "--format", "raw", "-r", "250", "--threads", "--idle", "--nonblocking", "--", *cmd]
     t0 = time.monotonic()
     log = open(base / "controller.log", "w")  # noqa: SIM115
     env = dict(os.environ)

@@ -34,6 +34,8 @@ class SlowClient(InProcessClient):
     def __init__(self, handlers: Any, delay: float) -> None:
         super().__init__(handlers)
         self.delay = delay
+        self.cq_delay = 0.0
+        self.cq_writes_in_flight = 0
         self.lock = threading.Lock()
         self.in_flight: set[str] = set()
         self.max_in_flight = 0
@@ -44,6 +46,15 @@ class SlowClient(InProcessClient):
         concurrent change, a deletion."""
 
     def replace(self, res: Resource, obj: Mapping[str, Any], subresource: str | None = None) -> dict[str, Any]:
+        if res.plural == "clusterqueues" and subresource == "status":
+            with self.lock:
+                self.cq_writes_in_flight += 1
+            try:
+                time.sleep(self.cq_delay)
+                return super().replace(res, obj, subresource=subresource)
+            finally:
+                with self.lock:
+                    self.cq_writes_in_flight -= 1
         if res.plural != "workloads" or subresource != "status":
             return super().replace(res, obj, subresource=subresource)
         name = obj["metadata"]["name"]
@@ -269,6 +280,29 @@ def test_a_synchronous_write_of_an_object_in_flight_conflicts_without_a_request(
     assert len(env.client.status_writes) == writes
     wait(lambda: env.reserved() == {"a"})
     assert env.client.same_object == []
+
+
+def test_queue_status_writes_do_not_hold_up_admissions(make_env: Callable[..., Env]) -> None:
+    # A ClusterQueue status write that takes 1.5 s: the manager goes on admitting meanwhile (it
+    # used to wait for it on its own thread), and the status is written again afterwards.
+    env = make_env(delay=0.0, cpu=8)
+    env.client.cq_delay = 1.5
+    env.start()
+    env.api.create(R.WORKLOADS, workload("w0"))
+    wait(lambda: env.reserved() == {"w0"})
+    env.clock.advance(1.1)  # the queue status batch period (``UpdatesBatchPeriod``)
+    wait(lambda: env.client.cq_writes_in_flight == 1)
+    for i in (1, 2, 3):
+        env.api.create(R.WORKLOADS, workload(f"w{i}"))
+    wait(lambda: len(env.reserved()) == 4, timeout=1.2)
+    assert env.client.cq_writes_in_flight == 1  # still in flight
+    env.client.cq_delay = 0.0
+
+    def status_counts_all() -> bool:
+        env.clock.advance(0.5)
+        return (env.api.get(R.CLUSTER_QUEUES, "cq").get("status") or {}).get("reservingWorkloads") == 4
+
+    wait(status_counts_all)
 
 
 def test_pipeline_refuses_a_second_write_of_a_busy_key() -> None:

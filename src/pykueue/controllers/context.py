@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +27,14 @@ from pykueue.api.kueue import AdmissionCheck, ClusterQueue, Cohort, LocalQueue, 
 from pykueue.api.meta import to_time
 from pykueue.client import resources as R
 from pykueue.client.interface import APIError, Client, Conflict, NotFound, Resource
-from pykueue.controllers.cluster_cache import ClusterCache, WorkKey
+from pykueue.controllers.cluster_cache import (
+    CLUSTER_QUEUE,
+    COHORT,
+    LOCAL_QUEUE,
+    WORKLOAD,
+    ClusterCache,
+    WorkKey,
+)
 from pykueue.core.cache.cache import Cache
 from pykueue.core.decision import Decision, timer_stimulus, watch_stimulus
 from pykueue.core.events import Event
@@ -64,6 +71,7 @@ class ReconcileContext:
     metrics: ControllerMetrics | None = None
     writes: WritePipeline[dict[str, Any]] | None = None
     """Where assumed decisions are sent off the manager thread (None: every write is synchronous)."""
+    _deferred: dict[tuple[str, str, str], set[WorkKey]] = field(default_factory=dict)
 
     # --- time and requeues ---------------------------------------------------------------------------
 
@@ -146,6 +154,48 @@ class ReconcileContext:
     def write_in_flight(self, res: Resource, namespace: str, name: str) -> bool:
         """Whether a pipelined write of this object has not completed yet (see :meth:`apply`)."""
         return self.writes is not None and self.writes.busy((res.plural, namespace, name))
+
+    def busy(self, item: WorkKey) -> bool:
+        """Whether the object reconciled by ``item`` has a pipelined write in flight; the item is then
+        reconciled again once that write completed (from the version it wrote)."""
+        obj = _written_object(item)
+        if obj is None or self.writes is None or not self.writes.busy(obj):
+            return False
+        self._deferred.setdefault(obj, set()).add(item)
+        return True
+
+    def write_status_pipelined(self, res: Resource, obj: dict[str, Any], item: WorkKey) -> None:
+        """A status write off the manager thread, for a status the reconciler ``item`` recomputes
+        from the caches (queue and cohort status): nothing waits for it. Its completion writes the
+        result through; a failure (a Conflict: the watch is bringing a newer version) retries
+        ``item`` after its backoff, as a failed reconcile would be."""
+        if self.writes is None:
+            self.write(res, obj, subresource="status")
+            return
+        meta = obj.get("metadata") or {}
+        key = (res.plural, meta.get("namespace") or "", meta.get("name") or "")
+        if self.writes.busy(key):  # the manager defers such reconciles: never two writes in flight
+            raise Conflict(409, "Conflict", f"{res.plural} {key[2]}: a status write is still in flight")
+        client = self.client
+
+        def send() -> dict[str, Any]:
+            return client.replace(res, obj, subresource="status")
+
+        def done(out: dict[str, Any] | None, err: Exception | None) -> None:
+            if err is None and out is not None:
+                self._written(res, out)
+                self.work.forget(item)
+            else:
+                delay = self.work.add_rate_limited(item)
+                if not isinstance(err, (Conflict, NotFound)):
+                    log.warning("writing %s %s status: %s; retrying in %.1fs", res.plural, key[2], err, delay)
+            self._resume(key)
+
+        self.writes.submit(key, send, done)
+
+    def _resume(self, obj: tuple[str, str, str]) -> None:
+        for item in self._deferred.pop(obj, ()):
+            self.work.add(item)
 
     def write(self, res: Resource, obj: dict[str, Any], subresource: str | None = None) -> dict[str, Any]:
         """PUT with the cached resourceVersion; applies the result at once.
@@ -248,6 +298,8 @@ class ReconcileContext:
             self.core.forget_admission(decision, self.now(), deleted=isinstance(err, NotFound))
         # Reconciles of this Workload (and its Job) waited for the write: run them now.
         self.cluster.mark_workload(key)
+        ns, _, name = key.partition("/")
+        self._deferred.pop((R.WORKLOADS.plural, ns, name), None)
 
     # --- events ------------------------------------------------------------------------------------------
 
@@ -278,3 +330,18 @@ class ReconcileContext:
             if cq is not None:
                 ref["uid"] = cq.metadata.uid
         return ref
+
+
+def _written_object(item: WorkKey) -> tuple[str, str, str] | None:
+    """The object a reconciler key writes pipelined: (plural, namespace, name), or None."""
+    kind, key = item
+    if not isinstance(key, str):
+        return None
+    if kind in (WORKLOAD, LOCAL_QUEUE):
+        ns, _, name = key.partition("/")
+        return (R.WORKLOADS.plural if kind == WORKLOAD else R.LOCAL_QUEUES.plural, ns, name)
+    if kind == CLUSTER_QUEUE:
+        return (R.CLUSTER_QUEUES.plural, "", key)
+    if kind == COHORT:
+        return (R.COHORTS.plural, "", key)
+    return None

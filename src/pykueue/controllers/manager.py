@@ -25,7 +25,6 @@ from typing import Any, Generic, TypeVar
 
 from pykueue.api.kueue import Workload
 from pykueue.api.meta import to_time
-from pykueue.client import resources as R
 from pykueue.client.interface import APIError, Client, Conflict, NotFound
 from pykueue.controllers.cluster_cache import (
     CHECK,
@@ -357,8 +356,8 @@ class ControllerManager:
         if self._stop.is_set():  # stopping: the rest of the batch is left (a restart lists it all again)
             self.work.done(item)
             return
-        if kind == WORKLOAD and isinstance(key, str) and self.ctx.write_in_flight(R.WORKLOADS, *key.split("/", 1)):
-            # Its admission is in flight: reconcile the version it writes (its completion queues it).
+        if self.ctx.busy(item):
+            # Its object's write is in flight: reconcile the version it writes (its completion queues it).
             self.work.done(item)
             return
         try:
