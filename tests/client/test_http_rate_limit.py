@@ -134,5 +134,5 @@ def test_controller_defaults_client_connection_to_kueue_defaults(client: HTTPCli
     args = argparse.Namespace(config=None, time_offset_file=None, provisioner=None, max_writes_in_flight=None)
     (manager,) = build_components(client, args, tmp_path, run_jobs=False)
     assert client.limiter is not None and (client.limiter.qps, client.limiter.burst) == (300, 500)
-    assert manager.writes.max_in_flight == 16
+    assert manager.writes.max_in_flight == 64
     client.set_rate_limit(None, None)

@@ -35,7 +35,7 @@ def add_component_arguments(p: argparse.ArgumentParser, *, embedded: bool) -> No
         type=int,
         default=None,
         metavar="N",
-        help="admissions whose Workload status write may be in flight at once (default 16)",
+        help="status writes (admissions, queue status) that may be in flight at once (default 64)",
     )
     p.add_argument(
         "--time-offset-file",

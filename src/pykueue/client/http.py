@@ -44,7 +44,7 @@ USER_AGENT = "pykueue-controller/http"
 PAGE_SIZE = 500
 """Objects per LIST page (``limit``); the whole collection is read through ``continue`` tokens."""
 
-KEEPALIVE_CONNECTIONS = 64
+KEEPALIVE_CONNECTIONS = 96
 """Idle connections kept for reuse (above the default writes in flight plus the other threads')."""
 
 REQUEST_TIMEOUT = httpx.Timeout(connect=10.0, read=60.0, write=30.0, pool=30.0)
