@@ -18,6 +18,7 @@ from pykueue.client.http import HTTPClient
 from pykueue.client.ratelimit import TokenBucket, limiter_for
 from pykueue.client.resources import RESOURCE_FLAVORS
 from pykueue.controllers.manager import ControllerManager
+from pykueue.runtime.writes import DEFAULT_MAX_IN_FLIGHT
 
 
 class FakeTime:
@@ -85,24 +86,20 @@ def test_a_client_with_its_own_limiter_shares_the_connections(client: HTTPClient
     assert client.get(RESOURCE_FLAVORS, "rl-main")["metadata"]["name"] == "rl-main"
 
 
-def test_concurrent_requests_overlap_on_the_pool(client: HTTPClient) -> None:
-    # 16 threads of requests: the pool keeps their connections alive, so the second round reuses
-    # them instead of connecting again.
-    def round_of(tag: str) -> None:
-        threads = [
-            threading.Thread(target=client.create, args=(RESOURCE_FLAVORS, flavor(f"pool-{tag}-{i}"))) for i in range(16)
-        ]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-
-    round_of("a")
+def test_the_pool_keeps_a_connection_per_write_in_flight(client: HTTPClient) -> None:
+    # Concurrent requests each hold a connection; the pool must keep at least as many alive as the
+    # pipelined writes in flight (plus the Events' sender and the other threads), or every round of
+    # writes would reconnect (a TLS handshake each against a real server).
     pool: Any = client._http._transport._pool  # httpcore's ConnectionPool
-    idle = len(pool.connections)
-    assert idle >= 8  # kept alive for reuse (an old limit of a few would have closed most)
-    round_of("b")
-    assert len(pool.connections) <= idle + 2
+    assert pool._max_keepalive_connections >= DEFAULT_MAX_IN_FLIGHT + 16
+    threads = [threading.Thread(target=client.create, args=(RESOURCE_FLAVORS, flavor(f"pool-{i}"))) for i in range(16)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    opened = len(pool.connections)
+    client.create(RESOURCE_FLAVORS, flavor("pool-after"))
+    assert len(pool.connections) == opened  # reused, none closed
 
 
 def test_controller_applies_client_connection_from_config(client: HTTPClient, tmp_path: Path) -> None:

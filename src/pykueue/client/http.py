@@ -133,7 +133,16 @@ class HTTPClient:
         cls, conn: ClusterConnection, *, page_size: int = PAGE_SIZE, watch_seconds: int = MIN_WATCH_SECONDS
     ) -> HTTPClient:
         """A client for an already loaded cluster connection."""
-        transport = httpx.HTTPTransport(verify=conn.ssl_context, socket_options=_keepalive_options())
+        # The limits belong to the transport: httpx ignores ``Client(limits=...)`` when a transport is
+        # given (which left the pool at its default 100 connections, 20 kept alive).
+        # Each watch holds a connection for its lifetime; a cap would make requests queue behind them.
+        # Keep-alive connections: enough for the pipelined writes, the event sender and the other
+        # components' requests to overlap without reconnecting (``MaxIdleConnsPerHost``).
+        transport = httpx.HTTPTransport(
+            verify=conn.ssl_context,
+            socket_options=_keepalive_options(),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=KEEPALIVE_CONNECTIONS),
+        )
         http = httpx.Client(
             base_url=conn.server,
             verify=conn.ssl_context,
@@ -141,10 +150,6 @@ class HTTPClient:
             timeout=REQUEST_TIMEOUT,
             transport=transport,
             headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
-            # Each watch holds a connection for its lifetime; a cap would make requests queue behind them.
-            # Keep-alive connections: enough for the pipelined writes, the event sender and the other
-            # components' requests to overlap without reconnecting (``MaxIdleConnsPerHost``).
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=KEEPALIVE_CONNECTIONS),
         )
         extensions = {"sni_hostname": conn.tls_server_name} if conn.tls_server_name else None
         return cls(
