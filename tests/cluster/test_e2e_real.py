@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import support
 import test_e2e_kueue as suite
+import test_e2e_pipelined_writes as pipelined
 import yaml
 from realcluster import CONTROLLER_USER, start_real_kueue
 
@@ -20,6 +21,9 @@ test_borrowing_then_reclaim_preempts_and_readmits = suite.test_borrowing_then_re
 test_external_admission_check_pending_ready_retry_rejected = suite.test_external_admission_check_pending_ready_retry_rejected
 test_seed_cluster_queues_get_status = suite.test_seed_cluster_queues_get_status
 test_readme_quickstart_example_runs_to_completion = suite.test_readme_quickstart_example_runs_to_completion
+test_conflicting_admissions_never_over_commit_nor_admit_twice = (
+    pipelined.test_conflicting_admissions_never_over_commit_nor_admit_twice
+)
 
 
 @pytest.fixture(scope="module")

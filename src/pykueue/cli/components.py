@@ -11,9 +11,12 @@ import argparse
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pykueue.client.interface import Client
+
+if TYPE_CHECKING:
+    from pykueue.api.config import KueueConfig
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +29,13 @@ def add_component_arguments(p: argparse.ArgumentParser, *, embedded: bool) -> No
         type=Path,
         metavar="FILE",
         help="run the local provisioner, answering ProvisioningRequests from this capacity file",
+    )
+    p.add_argument(
+        "--max-writes-in-flight",
+        type=int,
+        default=None,
+        metavar="N",
+        help="status writes (admissions, queue status) that may be in flight at once (default 64)",
     )
     p.add_argument(
         "--time-offset-file",
@@ -135,13 +145,17 @@ def build_components(
             extra.append(ProvisioningCheckController(client, clock=clock))
         from pykueue.metrics import from_config as metrics_from_config
 
+        options = ControllerOptions.from_config(cfg)
+        if getattr(args, "max_writes_in_flight", None) is not None:
+            options.max_writes_in_flight = args.max_writes_in_flight
         out.append(
             ControllerManager(
                 client,
-                ControllerOptions.from_config(cfg),
+                options,
                 clock=clock,
                 components=extra,
                 metrics=metrics_from_config(cfg),
+                event_client=_apply_client_connection(client, cfg),
             )
         )
     if run_jobs:
@@ -167,6 +181,20 @@ def build_components(
 
         out.append(LocalProvisioner(client, args.provisioner, clock))
     return out
+
+
+def _apply_client_connection(client: Client, cfg: KueueConfig) -> Client | None:
+    """``clientConnection.qps``/``burst`` on an HTTP client (the in-process one has no network), and
+    the Events' client: the same connections, a token bucket of its own (controller-runtime's
+    recorder provider builds its own clientset from the same rest config)."""
+    from pykueue.client.http import HTTPClient
+
+    if not isinstance(client, HTTPClient):
+        return None
+    conn = cfg.configuration.client_connection
+    assert conn is not None  # defaulted by load_config
+    client.set_rate_limit(conn.qps, conn.burst)
+    return client.with_rate_limit(conn.qps, conn.burst)
 
 
 def metrics_registry(components: list[Any]) -> Any:

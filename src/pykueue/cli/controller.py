@@ -188,7 +188,8 @@ def run(args: argparse.Namespace) -> int:
     server = None if args.no_webhooks else _start_webhooks(client, args)
     done = threading.Event()
     leading = threading.Event()
-    elector = _elector(client, args, leading) if args.leader_elect else None
+    # Its own token bucket (controller-runtime builds the lock's clientset apart): renewals never queue behind writes.
+    elector = _elector(client.with_rate_limit(None, None), args, leading) if args.leader_elect else None
     # A standby keeps the manager's caches and queues (and the visibility API) warm, as upstream's
     # replicas do, and labels its metrics with its role (roletracker: follower, then leader).
     standby: list[Any] = []

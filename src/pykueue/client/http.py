@@ -38,10 +38,14 @@ from pykueue.client.interface import (
     error_from_status,
 )
 from pykueue.client.kubeconfig import ClusterConnection, load_connection
+from pykueue.client.ratelimit import TokenBucket, limiter_for
 
 USER_AGENT = "pykueue-controller/http"
 PAGE_SIZE = 500
 """Objects per LIST page (``limit``); the whole collection is read through ``continue`` tokens."""
+
+KEEPALIVE_CONNECTIONS = 96
+"""Idle connections kept for reuse (above the default writes in flight plus the other threads')."""
 
 REQUEST_TIMEOUT = httpx.Timeout(connect=10.0, read=60.0, write=30.0, pool=30.0)
 
@@ -91,8 +95,13 @@ class HTTPClient:
         page_size: int = PAGE_SIZE,
         watch_seconds: int = MIN_WATCH_SECONDS,
         extensions: Mapping[str, Any] | None = None,
+        limiter: TokenBucket | None = None,
+        owns_http: bool = True,
     ) -> None:
         self._http = http
+        self.limiter = limiter
+        """Every request (watches included) waits for a token first, as client-go's ``tryThrottle``."""
+        self._owns_http = owns_http
         self.namespace = namespace
         """The kubeconfig context's namespace (informational: every verb takes its namespace)."""
         self.page_size = page_size
@@ -124,7 +133,16 @@ class HTTPClient:
         cls, conn: ClusterConnection, *, page_size: int = PAGE_SIZE, watch_seconds: int = MIN_WATCH_SECONDS
     ) -> HTTPClient:
         """A client for an already loaded cluster connection."""
-        transport = httpx.HTTPTransport(verify=conn.ssl_context, socket_options=_keepalive_options())
+        # The limits belong to the transport: httpx ignores ``Client(limits=...)`` when a transport is
+        # given (which left the pool at its default 100 connections, 20 kept alive).
+        # Each watch holds a connection for its lifetime; a cap would make requests queue behind them.
+        # Keep-alive connections: enough for the pipelined writes, the event sender and the other
+        # components' requests to overlap without reconnecting (``MaxIdleConnsPerHost``).
+        transport = httpx.HTTPTransport(
+            verify=conn.ssl_context,
+            socket_options=_keepalive_options(),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=KEEPALIVE_CONNECTIONS),
+        )
         http = httpx.Client(
             base_url=conn.server,
             verify=conn.ssl_context,
@@ -132,8 +150,6 @@ class HTTPClient:
             timeout=REQUEST_TIMEOUT,
             transport=transport,
             headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
-            # Each watch holds a connection for its lifetime; a cap would make requests queue behind them.
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=20),
         )
         extensions = {"sni_hostname": conn.tls_server_name} if conn.tls_server_name else None
         return cls(
@@ -142,6 +158,25 @@ class HTTPClient:
             page_size=page_size,
             watch_seconds=watch_seconds,
             extensions=extensions,
+        )
+
+    def set_rate_limit(self, qps: float | None, burst: int | None) -> None:
+        """Apply ``clientConnection.qps``/``burst`` (None or a non-positive ``qps``: no limit)."""
+        self.limiter = limiter_for(qps, burst)
+
+    def with_rate_limit(self, qps: float | None, burst: int | None) -> HTTPClient:
+        """A client on the same connections with a limiter of its own (closing it leaves them open).
+
+        controller-runtime's event recorder has its own clientset built from the manager's rest
+        config, hence its own token bucket: Events never take the tokens of the controllers' writes."""
+        return HTTPClient(
+            self._http,
+            namespace=self.namespace,
+            page_size=self.page_size,
+            watch_seconds=self.watch_seconds,
+            extensions=self._extensions,
+            limiter=limiter_for(qps, burst),
+            owns_http=False,
         )
 
     # -- plumbing ---------------------------------------------------------------------------------
@@ -161,6 +196,8 @@ class HTTPClient:
         """Send one request; transport failures become :class:`ConnectionFailed`."""
         if self._closed:
             raise ConnectionFailed(f"{method} {path}: the client is closed", reason="ClientClosed")
+        if self.limiter is not None:
+            self.limiter.wait()
         content = None if body is None else msgspec.json.encode(body)
         all_headers = dict(headers or {})
         if content is not None:
@@ -332,7 +369,8 @@ class HTTPClient:
             watches = list(self._watches)
         for w in watches:
             w.close()
-        self._http.close()
+        if self._owns_http:
+            self._http.close()
 
     def _forget(self, w: HTTPWatch) -> None:
         with self._lock:

@@ -22,6 +22,8 @@ from collections import deque
 from collections.abc import Callable, Hashable
 from typing import Any
 
+import msgspec
+
 from pykueue.api.conversion import to_internal
 from pykueue.api.kueue import (
     AdmissionCheck,
@@ -190,6 +192,11 @@ class ClusterCache:
         if old is None:
             self._report_unmodelled(change.resource, obj)
         wl = _typed(obj, Workload)
+        if old is not None and wl.metadata.generation and wl.metadata.generation == old.metadata.generation:
+            # The spec changes only with the generation: a status or metadata update keeps the
+            # cached spec object, so the core reuses the pod sets it computed from it (and the
+            # versions share their spec instead of holding equal copies).
+            wl = msgspec.structs.replace(wl, spec=old.spec)
         self.workloads[wl_key] = wl
         self._index_owner(wl)
         self._updates.append((old, wl))
@@ -400,6 +407,15 @@ class ClusterCache:
         if self.metrics is not None:
             self.metrics.workload_changed(old, new)
         self._core().observe(old, new, to_time(self.clock()))
+
+    def mark_workload(self, key: str) -> None:
+        """Queue the reconcilers of Workload ``key`` (``namespace/name``) and of its owner Jobs."""
+        self.mark(WORKLOAD, key)
+        wl = self.workloads.get(key)
+        if wl is not None:
+            for ref in wl.metadata.owner_references:
+                if ref.kind == "Job":
+                    self.mark(JOB, (wl.metadata.namespace, ref.name))
 
     def _status_touched(self, wl: Workload | None) -> None:
         """A workload change refreshes its queues' status within the batch period (``UpdatesBatchPeriod``)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +27,14 @@ from pykueue.api.kueue import AdmissionCheck, ClusterQueue, Cohort, LocalQueue, 
 from pykueue.api.meta import to_time
 from pykueue.client import resources as R
 from pykueue.client.interface import APIError, Client, Conflict, NotFound, Resource
-from pykueue.controllers.cluster_cache import ClusterCache, WorkKey
+from pykueue.controllers.cluster_cache import (
+    CLUSTER_QUEUE,
+    COHORT,
+    LOCAL_QUEUE,
+    WORKLOAD,
+    ClusterCache,
+    WorkKey,
+)
 from pykueue.core.cache.cache import Cache
 from pykueue.core.decision import Decision, timer_stimulus, watch_stimulus
 from pykueue.core.events import Event
@@ -40,6 +47,7 @@ from pykueue.runtime.clock import Clock
 from pykueue.runtime.controller import WorkQueue
 from pykueue.runtime.informer import ObjectKey
 from pykueue.runtime.recorder import EventRecorder
+from pykueue.runtime.writes import WritePipeline
 
 if TYPE_CHECKING:
     from pykueue.controllers.options import ControllerOptions
@@ -61,6 +69,9 @@ class ReconcileContext:
     clock: Clock
     work: WorkQueue[WorkKey]
     metrics: ControllerMetrics | None = None
+    writes: WritePipeline[dict[str, Any]] | None = None
+    """Where assumed decisions are sent off the manager thread (None: every write is synchronous)."""
+    _deferred: dict[tuple[str, str, str], set[WorkKey]] = field(default_factory=dict)
 
     # --- time and requeues ---------------------------------------------------------------------------
 
@@ -140,20 +151,84 @@ class ReconcileContext:
 
     # --- writes ----------------------------------------------------------------------------------------
 
+    def write_in_flight(self, res: Resource, namespace: str, name: str) -> bool:
+        """Whether a pipelined write of this object has not completed yet (see :meth:`apply`)."""
+        return self.writes is not None and self.writes.busy((res.plural, namespace, name))
+
+    def busy(self, item: WorkKey) -> bool:
+        """Whether the object reconciled by ``item`` has a pipelined write in flight; the item is then
+        reconciled again once that write completed (from the version it wrote)."""
+        obj = _written_object(item)
+        if obj is None or self.writes is None or not self.writes.busy(obj):
+            return False
+        self._deferred.setdefault(obj, set()).add(item)
+        return True
+
+    def write_status_pipelined(self, res: Resource, obj: dict[str, Any], item: WorkKey) -> None:
+        """A status write off the manager thread, for a status the reconciler ``item`` recomputes
+        from the caches (queue and cohort status): nothing waits for it. Its completion writes the
+        result through; a failure (a Conflict: the watch is bringing a newer version) retries
+        ``item`` after its backoff, as a failed reconcile would be."""
+        if self.writes is None:
+            self.write(res, obj, subresource="status")
+            return
+        meta = obj.get("metadata") or {}
+        key = (res.plural, meta.get("namespace") or "", meta.get("name") or "")
+        if self.writes.busy(key):  # the manager defers such reconciles: never two writes in flight
+            raise Conflict(409, "Conflict", f"{res.plural} {key[2]}: a status write is still in flight")
+        client = self.client
+
+        def send() -> dict[str, Any]:
+            return client.replace(res, obj, subresource="status")
+
+        def done(out: dict[str, Any] | None, err: Exception | None) -> None:
+            if err is None and out is not None:
+                self._written(res, out)
+                self.work.forget(item)
+            else:
+                delay = self.work.add_rate_limited(item)
+                if not isinstance(err, (Conflict, NotFound)):
+                    log.warning("writing %s %s status: %s; retrying in %.1fs", res.plural, key[2], err, delay)
+            self._resume(key)
+
+        self.writes.submit(key, send, done)
+
+    def _resume(self, obj: tuple[str, str, str]) -> None:
+        for item in self._deferred.pop(obj, ()):
+            self.work.add(item)
+
     def write(self, res: Resource, obj: dict[str, Any], subresource: str | None = None) -> dict[str, Any]:
-        """PUT with the cached resourceVersion; applies the result at once."""
+        """PUT with the cached resourceVersion; applies the result at once.
+
+        An object with a pipelined write in flight gets a Conflict without a request: this write was
+        computed from the version that write replaces, so the server would refuse it too (or,
+        were that write to fail, the change it raced with is on its way); its completion queues the
+        object's reconcilers again."""
+        meta = obj.get("metadata") or {}
+        if self.write_in_flight(res, meta.get("namespace") or "", meta.get("name") or ""):
+            raise Conflict(
+                409,
+                "Conflict",
+                f"Operation cannot be fulfilled on {res.plural} \"{meta.get('name')}\": "
+                "a write of this object is still in flight",
+            )
         out = self.client.replace(res, obj, subresource=subresource)
+        self._written(res, out)
+        return out
+
+    def _written(self, res: Resource, out: dict[str, Any], base: Workload | None = None) -> None:
+        """Apply our successful write's result to the cluster cache (write-through) and the metrics
+        (``base``: the Workload the write was computed from, when the cache may be past it)."""
         if res.plural != "workloads":
             self.cluster.observe_write(res, out)
-            return out
+            return
         meta = out.get("metadata") or {}
         key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-        before = self.cluster.workloads.get(key)
+        before = base if base is not None else self.cluster.workloads.get(key)
         self.cluster.observe_write(res, out)
         after = self.cluster.workloads.get(key)
         if after is not None and self.metrics is not None:
             self.metrics.workload_written(before, after)
-        return out
 
     def write_workload(self, wl: Workload, status: bool = True) -> bool:
         """Write a typed Workload (its status, or the whole object); False on conflict/absence."""
@@ -173,7 +248,13 @@ class ReconcileContext:
 
     def apply(self, decision: Decision) -> bool:
         """Apply a core decision: write through (its status, or its spec with a plain update), then
-        record its events once the write landed."""
+        record its events once the write landed.
+
+        An assumed decision (the scheduler's admission) is pipelined when :attr:`writes` is set:
+        sent on a worker while the manager goes on, as upstream's ``admit`` does in a goroutine;
+        its completion writes it through and records its events, or has the core forget it."""
+        if decision.assumed and decision.status is not None and self.writes is not None:
+            return self._apply_pipelined(decision, decision.status)
         if decision.spec is not None:
             written = self.write_workload(decision.spec, status=False)
         elif decision.status is not None:
@@ -184,6 +265,41 @@ class ReconcileContext:
             for event in decision.events:
                 self.record_event(event)
         return written
+
+    def _apply_pipelined(self, decision: Decision, wl: Workload) -> bool:
+        assert self.writes is not None
+        key = (R.WORKLOADS.plural, wl.metadata.namespace, wl.metadata.name)
+        if self.writes.busy(key):  # cannot happen for a popped head; refuse rather than reorder
+            return False
+        body = to_external(wl)
+        client = self.client
+        base = self.cluster.workloads.get(decision.workload)
+
+        def send() -> dict[str, Any]:
+            return client.replace(R.WORKLOADS, body, subresource="status")
+
+        self.writes.submit(key, send, lambda out, err: self._admission_written(decision, base, out, err))
+        return True
+
+    def _admission_written(
+        self, decision: Decision, base: Workload | None, out: dict[str, Any] | None, err: Exception | None
+    ) -> None:
+        """The completion of a pipelined admission (on the manager thread)."""
+        key = decision.workload
+        if err is None and out is not None:
+            self._written(R.WORKLOADS, out, base)
+            for event in decision.events:
+                self.record_event(event)
+        else:
+            if not isinstance(err, (Conflict, NotFound)):
+                log.warning("writing workload %s status: %s", key, err)
+            if not isinstance(err, APIError):
+                log.error("admitting workload %s failed", key, exc_info=err)
+            self.core.forget_admission(decision, self.now(), deleted=isinstance(err, NotFound))
+        # Reconciles of this Workload (and its Job) waited for the write: run them now.
+        self.cluster.mark_workload(key)
+        ns, _, name = key.partition("/")
+        self._deferred.pop((R.WORKLOADS.plural, ns, name), None)
 
     # --- events ------------------------------------------------------------------------------------------
 
@@ -214,3 +330,18 @@ class ReconcileContext:
             if cq is not None:
                 ref["uid"] = cq.metadata.uid
         return ref
+
+
+def _written_object(item: WorkKey) -> tuple[str, str, str] | None:
+    """The object a reconciler key writes pipelined: (plural, namespace, name), or None."""
+    kind, key = item
+    if not isinstance(key, str):
+        return None
+    if kind in (WORKLOAD, LOCAL_QUEUE):
+        ns, _, name = key.partition("/")
+        return (R.WORKLOADS.plural if kind == WORKLOAD else R.LOCAL_QUEUES.plural, ns, name)
+    if kind == CLUSTER_QUEUE:
+        return (R.CLUSTER_QUEUES.plural, "", key)
+    if kind == COHORT:
+        return (R.COHORTS.plural, "", key)
+    return None

@@ -53,6 +53,7 @@ from pykueue.runtime.clock import Clock, system_clock
 from pykueue.runtime.controller import WorkQueue
 from pykueue.runtime.informer import SYNCED, Change, Informer
 from pykueue.runtime.recorder import CORE_V1, EventRecorder
+from pykueue.runtime.writes import WritePipeline
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,7 @@ class ControllerManager:
         clock: Clock = system_clock,
         components: Iterable[Any] = (),
         metrics: KueueMetrics | None = None,
+        event_client: Client | None = None,
     ) -> None:
         self.client = client
         self.options = options or default_options()
@@ -114,11 +116,19 @@ class ControllerManager:
         self.work: WorkQueue[WorkKey] = WorkQueue(
             clock, base_backoff=_RETRY_BASE_SECONDS, max_backoff=_RETRY_MAX_SECONDS
         )
-        self.recorder = EventRecorder(client, EVENT_COMPONENT, clock, api=CORE_V1, instance=EVENT_INSTANCE)
+        # ``event_client``: where Events are written (default ``client``), e.g. one with its own rate limit.
+        self.recorder = EventRecorder(
+            event_client or client, EVENT_COMPONENT, clock, api=CORE_V1, instance=EVENT_INSTANCE
+        )
         self.cluster = ClusterCache(self.cache, self.queues, self.sched_options, self.work, self.recorder, clock)
         self.ctx = ReconcileContext(
             client, self.cluster, self.core, self.cache, self.queues, self.options, self.recorder, clock, self.work
         )
+        # Admissions are sent off this thread, their completions come back through the inbox.
+        self.writes: WritePipeline[dict[str, Any]] = WritePipeline(
+            lambda fn: self._inbox.put(_Call(fn)), self.options.max_writes_in_flight
+        )
+        self.ctx.writes = self.writes
         # Prometheus metrics (pkg/metrics): counted from our writes, observed changes and cycles.
         self.metrics = metrics_for_manager(self.ctx, metrics)
         self.ctx.metrics = self.metrics
@@ -128,13 +138,13 @@ class ControllerManager:
         self.workload_controller = WorkloadController(self.ctx)
         self.queue_controllers = QueueControllers(self.ctx)
         self.job_controller = JobController(self.ctx, self.workload_controller)
+        self._inbox: queue.Queue[Change | _Call[Any]] = queue.Queue()
         self._reconcilers: dict[str, Callable[[Any], None]] = {
             JOB: self.job_controller.reconcile,
             WORKLOAD: self.workload_controller.reconcile,
             **self.queue_controllers.reconcilers(),
         }
 
-        self._inbox: queue.Queue[Change | _Call[Any]] = queue.Queue()
         # ClusterCache is the only copy of the objects: the informers keep their resourceVersions only.
         self._informers = [
             Informer(client, res, self._inbox.put, transform=compact, cache_objects=False) for res in WATCHED
@@ -195,7 +205,20 @@ class ControllerManager:
             inf.stop()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        # The admissions in flight: wait for them and run their completions here (the manager
+        # thread is gone), so the events of the writes that landed are still recorded.
+        self.writes.close(timeout=5.0)
+        self._run_leftover_calls()
         self.recorder.flush(timeout=2.0)  # the events of the last pass, as Broadcaster.Shutdown does
+
+    def _run_leftover_calls(self) -> None:
+        while True:
+            try:
+                item = self._inbox.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(item, _Call):
+                item.run()
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Block until the initial state of every watched collection has been applied."""
@@ -331,6 +354,10 @@ class ControllerManager:
         """One key: on success its failures are forgotten; on failure it alone is retried later."""
         kind, key = item
         if self._stop.is_set():  # stopping: the rest of the batch is left (a restart lists it all again)
+            self.work.done(item)
+            return
+        if self.ctx.busy(item):
+            # Its object's write is in flight: reconcile the version it writes (its completion queues it).
             self.work.done(item)
             return
         try:

@@ -8,6 +8,7 @@ from typing import Any
 from pykueue.api.config import KueueConfig, load_config
 from pykueue.api.meta import LabelSelector
 from pykueue.core.options import SchedulerOptions, options_from_config
+from pykueue.runtime.writes import DEFAULT_MAX_IN_FLIGHT
 
 
 @dataclass
@@ -22,6 +23,9 @@ class ControllerOptions:
     manage_jobs_without_queue_name: bool = False
     managed_jobs_namespace_selector: LabelSelector | None = None
     """``managedJobsNamespaceSelector`` (None: every namespace)."""
+    max_writes_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    """Admissions whose status write may be in flight at once (pykueue's; upstream's goroutines are
+    bounded by the client's QPS only)."""
 
     @staticmethod
     def from_config(cfg: KueueConfig) -> ControllerOptions:

@@ -19,7 +19,7 @@ from pykueue.api.kueue import RESOURCE_IN_USE_FINALIZER as RESOURCE_IN_USE
 from pykueue.api.kueue import ClusterQueue
 from pykueue.client import resources as R
 from pykueue.client.interface import Resource
-from pykueue.controllers.cluster_cache import CHECK, CLUSTER_QUEUE, COHORT, FLAVOR, LOCAL_QUEUE
+from pykueue.controllers.cluster_cache import CHECK, CLUSTER_QUEUE, COHORT, FLAVOR, LOCAL_QUEUE, WorkKey
 from pykueue.core.cache.cache import cache_weight_of
 from pykueue.core.status import cluster_queue_status, cohort_status, local_queue_status
 
@@ -48,6 +48,11 @@ class QueueControllers:
 
     def _write(self, res: Resource, typed: Any, status: bool) -> None:
         self.ctx.write(res, to_external(typed), subresource="status" if status else None)
+
+    def _write_status(self, res: Resource, typed: Any, item: WorkKey) -> None:
+        """A status summary recomputed from the caches: sent off the manager thread (nothing here
+        depends on its answer; a failure retries the reconcile)."""
+        self.ctx.write_status_pipelined(res, to_external(typed), item)
 
     def _set_finalizer(self, res: Resource, typed: Any, present: bool) -> bool:
         finalizers = list(typed.metadata.finalizers)
@@ -97,7 +102,7 @@ class QueueControllers:
             cache_weight_of(ctx.cache),
         )
         if status != cq.status:
-            self._write(R.CLUSTER_QUEUES, msgspec.structs.replace(cq, status=status), status=True)
+            self._write_status(R.CLUSTER_QUEUES, msgspec.structs.replace(cq, status=status), (CLUSTER_QUEUE, name))
 
     # --- LocalQueue (localqueue_controller.go) --------------------------------------------------------------------------------
 
@@ -108,7 +113,7 @@ class QueueControllers:
             return
         status = local_queue_status(lq, ctx.cache, ctx.queues.pending_count_local_queue(key), ctx.now())
         if status != lq.status:
-            self._write(R.LOCAL_QUEUES, msgspec.structs.replace(lq, status=status), status=True)
+            self._write_status(R.LOCAL_QUEUES, msgspec.structs.replace(lq, status=status), (LOCAL_QUEUE, key))
 
     # --- Cohort (cohort_controller.go) ---------------------------------------------------------------------------------------
 
@@ -120,7 +125,7 @@ class QueueControllers:
             return
         status = cohort_status(node, ctx.sched_options.fair_sharing)
         if status != cohort.status:
-            self._write(R.COHORTS, msgspec.structs.replace(cohort, status=status), status=True)
+            self._write_status(R.COHORTS, msgspec.structs.replace(cohort, status=status), (COHORT, name))
 
     # --- ResourceFlavor and AdmissionCheck finalizers (resourceflavor/admissioncheck_controller.go) -------------------------------------------------
 

@@ -23,6 +23,11 @@ class Decision:
     of them); ``events`` are recorded once that write succeeded, or at once when there is no
     write. A decision with neither is a note for the transition log only. ``related`` names the
     other Workloads the decision is about (a preemptor and its victims name each other).
+
+    ``assumed``: the core already counts this write as done (the scheduler's admission, which it
+    assumes in its cache as upstream's ``cache.AssumeWorkload``), so a driver may apply it
+    asynchronously, off the decision path, and report a failure later through
+    ``KueueCore.forget_admission`` (upstream's ``admissionRoutineWrapper`` routine).
     """
 
     stimulus: str
@@ -34,6 +39,7 @@ class Decision:
     spec: Workload | None = None
     events: tuple[Event, ...] = ()
     related: tuple[str, ...] = ()
+    assumed: bool = False
 
     @property
     def writes(self) -> bool:

@@ -21,7 +21,7 @@ from pykueue.api.meta import to_time
 from pykueue.core.cache.cache import Cache
 from pykueue.core.decision import Decision
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.queue import QueueManager
+from pykueue.core.queue import REQUEUE_REASON_FAILED_AFTER_NOMINATION, QueueManager
 from pykueue.core.scheduler.cycle import Scheduler
 from pykueue.core.scheduler.entry import CycleResult
 from pykueue.core.workload import transitions
@@ -269,6 +269,33 @@ class KueueCore:
         if not outcome.writes:
             return False
         return self.decide(outcome_decision(workload_key, outcome, stimulus, now))
+
+    def forget_admission(self, decision: Decision, now: datetime, *, deleted: bool) -> None:
+        """An assumed admission (``decision.assumed``) whose write the driver applied later and saw
+        fail: upstream ``Scheduler.admit``'s routine on ``applyAdmission`` failing.
+
+        ``cache.ForgetWorkload`` (unless the reservation landed after all, e.g. a write whose answer
+        was lost, which the watch then reports); then, unless the Workload is gone (``deleted``:
+        "Workload not admitted because it was deleted", the delete event cleans the queues),
+        ``requeueAndUpdate`` of an assumed entry: requeued with ``FailedAfterNomination``, no status
+        patch (its status was never changed)."""
+        self.record(decision, False)
+        key = decision.workload
+        latest = self.driver.get_workload(key)
+        cq = self.cache.workload_cq.get(key)
+        if cq is not None and (latest is None or not has_active_quota_reservation(latest)):
+            self.cache.delete_workload(key)
+            # The change that failed the write (a deletion, a deactivation) may already have been
+            # routed while the cache still held the assumed usage; whatever it parked behind that
+            # usage is retried now, as the release of that change would have (upstream's handlers
+            # requeue the ClusterQueue's inadmissible workloads on such changes).
+            self.queues.queue_inadmissible_workloads({cq}, to_time(now).timestamp())
+        if deleted:
+            return
+        info = self.queues.inflight(key)
+        if info is None:  # no longer the popped head (its LocalQueue changed or it was deleted)
+            return
+        self.queues.requeue_workload(info, REQUEUE_REASON_FAILED_AFTER_NOMINATION, "", now, latest)
 
     def story(self, workload_key: str) -> list[Transition]:
         """The recent decisions about ``workload_key`` (``namespace/name``), oldest first."""

@@ -23,6 +23,8 @@ full object with its resourceVersion as precondition, recomputed on a fresh read
 from __future__ import annotations
 
 import copy
+import heapq
+import itertools
 import logging
 import threading
 from collections import deque
@@ -78,6 +80,10 @@ class WorkQueue(Generic[K]):
         self._processing: set[K] = set()
         self._dirty: set[K] = set()
         self._delayed: dict[K, datetime] = {}
+        # Due times in order (lazily pruned: an entry counts only while it matches ``_delayed``), so
+        # finding the due keys does not scan every delayed key on every call.
+        self._due: list[tuple[datetime, int, K]] = []
+        self._seq = itertools.count()
         # Keys whose latest add was a delayed add coming due (not a direct add): the reconcile was
         # caused by a timer (``fired_by_timer``), which the decision trail names as its stimulus.
         self._timer_fired: set[K] = set()
@@ -103,6 +109,7 @@ class WorkQueue(Generic[K]):
             current = self._delayed.get(key)
             if current is None or due < current:
                 self._delayed[key] = due
+                heapq.heappush(self._due, (due, next(self._seq), key))
             self._cond.notify()
 
     def add_rate_limited(self, key: K) -> float:
@@ -142,10 +149,13 @@ class WorkQueue(Generic[K]):
 
     def _promote_due_locked(self) -> None:
         if not self._delayed:
+            self._due.clear()
             return
         now = self.clock()
-        for key, due in list(self._delayed.items()):
-            if due <= now:
+        heap = self._due
+        while heap and heap[0][0] <= now:
+            due, _, key = heapq.heappop(heap)
+            if self._delayed.get(key) == due:
                 del self._delayed[key]
                 self._timer_fired.add(key)
                 self._add_locked(key)
@@ -205,9 +215,12 @@ class WorkQueue(Generic[K]):
     def next_due_seconds(self) -> float | None:
         """Clock seconds until the earliest delayed key is due (None when nothing is delayed)."""
         with self._cond:
-            if not self._delayed:
+            heap = self._due
+            while heap and self._delayed.get(heap[0][2]) != heap[0][0]:
+                heapq.heappop(heap)  # superseded or cancelled
+            if not heap:
                 return None
-            return (min(self._delayed.values()) - self.clock()).total_seconds()
+            return (heap[0][0] - self.clock()).total_seconds()
 
     def shut_down(self) -> None:
         """Wake every waiter; ``get`` returns None from now on."""

@@ -425,6 +425,13 @@ class QueueManager:
             out.append(info)
         return out
 
+    def inflight(self, key: str) -> WorkloadInfo | None:
+        """The head ``key`` as popped by :meth:`heads`, while it is neither requeued nor deleted."""
+        lq = self._lqs.get(self._assigned.get(key, ""))
+        cq = self._cqs.get(lq.cluster_queue) if lq is not None else None
+        entry = cq.inflight.get(key) if cq is not None else None
+        return entry.info if entry is not None else None
+
     def is_preemptor(self, info: WorkloadInfo) -> bool:
         """``IsPreemptor``: ``info`` is its ClusterQueue's preemptor at its current generation."""
         cq = self._cqs.get(info.cluster_queue)

@@ -507,6 +507,7 @@ class Scheduler:
             f"Quota reserved in ClusterQueue {cq.name}",
             status=wl,
             events=self._admission_events(e, wl, cq, now, admitted_now),
+            assumed=True,
         )
         if not self._decide(decision):
             e.requeue_reason = REQUEUE_REASON_FAILED_AFTER_NOMINATION

@@ -1,0 +1,277 @@
+"""Admission throughput of ``pykueue controller --kubeconfig`` (cluster mode: the controllers talk
+to the API server only over HTTP), against a real kube-apiserver and against ``pykueue serve
+--no-controllers``.
+
+The setup: one ResourceFlavor, one ClusterQueue (in a cohort) with quota for every Workload, one
+LocalQueue, and ``--workloads`` small Workloads (one pod of 1 CPU) created directly with the
+LocalQueue's name, all created **before** the controller starts. Then ``pykueue controller`` is
+started and the benchmark watches Workloads until every one is Admitted. It prints:
+
+* ``admissions/s``: workloads / (last Admitted - first Admitted), seen by the benchmark's watch
+  (the steady rate, without the process start and the initial LIST);
+* ``from start``: workloads / (last Admitted - controller process start);
+* ``cpu/workload``: the controller process's CPU (utime+stime from /proc) from its start to the
+  last admission, divided by the workloads; and the same over the admission window only
+  (first to last Admitted), which excludes the interpreter's start and the initial LIST.
+
+    python bench/cluster_throughput.py --server kube   # a real kube-apiserver (../shared/envtest)
+    python bench/cluster_throughput.py --server serve  # pykueue serve --no-controllers
+    python bench/cluster_throughput.py --server serve --qps 5000 --burst 5000   # clientConnection
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from pykueue.client import resources as R
+from pykueue.client.http import HTTPClient
+
+ROOT = Path(__file__).resolve().parents[1]
+ENVTEST = ROOT.parent / "shared" / "envtest"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def flavor() -> dict[str, Any]:
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "f"}}
+
+
+def cluster_queue(cpu: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "cq"},
+        "spec": {
+            "namespaceSelector": {},
+            "cohortName": "all",
+            "resourceGroups": [
+                {"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": cpu}]}]}
+            ],
+        },
+    }
+
+
+def local_queue() -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": "lq", "namespace": "default"},
+        "spec": {"clusterQueue": "cq"},
+    }
+
+
+def workload(i: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": f"wl-{i:05d}", "namespace": "default"},
+        "spec": {
+            "queueName": "lq",
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {"spec": {"containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}},
+                }
+            ],
+        },
+    }
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of ``pid`` (all its threads), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+# --- servers ----------------------------------------------------------------------------------------
+
+
+class Server:
+    kubeconfig: Path
+
+    def pids(self) -> list[int]:
+        """The server's processes (their CPU is reported too: it tells who limits the rate)."""
+        return []
+
+    def stop(self) -> None: ...
+
+
+class Kube(Server):
+    """etcd + kube-apiserver from ../shared/envtest, in a directory (and on free ports) of our own."""
+
+    def __init__(self, base: Path) -> None:
+        self.env = {**os.environ, "CLUSTER_DIR": str(base / "cluster")}
+        if "KUBEBUILDER_ASSETS" not in self.env:
+            self.env["KUBEBUILDER_ASSETS"] = subprocess.run(
+                ["bash", str(ENVTEST / "install.sh")], capture_output=True, text=True, check=True
+            ).stdout.strip()
+        self.kubeconfig = base / "kubeconfig"
+        subprocess.run(["bash", str(ENVTEST / "start-cluster.sh"), str(self.kubeconfig)], env=self.env, check=True,
+                       capture_output=True, timeout=180)  # fmt: skip
+        kubectl(self.kubeconfig, "apply", "--server-side", "-f", str(ROOT / "config" / "crd"))
+        kubectl(self.kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+        self.dir = base / "cluster"
+
+    def pids(self) -> list[int]:
+        return [int((self.dir / f"{name}.pid").read_text()) for name in ("kube-apiserver", "etcd")]
+
+    def stop(self) -> None:
+        subprocess.run(["bash", str(ENVTEST / "stop-cluster.sh")], env={**self.env, "WIPE": "1"}, capture_output=True, timeout=60)
+
+
+class Serve(Server):
+    """``pykueue serve --no-controllers`` on a free loopback port."""
+
+    def __init__(self, base: Path) -> None:
+        self.kubeconfig = base / "kubeconfig"
+        cmd = [sys.executable, "-m", "pykueue", "serve", "--no-controllers", "--port", "0",
+               "--data-dir", str(base / "data"), "--kubeconfig", str(self.kubeconfig)]  # fmt: skip
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(base / "serve.log", "w"), cwd=base)  # noqa: SIM115
+        deadline = time.monotonic() + 60
+        while not self.kubeconfig.exists():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("pykueue serve did not start: " + (base / "serve.log").read_text())
+            time.sleep(0.1)
+        while kubectl(self.kubeconfig, "get", "--raw", "/readyz", check=False).returncode != 0:
+            time.sleep(0.1)
+
+    def pids(self) -> list[int]:
+        return [self.proc.pid]
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(30)
+
+
+def kubectl(kubeconfig: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), *args], capture_output=True, text=True, check=check)
+
+
+# --- the run ----------------------------------------------------------------------------------------
+
+
+def admitted(obj: dict[str, Any]) -> bool:
+    return any(c.get("type") == "Admitted" and c.get("status") == "True" for c in (obj.get("status") or {}).get("conditions") or [])
+
+
+def run(
+    server: Server, base: Path, n: int, qps: float | None, burst: int | None, profile: str | None, src: str | None, extra: list[str]
+) -> dict[str, Any]:
+    client = HTTPClient.from_kubeconfig(server.kubeconfig)
+    client.create(R.RESOURCE_FLAVORS, flavor())
+    client.create(R.CLUSTER_QUEUES, cluster_queue(n * 2))
+    client.create(R.LOCAL_QUEUES, local_queue())
+    started = time.monotonic()
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda i: client.create(R.WORKLOADS, workload(i)), range(n)))
+    create_s = time.monotonic() - started
+    _, rv = client.list(R.WORKLOADS, "default")
+    seen: dict[str, float] = {}
+    done = threading.Event()
+    watch = client.watch(R.WORKLOADS, rv, "default")
+
+    def follow() -> None:
+        for ev in watch:
+            if ev.object and admitted(ev.object):
+                seen.setdefault(ev.object["metadata"]["name"], time.monotonic())
+                if len(seen) >= n:
+                    done.set()
+                    return
+
+    threading.Thread(target=follow, daemon=True).start()
+    config = base / "controller-config.yaml"
+    cc = {}
+    if qps is not None:
+        cc["qps"] = qps
+    if burst is not None:
+        cc["burst"] = burst
+    config.write_text(json.dumps({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "clientConnection": cc}))
+    cmd = [sys.executable, "-m", "pykueue", "controller", "--kubeconfig", str(server.kubeconfig), "--config", str(config),
+           "--work-dir", str(base / "controller"), "--no-webhooks", "--visibility-port", "-1",
+           "--metrics-bind-address", "0", *extra]  # fmt: skip
+    if profile:
+        spy = shutil.which("py-spy") or "/work/venv-go/bin/py-spy"
+        cmd = [spy, "record", "-o", profile, "--format", "raw", "-r", "250", "--threads", "--idle", "--nonblocking", "--", *cmd]
+    t0 = time.monotonic()
+    log = open(base / "controller.log", "w")  # noqa: SIM115
+    env = dict(os.environ)
+    if src:  # another checkout's controller (e.g. the code before a change), against the same server
+        env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=base, env=env)
+    pid = proc.pid
+    if profile:  # py-spy's child is the controller
+        time.sleep(0.5)
+        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+        pid = int(children[0]) if children else proc.pid
+    cpu_first: float | None = None
+    server_first = 0.0
+    while not done.wait(0.005):
+        if cpu_first is None and seen:
+            cpu_first = cpu_seconds(pid)
+            server_first = sum(cpu_seconds(p) for p in server.pids())
+        if time.monotonic() - t0 > 600 or proc.poll() is not None:
+            break
+    cpu_last = cpu_seconds(pid)
+    server_last = sum(cpu_seconds(p) for p in server.pids())
+    t_last = max(seen.values()) if seen else time.monotonic()
+    t_first = min(seen.values()) if seen else t0
+    proc.send_signal(2)
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    watch.close()
+    client.close()
+    window = max(t_last - t_first, 1e-9)
+    return {
+        "workloads": n,
+        "admitted": len(seen),
+        "create_s": round(create_s, 2),
+        "start_to_first_s": round(t_first - t0, 2),
+        "admissions_per_s": round(len(seen) / window, 1),
+        "admissions_per_s_from_start": round(len(seen) / max(t_last - t0, 1e-9), 1),
+        "cpu_ms_per_workload": round(cpu_last * 1000 / n, 2),
+        "cpu_ms_per_workload_window": round((cpu_last - (cpu_first or 0.0)) * 1000 / n, 2),
+        # CPU cores busy during the admission window: the controller's and the API server's.
+        "controller_cores": round((cpu_last - (cpu_first or 0.0)) / window, 2),
+        "server_cores": round((server_last - server_first) / window, 2),
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--server", choices=("kube", "serve"), required=True)
+    p.add_argument("--workloads", type=int, default=2000)
+    p.add_argument("--qps", type=float, default=None, help="clientConnection.qps (default: Kueue's)")
+    p.add_argument("--burst", type=int, default=None, help="clientConnection.burst (default: Kueue's)")
+    p.add_argument("--profile", default=None, help="py-spy record the controller (collapsed stacks, per thread) into this file")
+    p.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    p.add_argument("--src", default=None, help="run the controller from this source directory (PYTHONPATH)")
+    p.add_argument("--repeat", type=int, default=1, help="runs, each on a fresh server")
+    p.add_argument("controller_args", nargs="*", help="more `pykueue controller` flags (after --)")
+    args = p.parse_args()
+    for _ in range(args.repeat):
+        base = Path(tempfile.mkdtemp(prefix="cluster-throughput-"))
+        server: Server = Kube(base) if args.server == "kube" else Serve(base)
+        try:
+            result = run(server, base, args.workloads, args.qps, args.burst, args.profile, args.src, args.controller_args)
+        finally:
+            server.stop()
+            if not args.keep:
+                shutil.rmtree(base, ignore_errors=True)
+        print(json.dumps({"server": args.server, "src": args.src or "this", **result}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

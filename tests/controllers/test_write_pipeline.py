@@ -1,0 +1,326 @@
+"""Pipelined admissions: the scheduler's status writes leave the manager thread (upstream ``admit``
+runs ``applyAdmission`` in a goroutine), several workloads' writes overlap, one object never has
+two writes in flight, and a failed write is forgotten and requeued without over-committing quota.
+
+The API is the real in-process server; :class:`SlowClient` only adds latency to the Workload status
+writes (and, where a test asks, makes the server see a concurrent change or deletion first, or
+fails a request as a broken connection would) so the writes are observably in flight.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import pytest
+from test_workload_lifecycle import ManualClock, cond, wait, workload
+
+from pykueue.apiserver.app import create_app
+from pykueue.client import resources as R
+from pykueue.client.inprocess import InProcessClient
+from pykueue.client.interface import APIError, Conflict, Resource
+from pykueue.controllers.manager import ControllerManager
+from pykueue.controllers.options import default_options
+from pykueue.runtime.writes import WritePipeline
+from pykueue.store import Store
+
+
+class SlowClient(InProcessClient):
+    """The in-process client, whose Workload status writes take ``delay`` seconds and are watched:
+    ``max_in_flight`` counts overlapping ones, ``same_object`` records an object written twice at once."""
+
+    def __init__(self, handlers: Any, delay: float) -> None:
+        super().__init__(handlers)
+        self.delay = delay
+        self.cq_delay = 0.0
+        self.cq_writes_in_flight = 0
+        self.lock = threading.Lock()
+        self.in_flight: set[str] = set()
+        self.max_in_flight = 0
+        self.same_object: list[str] = []
+        self.status_writes: list[str] = []
+        self.before_write: dict[str, Callable[[str], None]] = {}
+        """Run (once) before the admission write of ``name`` (``*``: of the first one) is sent: a
+        concurrent change, a deletion."""
+
+    def replace(self, res: Resource, obj: Mapping[str, Any], subresource: str | None = None) -> dict[str, Any]:
+        if res.plural == "clusterqueues" and subresource == "status":
+            with self.lock:
+                self.cq_writes_in_flight += 1
+            try:
+                time.sleep(self.cq_delay)
+                return super().replace(res, obj, subresource=subresource)
+            finally:
+                with self.lock:
+                    self.cq_writes_in_flight -= 1
+        if res.plural != "workloads" or subresource != "status":
+            return super().replace(res, obj, subresource=subresource)
+        name = obj["metadata"]["name"]
+        with self.lock:
+            if name in self.in_flight:
+                self.same_object.append(name)
+            self.in_flight.add(name)
+            self.max_in_flight = max(self.max_in_flight, len(self.in_flight))
+            self.status_writes.append(name)
+            admission = (obj.get("status") or {}).get("admission") is not None
+            hook = self.before_write.pop(name, None) or self.before_write.pop("*", None) if admission else None
+        try:
+            time.sleep(self.delay)
+            if hook is not None:
+                hook(name)
+            return super().replace(res, obj, subresource=subresource)
+        finally:
+            with self.lock:
+                self.in_flight.discard(name)
+
+
+class Env:
+    def __init__(self, delay: float, cpu: int, max_in_flight: int = 16) -> None:
+        self.store = Store(None)
+        _, parts = create_app(self.store)
+        parts.bootstrap()
+        self.client = SlowClient(parts.handlers, delay)
+        self.api = InProcessClient(parts.handlers)  # another user of the same server
+        self.clock = ManualClock()
+        options = default_options()
+        options.max_writes_in_flight = max_in_flight
+        self.api.create(R.RESOURCE_FLAVORS, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "f"}})
+        self.api.create(
+            R.CLUSTER_QUEUES,
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "ClusterQueue",
+                "metadata": {"name": "cq"},
+                "spec": {
+                    "namespaceSelector": {},
+                    "resourceGroups": [
+                        {"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": cpu}]}]}
+                    ],
+                },
+            },
+        )
+        self.api.create(
+            R.LOCAL_QUEUES,
+            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": "default"}, "spec": {"clusterQueue": "cq"}},
+        )
+        self.mgr = ControllerManager(self.client, options, clock=self.clock)
+
+    def start(self) -> None:
+        self.mgr.start()
+        assert self.mgr.wait_ready(10)
+
+    def close(self) -> None:
+        self.mgr.stop()
+        self.store.close()
+
+    def reserved(self) -> set[str]:
+        items, _ = self.api.list(R.WORKLOADS, "default")
+        return {
+            w["metadata"]["name"] for w in items if (c := cond(w, "QuotaReserved")) is not None and c["status"] == "True"
+        }
+
+    def outcomes(self, name: str) -> list[tuple[str, str]]:
+        story = self.mgr.call_in_manager_thread(lambda: self.mgr.core.story(f"default/{name}"))
+        return [(t.reason, t.outcome) for t in story]
+
+
+@pytest.fixture
+def make_env() -> Iterator[Callable[..., Env]]:
+    envs: list[Env] = []
+
+    def make(delay: float, cpu: int, max_in_flight: int = 16) -> Env:
+        env = Env(delay, cpu, max_in_flight)
+        envs.append(env)
+        return env
+
+    yield make
+    for env in envs:
+        env.close()
+
+
+def watch_quota(env: Env, limit: int, stop: threading.Event) -> list[set[str]]:
+    """Sample the reserved Workloads until ``stop``; returns every sample above ``limit``."""
+    over: list[set[str]] = []
+
+    def run() -> None:
+        while not stop.is_set():
+            now = env.reserved()
+            if len(now) > limit:
+                over.append(now)
+            time.sleep(0.01)
+
+    threading.Thread(target=run, daemon=True).start()
+    return over
+
+
+def test_admissions_of_different_workloads_are_in_flight_together(make_env: Callable[..., Env]) -> None:
+    # One ClusterQueue: each cycle admits one head. With the writes on the manager thread each
+    # cycle waited 0.3 s for its write; pipelined, the next cycles run while it is in flight.
+    env = make_env(delay=0.3, cpu=8)
+    for i in range(6):
+        env.api.create(R.WORKLOADS, workload(f"w{i}"))
+    started = time.monotonic()
+    env.start()
+    wait(lambda: len(env.reserved()) == 6)
+    assert env.client.max_in_flight >= 3
+    assert time.monotonic() - started < 6 * 0.3
+    assert env.client.same_object == []
+    # Each admission's events were recorded once its write landed.
+    def reserved_events() -> list[str]:
+        events, _ = env.api.list(R.Resource("", "v1", "events", "Event", True), "default")
+        return sorted(e["involvedObject"]["name"] for e in events if e["reason"] == "QuotaReserved")
+
+    wait(lambda: reserved_events() == [f"w{i}" for i in range(6)])
+
+
+def test_writes_in_flight_are_bounded(make_env: Callable[..., Env]) -> None:
+    env = make_env(delay=0.1, cpu=8, max_in_flight=2)
+    for i in range(6):
+        env.api.create(R.WORKLOADS, workload(f"w{i}"))
+    env.start()
+    wait(lambda: len(env.reserved()) == 6)
+    assert env.client.max_in_flight == 2
+
+
+def test_a_conflicting_admission_is_forgotten_requeued_and_never_over_commits(make_env: Callable[..., Env]) -> None:
+    # Quota for two, three Workloads. The first admission write meets a concurrent change (a real
+    # 409 from the server): while it is in flight another Workload is admitted and the third must
+    # not be (the assumed usage still counts); once the conflict is seen, the Workload is forgotten
+    # (its usage released) and requeued (upstream's ForgetWorkload + requeueAndUpdate with
+    # FailedAfterNomination), and the two slots end up taken by two Workloads, never three.
+    env = make_env(delay=0.2, cpu=2)
+    for name in ("a", "b", "c"):
+        env.api.create(R.WORKLOADS, workload(name))
+    touched: list[str] = []
+
+    def touch(name: str) -> None:
+        touched.append(name)
+        env.api.patch(R.WORKLOADS, name, {"metadata": {"labels": {"touched": "yes"}}}, "default")
+
+    env.client.before_write["*"] = touch
+    stop = threading.Event()
+    over = watch_quota(env, 2, stop)
+    env.start()
+
+    def settled() -> bool:
+        env.clock.advance(0.2)  # parked workloads' retries are batched (``RETRY_BATCH_PERIOD``)
+        return bool(touched) and len(env.reserved()) == 2 and "failed" in [o for _, o in env.outcomes(touched[0])]
+
+    try:
+        wait(settled)
+        env.clock.advance(2)
+        time.sleep(0.5)  # no third admission may be in flight now
+        reserved = env.reserved()
+        assert len(reserved) == 2
+    finally:
+        stop.set()
+    assert over == []
+    first = [o for r, o in env.outcomes(touched[0]) if r in ("Admitted", "QuotaReserved")]
+    assert first[:2] == ["applied", "failed"]  # assumed at once, forgotten once the conflict came back
+    (left,) = {"a", "b", "c"} - reserved
+    assert cond(env.api.get(R.WORKLOADS, left, "default"), "QuotaReserved")["status"] == "False"  # type: ignore[index]
+    # Three admissions landed or failed: the two that hold the quota and the one that conflicted
+    # (which the trail shows applied when assumed, then failed).
+    admissions = [t for n in "abc" for t in env.outcomes(n) if t[0] in ("Admitted", "QuotaReserved")]
+    assert sorted(o for _, o in admissions) == ["applied", "applied", "applied", "failed"]
+
+
+def test_a_write_error_requeues_the_workload(make_env: Callable[..., Env]) -> None:
+    env = make_env(delay=0.05, cpu=1)
+    env.api.create(R.WORKLOADS, workload("a"))
+
+    def broken(name: str) -> None:
+        raise APIError(0, "ConnectionError", "connection reset by peer")
+
+    env.client.before_write["a"] = broken
+    env.start()
+    wait(lambda: env.reserved() == {"a"})
+    assert env.client.status_writes == ["a", "a"]  # the failed admission, then the one that landed
+    assert [o for _, o in env.outcomes("a")][-2:] == ["failed", "applied"]
+
+
+def test_a_workload_deleted_during_its_admission_releases_the_quota(make_env: Callable[..., Env]) -> None:
+    # Quota for one: the first Workload admitted is deleted while its admission is in flight (404).
+    # Its assumed usage is forgotten, so the other is admitted; the deleted one is not requeued.
+    env = make_env(delay=0.1, cpu=1)
+    env.api.create(R.WORKLOADS, workload("a"))
+    env.api.create(R.WORKLOADS, workload("b"))
+    deleted: list[str] = []
+
+    def delete(name: str) -> None:
+        deleted.append(name)
+        env.api.delete(R.WORKLOADS, name, "default")
+
+    env.client.before_write["*"] = delete
+    env.start()
+    wait(lambda: deleted)
+
+    def other_admitted() -> bool:
+        env.clock.advance(0.2)  # the parked one's retry is batched (``RETRY_BATCH_PERIOD``)
+        return env.reserved() == {"a", "b"} - set(deleted)
+
+    wait(other_admitted)
+    assert env.client.status_writes.count(deleted[0]) == 1
+
+
+def test_a_synchronous_write_of_an_object_in_flight_conflicts_without_a_request(make_env: Callable[..., Env]) -> None:
+    env = make_env(delay=0.5, cpu=1)
+    env.api.create(R.WORKLOADS, workload("a"))
+    env.start()
+    wait(lambda: "a" in env.client.in_flight)
+
+    def write_a() -> str:
+        wl = env.mgr.ctx.workloads["default/a"]
+        return str(env.mgr.ctx.write_workload(wl))
+
+    writes = len(env.client.status_writes)
+    assert env.mgr.call_in_manager_thread(write_a) == "False"  # a Conflict, as the server would answer
+    assert len(env.client.status_writes) == writes
+    wait(lambda: env.reserved() == {"a"})
+    assert env.client.same_object == []
+
+
+def test_queue_status_writes_do_not_hold_up_admissions(make_env: Callable[..., Env]) -> None:
+    # A ClusterQueue status write that takes 1.5 s: the manager goes on admitting meanwhile (it
+    # used to wait for it on its own thread), and the status is written again afterwards.
+    env = make_env(delay=0.0, cpu=8)
+    env.client.cq_delay = 1.5
+    env.start()
+    env.api.create(R.WORKLOADS, workload("w0"))
+    wait(lambda: env.reserved() == {"w0"})
+    env.clock.advance(1.1)  # the queue status batch period (``UpdatesBatchPeriod``)
+    wait(lambda: env.client.cq_writes_in_flight == 1)
+    for i in (1, 2, 3):
+        env.api.create(R.WORKLOADS, workload(f"w{i}"))
+    wait(lambda: len(env.reserved()) == 4, timeout=1.2)
+    assert env.client.cq_writes_in_flight == 1  # still in flight
+    env.client.cq_delay = 0.0
+
+    def status_counts_all() -> bool:
+        env.clock.advance(0.5)
+        return (env.api.get(R.CLUSTER_QUEUES, "cq").get("status") or {}).get("reservingWorkloads") == 4
+
+    wait(status_counts_all)
+
+
+def test_pipeline_refuses_a_second_write_of_a_busy_key() -> None:
+    delivered: list[Callable[[], None]] = []
+    pipeline: WritePipeline[int] = WritePipeline(delivered.append, max_in_flight=2)
+    release = threading.Event()
+    results: list[Any] = []
+    pipeline.submit("k", lambda: release.wait(5) and 1, lambda r, e: results.append((r, e)))
+    assert pipeline.busy("k")
+    with pytest.raises(RuntimeError, match="already in flight"):
+        pipeline.submit("k", lambda: 2, lambda r, e: None)
+    release.set()
+    wait(lambda: delivered)
+    assert pipeline.busy("k")  # until the owner runs the completion
+    delivered.pop()()
+    assert results == [(1, None)] and not pipeline.busy("k")
+    pipeline.submit("k", lambda: (_ for _ in ()).throw(Conflict(409, "Conflict", "stale")), lambda r, e: results.append((r, e)))
+    wait(lambda: delivered)
+    delivered.pop()()
+    assert isinstance(results[-1][1], Conflict)
+    assert pipeline.close(1)
