@@ -12,25 +12,34 @@ deterministic.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pykueue.core.cache.cache import cache_weight_of
 from pykueue.core.cache.snapshot import Snapshot
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.quota.drs import DRS, WeightOf, compare_drs, dominant_resource_share
+from pykueue.core.quota.drs import DRS, WeightOf, dominant_resource_share, lendable_by_resource
 from pykueue.core.quota.tree import CohortNode, QuotaNode
 from pykueue.core.scheduler.entry import Entry
 
-# (DRS of the child node on the entry's path, whether that node borrows on an FR the entry requests)
-_LevelValue = tuple[DRS, bool]
+# An entry's sort key at one cohort of its path (``_less`` as a key; see ``_level_key``).
+_LevelKey = tuple[bool, bool, tuple[int, float], int, float]
 
 
-@dataclass
 class _Shares:
-    """An entry's per-level values and the node versions they were computed at."""
+    """An entry's per-level sort keys and the signature of the node versions they were computed at."""
 
-    levels: dict[str, _LevelValue] = field(default_factory=dict)
-    versions: tuple[int, ...] = ()
+    __slots__ = ("keys", "signature")
+
+    def __init__(self, keys: dict[str, _LevelKey], signature: int) -> None:
+        self.keys = keys
+        self.signature = signature
+
+
+@dataclass(frozen=True, slots=True)
+class _Gates:
+    preemptor_first: bool
+    non_borrowing_first: bool
+    priority_sort: bool
 
 
 def fair_sharing_order(entries: list[Entry], snapshot: Snapshot, options: SchedulerOptions) -> Iterator[Entry]:
@@ -40,10 +49,24 @@ def fair_sharing_order(entries: list[Entry], snapshot: Snapshot, options: Schedu
         if e.cq is not None:
             pending.setdefault(e.cq.name, e)
     trees: dict[int, dict[str, Entry]] = {}
-    for name, e in pending.items():
+    # Per cohort, the names of its child CQs with a pending entry, sorted: the tournament's
+    # candidate order without sorting every cohort's children at every pop.
+    by_cohort: dict[int, list[str]] = {}
+    for name in sorted(pending):
+        e = pending[name]
         assert e.cq is not None
-        trees.setdefault(id(e.cq.node.root()), {})[name] = e
+        node = e.cq.node
+        trees.setdefault(id(node.root()), {})[name] = e
+        if node.parent is not None:
+            by_cohort.setdefault(id(node.parent), []).append(name)
     weight_of = cache_weight_of(snapshot.cache)
+    gates = _Gates(
+        options.gate("PrioritizePreemptorWorkloads"),
+        options.gate("FairSharingPrioritizeNonBorrowing"),
+        options.gate("PrioritySortingWithinCohort"),
+    )
+    # ``lendable`` depends on quotas only, which a cycle does not change.
+    lendable: dict[int, dict[str, int]] = {}
     shares: dict[str, _Shares] = {}
     while pending:
         name = min(pending)
@@ -53,13 +76,16 @@ def fair_sharing_order(entries: list[Entry], snapshot: Snapshot, options: Schedu
         tree_entries = trees[id(root)]
         if isinstance(root, CohortNode):
             for cq_name, e in tree_entries.items():
-                _refresh(cq_name, e, shares, snapshot, weight_of)
-            winner = _tournament(root, tree_entries, shares, options)
+                _refresh(cq_name, e, shares, snapshot, weight_of, lendable, gates)
+            winner = _tournament(root, tree_entries, by_cohort, shares)
         else:
             winner = entry
         assert winner is not None and winner.cq is not None
         del pending[winner.cq.name]
         del tree_entries[winner.cq.name]
+        parent = winner.cq.node.parent
+        if parent is not None:
+            by_cohort[id(parent)].remove(winner.cq.name)
         yield winner
 
 
@@ -72,54 +98,90 @@ def _path(node: QuotaNode) -> list[QuotaNode]:
     return out
 
 
-def _refresh(cq_name: str, e: Entry, shares: dict[str, _Shares], snapshot: Snapshot, weight_of: WeightOf) -> None:
+def _signature(node: QuotaNode) -> int:
+    """Sum of the versions of the nodes below the root on ``node``'s path. Versions only grow, so an
+    unchanged sum means every node on the path is unchanged."""
+    total = 0
+    while node.parent is not None:
+        total += node.version
+        node = node.parent
+    return total
+
+
+def _refresh(
+    cq_name: str,
+    e: Entry,
+    shares: dict[str, _Shares],
+    snapshot: Snapshot,
+    weight_of: WeightOf,
+    lendable: dict[int, dict[str, int]],
+    gates: _Gates,
+) -> None:
     assert e.cq is not None and e.assignment is not None
-    path = _path(e.cq.node)
+    node = e.cq.node
     cached = shares.get(cq_name)
-    if cached is not None and cached.versions == tuple(n.version for n in path):
+    if cached is not None and cached.signature == _signature(node):
         return
     usage = e.assignment.usage
-    levels: dict[str, _LevelValue] = {}
+    keys: dict[str, _LevelKey] = {}
     snapshot.add_usage(e.cq, usage)
     try:
-        for node in path:
-            assert node.parent is not None
-            borrows = any(node.is_borrowing(fr) for fr in usage)
-            levels[node.parent.name] = (dominant_resource_share(node, weight_of=weight_of), borrows)
+        for n in _path(node):
+            parent = n.parent
+            assert parent is not None
+            borrows = any(n.is_borrowing(fr) for fr in usage)
+            lend = lendable.get(id(parent))
+            if lend is None:
+                lend = lendable[id(parent)] = lendable_by_resource(parent)
+            drs = dominant_resource_share(n, weight_of=weight_of, lendable=lend)
+            keys[parent.name] = _level_key(e, drs, borrows, gates)
     finally:
         snapshot.remove_usage(e.cq, usage)
-    shares[cq_name] = _Shares(levels, tuple(n.version for n in path))
+    shares[cq_name] = _Shares(keys, _signature(node))
+
+
+def _level_key(e: Entry, drs: DRS, borrows: bool, gates: _Gates) -> _LevelKey:
+    """Upstream's ``less`` of the tournament as a sort key (lower wins): a preemptor first, then a
+    non-borrowing node, the lower DRS (``CompareDRS``: an infinite share — weight 0 while
+    borrowing — above every finite one, two infinite ones by ratio), the higher priority, the
+    older workload."""
+    info = e.info
+    if drs.zero_weight_borrows():
+        drs_key = (1, drs.ratio)
+    else:
+        drs_key = (0, drs.weighted())
+    return (
+        gates.preemptor_first and not info.is_preemptor,
+        gates.non_borrowing_first and borrows,
+        drs_key,
+        -info.priority if gates.priority_sort else 0,
+        info.order_ts,
+    )
 
 
 def _tournament(
-    cohort: CohortNode, tree_entries: dict[str, Entry], shares: dict[str, _Shares], options: SchedulerOptions
+    cohort: CohortNode,
+    tree_entries: dict[str, Entry],
+    by_cohort: dict[int, list[str]],
+    shares: dict[str, _Shares],
 ) -> Entry | None:
-    candidates: list[Entry] = []
-    for child_name in sorted(cohort.child_cohorts):
-        w = _tournament(cohort.child_cohorts[child_name], tree_entries, shares, options)
-        if w is not None:
-            candidates.append(w)
-    for cq_name in sorted(cohort.child_cqs):
-        if cq_name in tree_entries:
-            candidates.append(tree_entries[cq_name])
+    """The first candidate with the lowest key: winners of the child cohorts in name order, then the
+    child CQs in name order (a later candidate replaces the best only when strictly less)."""
+    level = cohort.name
     best: Entry | None = None
-    for c in candidates:
-        if best is None or _less(c, best, cohort.name, shares, options):
-            best = c
+    best_key: _LevelKey | None = None
+    for child_name in sorted(cohort.child_cohorts):
+        w = _tournament(cohort.child_cohorts[child_name], tree_entries, by_cohort, shares)
+        if w is None:
+            continue
+        assert w.cq is not None
+        k = shares[w.cq.name].keys[level]
+        if best_key is None or k < best_key:
+            best, best_key = w, k
+    names = by_cohort.get(id(cohort))
+    if names:
+        name = min(names, key=lambda n: shares[n].keys[level])
+        k = shares[name].keys[level]
+        if best_key is None or k < best_key:
+            best = tree_entries[name]
     return best
-
-
-def _less(a: Entry, b: Entry, level: str, shares: dict[str, _Shares], options: SchedulerOptions) -> bool:
-    assert a.cq is not None and b.cq is not None
-    if options.gate("PrioritizePreemptorWorkloads") and a.info.is_preemptor != b.info.is_preemptor:
-        return a.info.is_preemptor
-    a_drs, a_borrows = shares[a.cq.name].levels[level]
-    b_drs, b_borrows = shares[b.cq.name].levels[level]
-    if options.gate("FairSharingPrioritizeNonBorrowing") and a_borrows != b_borrows:
-        return not a_borrows
-    cmp = compare_drs(a_drs, b_drs)
-    if cmp != 0:
-        return cmp < 0
-    if options.gate("PrioritySortingWithinCohort") and a.info.priority != b.info.priority:
-        return a.info.priority > b.info.priority
-    return a.info.order_ts < b.info.order_ts
