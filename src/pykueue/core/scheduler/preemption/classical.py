@@ -91,6 +91,8 @@ def collect_candidates(ctx: PreemptionContext) -> CandidateList:
     evicted: list[Candidate] = []
     rest: list[Candidate] = []
     for lst in (hierarchy, priority, same):
+        if not lst:
+            continue
         for is_evicted, c in _sorted(ctx, lst):
             (evicted if is_evicted else rest).append(c)
     return CandidateList(evicted + rest, not hierarchy and not priority, not hierarchy)
