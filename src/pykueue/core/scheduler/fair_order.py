@@ -11,6 +11,7 @@ deterministic.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -26,12 +27,14 @@ _LevelKey = tuple[bool, bool, tuple[int, float], int, float]
 
 
 class _Shares:
-    """An entry's per-level sort keys and the signature of the node versions they were computed at."""
+    """An entry's per-level sort keys, the nodes below the root on its path, and the sum of their
+    versions when the keys were computed."""
 
-    __slots__ = ("keys", "signature")
+    __slots__ = ("keys", "path", "signature")
 
-    def __init__(self, keys: dict[str, _LevelKey], signature: int) -> None:
+    def __init__(self, keys: dict[str, _LevelKey], path: tuple[QuotaNode, ...], signature: int) -> None:
         self.keys = keys
+        self.path = path
         self.signature = signature
 
 
@@ -42,6 +45,11 @@ class _Gates:
     priority_sort: bool
 
 
+# Per cohort, ``(key at that cohort, CQ name)`` of its child CQs with a pending entry, sorted: the
+# first one is the child the tournament picks among them (lowest key, then first in name order).
+_Ranked = dict[int, list[tuple[_LevelKey, str]]]
+
+
 def fair_sharing_order(entries: list[Entry], snapshot: Snapshot, options: SchedulerOptions) -> Iterator[Entry]:
     """Yield entries in fair-sharing order; the snapshot may change between pops."""
     pending: dict[str, Entry] = {}
@@ -49,16 +57,10 @@ def fair_sharing_order(entries: list[Entry], snapshot: Snapshot, options: Schedu
         if e.cq is not None:
             pending.setdefault(e.cq.name, e)
     trees: dict[int, dict[str, Entry]] = {}
-    # Per cohort, the names of its child CQs with a pending entry, sorted: the tournament's
-    # candidate order without sorting every cohort's children at every pop.
-    by_cohort: dict[int, list[str]] = {}
     for name in sorted(pending):
         e = pending[name]
         assert e.cq is not None
-        node = e.cq.node
-        trees.setdefault(id(node.root()), {})[name] = e
-        if node.parent is not None:
-            by_cohort.setdefault(id(node.parent), []).append(name)
+        trees.setdefault(id(e.cq.node.root()), {})[name] = e
     weight_of = cache_weight_of(snapshot.cache)
     gates = _Gates(
         options.gate("PrioritizePreemptorWorkloads"),
@@ -68,6 +70,7 @@ def fair_sharing_order(entries: list[Entry], snapshot: Snapshot, options: Schedu
     # ``lendable`` depends on quotas only, which a cycle does not change.
     lendable: dict[int, dict[str, int]] = {}
     shares: dict[str, _Shares] = {}
+    ranked: _Ranked = {}
     while pending:
         name = min(pending)
         entry = pending[name]
@@ -76,8 +79,15 @@ def fair_sharing_order(entries: list[Entry], snapshot: Snapshot, options: Schedu
         tree_entries = trees[id(root)]
         if isinstance(root, CohortNode):
             for cq_name, e in tree_entries.items():
-                _refresh(cq_name, e, shares, snapshot, weight_of, lendable, gates)
-            winner = _tournament(root, tree_entries, by_cohort, shares)
+                cached = shares.get(cq_name)
+                if cached is not None:
+                    signature = 0
+                    for node in cached.path:
+                        signature += node.version
+                    if signature == cached.signature:
+                        continue
+                _refresh(cq_name, e, shares, ranked, snapshot, weight_of, lendable, gates)
+            winner = _tournament(root, pending, shares, ranked)
         else:
             winner = entry
         assert winner is not None and winner.cq is not None
@@ -85,59 +95,65 @@ def fair_sharing_order(entries: list[Entry], snapshot: Snapshot, options: Schedu
         del tree_entries[winner.cq.name]
         parent = winner.cq.node.parent
         if parent is not None:
-            by_cohort[id(parent)].remove(winner.cq.name)
+            _unrank(ranked, parent, winner.cq.name, shares)
         yield winner
 
 
-def _path(node: QuotaNode) -> list[QuotaNode]:
+def _path(node: QuotaNode) -> tuple[QuotaNode, ...]:
     """Nodes below the root on the way up from ``node`` (those whose shares are compared)."""
     out: list[QuotaNode] = []
     while node.parent is not None:
         out.append(node)
         node = node.parent
-    return out
+    return tuple(out)
 
 
-def _signature(node: QuotaNode) -> int:
-    """Sum of the versions of the nodes below the root on ``node``'s path. Versions only grow, so an
-    unchanged sum means every node on the path is unchanged."""
-    total = 0
-    while node.parent is not None:
-        total += node.version
-        node = node.parent
-    return total
+def _unrank(ranked: _Ranked, parent: QuotaNode, cq_name: str, shares: dict[str, _Shares]) -> None:
+    """Drop ``cq_name``'s current key from its cohort's ranking."""
+    cached = shares.get(cq_name)
+    if cached is None:
+        return
+    lst = ranked[id(parent)]
+    item = (cached.keys[parent.name], cq_name)
+    i = bisect.bisect_left(lst, item)
+    assert lst[i] == item
+    del lst[i]
 
 
 def _refresh(
     cq_name: str,
     e: Entry,
     shares: dict[str, _Shares],
+    ranked: _Ranked,
     snapshot: Snapshot,
     weight_of: WeightOf,
     lendable: dict[int, dict[str, int]],
     gates: _Gates,
 ) -> None:
+    """(Re)compute ``e``'s keys (its nodes changed since, or never computed) and re-rank it."""
     assert e.cq is not None and e.assignment is not None
     node = e.cq.node
-    cached = shares.get(cq_name)
-    if cached is not None and cached.signature == _signature(node):
-        return
+    parent = node.parent
+    assert parent is not None
+    _unrank(ranked, parent, cq_name, shares)
+    path = _path(node)
     usage = e.assignment.usage
     keys: dict[str, _LevelKey] = {}
     snapshot.add_usage(e.cq, usage)
     try:
-        for n in _path(node):
-            parent = n.parent
-            assert parent is not None
+        for n in path:
+            above = n.parent
+            assert above is not None
             borrows = any(n.is_borrowing(fr) for fr in usage)
-            lend = lendable.get(id(parent))
+            lend = lendable.get(id(above))
             if lend is None:
-                lend = lendable[id(parent)] = lendable_by_resource(parent)
+                lend = lendable[id(above)] = lendable_by_resource(above)
             drs = dominant_resource_share(n, weight_of=weight_of, lendable=lend)
-            keys[parent.name] = _level_key(e, drs, borrows, gates)
+            keys[above.name] = _level_key(e, drs, borrows, gates)
     finally:
         snapshot.remove_usage(e.cq, usage)
-    shares[cq_name] = _Shares(keys, _signature(node))
+    shares[cq_name] = _Shares(keys, path, sum(n.version for n in path))
+    bisect.insort(ranked.setdefault(id(parent), []), (keys[parent.name], cq_name))
 
 
 def _level_key(e: Entry, drs: DRS, borrows: bool, gates: _Gates) -> _LevelKey:
@@ -160,10 +176,7 @@ def _level_key(e: Entry, drs: DRS, borrows: bool, gates: _Gates) -> _LevelKey:
 
 
 def _tournament(
-    cohort: CohortNode,
-    tree_entries: dict[str, Entry],
-    by_cohort: dict[int, list[str]],
-    shares: dict[str, _Shares],
+    cohort: CohortNode, pending: dict[str, Entry], shares: dict[str, _Shares], ranked: _Ranked
 ) -> Entry | None:
     """The first candidate with the lowest key: winners of the child cohorts in name order, then the
     child CQs in name order (a later candidate replaces the best only when strictly less)."""
@@ -171,17 +184,16 @@ def _tournament(
     best: Entry | None = None
     best_key: _LevelKey | None = None
     for child_name in sorted(cohort.child_cohorts):
-        w = _tournament(cohort.child_cohorts[child_name], tree_entries, by_cohort, shares)
+        w = _tournament(cohort.child_cohorts[child_name], pending, shares, ranked)
         if w is None:
             continue
         assert w.cq is not None
         k = shares[w.cq.name].keys[level]
         if best_key is None or k < best_key:
             best, best_key = w, k
-    names = by_cohort.get(id(cohort))
-    if names:
-        name = min(names, key=lambda n: shares[n].keys[level])
-        k = shares[name].keys[level]
+    lst = ranked.get(id(cohort))
+    if lst:
+        k, name = lst[0]
         if best_key is None or k < best_key:
-            best = tree_entries[name]
+            best = pending[name]
     return best
