@@ -108,6 +108,11 @@ def main() -> None:
     ap.add_argument("--fair-sharing", action="store_true", help="enable fair sharing (DRS tournament + FS preemption)")
     ap.add_argument("--no-gc-freeze", action="store_true", help="leave the loaded state in the cyclic GC")
     ap.add_argument(
+        "--serve-gc",
+        action="store_true",
+        help="also apply `pykueue serve`'s gc.set_threshold (cli/serve.py GC_THRESHOLDS), as the core runs there",
+    )
+    ap.add_argument(
         "--digest", action="store_true", help="print a hash of every decision (untimed), to compare two versions"
     )
     args = ap.parse_args()
@@ -125,6 +130,10 @@ def main() -> None:
         # As the entry points do: the loaded state is long-lived, keep it out of GC scans.
         gc.collect()
         gc.freeze()
+    if args.serve_gc:
+        from pykueue.cli.serve import GC_THRESHOLDS
+
+        gc.set_threshold(*GC_THRESHOLDS)
 
     decisions = admitted = 0
     digest = hashlib.sha256()

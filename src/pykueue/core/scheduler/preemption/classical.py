@@ -100,6 +100,9 @@ def collect_candidates(ctx: PreemptionContext) -> CandidateList:
 
 def classical_targets(ctx: PreemptionContext) -> list[Target]:
     """Targets whose eviction makes the preemptor fit, or [] (``classicalPreemptions``)."""
+    cq = ctx.cq
+    if cq.within_cluster_queue == PREEMPT_NEVER and (cq.parent is None or cq.reclaim_within_cohort == PREEMPT_NEVER):
+        return []  # no candidate source at all (both lists below would be empty)
     cands = collect_candidates(ctx)
     if not cands.candidates:
         return []
