@@ -188,13 +188,20 @@ def available(node: QuotaNode, fr: FlavorResource) -> int:
 
 def potential_available(node: QuotaNode, fr: FlavorResource) -> int:
     """The most ``node`` could hold of ``fr`` if the whole tree were empty."""
-    parent = node.parent
-    if parent is None:
-        return node.subtree_quota.get(fr, 0)
-    result = sat_add(node.local_quota(fr), potential_available(parent, fr))
-    q = node.quotas.get(fr)
-    if q is not None and q.borrowing_limit is not None:
-        result = min(result, sat_add(node.subtree_quota.get(fr, 0), q.borrowing_limit))
+    # Upstream's recursion to the root, folded back down the path iteratively.
+    path: list[QuotaNode] = []
+    while node.parent is not None:
+        path.append(node)
+        node = node.parent
+    result = node.subtree_quota.get(fr, 0)
+    for node in reversed(path):
+        q = node.quotas.get(fr)
+        if q is None:
+            result = sat_add(0, result)
+            continue
+        result = sat_add(node.local_quota(fr), result)
+        if q.borrowing_limit is not None:
+            result = min(result, sat_add(node.subtree_quota.get(fr, 0), q.borrowing_limit))
     return result
 
 
