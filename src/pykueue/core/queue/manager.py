@@ -467,6 +467,10 @@ class QueueManager:
 
     def _refresh(self, info: WorkloadInfo, latest: Workload) -> None:
         """``info.Update``: recompute derived fields from ``latest``, keep the scheduler's own."""
+        if latest is info.obj:
+            # The derived fields were computed from this very object (objects are replaced, not
+            # mutated, on every change), so recomputing them gives the same values.
+            return
         fresh = new_workload_info(latest, self.options, info)
         for name in _REFRESHED_FIELDS:
             setattr(info, name, getattr(fresh, name))
