@@ -118,10 +118,13 @@ class KeyedHeap(Generic[K, T]):
         entries = self._entries
         out = [(k, entries[index[k]][2]) for k in present]
         gone = set(present)
-        kept = [e for e in entries if e[1] not in gone]
-        heapq.heapify(kept)
-        self._entries = kept
-        self._index = {e[1]: i for i, e in enumerate(kept)}
+        # In place: the list and the index stay the (long-lived, possibly gc-frozen) objects they
+        # were, instead of new containers the cyclic GC would scan from then on.
+        entries[:] = [e for e in entries if e[1] not in gone]
+        heapq.heapify(entries)
+        index.clear()
+        for i, e in enumerate(entries):
+            index[e[1]] = i
         return out
 
     def pop(self) -> tuple[K, T] | None:
