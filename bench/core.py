@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import hashlib
 import random
 import time
 import tracemalloc
@@ -106,6 +107,14 @@ def main() -> None:
     ap.add_argument("--memory", action="store_true", help="also measure peak Python heap (slower)")
     ap.add_argument("--fair-sharing", action="store_true", help="enable fair sharing (DRS tournament + FS preemption)")
     ap.add_argument("--no-gc-freeze", action="store_true", help="leave the loaded state in the cyclic GC")
+    ap.add_argument(
+        "--serve-gc",
+        action="store_true",
+        help="also apply `pykueue serve`'s gc.set_threshold (cli/serve.py GC_THRESHOLDS), as the core runs there",
+    )
+    ap.add_argument(
+        "--digest", action="store_true", help="print a hash of every decision (untimed), to compare two versions"
+    )
     args = ap.parse_args()
 
     t = time.perf_counter()
@@ -121,8 +130,13 @@ def main() -> None:
         # As the entry points do: the loaded state is long-lived, keep it out of GC scans.
         gc.collect()
         gc.freeze()
+    if args.serve_gc:
+        from pykueue.cli.serve import GC_THRESHOLDS
+
+        gc.set_threshold(*GC_THRESHOLDS)
 
     decisions = admitted = 0
+    digest = hashlib.sha256()
     cycle_s = step_s = 0.0
     for i in range(args.cycles):
         if i:
@@ -134,6 +148,9 @@ def main() -> None:
         cycle_s += time.perf_counter() - t
         decisions += len(result.entries)
         admitted += len(result.admitted)
+        if args.digest:
+            digest.update(repr((result.decisions, result.admitted, result.preempted)).encode())
+            digest.update(repr([(e.info.key, e.status, e.message, e.requeue_reason) for e in result.entries]).encode())
     peak = tracemalloc.get_traced_memory()[1] if args.memory else 0
     print(f"state: {args.cqs} ClusterQueues in {args.cohorts} cohorts, {args.workloads} pending workloads")
     print(f"build objects: {build_s:.2f}s   load (cache+queues): {load_s:.2f}s")
@@ -142,6 +159,8 @@ def main() -> None:
     print(f"throughput (scheduling only): {decisions / cycle_s:,.0f} decisions/s, {admitted / cycle_s:,.0f} admissions/s")
     total = cycle_s + step_s
     print(f"throughput (cycles + controller steps): {decisions / total:,.0f} decisions/s")
+    if args.digest:
+        print(f"decisions digest: {digest.hexdigest()}")
     if args.memory:
         print(f"peak traced Python heap during load+run: {peak / 2**20:.0f} MiB")
 

@@ -1,6 +1,10 @@
 """Profile the scheduling cycles of bench/core.py with cProfile.
 
-Usage: python bench/profile_core.py [--workloads 20000] [--cycles 10] [--top 35]
+Usage: python bench/profile_core.py [--workloads 20000] [--cycles 10] [--top 35] [--fair-sharing] [--no-gc]
+
+``--no-gc`` disables the cyclic GC after loading: its collections are charged to whatever function
+happens to allocate, which blurs the per-function figures (a cycle's GC share is measured by
+``bench/core.py`` with and without ``--serve-gc``).
 (For a sampling profile of a full run: py-spy record -o core.svg -- python bench/core.py)
 """
 
@@ -8,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import pstats
 from datetime import timedelta
 
@@ -22,9 +27,15 @@ def main() -> None:
     ap.add_argument("--cycles", type=int, default=10)
     ap.add_argument("--top", type=int, default=35)
     ap.add_argument("--sort", default="tottime")
+    ap.add_argument("--fair-sharing", action="store_true")
+    ap.add_argument("--no-gc", action="store_true", help="disable the cyclic GC after loading")
     args = ap.parse_args()
-    cluster = SimulatedCluster(SchedulerOptions(), T0 + timedelta(hours=2))
+    cluster = SimulatedCluster(SchedulerOptions(fair_sharing=args.fair_sharing), T0 + timedelta(hours=2))
     cluster.load(build_state(1000, 10, args.workloads, 1))
+    gc.collect()
+    gc.freeze()  # as bench/core.py and the CLI do
+    if args.no_gc:
+        gc.disable()
     prof = cProfile.Profile()
     prof.enable()
     for i in range(args.cycles):

@@ -117,3 +117,33 @@ def test_matches_sorted_model(operations: list[tuple[str, int, int]]) -> None:
                 del model[want[0]]
         assert len(heap) == len(model)
     assert [k for k, _ in iter(heap.pop, None)] == sorted(model, key=lambda k: (model[k][0], k))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    values=st.dictionaries(st.text(alphabet="abcdefgh", min_size=1, max_size=3), st.integers(0, 50), max_size=60),
+    removed=st.lists(st.text(alphabet="abcdefgh", min_size=1, max_size=3), max_size=60),
+    pushed=st.dictionaries(st.text(alphabet="ijk", min_size=1, max_size=2), st.integers(0, 50), max_size=5),
+)
+def test_remove_many_equals_single_removals(
+    values: dict[str, int], removed: list[str], pushed: dict[str, int]
+) -> None:
+    """``remove_many`` (single sifts for a few keys, filter + heapify for many) leaves the same heap
+    contents, index and pop order (ties broken by key, a total order as the queues use) as removing
+    one key at a time, also for pushes after it."""
+    removed = list(dict.fromkeys(removed))
+    order = lambda item: (item[0], item[1])  # noqa: E731 - (value, key): total
+    one: KeyedHeap[str, tuple[int, str]] = KeyedHeap(order)
+    many: KeyedHeap[str, tuple[int, str]] = KeyedHeap(order)
+    for k, v in values.items():
+        one.push_if_absent(k, (v, k))
+        many.push_if_absent(k, (v, k))
+    want = [(k, item) for k in removed if (item := one.remove(k)) is not None]
+    assert many.remove_many(removed) == want
+    assert len(many) == len(one)
+    for k in values:
+        assert many.get(k) == one.get(k)
+    for k, v in pushed.items():
+        one.push_or_update(k, (v, k))
+        many.push_or_update(k, (v, k))
+    assert [many.pop() for _ in range(len(many) + 1)] == [one.pop() for _ in range(len(one) + 1)]

@@ -339,10 +339,11 @@ class PendingClusterQueue:
             return 0
         self.hash_to_bulk_move_reason[scheduling_hash] = reason
         keys = sorted(self._active_by_hash.get(scheduling_hash, ()))
-        for key in keys:
-            entry = self._heap_remove(key)
-            if entry is not None:
-                self.inadmissible[key] = entry
+        for key, entry in self.active.remove_many(keys):
+            self._unindex(key, entry)
+            self.inadmissible[key] = entry
+        if not self.active:
+            self._nonempty.discard(self.name)
         return len(keys)
 
     def flush_inadmissible(self, namespace_matches: Callable[[str], bool], now: float) -> int:

@@ -12,6 +12,7 @@ ClusterQueue, upstream ``preemptorWorkload``), call :meth:`KeyedHeap.fix` for th
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -99,6 +100,33 @@ class KeyedHeap(Generic[K, T]):
             self._restore(pos)
         return item
 
+    def remove_many(self, keys: list[K]) -> list[tuple[K, T]]:
+        """Delete every present key of ``keys``; returns the removed ``(key, item)`` pairs in ``keys``'
+        order. Removing a large share of the heap filters it and re-heapifies in ``O(n)`` instead of
+        ``k`` sifts; which of several items with *equal* orders is then the smallest may differ from
+        ``k`` single removals (with a total order, as the queues use, nothing observable changes)."""
+        index = self._index
+        present = [k for k in keys if k in index]
+        size = len(self._entries)
+        if len(present) * max(1, size.bit_length()) < size:
+            out: list[tuple[K, T]] = []
+            for k in present:
+                item = self.remove(k)
+                assert item is not None
+                out.append((k, item))
+            return out
+        entries = self._entries
+        out = [(k, entries[index[k]][2]) for k in present]
+        gone = set(present)
+        # In place: the list and the index stay the (long-lived, possibly gc-frozen) objects they
+        # were, instead of new containers the cyclic GC would scan from then on.
+        entries[:] = [e for e in entries if e[1] not in gone]
+        heapq.heapify(entries)
+        index.clear()
+        for i, e in enumerate(entries):
+            index[e[1]] = i
+        return out
+
     def pop(self) -> tuple[K, T] | None:
         """Remove and return the smallest ``(key, item)``."""
         if not self._entries:
@@ -135,41 +163,47 @@ class KeyedHeap(Generic[K, T]):
         if not self._sift_up(pos):
             self._sift_down(pos)
 
-    def _place(self, pos: int, entry: tuple[SupportsLessThan, K, T]) -> None:
-        self._entries[pos] = entry
-        self._index[entry[1]] = pos
-
     def _sift_up(self, pos: int) -> bool:
         """Move ``pos`` towards the root; returns whether it moved."""
         entries = self._entries
+        index = self._index
         entry = entries[pos]
+        order = entry[0]
         start = pos
         while pos > 0:
             parent = (pos - 1) >> 1
-            if not entry[0] < entries[parent][0]:
+            above = entries[parent]
+            if not order < above[0]:
                 break
-            self._place(pos, entries[parent])
+            entries[pos] = above
+            index[above[1]] = pos
             pos = parent
         if pos != start:
-            self._place(pos, entry)
+            entries[pos] = entry
+            index[entry[1]] = pos
             return True
         return False
 
     def _sift_down(self, pos: int) -> None:
         entries = self._entries
+        index = self._index
         size = len(entries)
         entry = entries[pos]
+        order = entry[0]
         start = pos
-        while True:
-            child = 2 * pos + 1
-            if child >= size:
-                break
+        child = 2 * pos + 1
+        while child < size:
+            below = entries[child]
             right = child + 1
-            if right < size and entries[right][0] < entries[child][0]:
+            if right < size and entries[right][0] < below[0]:
                 child = right
-            if not entries[child][0] < entry[0]:
+                below = entries[right]
+            if not below[0] < order:
                 break
-            self._place(pos, entries[child])
+            entries[pos] = below
+            index[below[1]] = pos
             pos = child
+            child = 2 * pos + 1
         if pos != start:
-            self._place(pos, entry)
+            entries[pos] = entry
+            index[entry[1]] = pos

@@ -59,6 +59,8 @@ REQUEST_COHORT = "Cohort"
 _KEPT_ON_REFRESH = frozenset(
     {"last_assignment", "cluster_queue", "is_preemptor", "last_evaluated_generation"}
 )
+# The fields ``_refresh`` copies, listed once (``dataclasses.fields`` per call is costly).
+_REFRESHED_FIELDS = tuple(f.name for f in dataclasses.fields(WorkloadInfo) if f.name not in _KEPT_ON_REFRESH)
 
 
 def seconds(now: Now) -> float:
@@ -472,10 +474,13 @@ class QueueManager:
 
     def _refresh(self, info: WorkloadInfo, latest: Workload) -> None:
         """``info.Update``: recompute derived fields from ``latest``, keep the scheduler's own."""
+        if latest is info.obj:
+            # The derived fields were computed from this very object (objects are replaced, not
+            # mutated, on every change), so recomputing them gives the same values.
+            return
         fresh = new_workload_info(latest, self.options, info)
-        for f in dataclasses.fields(info):
-            if f.name not in _KEPT_ON_REFRESH:
-                setattr(info, f.name, getattr(fresh, f.name))
+        for name in _REFRESHED_FIELDS:
+            setattr(info, name, getattr(fresh, name))
 
     # --- retrying inadmissible workloads (upstream ``queueInadmissibleWorkloads``) ------------
 

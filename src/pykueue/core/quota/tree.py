@@ -48,7 +48,11 @@ class QuotaNode:
         return max(0, sat_sub(self.subtree_quota.get(fr, 0), q.lending_limit))
 
     def local_available(self, fr: FlavorResource) -> int:
-        return max(0, sat_sub(self.local_quota(fr), self.usage.get(fr, 0)))
+        q = self.quotas.get(fr)
+        used = self.usage.get(fr, 0)
+        if (q is None or q.lending_limit is None) and used >= 0:
+            return 0  # no local quota (the common case): max(0, 0 - used)
+        return max(0, sat_sub(self.local_quota(fr), used))
 
     def borrowing_with(self, fr: FlavorResource, value: int) -> bool:
         """Whether holding ``value`` more of ``fr`` would exceed this node's subtree quota."""
@@ -159,17 +163,22 @@ def remove_usage_map(node: QuotaNode, usage: dict[FlavorResource, int]) -> None:
 
 
 def _available(node: QuotaNode, fr: FlavorResource) -> int:
-    parent = node.parent
-    if parent is None:
-        return sat_sub(node.subtree_quota.get(fr, 0), node.usage.get(fr, 0))
-    p = _available(parent, fr)
-    q = node.quotas.get(fr)
-    if q is not None and q.borrowing_limit is not None:
-        lq = node.local_quota(fr)
-        stored_in_parent = sat_sub(node.subtree_quota.get(fr, 0), lq)
-        used_in_parent = max(0, sat_sub(node.usage.get(fr, 0), lq))
-        p = min(p, sat_add(sat_sub(stored_in_parent, used_in_parent), q.borrowing_limit))
-    return sat_add(node.local_available(fr), p)
+    # Upstream recurses to the root and folds the result back down; the same fold from the root
+    # down over the path, without the recursion.
+    path: list[QuotaNode] = []
+    while node.parent is not None:
+        path.append(node)
+        node = node.parent
+    p = sat_sub(node.subtree_quota.get(fr, 0), node.usage.get(fr, 0))
+    for node in reversed(path):
+        q = node.quotas.get(fr)
+        if q is not None and q.borrowing_limit is not None:
+            lq = node.local_quota(fr)
+            stored_in_parent = sat_sub(node.subtree_quota.get(fr, 0), lq)
+            used_in_parent = max(0, sat_sub(node.usage.get(fr, 0), lq))
+            p = min(p, sat_add(sat_sub(stored_in_parent, used_in_parent), q.borrowing_limit))
+        p = sat_add(node.local_available(fr), p)
+    return p
 
 
 def available(node: QuotaNode, fr: FlavorResource) -> int:
@@ -179,13 +188,20 @@ def available(node: QuotaNode, fr: FlavorResource) -> int:
 
 def potential_available(node: QuotaNode, fr: FlavorResource) -> int:
     """The most ``node`` could hold of ``fr`` if the whole tree were empty."""
-    parent = node.parent
-    if parent is None:
-        return node.subtree_quota.get(fr, 0)
-    result = sat_add(node.local_quota(fr), potential_available(parent, fr))
-    q = node.quotas.get(fr)
-    if q is not None and q.borrowing_limit is not None:
-        result = min(result, sat_add(node.subtree_quota.get(fr, 0), q.borrowing_limit))
+    # Upstream's recursion to the root, folded back down the path iteratively.
+    path: list[QuotaNode] = []
+    while node.parent is not None:
+        path.append(node)
+        node = node.parent
+    result = node.subtree_quota.get(fr, 0)
+    for node in reversed(path):
+        q = node.quotas.get(fr)
+        if q is None:
+            result = sat_add(0, result)
+            continue
+        result = sat_add(node.local_quota(fr), result)
+        if q.borrowing_limit is not None:
+            result = min(result, sat_add(node.subtree_quota.get(fr, 0), q.borrowing_limit))
     return result
 
 

@@ -286,6 +286,8 @@ class Scheduler:
         """``fits`` in ``processEntry``: the entry's usage fits once every victim chosen so far is gone."""
         assert e.assignment is not None
         usage = e.assignment.usage
+        if not preempted and not e.targets:
+            return all(available(cq.node, fr) >= v for fr, v in usage.items())
         victims = [t.workload for t in preempted.values()] + [t.workload for t in e.targets]
         with self._without(snapshot, victims):
             return all(available(cq.node, fr) >= v for fr, v in usage.items())
@@ -304,7 +306,10 @@ class Scheduler:
             t.workload.key in preempted for t in e.targets
         ):
             self._recompute_with_overlap(e, cq, snapshot, preempted)
-        fits = self._fits(e, cq, snapshot, preempted)
+        # With victims, ``_fits`` removes and re-adds them (re-inserting them into their CQ's
+        # workloads), so it runs here as upstream's does; without, it is pure and only needed
+        # below, which most entries (no fit) never reach.
+        fits = self._fits(e, cq, snapshot, preempted) if preempted or e.targets else None
         usage = e.assignment.usage
         mode = e.mode
         if e.deferred_fit:
@@ -328,6 +333,8 @@ class Scheduler:
         if any(t.workload.key in preempted for t in e.targets):
             self._skip(e, "Workload has overlapping preemption targets with another workload")
             return
+        if fits is None:
+            fits = self._fits(e, cq, snapshot, preempted)
         if not fits:
             self._skip(e, "Workload no longer fits after processing another workload")
             return

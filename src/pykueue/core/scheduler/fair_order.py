@@ -11,26 +11,43 @@ deterministic.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pykueue.core.cache.cache import cache_weight_of
 from pykueue.core.cache.snapshot import Snapshot
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.quota.drs import DRS, WeightOf, compare_drs, dominant_resource_share
+from pykueue.core.quota.drs import DRS, WeightOf, dominant_resource_share, lendable_by_resource
 from pykueue.core.quota.tree import CohortNode, QuotaNode
 from pykueue.core.scheduler.entry import Entry
 
-# (DRS of the child node on the entry's path, whether that node borrows on an FR the entry requests)
-_LevelValue = tuple[DRS, bool]
+# An entry's sort key at one cohort of its path (``_less`` as a key; see ``_level_key``).
+_LevelKey = tuple[bool, bool, tuple[int, float], int, float]
 
 
-@dataclass
 class _Shares:
-    """An entry's per-level values and the node versions they were computed at."""
+    """An entry's per-level sort keys, the nodes below the root on its path, and the sum of their
+    versions when the keys were computed."""
 
-    levels: dict[str, _LevelValue] = field(default_factory=dict)
-    versions: tuple[int, ...] = ()
+    __slots__ = ("keys", "path", "signature")
+
+    def __init__(self, keys: dict[str, _LevelKey], path: tuple[QuotaNode, ...], signature: int) -> None:
+        self.keys = keys
+        self.path = path
+        self.signature = signature
+
+
+@dataclass(frozen=True, slots=True)
+class _Gates:
+    preemptor_first: bool
+    non_borrowing_first: bool
+    priority_sort: bool
+
+
+# Per cohort, ``(key at that cohort, CQ name)`` of its child CQs with a pending entry, sorted: the
+# first one is the child the tournament picks among them (lowest key, then first in name order).
+_Ranked = dict[int, list[tuple[_LevelKey, str]]]
 
 
 def fair_sharing_order(entries: list[Entry], snapshot: Snapshot, options: SchedulerOptions) -> Iterator[Entry]:
@@ -40,11 +57,20 @@ def fair_sharing_order(entries: list[Entry], snapshot: Snapshot, options: Schedu
         if e.cq is not None:
             pending.setdefault(e.cq.name, e)
     trees: dict[int, dict[str, Entry]] = {}
-    for name, e in pending.items():
+    for name in sorted(pending):
+        e = pending[name]
         assert e.cq is not None
         trees.setdefault(id(e.cq.node.root()), {})[name] = e
     weight_of = cache_weight_of(snapshot.cache)
+    gates = _Gates(
+        options.gate("PrioritizePreemptorWorkloads"),
+        options.gate("FairSharingPrioritizeNonBorrowing"),
+        options.gate("PrioritySortingWithinCohort"),
+    )
+    # ``lendable`` depends on quotas only, which a cycle does not change.
+    lendable: dict[int, dict[str, int]] = {}
     shares: dict[str, _Shares] = {}
+    ranked: _Ranked = {}
     while pending:
         name = min(pending)
         entry = pending[name]
@@ -53,73 +79,121 @@ def fair_sharing_order(entries: list[Entry], snapshot: Snapshot, options: Schedu
         tree_entries = trees[id(root)]
         if isinstance(root, CohortNode):
             for cq_name, e in tree_entries.items():
-                _refresh(cq_name, e, shares, snapshot, weight_of)
-            winner = _tournament(root, tree_entries, shares, options)
+                cached = shares.get(cq_name)
+                if cached is not None:
+                    signature = 0
+                    for node in cached.path:
+                        signature += node.version
+                    if signature == cached.signature:
+                        continue
+                _refresh(cq_name, e, shares, ranked, snapshot, weight_of, lendable, gates)
+            winner = _tournament(root, pending, shares, ranked)
         else:
             winner = entry
         assert winner is not None and winner.cq is not None
         del pending[winner.cq.name]
         del tree_entries[winner.cq.name]
+        parent = winner.cq.node.parent
+        if parent is not None:
+            _unrank(ranked, parent, winner.cq.name, shares)
         yield winner
 
 
-def _path(node: QuotaNode) -> list[QuotaNode]:
+def _path(node: QuotaNode) -> tuple[QuotaNode, ...]:
     """Nodes below the root on the way up from ``node`` (those whose shares are compared)."""
     out: list[QuotaNode] = []
     while node.parent is not None:
         out.append(node)
         node = node.parent
-    return out
+    return tuple(out)
 
 
-def _refresh(cq_name: str, e: Entry, shares: dict[str, _Shares], snapshot: Snapshot, weight_of: WeightOf) -> None:
-    assert e.cq is not None and e.assignment is not None
-    path = _path(e.cq.node)
+def _unrank(ranked: _Ranked, parent: QuotaNode, cq_name: str, shares: dict[str, _Shares]) -> None:
+    """Drop ``cq_name``'s current key from its cohort's ranking."""
     cached = shares.get(cq_name)
-    if cached is not None and cached.versions == tuple(n.version for n in path):
+    if cached is None:
         return
+    lst = ranked[id(parent)]
+    item = (cached.keys[parent.name], cq_name)
+    i = bisect.bisect_left(lst, item)
+    assert lst[i] == item
+    del lst[i]
+
+
+def _refresh(
+    cq_name: str,
+    e: Entry,
+    shares: dict[str, _Shares],
+    ranked: _Ranked,
+    snapshot: Snapshot,
+    weight_of: WeightOf,
+    lendable: dict[int, dict[str, int]],
+    gates: _Gates,
+) -> None:
+    """(Re)compute ``e``'s keys (its nodes changed since, or never computed) and re-rank it."""
+    assert e.cq is not None and e.assignment is not None
+    node = e.cq.node
+    parent = node.parent
+    assert parent is not None
+    _unrank(ranked, parent, cq_name, shares)
+    path = _path(node)
     usage = e.assignment.usage
-    levels: dict[str, _LevelValue] = {}
+    keys: dict[str, _LevelKey] = {}
     snapshot.add_usage(e.cq, usage)
     try:
-        for node in path:
-            assert node.parent is not None
-            borrows = any(node.is_borrowing(fr) for fr in usage)
-            levels[node.parent.name] = (dominant_resource_share(node, weight_of=weight_of), borrows)
+        for n in path:
+            above = n.parent
+            assert above is not None
+            borrows = any(n.is_borrowing(fr) for fr in usage)
+            lend = lendable.get(id(above))
+            if lend is None:
+                lend = lendable[id(above)] = lendable_by_resource(above)
+            drs = dominant_resource_share(n, weight_of=weight_of, lendable=lend)
+            keys[above.name] = _level_key(e, drs, borrows, gates)
     finally:
         snapshot.remove_usage(e.cq, usage)
-    shares[cq_name] = _Shares(levels, tuple(n.version for n in path))
+    shares[cq_name] = _Shares(keys, path, sum(n.version for n in path))
+    bisect.insort(ranked.setdefault(id(parent), []), (keys[parent.name], cq_name))
+
+
+def _level_key(e: Entry, drs: DRS, borrows: bool, gates: _Gates) -> _LevelKey:
+    """Upstream's ``less`` of the tournament as a sort key (lower wins): a preemptor first, then a
+    non-borrowing node, the lower DRS (``CompareDRS``: an infinite share — weight 0 while
+    borrowing — above every finite one, two infinite ones by ratio), the higher priority, the
+    older workload."""
+    info = e.info
+    if drs.zero_weight_borrows():
+        drs_key = (1, drs.ratio)
+    else:
+        drs_key = (0, drs.weighted())
+    return (
+        gates.preemptor_first and not info.is_preemptor,
+        gates.non_borrowing_first and borrows,
+        drs_key,
+        -info.priority if gates.priority_sort else 0,
+        info.order_ts,
+    )
 
 
 def _tournament(
-    cohort: CohortNode, tree_entries: dict[str, Entry], shares: dict[str, _Shares], options: SchedulerOptions
+    cohort: CohortNode, pending: dict[str, Entry], shares: dict[str, _Shares], ranked: _Ranked
 ) -> Entry | None:
-    candidates: list[Entry] = []
-    for child_name in sorted(cohort.child_cohorts):
-        w = _tournament(cohort.child_cohorts[child_name], tree_entries, shares, options)
-        if w is not None:
-            candidates.append(w)
-    for cq_name in sorted(cohort.child_cqs):
-        if cq_name in tree_entries:
-            candidates.append(tree_entries[cq_name])
+    """The first candidate with the lowest key: winners of the child cohorts in name order, then the
+    child CQs in name order (a later candidate replaces the best only when strictly less)."""
+    level = cohort.name
     best: Entry | None = None
-    for c in candidates:
-        if best is None or _less(c, best, cohort.name, shares, options):
-            best = c
+    best_key: _LevelKey | None = None
+    for child_name in sorted(cohort.child_cohorts):
+        w = _tournament(cohort.child_cohorts[child_name], pending, shares, ranked)
+        if w is None:
+            continue
+        assert w.cq is not None
+        k = shares[w.cq.name].keys[level]
+        if best_key is None or k < best_key:
+            best, best_key = w, k
+    lst = ranked.get(id(cohort))
+    if lst:
+        k, name = lst[0]
+        if best_key is None or k < best_key:
+            best = pending[name]
     return best
-
-
-def _less(a: Entry, b: Entry, level: str, shares: dict[str, _Shares], options: SchedulerOptions) -> bool:
-    assert a.cq is not None and b.cq is not None
-    if options.gate("PrioritizePreemptorWorkloads") and a.info.is_preemptor != b.info.is_preemptor:
-        return a.info.is_preemptor
-    a_drs, a_borrows = shares[a.cq.name].levels[level]
-    b_drs, b_borrows = shares[b.cq.name].levels[level]
-    if options.gate("FairSharingPrioritizeNonBorrowing") and a_borrows != b_borrows:
-        return not a_borrows
-    cmp = compare_drs(a_drs, b_drs)
-    if cmp != 0:
-        return cmp < 0
-    if options.gate("PrioritySortingWithinCohort") and a.info.priority != b.info.priority:
-        return a.info.priority > b.info.priority
-    return a.info.order_ts < b.info.order_ts

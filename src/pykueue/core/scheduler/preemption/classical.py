@@ -91,6 +91,8 @@ def collect_candidates(ctx: PreemptionContext) -> CandidateList:
     evicted: list[Candidate] = []
     rest: list[Candidate] = []
     for lst in (hierarchy, priority, same):
+        if not lst:
+            continue
         for is_evicted, c in _sorted(ctx, lst):
             (evicted if is_evicted else rest).append(c)
     return CandidateList(evicted + rest, not hierarchy and not priority, not hierarchy)
@@ -98,6 +100,9 @@ def collect_candidates(ctx: PreemptionContext) -> CandidateList:
 
 def classical_targets(ctx: PreemptionContext) -> list[Target]:
     """Targets whose eviction makes the preemptor fit, or [] (``classicalPreemptions``)."""
+    cq = ctx.cq
+    if cq.within_cluster_queue == PREEMPT_NEVER and (cq.parent is None or cq.reclaim_within_cohort == PREEMPT_NEVER):
+        return []  # no candidate source at all (both lists below would be empty)
     cands = collect_candidates(ctx)
     if not cands.candidates:
         return []
