@@ -133,3 +133,42 @@ def test_controller_defaults_client_connection_to_kueue_defaults(client: HTTPCli
     assert client.limiter is not None and (client.limiter.qps, client.limiter.burst) == (300, 500)
     assert manager.writes.max_in_flight == 64
     client.set_rate_limit(None, None)
+
+
+def _client_connection_config(tmp_path: Path, section: dict[str, object] | None) -> Path:
+    doc: dict[str, object] = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration"}
+    if section is not None:
+        doc["clientConnection"] = section
+    config = tmp_path / "config.yaml"
+    config.write_text(json.dumps(doc))
+    return config
+
+
+def test_serves_controller_process_is_not_throttled_by_default(client: HTTPClient, tmp_path: Path) -> None:
+    """`pykueue controller --no-default-rate-limit` (serve's child): no limiter without clientConnection,
+    with or without a config file; the Events' client neither."""
+    for config in (None, _client_connection_config(tmp_path, None)):
+        args = argparse.Namespace(
+            config=config, time_offset_file=None, provisioner=None, max_writes_in_flight=None, no_default_rate_limit=True
+        )
+        (manager,) = build_components(client, args, tmp_path, run_jobs=False)
+        assert isinstance(manager, ControllerManager)
+        assert client.limiter is None
+        events = manager.recorder.client
+        assert isinstance(events, HTTPClient) and events.limiter is None
+
+
+def test_serves_controller_process_keeps_an_explicit_client_connection(client: HTTPClient, tmp_path: Path) -> None:
+    """A clientConnection the user's --config sets applies even to serve's child; an empty section
+    means Kueue's defaults, as for `pykueue controller`."""
+    for section, want in (({"qps": 50, "burst": 60}, (50, 60)), ({}, (300, 500))):
+        args = argparse.Namespace(
+            config=_client_connection_config(tmp_path, section), time_offset_file=None, provisioner=None,
+            max_writes_in_flight=None, no_default_rate_limit=True,
+        )  # fmt: skip
+        (manager,) = build_components(client, args, tmp_path, run_jobs=False)
+        assert client.limiter is not None and (client.limiter.qps, client.limiter.burst) == want
+        events = manager.recorder.client
+        assert isinstance(events, HTTPClient) and events.limiter is not None
+        assert (events.limiter.qps, events.limiter.burst) == want
+    client.set_rate_limit(None, None)
