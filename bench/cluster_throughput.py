@@ -17,6 +17,14 @@ started and the benchmark watches Workloads until every one is Admitted. It prin
     python bench/cluster_throughput.py --server kube   # a real kube-apiserver (../shared/envtest)
     python bench/cluster_throughput.py --server serve  # pykueue serve --no-controllers
     python bench/cluster_throughput.py --server serve --qps 5000 --burst 5000   # clientConnection
+    python bench/cluster_throughput.py --server serve --cluster-queues 10      # 10 ClusterQueues
+
+``--cluster-queues N`` makes N ClusterQueues in the one cohort, each with its LocalQueue, and spreads
+the Workloads round-robin: upstream's scheduler admits at most one head per ClusterQueue per
+cycle, so one ClusterQueue measures the cycle rate and N measure a deployment with several queues.
+``controller_runqueue_wait`` / ``server_runqueue_wait`` are the seconds per second the process's
+threads were runnable but waiting for a CPU (/proc schedstat): the share of wall time a shared
+machine, not the process, took.
 """
 
 from __future__ import annotations
@@ -46,11 +54,11 @@ def flavor() -> dict[str, Any]:
     return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "f"}}
 
 
-def cluster_queue(cpu: int) -> dict[str, Any]:
+def cluster_queue(cpu: int, name: str = "cq") -> dict[str, Any]:
     return {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "ClusterQueue",
-        "metadata": {"name": "cq"},
+        "metadata": {"name": name},
         "spec": {
             "namespaceSelector": {},
             "cohortName": "all",
@@ -61,22 +69,29 @@ def cluster_queue(cpu: int) -> dict[str, Any]:
     }
 
 
-def local_queue() -> dict[str, Any]:
+def local_queue(name: str = "lq", cq: str = "cq") -> dict[str, Any]:
     return {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "LocalQueue",
-        "metadata": {"name": "lq", "namespace": "default"},
-        "spec": {"clusterQueue": "cq"},
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"clusterQueue": cq},
     }
 
 
-def workload(i: int) -> dict[str, Any]:
+def queue_names(queues: int) -> list[tuple[str, str]]:
+    """(ClusterQueue, LocalQueue) names: today's single ``cq``/``lq``, or ``cq-0``/``lq-0``... for several."""
+    if queues == 1:
+        return [("cq", "lq")]
+    return [(f"cq-{q}", f"lq-{q}") for q in range(queues)]
+
+
+def workload(i: int, queue: str = "lq") -> dict[str, Any]:
     return {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Workload",
         "metadata": {"name": f"wl-{i:05d}", "namespace": "default"},
         "spec": {
-            "queueName": "lq",
+            "queueName": queue,
             "podSets": [
                 {
                     "name": "main",
@@ -92,6 +107,23 @@ def cpu_seconds(pid: int) -> float:
     """utime + stime of ``pid`` (all its threads), from /proc."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def runqueue_seconds(pid: int) -> float:
+    """Seconds the threads of ``pid`` alive now spent runnable but waiting for a CPU (the second field
+    of /proc/PID/task/TID/schedstat): on a shared 2-core machine this, not the process's own CPU,
+    is where much of the wall time goes. 0 where schedstat is not available."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0
+    for tid in tasks:
+        try:
+            total += int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total / 1e9
 
 
 # --- servers ----------------------------------------------------------------------------------------
@@ -166,15 +198,18 @@ def admitted(obj: dict[str, Any]) -> bool:
 
 
 def run(
-    server: Server, base: Path, n: int, qps: float | None, burst: int | None, profile: str | None, src: str | None, extra: list[str]
+    server: Server, base: Path, n: int, qps: float | None, burst: int | None, profile: str | None, src: str | None, extra: list[str],
+    queues: int = 1,
 ) -> dict[str, Any]:
     client = HTTPClient.from_kubeconfig(server.kubeconfig)
     client.create(R.RESOURCE_FLAVORS, flavor())
-    client.create(R.CLUSTER_QUEUES, cluster_queue(n * 2))
-    client.create(R.LOCAL_QUEUES, local_queue())
+    names = queue_names(queues)
+    for cq, lq in names:
+        client.create(R.CLUSTER_QUEUES, cluster_queue(n * 2, cq))
+        client.create(R.LOCAL_QUEUES, local_queue(lq, cq))
     started = time.monotonic()
-    with ThreadPoolExecutor(16) as pool:
-        list(pool.map(lambda i: client.create(R.WORKLOADS, workload(i)), range(n)))
+    with ThreadPoolExecutor(16) as pool:  # round-robin over the LocalQueues
+        list(pool.map(lambda i: client.create(R.WORKLOADS, workload(i, names[i % queues][1])), range(n)))
     create_s = time.monotonic() - started
     _, rv = client.list(R.WORKLOADS, "default")
     seen: dict[str, float] = {}
@@ -215,15 +250,20 @@ def run(
         children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
         pid = int(children[0]) if children else proc.pid
     cpu_first: float | None = None
-    server_first = 0.0
+    server_first = wait_first = server_wait_first = 0.0
     while not done.wait(0.005):
         if cpu_first is None and seen:
             cpu_first = cpu_seconds(pid)
             server_first = sum(cpu_seconds(p) for p in server.pids())
+            wait_first = runqueue_seconds(pid)
+            server_wait_first = sum(runqueue_seconds(p) for p in server.pids())
         if time.monotonic() - t0 > 600 or proc.poll() is not None:
             break
     cpu_last = cpu_seconds(pid)
     server_last = sum(cpu_seconds(p) for p in server.pids())
+    wait_last = runqueue_seconds(pid)
+    server_wait_last = sum(runqueue_seconds(p) for p in server.pids())
+    load = os.getloadavg()[0]
     t_last = max(seen.values()) if seen else time.monotonic()
     t_first = min(seen.values()) if seen else t0
     proc.send_signal(2)
@@ -236,6 +276,7 @@ def run(
     window = max(t_last - t_first, 1e-9)
     return {
         "workloads": n,
+        "cluster_queues": queues,
         "admitted": len(seen),
         "create_s": round(create_s, 2),
         "start_to_first_s": round(t_first - t0, 2),
@@ -246,6 +287,11 @@ def run(
         # CPU cores busy during the admission window: the controller's and the API server's.
         "controller_cores": round((cpu_last - (cpu_first or 0.0)) / window, 2),
         "server_cores": round((server_last - server_first) / window, 2),
+        # Threads runnable but waiting for a CPU, per second of the window (summed over threads):
+        # above 0 the machine, not the process, holds the work back.
+        "controller_runqueue_wait": round((wait_last - wait_first) / window, 2),
+        "server_runqueue_wait": round((server_wait_last - server_wait_first) / window, 2),
+        "loadavg_1m": round(load, 1),
     }
 
 
@@ -253,6 +299,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--server", choices=("kube", "serve"), required=True)
     p.add_argument("--workloads", type=int, default=2000)
+    p.add_argument("--cluster-queues", type=int, default=1,
+                   help="ClusterQueues in the one cohort, each with a LocalQueue; workloads spread round-robin "
+                        "(upstream admits one head per ClusterQueue per scheduling cycle)")  # fmt: skip
     p.add_argument("--qps", type=float, default=None, help="clientConnection.qps (default: Kueue's)")
     p.add_argument("--burst", type=int, default=None, help="clientConnection.burst (default: Kueue's)")
     p.add_argument("--profile", default=None, help="py-spy record the controller (collapsed stacks, per thread) into this file")
@@ -261,11 +310,14 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=1, help="runs, each on a fresh server")
     p.add_argument("controller_args", nargs="*", help="more `pykueue controller` flags (after --)")
     args = p.parse_args()
+    if args.cluster_queues < 1:
+        p.error(f"--cluster-queues: must be at least 1, got {args.cluster_queues}")
     for _ in range(args.repeat):
         base = Path(tempfile.mkdtemp(prefix="cluster-throughput-"))
         server: Server = Kube(base) if args.server == "kube" else Serve(base)
         try:
-            result = run(server, base, args.workloads, args.qps, args.burst, args.profile, args.src, args.controller_args)
+            result = run(server, base, args.workloads, args.qps, args.burst, args.profile, args.src, args.controller_args,
+                         args.cluster_queues)  # fmt: skip
         finally:
             server.stop()
             if not args.keep:

@@ -130,4 +130,6 @@ def test_controller_command_line_carries_serves_component_flags(tmp_path: Path) 
     # Every flag parses as `pykueue controller`'s.
     parsed = build_parser().parse_args(argv[3:])
     assert parsed.run_jobs and parsed.no_webhooks and parsed.exit_with_parent
+    # serve's own API server over loopback: no 300 QPS default limit (unless --config sets one).
+    assert parsed.no_default_rate_limit
     assert "--run-jobs" not in controller_argv(serve_args("--no-job-runner"), tmp_path / "kc", tmp_path)

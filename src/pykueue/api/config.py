@@ -360,6 +360,8 @@ class KueueConfig:
     configuration: Configuration
     feature_gates: FeatureGates
     source_version: str
+    client_connection_set: bool = False
+    """Whether the document itself had a ``clientConnection`` section (before defaulting)."""
 
     @property
     def wait_for_pods_ready(self) -> WaitForPodsReady | None:
@@ -394,13 +396,14 @@ def load_config(
         data = convert_v1beta1_config(data)
     cfg = decode_config(data, source)
     gates = resolve_feature_gates(cfg, feature_gates_flag)
+    client_connection_set = cfg.client_connection is not None
     apply_config_defaults(
         cfg, namespace=operator_namespace(namespace_file), wait_for_pods_ready=version == CONFIG_V1BETA2
     )
     errors = validate_config(cfg, gates)
     if errors:
         raise ConfigError(f"{source}: invalid configuration: {aggregate(errors)}", errors)
-    return KueueConfig(cfg, gates, version)
+    return KueueConfig(cfg, gates, version, client_connection_set)
 
 
 def load_config_file(path: str, *, feature_gates_flag: str | None = None) -> KueueConfig:

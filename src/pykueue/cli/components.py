@@ -155,7 +155,9 @@ def build_components(
                 clock=clock,
                 components=extra,
                 metrics=metrics_from_config(cfg),
-                event_client=_apply_client_connection(client, cfg),
+                event_client=_apply_client_connection(
+                    client, cfg, unthrottled=getattr(args, "no_default_rate_limit", False)
+                ),
             )
         )
     if run_jobs:
@@ -183,7 +185,19 @@ def build_components(
     return out
 
 
-def _apply_client_connection(client: Client, cfg: KueueConfig) -> Client | None:
+def client_rate_limit(cfg: KueueConfig, *, unthrottled: bool = False) -> tuple[float | None, int | None]:
+    """The (qps, burst) the controllers' client uses: ``clientConnection`` (upstream's defaults
+    300/500), or no limit (None, None) when ``unthrottled`` and the configuration file did not set
+    ``clientConnection`` itself. ``unthrottled`` is serve's controller process: its API server is
+    serve's own, over loopback, not an API server shared with a cluster's other clients."""
+    conn = cfg.configuration.client_connection
+    assert conn is not None  # defaulted by load_config
+    if unthrottled and not cfg.client_connection_set:
+        return None, None
+    return conn.qps, conn.burst
+
+
+def _apply_client_connection(client: Client, cfg: KueueConfig, *, unthrottled: bool = False) -> Client | None:
     """``clientConnection.qps``/``burst`` on an HTTP client (the in-process one has no network), and
     the Events' client: the same connections, a token bucket of its own (controller-runtime's
     recorder provider builds its own clientset from the same rest config)."""
@@ -191,10 +205,9 @@ def _apply_client_connection(client: Client, cfg: KueueConfig) -> Client | None:
 
     if not isinstance(client, HTTPClient):
         return None
-    conn = cfg.configuration.client_connection
-    assert conn is not None  # defaulted by load_config
-    client.set_rate_limit(conn.qps, conn.burst)
-    return client.with_rate_limit(conn.qps, conn.burst)
+    qps, burst = client_rate_limit(cfg, unthrottled=unthrottled)
+    client.set_rate_limit(qps, burst)
+    return client.with_rate_limit(qps, burst)
 
 
 def metrics_registry(components: list[Any]) -> Any:

@@ -106,6 +106,13 @@ def add_parser(sub: Any) -> None:
         help="exit at once (as if killed) when the process that started this one exits, kill -9 included",
     )
     emb.add_argument(
+        "--no-default-rate-limit",
+        action="store_true",
+        help="no client-side rate limit unless --config sets clientConnection (whose qps/burst then "
+        "apply); otherwise upstream's defaults, 300 QPS / burst 500, apply. `pykueue serve` passes it "
+        "to its own controller process, whose API server is serve's over loopback",
+    )
+    emb.add_argument(
         "--local-endpoint",
         metavar="HOST:PORT",
         help="also serve /metrics and the visibility API over plain HTTP here (port 0: a free one) to "

@@ -202,12 +202,16 @@ def controller_argv(args: argparse.Namespace, kubeconfig: Path, data_dir: Path) 
     """The ``pykueue controller`` command line of serve's controller process: serve's API through
     ``kubeconfig``, no webhooks (serve admits itself), no metrics or visibility ports of its own
     (serve proxies both from its local endpoint), the job runner on serve's data directory (so
-    ``pods/log`` finds the pods' files), and serve's component flags."""
+    ``pods/log`` finds the pods' files), no client rate limit unless ``--config`` sets
+    ``clientConnection``, and serve's component flags."""
     argv = [
         sys.executable, "-m", "pykueue", "controller", "--kubeconfig", str(kubeconfig),
         "--work-dir", str(data_dir), "--log-level", args.log_level, "--no-webhooks",
         "--metrics-bind-address", "0", "--visibility-port", "-1",
         "--local-endpoint", "127.0.0.1:0", "--exit-with-parent",
+        # serve's own API server over loopback, no cluster's shared one: upstream's 300 QPS client
+        # limit would only slow the controllers down (unless --config sets clientConnection).
+        "--no-default-rate-limit",
     ]  # fmt: skip
     if not args.no_job_runner:
         argv += ["--run-jobs", "--publish-pods"]

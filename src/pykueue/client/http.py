@@ -18,6 +18,7 @@ than the set of open watches, guarded by a lock.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import random
 import socket
 import threading
@@ -46,6 +47,40 @@ PAGE_SIZE = 500
 
 KEEPALIVE_CONNECTIONS = 96
 """Idle connections kept for reuse (above the default writes in flight plus the other threads')."""
+
+POOL_SHARDS = 8
+"""Connection pools a client's threads are spread over (see :class:`ShardedTransport`)."""
+
+
+class ShardedTransport(httpx.BaseTransport):
+    """Several connection pools, each thread pinned to one (round-robin in order of first use).
+
+    httpcore's pool, under one lock, walks every connection on each request's start and end
+    (``ConnectionPool._assign_requests_to_connections``, a socket poll per idle connection in
+    ``has_expired``): with the pipelined writes' 64 threads on ~96 connections that walk took 16% of
+    the controller's GIL time and its lock serialized the writers (py-spy, bench/RESULTS.md issue 14
+    item 5). Pools of an eighth of the size cost an eighth per walk and lock apart. Go's
+    ``http.Transport`` keeps its idle connections in per-host lists, with no such walk."""
+
+    def __init__(self, shards: list[httpx.HTTPTransport]) -> None:
+        if not shards:
+            raise ValueError("ShardedTransport: at least one pool is needed")
+        self.shards = shards
+        self._next = itertools.count()
+        self._local = threading.local()
+
+    def _shard(self) -> httpx.HTTPTransport:
+        shard: httpx.HTTPTransport | None = getattr(self._local, "shard", None)
+        if shard is None:
+            shard = self._local.shard = self.shards[next(self._next) % len(self.shards)]
+        return shard
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        return self._shard().handle_request(request)
+
+    def close(self) -> None:
+        for shard in self.shards:
+            shard.close()
 
 REQUEST_TIMEOUT = httpx.Timeout(connect=10.0, read=60.0, write=30.0, pool=30.0)
 
@@ -138,10 +173,12 @@ class HTTPClient:
         # Each watch holds a connection for its lifetime; a cap would make requests queue behind them.
         # Keep-alive connections: enough for the pipelined writes, the event sender and the other
         # components' requests to overlap without reconnecting (``MaxIdleConnsPerHost``).
-        transport = httpx.HTTPTransport(
-            verify=conn.ssl_context,
-            socket_options=_keepalive_options(),
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=KEEPALIVE_CONNECTIONS),
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=-(-KEEPALIVE_CONNECTIONS // POOL_SHARDS))
+        transport = ShardedTransport(
+            [
+                httpx.HTTPTransport(verify=conn.ssl_context, socket_options=_keepalive_options(), limits=limits)
+                for _ in range(POOL_SHARDS)
+            ]
         )
         http = httpx.Client(
             base_url=conn.server,
