@@ -37,6 +37,8 @@ import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
+from pykueue.kube.httpserve import PLAIN_TEXT, BackgroundServer, ReplyHandler
+
 if TYPE_CHECKING:  # imported where used: `pykueue controller` imports this module at start-up
     from pykueue.visibility.api import VisibilityAPI, VisibilityResponse
 
@@ -94,8 +96,6 @@ def exit_with_parent(parent: int) -> None:
 
 
 class _EndpointServer(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
     def __init__(self, address: tuple[str, int], token: str, visibility: VisibilityAPI, registry: Any) -> None:
         self.token = token
         self.visibility = visibility
@@ -103,7 +103,7 @@ class _EndpointServer(http.server.ThreadingHTTPServer):
         super().__init__(address, _EndpointHandler)
 
 
-class _EndpointHandler(http.server.BaseHTTPRequestHandler):
+class _EndpointHandler(ReplyHandler):
     server: _EndpointServer
     protocol_version = "HTTP/1.1"
     timeout = 60
@@ -111,36 +111,28 @@ class _EndpointHandler(http.server.BaseHTTPRequestHandler):
     def _serve(self) -> None:
         given = self.headers.get("Authorization", "")
         if not hmac.compare_digest(given.encode(), f"Bearer {self.server.token}".encode()):
-            self._send(401, b"Unauthorized\n", "text/plain; charset=utf-8")
+            self.reply(401, b"Unauthorized\n", PLAIN_TEXT)
             return
         url = urllib.parse.urlsplit(self.path)
         if url.path == "/metrics" and self.command == "GET":
             from pykueue.metrics.server import exposition
 
             if self.server.registry is None:
-                self._send(404, b"404 page not found\n", "text/plain; charset=utf-8")
+                self.reply(404, b"404 page not found\n", PLAIN_TEXT)
                 return
             body, content_type = exposition(self.server.registry)
-            self._send(200, body, content_type)
+            self.reply(200, body, content_type)
             return
         prefix = VISIBILITY_PREFIX
         if url.path == prefix or url.path.startswith(prefix + "/"):
             query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
             accept = self.headers.get("Accept", "application/json")
             result = self.server.visibility.handle(self.command, url.path[len(prefix) :], query, accept)
-            self._send(result.status, result.body, result.content_type)
+            self.reply(result.status, result.body, result.content_type)
             return
-        self._send(404, b"404 page not found\n", "text/plain; charset=utf-8")
+        self.reply(404, b"404 page not found\n", PLAIN_TEXT)
 
     do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
-
-    def _send(self, status: int, body: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("controller endpoint: " + format, *args)
@@ -151,21 +143,17 @@ class LocalEndpoint:
     served only to requests with ``Authorization: Bearer <token>``."""
 
     def __init__(self, host: str, port: int, token: str, visibility: VisibilityAPI, registry: Any) -> None:
-        self._server = _EndpointServer((host, port), token, visibility, registry)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="controller-endpoint", daemon=True)
+        self._serving = BackgroundServer(_EndpointServer((host, port), token, visibility, registry), "controller-endpoint")
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"http://{self._serving.host}:{self._serving.port}"
 
     def start(self) -> None:
-        self._thread.start()
+        self._serving.start()
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        self._serving.stop()
 
 
 # -- serve's side ------------------------------------------------------------------------------------

@@ -7,10 +7,11 @@ reports ``leader`` or ``follower`` for leader election.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
+
+from pykueue.kube.httpserve import PLAIN_TEXT, BackgroundServer, ReplyHandler
 
 
 def parse_bind_address(address: str) -> tuple[str, int]:
@@ -27,7 +28,7 @@ class HealthServer:
     def __init__(self, address: str, ready: Callable[[], bool], role: Callable[[], str]) -> None:
         checks = {"/healthz": lambda: True, "/readyz": ready}
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(ReplyHandler):
             def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
                 if path == "/replica-role":
@@ -39,26 +40,19 @@ class HealthServer:
                     self._send(404, "not found")
 
             def _send(self, code: int, text: str) -> None:
-                body = text.encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "text/plain; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                self.reply(code, text.encode(), PLAIN_TEXT)
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass  # probes every few seconds would drown the log
 
         self.httpd = ThreadingHTTPServer(parse_bind_address(address), Handler)
-        self.httpd.daemon_threads = True
-        self.port: int = self.httpd.server_address[1]
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="health", daemon=True)
+        self._serving = BackgroundServer(self.httpd, "health")
+        self.port: int = self._serving.port
 
     def start(self) -> None:
         """Serve in a background thread."""
-        self._thread.start()
+        self._serving.start()
 
     def stop(self) -> None:
         """Stop serving."""
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._serving.stop()

@@ -30,10 +30,9 @@ import copy
 import json
 import logging
 import ssl
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +40,7 @@ from pykueue.api.conversion import ConversionError, to_internal
 from pykueue.api.validation import aggregate, validate_webhook
 from pykueue.apiserver.resources import REGISTRY, ResourceInfo
 from pykueue.client.interface import AlreadyExists, APIError, Client, NotFound, Resource
+from pykueue.kube.httpserve import BackgroundServer, ReplyHandler
 from pykueue.kube.status import StatusError
 from pykueue.runtime.informer import Informer
 
@@ -259,7 +259,7 @@ class Webhooks:
 # --- the HTTPS server ---------------------------------------------------------------------------------
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(ReplyHandler):
     server: _Server
     # keep-alive: the API server reuses its connections instead of a TLS handshake per review;
     # an idle connection is dropped after two minutes
@@ -280,12 +280,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, answer)
 
     def _send(self, code: int, body: Obj) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self.reply(code, json.dumps(body).encode(), "application/json")
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("webhook: " + format, *args)
@@ -298,7 +293,6 @@ class _Server(ThreadingHTTPServer):
     """TLS is negotiated in each connection's own thread: a handshake done by ``accept`` in the
     serving loop would let one stalled client block every other request and ``shutdown``."""
 
-    daemon_threads = True
     webhooks: Webhooks
     tls: ssl.SSLContext
 
@@ -393,18 +387,17 @@ class WebhookServer:
         context.load_cert_chain(str(certs.cert), str(certs.key))
         self.httpd.tls = context
         self.host = host
-        self.port: int = self.httpd.server_address[1]
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="webhooks", daemon=True)
+        self._serving = BackgroundServer(self.httpd, "webhooks")
+        self.port: int = self._serving.port
 
     def start(self) -> None:
         """Serve in a background thread."""
         self.httpd.webhooks.start()
-        self._thread.start()
+        self._serving.start()
 
     def stop(self) -> None:
         """Stop serving."""
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._serving.stop()
         self.httpd.webhooks.stop()
 
 

@@ -8,12 +8,13 @@ address by default; expose it wider only behind something that authenticates.
 from __future__ import annotations
 
 import logging
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import generate_latest
+
+from pykueue.kube.httpserve import PLAIN_TEXT, BackgroundServer, ReplyHandler
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +53,6 @@ def exposition(registry: CollectorRegistry) -> tuple[bytes, str]:
 
 
 class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
     def __init__(self, address: tuple[str, int], registry: CollectorRegistry) -> None:
         self.registry = registry
         if ":" in address[0]:
@@ -63,23 +62,16 @@ class _Server(ThreadingHTTPServer):
         super().__init__(address, _Handler)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(ReplyHandler):
     server: _Server
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
         if path != METRICS_PATH:
-            self._reply(404, b"404 page not found\n", "text/plain; charset=utf-8")
+            self.reply(404, b"404 page not found\n", PLAIN_TEXT)
             return
         body, content_type = exposition(self.server.registry)
-        self._reply(200, body, content_type)
-
-    def _reply(self, code: int, body: bytes, content_type: str) -> None:
-        self.send_response(code)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        self.reply(200, body, content_type)
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("metrics: " + format, *args)
@@ -89,20 +81,16 @@ class MetricsServer:
     """``/metrics`` on its own port, served from a background thread."""
 
     def __init__(self, registry: CollectorRegistry, host: str, port: int) -> None:
-        self._server = _Server((host, port), registry)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="kueue-metrics", daemon=True)
+        self._serving = BackgroundServer(_Server((host, port), registry), "kueue-metrics")
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        name = host.decode() if isinstance(host, bytes) else str(host)
+        name = self._serving.host
         shown = f"[{name}]" if ":" in name else name
-        return f"http://{shown}:{port}{METRICS_PATH}"
+        return f"http://{shown}:{self._serving.port}{METRICS_PATH}"
 
     def start(self) -> None:
-        self._thread.start()
+        self._serving.start()
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        self._serving.stop()

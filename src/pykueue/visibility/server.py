@@ -20,7 +20,6 @@ from __future__ import annotations
 import http.server
 import logging
 import ssl
-import threading
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ import msgspec
 
 from pykueue.apiserver import errors as E
 from pykueue.apiserver.discovery import AGGREGATED_V2BETA1, wants_aggregated
+from pykueue.kube.httpserve import BackgroundServer, ReplyHandler
 from pykueue.kube.status import StatusError
 from pykueue.visibility.api import GROUP, VisibilityAPI, aggregated_group, api_group
 from pykueue.visibility.auth import DelegatedAuth
@@ -40,7 +40,7 @@ DEFAULT_PORT = 8082
 HEALTH_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
+class _Handler(ReplyHandler):
     server: _HTTPServer
     protocol_version = "HTTP/1.1"
     timeout = 60  # seconds a connection may sit idle (or a client stall its TLS handshake)
@@ -59,7 +59,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if self.server.auth is not None and not self._authorized(path, query):
             return
         if path in HEALTH_PATHS:
-            self._send(200, b"ok", "text/plain; charset=utf-8")
+            self.reply(200, b"ok", "text/plain; charset=utf-8")
         elif path == "/apis":
             aggregated = wants_aggregated(accept)
             if aggregated:
@@ -70,16 +70,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     "metadata": {},
                     "items": [aggregated_group()],
                 }
-                self._send(200, msgspec.json.encode(doc), aggregated)
+                self.reply(200, msgspec.json.encode(doc), aggregated)
             else:
                 doc = {"kind": "APIGroupList", "apiVersion": "v1", "groups": [api_group()]}
-                self._send(200, msgspec.json.encode(doc), "application/json")
+                self.reply(200, msgspec.json.encode(doc), "application/json")
         elif path == f"/apis/{GROUP}" or path.startswith(f"/apis/{GROUP}/"):
             result = api.handle(self.command, path[len(f"/apis/{GROUP}") :], query, accept)
-            self._send(result.status, result.body, result.content_type)
+            self.reply(result.status, result.body, result.content_type)
         else:
             err = E.path_not_found()
-            self._send(err.code, msgspec.json.encode(err.status()), "application/json")
+            self.reply(err.code, msgspec.json.encode(err.status()), "application/json")
 
     do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
 
@@ -103,22 +103,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         return True
 
     def _status(self, err: StatusError) -> None:
-        self._send(err.code, msgspec.json.encode(err.status()), "application/json")
-
-    def _send(self, status: int, body: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        self.reply(err.code, msgspec.json.encode(err.status()), "application/json")
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("visibility %s - " + format, self.address_string(), *args)
 
 
 class _HTTPServer(http.server.ThreadingHTTPServer):
-    daemon_threads = True
 
     def __init__(
         self, address: tuple[str, int], api: VisibilityAPI, context: ssl.SSLContext, auth: DelegatedAuth | None
@@ -161,19 +152,14 @@ class VisibilityServer:
         if client_ca is not None:
             context.verify_mode = ssl.CERT_REQUIRED
             context.load_verify_locations(str(client_ca))
-        self._server = _HTTPServer((host, port), api, context, auth)
-        self._thread: threading.Thread | None = None
+        self._serving = BackgroundServer(_HTTPServer((host, port), api, context, auth), "visibility-server")
 
     @property
     def port(self) -> int:
-        return int(self._server.server_address[1])
+        return self._serving.port
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._server.serve_forever, name="visibility-server", daemon=True)
-        self._thread.start()
+        self._serving.start()
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        self._serving.stop(timeout=10)
