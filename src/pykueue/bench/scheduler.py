@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from pykueue.api.meta import parse_time
-from pykueue.bench.config import BenchConfig
+from pykueue.bench.config import BenchConfig, QueuesSet
 from pykueue.bench.http import AsyncAPI
 from pykueue.bench.ideal import cohort_name, queue_name
 from pykueue.checks.states import (
@@ -212,6 +212,27 @@ def workload_manifest(name: str, namespace: str, queue: str, class_name: str, ru
     }
 
 
+def cluster_queue_manifest(name: str, cohort: str, qs: QueuesSet) -> dict[str, Any]:
+    """generator.go ``generateQueue``'s ClusterQueue (utiltesting MakeClusterQueue: every
+    namespace, BestEffortFIFO, its flavor fungibility)."""
+    quota: dict[str, Any] = {"name": "cpu", "nominalQuota": qs.nominal_quota}
+    if qs.borrowing_limit is not None:
+        quota["borrowingLimit"] = qs.borrowing_limit
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+        "metadata": {"name": name, "labels": {CLASS_LABEL: qs.class_name, CLEANUP_LABEL: "true"}},
+        "spec": {
+            "namespaceSelector": {},
+            "queueingStrategy": "BestEffortFIFO",
+            "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},
+            "cohortName": cohort,
+            "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": FLAVOR, "resources": [quota]}]}],
+            "preemption": {"reclaimWithinCohort": qs.reclaim_within_cohort,
+                           "withinClusterQueue": qs.within_cluster_queue},
+        },
+    }  # fmt: skip
+
+
 class SchedulerBench:
     """One run: generator, runner and recorder on one event loop, against ``api``."""
 
@@ -254,25 +275,10 @@ class SchedulerBench:
 
     async def _queue(self, cohort: str, qsi: int, qi: int, qs: Any) -> None:
         name = queue_name(qs.class_name, qsi, qi, cohort)
-        quota: dict[str, Any] = {"name": "cpu", "nominalQuota": qs.nominal_quota}
-        if qs.borrowing_limit is not None:
-            quota["borrowingLimit"] = qs.borrowing_limit
         self.rec.queues[name] = QueueInfo(name, cohort, qs.class_name, qs.nominal_milli)
         if self.rec.first_queue_at is None:
             self.rec.first_queue_at = self.rec.now()
-        await self._create(f"{G}/clusterqueues", {
-            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
-            "metadata": {"name": name, "labels": {CLASS_LABEL: qs.class_name, CLEANUP_LABEL: "true"}},
-            "spec": {  # utiltesting MakeClusterQueue: every namespace, BestEffortFIFO, its fungibility
-                "namespaceSelector": {},
-                "queueingStrategy": "BestEffortFIFO",
-                "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},
-                "cohortName": cohort,
-                "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": FLAVOR, "resources": [quota]}]}],
-                "preemption": {"reclaimWithinCohort": qs.reclaim_within_cohort,
-                               "withinClusterQueue": qs.within_cluster_queue},
-            },
-        })  # fmt: skip
+        await self._create(f"{G}/clusterqueues", cluster_queue_manifest(name, cohort, qs))
         await self._create("/api/v1/namespaces", {
             "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {CLEANUP_LABEL: "true"}},
         })  # fmt: skip
