@@ -12,11 +12,13 @@ workload's reservation at once, cycles run back to back while they make progress
 What it prints is the wall time and waits of a perfectly fast Kueue, the bound an implementation
 of Kueue's rules can reach.
 
-    python bench/kueue_rules_limit.py [--config baseline] [--exact-batch]
+    python bench/kueue_rules_limit.py [--config baseline] [--exact-batch] [--latency SECONDS]
 
 ``--exact-batch``: the retry is due exactly 1 s after the change, as upstream's delaying queue
 has it; by default it is due on the next whole second of the controllers' clock, as pykueue's
-controllers compute it (their clock has the API's whole-second resolution).
+controllers compute it (their clock has the API's whole-second resolution). ``--latency L``: every
+handoff takes L more seconds (an admission reaches the runner, its Finished reaches the
+controllers): what a real control plane's write, watch and cycle latencies cost under these rules.
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="baseline")
     parser.add_argument("--exact-batch", action="store_true")
+    parser.add_argument("--latency", type=float, default=0.0, metavar="SECONDS",
+                        help="time from an admission decision to the runner's Finished reaching the controllers, "
+                             "beyond the runtime (the writes and watches of the chain); default 0")  # fmt: skip
     args = parser.parse_args()
     if args.exact_batch:
         # route_workload_change computes the retry's start with the API's whole-second clock;
@@ -153,7 +158,7 @@ def main() -> int:
                 epoch[key] += 1
                 admitted_at[key] = t
                 first_admitted[key] = t  # upstream's recorder: the latest admission counts
-                heapq.heappush(finishes, (t + info[key][2], key, epoch[key]))
+                heapq.heappush(finishes, (t + info[key][2] + args.latency, key, epoch[key]))
             if not (result.admitted or result.preempted) and not sim._evicted_reserved:
                 # No progress: the heads left are tried after upstream's backoff, with nothing else
                 # changing meanwhile they meet the same state, so trying them now is the same.
@@ -184,7 +189,7 @@ def main() -> int:
             waits[cls].append(first_admitted[key] - created)
     ideal = ideal_wall_seconds(config)
     greedy = greedy_schedule(config)
-    print(f"config {config.name}, {len(info)} workloads; retry batch "
+    print(f"config {config.name}, {len(info)} workloads; latency {args.latency:g} s; retry batch "
           f"{'exactly 1 s after the change (upstream)' if args.exact_batch else 'on the next whole second (pykueue)'}")  # fmt: skip
     print(f"wall {wall:.1f} s (ideal {ideal:.1f} s, {wall / ideal:.2f}x); {cycles} cycles; "
           f"simulated in {time.perf_counter() - started:.0f} s")  # fmt: skip
