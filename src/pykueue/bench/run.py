@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from pykueue.bench.config import PUBLISHED, BenchConfig
 from pykueue.bench.http import AsyncAPI
 from pykueue.bench.ideal import greedy_schedule, ideal_wall_seconds
-from pykueue.bench.scheduler import SchedulerBench, print_table, summarize, upstream_waits
+from pykueue.bench.scheduler import SchedulerBench, print_table, summarize, upstream_usage, upstream_waits
 from pykueue.bench.timeline import write_timeline
 
 SERVE_START_SECONDS = 120.0
@@ -149,6 +149,11 @@ def run_scheduler_bench(
     out.write(
         "avg time to admission by upstream's recorder's definition (server timestamps, whole seconds): "
         + ", ".join(f"{c} {v:.2f}s" for c, v in upstream.items())
+        + "\n"
+    )
+    out.write(
+        "usage by upstream's recorder's definition (ClusterQueue status flavorsUsage between its events): "
+        + ", ".join(f"{c} {v:g} %" for c, v in upstream_usage(bench.rec).items())
         + "\n"
     )
     notes = [f"connection retries {bench.api.connection_retries}", f"status conflicts {bench.conflicts}"]

@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from pykueue.api.meta import parse_time
+from pykueue.api.quantity import QuantityError, parse_quantity
 from pykueue.bench.config import BenchConfig, QueuesSet
 from pykueue.bench.http import AsyncAPI
 from pykueue.bench.ideal import cohort_name, queue_name
@@ -82,6 +83,18 @@ class WorkloadState:
 
 
 @dataclass
+class CQUsage:
+    """recorder.go ``CQState``: one ClusterQueue's ``status.flavorsUsage`` cpu as its watch events
+    show it, integrated from each event to the next (upstream's usage figure)."""
+
+    first: float
+    last: float
+    usage_milli: int
+    used: float = 0.0
+    """milli-CPU × seconds."""
+
+
+@dataclass
 class Sample:
     t: float
     admitted: dict[str, int]
@@ -106,6 +119,7 @@ class Recorder:
     useful_integral: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     last_change: dict[str, float] = field(default_factory=dict)
     samples: list[Sample] = field(default_factory=list)
+    cq_usage: dict[str, CQUsage] = field(default_factory=dict)
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -146,6 +160,22 @@ class Recorder:
         wl.admitted, wl.evicted = admitted, evicted
         return newly_admitted, newly_evicted
 
+    def observe_cluster_queue(self, name: str, obj: dict[str, Any], at: float) -> None:
+        """recorder.go ``RecordCQState`` + ``recordCQEvent``: the first flavor's first resource of
+        ``status.flavorsUsage`` (admitted usage), held from one event of the ClusterQueue to the next."""
+        usage = 0
+        flavors = (obj.get("status") or {}).get("flavorsUsage") or []
+        if flavors and flavors[0].get("resources"):
+            with contextlib.suppress(QuantityError, TypeError):
+                usage = parse_quantity(str(flavors[0]["resources"][0].get("total", "0"))).milli_value()
+        state = self.cq_usage.get(name)
+        if state is None:
+            self.cq_usage[name] = CQUsage(at, at, usage)
+            return
+        if state.usage_milli > 0:
+            state.used += state.usage_milli * (at - state.last)
+        state.last, state.usage_milli = at, usage
+
     def sample(self) -> None:
         admitted: dict[str, int] = defaultdict(int)
         pending: dict[str, int] = defaultdict(int)
@@ -171,6 +201,31 @@ def server_wait(obj: dict[str, Any]) -> float | None:
     except (TypeError, ValueError):
         return None
     return wait if wait >= 0 else None
+
+
+def upstream_usage(rec: Recorder) -> dict[str, float]:
+    """Usage per ClusterQueue class by upstream's recorder and checker: Σ integrated
+    ``flavorsUsage`` / (Σ nominal quota × (last event − first event of the class's ClusterQueues)),
+    in percent. It follows the ClusterQueues' status, so it counts quota as used until the status
+    says otherwise (the issue's usage figure follows the Workloads' reservations instead)."""
+    used: dict[str, float] = defaultdict(float)
+    nominal: dict[str, int] = defaultdict(int)
+    first: dict[str, float] = {}
+    last: dict[str, float] = {}
+    for name, state in rec.cq_usage.items():
+        q = rec.queues.get(name)
+        if q is None:
+            continue
+        cls = q.class_name
+        used[cls] += state.used
+        nominal[cls] += q.nominal_milli
+        first[cls] = min(first.get(cls, state.first), state.first)
+        last[cls] = max(last.get(cls, state.last), state.last)
+    return {
+        cls: round(100 * used[cls] / (nominal[cls] * (last[cls] - first[cls])), 2)
+        for cls in sorted(used)
+        if nominal[cls] and last[cls] > first[cls]
+    }
 
 
 def upstream_waits(rec: Recorder) -> dict[str, float]:
@@ -249,6 +304,7 @@ class SchedulerBench:
         self.finish_writes = 0
         self.conflicts = 0
         self.watch_ready = asyncio.Event()
+        self.cq_watch_ready = asyncio.Event()
         self._tasks: set[asyncio.Task[Any]] = set()
 
     # --- generator ----------------------------------------------------------------------------
@@ -336,6 +392,15 @@ class SchedulerBench:
                     wl.timer = loop.call_later(wl.runtime, self._start_finish, wl)
             elif wl.timer is not None:
                 self._cancel(wl)
+
+    async def run_cluster_queue_watch(self) -> None:
+        """The recorder's ClusterQueue handler (controller.go ``cqHandler``): every status it shows."""
+        _, rv = await self._list_rv(f"{G}/clusterqueues")
+        self.cq_watch_ready.set()
+        async for etype, obj in self.api.watch(f"{G}/clusterqueues", rv):
+            name = obj.get("metadata", {}).get("name", "")
+            if etype != "DELETED" and name in self.rec.queues:
+                self.rec.observe_cluster_queue(name, obj, self.rec.now())
 
     async def _list_rv(self, path: str) -> tuple[list[Any], str]:
         listed = await self.api.request("GET", f"{path}?limit=1")
@@ -439,9 +504,11 @@ class SchedulerBench:
 
     async def run(self, timeout: float) -> None:
         watcher = asyncio.ensure_future(self.run_watch())
+        cq_watcher = asyncio.ensure_future(self.run_cluster_queue_watch())
         sampler = asyncio.ensure_future(self.sample_loop())
         try:
             await asyncio.wait_for(self.watch_ready.wait(), 60)
+            await asyncio.wait_for(self.cq_watch_ready.wait(), 60)
             generator = asyncio.ensure_future(self.generate())
             done = asyncio.ensure_future(self.all_done.wait())
             finished, _ = await asyncio.wait(
@@ -462,9 +529,9 @@ class SchedulerBench:
             self.rec.sample()
             if self.progress is not None:
                 self.progress.write(("\r" if self.progress.isatty() else "") + self.status_line() + "\n")
-            for task in (watcher, sampler, *self._tasks):
+            for task in (watcher, cq_watcher, sampler, *self._tasks):
                 task.cancel()
-            for task in (watcher, sampler):
+            for task in (watcher, cq_watcher, sampler):
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
 
@@ -522,6 +589,7 @@ def summarize(bench: SchedulerBench, ideal_wall: float, greedy: dict[str, float]
         "peak_admissions_per_second": round(peak / PEAK_WINDOW_SECONDS, 1),
         "usage_percent": usage,
         "useful_usage_percent": useful,
+        "upstream_usage_percent": upstream_usage(rec),
         "peak_rss_bytes": {
             "control_plane": control_plane_rss,
             "runner": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
