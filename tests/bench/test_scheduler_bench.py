@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import yaml
 
 from pykueue.bench.config import ConfigError, load_config, parse_config
 from pykueue.bench.ideal import greedy_schedule, ideal_wall_seconds
-from pykueue.bench.scheduler import QueueInfo, Recorder, upstream_usage
+from pykueue.bench.scheduler import QueueInfo, Recorder, SchedulerBench, upstream_usage
 
 
 def _config(**queue: object) -> dict[str, object]:
@@ -141,3 +142,37 @@ def test_bad_config_is_a_usage_error(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 2
     assert "withinClusterQueue: must be one of" in proc.stderr
+
+
+class _CountingAPI:
+    """An API whose status writes wait for the test to let them through, counting how many are open."""
+
+    def __init__(self) -> None:
+        self.open = 0
+        self.most = 0
+        self.release = asyncio.Event()
+
+    async def request(self, method: str, path: str, body: object = None) -> dict[str, object]:
+        self.open += 1
+        self.most = max(self.most, self.open)
+        await self.release.wait()
+        self.open -= 1
+        return {}
+
+
+@pytest.mark.parametrize(("workers", "expected"), [(2, 2), (0, 10)])
+def test_runner_status_writes_in_flight_are_bounded_like_upstreams_workers(workers: int, expected: int) -> None:
+    # Upstream's runner finishes workloads from 5 reconcile workers, one write each at a time.
+    async def play() -> int:
+        api = _CountingAPI()
+        bench = SchedulerBench(api, parse_config(SMOKE, "smoke", "smoke"), 0.0, None, workers)  # type: ignore[arg-type]
+        obj = {"metadata": {"namespace": "ns", "name": "wl"}, "status": {}}
+        writes = [asyncio.ensure_future(bench._write_status(dict(obj), lambda o: True)) for _ in range(10)]
+        for _ in range(50):
+            await asyncio.sleep(0)
+        most = api.most
+        api.release.set()
+        await asyncio.gather(*writes)
+        return most
+
+    assert asyncio.run(play()) == expected

@@ -20,7 +20,14 @@ from typing import Any, TextIO
 from pykueue.bench.config import PUBLISHED, BenchConfig
 from pykueue.bench.http import AsyncAPI
 from pykueue.bench.ideal import greedy_schedule, ideal_wall_seconds
-from pykueue.bench.scheduler import SchedulerBench, print_table, summarize, upstream_usage, upstream_waits
+from pykueue.bench.scheduler import (
+    RUNNER_WORKERS,
+    SchedulerBench,
+    print_table,
+    summarize,
+    upstream_usage,
+    upstream_waits,
+)
 from pykueue.bench.timeline import write_timeline
 
 SERVE_START_SECONDS = 120.0
@@ -104,6 +111,7 @@ def run_scheduler_bench(
     timeout: float,
     serve_args: list[str],
     progress: TextIO | None = sys.stderr,
+    runner_workers: int = RUNNER_WORKERS,
     out: TextIO = sys.stdout,
 ) -> dict[str, object]:
     """The whole run; returns the summary (also written to OUTPUT/summary.json)."""
@@ -134,7 +142,7 @@ def run_scheduler_bench(
             out.write(f"control plane: pykueue serve (pid {plane.proc.pid}) ready after {time.monotonic() - t0:.1f}s\n")
             out.flush()
         try:
-            bench = _run_loop(_play(config, kubeconfig, t0, timeout, progress, cleanup=plane is None))
+            bench = _run_loop(_play(config, kubeconfig, t0, timeout, progress, plane is None, runner_workers))
             rss = plane.peak_rss() if plane is not None else None
             cpu = plane.cpu_seconds() if plane is not None else None
         finally:
@@ -168,9 +176,9 @@ def run_scheduler_bench(
 
 
 async def _play(config: BenchConfig, kubeconfig: str, t0: float, timeout: float, progress: TextIO | None,
-                cleanup: bool) -> SchedulerBench:  # fmt: skip
+                cleanup: bool, runner_workers: int) -> SchedulerBench:  # fmt: skip
     api = AsyncAPI.from_kubeconfig(kubeconfig)
-    bench = SchedulerBench(api, config, t0, progress)
+    bench = SchedulerBench(api, config, t0, progress, runner_workers)
     try:
         await bench.run(timeout)
         if cleanup:

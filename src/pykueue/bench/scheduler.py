@@ -51,6 +51,10 @@ CLASS_LABEL = "kueue.x-k8s.io/performance-scheduler-class"
 CLEANUP_LABEL = "kueue.x-k8s.io/performance-scheduler-cleanup"
 FLAVOR = "rf"
 PEAK_WINDOW_SECONDS = 5.0
+RUNNER_WORKERS = 5
+"""Status writes the runner has in flight at once: upstream's runner reconciles Workloads with 5
+workers (runner/main.go ``GroupKindConcurrency``: Workload 5), each sending one write at a time,
+so under load its Finished writes queue behind each other and workloads hold their quota longer."""
 SAMPLE_SECONDS = 0.5
 
 
@@ -291,8 +295,13 @@ def cluster_queue_manifest(name: str, cohort: str, qs: QueuesSet) -> dict[str, A
 class SchedulerBench:
     """One run: generator, runner and recorder on one event loop, against ``api``."""
 
-    def __init__(self, api: AsyncAPI, config: BenchConfig, t0: float, progress: TextIO | None = None) -> None:
+    def __init__(
+        self, api: AsyncAPI, config: BenchConfig, t0: float, progress: TextIO | None = None,
+        runner_workers: int = RUNNER_WORKERS,
+    ) -> None:  # fmt: skip
         self.api = api
+        # None: every status write goes out at once (no bound).
+        self._write_slots = asyncio.Semaphore(runner_workers) if runner_workers > 0 else None
         self.config = config
         self.rec = Recorder(t0)
         self.progress = progress
@@ -418,7 +427,15 @@ class SchedulerBench:
             wl.timer = None
 
     async def _write_status(self, obj: dict[str, Any], edit: Callable[[dict[str, Any]], bool]) -> None:
-        """Replace the status with ``edit`` applied; on a conflict re-read and apply again."""
+        """Replace the status with ``edit`` applied; on a conflict re-read and apply again. At most
+        ``runner_workers`` of these run at once, as upstream's runner's reconcile workers."""
+        if self._write_slots is None:
+            await self._write_status_now(obj, edit)
+            return
+        async with self._write_slots:
+            await self._write_status_now(obj, edit)
+
+    async def _write_status_now(self, obj: dict[str, Any], edit: Callable[[dict[str, Any]], bool]) -> None:
         meta = obj["metadata"]
         path = f"{G}/namespaces/{meta['namespace']}/workloads/{meta['name']}"
         for _ in range(20):
