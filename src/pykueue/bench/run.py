@@ -20,14 +20,7 @@ from typing import Any, TextIO
 from pykueue.bench.config import PUBLISHED, BenchConfig
 from pykueue.bench.http import AsyncAPI
 from pykueue.bench.ideal import greedy_schedule, ideal_wall_seconds
-from pykueue.bench.scheduler import (
-    RUNNER_WORKERS,
-    SchedulerBench,
-    print_table,
-    summarize,
-    upstream_usage,
-    upstream_waits,
-)
+from pykueue.bench.scheduler import SchedulerBench, print_table, summarize, upstream_usage, upstream_waits
 from pykueue.bench.timeline import write_timeline
 
 SERVE_START_SECONDS = 120.0
@@ -111,7 +104,7 @@ def run_scheduler_bench(
     timeout: float,
     serve_args: list[str],
     progress: TextIO | None = sys.stderr,
-    runner_workers: int = RUNNER_WORKERS,
+    runner_workers: int = 0,
     out: TextIO = sys.stdout,
 ) -> dict[str, object]:
     """The whole run; returns the summary (also written to OUTPUT/summary.json)."""

@@ -51,10 +51,11 @@ CLASS_LABEL = "kueue.x-k8s.io/performance-scheduler-class"
 CLEANUP_LABEL = "kueue.x-k8s.io/performance-scheduler-cleanup"
 FLAVOR = "rf"
 PEAK_WINDOW_SECONDS = 5.0
-RUNNER_WORKERS = 5
-"""Status writes the runner has in flight at once: upstream's runner reconciles Workloads with 5
-workers (runner/main.go ``GroupKindConcurrency``: Workload 5), each sending one write at a time,
-so under load its Finished writes queue behind each other and workloads hold their quota longer."""
+UPSTREAM_RUNNER_WORKERS = 5
+"""Upstream's runner reconciles Workloads with 5 workers (runner/main.go ``GroupKindConcurrency``:
+Workload 5), each sending one status write at a time: under load its Finished writes queue behind
+each other and workloads hold their quota past their runtime (``--runner-workers 5`` plays that).
+By default ours sends each write when it is due, as the issue's runner definition has it."""
 SAMPLE_SECONDS = 0.5
 
 
@@ -297,7 +298,7 @@ class SchedulerBench:
 
     def __init__(
         self, api: AsyncAPI, config: BenchConfig, t0: float, progress: TextIO | None = None,
-        runner_workers: int = RUNNER_WORKERS,
+        runner_workers: int = 0,
     ) -> None:  # fmt: skip
         self.api = api
         # None: every status write goes out at once (no bound).

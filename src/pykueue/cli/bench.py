@@ -43,9 +43,9 @@ def add_parser(sub: Any) -> None:
         help="give up when the run has not finished after this long (default 1800)",
     )  # fmt: skip
     s.add_argument(
-        "--runner-workers", type=int, default=5, metavar="N",
-        help="status writes (Finished, eviction) the runner sends at once, as upstream's runner's 5 reconcile "
-        "workers (default 5); 0 sends each at once",
+        "--runner-workers", type=int, default=0, metavar="N",
+        help="at most N status writes (Finished, eviction) in flight at once; 5 plays upstream's runner's 5 "
+        "reconcile workers (default 0: each write is sent when it is due)",
     )  # fmt: skip
     s.add_argument(
         "--serve-arg", action="append", default=[], metavar="ARG",
