@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import yaml
 
 from pykueue.bench.config import ConfigError, load_config, parse_config
 from pykueue.bench.ideal import greedy_schedule, ideal_wall_seconds
+from pykueue.bench.scheduler import QueueInfo, Recorder, SchedulerBench, upstream_usage
 
 
 def _config(**queue: object) -> dict[str, object]:
@@ -89,7 +91,7 @@ def test_short_run_end_to_end(tmp_path: Path) -> None:
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary) == {
         "wall_seconds", "ideal_wall_seconds", "admissions_per_second", "peak_admissions_per_second",
-        "usage_percent", "useful_usage_percent", "peak_rss_bytes", "classes",
+        "usage_percent", "useful_usage_percent", "upstream_usage_percent", "peak_rss_bytes", "classes",
     }  # fmt: skip
     assert summary["classes"]["small"]["count"] == 60 and summary["classes"]["large"]["count"] == 12
     for figures in summary["classes"].values():
@@ -101,10 +103,34 @@ def test_short_run_end_to_end(tmp_path: Path) -> None:
     assert summary["wall_seconds"] >= summary["ideal_wall_seconds"] > 0
     assert summary["admissions_per_second"] >= 72 / summary["wall_seconds"] - 0.05  # rounded to 0.1
     assert 0 < summary["useful_usage_percent"]["cq"] <= summary["usage_percent"]["cq"] <= 100
+    assert 0 < summary["upstream_usage_percent"]["cq"] <= 100  # from the ClusterQueues' status
     assert summary["peak_rss_bytes"]["control_plane"] > 0
     assert (out / "timeline.png").read_bytes().startswith(b"\x89PNG")
     assert "ratio" in proc.stdout and "finished 72" in proc.stderr
     assert "by upstream's recorder's definition (server timestamps, whole seconds): large " in proc.stdout
+    assert "usage by upstream's recorder's definition (ClusterQueue status flavorsUsage between its events): cq " in proc.stdout
+
+
+def _cq(usage: str | None) -> dict[str, object]:
+    status = {} if usage is None else {"flavorsUsage": [{"name": "rf", "resources": [{"name": "cpu", "total": usage}]}]}
+    return {"metadata": {"name": "q"}, "status": status}
+
+
+def test_upstream_usage_follows_cluster_queue_status_events() -> None:
+    # recorder.go recordCQEvent + checker_test.go: each event's flavorsUsage holds until the next
+    # event of that ClusterQueue; the class's window runs from its first event to its last.
+    rec = Recorder(0.0)
+    rec.queues["q"] = QueueInfo("q", "cohort-0", "cq", 20_000)
+    rec.queues["r"] = QueueInfo("r", "cohort-0", "cq", 20_000)
+    rec.observe_cluster_queue("q", _cq(None), 0.0)  # created, no status yet
+    rec.observe_cluster_queue("r", _cq(None), 0.0)
+    rec.observe_cluster_queue("q", _cq("20"), 1.0)  # 20 CPU used from 1 s...
+    rec.observe_cluster_queue("q", _cq("500m"), 3.0)  # ...to 3 s, then 0.5 CPU...
+    rec.observe_cluster_queue("q", _cq("0"), 5.0)  # ...to 5 s
+    rec.observe_cluster_queue("r", _cq("0"), 10.0)
+    # (20 CPU × 2 s + 0.5 CPU × 2 s) / (40 CPU × 10 s)
+    assert upstream_usage(rec) == {"cq": round(100 * (40 + 1) / 400, 2)}
+    assert upstream_usage(Recorder(0.0)) == {}
 
 
 def test_bad_config_is_a_usage_error(tmp_path: Path) -> None:
@@ -116,3 +142,37 @@ def test_bad_config_is_a_usage_error(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 2
     assert "withinClusterQueue: must be one of" in proc.stderr
+
+
+class _CountingAPI:
+    """An API whose status writes wait for the test to let them through, counting how many are open."""
+
+    def __init__(self) -> None:
+        self.open = 0
+        self.most = 0
+        self.release = asyncio.Event()
+
+    async def request(self, method: str, path: str, body: object = None) -> dict[str, object]:
+        self.open += 1
+        self.most = max(self.most, self.open)
+        await self.release.wait()
+        self.open -= 1
+        return {}
+
+
+@pytest.mark.parametrize(("workers", "expected"), [(2, 2), (0, 10)])
+def test_runner_status_writes_in_flight_are_bounded_like_upstreams_workers(workers: int, expected: int) -> None:
+    # Upstream's runner finishes workloads from 5 reconcile workers, one write each at a time.
+    async def play() -> int:
+        api = _CountingAPI()
+        bench = SchedulerBench(api, parse_config(SMOKE, "smoke", "smoke"), 0.0, None, workers)  # type: ignore[arg-type]
+        obj = {"metadata": {"namespace": "ns", "name": "wl"}, "status": {}}
+        writes = [asyncio.ensure_future(bench._write_status(dict(obj), lambda o: True)) for _ in range(10)]
+        for _ in range(50):
+            await asyncio.sleep(0)
+        most = api.most
+        api.release.set()
+        await asyncio.gather(*writes)
+        return most
+
+    assert asyncio.run(play()) == expected

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from pykueue.bench.config import PUBLISHED, BenchConfig
 from pykueue.bench.http import AsyncAPI
 from pykueue.bench.ideal import greedy_schedule, ideal_wall_seconds
-from pykueue.bench.scheduler import SchedulerBench, print_table, summarize, upstream_waits
+from pykueue.bench.scheduler import SchedulerBench, print_table, summarize, upstream_usage, upstream_waits
 from pykueue.bench.timeline import write_timeline
 
 SERVE_START_SECONDS = 120.0
@@ -104,6 +104,7 @@ def run_scheduler_bench(
     timeout: float,
     serve_args: list[str],
     progress: TextIO | None = sys.stderr,
+    runner_workers: int = 0,
     out: TextIO = sys.stdout,
 ) -> dict[str, object]:
     """The whole run; returns the summary (also written to OUTPUT/summary.json)."""
@@ -134,7 +135,7 @@ def run_scheduler_bench(
             out.write(f"control plane: pykueue serve (pid {plane.proc.pid}) ready after {time.monotonic() - t0:.1f}s\n")
             out.flush()
         try:
-            bench = _run_loop(_play(config, kubeconfig, t0, timeout, progress, cleanup=plane is None))
+            bench = _run_loop(_play(config, kubeconfig, t0, timeout, progress, plane is None, runner_workers))
             rss = plane.peak_rss() if plane is not None else None
             cpu = plane.cpu_seconds() if plane is not None else None
         finally:
@@ -151,6 +152,11 @@ def run_scheduler_bench(
         + ", ".join(f"{c} {v:.2f}s" for c, v in upstream.items())
         + "\n"
     )
+    out.write(
+        "usage by upstream's recorder's definition (ClusterQueue status flavorsUsage between its events): "
+        + ", ".join(f"{c} {v:g} %" for c, v in upstream_usage(bench.rec).items())
+        + "\n"
+    )
     notes = [f"connection retries {bench.api.connection_retries}", f"status conflicts {bench.conflicts}"]
     if cpu is not None:
         notes.append(f"control plane CPU {cpu:.1f}s ({1000 * cpu / max(1, config.workload_count):.1f} ms/workload)")
@@ -163,9 +169,9 @@ def run_scheduler_bench(
 
 
 async def _play(config: BenchConfig, kubeconfig: str, t0: float, timeout: float, progress: TextIO | None,
-                cleanup: bool) -> SchedulerBench:  # fmt: skip
+                cleanup: bool, runner_workers: int) -> SchedulerBench:  # fmt: skip
     api = AsyncAPI.from_kubeconfig(kubeconfig)
-    bench = SchedulerBench(api, config, t0, progress)
+    bench = SchedulerBench(api, config, t0, progress, runner_workers)
     try:
         await bench.run(timeout)
         if cleanup:

@@ -30,7 +30,8 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from pykueue.api.meta import parse_time
-from pykueue.bench.config import BenchConfig
+from pykueue.api.quantity import QuantityError, parse_quantity
+from pykueue.bench.config import BenchConfig, QueuesSet
 from pykueue.bench.http import AsyncAPI
 from pykueue.bench.ideal import cohort_name, queue_name
 from pykueue.checks.states import (
@@ -50,6 +51,11 @@ CLASS_LABEL = "kueue.x-k8s.io/performance-scheduler-class"
 CLEANUP_LABEL = "kueue.x-k8s.io/performance-scheduler-cleanup"
 FLAVOR = "rf"
 PEAK_WINDOW_SECONDS = 5.0
+UPSTREAM_RUNNER_WORKERS = 5
+"""Upstream's runner reconciles Workloads with 5 workers (runner/main.go ``GroupKindConcurrency``:
+Workload 5), each sending one status write at a time: under load its Finished writes queue behind
+each other and workloads hold their quota past their runtime (``--runner-workers 5`` plays that).
+By default ours sends each write when it is due, as the issue's runner definition has it."""
 SAMPLE_SECONDS = 0.5
 
 
@@ -82,6 +88,18 @@ class WorkloadState:
 
 
 @dataclass
+class CQUsage:
+    """recorder.go ``CQState``: one ClusterQueue's ``status.flavorsUsage`` cpu as its watch events
+    show it, integrated from each event to the next (upstream's usage figure)."""
+
+    first: float
+    last: float
+    usage_milli: int
+    used: float = 0.0
+    """milli-CPU × seconds."""
+
+
+@dataclass
 class Sample:
     t: float
     admitted: dict[str, int]
@@ -106,6 +124,7 @@ class Recorder:
     useful_integral: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     last_change: dict[str, float] = field(default_factory=dict)
     samples: list[Sample] = field(default_factory=list)
+    cq_usage: dict[str, CQUsage] = field(default_factory=dict)
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -146,6 +165,22 @@ class Recorder:
         wl.admitted, wl.evicted = admitted, evicted
         return newly_admitted, newly_evicted
 
+    def observe_cluster_queue(self, name: str, obj: dict[str, Any], at: float) -> None:
+        """recorder.go ``RecordCQState`` + ``recordCQEvent``: the first flavor's first resource of
+        ``status.flavorsUsage`` (admitted usage), held from one event of the ClusterQueue to the next."""
+        usage = 0
+        flavors = (obj.get("status") or {}).get("flavorsUsage") or []
+        if flavors and flavors[0].get("resources"):
+            with contextlib.suppress(QuantityError, TypeError):
+                usage = parse_quantity(str(flavors[0]["resources"][0].get("total", "0"))).milli_value()
+        state = self.cq_usage.get(name)
+        if state is None:
+            self.cq_usage[name] = CQUsage(at, at, usage)
+            return
+        if state.usage_milli > 0:
+            state.used += state.usage_milli * (at - state.last)
+        state.last, state.usage_milli = at, usage
+
     def sample(self) -> None:
         admitted: dict[str, int] = defaultdict(int)
         pending: dict[str, int] = defaultdict(int)
@@ -171,6 +206,31 @@ def server_wait(obj: dict[str, Any]) -> float | None:
     except (TypeError, ValueError):
         return None
     return wait if wait >= 0 else None
+
+
+def upstream_usage(rec: Recorder) -> dict[str, float]:
+    """Usage per ClusterQueue class by upstream's recorder and checker: Σ integrated
+    ``flavorsUsage`` / (Σ nominal quota × (last event − first event of the class's ClusterQueues)),
+    in percent. It follows the ClusterQueues' status, so it counts quota as used until the status
+    says otherwise (the issue's usage figure follows the Workloads' reservations instead)."""
+    used: dict[str, float] = defaultdict(float)
+    nominal: dict[str, int] = defaultdict(int)
+    first: dict[str, float] = {}
+    last: dict[str, float] = {}
+    for name, state in rec.cq_usage.items():
+        q = rec.queues.get(name)
+        if q is None:
+            continue
+        cls = q.class_name
+        used[cls] += state.used
+        nominal[cls] += q.nominal_milli
+        first[cls] = min(first.get(cls, state.first), state.first)
+        last[cls] = max(last.get(cls, state.last), state.last)
+    return {
+        cls: round(100 * used[cls] / (nominal[cls] * (last[cls] - first[cls])), 2)
+        for cls in sorted(used)
+        if nominal[cls] and last[cls] > first[cls]
+    }
 
 
 def upstream_waits(rec: Recorder) -> dict[str, float]:
@@ -212,11 +272,37 @@ def workload_manifest(name: str, namespace: str, queue: str, class_name: str, ru
     }
 
 
+def cluster_queue_manifest(name: str, cohort: str, qs: QueuesSet) -> dict[str, Any]:
+    """generator.go ``generateQueue``'s ClusterQueue (utiltesting MakeClusterQueue: every
+    namespace, BestEffortFIFO, its flavor fungibility)."""
+    quota: dict[str, Any] = {"name": "cpu", "nominalQuota": qs.nominal_quota}
+    if qs.borrowing_limit is not None:
+        quota["borrowingLimit"] = qs.borrowing_limit
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+        "metadata": {"name": name, "labels": {CLASS_LABEL: qs.class_name, CLEANUP_LABEL: "true"}},
+        "spec": {
+            "namespaceSelector": {},
+            "queueingStrategy": "BestEffortFIFO",
+            "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},
+            "cohortName": cohort,
+            "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": FLAVOR, "resources": [quota]}]}],
+            "preemption": {"reclaimWithinCohort": qs.reclaim_within_cohort,
+                           "withinClusterQueue": qs.within_cluster_queue},
+        },
+    }  # fmt: skip
+
+
 class SchedulerBench:
     """One run: generator, runner and recorder on one event loop, against ``api``."""
 
-    def __init__(self, api: AsyncAPI, config: BenchConfig, t0: float, progress: TextIO | None = None) -> None:
+    def __init__(
+        self, api: AsyncAPI, config: BenchConfig, t0: float, progress: TextIO | None = None,
+        runner_workers: int = 0,
+    ) -> None:  # fmt: skip
         self.api = api
+        # None: every status write goes out at once (no bound).
+        self._write_slots = asyncio.Semaphore(runner_workers) if runner_workers > 0 else None
         self.config = config
         self.rec = Recorder(t0)
         self.progress = progress
@@ -228,6 +314,7 @@ class SchedulerBench:
         self.finish_writes = 0
         self.conflicts = 0
         self.watch_ready = asyncio.Event()
+        self.cq_watch_ready = asyncio.Event()
         self._tasks: set[asyncio.Task[Any]] = set()
 
     # --- generator ----------------------------------------------------------------------------
@@ -254,25 +341,10 @@ class SchedulerBench:
 
     async def _queue(self, cohort: str, qsi: int, qi: int, qs: Any) -> None:
         name = queue_name(qs.class_name, qsi, qi, cohort)
-        quota: dict[str, Any] = {"name": "cpu", "nominalQuota": qs.nominal_quota}
-        if qs.borrowing_limit is not None:
-            quota["borrowingLimit"] = qs.borrowing_limit
         self.rec.queues[name] = QueueInfo(name, cohort, qs.class_name, qs.nominal_milli)
         if self.rec.first_queue_at is None:
             self.rec.first_queue_at = self.rec.now()
-        await self._create(f"{G}/clusterqueues", {
-            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
-            "metadata": {"name": name, "labels": {CLASS_LABEL: qs.class_name, CLEANUP_LABEL: "true"}},
-            "spec": {  # utiltesting MakeClusterQueue: every namespace, BestEffortFIFO, its fungibility
-                "namespaceSelector": {},
-                "queueingStrategy": "BestEffortFIFO",
-                "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},
-                "cohortName": cohort,
-                "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": FLAVOR, "resources": [quota]}]}],
-                "preemption": {"reclaimWithinCohort": qs.reclaim_within_cohort,
-                               "withinClusterQueue": qs.within_cluster_queue},
-            },
-        })  # fmt: skip
+        await self._create(f"{G}/clusterqueues", cluster_queue_manifest(name, cohort, qs))
         await self._create("/api/v1/namespaces", {
             "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {CLEANUP_LABEL: "true"}},
         })  # fmt: skip
@@ -331,6 +403,15 @@ class SchedulerBench:
             elif wl.timer is not None:
                 self._cancel(wl)
 
+    async def run_cluster_queue_watch(self) -> None:
+        """The recorder's ClusterQueue handler (controller.go ``cqHandler``): every status it shows."""
+        _, rv = await self._list_rv(f"{G}/clusterqueues")
+        self.cq_watch_ready.set()
+        async for etype, obj in self.api.watch(f"{G}/clusterqueues", rv):
+            name = obj.get("metadata", {}).get("name", "")
+            if etype != "DELETED" and name in self.rec.queues:
+                self.rec.observe_cluster_queue(name, obj, self.rec.now())
+
     async def _list_rv(self, path: str) -> tuple[list[Any], str]:
         listed = await self.api.request("GET", f"{path}?limit=1")
         return listed.get("items") or [], str(listed.get("metadata", {}).get("resourceVersion", "0"))
@@ -347,7 +428,15 @@ class SchedulerBench:
             wl.timer = None
 
     async def _write_status(self, obj: dict[str, Any], edit: Callable[[dict[str, Any]], bool]) -> None:
-        """Replace the status with ``edit`` applied; on a conflict re-read and apply again."""
+        """Replace the status with ``edit`` applied; on a conflict re-read and apply again. At most
+        ``runner_workers`` of these run at once, as upstream's runner's reconcile workers."""
+        if self._write_slots is None:
+            await self._write_status_now(obj, edit)
+            return
+        async with self._write_slots:
+            await self._write_status_now(obj, edit)
+
+    async def _write_status_now(self, obj: dict[str, Any], edit: Callable[[dict[str, Any]], bool]) -> None:
         meta = obj["metadata"]
         path = f"{G}/namespaces/{meta['namespace']}/workloads/{meta['name']}"
         for _ in range(20):
@@ -433,9 +522,11 @@ class SchedulerBench:
 
     async def run(self, timeout: float) -> None:
         watcher = asyncio.ensure_future(self.run_watch())
+        cq_watcher = asyncio.ensure_future(self.run_cluster_queue_watch())
         sampler = asyncio.ensure_future(self.sample_loop())
         try:
             await asyncio.wait_for(self.watch_ready.wait(), 60)
+            await asyncio.wait_for(self.cq_watch_ready.wait(), 60)
             generator = asyncio.ensure_future(self.generate())
             done = asyncio.ensure_future(self.all_done.wait())
             finished, _ = await asyncio.wait(
@@ -456,9 +547,9 @@ class SchedulerBench:
             self.rec.sample()
             if self.progress is not None:
                 self.progress.write(("\r" if self.progress.isatty() else "") + self.status_line() + "\n")
-            for task in (watcher, sampler, *self._tasks):
+            for task in (watcher, cq_watcher, sampler, *self._tasks):
                 task.cancel()
-            for task in (watcher, sampler):
+            for task in (watcher, cq_watcher, sampler):
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
 
@@ -516,6 +607,7 @@ def summarize(bench: SchedulerBench, ideal_wall: float, greedy: dict[str, float]
         "peak_admissions_per_second": round(peak / PEAK_WINDOW_SECONDS, 1),
         "usage_percent": usage,
         "useful_usage_percent": useful,
+        "upstream_usage_percent": upstream_usage(rec),
         "peak_rss_bytes": {
             "control_plane": control_plane_rss,
             "runner": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,

@@ -43,6 +43,11 @@ def add_parser(sub: Any) -> None:
         help="give up when the run has not finished after this long (default 1800)",
     )  # fmt: skip
     s.add_argument(
+        "--runner-workers", type=int, default=0, metavar="N",
+        help="at most N status writes (Finished, eviction) in flight at once; 5 plays upstream's runner's 5 "
+        "reconcile workers (default 0: each write is sent when it is due)",
+    )  # fmt: skip
+    s.add_argument(
         "--serve-arg", action="append", default=[], metavar="ARG",
         help="extra argument for the pykueue serve it starts (repeatable), e.g. --serve-arg=--config=FILE",
     )  # fmt: skip
@@ -60,13 +65,19 @@ def run(args: argparse.Namespace) -> int:
     if not args.timeout > 0:
         print("error: --timeout must be greater than 0", file=sys.stderr, flush=True)
         return EXIT_USAGE
+    if args.runner_workers < 0:
+        print("error: --runner-workers must be 0 or more", file=sys.stderr, flush=True)
+        return EXIT_USAGE
     try:
         from pykueue.bench.run import run_scheduler_bench
     except ImportError as err:
         print(f"error: {err}; install pykueue[bench]", file=sys.stderr, flush=True)
         return 1
     try:
-        summary = run_scheduler_bench(config, args.output, args.kubeconfig, args.timeout, list(args.serve_arg))
+        summary = run_scheduler_bench(
+            config, args.output, args.kubeconfig, args.timeout, list(args.serve_arg),
+            runner_workers=args.runner_workers,
+        )  # fmt: skip
     except (RuntimeError, TimeoutError, OSError) as err:
         print(f"error: {err}", file=sys.stderr, flush=True)
         return 1

@@ -58,6 +58,10 @@ from pykueue.runtime.writes import WritePipeline
 log = logging.getLogger(__name__)
 
 _IDLE_WAIT = 0.2
+# A cycle that admitted and preempted nothing slows the loop down while heads remain, 1 ms doubling
+# up to 10 ms (upstream pkg/util/wait/backoff.go UntilWithBackoff: SlowDown / KeepGoing).
+_CYCLE_BACKOFF_INITIAL = 0.001
+_CYCLE_BACKOFF_MAX = 0.010
 _SETTLE_ROUNDS = 10
 # Reconcile order within a batch: Jobs first (they create and finish Workloads), then Workloads,
 # then the objects whose status summarises them.
@@ -161,6 +165,7 @@ class ControllerManager:
         self._leading = threading.Event()
         self._leading.set()
         self.cycles = 0
+        self._cycle_backoff: float | None = None  # None: the last cycle made progress (KeepGoing)
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -282,10 +287,22 @@ class ControllerManager:
                 self._stop.wait(0.5)
 
     def _wait_seconds(self) -> float:
-        due = self.work.next_due_seconds()
-        if due is None or not self._leading.is_set():
+        """How long the manager thread may sleep when no change arrives: until the next delayed
+        key, the next batched retry of parked workloads (upstream's requeuer fires on its
+        delaying queue's timer, not on the next unrelated event) or, while heads wait in the
+        queues after a cycle that made no progress, the scheduler's backoff."""
+        if not self._leading.is_set():
             return _IDLE_WAIT
-        return max(0.0, min(_IDLE_WAIT, due))
+        wait = _IDLE_WAIT
+        due = self.work.next_due_seconds()
+        if due is not None:
+            wait = min(wait, due)
+        retry = self.core.next_due()
+        if retry is not None:
+            wait = min(wait, retry - self.clock().timestamp())
+        if self._cycle_backoff is not None and self.core.has_heads():
+            wait = min(wait, self._cycle_backoff)
+        return max(0.0, wait)
 
     def _drain(self, timeout: float) -> None:
         try:
@@ -331,9 +348,18 @@ class ControllerManager:
         self.metrics.cycle(result, time.perf_counter() - started)
         self.cycles += 1
         self.cluster.deliver_updates()
-        # A cycle that admitted or preempted nothing waits for the next change or timer instead of
-        # spinning on heads that do not fit.
-        return bool(result.admitted or result.preempted) or self.work.has_ready()
+        if result.admitted or result.preempted:
+            self._cycle_backoff = None
+            return True
+        # No progress: the next cycle comes after the backoff if heads remain (it pops the next
+        # ones), or on the next change or timer.
+        if result.heads:
+            self._cycle_backoff = (
+                _CYCLE_BACKOFF_INITIAL
+                if self._cycle_backoff is None
+                else min(_CYCLE_BACKOFF_MAX, 2 * self._cycle_backoff)
+            )
+        return self.work.has_ready()
 
     def _reconcile_ready(self) -> None:
         """Reconcile the ready keys, kind by kind; writes queue more keys, settled in bounded rounds."""

@@ -263,6 +263,10 @@ class KueueCore:
         """When :meth:`requeue_due` next has work (epoch seconds), if ever."""
         return self.queues.next_due_time()
 
+    def has_heads(self) -> bool:
+        """Whether a :meth:`cycle` now would pop a head (upstream ``Manager.Heads`` would not block)."""
+        return self.scheduler.has_heads()
+
     def apply_outcome(self, workload_key: str, outcome: Outcome, stimulus: str, now: datetime) -> bool:
         """Apply an outcome of :mod:`pykueue.core.workload.reconcile` (the workload controller's
         rules) as a decision caused by ``stimulus``."""

@@ -152,6 +152,10 @@ class Scheduler:
         result.entries = entries + inadmissible
         return result
 
+    def has_heads(self) -> bool:
+        """Whether :meth:`schedule` would pop a head now."""
+        return self.queues.has_pending_heads(self._cq_active)
+
     def _cq_active(self, name: str) -> bool:
         cq = self.cache.cluster_queues.get(name)
         return cq is not None and cq.is_active()

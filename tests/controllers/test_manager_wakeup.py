@@ -1,0 +1,194 @@
+"""When the controller manager's thread wakes up without a change to react to.
+
+Upstream runs the batched retry of parked workloads on a delaying queue's timer
+(``pkg/cache/queue/inadmissible_workloads.go``, ``AddAfter(requeueRequest, batchPeriod)``) and the
+scheduler's loop with a 1 ms → 10 ms backoff after a cycle that admitted nothing
+(``pkg/util/wait/backoff.go`` ``UntilWithBackoff``), popping the next heads as long as the queues
+have any (``Manager.Heads`` blocks only when they are empty). The manager thread drives both: it
+must not sleep past the retry's due time, nor wait for an unrelated change while heads remain.
+
+The manager is driven by hand here (its thread is not started; the test thread is its owner), with
+an injected clock: every assertion is on state and on the sleep the manager asks for, none on
+elapsed wall time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from test_workload_lifecycle import ManualClock, cond, workload
+
+from pykueue.apiserver.app import create_app
+from pykueue.client import resources as R
+from pykueue.client.inprocess import InProcessClient
+from pykueue.client.interface import Resource
+from pykueue.controllers.cluster_cache import compact
+from pykueue.controllers.manager import ControllerManager
+from pykueue.runtime.informer import ADDED, MODIFIED, Change
+from pykueue.store import Store
+
+
+class Driven:
+    """An API server and a controller manager whose loop the test runs step by step."""
+
+    def __init__(self, cpu: int) -> None:
+        self.store = Store(None)
+        _, parts = create_app(self.store)
+        parts.bootstrap()
+        self.client = InProcessClient(parts.handlers)
+        self.clock = ManualClock()
+        self.clock.advance(0.9)  # mid-second: the retry (due on the next whole second) is 0.1 s away
+        self.mgr = ControllerManager(self.client, clock=self.clock)
+        self.mgr._unsynced.clear()  # the test delivers the changes the informers would
+        self._add(R.RESOURCE_FLAVORS, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "f"}})
+        quota = {"name": "cpu", "nominalQuota": cpu}
+        self._add(R.CLUSTER_QUEUES, {
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"},
+            "spec": {"namespaceSelector": {}, "queueingStrategy": "BestEffortFIFO",
+                     "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": [quota]}]}]},
+        })  # fmt: skip
+        self._add(R.LOCAL_QUEUES, {
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+            "metadata": {"name": "lq", "namespace": "default"}, "spec": {"clusterQueue": "cq"},
+        })  # fmt: skip
+        self._add(R.NAMESPACES, self.client.get(R.NAMESPACES, "default", None), create=False)
+        self.settle()
+
+    def _add(self, res: Resource, obj: dict[str, Any], create: bool = True) -> dict[str, Any]:
+        out = self.client.create(res, obj) if create else obj
+        self.mgr._receive(Change(res, ADDED, None, compact(out)))
+        return out
+
+    def create_workload(self, name: str, cpu: str, priority: int = 0) -> None:
+        self._add(R.WORKLOADS, workload(name, cpu=cpu, priority=priority))
+
+    def observe(self, name: str) -> dict[str, Any]:
+        """The watch event of the Workload's current version."""
+        obj = self.client.get(R.WORKLOADS, name, "default")
+        self.mgr._receive(Change(R.WORKLOADS, MODIFIED, None, compact(obj)))
+        return obj
+
+    def flush_writes(self) -> None:
+        """Wait for the admissions in flight and run their completions (as the manager thread would)."""
+        deadline = time.monotonic() + 10
+        while self.mgr.writes.pending():
+            assert time.monotonic() < deadline, "an admission write did not complete"
+            self.mgr._drain(0.05)
+
+    def step(self) -> bool:
+        """One pass of the manager thread: pending completions and changes, then its step."""
+        self.flush_writes()
+        self.mgr._drain(0.0)
+        return self.mgr._step()
+
+    def settle(self) -> None:
+        """Steps until the manager has nothing ready (bounded)."""
+        for _ in range(20):
+            if not self.step():
+                return
+        raise AssertionError("the manager did not settle")
+
+    def admitted(self, name: str) -> bool:
+        c = cond(self.client.get(R.WORKLOADS, name, "default"), "Admitted")
+        return c is not None and c["status"] == "True"
+
+    def close(self) -> None:
+        self.mgr.writes.close(timeout=5.0)
+        self.mgr.recorder.flush(timeout=2.0)
+        self.store.close()
+
+
+@pytest.fixture
+def driven() -> Iterator[Driven]:
+    d = Driven(cpu=1)
+    yield d
+    d.close()
+
+
+def test_the_manager_sleeps_only_until_the_retry_of_parked_workloads_is_due(driven: Driven) -> None:
+    d = driven
+    d.create_workload("first", cpu="1")
+    d.settle()
+    assert d.admitted("first")
+    d.create_workload("second", cpu="1")
+    d.settle()
+    assert not d.admitted("second")  # parked behind "first" (inadmissible until a retry)
+
+    first = d.client.get(R.WORKLOADS, "first", "default")
+    first["status"]["conditions"].append(
+        {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done",
+         "lastTransitionTime": "2026-11-22T12:00:00Z"}
+    )  # fmt: skip
+    d.client.replace(R.WORKLOADS, first, subresource="status")
+    d.observe("first")
+    d.settle()
+    # Finishing "first" freed its quota and asked for the batched retry of the ClusterQueue's
+    # parked workloads, due on the next whole second of the controllers' clock (12:00:01).
+    due = d.mgr.core.next_due()
+    assert due is not None
+    until_due = due - d.clock().timestamp()
+    assert until_due == pytest.approx(0.1)
+    # Nothing else is due sooner: the manager sleeps until the retry, not for its idle period.
+    assert d.mgr._wait_seconds() == pytest.approx(until_due)
+    assert not d.admitted("second")
+
+    d.clock.advance(until_due)
+    d.step()
+    d.flush_writes()
+    assert d.admitted("second")
+    assert d.mgr.core.next_due() is None
+
+
+def test_a_cycle_without_progress_backs_off_while_heads_remain() -> None:
+    d = Driven(cpu=1)
+    try:
+        # "big" never fits (2 CPU of 1) and, with the higher priority, is popped first; "small"
+        # waits behind it in the same heap.
+        d.create_workload("big", cpu="2", priority=10)
+        d.create_workload("small", cpu="1")
+        d.mgr._drain(0.0)
+        d.mgr.cluster.deliver_updates()
+        # Drain every reconcile the creations queued, so that only the scheduler has work left.
+        d.mgr._reconcile_ready()
+        d.mgr.cluster.deliver_updates()
+        d.mgr.work.take_ready()
+        assert d.mgr.core.has_heads()
+        cycles = d.mgr.cycles
+        d.mgr._step()  # pops "big", which is parked: no progress
+        assert d.mgr.cycles == cycles + 1 and not d.admitted("big")
+        assert d.mgr.core.has_heads()  # "small" is still in the heap
+        # The next cycle comes after upstream's first backoff step, not with the next change.
+        assert d.mgr._wait_seconds() == pytest.approx(0.001)
+        d.mgr._step()
+        d.flush_writes()
+        assert d.admitted("small")
+        # Progress resets the backoff; with the queues empty the manager waits for a change.
+        assert not d.mgr.core.has_heads()
+        assert d.mgr._wait_seconds() > 0.01
+    finally:
+        d.close()
+
+
+def test_the_cycle_backoff_doubles_up_to_ten_milliseconds() -> None:
+    d = Driven(cpu=1)
+    try:
+        # Two workloads that never fit: each no-progress cycle parks one and doubles the backoff.
+        for i in range(5):
+            d.create_workload(f"big-{i}", cpu="2", priority=10 - i)
+        d.mgr._drain(0.0)
+        waits = []
+        for _ in range(4):
+            d.mgr._step()
+            waits.append(round(d.mgr._wait_seconds(), 6))
+        assert waits == [0.001, 0.002, 0.004, 0.008]
+        d.mgr._step()  # the last one: the queues are empty, the manager waits for a change or timer
+        assert not d.mgr.core.has_heads()
+        assert d.mgr._wait_seconds() > 0.01
+        assert d.mgr._cycle_backoff == 0.010
+        assert d.clock() - ManualClock().now == timedelta(seconds=0.9)  # no time passed meanwhile
+    finally:
+        d.close()
