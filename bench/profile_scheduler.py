@@ -1,7 +1,10 @@
 """Where the control plane spends its time under Kueue's scheduler benchmark.
 
-Usage: python bench/profile_scheduler.py [--config baseline] [--after 30] [--seconds 30] [--out DIR]
+Usage: python bench/profile_scheduler.py [--config baseline|large-scale|FILE] [--after 30] [--seconds 30] [--out DIR]
        python bench/profile_scheduler.py --report DIR/serve.raw
+
+Both of serve's processes are recorded at once: the API process (DIR/serve.raw) and its
+``pykueue controller`` child (DIR/controller.raw).
 
 Runs ``pykueue bench scheduler --config CONFIG --output DIR`` and, ``--after`` seconds in, attaches
 py-spy (``pip install py-spy``; root or ptrace rights) to the ``pykueue serve`` it started for
@@ -32,6 +35,20 @@ def serve_child(pid: int) -> int | None:
         cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
         if b"serve" in cmdline:
             return int(child)
+    return None
+
+
+def controller_child(pid: int) -> int | None:
+    """The ``pykueue controller`` child of serve (its controllers' process).
+
+    Serve starts it from a thread other than its main one, so its pid is in that thread's
+    ``/proc/PID/task/TID/children``, not the main thread's.
+    """
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+            if b"controller" in cmdline:
+                return int(child)
     return None
 
 
@@ -86,15 +103,25 @@ def main() -> None:
     if pid is None:
         bench.wait()
         raise SystemExit("no pykueue serve child found (did the run end already?)")
-    raw = args.out / "serve.raw"
-    subprocess.run(
-        [spy, "record", "-p", str(pid), "-d", str(int(args.seconds)), "-r", str(args.rate), "-f", "raw",
-         "-o", str(raw), "--nonblocking"],
-        check=True,
-    )  # fmt: skip
+    targets = {"serve": pid}
+    controller = controller_child(pid)
+    if controller is not None:
+        targets["controller"] = controller
+    spies = [
+        subprocess.Popen(
+            [spy, "record", "-p", str(p), "-d", str(int(args.seconds)), "-r", str(args.rate), "-f", "raw",
+             "-o", str(args.out / f"{name}.raw"), "--nonblocking"],
+        )
+        for name, p in targets.items()
+    ]  # fmt: skip
+    for s in spies:
+        s.wait()
     bench.wait()
-    report(raw)
-    print(f"\nraw profile: {raw} (flame graph: py-spy's raw format is flamegraph.pl's input)", file=sys.stderr)
+    for name in targets:
+        raw = args.out / f"{name}.raw"
+        print(f"\n######## {name} ({raw})")
+        report(raw)
+    print("\nraw profiles: py-spy's raw format is flamegraph.pl's input", file=sys.stderr)
     os.sync()
 
 

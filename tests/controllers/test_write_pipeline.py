@@ -324,3 +324,58 @@ def test_pipeline_refuses_a_second_write_of_a_busy_key() -> None:
     delivered.pop()()
     assert isinstance(results[-1][1], Conflict)
     assert pipeline.close(1)
+
+
+def test_status_writes_nothing_waits_for_use_at_most_half_the_slots_and_never_block() -> None:
+    delivered: list[Callable[[], None]] = []
+    pipeline: WritePipeline[int] = WritePipeline(delivered.append, max_in_flight=4)
+    release = threading.Event()
+    assert pipeline.try_submit("s1", lambda: release.wait(5) and 1, lambda r, e: None)
+    assert pipeline.try_submit("s2", lambda: release.wait(5) and 2, lambda r, e: None)
+    # Half the slots: a third is refused at once, nothing sent, its key not made busy.
+    started = time.monotonic()
+    assert not pipeline.try_submit("s3", lambda: 3, lambda r, e: None)
+    assert time.monotonic() - started < 0.1 and not pipeline.busy("s3") and pipeline.submitted == 2
+    # The other half stays for the writes the owner waits for.
+    pipeline.submit("a1", lambda: release.wait(5) and 4, lambda r, e: None)
+    pipeline.submit("a2", lambda: release.wait(5) and 5, lambda r, e: None)
+    release.set()
+    wait(lambda: len(delivered) == 4)
+    for completion in delivered:
+        completion()
+    assert pipeline.try_submit("s3", lambda: 3, lambda r, e: None)
+    assert pipeline.close(1)
+
+
+def test_many_queue_status_writes_do_not_take_the_admissions_slots(make_env: Callable[..., Env]) -> None:
+    # Two write slots and two ClusterQueues whose status writes take 1.5 s: both status writes
+    # used to be in flight at once, and the next admission waited on the manager thread for one
+    # of them to end. Now one at most is in flight; the other is written a batch period later.
+    env = make_env(delay=0.0, cpu=8, max_in_flight=2)
+    env.client.cq_delay = 1.5
+    spec = env.api.get(R.CLUSTER_QUEUES, "cq")["spec"]
+    env.api.create(R.CLUSTER_QUEUES, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq2"}, "spec": spec})
+    env.api.create(
+        R.LOCAL_QUEUES,
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "lq2", "namespace": "default"}, "spec": {"clusterQueue": "cq2"}},
+    )
+    env.start()
+    env.api.create(R.WORKLOADS, workload("w0"))
+    env.api.create(R.WORKLOADS, workload("v0", queue="lq2"))
+    wait(lambda: env.reserved() == {"w0", "v0"})
+    env.clock.advance(1.1)  # both queues' status batch period is due
+    wait(lambda: env.client.cq_writes_in_flight == 1)
+    time.sleep(0.2)
+    assert env.client.cq_writes_in_flight == 1
+    for i in (1, 2, 3):
+        env.api.create(R.WORKLOADS, workload(f"w{i}"))
+    wait(lambda: len(env.reserved()) == 5, timeout=1.0)
+    assert env.client.cq_writes_in_flight == 1
+    env.client.cq_delay = 0.0
+
+    def both_written() -> bool:
+        env.clock.advance(0.5)
+        statuses = [(env.api.get(R.CLUSTER_QUEUES, n).get("status") or {}) for n in ("cq", "cq2")]
+        return statuses[0].get("reservingWorkloads") == 4 and statuses[1].get("reservingWorkloads") == 1
+
+    wait(both_written)

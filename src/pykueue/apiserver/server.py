@@ -97,7 +97,8 @@ class Serving:
 
     data_dir: Path
     url: str
-    """The URL a local client dials (the kubeconfig's)."""
+    """The URL the components dial: the server's own listener for them when it has one (see
+    :class:`APIServer`), else the kubeconfig's."""
     token: str | None
     """The admin bearer token (None with ``--insecure-loopback``)."""
     ca_data: str | None
@@ -355,12 +356,20 @@ class APIServer(uvicorn.Server):
         on_ready: Callable[[int], None],
         handshake_timeout: float = 60.0,
         before_shutdown: Callable[[], None] | None = None,
+        components_host: str | None = None,
     ) -> None:
         super().__init__(config)
         self.parts = parts
         self.on_ready = on_ready
         self.handshake_timeout = handshake_timeout
         self.before_shutdown = before_shutdown
+        self.components_host = components_host
+        """An IP address to open a second listener on (port chosen by the kernel), same app, TLS
+        and authentication, for serve's own components (the controller process): their new
+        connections get their own accept queue instead of waiting behind thousands of client
+        connects (a benchmark runner's), which left the controllers' status writes failing with
+        connect and TLS handshake timeouts in Kueue's large-scale benchmark."""
+        self.components_port: int | None = None
 
     async def startup(self, sockets: list[Any] | None = None) -> None:
         """Start listening (TLS handshakes bounded by ``handshake_timeout``), then call ``on_ready``
@@ -384,7 +393,29 @@ class APIServer(uvicorn.Server):
         if self.should_exit or not self.servers:
             return
         port = int(self.servers[0].sockets[0].getsockname()[1])
+        if self.components_host is not None:
+            await self._listen_for_components(loop)
         self.on_ready(port)
+
+    async def _listen_for_components(self, loop: asyncio.AbstractEventLoop) -> None:
+        config = self.config
+
+        def create_protocol(_loop: asyncio.AbstractEventLoop | None = None) -> asyncio.Protocol:
+            # As uvicorn's own listener builds its protocol (Server.startup).
+            return config.http_protocol_class(  # type: ignore[call-arg]
+                config=config, server_state=self.server_state, app_state=self.lifespan.state, _loop=_loop
+            )
+
+        server = await loop.create_server(
+            create_protocol,
+            host=self.components_host,
+            port=0,
+            ssl=config.ssl,
+            backlog=config.backlog,
+            ssl_handshake_timeout=self.handshake_timeout if config.ssl is not None else None,
+        )
+        self.servers.append(server)  # closed with uvicorn's own at shutdown
+        self.components_port = int(server.sockets[0].getsockname()[1])
 
     async def shutdown(self, sockets: list[Any] | None = None) -> None:
         """Stop the components first (off the loop, which keeps serving them meanwhile: a controller
@@ -393,6 +424,17 @@ class APIServer(uvicorn.Server):
             await asyncio.to_thread(self.before_shutdown)
         self.parts.hub.close()
         await super().shutdown(sockets)
+
+
+def _components_host(host: str) -> str | None:
+    """Where serve's components get their own listener: the address they dial (an IP literal, so
+    the server's certificate already names it), else None (they share the public listener)."""
+    bare = client_host(host).strip("[]")
+    try:
+        ipaddress.ip_address(bare)
+    except ValueError:
+        return None
+    return bare
 
 
 def _configure_logging(level: str) -> None:
@@ -497,7 +539,10 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
             if options.start_components is not None:
                 # The controllers' initial sync (a LIST of everything) runs beside the API, never
                 # on the event loop: the API answers at once after a restart.
-                serving = Serving(data_dir, url, token, ca_data, out, fail)
+                components_url = url
+                if server.components_port is not None:
+                    components_url = f"{'https' if tls else 'http'}://{client_host(options.host)}:{server.components_port}"
+                serving = Serving(data_dir, components_url, token, ca_data, out, fail)
                 starter = threading.Thread(
                     target=start_components, args=(serving,), name="pykueue-components", daemon=True
                 )
@@ -505,7 +550,12 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
                 starter.start()
 
         server = APIServer(
-            config, parts, ready, handshake_timeout=limits.header, before_shutdown=stop_components
+            config,
+            parts,
+            ready,
+            handshake_timeout=limits.header,
+            before_shutdown=stop_components,
+            components_host=_components_host(options.host) if options.start_components is not None else None,
         )
         previous = {sig: signal.signal(sig, _ignore_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:

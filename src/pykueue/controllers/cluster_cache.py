@@ -120,6 +120,12 @@ class ClusterCache:
         self.admission_checks: dict[str, AdmissionCheck] = {}
         self.namespace_label_map: dict[str, dict[str, str]] = {}
         self.workloads_of_owner: dict[str, set[str]] = {}
+        # Workload keys by LocalQueue ("namespace/queueName") and by the ClusterQueue of their
+        # admission, in arrival order: a queue's create or delete finds its workloads without a
+        # walk over every cached Workload (1,000 queues x 50,000 workloads in Kueue's large-scale
+        # benchmark), as upstream's informer indexes (indexer.WorkloadQueueKey, WorkloadClusterQueueKey) do.
+        self._by_local_queue: dict[str, dict[str, None]] = {}
+        self._by_admission_cq: dict[str, dict[str, None]] = {}
         self._updates: deque[tuple[Workload | None, Workload | None]] = deque()
         self._appliers: dict[str, Applier] = {
             R.NAMESPACES.plural: self._apply_namespaces,
@@ -184,6 +190,7 @@ class ClusterCache:
                 return
             del self.workloads[wl_key]
             self._index_owner(old, remove=True)
+            self._index_queues(wl_key, old, None)
             self._updates.append((old, None))
             return
         obj = change.object
@@ -199,6 +206,7 @@ class ClusterCache:
             wl = msgspec.structs.replace(wl, spec=old.spec)
         self.workloads[wl_key] = wl
         self._index_owner(wl)
+        self._index_queues(wl_key, old, wl)
         self._updates.append((old, wl))
 
     def _report_unmodelled(self, res: Resource, obj: dict[str, Any]) -> None:
@@ -316,8 +324,8 @@ class ClusterCache:
             if previous is None:
                 self.queues.add_cluster_queue(state, self._ts())
                 # Reservations naming this ClusterQueue seen before it (e.g. after a re-creation).
-                for wl in self.workloads.values():
-                    if has_active_quota_reservation(wl) and self.cluster_queue_of(wl) == name:
+                for _, wl in self.workloads_of_cluster_queue(name):
+                    if has_active_quota_reservation(wl):
                         self.cache.add_workload(self.info(wl))
             else:
                 self.queues.update_cluster_queue(state, self._ts())
@@ -354,11 +362,7 @@ class ClusterCache:
             return  # our own status write
         if previous is not None and previous.spec.cluster_queue != lq.spec.cluster_queue:
             self.schedule_status(CLUSTER_QUEUE, previous.spec.cluster_queue)
-        pending = [
-            wl
-            for wl in self.workloads.values()
-            if wl.metadata.namespace == ns and wl.spec.queue_name == name and queueable(wl)
-        ]
+        pending = [wl for _, wl in self.workloads_of_local_queue(ns, name) if queueable(wl)]
         if previous is None:
             self.queues.add_local_queue(lq, pending)
         else:
@@ -374,6 +378,36 @@ class ClusterCache:
         self.mark(JOB, object_key(obj))
 
     # --- workload routing into the core (workload_controller.go's event handlers) -----------------------
+
+    def _index_queues(self, key: str, old: Workload | None, new: Workload | None) -> None:
+        """Keep ``_by_local_queue`` and ``_by_admission_cq`` in step with ``workloads``."""
+        old_lq = f"{old.metadata.namespace}/{old.spec.queue_name}" if old is not None else None
+        new_lq = f"{new.metadata.namespace}/{new.spec.queue_name}" if new is not None else None
+        if old_lq != new_lq:
+            _index_move(self._by_local_queue, key, old_lq, new_lq)
+        old_cq = old.status.admission.cluster_queue if old is not None and old.status.admission is not None else None
+        new_cq = new.status.admission.cluster_queue if new is not None and new.status.admission is not None else None
+        if old_cq != new_cq:
+            _index_move(self._by_admission_cq, key, old_cq, new_cq)
+
+    def workloads_of_local_queue(self, ns: str, name: str) -> list[tuple[str, Workload]]:
+        """The cached Workloads whose ``spec.queueName`` is LocalQueue ``ns/name``."""
+        keys = self._by_local_queue.get(f"{ns}/{name}", {})
+        return [(key, self.workloads[key]) for key in keys]
+
+    def workloads_of_cluster_queue(self, cq: str) -> list[tuple[str, Workload]]:
+        """The cached Workloads :meth:`cluster_queue_of` puts in ClusterQueue ``cq``: admitted to it,
+        or not admitted and in one of its LocalQueues."""
+        candidates = dict(self._by_admission_cq.get(cq, {}))
+        for lq_key, lq in self.local_queues.items():
+            if lq.spec.cluster_queue == cq:
+                candidates.update(self._by_local_queue.get(lq_key, {}))
+        out = []
+        for key in candidates:
+            wl = self.workloads[key]
+            if self.cluster_queue_of(wl) == cq:
+                out.append((key, wl))
+        return out
 
     def _index_owner(self, wl: Workload, remove: bool = False) -> None:
         key = workload_key(wl)
@@ -450,14 +484,12 @@ class ClusterCache:
             self.queues.queue_inadmissible_workloads(set(self.cluster_queues), self._ts())
 
     def _workloads_of_cq_changed(self, cq: str) -> None:
-        for key, wl in self.workloads.items():
-            if self.cluster_queue_of(wl) == cq:
-                self.mark(WORKLOAD, key)
+        for key, _ in self.workloads_of_cluster_queue(cq):
+            self.mark(WORKLOAD, key)
 
     def _workloads_of_lq_changed(self, ns: str, name: str) -> None:
-        for key, wl in self.workloads.items():
-            if wl.metadata.namespace == ns and wl.spec.queue_name == name:
-                self.mark(WORKLOAD, key)
+        for key, _ in self.workloads_of_local_queue(ns, name):
+            self.mark(WORKLOAD, key)
 
     # --- lookups for the reconcilers -------------------------------------------------------------------
 
@@ -475,6 +507,17 @@ class ClusterCache:
             return wl.status.admission.cluster_queue
         lq = self.local_queues.get(f"{wl.metadata.namespace}/{wl.spec.queue_name}")
         return lq.spec.cluster_queue if lq is not None else None
+
+
+def _index_move(index: dict[str, dict[str, None]], key: str, old: str | None, new: str | None) -> None:
+    if old is not None:
+        keys = index.get(old)
+        if keys is not None:
+            keys.pop(key, None)
+            if not keys:
+                del index[old]
+    if new is not None:
+        index.setdefault(new, {})[key] = None
 
 
 def _same_deletion(a: Any, b: Any) -> bool:

@@ -54,6 +54,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+QUEUE_STATUS_RETRY_SECONDS = 1.0
+"""A queue status write that found no free write slot is retried after ``UpdatesBatchPeriod``."""
+
 
 @dataclass
 class ReconcileContext:
@@ -191,7 +194,12 @@ class ReconcileContext:
                     log.warning("writing %s %s status: %s; retrying in %.1fs", res.plural, key[2], err, delay)
             self._resume(key)
 
-        self.writes.submit(key, send, done)
+        if not self.writes.try_submit(key, send, done):
+            # The write slots queue-status writes may use are taken: the status is recomputed
+            # and written a batch period later instead of holding up the manager thread
+            # (upstream's queue status reconcilers run on their own workers, never on the
+            # scheduler's goroutine, and wait there for the client's rate limiter).
+            self.work.add_after(item, QUEUE_STATUS_RETRY_SECONDS)
 
     def _resume(self, obj: tuple[str, str, str]) -> None:
         for item in self._deferred.pop(obj, ()):

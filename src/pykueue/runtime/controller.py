@@ -34,7 +34,7 @@ from typing import Any, Generic, TypeVar
 
 from pykueue.client.interface import Client, Conflict, NotFound, Resource
 from pykueue.runtime.clock import Clock, system_clock
-from pykueue.runtime.informer import Change, Informer
+from pykueue.runtime.informer import Change, Informer, Transform
 
 log = logging.getLogger(__name__)
 
@@ -266,9 +266,12 @@ class ControllerRuntime:
 
     # -- wiring (before start) --------------------------------------------------------------------
 
-    def informer(self, resource: Resource, handler: Handler, namespace: str | None = None) -> Informer:
+    def informer(
+        self, resource: Resource, handler: Handler, namespace: str | None = None, transform: Transform | None = None
+    ) -> Informer:
         """Watch ``resource``; ``handler`` runs in the informer's thread for each change and
-        should only read caches and :meth:`enqueue` keys."""
+        should only read caches and :meth:`enqueue` keys. ``transform`` is applied to every object
+        before it is cached (client-go's ``SetTransform``)."""
 
         def sink(change: Change) -> None:
             try:
@@ -276,7 +279,7 @@ class ControllerRuntime:
             except Exception:  # a bad handler must not kill the informer thread
                 log.exception("%s: handler for %s failed", self.name, resource.plural)
 
-        inf = Informer(self.client, resource, sink, namespace)
+        inf = Informer(self.client, resource, sink, namespace, transform=transform)
         self._informers.append(inf)
         if self._started:
             inf.start()

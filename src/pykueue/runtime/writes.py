@@ -47,6 +47,8 @@ class WritePipeline(Generic[_T]):
         self.max_in_flight = max_in_flight
         self._deliver = deliver
         self._slots = threading.BoundedSemaphore(max_in_flight)
+        # The share :meth:`try_submit` may use: the rest stays for the writes the owner waits for.
+        self._background = threading.BoundedSemaphore(max(1, max_in_flight // 2))
         self._pool = ThreadPoolExecutor(max_workers=max_in_flight, thread_name_prefix="kueue-write")
         self._busy: set[Hashable] = set()
         self.submitted = 0
@@ -64,9 +66,34 @@ class WritePipeline(Generic[_T]):
         """Send ``write()`` on a worker; the owner runs ``done`` once it ended. ``key`` must not be busy."""
         if key in self._busy:
             raise RuntimeError(f"a write of {key!r} is already in flight")
-        self._busy.add(key)
         self._slots.acquire()
+        self._send(key, write, done, (self._slots,))
+
+    def try_submit(self, key: Hashable, write: Callable[[], _T], done: Completion[_T]) -> bool:
+        """:meth:`submit` a write nothing waits for (a queue's status), only if a slot is free and
+        such writes hold fewer than half of them; else send nothing and return False (``key`` is
+        not made busy). Such writes never block the owner, and never take the slots its
+        admissions need (with 1,000 ClusterQueues and 1,000 LocalQueues refreshing their status
+        every second they otherwise filled every slot and held the scheduler up)."""
+        if key in self._busy:
+            raise RuntimeError(f"a write of {key!r} is already in flight")
+        if not self._background.acquire(blocking=False):
+            return False
+        if not self._slots.acquire(blocking=False):
+            self._background.release()
+            return False
+        self._send(key, write, done, (self._slots, self._background))
+        return True
+
+    def _send(
+        self, key: Hashable, write: Callable[[], _T], done: Completion[_T], held: tuple[threading.Semaphore, ...]
+    ) -> None:
+        self._busy.add(key)
         self.submitted += 1
+
+        def release() -> None:
+            for sem in held:
+                sem.release()
 
         def run() -> None:
             result: _T | None = None
@@ -76,13 +103,13 @@ class WritePipeline(Generic[_T]):
             except Exception as err:  # handed to the owner's completion
                 error = err
             finally:
-                self._slots.release()
+                release()
             self._deliver(lambda: self._finish(key, done, result, error))
 
         try:
             self._pool.submit(run)
         except RuntimeError:  # shut down: nothing will be sent
-            self._slots.release()
+            release()
             self._busy.discard(key)
             raise
 

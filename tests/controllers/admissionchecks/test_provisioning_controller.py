@@ -681,3 +681,25 @@ def test_two_checks_get_their_own_requests(env: Env) -> None:
     env.set_request_conditions("wl-a-1", ("Provisioned", "True", "a ok"))
     env.wait_state("wl", "Ready", check="a")
     assert env.state("wl", "b")["state"] == "Pending"
+
+
+def test_caches_hold_objects_without_managed_fields(env: Env) -> None:
+    """Kueue's manager caches strip managedFields (pkg/config/config.go DefaultTransform): this
+    controller's Workload informer holds every Workload of the cluster, so they are most of its
+    bytes (fails on the informers that cached the objects as served)."""
+    env.config()
+    env.check()
+    env.workload("wl")
+    env.reserve("wl")
+    env.wait_request("wl-prov-1")
+    assert env.wl("wl")["metadata"]["managedFields"], "the server keeps them"
+    c = env.controller
+
+    def cached() -> list[dict[str, Any]]:
+        return [*c.workloads.items(), *c.checks.items(), *c.configs.items(), *c.requests.items()]
+
+    objs = t.wait_for(lambda: len(cached()) >= 4 and cached())
+    assert {o["kind"] for o in objs} >= {"Workload", "AdmissionCheck", "ProvisioningRequestConfig", "ProvisioningRequest"}
+    assert [o["metadata"]["name"] for o in objs if "managedFields" in o["metadata"]] == []
+    # Its own writes from such cached objects keep the server's managedFields.
+    assert env.wl("wl")["metadata"]["managedFields"]

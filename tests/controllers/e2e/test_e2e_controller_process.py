@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from support import Kueue, is_true, job, local_queue, start_kueue, start_server, wait_for
 
 FLAVOR_AND_CQ = """
@@ -127,6 +128,47 @@ def test_crashed_child_is_restarted_and_admission_resumes(kueue: Kueue) -> None:
     assert not is_true(wl, "QuotaReserved")
     kueue.kubectl("delete", "job", "before", "-n", "default")
     wait_for(lambda: admitted(kueue, "after"), timeout=30, what="admitted after the restart")
+
+
+def established_ports(pid: int) -> set[int]:
+    """Remote ports of ``pid``'s established TCP connections (over IPv4 loopback)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    ports = set()
+    for line in Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] == "01" and fields[9] in inodes:  # ESTABLISHED
+            ports.add(int(fields[2].split(":")[1], 16))
+    return ports
+
+
+def test_child_dials_a_listener_of_its_own(kueue: Kueue) -> None:
+    """The controllers' connections do not queue behind client connects on the public port (in
+    Kueue's large-scale benchmark thousands of runner connects made their status writes time out):
+    serve opens a second listener, same TLS and authentication, that only its child dials."""
+    pid = first_child(kueue)
+    wait_for(lambda: synced(kueue), what="initial sync")
+    public = kueue.server.url
+    child_config = yaml.safe_load((kueue.server.data_dir / "kubeconfig-controller").read_text())
+    internal = child_config["clusters"][0]["cluster"]["server"]
+    public_port, internal_port = int(public.rsplit(":", 1)[1]), int(internal.rsplit(":", 1)[1])
+    assert internal.rsplit(":", 1)[0] == public.rsplit(":", 1)[0]  # same host: the certificate names it
+    assert internal_port != public_port
+    ports = wait_for(lambda: established_ports(pid), what="the child's connections")
+    assert ports == {internal_port}, f"the child dials {ports}, want only {internal_port}"
+    # The same API behind it: authenticated like the public port, the controllers admit through it.
+    session = kueue.server.session()
+    assert session.get(f"{internal}/api/v1/namespaces/default", timeout=10).status_code == 200
+    session.headers.pop("Authorization")
+    assert session.get(f"{internal}/api/v1/namespaces/default", timeout=10).status_code == 401
+    kueue.apply(FLAVOR_AND_CQ + "---\n" + local_queue("lq", "cq") + "---\n" + job("j1", "lq"))
+    wait_for(lambda: admitted(kueue, "j1"), timeout=30, what="j1 admitted")
 
 
 def test_visibility_and_controller_metrics_on_serves_port(kueue: Kueue) -> None:
