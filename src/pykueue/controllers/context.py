@@ -17,7 +17,7 @@ It also carries what the manager, as the core's driver, delegates to it (reads, 
 from __future__ import annotations
 
 import logging
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -176,11 +176,6 @@ class ReconcileContext:
         key = (res.plural, meta.get("namespace") or "", meta.get("name") or "")
         if self.writes.busy(key):  # the manager defers such reconciles: never two writes in flight
             raise Conflict(409, "Conflict", f"{res.plural} {key[2]}: a status write is still in flight")
-        client = self.client
-
-        def send() -> dict[str, Any]:
-            return client.replace(res, obj, subresource="status")
-
         def done(out: dict[str, Any] | None, err: Exception | None) -> None:
             if err is None and out is not None:
                 self._written(res, out)
@@ -191,7 +186,24 @@ class ReconcileContext:
                     log.warning("writing %s %s status: %s; retrying in %.1fs", res.plural, key[2], err, delay)
             self._resume(key)
 
-        self.writes.submit(key, send, done)
+        self._submit_status(key, res, obj, done)
+
+    def _submit_status(
+        self,
+        key: tuple[str, str, str],
+        res: Resource,
+        obj: dict[str, Any],
+        done: Callable[[dict[str, Any] | None, Exception | None], None],
+    ) -> None:
+        """Pipeline a status PUT: a coroutine on the HTTP client's event loop when it has one (the
+        pipeline runs on that loop), else the blocking verb on the pipeline's worker threads."""
+        assert self.writes is not None
+        client = self.client
+        replace_async = getattr(client, "replace_async", None)
+        if replace_async is not None and getattr(client, "io", None) is self.writes.io:
+            self.writes.submit_async(key, lambda: replace_async(res, obj, subresource="status"), done)
+        else:
+            self.writes.submit(key, lambda: client.replace(res, obj, subresource="status"), done)
 
     def _resume(self, obj: tuple[str, str, str]) -> None:
         for item in self._deferred.pop(obj, ()):
@@ -272,13 +284,10 @@ class ReconcileContext:
         if self.writes.busy(key):  # cannot happen for a popped head; refuse rather than reorder
             return False
         body = to_external(wl)
-        client = self.client
         base = self.cluster.workloads.get(decision.workload)
-
-        def send() -> dict[str, Any]:
-            return client.replace(R.WORKLOADS, body, subresource="status")
-
-        self.writes.submit(key, send, lambda out, err: self._admission_written(decision, base, out, err))
+        self._submit_status(
+            key, R.WORKLOADS, body, lambda out, err: self._admission_written(decision, base, out, err)
+        )
         return True
 
     def _admission_written(
