@@ -23,7 +23,7 @@ import contextlib
 import logging
 import ssl
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit
 
@@ -58,13 +58,17 @@ class EventLoopThread:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._stopped = False
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
+        """The running loop (started now if needed); RuntimeError once :meth:`stop` ran."""
         loop = self._loop
         if loop is not None:
             return loop
         with self._lock:
+            if self._stopped:
+                raise RuntimeError(f"event loop {self.name}: stopped")
             if self._loop is None:
                 self._loop = _new_loop()
                 started = threading.Event()
@@ -97,6 +101,7 @@ class EventLoopThread:
         with self._lock:
             loop, thread = self._loop, self._thread
             self._loop = self._thread = None
+            self._stopped = True
         if loop is None or thread is None:
             return
         loop.call_soon_threadsafe(loop.stop)
@@ -335,7 +340,3 @@ def _static_authorization(auth: httpx.Auth | None) -> str | None:
         return next(flow).headers.get("Authorization")
     return None
 
-
-def to_thread(io: EventLoopThread, fn: Callable[[], _T]) -> Awaitable[_T]:
-    """``fn()`` on the loop's default executor (for clients without async verbs, e.g. in-process)."""
-    return io.loop.run_in_executor(None, fn)
