@@ -56,6 +56,7 @@ _AGGREGATE_MAX_EVENTS = 10  # defaultAggregateMaxEvents
 _AGGREGATE_INTERVAL_SECONDS = 600  # defaultAggregateIntervalInSeconds
 _COMBINED_PREFIX = "(combined from similar events): "
 _CONCURRENT_SENDS = 16  # writes of one batch in flight at once on the event loop
+_BATCH_TIMEOUT = 300.0  # seconds a batch may take (1,000 Events behind a 300 QPS bucket take ~3 s)
 
 
 def object_reference(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -203,7 +204,8 @@ class EventRecorder:
             # cheap there; here a blocking request per Event kept the sender one round trip per
             # Event behind). The next batch waits for this one: its correlation needs the names.
             try:
-                io.run(self._send_async(creates, patches)).result()
+                # Bounded: a loop stopped meanwhile (client closed) never completes the future.
+                io.run(self._send_async(creates, patches)).result(timeout=_BATCH_TIMEOUT)
             except Exception:
                 log.exception("sending %d events failed", len(creates) + len(patches))
         else:
