@@ -9,6 +9,7 @@ fails a request as a broken connection would) so the writes are observably in fl
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -340,9 +341,8 @@ def test_status_writes_nothing_waits_for_use_at_most_half_the_slots_and_never_bl
     pipeline.submit("a1", lambda: release.wait(5) and 4, lambda r, e: None)
     pipeline.submit("a2", lambda: release.wait(5) and 5, lambda r, e: None)
     release.set()
-    wait(lambda: len(delivered) == 4)
-    for completion in delivered:
-        completion()
+    # Completions come back in batches: run what was delivered until every write's completion ran.
+    wait(lambda: (_run_all(delivered, threading.Lock()) and False) or pipeline.pending() == 0)
     assert pipeline.try_submit("s3", lambda: 3, lambda r, e: None)
     assert pipeline.close(1)
 
@@ -379,3 +379,56 @@ def test_many_queue_status_writes_do_not_take_the_admissions_slots(make_env: Cal
         return statuses[0].get("reservingWorkloads") == 4 and statuses[1].get("reservingWorkloads") == 1
 
     wait(both_written)
+
+
+def test_async_writes_run_together_on_one_loop_thread_bounded_and_batched_back() -> None:
+    # The HTTP client's writes are coroutines: many in flight on the pipeline's ONE loop thread (no
+    # thread per write), the owner blocked at max_in_flight, completions handed back in batches.
+    delivered: list[Callable[[], None]] = []
+    lock = threading.Lock()
+    pipeline: WritePipeline[int] = WritePipeline(lambda fn: (lock.acquire(), delivered.append(fn), lock.release()), max_in_flight=3)
+    loop = pipeline.io.loop
+    gate = asyncio.run_coroutine_threadsafe(_new_event(), loop).result(5)
+    threads: set[str] = set()
+    in_flight = [0, 0]
+    results: list[tuple[int | None, Exception | None]] = []
+
+    def write(i: int) -> Callable[[], Any]:
+        async def send() -> int:
+            threads.add(threading.current_thread().name)
+            in_flight[0] += 1
+            in_flight[1] = max(in_flight[1], in_flight[0])
+            await gate.wait()
+            in_flight[0] -= 1
+            return i
+
+        return send
+
+    for i in range(3):
+        pipeline.submit_async(i, write(i), lambda r, e: results.append((r, e)))
+    wait(lambda: in_flight[0] == 3)
+    fourth = threading.Thread(target=pipeline.submit_async, args=(3, write(3), lambda r, e: results.append((r, e))))
+    fourth.start()
+    time.sleep(0.2)
+    assert fourth.is_alive(), "a fourth write waits for a free slot"
+    loop.call_soon_threadsafe(gate.set)
+    fourth.join(5)
+    assert not fourth.is_alive()
+    wait(lambda: len(results) == 4 or (delivered and _run_all(delivered, lock) and False))
+    assert sorted(r for r, _ in results) == [0, 1, 2, 3] and all(e is None for _, e in results)
+    assert threads == {"kueue-writes"} and in_flight[1] == 3
+    assert not any(pipeline.busy(i) for i in range(4))
+    assert pipeline.close(1)
+
+
+async def _new_event() -> asyncio.Event:
+    return asyncio.Event()
+
+
+def _run_all(delivered: list[Callable[[], None]], lock: threading.Lock) -> bool:
+    with lock:
+        batch = list(delivered)
+        delivered.clear()
+    for fn in batch:
+        fn()
+    return True

@@ -17,6 +17,7 @@ than the set of open watches, guarded by a lock.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import random
@@ -31,6 +32,7 @@ import httpx2 as httpx
 import msgspec
 from lightkube.core.exceptions import ConfigError
 
+from pykueue.client.aio import AsyncHTTP, EventLoopThread, TransportFailure
 from pykueue.client.interface import (
     PATCH_CONTENT_TYPES,
     APIError,
@@ -132,8 +134,11 @@ class HTTPClient:
         extensions: Mapping[str, Any] | None = None,
         limiter: TokenBucket | None = None,
         owns_http: bool = True,
+        aio: AsyncHTTP | None = None,
     ) -> None:
         self._http = http
+        self._aio = aio
+        """The pipelined writes' and Events' requests: coroutines on one event-loop thread."""
         self.limiter = limiter
         """Every request (watches included) waits for a token first, as client-go's ``tryThrottle``."""
         self._owns_http = owns_http
@@ -189,12 +194,20 @@ class HTTPClient:
             headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
         )
         extensions = {"sni_hostname": conn.tls_server_name} if conn.tls_server_name else None
+        aio = AsyncHTTP(
+            conn.server,
+            conn.ssl_context,
+            conn.auth,
+            server_hostname=conn.tls_server_name,
+            headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
+        )
         return cls(
             http,
             namespace=conn.namespace,
             page_size=page_size,
             watch_seconds=watch_seconds,
             extensions=extensions,
+            aio=aio,
         )
 
     def set_rate_limit(self, qps: float | None, burst: int | None) -> None:
@@ -214,7 +227,81 @@ class HTTPClient:
             extensions=self._extensions,
             limiter=limiter_for(qps, burst),
             owns_http=False,
+            aio=self._aio,
         )
+
+    # -- the async verbs: on the event-loop thread of :attr:`io` ---------------------------------------
+
+    @property
+    def io(self) -> EventLoopThread | None:
+        """The event-loop thread the ``*_async`` verbs run on (None: this client has none)."""
+        return self._aio.io if self._aio is not None else None
+
+    async def request_async(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> dict[str, Any]:
+        """One JSON request as a coroutine on :attr:`io`'s loop; the rate limit, errors and answers
+        are those of the blocking verbs (a token is awaited, not slept for)."""
+        aio = self._aio
+        if aio is None:
+            raise RuntimeError("this HTTPClient has no event loop (build it with from_connection)")
+        if self._closed:
+            raise ConnectionFailed(f"{method} {path}: the client is closed", reason="ClientClosed")
+        if self.limiter is not None:
+            delay = self.limiter.reserve()
+            if delay > 0:
+                await asyncio.sleep(delay)
+        content = None if body is None else msgspec.json.encode(body)
+        try:
+            status, data = await aio.request(method, path, content, content_type)
+        except TransportFailure as err:
+            raise ConnectionFailed(f"{method} {path}: {err}") from err
+        except ConfigError as err:
+            raise ConnectionFailed(f"{method} {path}: {err}", reason="CredentialsUnavailable") from err
+        if status >= 400:
+            error: Any
+            try:
+                error = msgspec.json.decode(data)
+            except msgspec.DecodeError:
+                error = data.decode("utf-8", "replace").strip() or f"HTTP {status}"
+            raise error_from_status(status, error)
+        if not data:
+            return {}
+        decoded = _decode(data, f"{method} {path}", status)
+        if not isinstance(decoded, dict):
+            raise APIError(status, "InvalidResponse", f"{method} {path}: expected a JSON object")
+        return decoded
+
+    async def replace_async(
+        self, res: Resource, obj: Mapping[str, Any], subresource: str | None = None
+    ) -> dict[str, Any]:
+        """:meth:`replace` as a coroutine."""
+        meta = obj.get("metadata") or {}
+        name = meta.get("name")
+        if not name:
+            raise ValueError("replace needs metadata.name")
+        path = res.path(self._namespace(res, meta.get("namespace")), str(name), subresource)
+        return await self.request_async("PUT", path, body=obj)
+
+    async def create_async(self, res: Resource, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """:meth:`create` as a coroutine."""
+        namespace = (obj.get("metadata") or {}).get("namespace")
+        return await self.request_async("POST", res.path(self._namespace(res, namespace)), body=obj)
+
+    async def patch_async(
+        self, res: Resource, name: str, patch: Any, namespace: str | None = None, *, patch_type: str = "merge"
+    ) -> dict[str, Any]:
+        """:meth:`patch` as a coroutine."""
+        content_type = PATCH_CONTENT_TYPES.get(patch_type)
+        if content_type is None:
+            raise ValueError(f"unknown patch type {patch_type!r} (one of {', '.join(PATCH_CONTENT_TYPES)})")
+        path = res.path(self._namespace(res, namespace), name)
+        return await self.request_async("PATCH", path, body=patch, content_type=content_type)
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -408,6 +495,8 @@ class HTTPClient:
             w.close()
         if self._owns_http:
             self._http.close()
+            if self._aio is not None:
+                self._aio.close()
 
     def _forget(self, w: HTTPWatch) -> None:
         with self._lock:

@@ -17,7 +17,7 @@ It also carries what the manager, as the core's driver, delegates to it (reads, 
 from __future__ import annotations
 
 import logging
-from collections.abc import Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -179,11 +179,6 @@ class ReconcileContext:
         key = (res.plural, meta.get("namespace") or "", meta.get("name") or "")
         if self.writes.busy(key):  # the manager defers such reconciles: never two writes in flight
             raise Conflict(409, "Conflict", f"{res.plural} {key[2]}: a status write is still in flight")
-        client = self.client
-
-        def send() -> dict[str, Any]:
-            return client.replace(res, obj, subresource="status")
-
         def done(out: dict[str, Any] | None, err: Exception | None) -> None:
             if err is None and out is not None:
                 self._written(res, out)
@@ -194,12 +189,45 @@ class ReconcileContext:
                     log.warning("writing %s %s status: %s; retrying in %.1fs", res.plural, key[2], err, delay)
             self._resume(key)
 
-        if not self.writes.try_submit(key, send, done):
+        if not self._submit_status(key, res, obj, done, background=True):
             # The write slots queue-status writes may use are taken: the status is recomputed
             # and written a batch period later instead of holding up the manager thread
             # (upstream's queue status reconcilers run on their own workers, never on the
             # scheduler's goroutine, and wait there for the client's rate limiter).
             self.work.add_after(item, QUEUE_STATUS_RETRY_SECONDS)
+
+    def _submit_status(
+        self,
+        key: tuple[str, str, str],
+        res: Resource,
+        obj: dict[str, Any],
+        done: Callable[[dict[str, Any] | None, Exception | None], None],
+        background: bool = False,
+    ) -> bool:
+        """Pipeline a status PUT: a coroutine on the HTTP client's event loop when it has one (the
+        pipeline runs on that loop), else the blocking verb on the pipeline's worker threads.
+        ``background``: a write nothing waits for, sent only if a background slot is free (see
+        :meth:`WritePipeline.try_submit_async`); returns whether it was sent."""
+        assert self.writes is not None
+        client = self.client
+        replace_async = getattr(client, "replace_async", None)
+        if replace_async is not None and getattr(client, "io", None) is self.writes.io:
+
+            def send_async() -> Awaitable[dict[str, Any]]:
+                return replace_async(res, obj, subresource="status")  # type: ignore[no-any-return]
+
+            if background:
+                return self.writes.try_submit_async(key, send_async, done)
+            self.writes.submit_async(key, send_async, done)
+            return True
+
+        def send() -> dict[str, Any]:
+            return client.replace(res, obj, subresource="status")
+
+        if background:
+            return self.writes.try_submit(key, send, done)
+        self.writes.submit(key, send, done)
+        return True
 
     def _resume(self, obj: tuple[str, str, str]) -> None:
         for item in self._deferred.pop(obj, ()):
@@ -280,13 +308,10 @@ class ReconcileContext:
         if self.writes.busy(key):  # cannot happen for a popped head; refuse rather than reorder
             return False
         body = to_external(wl)
-        client = self.client
         base = self.cluster.workloads.get(decision.workload)
-
-        def send() -> dict[str, Any]:
-            return client.replace(R.WORKLOADS, body, subresource="status")
-
-        self.writes.submit(key, send, lambda out, err: self._admission_written(decision, base, out, err))
+        self._submit_status(
+            key, R.WORKLOADS, body, lambda out, err: self._admission_written(decision, base, out, err)
+        )
         return True
 
     def _admission_written(

@@ -129,8 +129,9 @@ class ControllerManager:
             client, self.cluster, self.core, self.cache, self.queues, self.options, self.recorder, clock, self.work
         )
         # Admissions are sent off this thread, their completions come back through the inbox.
+        # On the HTTP client's event-loop thread when it has one (its connections send them).
         self.writes: WritePipeline[dict[str, Any]] = WritePipeline(
-            lambda fn: self._inbox.put(_Call(fn)), self.options.max_writes_in_flight
+            lambda fn: self._inbox.put(_Call(fn)), self.options.max_writes_in_flight, io=getattr(client, "io", None)
         )
         self.ctx.writes = self.writes
         # Prometheus metrics (pkg/metrics): counted from our writes, observed changes and cycles.

@@ -16,7 +16,7 @@ Every component records through an :class:`EventRecorder`; the caller chooses th
 
 Recording never blocks or fails the caller: :meth:`EventRecorder.event` only queues (a bounded
 queue of 1000, dropping when full, as ``watch.Broadcaster``'s ``DropIfChannelFull``), and one
-sender thread writes the queue in batches. A failed write is logged and dropped, as client-go
+sender thread writes the queue in batches (a batch's writes at once, as coroutines on the HTTP client's event-loop thread when the client has one). A failed write is logged and dropped, as client-go
 does. Repeats that arrive within one batch are written once, with their final count: that is
 where this recorder differs from client-go, which patches an ``EventSeries`` only every 30 minutes
 (``refreshExistingEventSeries``) and a core/v1 count on every repeat.
@@ -24,6 +24,7 @@ where this recorder differs from client-go, which patches an ``EventSeries`` onl
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import os
@@ -54,6 +55,8 @@ _CACHE_SIZE = 4096  # client-go's maxLruCacheEntries
 _AGGREGATE_MAX_EVENTS = 10  # defaultAggregateMaxEvents
 _AGGREGATE_INTERVAL_SECONDS = 600  # defaultAggregateIntervalInSeconds
 _COMBINED_PREFIX = "(combined from similar events): "
+_CONCURRENT_SENDS = 16  # writes of one batch in flight at once on the event loop
+_BATCH_TIMEOUT = 300.0  # seconds a batch may take (1,000 Events behind a 300 QPS bucket take ~3 s)
 
 
 def object_reference(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -194,12 +197,53 @@ class EventRecorder:
                 self._correlate(item, creates, patches)
             except Exception:  # a malformed event must not stop the sender
                 log.exception("event %s %s not recorded", item.type, item.reason)
-        for key, (body, written) in creates.items():
-            self._create(key, body, written)
-        for key, (written, patch) in patches.items():
-            self._patch(key, written, patch)
+        io = getattr(self.client, "io", None)
+        if io is not None and (creates or patches):
+            # The batch's writes go out together as coroutines on the HTTP client's event-loop
+            # thread (client-go's broadcaster sends one at a time from its goroutine, but each is
+            # cheap there; here a blocking request per Event kept the sender one round trip per
+            # Event behind). The next batch waits for this one: its correlation needs the names.
+            try:
+                # Bounded: a loop stopped meanwhile (client closed) never completes the future.
+                io.run(self._send_async(creates, patches)).result(timeout=_BATCH_TIMEOUT)
+            except Exception:
+                log.exception("sending %d events failed", len(creates) + len(patches))
+        else:
+            for key, (body, written) in creates.items():
+                self._create(key, body, written)
+            for key, (written, patch) in patches.items():
+                self._patch(key, written, patch)
         for marker in markers:
             marker.set()
+
+    async def _send_async(
+        self,
+        creates: dict[Any, tuple[dict[str, Any], _Written]],
+        patches: dict[Any, tuple[_Written, dict[str, Any]]],
+    ) -> None:
+        slots = asyncio.Semaphore(_CONCURRENT_SENDS)
+        client: Any = self.client
+
+        async def create(key: Any, body: dict[str, Any], written: _Written) -> None:
+            async with slots:
+                try:
+                    await client.create_async(self.api, body)
+                except Exception as err:
+                    self._created(key, body, written, err)
+                else:
+                    self._created(key, body, written, None)
+
+        async def patch(key: Any, written: _Written, body: dict[str, Any]) -> None:
+            async with slots:
+                try:
+                    await client.patch_async(self.api, written.name, body, written.namespace)
+                except Exception as err:
+                    self._patched(key, written, err)
+
+        await asyncio.gather(
+            *(create(key, body, written) for key, (body, written) in creates.items()),
+            *(patch(key, written, body) for key, (written, body) in patches.items()),
+        )
 
     def _correlate(
         self,
@@ -302,26 +346,36 @@ class EventRecorder:
     def _create(self, key: Any, body: dict[str, Any], written: _Written) -> None:
         try:
             self.client.create(self.api, body)
-        except AlreadyExists:
+        except Exception as err:
+            self._created(key, body, written, err)
+        else:
+            self._created(key, body, written, None)
+
+    def _created(self, key: Any, body: dict[str, Any], written: _Written, err: Exception | None) -> None:
+        if isinstance(err, AlreadyExists):
             log.debug("event %s already recorded", body["metadata"]["name"])
-        except APIError as err:
+        elif isinstance(err, APIError):
             log.warning("recording event %s %s on %s failed: %s", body.get("type"), body.get("reason"),
                         written.name, err)
             return
-        except Exception:  # a transport failure must not stop the sender
-            log.exception("recording event %s failed", body.get("reason"))
+        elif err is not None:  # a transport failure must not stop the sender
+            log.error("recording event %s failed", body.get("reason"), exc_info=err)
             return
         self._written.remember(key, written)
 
     def _patch(self, key: Any, written: _Written, patch: dict[str, Any]) -> None:
         try:
             self.client.patch(self.api, written.name, patch, written.namespace)
-        except NotFound:
+        except Exception as err:
+            self._patched(key, written, err)
+
+    def _patched(self, key: Any, written: _Written, err: Exception) -> None:
+        if isinstance(err, NotFound):
             self._written.pop(key, None)  # deleted meanwhile (TTL): the next repeat creates it again
-        except APIError as err:
+        elif isinstance(err, APIError):
             log.warning("updating event %s failed: %s", written.name, err)
-        except Exception:
-            log.exception("updating event %s failed", written.name)
+        else:
+            log.error("updating event %s failed", written.name, exc_info=err)
 
 
 def _ref_key(ref: Mapping[str, Any]) -> tuple[Any, ...]:

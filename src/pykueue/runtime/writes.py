@@ -3,27 +3,35 @@
 Upstream's scheduler assumes an admission in its cache and sends the Workload's status in a
 goroutine (``pkg/scheduler/scheduler.go`` ``admit`` through ``admissionRoutineWrapper``), so the
 next cycle does not wait for the API server; the client's QPS limiter is what bounds how many are
-in flight. :class:`WritePipeline` is that for a single-threaded owner (the controller manager): a
-write runs on a worker thread, and its completion is handed back to the owner through ``deliver``
-(the manager's inbox), so every piece of controller state is still touched by one thread only.
+in flight. :class:`WritePipeline` is that for a single-threaded owner (the controller manager): every
+write in flight is a coroutine on ONE event-loop thread (:class:`pykueue.client.aio.EventLoopThread`,
+the HTTP client's: :meth:`~WritePipeline.submit_async`), not a thread of its own (64 writer threads
+waited for a CPU longer than they ran on a shared 2-core machine, bench/RESULTS.md issue 14 item
+5); a client without async verbs (in-process) has its blocking writes run on a bounded thread pool
+(:meth:`~WritePipeline.submit`). Completions are handed back to the owner through ``deliver`` (the
+manager's inbox), in batches, so every piece of controller state is still touched by one thread only.
 
 * Per-object ordering: an object with a write in flight is :meth:`~WritePipeline.busy` until the
   owner has run that write's completion; the owner sends nothing else for it meanwhile (a second
   write computed from the same cached version would only conflict).
-* Bounded: :meth:`~WritePipeline.submit` blocks the owner while ``max_in_flight`` requests are
-  being sent (backpressure, as a goroutine blocks on client-go's rate limiter). A slot frees when
-  the request ends, before its completion runs, so a waiting owner never needs to run completions
-  in the middle of what it is doing.
+* Bounded: submitting blocks the owner while ``max_in_flight`` requests are being sent
+  (backpressure, as a goroutine blocks on client-go's rate limiter). A slot frees when the request
+  ends, before its completion runs, so a waiting owner never needs to run completions in the
+  middle of what it is doing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections import deque
+from collections.abc import Awaitable, Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, TypeVar
+
+from pykueue.client.aio import EventLoopThread
 
 log = logging.getLogger(__name__)
 
@@ -39,18 +47,39 @@ Completion = Callable[[_T | None, Exception | None], None]
 
 
 class WritePipeline(Generic[_T]):
-    """See the module docstring. All methods but the workers' are for the owner's thread."""
+    """See the module docstring. All methods but the loop's are for the owner's thread."""
 
-    def __init__(self, deliver: Callable[[Callable[[], None]], None], max_in_flight: int = DEFAULT_MAX_IN_FLIGHT) -> None:
+    def __init__(
+        self,
+        deliver: Callable[[Callable[[], None]], None],
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        io: EventLoopThread | None = None,
+    ) -> None:
         if max_in_flight < 1:
             raise ValueError(f"max_in_flight: must be at least 1, got {max_in_flight}")
         self.max_in_flight = max_in_flight
         self._deliver = deliver
         self._slots = threading.BoundedSemaphore(max_in_flight)
-        # The share :meth:`try_submit` may use: the rest stays for the writes the owner waits for.
+        # The share :meth:`try_submit_async` may use: the rest stays for the writes the owner waits for.
         self._background = threading.BoundedSemaphore(max(1, max_in_flight // 2))
-        self._pool = ThreadPoolExecutor(max_workers=max_in_flight, thread_name_prefix="kueue-write")
+        self.io = io or EventLoopThread("kueue-writes")
+        """The loop the writes run on (the HTTP client's, so that its connections serve them)."""
+        self._owns_io = io is None
+        self._pool: ThreadPoolExecutor | None = None
+        self._closed = False
         self._busy: set[Hashable] = set()
+        # Ended writes waiting for the owner, and whether a delivery to run them is on its way: one
+        # inbox item runs every completion that arrived meanwhile.
+        self._ended: deque[tuple[Hashable, Completion[_T], _T | None, Exception | None]] = deque()
+        self._delivery_lock = threading.Lock()
+        self._delivery_pending = False
+        # Writes submitted but not started yet, and whether the loop was woken to start them.
+        self._queued: deque[
+            tuple[Hashable, Callable[[], Awaitable[_T]], Completion[_T], tuple[threading.BoundedSemaphore, ...]]
+        ] = deque()
+        self._start_lock = threading.Lock()
+        self._start_pending = False
+        self._tasks: set[asyncio.Future[None]] = set()
         self.submitted = 0
         """Writes submitted so far (for tests and the benchmark)."""
 
@@ -62,21 +91,20 @@ class WritePipeline(Generic[_T]):
         """Writes whose completion the owner has not run yet."""
         return len(self._busy)
 
-    def submit(self, key: Hashable, write: Callable[[], _T], done: Completion[_T]) -> None:
-        """Send ``write()`` on a worker; the owner runs ``done`` once it ended. ``key`` must not be busy."""
-        if key in self._busy:
-            raise RuntimeError(f"a write of {key!r} is already in flight")
+    def submit_async(self, key: Hashable, write: Callable[[], Awaitable[_T]], done: Completion[_T]) -> None:
+        """Run the coroutine ``write()`` on the loop; the owner runs ``done`` once it ended.
+        ``key`` must not be busy."""
+        self._check(key)
         self._slots.acquire()
         self._send(key, write, done, (self._slots,))
 
-    def try_submit(self, key: Hashable, write: Callable[[], _T], done: Completion[_T]) -> bool:
-        """:meth:`submit` a write nothing waits for (a queue's status), only if a slot is free and
-        such writes hold fewer than half of them; else send nothing and return False (``key`` is
+    def try_submit_async(self, key: Hashable, write: Callable[[], Awaitable[_T]], done: Completion[_T]) -> bool:
+        """:meth:`submit_async` a write nothing waits for (a queue's status), only if a slot is free
+        and such writes hold fewer than half of them; else send nothing and return False (``key`` is
         not made busy). Such writes never block the owner, and never take the slots its
         admissions need (with 1,000 ClusterQueues and 1,000 LocalQueues refreshing their status
         every second they otherwise filled every slot and held the scheduler up)."""
-        if key in self._busy:
-            raise RuntimeError(f"a write of {key!r} is already in flight")
+        self._check(key)
         if not self._background.acquire(blocking=False):
             return False
         if not self._slots.acquire(blocking=False):
@@ -85,42 +113,105 @@ class WritePipeline(Generic[_T]):
         self._send(key, write, done, (self._slots, self._background))
         return True
 
+    def submit(self, key: Hashable, write: Callable[[], _T], done: Completion[_T]) -> None:
+        """Send the blocking ``write()`` on a worker thread (clients without async verbs); the owner
+        runs ``done`` once it ended. ``key`` must not be busy."""
+        self.submit_async(key, self._in_thread(write), done)
+
+    def try_submit(self, key: Hashable, write: Callable[[], _T], done: Completion[_T]) -> bool:
+        """:meth:`try_submit_async` for a blocking ``write()``."""
+        return self.try_submit_async(key, self._in_thread(write), done)
+
+    def _in_thread(self, write: Callable[[], _T]) -> Callable[[], Awaitable[_T]]:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.max_in_flight, thread_name_prefix="kueue-write")
+        pool = self._pool
+
+        def in_thread() -> Awaitable[_T]:
+            return asyncio.get_running_loop().run_in_executor(pool, write)
+
+        return in_thread
+
+    def _check(self, key: Hashable) -> None:
+        if self._closed:
+            raise RuntimeError("the write pipeline is closed")
+        if key in self._busy:
+            raise RuntimeError(f"a write of {key!r} is already in flight")
+
     def _send(
-        self, key: Hashable, write: Callable[[], _T], done: Completion[_T], held: tuple[threading.Semaphore, ...]
+        self,
+        key: Hashable,
+        write: Callable[[], Awaitable[_T]],
+        done: Completion[_T],
+        held: tuple[threading.BoundedSemaphore, ...],
     ) -> None:
         self._busy.add(key)
         self.submitted += 1
-
-        def release() -> None:
+        self._queued.append((key, write, done, held))
+        with self._start_lock:
+            if self._start_pending:
+                return
+            self._start_pending = True
+        try:
+            self.io.call_soon(self._start_queued)
+        except RuntimeError:  # the loop is closed: nothing will be sent
+            self._queued.pop()
             for sem in held:
                 sem.release()
-
-        def run() -> None:
-            result: _T | None = None
-            error: Exception | None = None
-            try:
-                result = write()
-            except Exception as err:  # handed to the owner's completion
-                error = err
-            finally:
-                release()
-            self._deliver(lambda: self._finish(key, done, result, error))
-
-        try:
-            self._pool.submit(run)
-        except RuntimeError:  # shut down: nothing will be sent
-            release()
             self._busy.discard(key)
             raise
 
-    def _finish(self, key: Hashable, done: Completion[_T], result: _T | None, error: Exception | None) -> None:
-        self._busy.discard(key)
-        done(result, error)
+    # -- the loop's thread ---------------------------------------------------------------------------
+
+    def _start_queued(self) -> None:
+        with self._start_lock:
+            self._start_pending = False
+        while self._queued:
+            key, write, done, held = self._queued.popleft()
+            task = asyncio.ensure_future(self._run(key, write, done, held))
+            self._tasks.add(task)  # the loop keeps only weak references to its tasks
+            task.add_done_callback(self._tasks.discard)
+
+    async def _run(
+        self,
+        key: Hashable,
+        write: Callable[[], Awaitable[_T]],
+        done: Completion[_T],
+        held: tuple[threading.BoundedSemaphore, ...],
+    ) -> None:
+        result: _T | None = None
+        error: Exception | None = None
+        try:
+            result = await write()
+        except Exception as err:  # handed to the owner's completion
+            error = err
+        # The slot frees once the completion is on its way, so that close() returning means every
+        # ended write's completion is in the owner's inbox.
+        try:
+            self._ended.append((key, done, result, error))
+            with self._delivery_lock:
+                if self._delivery_pending:
+                    return
+                self._delivery_pending = True
+            self._deliver(self._finish)
+        finally:
+            for sem in held:
+                sem.release()
+
+    # -- the owner's thread --------------------------------------------------------------------------
+
+    def _finish(self) -> None:
+        with self._delivery_lock:
+            self._delivery_pending = False
+        while self._ended:
+            key, done, result, error = self._ended.popleft()
+            self._busy.discard(key)
+            done(result, error)
 
     def close(self, timeout: float = 10.0) -> bool:
         """Send nothing more; wait up to ``timeout`` for the writes in flight to end. Returns
         whether they all did (their completions are delivered as usual)."""
-        self._pool.shutdown(wait=False)
+        self._closed = True
         deadline = time.monotonic() + timeout
         taken = 0
         try:
@@ -132,3 +223,7 @@ class WritePipeline(Generic[_T]):
         finally:
             for _ in range(taken):
                 self._slots.release()
+            if self._pool is not None:
+                self._pool.shutdown(wait=False)
+            if self._owns_io and taken == self.max_in_flight:
+                self.io.stop()
