@@ -77,7 +77,10 @@ def _parse_list(resources: ResourceList | None) -> Requests:
     return {name: _q(v) for name, v in resources.items()}
 
 
+@lru_cache(maxsize=8192)
 def _int_value(resource: str, value: Fraction) -> int:
+    # Pure in its (immutable) arguments and called for every request of every pod set the
+    # scheduler and the workload controller look at: the same few amounts recur.
     return resource_value(resource, Quantity(value))
 
 
