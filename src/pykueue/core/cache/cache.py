@@ -103,6 +103,12 @@ class ClusterQueueState:
             for r in rg.covered:
                 self.group_of_resource.setdefault(r, i)
         self.covers_pods = PODS in self.group_of_resource
+        # ``findRGIndicesByFlavor`` per flavor, read for every flavor the assigner examines.
+        self.groups_of_flavor: dict[str, tuple[int, ...]] = {}
+        for i, rg in enumerate(self.resource_groups):
+            for f in rg.flavors:
+                if i not in self.groups_of_flavor.get(f, ()):
+                    self.groups_of_flavor[f] = (*self.groups_of_flavor.get(f, ()), i)
         self.all_flavors = frozenset(f for rg in self.resource_groups for f in rg.flavors)
         self.node.quotas = quotas_from_groups(spec.resource_groups)
         self.queueing_strategy = spec.queueing_strategy or BEST_EFFORT_FIFO

@@ -404,7 +404,7 @@ class FlavorAssigner:
 
     def _groups_listing(self, fname: str) -> tuple[int, ...]:
         """``findRGIndicesByFlavor``: every resource group of the ClusterQueue that lists ``fname``."""
-        return tuple(i for i, group in enumerate(self.cq.resource_groups) if fname in group.flavors)
+        return self.cq.groups_of_flavor.get(fname, ())
 
     # --- upstream ``FlavorAssigner.checkFlavorForPodSets`` ---------------------------------------
 
