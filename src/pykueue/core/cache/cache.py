@@ -375,15 +375,19 @@ class Cache:
 
     # --- workloads holding quota ----------------------------------------------------------------
 
-    def add_workload(self, info: WorkloadInfo) -> bool:
-        """Count a quota-holding workload (real, not simulated). False if its CQ is unknown."""
+    def add_workload(self, info: WorkloadInfo, *, usage_held: bool = False) -> bool:
+        """Count a quota-holding workload (real, not simulated). False if its CQ is unknown.
+
+        ``usage_held``: the tree already carries ``info.usage`` for it (a cycle's booking kept at
+        ``Snapshot.close``), so only the workload is recorded."""
         cq = self.cluster_queues.get(info.cluster_queue)
         if cq is None:
             return False
         if info.key in cq.workloads:
             self.delete_workload(info.key)
         cq.workloads[info.key] = info
-        add_usage_map(cq.node, info.usage)
+        if not usage_held:
+            add_usage_map(cq.node, info.usage)
         self.workload_cq[info.key] = cq.name
         return True
 

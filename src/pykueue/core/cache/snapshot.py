@@ -71,8 +71,11 @@ class Snapshot:
                 remove_usage_map(cq.node, usage)
                 return
 
-    def close(self) -> None:
-        """Undo every booking still held."""
+    def close(self, keep: list[dict[FlavorResource, int]] | None = None) -> None:
+        """Undo every booking still held, except those whose usage map is (identically) in ``keep``:
+        their usage stays in the tree for the caller to hand to the workloads that now hold it."""
+        kept = {id(u) for u in keep} if keep else set()
         for cq, usage in self._bookings:
-            remove_usage_map(cq.node, usage)
+            if id(usage) not in kept:
+                remove_usage_map(cq.node, usage)
         self._bookings.clear()

@@ -49,10 +49,14 @@ def admissibility_problem(
     selector: LabelSelector | None,
     namespace_labels: dict[str, str] | None,
     pod_sets: PodSetRequests | None = None,
+    *,
+    spec_derived: bool = False,
 ) -> tuple[str, Problem] | None:
     """:func:`admissibility_error` with what kind of problem it is: (message, kind) or None.
 
-    ``pod_sets`` are the scheduler's already computed requests (else computed from ``wl``).
+    ``pod_sets`` are the scheduler's already computed requests (else computed from ``wl``);
+    ``spec_derived`` says they are exactly what ``wl``'s spec gives without them (no excluded
+    prefixes, no transformations, no reclaimable pods), so the outcome is remembered for the spec.
     """
     ns = wl.metadata.namespace
     if namespace_labels is None:
@@ -69,6 +73,8 @@ def admissibility_problem(
         message = memo.unaccountable
     else:
         message = resources_validation_error(request_overflow_errors(pod_sets))
+        if spec_derived:
+            memo.unaccountable = message
     return (message, Problem.UNACCOUNTABLE) if message is not None else None
 
 
@@ -122,6 +128,8 @@ def request_overflow_errors(pod_sets: PodSetRequests) -> list[str]:
     """
     errors: list[str] = []
     for i, (count, per_pod) in enumerate(pod_sets):
+        if all(v * count <= MAX_BOUNDED for v in per_pod.values()):
+            continue  # the common case, without sorting the names
         for name in sorted(per_pod):
             if per_pod[name] * count > MAX_BOUNDED:
                 bound = resource_quantity_string(name, MAX_BOUNDED)
