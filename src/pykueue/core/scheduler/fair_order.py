@@ -19,7 +19,7 @@ from pykueue.core.cache.cache import cache_weight_of
 from pykueue.core.cache.snapshot import Snapshot
 from pykueue.core.options import SchedulerOptions
 from pykueue.core.quota.drs import DRS, WeightOf, dominant_resource_share, lendable_by_resource
-from pykueue.core.quota.tree import CohortNode, QuotaNode
+from pykueue.core.quota.tree import CohortNode, FlavorResource, QuotaNode
 from pykueue.core.scheduler.entry import Entry
 
 # An entry's sort key at one cohort of its path (``_less`` as a key; see ``_level_key``).
@@ -71,8 +71,13 @@ def fair_sharing_order(entries: list[Entry], snapshot: Snapshot, options: Schedu
     lendable: dict[int, dict[str, int]] = {}
     shares: dict[str, _Shares] = {}
     ranked: _Ranked = {}
+    # ``min(pending)`` without a scan per pop: names in order, skipping those already yielded.
+    names = sorted(pending)
+    first = 0
     while pending:
-        name = min(pending)
+        while names[first] not in pending:
+            first += 1
+        name = names[first]
         entry = pending[name]
         assert entry.cq is not None
         root = entry.cq.node.root()
@@ -139,6 +144,21 @@ def _refresh(
     path = _path(node)
     usage = e.assignment.usage
     keys: dict[str, _LevelKey] = {}
+    if len(path) == 1 and _small(node, usage):
+        # A CQ right below its root: adding ``usage`` (as ``add_usage`` would, far from the int64
+        # bounds where it saturates) changes only the CQ's own usage among the nodes whose shares
+        # are compared, so its share is computed with ``usage`` as extra instead of adding and
+        # removing it in the tree.
+        lend = lendable.get(id(parent))
+        if lend is None:
+            lend = lendable[id(parent)] = lendable_by_resource(parent)
+        sq, used = node.subtree_quota, node.usage
+        borrows = any(sq.get(fr, 0) < used.get(fr, 0) + v for fr, v in usage.items())
+        drs = dominant_resource_share(node, usage, weight_of=weight_of, lendable=lend)
+        keys[parent.name] = _level_key(e, drs, borrows, gates)
+        shares[cq_name] = _Shares(keys, path, node.version)
+        bisect.insort(ranked.setdefault(id(parent), []), (keys[parent.name], cq_name))
+        return
     snapshot.add_usage(e.cq, usage)
     try:
         for n in path:
@@ -154,6 +174,16 @@ def _refresh(
         snapshot.remove_usage(e.cq, usage)
     shares[cq_name] = _Shares(keys, path, sum(n.version for n in path))
     bisect.insort(ranked.setdefault(id(parent), []), (keys[parent.name], cq_name))
+
+
+_SMALL = 2**61
+
+
+def _small(node: QuotaNode, usage: dict[FlavorResource, int]) -> bool:
+    """``usage`` and ``node``'s usage of the same FRs are far from the int64 bounds, so adding them
+    plainly equals ``add_usage``'s saturating sum."""
+    used = node.usage
+    return all(-_SMALL < v < _SMALL and -_SMALL < used.get(fr, 0) < _SMALL for fr, v in usage.items())
 
 
 def _level_key(e: Entry, drs: DRS, borrows: bool, gates: _Gates) -> _LevelKey:
