@@ -12,7 +12,7 @@ deterministic.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from pykueue.core.cache.cache import cache_weight_of
@@ -74,6 +74,17 @@ def fair_sharing_order(entries: list[Entry], snapshot: Snapshot, options: Schedu
     # ``min(pending)`` without a scan per pop: names in order, skipping those already yielded.
     names = sorted(pending)
     first = 0
+    # Which entries to re-check after the snapshot changed: every node below a root maps to the
+    # pending CQs whose path includes it; per tree, how much of ``snapshot.changes`` was looked at.
+    watchers: dict[int, list[str]] = {}
+    flat: dict[int, bool] = {}
+    for cq_name, e in pending.items():
+        assert e.cq is not None
+        cq_node = e.cq.node
+        watchers.setdefault(id(cq_node), []).append(cq_name)
+        root_id = id(cq_node.root())
+        flat[root_id] = flat.get(root_id, True) and cq_node.parent is not None and cq_node.parent.parent is None
+    seen: dict[int, int] = {}
     while pending:
         while names[first] not in pending:
             first += 1
@@ -83,7 +94,8 @@ def fair_sharing_order(entries: list[Entry], snapshot: Snapshot, options: Schedu
         root = entry.cq.node.root()
         tree_entries = trees[id(root)]
         if isinstance(root, CohortNode):
-            for cq_name, e in tree_entries.items():
+            first_visit = id(root) not in seen
+            for cq_name, e in _to_check(tree_entries, snapshot, seen, id(root), watchers):
                 cached = shares.get(cq_name)
                 if cached is not None:
                     signature = 0
@@ -92,6 +104,8 @@ def fair_sharing_order(entries: list[Entry], snapshot: Snapshot, options: Schedu
                     if signature == cached.signature:
                         continue
                 _refresh(cq_name, e, shares, ranked, snapshot, weight_of, lendable, gates)
+            if first_visit and flat[id(root)]:
+                seen[id(root)] = len(snapshot.changes)
             winner = _tournament(root, pending, shares, ranked)
         else:
             winner = entry
@@ -102,6 +116,30 @@ def fair_sharing_order(entries: list[Entry], snapshot: Snapshot, options: Schedu
         if parent is not None:
             _unrank(ranked, parent, winner.cq.name, shares)
         yield winner
+
+
+def _to_check(
+    tree_entries: dict[str, Entry], snapshot: Snapshot, seen: dict[int, int], root: int, watchers: dict[int, list[str]]
+) -> Iterable[tuple[str, Entry]]:
+    """The tree's entries whose shares may be out of date.
+
+    In a flat tree (every pending CQ right below the root; ``seen`` holds only such trees) an
+    entry's shares depend on its own CQ node's usage, which in a cycle changes only through the
+    snapshot's simulations of that very CQ (``snapshot.changes``), so after the first visit only
+    the entries of CQs logged since are re-checked. Other trees: every entry, every time (the
+    signature check then skips those whose nodes did not move).
+    """
+    mark = seen.get(root)
+    if mark is None:
+        return tree_entries.items()
+    log = snapshot.changes
+    seen[root] = len(log)
+    out: list[tuple[str, Entry]] = []
+    for cq_name in sorted({name for cq in log[mark:] for name in watchers.get(id(cq.node), ())}):
+        e = tree_entries.get(cq_name)
+        if e is not None:
+            out.append((cq_name, e))
+    return out
 
 
 def _path(node: QuotaNode) -> tuple[QuotaNode, ...]:
