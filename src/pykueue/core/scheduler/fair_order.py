@@ -74,8 +74,8 @@ def fair_sharing_order(entries: list[Entry], snapshot: Snapshot, options: Schedu
     # ``min(pending)`` without a scan per pop: names in order, skipping those already yielded.
     names = sorted(pending)
     first = 0
-    # Which entries to re-check after the snapshot changed: every node below a root maps to the
-    # pending CQs whose path includes it; per tree, how much of ``snapshot.changes`` was looked at.
+    # Which entries to re-check after the snapshot changed (``_to_check``): each CQ node maps to its
+    # pending entry's name; per flat tree, how much of ``snapshot.changes`` was looked at.
     watchers: dict[int, list[str]] = {}
     flat: dict[int, bool] = {}
     for cq_name, e in pending.items():
