@@ -1,6 +1,6 @@
 """Profile the scheduling cycles of bench/core.py with cProfile.
 
-Usage: python bench/profile_core.py [--workloads 20000] [--cycles 10] [--top 35] [--fair-sharing] [--no-gc]
+Usage: python bench/profile_core.py [--cqs 1000] [--cohorts 10] [--workloads 20000] [--cycles 10] [--top 35] [--fair-sharing] [--no-gc]
 
 ``--no-gc`` disables the cyclic GC after loading: its collections are charged to whatever function
 happens to allocate, which blurs the per-function figures (a cycle's GC share is measured by
@@ -23,6 +23,8 @@ from pykueue.sim.cluster import SimulatedCluster
 
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--cqs", type=int, default=1000)
+    ap.add_argument("--cohorts", type=int, default=10)
     ap.add_argument("--workloads", type=int, default=20000)
     ap.add_argument("--cycles", type=int, default=10)
     ap.add_argument("--top", type=int, default=35)
@@ -31,7 +33,7 @@ def main() -> None:
     ap.add_argument("--no-gc", action="store_true", help="disable the cyclic GC after loading")
     args = ap.parse_args()
     cluster = SimulatedCluster(SchedulerOptions(fair_sharing=args.fair_sharing), T0 + timedelta(hours=2))
-    cluster.load(build_state(1000, 10, args.workloads, 1))
+    cluster.load(build_state(args.cqs, args.cohorts, args.workloads, 1))
     gc.collect()
     gc.freeze()  # as bench/core.py and the CLI do
     if args.no_gc:

@@ -21,6 +21,8 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 def to_time(value: datetime) -> datetime:
     """Normalise to UTC whole seconds, as metav1.Time serialises."""
+    if value.tzinfo is UTC and not value.microsecond:
+        return value  # already normal (the common case: the scheduler's clock, stored times)
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return value.astimezone(UTC).replace(microsecond=0)

@@ -77,8 +77,23 @@ def _parse_list(resources: ResourceList | None) -> Requests:
     return {name: _q(v) for name, v in resources.items()}
 
 
+@lru_cache(maxsize=8192)
 def _int_value(resource: str, value: Fraction) -> int:
+    # Pure in its (immutable) arguments and called for every request of every pod set the
+    # scheduler and the workload controller look at: the same few amounts recur.
     return resource_value(resource, Quantity(value))
+
+
+def _usage_value(resource: str, value: QuantityLike) -> int:
+    """``_int_value(resource, _q(value))``, cached on the quantity as written (bools bypass, as in ``_q``)."""
+    if isinstance(value, bool):
+        return _int_value(resource, _q(value))
+    return _usage_value_cached(resource, value)
+
+
+@lru_cache(maxsize=8192)
+def _usage_value_cached(resource: str, value: str | int | float) -> int:
+    return _int_value(resource, _q(value))
 
 
 # --- element-wise helpers ----------------------------------------------------------------------------
@@ -480,7 +495,7 @@ def admitted_usage(assignment: PodSetAssignment, spec_count: int, reclaimable: i
     ``(usage ÷ admittedCount) × effectiveCount`` (truncating division first, saturating multiply).
     A higher spec count (partial admission) keeps the admitted values.
     """
-    usage = {name: _int_value(name, _q(v)) for name, v in assignment.resource_usage.items()}
+    usage = {name: _usage_value(name, v) for name, v in assignment.resource_usage.items()}
     admitted = assignment.count if assignment.count is not None else spec_count
     current = effective_count(spec_count, reclaimable)
     if current < admitted:

@@ -34,8 +34,15 @@ class SchedulerOptions:
     backoff_max_seconds: int = 3600
     backoff_limit_count: int | None = None
 
+    _gate_values: dict[str, bool] = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        # ``gate`` is asked a dozen times per scheduling decision; the gates are immutable.
+        object.__setattr__(self, "_gate_values", {name: self.gates[name] for name in self.gates})
+
     def gate(self, name: str) -> bool:
-        return self.gates.enabled(name)
+        value = self._gate_values.get(name)
+        return self.gates.enabled(name) if value is None else value  # unknown names raise there
 
 
 def options_from_config(cfg: KueueConfig) -> SchedulerOptions:

@@ -103,6 +103,12 @@ class ClusterQueueState:
             for r in rg.covered:
                 self.group_of_resource.setdefault(r, i)
         self.covers_pods = PODS in self.group_of_resource
+        # ``findRGIndicesByFlavor`` per flavor, read for every flavor the assigner examines.
+        self.groups_of_flavor: dict[str, tuple[int, ...]] = {}
+        for i, rg in enumerate(self.resource_groups):
+            for f in rg.flavors:
+                if i not in self.groups_of_flavor.get(f, ()):
+                    self.groups_of_flavor[f] = (*self.groups_of_flavor.get(f, ()), i)
         self.all_flavors = frozenset(f for rg in self.resource_groups for f in rg.flavors)
         self.node.quotas = quotas_from_groups(spec.resource_groups)
         self.queueing_strategy = spec.queueing_strategy or BEST_EFFORT_FIFO
@@ -369,15 +375,19 @@ class Cache:
 
     # --- workloads holding quota ----------------------------------------------------------------
 
-    def add_workload(self, info: WorkloadInfo) -> bool:
-        """Count a quota-holding workload (real, not simulated). False if its CQ is unknown."""
+    def add_workload(self, info: WorkloadInfo, *, usage_held: bool = False) -> bool:
+        """Count a quota-holding workload (real, not simulated). False if its CQ is unknown.
+
+        ``usage_held``: the tree already carries ``info.usage`` for it (a cycle's booking kept at
+        ``Snapshot.close``), so only the workload is recorded."""
         cq = self.cluster_queues.get(info.cluster_queue)
         if cq is None:
             return False
         if info.key in cq.workloads:
             self.delete_workload(info.key)
         cq.workloads[info.key] = info
-        add_usage_map(cq.node, info.usage)
+        if not usage_held:
+            add_usage_map(cq.node, info.usage)
         self.workload_cq[info.key] = cq.name
         return True
 

@@ -29,6 +29,10 @@ class Snapshot:
             elif not cq.is_active():
                 self.inactive[name] = NOT_ACTIVE
         self._bookings: list[tuple[ClusterQueueState, dict[FlavorResource, int]]] = []
+        self.changes: list[ClusterQueueState] = []
+        """Every ClusterQueue whose usage a simulation changed, in order (repeats allowed): during a
+        cycle the tree's usage changes only through this snapshot, so this is where it may have
+        changed (that CQ's node and its ancestors)."""
 
     def cluster_queue(self, name: str) -> ClusterQueueState | None:
         """The active ClusterQueue ``name`` (None when missing or inactive)."""
@@ -43,6 +47,7 @@ class Snapshot:
         cq = self.cache.cluster_queues[wl.cluster_queue]
         if cq.workloads.pop(wl.key, None) is not None:
             remove_usage_map(cq.node, wl.usage)
+            self.changes.append(cq)
 
     def add_workload(self, wl: WorkloadInfo) -> None:
         """Undo ``remove_workload``."""
@@ -50,18 +55,22 @@ class Snapshot:
         if wl.key not in cq.workloads:
             cq.workloads[wl.key] = wl
             add_usage_map(cq.node, wl.usage)
+            self.changes.append(cq)
 
     def add_usage(self, cq: ClusterQueueState, usage: dict[FlavorResource, int]) -> None:
         """Simulate ``cq`` holding ``usage`` more (undo with ``remove_usage``)."""
         add_usage_map(cq.node, usage)
+        self.changes.append(cq)
 
     def remove_usage(self, cq: ClusterQueueState, usage: dict[FlavorResource, int]) -> None:
         remove_usage_map(cq.node, usage)
+        self.changes.append(cq)
 
     def book(self, cq: ClusterQueueState, usage: dict[FlavorResource, int]) -> None:
         """Hold ``usage`` in ``cq`` until the end of the cycle."""
         add_usage_map(cq.node, usage)
         self._bookings.append((cq, usage))
+        self.changes.append(cq)
 
     def unbook(self, cq: ClusterQueueState, usage: dict[FlavorResource, int]) -> None:
         """Release a booking early (e.g. when it becomes a real admission)."""
@@ -69,10 +78,15 @@ class Snapshot:
             if bcq is cq and busage is usage:
                 del self._bookings[i]
                 remove_usage_map(cq.node, usage)
+                self.changes.append(cq)
                 return
 
-    def close(self) -> None:
-        """Undo every booking still held."""
+    def close(self, keep: list[dict[FlavorResource, int]] | None = None) -> None:
+        """Undo every booking still held, except those whose usage map is (identically) in ``keep``:
+        their usage stays in the tree for the caller to hand to the workloads that now hold it."""
+        kept = {id(u) for u in keep} if keep else set()
         for cq, usage in self._bookings:
-            remove_usage_map(cq.node, usage)
+            if id(usage) not in kept:
+                remove_usage_map(cq.node, usage)
+                self.changes.append(cq)
         self._bookings.clear()

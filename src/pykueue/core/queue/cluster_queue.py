@@ -278,10 +278,13 @@ class PendingClusterQueue:
     def pop(self) -> PendingEntry | None:
         """``Pop``: counts a pop cycle, moves the head to inflight stamping its generation."""
         self.pop_cycle += 1
-        head = self.active.peek()
-        if head is None:
+        popped = self.active.pop()
+        if popped is None:
             return None
-        self._heap_remove(head.info.key)
+        key, head = popped
+        self._unindex(key, head)
+        if not self.active:
+            self._nonempty.discard(self.name)
         head.last_evaluated_generation = head.info.obj.metadata.generation
         self.inflight[head.info.key] = head
         return head

@@ -131,8 +131,15 @@ class KeyedHeap(Generic[K, T]):
         """Remove and return the smallest ``(key, item)``."""
         if not self._entries:
             return None
-        _, key, item = self._entries[0]
-        self.remove(key)
+        entries = self._entries
+        _, key, item = entries[0]
+        # ``remove`` at the root without the (always failing) sift up.
+        del self._index[key]
+        last = entries.pop()
+        if entries:
+            entries[0] = last
+            self._index[last[1]] = 0
+            self._sift_down(0)
         return key, item
 
     def fix(self, key: K) -> None:

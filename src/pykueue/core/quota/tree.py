@@ -164,7 +164,9 @@ def remove_usage_map(node: QuotaNode, usage: dict[FlavorResource, int]) -> None:
 
 def _available(node: QuotaNode, fr: FlavorResource) -> int:
     # Upstream recurses to the root and folds the result back down; the same fold from the root
-    # down over the path, without the recursion.
+    # down over the path, without the recursion. Nodes without a borrowing or lending limit for
+    # ``fr`` (the common case) only add their local availability, which is then 0 unless their
+    # usage is negative: that case is inlined.
     path: list[QuotaNode] = []
     while node.parent is not None:
         path.append(node)
@@ -172,7 +174,11 @@ def _available(node: QuotaNode, fr: FlavorResource) -> int:
     p = sat_sub(node.subtree_quota.get(fr, 0), node.usage.get(fr, 0))
     for node in reversed(path):
         q = node.quotas.get(fr)
-        if q is not None and q.borrowing_limit is not None:
+        if q is None or (q.borrowing_limit is None and q.lending_limit is None):
+            if node.usage.get(fr, 0) < 0:
+                p = sat_add(node.local_available(fr), p)
+            continue
+        if q.borrowing_limit is not None:
             lq = node.local_quota(fr)
             stored_in_parent = sat_sub(node.subtree_quota.get(fr, 0), lq)
             used_in_parent = max(0, sat_sub(node.usage.get(fr, 0), lq))
@@ -188,7 +194,9 @@ def available(node: QuotaNode, fr: FlavorResource) -> int:
 
 def potential_available(node: QuotaNode, fr: FlavorResource) -> int:
     """The most ``node`` could hold of ``fr`` if the whole tree were empty."""
-    # Upstream's recursion to the root, folded back down the path iteratively.
+    # Upstream's recursion to the root, folded back down the path iteratively. ``sat_add(0, r)``
+    # is ``r`` (r is already within int64), and so is adding the local quota of a node without
+    # a lending limit (0): such nodes are skipped unless they have a borrowing limit.
     path: list[QuotaNode] = []
     while node.parent is not None:
         path.append(node)
@@ -197,9 +205,9 @@ def potential_available(node: QuotaNode, fr: FlavorResource) -> int:
     for node in reversed(path):
         q = node.quotas.get(fr)
         if q is None:
-            result = sat_add(0, result)
             continue
-        result = sat_add(node.local_quota(fr), result)
+        if q.lending_limit is not None:
+            result = sat_add(node.local_quota(fr), result)
         if q.borrowing_limit is not None:
             result = min(result, sat_add(node.subtree_quota.get(fr, 0), q.borrowing_limit))
     return result
@@ -228,7 +236,8 @@ def lowest_fitting_subtree(cq: ClusterQueueNode, fr: FlavorResource, value: int)
     node: CohortNode | None = parent
     root: CohortNode = parent
     while node is not None:
-        if not node.borrowing_with(fr, remaining):
+        # ``borrowing_with`` inlined.
+        if node.subtree_quota.get(fr, 0) >= sat_add(node.usage.get(fr, 0), remaining):
             return node.height(), node.parent is not None
         remaining = sat_sub(remaining, node.local_available(fr))
         root = node

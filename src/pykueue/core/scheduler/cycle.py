@@ -116,6 +116,7 @@ class Scheduler:
         # (upstream's ``expectations.Store``); owned by the caller, who forgets them on observation.
         self._issued_evictions: set[str] = issued_evictions if issued_evictions is not None else set()
         self._assumed: list[WorkloadInfo] = []
+        self._assumed_bookings: list[dict[FlavorResource, int]] = []
         self._pods_ready_blocked: bool | None = None
 
     # --- the loop body (upstream ``Scheduler.schedule``) -----------------------------------------
@@ -134,16 +135,21 @@ class Scheduler:
         entries, inadmissible = self._nominate(heads, snapshot, now)
         preempted: dict[str, Target] = {}
         self._assumed = []
+        self._assumed_bookings = []
         self._pods_ready_blocked = None
+        completed = False
         try:
             for entry in self._iterate(entries, snapshot):
                 self._process_entry(entry, snapshot, preempted, now, result)
+            completed = True
         finally:
-            snapshot.close()
+            # An assumed workload's booking is exactly its usage: it stays in the tree instead of
+            # being undone and added again (usage changes are exact, commutative inverses).
+            snapshot.close(keep=self._assumed_bookings if completed else None)
         # Assumed workloads join the cache only now: during the cycle the snapshot carried their
         # usage but not the workloads themselves, so none could be chosen as a victim (``Cache.Snapshot``).
         for assumed in self._assumed:
-            self.cache.add_workload(assumed)
+            self.cache.add_workload(assumed, usage_held=True)
         for entry in entries:
             if entry.status != ASSUMED:
                 self._requeue_and_update(entry, now)
@@ -196,9 +202,21 @@ class Scheduler:
         entry.requeue_reason = requeue
 
     def _validate_admissibility(self, entry: Entry, cq: ClusterQueueState) -> bool:
-        labels = self.store.namespace_labels(entry.info.namespace)
-        pod_sets = [(ps.count, ps.per_pod) for ps in entry.info.pod_sets]
-        problem = admissibility_problem(entry.info.obj, cq.namespace_selector, labels, pod_sets)
+        info = entry.info
+        labels = self.store.namespace_labels(info.namespace)
+        pod_sets = [(ps.count, ps.per_pod) for ps in info.pod_sets]
+        # The requests are the spec's own (so the workload controller's check of the same spec can
+        # reuse the outcome) when nothing transformed them and no pod was reclaimed.
+        spec_pod_sets = info.obj.spec.pod_sets
+        spec_derived = (
+            not self.options.exclude_resource_prefixes
+            and not self.options.transformations
+            and len(spec_pod_sets) == len(pod_sets)
+            and all(ps.count == count for ps, (count, _) in zip(spec_pod_sets, pod_sets, strict=True))
+        )
+        problem = admissibility_problem(
+            info.obj, cq.namespace_selector, labels, pod_sets, spec_derived=spec_derived
+        )
         if problem is None:
             return True
         error, kind = problem
@@ -365,6 +383,7 @@ class Scheduler:
             e.message = f"Failed to admit workload: {error}"
             return
         e.status = ASSUMED
+        self._assumed_bookings.append(usage)  # booked above; the assumed workload's usage
         result.admitted.append(e.info.key)
 
     def _skip(self, e: Entry, message: str) -> None:

@@ -12,14 +12,14 @@ deterministic.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from pykueue.core.cache.cache import cache_weight_of
 from pykueue.core.cache.snapshot import Snapshot
 from pykueue.core.options import SchedulerOptions
 from pykueue.core.quota.drs import DRS, WeightOf, dominant_resource_share, lendable_by_resource
-from pykueue.core.quota.tree import CohortNode, QuotaNode
+from pykueue.core.quota.tree import CohortNode, FlavorResource, QuotaNode
 from pykueue.core.scheduler.entry import Entry
 
 # An entry's sort key at one cohort of its path (``_less`` as a key; see ``_level_key``).
@@ -71,14 +71,31 @@ def fair_sharing_order(entries: list[Entry], snapshot: Snapshot, options: Schedu
     lendable: dict[int, dict[str, int]] = {}
     shares: dict[str, _Shares] = {}
     ranked: _Ranked = {}
+    # ``min(pending)`` without a scan per pop: names in order, skipping those already yielded.
+    names = sorted(pending)
+    first = 0
+    # Which entries to re-check after the snapshot changed (``_to_check``): each CQ node maps to its
+    # pending entry's name; per flat tree, how much of ``snapshot.changes`` was looked at.
+    watchers: dict[int, list[str]] = {}
+    flat: dict[int, bool] = {}
+    for cq_name, e in pending.items():
+        assert e.cq is not None
+        cq_node = e.cq.node
+        watchers.setdefault(id(cq_node), []).append(cq_name)
+        root_id = id(cq_node.root())
+        flat[root_id] = flat.get(root_id, True) and cq_node.parent is not None and cq_node.parent.parent is None
+    seen: dict[int, int] = {}
     while pending:
-        name = min(pending)
+        while names[first] not in pending:
+            first += 1
+        name = names[first]
         entry = pending[name]
         assert entry.cq is not None
         root = entry.cq.node.root()
         tree_entries = trees[id(root)]
         if isinstance(root, CohortNode):
-            for cq_name, e in tree_entries.items():
+            first_visit = id(root) not in seen
+            for cq_name, e in _to_check(tree_entries, snapshot, seen, id(root), watchers):
                 cached = shares.get(cq_name)
                 if cached is not None:
                     signature = 0
@@ -87,6 +104,8 @@ def fair_sharing_order(entries: list[Entry], snapshot: Snapshot, options: Schedu
                     if signature == cached.signature:
                         continue
                 _refresh(cq_name, e, shares, ranked, snapshot, weight_of, lendable, gates)
+            if first_visit and flat[id(root)]:
+                seen[id(root)] = len(snapshot.changes)
             winner = _tournament(root, pending, shares, ranked)
         else:
             winner = entry
@@ -97,6 +116,30 @@ def fair_sharing_order(entries: list[Entry], snapshot: Snapshot, options: Schedu
         if parent is not None:
             _unrank(ranked, parent, winner.cq.name, shares)
         yield winner
+
+
+def _to_check(
+    tree_entries: dict[str, Entry], snapshot: Snapshot, seen: dict[int, int], root: int, watchers: dict[int, list[str]]
+) -> Iterable[tuple[str, Entry]]:
+    """The tree's entries whose shares may be out of date.
+
+    In a flat tree (every pending CQ right below the root; ``seen`` holds only such trees) an
+    entry's shares depend on its own CQ node's usage, which in a cycle changes only through the
+    snapshot's simulations of that very CQ (``snapshot.changes``), so after the first visit only
+    the entries of CQs logged since are re-checked. Other trees: every entry, every time (the
+    signature check then skips those whose nodes did not move).
+    """
+    mark = seen.get(root)
+    if mark is None:
+        return tree_entries.items()
+    log = snapshot.changes
+    seen[root] = len(log)
+    out: list[tuple[str, Entry]] = []
+    for cq_name in sorted({name for cq in log[mark:] for name in watchers.get(id(cq.node), ())}):
+        e = tree_entries.get(cq_name)
+        if e is not None:
+            out.append((cq_name, e))
+    return out
 
 
 def _path(node: QuotaNode) -> tuple[QuotaNode, ...]:
@@ -139,6 +182,21 @@ def _refresh(
     path = _path(node)
     usage = e.assignment.usage
     keys: dict[str, _LevelKey] = {}
+    if len(path) == 1 and _small(node, usage):
+        # A CQ right below its root: adding ``usage`` (as ``add_usage`` would, far from the int64
+        # bounds where it saturates) changes only the CQ's own usage among the nodes whose shares
+        # are compared, so its share is computed with ``usage`` as extra instead of adding and
+        # removing it in the tree.
+        lend = lendable.get(id(parent))
+        if lend is None:
+            lend = lendable[id(parent)] = lendable_by_resource(parent)
+        sq, used = node.subtree_quota, node.usage
+        borrows = any(sq.get(fr, 0) < used.get(fr, 0) + v for fr, v in usage.items())
+        drs = dominant_resource_share(node, usage, weight_of=weight_of, lendable=lend)
+        keys[parent.name] = _level_key(e, drs, borrows, gates)
+        shares[cq_name] = _Shares(keys, path, node.version)
+        bisect.insort(ranked.setdefault(id(parent), []), (keys[parent.name], cq_name))
+        return
     snapshot.add_usage(e.cq, usage)
     try:
         for n in path:
@@ -154,6 +212,16 @@ def _refresh(
         snapshot.remove_usage(e.cq, usage)
     shares[cq_name] = _Shares(keys, path, sum(n.version for n in path))
     bisect.insort(ranked.setdefault(id(parent), []), (keys[parent.name], cq_name))
+
+
+_SMALL = 2**61
+
+
+def _small(node: QuotaNode, usage: dict[FlavorResource, int]) -> bool:
+    """``usage`` and ``node``'s usage of the same FRs are far from the int64 bounds, so adding them
+    plainly equals ``add_usage``'s saturating sum."""
+    used = node.usage
+    return all(-_SMALL < v < _SMALL and -_SMALL < used.get(fr, 0) < _SMALL for fr, v in usage.items())
 
 
 def _level_key(e: Entry, drs: DRS, borrows: bool, gates: _Gates) -> _LevelKey:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 
-from pykueue.api.kueue import Workload
+from pykueue.api.kueue import Workload, WorkloadSpec
 from pykueue.api.meta import LabelSelector, label_selector_matches
 from pykueue.api.podspec import (
     per_pod_integer_requests,
@@ -49,26 +49,72 @@ def admissibility_problem(
     selector: LabelSelector | None,
     namespace_labels: dict[str, str] | None,
     pod_sets: PodSetRequests | None = None,
+    *,
+    spec_derived: bool = False,
 ) -> tuple[str, Problem] | None:
     """:func:`admissibility_error` with what kind of problem it is: (message, kind) or None.
 
-    ``pod_sets`` are the scheduler's already computed requests (else computed from ``wl``).
+    ``pod_sets`` are the scheduler's already computed requests (else computed from ``wl``);
+    ``spec_derived`` says they are exactly what ``wl``'s spec gives without them (no excluded
+    prefixes, no transformations, no reclaimable pods), so the outcome is remembered for the spec.
     """
     ns = wl.metadata.namespace
     if namespace_labels is None:
         return f'workload namespace "{ns}" does not exist: namespaces "{ns}" not found', Problem.NAMESPACE_MISSING
     if selector is None or not label_selector_matches(selector, namespace_labels):
         return NAMESPACE_MISMATCH_MESSAGE, Problem.NAMESPACE_MISMATCH
-    errors: list[str] = []
-    for i, ps in enumerate(wl.spec.pod_sets):
-        errors.extend(validate_requests_within_limits(ps.template.spec, f"spec.podSets[{i}].template.spec"))
-    message = resources_validation_error(errors)
-    if message is not None:
-        return message, Problem.INVALID_REQUESTS
+    memo = _spec_memo(wl.spec)
+    if memo.invalid_requests is not None:
+        return memo.invalid_requests, Problem.INVALID_REQUESTS
     if pod_sets is None:
-        pod_sets = [(ps.count, per_pod_integer_requests(ps.template.spec)) for ps in wl.spec.pod_sets]
-    message = resources_validation_error(request_overflow_errors(pod_sets))
+        if memo.unaccountable is _UNSET:
+            own = [(ps.count, per_pod_integer_requests(ps.template.spec)) for ps in wl.spec.pod_sets]
+            memo.unaccountable = resources_validation_error(request_overflow_errors(own))
+        message = memo.unaccountable
+    else:
+        message = resources_validation_error(request_overflow_errors(pod_sets))
+        if spec_derived:
+            memo.unaccountable = message
     return (message, Problem.UNACCOUNTABLE) if message is not None else None
+
+
+# --- per-spec memo ------------------------------------------------------------------------------------
+#
+# Both checks above read only the Workload's spec, and a status write shares the spec object with
+# the Workload it replaces (``transitions.copy_for_status``); the scheduler checks a head at
+# nomination and the workload controller checks it again after every status write the cycle
+# makes. Keyed by the spec object's identity (the entry holds the spec, so the id cannot be
+# reused while cached), on the same premise as ``new_workload_info``'s reuse of pod-set requests:
+# a spec object is never mutated in place once observed. Bounded: cleared when full.
+
+_UNSET = "\0unset"
+_MEMO_LIMIT = 8192
+
+
+class _SpecMemo:
+    __slots__ = ("invalid_requests", "spec", "unaccountable")
+
+    def __init__(self, spec: WorkloadSpec, invalid_requests: str | None) -> None:
+        self.spec = spec
+        self.invalid_requests = invalid_requests
+        self.unaccountable: str | None = _UNSET
+
+
+_memo: dict[int, _SpecMemo] = {}
+
+
+def _spec_memo(spec: WorkloadSpec) -> _SpecMemo:
+    memo = _memo.get(id(spec))
+    if memo is not None and memo.spec is spec:
+        return memo
+    errors: list[str] = []
+    for i, ps in enumerate(spec.pod_sets):
+        errors.extend(validate_requests_within_limits(ps.template.spec, f"spec.podSets[{i}].template.spec"))
+    memo = _SpecMemo(spec, resources_validation_error(errors))
+    if len(_memo) >= _MEMO_LIMIT:
+        _memo.clear()
+    _memo[id(spec)] = memo
+    return memo
 
 
 def request_overflow_errors(pod_sets: PodSetRequests) -> list[str]:
@@ -82,6 +128,8 @@ def request_overflow_errors(pod_sets: PodSetRequests) -> list[str]:
     """
     errors: list[str] = []
     for i, (count, per_pod) in enumerate(pod_sets):
+        if all(v * count <= MAX_BOUNDED for v in per_pod.values()):
+            continue  # the common case, without sorting the names
         for name in sorted(per_pod):
             if per_pod[name] * count > MAX_BOUNDED:
                 bound = resource_quantity_string(name, MAX_BOUNDED)

@@ -366,19 +366,22 @@ class FlavorAssigner:
         flavor_reasons: list[str] = []
         no_fit_reason = ""
         candidate: dict[str, FlavorAssignment] = {}
+        over_borrowing = self._preemption_over_borrowing
         for res, value in group_requests:
             fr = (fname, res)
             check = self._fits_resource_quota(fr, assumed.get(fr, 0), value)
             if check.reason is not None:
                 flavor_reasons.append(check.reason)
                 no_fit_reason = _most_severe(no_fit_reason, check.no_fit_reason)
-            max_borrow = max(max_borrow, check.borrow)
-            mode = (check.mode, check.borrow)
-            if _preferred(representative, mode, self._preemption_over_borrowing):
+            borrow = check.borrow
+            if borrow > max_borrow:
+                max_borrow = borrow
+            mode = (check.mode, borrow)
+            if representative[0] is not _NO_FIT and _preferred(representative, mode, over_borrowing):
                 representative = mode
             if representative[0] is _NO_FIT:
                 continue
-            candidate[res] = FlavorAssignment(fname, check.mode.public(), 0, check.borrow)
+            candidate[res] = FlavorAssignment(fname, check.mode.public(), 0, borrow)
         reasons.extend(flavor_reasons)
         flavor_reasons.sort()
         attempts.append(
@@ -404,7 +407,7 @@ class FlavorAssigner:
 
     def _groups_listing(self, fname: str) -> tuple[int, ...]:
         """``findRGIndicesByFlavor``: every resource group of the ClusterQueue that lists ``fname``."""
-        return tuple(i for i, group in enumerate(self.cq.resource_groups) if fname in group.flavors)
+        return self.cq.groups_of_flavor.get(fname, ())
 
     # --- upstream ``FlavorAssigner.checkFlavorForPodSets`` ---------------------------------------
 

@@ -98,10 +98,16 @@ def collect_candidates(ctx: PreemptionContext) -> CandidateList:
     return CandidateList(evicted + rest, not hierarchy and not priority, not hierarchy)
 
 
+def no_classical_candidate_source(cq: ClusterQueueState) -> bool:
+    """Neither ``withinClusterQueue`` nor ``reclaimWithinCohort`` can yield a candidate for ``cq``."""
+    return cq.within_cluster_queue == PREEMPT_NEVER and (
+        cq.parent is None or cq.reclaim_within_cohort == PREEMPT_NEVER
+    )
+
+
 def classical_targets(ctx: PreemptionContext) -> list[Target]:
     """Targets whose eviction makes the preemptor fit, or [] (``classicalPreemptions``)."""
-    cq = ctx.cq
-    if cq.within_cluster_queue == PREEMPT_NEVER and (cq.parent is None or cq.reclaim_within_cohort == PREEMPT_NEVER):
+    if no_classical_candidate_source(ctx.cq):
         return []  # no candidate source at all (both lists below would be empty)
     cands = collect_candidates(ctx)
     if not cands.candidates:
@@ -254,4 +260,5 @@ __all__ = [
     "borrowing_within_cohort_forbidden",
     "classical_targets",
     "collect_candidates",
+    "no_classical_candidate_source",
 ]

@@ -17,7 +17,7 @@ from pykueue.core.options import SchedulerOptions
 from pykueue.core.quota.tree import FlavorResource, lowest_fitting_subtree
 from pykueue.core.scheduler.flavorassigner.assigner import Oracle
 from pykueue.core.scheduler.flavorassigner.assignment import Assignment, PreemptionMode
-from pykueue.core.scheduler.preemption.classical import classical_targets
+from pykueue.core.scheduler.preemption.classical import classical_targets, no_classical_candidate_source
 from pykueue.core.scheduler.preemption.common import (
     LocalQueueUsage,
     PreemptionContext,
@@ -87,8 +87,11 @@ class Preemptor:
     ) -> tuple[PreemptionMode, int]:
         """``SimulatePreemption``: whether preempting for ``val`` of ``fr`` is possible, and the borrowing
         level after."""
-        ctx = self._context(wl, cq, snapshot, frozenset((fr,)), {fr: val}, now)
-        targets = self._search(ctx)
+        if not self.options.fair_sharing and no_classical_candidate_source(cq):
+            # ``classical_targets`` would return [] before looking at the context: skip building it.
+            targets: list[Target] = []
+        else:
+            targets = self._search(self._context(wl, cq, snapshot, frozenset((fr,)), {fr: val}, now))
         if not targets:
             return PreemptionMode.NO_CANDIDATES, lowest_fitting_subtree(cq.node, fr, val)[0]
         cqs = snapshot.cache.cluster_queues

@@ -1,0 +1,122 @@
+"""Short-cuts of the core's hot paths give what the long way gives (branch corefast, issue 16).
+
+Each test compares a short-cut with the computation it replaces, on inputs where they could
+differ: the admissibility memo across the scheduler's and the workload controller's checks, a
+cycle booking kept for an assumed workload, ``to_time`` on already normal times, the gate table.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from builders import build, cluster_queue, flavor, flavor_quotas, info, options, pod_set, workload
+
+from pykueue.api.feature_gates import DEFAULT_FEATURE_GATES
+from pykueue.api.meta import to_time
+from pykueue.api.podspec import per_pod_integer_requests
+from pykueue.core.quota.tree import add_usage_map, remove_usage_map
+from pykueue.core.workload import admissibility
+from pykueue.core.workload.admissibility import Problem, admissibility_problem
+
+_HUGE = "9223372036854775807"  # one pod's cpu × 2 pods leaves Kueue's int64 accounting
+
+
+def _fresh(wl: object, labels: dict[str, str]) -> object:
+    admissibility._memo.clear()
+    return admissibility_problem(wl, cluster_queue("cq").spec.namespace_selector, labels)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("cpu", ["1", _HUGE])
+def test_scheduler_check_seeds_the_controller_check_with_the_same_outcome(cpu: str) -> None:
+    wl = workload("a", pod_sets=[pod_set("main", 2, {"cpu": cpu})])
+    selector = cluster_queue("cq").spec.namespace_selector
+    labels = {"kubernetes.io/metadata.name": "default"}
+    want = _fresh(wl, labels)
+    assert (want is None) == (cpu == "1")
+    assert want is None or want[1] is Problem.UNACCOUNTABLE
+
+    admissibility._memo.clear()
+    own = [(ps.count, per_pod_integer_requests(ps.template.spec)) for ps in wl.spec.pod_sets]
+    scheduler = admissibility_problem(wl, selector, labels, own, spec_derived=True)
+    controller = admissibility_problem(wl, selector, labels)  # served from the memo
+    assert scheduler == want
+    assert controller == want
+
+
+def test_requests_not_derived_from_the_spec_are_not_remembered_for_it() -> None:
+    wl = workload("a", pod_sets=[pod_set("main", 2, {"cpu": _HUGE})])
+    selector = cluster_queue("cq").spec.namespace_selector
+    labels = {"kubernetes.io/metadata.name": "default"}
+    admissibility._memo.clear()
+    # The scheduler's requests after a transformation, say: nothing overflows in them.
+    assert admissibility_problem(wl, selector, labels, [(2, {"cpu": 1000})]) is None
+    problem = admissibility_problem(wl, selector, labels)
+    assert problem is not None and problem[1] is Problem.UNACCOUNTABLE
+
+
+def test_kept_booking_equals_undo_and_add_again() -> None:
+    objs = [
+        flavor("f"),
+        cluster_queue("a", flavor_quotas("f", cpu="4"), cohort="c"),
+        cluster_queue("b", flavor_quotas("f", cpu="4"), cohort="c"),
+    ]
+    results = []
+    for keep in (False, True):
+        cache, snapshot = build(objs)
+        a = cache.cluster_queues["a"]
+        wl = info(workload("w", requests={"cpu": "6"}))
+        wl.cluster_queue = "a"
+        wl.usage = {("f", "cpu"): 6000}
+        usage = dict(wl.usage)
+        snapshot.book(a, usage)
+        snapshot.book(cache.cluster_queues["b"], {("f", "cpu"): 1000})  # another booking, undone either way
+        snapshot.close(keep=[usage] if keep else None)
+        cache.add_workload(wl, usage_held=keep)
+        results.append(
+            {name: (dict(cq.node.usage), sorted(cq.workloads)) for name, cq in cache.cluster_queues.items()}
+            | {"cohort": (dict(cache.cohorts["c"].usage), [])}
+        )
+        # And the workload's usage leaves the tree completely when it is deleted.
+        cache.delete_workload(wl.key)
+        assert all(v == 0 for cq in cache.cluster_queues.values() for v in cq.node.usage.values())
+        assert all(v == 0 for v in cache.cohorts["c"].usage.values())
+    assert results[0] == results[1]
+    assert results[1]["a"][0] == {("f", "cpu"): 6000}
+
+
+def test_close_undoes_every_booking_without_keep() -> None:
+    cache, snapshot = build([flavor("f"), cluster_queue("a", flavor_quotas("f", cpu="4"), cohort="c")])
+    a = cache.cluster_queues["a"]
+    usage = {("f", "cpu"): 3000}
+    snapshot.book(a, usage)
+    snapshot.close()
+    assert all(v == 0 for v in a.node.usage.values())
+    add_usage_map(a.node, usage)  # the tree still works both ways afterwards
+    remove_usage_map(a.node, usage)
+    assert all(v == 0 for v in a.node.usage.values())
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC),
+        datetime(2026, 1, 1, 12, 0, 0, 500_000, tzinfo=UTC),
+        datetime(2026, 1, 1, 12, 0, 0),
+        datetime(2026, 1, 1, 13, 0, 0, 7, tzinfo=timezone(timedelta(hours=1))),
+    ],
+)
+def test_to_time_normalises_like_before(value: datetime) -> None:
+    naive = value.replace(tzinfo=UTC) if value.tzinfo is None else value
+    want = naive.astimezone(UTC).replace(microsecond=0)
+    got = to_time(value)
+    assert got == want and got.tzinfo is UTC and got.microsecond == 0
+
+
+def test_gate_table_matches_the_gates() -> None:
+    overrides = {"PartialAdmission": False, "FlavorFungibility": False}
+    opts = options(gates=overrides)
+    for name in DEFAULT_FEATURE_GATES:
+        assert opts.gate(name) == opts.gates.enabled(name), name
+    with pytest.raises(Exception, match="not registered"):
+        opts.gate("NoSuchGate")
