@@ -41,7 +41,7 @@ class Driven:
         parts.bootstrap()
         self.client = InProcessClient(parts.handlers)
         self.clock = ManualClock()
-        self.clock.advance(0.9)  # mid-second: the retry (due on the next whole second) is 0.1 s away
+        self.clock.advance(0.9)  # mid-second: the next whole second is 0.1 s away, the retry 1 s
         self.mgr = ControllerManager(self.client, clock=self.clock)
         self.mgr._unsynced.clear()  # the test delivers the changes the informers would
         self._add(R.RESOURCE_FLAVORS, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "f"}})
@@ -127,16 +127,23 @@ def test_the_manager_sleeps_only_until_the_retry_of_parked_workloads_is_due(driv
     d.observe("first")
     d.settle()
     # Finishing "first" freed its quota and asked for the batched retry of the ClusterQueue's
-    # parked workloads, due on the next whole second of the controllers' clock (12:00:01).
+    # parked workloads, due 1 s later on the controllers' precise clock (12:00:01.9), not on the
+    # next whole second of the API's timestamps.
     due = d.mgr.core.next_due()
     assert due is not None
     until_due = due - d.clock().timestamp()
-    assert until_due == pytest.approx(0.1)
-    # Nothing else is due sooner: the manager sleeps until the retry, not for its idle period.
-    assert d.mgr._wait_seconds() == pytest.approx(until_due)
+    assert until_due == pytest.approx(1.0)
     assert not d.admitted("second")
 
-    d.clock.advance(until_due)
+    d.clock.advance(0.1)  # the next whole second: the retry is not due yet
+    d.step()
+    d.flush_writes()
+    assert not d.admitted("second")
+    d.clock.advance(0.8)
+    # Nothing else is due sooner: the manager sleeps until the retry, not for its idle period.
+    assert d.mgr._wait_seconds() == pytest.approx(0.1)
+
+    d.clock.advance(0.1)
     d.step()
     d.flush_writes()
     assert d.admitted("second")

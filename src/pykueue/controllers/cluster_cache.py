@@ -140,7 +140,9 @@ class ClusterCache:
         }
 
     def _ts(self) -> float:
-        return to_time(self.clock()).timestamp()
+        """When a change requests a retry of parked workloads: the precise clock, as upstream's
+        requeuer's delaying queue (``AddAfter``) reads it, not the API's whole seconds."""
+        return self.clock().timestamp()
 
     def mark(self, kind: str, key: Hashable) -> None:
         """Queue ``key`` for the reconciler of ``kind``."""
@@ -440,7 +442,8 @@ class ClusterCache:
                 self.mark(JOB, (wl.metadata.namespace, ref.name))
         if self.metrics is not None:
             self.metrics.workload_changed(old, new)
-        self._core().observe(old, new, to_time(self.clock()))
+        now = self.clock()
+        self._core().observe(old, new, to_time(now), retry_from=now)
 
     def mark_workload(self, key: str) -> None:
         """Queue the reconcilers of Workload ``key`` (``namespace/name``) and of its owner Jobs."""

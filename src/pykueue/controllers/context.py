@@ -328,7 +328,8 @@ class ReconcileContext:
                 log.warning("writing workload %s status: %s", key, err)
             if not isinstance(err, APIError):
                 log.error("admitting workload %s failed", key, exc_info=err)
-            self.core.forget_admission(decision, self.now(), deleted=isinstance(err, NotFound))
+            # The precise clock: the retry of parked workloads it requests is due 1 s later.
+            self.core.forget_admission(decision, self.clock(), deleted=isinstance(err, NotFound))
         # Reconciles of this Workload (and its Job) waited for the write: run them now.
         self.cluster.mark_workload(key)
         ns, _, name = key.partition("/")

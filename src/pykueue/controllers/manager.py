@@ -339,7 +339,7 @@ class ControllerManager:
 
     def _step(self) -> bool:
         """One pass: due requeues, ready keys, a scheduling cycle. Returns whether work remains."""
-        self.core.requeue_due(self.now())
+        self.core.requeue_due(self.clock())  # precise: a retry is due 1 s after its change
         self._reconcile_ready()
         if self._stop.is_set():
             return False

@@ -21,7 +21,7 @@ from pykueue.api.meta import to_time
 from pykueue.core.cache.cache import Cache
 from pykueue.core.decision import Decision
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.queue import REQUEUE_REASON_FAILED_AFTER_NOMINATION, QueueManager
+from pykueue.core.queue import REQUEUE_REASON_FAILED_AFTER_NOMINATION, QueueManager, seconds
 from pykueue.core.scheduler.cycle import Scheduler
 from pykueue.core.scheduler.entry import CycleResult
 from pykueue.core.workload import transitions
@@ -60,13 +60,15 @@ def route_workload_change(
 
     ``retry_from`` (default ``now``) is when the change happened, from which the batched retry
     of parked workloads it requests runs (``RETRY_BATCH_PERIOD``): the simulator observes some
-    changes a tick after they happened.
+    changes a tick after they happened. That time is not truncated to whole seconds: upstream's
+    requeuer (``workqueueRequeuer``) waits on a precise clock, while ``now`` is also compared
+    with the API's whole-second timestamps.
     """
     wl = new if new is not None else old
     assert wl is not None
     key = workload_key(wl)
     ts = to_time(now).timestamp()
-    retry_ts = ts if retry_from is None else to_time(retry_from).timestamp()
+    retry_ts = seconds(now if retry_from is None else retry_from)
 
     def info(w: Workload) -> None:
         cache.add_workload(new_workload_info(w, options, cache.workload(key)))
@@ -256,8 +258,11 @@ class KueueCore:
         return self.scheduler.schedule(now)
 
     def requeue_due(self, now: datetime) -> None:
-        """Move every workload whose batched retry or backoff is due back into its queue."""
-        self.queues.process_due_requeues(to_time(now).timestamp())
+        """Move every workload whose batched retry or backoff is due back into its queue.
+
+        ``now`` is the driver's precise time: a retry is due 1 s after its change, not on a whole
+        second (backoffs end on whole seconds, which a precise ``now`` reaches as a truncated one would)."""
+        self.queues.process_due_requeues(seconds(now))
 
     def next_due(self) -> float | None:
         """When :meth:`requeue_due` next has work (epoch seconds), if ever."""
@@ -293,7 +298,7 @@ class KueueCore:
             # routed while the cache still held the assumed usage; whatever it parked behind that
             # usage is retried now, as the release of that change would have (upstream's handlers
             # requeue the ClusterQueue's inadmissible workloads on such changes).
-            self.queues.queue_inadmissible_workloads({cq}, to_time(now).timestamp())
+            self.queues.queue_inadmissible_workloads({cq}, seconds(now))
         if deleted:
             return
         info = self.queues.inflight(key)
