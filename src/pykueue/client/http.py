@@ -281,12 +281,7 @@ class HTTPClient:
         self, res: Resource, obj: Mapping[str, Any], subresource: str | None = None
     ) -> dict[str, Any]:
         """:meth:`replace` as a coroutine."""
-        meta = obj.get("metadata") or {}
-        name = meta.get("name")
-        if not name:
-            raise ValueError("replace needs metadata.name")
-        path = res.path(self._namespace(res, meta.get("namespace")), str(name), subresource)
-        return await self.request_async("PUT", path, body=obj)
+        return await self.request_async("PUT", self._replace_path(res, obj, subresource), body=obj)
 
     async def create_async(self, res: Resource, obj: Mapping[str, Any]) -> dict[str, Any]:
         """:meth:`create` as a coroutine."""
@@ -429,12 +424,14 @@ class HTTPClient:
         self, res: Resource, obj: Mapping[str, Any], subresource: str | None = None
     ) -> dict[str, Any]:
         """PUT an object (or its status); a set resourceVersion is a precondition."""
+        return self._json("PUT", self._replace_path(res, obj, subresource), body=obj)
+
+    def _replace_path(self, res: Resource, obj: Mapping[str, Any], subresource: str | None) -> str:
         meta = obj.get("metadata") or {}
         name = meta.get("name")
         if not name:
             raise ValueError("replace needs metadata.name")
-        path = res.path(self._namespace(res, meta.get("namespace")), str(name), subresource)
-        return self._json("PUT", path, body=obj)
+        return res.path(self._namespace(res, meta.get("namespace")), str(name), subresource)
 
     def patch(
         self,
