@@ -222,10 +222,13 @@ def test_a_conflicting_admission_is_forgotten_requeued_and_never_over_commits(ma
     assert first[:2] == ["applied", "failed"]  # assumed at once, forgotten once the conflict came back
     (left,) = {"a", "b", "c"} - reserved
     assert cond(env.api.get(R.WORKLOADS, left, "default"), "QuotaReserved")["status"] == "False"  # type: ignore[index]
-    # Three admissions landed or failed: the two that hold the quota and the one that conflicted
-    # (which the trail shows applied when assumed, then failed).
-    admissions = [t for n in "abc" for t in env.outcomes(n) if t[0] in ("Admitted", "QuotaReserved")]
-    assert sorted(o for _, o in admissions) == ["applied", "applied", "applied", "failed"]
+    # Every attempt shows "applied" when assumed; each one that conflicted adds "failed". The two
+    # that hold the quota are the attempts that did not fail. A retry popped before the informer
+    # saw the concurrent change carries the stale resourceVersion and conflicts again, as upstream's
+    # strict ``ApplyAdmissionStatus`` would, so more than one failure is allowed.
+    admissions = [o for n in "abc" for r, o in env.outcomes(n) if r in ("Admitted", "QuotaReserved")]
+    assert set(admissions) == {"applied", "failed"}
+    assert admissions.count("applied") - admissions.count("failed") == 2
 
 
 def test_a_write_error_requeues_the_workload(make_env: Callable[..., Env]) -> None:
