@@ -129,11 +129,7 @@ def test_indexes_follow_queue_name_and_admission_changes(env: Env) -> None:
     assert (lq, second, nowhere) == (["default/a"], ["default/b"], [])
     assert cq == brute == ["default/a", "default/b"]
     # A finished Workload frees its quota and keeps its admission: still in its ClusterQueue.
-    a = env.get(R.WORKLOADS, "a")
-    a["status"]["conditions"].append(
-        {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done", "lastTransitionTime": "2026-11-22T12:00:00Z"}
-    )
-    env.client.replace(R.WORKLOADS, a, subresource="status")
+    env.finish("a")
     wait(lambda: env.mgr.call_in_manager_thread(lambda: env.mgr.cluster.workloads["default/a"].status.conditions[-1].type) == "Finished")
     lq, second, nowhere, cq, brute = env.mgr.call_in_manager_thread(view)
     assert (lq, second, nowhere) == (["default/a"], ["default/b"], [])

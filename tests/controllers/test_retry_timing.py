@@ -40,11 +40,7 @@ def _stepped(env: Env) -> dict[RetryRequest, float]:
 
 
 def _finish(env: Env) -> None:
-    first = env.get(R.WORKLOADS, "first")
-    first["status"]["conditions"].append(
-        {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done", "lastTransitionTime": "2026-11-22T12:00:00Z"}
-    )
-    env.client.replace(R.WORKLOADS, first, subresource="status")
+    env.finish("first")
 
 
 def _delete(env: Env) -> None:

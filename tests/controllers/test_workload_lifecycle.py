@@ -61,6 +61,14 @@ class Env:
     def patch(self, res: Any, name: str, patch: dict[str, Any], namespace: str | None = "default") -> None:
         self.client.patch(res, name, patch, namespace if res.namespaced else None)
 
+    def finish(self, name: str) -> None:
+        """Mark the Workload ``name`` Finished, as its job's integration does when the job ends."""
+        wl = self.get(R.WORKLOADS, name)
+        wl["status"]["conditions"].append(
+            {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done", "lastTransitionTime": "2026-11-22T12:00:00Z"}
+        )
+        self.client.replace(R.WORKLOADS, wl, subresource="status")
+
 
 @pytest.fixture
 def env() -> Iterator[Env]:
@@ -168,11 +176,7 @@ def test_waiting_for_quota_then_admitted_when_quota_frees(env: Env) -> None:
     assert cond(wl, "QuotaReserved")["reason"] in ("WaitingForQuota", "Pending")  # type: ignore[index]
     # A bare Workload (no job integration): finishing it frees the quota at once
     # (``WorkloadReconciler.Update``).
-    first = env.get(R.WORKLOADS, "first")
-    first["status"]["conditions"].append(
-        {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done", "lastTransitionTime": "2026-11-22T12:00:00Z"}
-    )
-    env.client.replace(R.WORKLOADS, first, subresource="status")
+    env.finish("first")
     admitted = has(env, "second", "Admitted")
 
     def admitted_later() -> Any:
