@@ -5,6 +5,7 @@ rate limit and credentials as the blocking verbs, against a real ``pykueue serve
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import socket
 import threading
@@ -174,16 +175,26 @@ def _raw_server(connections: list[list[bytes | None]]) -> tuple[socket.socket, i
     return listener, listener.getsockname()[1]
 
 
+@contextlib.contextmanager
+def _raw_client(connections: list[list[bytes | None]]) -> Iterator[tuple[socket.socket, EventLoopThread, AsyncHTTP]]:
+    """An :class:`AsyncHTTP` on a loop of its own, talking to :func:`_raw_server` (closed after)."""
+    listener, port = _raw_server(connections)
+    io = EventLoopThread("test-io")
+    http = AsyncHTTP(f"http://127.0.0.1:{port}", None, None, io=io)
+    try:
+        yield listener, io, http
+    finally:
+        http.close()
+        listener.close()
+
+
 def test_chunked_answers_and_connection_close() -> None:
     chunked = (
         b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
         b"5\r\n{\"a\":\r\n3\r\n 1}\r\n0\r\n\r\n"
     )
     closing = b"HTTP/1.1 201 Created\r\nContent-Length: 8\r\nConnection: close\r\n\r\n{\"b\": 2}"
-    listener, port = _raw_server([[chunked, closing]])
-    io = EventLoopThread("test-io")
-    http = AsyncHTTP(f"http://127.0.0.1:{port}", None, None, io=io)
-    try:
+    with _raw_client([[chunked, closing]]) as (listener, io, http):
         assert io.run(http.request("PUT", "/x", b"{}")).result(5) == (200, b'{"a": 1}')
         assert io.run(http.request("POST", "/y", b"{}")).result(5) == (201, b'{"b": 2}')
         assert http.connections == 1
@@ -192,8 +203,6 @@ def test_chunked_answers_and_connection_close() -> None:
         listener.close()
         with pytest.raises(TransportFailure):
             io.run(http.request("GET", "/z")).result(5)
-    finally:
-        http.close()
 
 
 def test_events_of_a_batch_are_sent_on_the_loop_and_correlated(client: HTTPClient) -> None:
@@ -218,15 +227,9 @@ def test_a_request_the_server_drops_on_a_reused_connection_is_sent_again() -> No
     # The first connection answers once, then is closed by the server as the second request
     # arrives on it (a keep-alive timeout racing with the request): that request goes out again
     # on a new connection. A request dropped on a NEW connection is not retried: it fails.
-    listener, port = _raw_server([[ok, None], [ok], [None]])
-    io = EventLoopThread("test-io")
-    http = AsyncHTTP(f"http://127.0.0.1:{port}", None, None, io=io)
-    try:
+    with _raw_client([[ok, None], [ok], [None]]) as (_, io, http):
         assert io.run(http.request("PUT", "/a", b"{}")).result(5) == (200, b"{}")
         assert io.run(http.request("PUT", "/b", b"{}")).result(5) == (200, b"{}")
         assert http.connections == 2
         with pytest.raises(TransportFailure, match="connection closed"):
             io.run(http.request("PUT", "/c", b"{}")).result(5)
-    finally:
-        http.close()
-        listener.close()
