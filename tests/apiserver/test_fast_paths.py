@@ -415,3 +415,49 @@ def test_status_update_does_not_walk_the_unchanged_spec(monkeypatch: pytest.Monk
         assert stored["spec"] == created["spec"]
         status_entry = [m for m in stored["metadata"]["managedFields"] if m.get("subresource") == "status"]
         assert status_entry and set(status_entry[0]["fieldsV1"]) == {"f:status"}
+
+
+@SETTINGS
+@given(manifests())
+def test_managed_fields_memo_is_the_encoding(obj: dict[str, Any]) -> None:
+    """The remembered FieldsV1 encodings and decodings are those of fieldpath's functions, and a
+    caller changing what it got does not change what the next caller gets."""
+    from pykueue.apiserver.patch import managed_fields as M
+
+    outcome = _outcome(lambda: frozenset(T.compare_created(obj, _node(obj)).added))
+    if outcome[0] == "raised":
+        return
+    fields = outcome[1]
+    first = M._fields_v1(fields)
+    assert first == F.to_fields_v1(fields)
+    first["f:zz"] = {}
+    assert M._fields_v1(fields) == F.to_fields_v1(fields)
+    assert M._fields_of(F.to_fields_v1(fields)) == F.from_fields_v1(F.to_fields_v1(fields))
+
+
+def test_managed_fields_of_the_same_shape_are_decoded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every Workload's admission writes the same status paths: the second object's entry is not
+    decoded again (nor its new entry encoded again)."""
+    from pykueue.apiserver.patch import managed_fields as M
+
+    calls = {"from": 0, "to": 0}
+    real_from, real_to = M.from_fields_v1, M.to_fields_v1
+
+    def counting_from(doc: Any) -> Any:
+        calls["from"] += 1
+        return real_from(doc)
+
+    def counting_to(paths: Any) -> Any:
+        calls["to"] += 1
+        return real_to(paths)
+
+    monkeypatch.setattr(M, "from_fields_v1", counting_from)
+    monkeypatch.setattr(M, "to_fields_v1", counting_to)
+    entry = {"manager": "kueue-admission", "operation": "Update", "apiVersion": "kueue.x-k8s.io/v1beta2",
+             "time": "2026-11-26T10:00:00Z", "fieldsType": "FieldsV1", "subresource": "status",
+             "fieldsV1": {"f:status": {"f:conditions": {".": {}, 'k:{"type":"Admitted"}': {".": {}, "f:status": {}}}}}}  # fmt: skip
+    decoded = [M.decode_entry(copy.deepcopy(entry)) for _ in range(3)]
+    encoded = [e.encode() for e in decoded]
+    assert decoded[0] == decoded[1] == decoded[2] and encoded[0] == encoded[1] == encoded[2]
+    assert encoded[0]["fieldsV1"] == entry["fieldsV1"]
+    assert calls == {"from": 1, "to": 1}
