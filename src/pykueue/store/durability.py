@@ -26,10 +26,13 @@ from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 
-INLINE_FSYNC_MAX = 0.002
+INLINE_FSYNC_MAX = 0.005
 """Seconds: while the recent fsyncs of the WAL averaged at most this, :meth:`GroupCommit.try_sync`
-syncs on the caller's thread. A slower disk (or a stall) sends the syncs back to the background
-thread, so the event loop serves reads and watches while the disk works."""
+syncs on the caller's thread. A hand-off to the background thread and back costs two waits for the
+GIL (up to the 5 ms switch interval each while the loop is busy) and one more turn of the loop; on
+a shared disk whose fsyncs take 2-3 ms that was more than the fsync. A slower disk (or a stall)
+sends the syncs back to the background thread, so the event loop serves reads and watches while
+the disk works."""
 _FSYNC_WEIGHT = 0.25  # of the latest fsync in the running average: a stall counts at once
 
 
