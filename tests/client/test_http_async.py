@@ -230,28 +230,3 @@ def test_a_request_the_server_drops_on_a_reused_connection_is_sent_again() -> No
     finally:
         http.close()
         listener.close()
-
-
-def test_the_loop_thread_does_not_wait_5ms_for_the_gil() -> None:
-    """Starting the loop lowers the interpreter's switch interval (never raises it): the loop wakes
-    for each answer of the writes in flight and must get the GIL from the manager and informer
-    threads within IO_SWITCH_INTERVAL, not Python's default 5 ms."""
-    import sys
-
-    from pykueue.client.aio import IO_SWITCH_INTERVAL
-
-    before = sys.getswitchinterval()
-    try:
-        sys.setswitchinterval(0.005)
-        io = EventLoopThread("test-switch")
-        io.run(asyncio.sleep(0)).result(5)
-        assert sys.getswitchinterval() == pytest.approx(IO_SWITCH_INTERVAL)
-        io.stop()
-        sys.setswitchinterval(IO_SWITCH_INTERVAL / 5)
-        lower = sys.getswitchinterval()
-        io = EventLoopThread("test-switch-lower")
-        io.run(asyncio.sleep(0)).result(5)
-        assert sys.getswitchinterval() == lower
-        io.stop()
-    finally:
-        sys.setswitchinterval(before)

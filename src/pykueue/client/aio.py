@@ -22,7 +22,6 @@ import concurrent.futures
 import contextlib
 import logging
 import ssl
-import sys
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar, cast
@@ -34,12 +33,6 @@ import httpx2 as httpx
 log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
-
-IO_SWITCH_INTERVAL = 0.0005
-"""Seconds another thread may hold the GIL once the loop thread wants it (``sys.setswitchinterval``;
-Python's default is 5 ms), set when the loop starts. The loop wakes for every answer of the writes
-in flight and only holds the GIL briefly; at 5 ms it waited for it behind the manager and the
-informer threads on each wake-up (bench/RESULTS.md, issue 14 item 5, branch serve2)."""
 
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 60.0
@@ -77,8 +70,6 @@ class EventLoopThread:
             if self._stopped:
                 raise RuntimeError(f"event loop {self.name}: stopped")
             if self._loop is None:
-                if sys.getswitchinterval() > IO_SWITCH_INTERVAL:
-                    sys.setswitchinterval(IO_SWITCH_INTERVAL)
                 self._loop = _new_loop()
                 started = threading.Event()
                 self._thread = threading.Thread(
