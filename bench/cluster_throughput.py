@@ -18,6 +18,7 @@ started and the benchmark watches Workloads until every one is Admitted. It prin
     python bench/cluster_throughput.py --server serve  # pykueue serve --no-controllers
     python bench/cluster_throughput.py --server serve --qps 5000 --burst 5000   # clientConnection
     python bench/cluster_throughput.py --server serve --cluster-queues 10      # 10 ClusterQueues
+    python bench/cluster_throughput.py --server serve --server-src /tmp/base/src   # serve from another tree
 
 ``--cluster-queues N`` makes N ClusterQueues in the one cohort, each with its LocalQueue, and spreads
 the Workloads round-robin: upstream's scheduler admits at most one head per ClusterQueue per
@@ -183,11 +184,14 @@ class Kube(Server):
 class Serve(Server):
     """``pykueue serve --no-controllers`` on a free loopback port."""
 
-    def __init__(self, base: Path) -> None:
+    def __init__(self, base: Path, src: str | None = None) -> None:
         self.kubeconfig = base / "kubeconfig"
         cmd = [sys.executable, "-m", "pykueue", "serve", "--no-controllers", "--port", "0",
                "--data-dir", str(base / "data"), "--kubeconfig", str(self.kubeconfig)]  # fmt: skip
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(base / "serve.log", "w"), cwd=base)  # noqa: SIM115
+        env = dict(os.environ)
+        if src:  # another checkout's server (e.g. the code before a change)
+            env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(base / "serve.log", "w"), cwd=base, env=env)  # noqa: SIM115
         deadline = time.monotonic() + 60
         while not self.kubeconfig.exists():
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -348,6 +352,7 @@ def main() -> None:
     p.add_argument("--profile", default=None, help="py-spy record the controller (collapsed stacks, per thread) into this file")
     p.add_argument("--keep", action="store_true", help="keep the scratch directory")
     p.add_argument("--src", default=None, help="run the controller from this source directory (PYTHONPATH)")
+    p.add_argument("--server-src", default=None, help="run `pykueue serve` from this source directory (PYTHONPATH)")
     p.add_argument("--repeat", type=int, default=1, help="runs, each on a fresh server")
     p.add_argument("controller_args", nargs="*", help="more `pykueue controller` flags (after --)")
     args = p.parse_args()
@@ -355,7 +360,7 @@ def main() -> None:
         p.error(f"--cluster-queues: must be at least 1, got {args.cluster_queues}")
     for _ in range(args.repeat):
         base = Path(tempfile.mkdtemp(prefix="cluster-throughput-"))
-        server: Server = Kube(base) if args.server == "kube" else Serve(base)
+        server: Server = Kube(base) if args.server == "kube" else Serve(base, args.server_src)
         try:
             result = run(server, base, args.workloads, args.qps, args.burst, args.profile, args.src, args.controller_args,
                          args.cluster_queues)  # fmt: skip
@@ -363,7 +368,8 @@ def main() -> None:
             server.stop()
             if not args.keep:
                 shutil.rmtree(base, ignore_errors=True)
-        print(json.dumps({"server": args.server, "src": args.src or "this", **result}), flush=True)
+        print(json.dumps({"server": args.server, "src": args.src or "this", "server_src": args.server_src or "this", **result}),
+              flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -360,3 +360,104 @@ def test_null_list_items_get_the_full_type_check(
     with pytest.raises(Exception) as caught:
         app.handlers.handle(req)
     assert (getattr(caught.value, "code", None), getattr(caught.value, "message", None)) == (422, message)
+
+
+@SETTINGS
+@given(manifests(), manifests())
+def test_compare_skips_members_shared_by_both_sides(old: dict[str, Any], changes: dict[str, Any]) -> None:
+    """A member that is the same object on both sides (the live spec under a status update) is not
+    walked, with the walk's result: ``new`` takes some members from ``old`` as they are (shared)
+    and others from another manifest. Objects that do not fit their schema are left out: the
+    walk raises for them, and the store holds none (upstream: "[SHOULD NOT HAPPEN] failed to
+    update managedFields")."""
+    node = _node(old)
+    if _outcome(lambda: T.compare(old, copy.deepcopy(old), node))[0] == "raised":
+        return
+    new = {name: (old[name] if i % 2 == 0 or name not in changes else changes[name]) for i, name in enumerate(old)}
+    shared = _outcome(lambda: T.compare(old, new, node))
+    walked = _outcome(lambda: T.compare(old, copy.deepcopy(new), node))
+    assert shared == walked
+
+
+def test_status_update_does_not_walk_the_unchanged_spec(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Workload status PUT through the handlers: defaulting rebuilds the object, yet the managed
+    fields' comparison sees the live spec itself and skips it (it walked it whole before)."""
+    from pykueue.apiserver.app import APIServerApp
+    from pykueue.apiserver.handlers import APIRequest
+    from pykueue.store import Store
+
+    with Store(None) as store:
+        app = APIServerApp(store)
+        app.bootstrap()
+        wl = copy.deepcopy(BASES[0])
+        wl["metadata"]["namespace"] = "default"
+
+        def req(method: str, body: dict[str, Any], **kw: Any) -> Any:
+            return app.handlers.handle(APIRequest(method, G, "v1beta2", "workloads", namespace="default",
+                                                  body=json.dumps(body).encode(), **kw))  # fmt: skip
+
+        created = json.loads(req("POST", wl).body)
+        walked: list[tuple[Any, ...]] = []
+        real = T._compare
+
+        def spy(lhs: Any, rhs: Any, node: Any, path: tuple[Any, ...], out: Any) -> None:
+            walked.append(path)
+            real(lhs, rhs, node, path, out)
+
+        monkeypatch.setattr(T, "_compare", spy)
+        created["status"] = {"conditions": [{"type": "Finished", "status": "True", "reason": "R", "message": "m",
+                                             "lastTransitionTime": "2026-11-26T10:00:00Z"}]}  # fmt: skip
+        resp = req("PUT", created, name="w", subresource="status")
+        assert resp.status == 200
+        assert walked, "the comparison did not run"
+        assert not [p for p in walked if p[:1] == ("f:spec",) and len(p) > 1], "the unchanged spec was walked"
+        stored = json.loads(resp.body)
+        assert stored["spec"] == created["spec"]
+        status_entry = [m for m in stored["metadata"]["managedFields"] if m.get("subresource") == "status"]
+        assert status_entry and set(status_entry[0]["fieldsV1"]) == {"f:status"}
+
+
+@SETTINGS
+@given(manifests())
+def test_managed_fields_memo_is_the_encoding(obj: dict[str, Any]) -> None:
+    """The remembered FieldsV1 encodings and decodings are those of fieldpath's functions, and a
+    caller changing what it got does not change what the next caller gets."""
+    from pykueue.apiserver.patch import managed_fields as M
+
+    outcome = _outcome(lambda: frozenset(T.compare_created(obj, _node(obj)).added))
+    if outcome[0] == "raised":
+        return
+    fields = outcome[1]
+    first = M._fields_v1(fields)
+    assert first == F.to_fields_v1(fields)
+    first["f:zz"] = {}
+    assert M._fields_v1(fields) == F.to_fields_v1(fields)
+    assert M._fields_of(F.to_fields_v1(fields)) == F.from_fields_v1(F.to_fields_v1(fields))
+
+
+def test_managed_fields_of_the_same_shape_are_decoded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every Workload's admission writes the same status paths: the second object's entry is not
+    decoded again (nor its new entry encoded again)."""
+    from pykueue.apiserver.patch import managed_fields as M
+
+    calls = {"from": 0, "to": 0}
+    real_from, real_to = M.from_fields_v1, M.to_fields_v1
+
+    def counting_from(doc: Any) -> Any:
+        calls["from"] += 1
+        return real_from(doc)
+
+    def counting_to(paths: Any) -> Any:
+        calls["to"] += 1
+        return real_to(paths)
+
+    monkeypatch.setattr(M, "from_fields_v1", counting_from)
+    monkeypatch.setattr(M, "to_fields_v1", counting_to)
+    entry = {"manager": "kueue-admission", "operation": "Update", "apiVersion": "kueue.x-k8s.io/v1beta2",
+             "time": "2026-11-26T10:00:00Z", "fieldsType": "FieldsV1", "subresource": "status",
+             "fieldsV1": {"f:status": {"f:conditions": {".": {}, 'k:{"type":"Admitted"}': {".": {}, "f:status": {}}}}}}  # fmt: skip
+    decoded = [M.decode_entry(copy.deepcopy(entry)) for _ in range(3)]
+    encoded = [e.encode() for e in decoded]
+    assert decoded[0] == decoded[1] == decoded[2] and encoded[0] == encoded[1] == encoded[2]
+    assert encoded[0]["fieldsV1"] == entry["fieldsV1"]
+    assert calls == {"from": 1, "to": 1}

@@ -85,3 +85,51 @@ def test_large_writes_go_out_at_once_after_what_is_queued() -> None:
         peer.close()
 
     asyncio.run(scenario())
+
+
+def test_a_complete_response_is_sent_before_the_loop_turns() -> None:
+    """uvicorn's protocol over the coalescing transport: the status line, headers and body go out
+    in one send as soon as the application finishes the response, not at the loop's next turn
+    (where it would wait behind every callback queued before it)."""
+    from uvicorn.config import Config
+    from uvicorn.server import ServerState
+
+    from pykueue.apiserver.protocol import ConnectionLimits, limited_protocol
+
+    seen_by_app: list[list[bytes]] = []
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        sends: list[bytes] = []
+
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+            await send({"type": "http.response.body", "body": b"ok"})
+            seen_by_app.append(list(sends))  # still in the step that completed the response
+
+        config = Config(app, lifespan="off", log_level="error")
+        config.load()
+        protocol = limited_protocol(ConnectionLimits())(config, ServerState(), {}, _loop=loop)
+        ours, theirs = socket.socketpair()
+        transport, _ = await loop.create_connection(lambda: protocol, sock=ours)
+        real_write = transport.write
+
+        def counting_write(data: Any) -> None:
+            sends.append(bytes(data))
+            real_write(data)
+
+        # the protocol wrapped the transport at connection_made: count what reaches the socket
+        protocol.transport._transport.write = counting_write  # type: ignore[attr-defined]
+        theirs.setblocking(False)
+        await loop.sock_sendall(theirs, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = b""
+        while not answer.endswith(b"ok"):
+            answer += await loop.sock_recv(theirs, 4096)
+        assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
+        protocol.transport.close()
+        theirs.close()
+
+    asyncio.run(scenario())
+    assert len(seen_by_app) == 1
+    assert len(seen_by_app[0]) == 1, f"the complete response was not sent at once: {seen_by_app[0]}"
+    assert seen_by_app[0][0].endswith(b"\r\n\r\nok")

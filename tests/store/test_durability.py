@@ -1,6 +1,7 @@
 """Durability: an acknowledged write is on stable storage (its WAL frames fsynced) before the call
-returns, the HTTP answer is sent or a watcher sees it; concurrent writers share one fsync; a
-failed fsync refuses further writes; the store's files are private (0600)."""
+returns, the HTTP answer is sent or a watcher sees it; concurrent writers share one fsync; the
+event loop syncs its own writes while fsyncs are cheap and hands them to the sync thread when they
+are slow; a failed fsync refuses further writes; the store's files are private (0600)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ class FsyncRecorder:
     def __init__(self) -> None:
         self.real = os.fsync
         self.calls: list[tuple[str, int]] = []
+        self.threads: list[str] = []  # the thread of each WAL fsync
         self.delay = 0.0
         self.gate: threading.Event | None = None
         self.fail = False
@@ -52,6 +54,8 @@ class FsyncRecorder:
         self.real(fd)
         with self.lock:
             self.calls.append((path, os.fstat(fd).st_size))
+            if path.endswith("-wal"):
+                self.threads.append(threading.current_thread().name)
 
     def wal_syncs(self) -> list[int]:
         with self.lock:
@@ -109,37 +113,107 @@ def test_concurrent_writers_share_fsyncs(tmp_path: Path, fsyncs: FsyncRecorder) 
         assert syncs <= writes // 2, f"{syncs} fsyncs for {writes} concurrent writes: not grouped"
 
 
+def _lease_post(name: str) -> APIRequest:
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": name}}
+    return APIRequest(
+        "POST", "coordination.k8s.io", "v1", "leases", namespace="default", body=json.dumps(lease).encode()
+    )
+
+
 def test_http_answer_and_watch_event_wait_for_the_fsync(tmp_path: Path, fsyncs: FsyncRecorder) -> None:
+    """Whichever thread syncs (the loop itself while fsyncs are cheap, or the sync thread), the
+    answer and the watch event wait for the fsync: the loop runs on a thread of its own here, so
+    a loop blocked in the fsync holds back nothing the test checks."""
     db = str(tmp_path / "store.db")
     store = Store(db)
+    loop = asyncio.new_event_loop()
+    runner = threading.Thread(target=loop.run_forever, daemon=True)
+    runner.start()
+    gate = threading.Event()
     try:
         app = APIServerApp(store)
         app.bootstrap()
         watch = store.watch(LEASES)
-        gate = threading.Event()
         fsyncs.gate = gate
-        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "held"}}
-        req = APIRequest(
-            "POST", "coordination.k8s.io", "v1", "leases", namespace="default", body=json.dumps(lease).encode()
-        )
-
-        async def scenario() -> None:
-            task = asyncio.ensure_future(app.handlers.handle_async(req))
-            await asyncio.sleep(0.3)
-            assert store.get(LEASES, "default", "held")  # committed ...
-            assert not task.done(), "answered before the write was durable"  # ... not acknowledged
-            assert watch.next(0) is None, "a watcher saw a write that was not durable"
-            gate.set()
-            resp = await asyncio.wait_for(task, 10)
-            assert resp.status == 201
-            assert fsyncs.wal_syncs() and max(fsyncs.wal_syncs()) >= os.path.getsize(db + "-wal")
-
-        asyncio.run(scenario())
+        answer = asyncio.run_coroutine_threadsafe(app.handlers.handle_async(_lease_post("held")), loop)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                store.get(LEASES, "default", "held")  # committed ...
+                break
+            except Exception:
+                time.sleep(0.01)
+        time.sleep(0.3)
+        assert not answer.done(), "answered before the write was durable"  # ... not acknowledged
+        assert watch.next(0) is None, "a watcher saw a write that was not durable"
+        gate.set()
+        assert answer.result(10).status == 201
+        assert fsyncs.wal_syncs() and max(fsyncs.wal_syncs()) >= os.path.getsize(db + "-wal")
         event = watch.next(5)
         assert event is not None and event.object["metadata"]["name"] == "held"
     finally:
         fsyncs.gate = None
+        gate.set()
+        loop.call_soon_threadsafe(loop.stop)
+        runner.join(5)
+        loop.close()
         store.close()
+
+
+def test_event_loop_syncs_its_writes_itself_while_fsyncs_are_cheap(
+    tmp_path: Path, fsyncs: FsyncRecorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No hand-off to the sync thread and back (two GIL waits and a loop wake-up per write): the
+    requests of one loop turn commit, then the loop fsyncs once for all of them and answers."""
+    from pykueue.store import durability
+
+    monkeypatch.setattr(durability, "INLINE_FSYNC_MAX", 10.0)  # any disk counts as fast here
+    with Store(str(tmp_path / "store.db")) as store:
+        app = APIServerApp(store)
+        app.bootstrap()
+        before = len(fsyncs.threads)
+
+        async def scenario() -> list[int]:
+            answers = await asyncio.gather(*(app.handlers.handle_async(_lease_post(f"l-{i}")) for i in range(10)))
+            return [a.status for a in answers]
+
+        assert asyncio.run(scenario()) == [201] * 10
+        threads = fsyncs.threads[before:]
+        assert threads == [threading.current_thread().name], f"WAL fsyncs on {threads}: one, on the loop"
+
+
+def test_slow_fsyncs_are_left_to_the_sync_thread(tmp_path: Path, fsyncs: FsyncRecorder) -> None:
+    """A disk whose fsyncs take longer than INLINE_FSYNC_MAX: the loop goes on serving while the
+    sync thread waits for the disk; answers still wait for the fsync."""
+    from pykueue.store.durability import INLINE_FSYNC_MAX
+
+    with Store(str(tmp_path / "store.db")) as store:
+        app = APIServerApp(store)
+        app.bootstrap()
+        fsyncs.delay = INLINE_FSYNC_MAX * 5
+        gate = threading.Event()
+
+        async def scenario() -> None:
+            for i in range(3):  # the running average learns that the disk is slow
+                assert (await app.handlers.handle_async(_lease_post(f"warm-{i}"))).status == 201
+            assert store._group is not None and store._group.fsync_seconds > INLINE_FSYNC_MAX
+            before = len(fsyncs.threads)
+            fsyncs.gate = gate
+            task = asyncio.ensure_future(app.handlers.handle_async(_lease_post("held")))
+            ticks = 0
+            for _ in range(20):  # the loop is not blocked by the held fsync
+                await asyncio.sleep(0.01)
+                ticks += 1
+            assert ticks == 20 and not task.done(), "answered before the write was durable"
+            gate.set()
+            assert (await asyncio.wait_for(task, 10)).status == 201
+            assert set(fsyncs.threads[before:]) == {"pykueue-store-sync"}
+
+        try:
+            asyncio.run(scenario())
+        finally:
+            fsyncs.gate = None
+            gate.set()
 
 
 def test_background_acks_return_at_commit_and_deliver_only_once_durable(

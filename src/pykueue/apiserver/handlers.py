@@ -1116,8 +1116,8 @@ class Handlers:
             if missing:
                 self._validate(info, obj, None, req.version, missing)
             raise
-        merged = self._merge_subresource(info, req.subresource, incoming, live)
-        merged = self._default(info, merged)
+        before_defaults = self._merge_subresource(info, req.subresource, incoming, live)
+        merged = _reuse_live_members(self._default(info, before_defaults), before_defaults, live)
         self._validate(info, merged, live, req.version, missing)
         if req.subresource is None:  # webhook rules name the main resource only, not /status
             self._admission_validate(info, merged, live)
@@ -1702,3 +1702,24 @@ def _meta_set(obj: dict[str, Any], key: str, value: Any) -> None:
         meta.pop(key, None)
     else:
         meta[key] = value
+
+
+def _reuse_live_members(defaulted: dict[str, Any], before: Mapping[str, Any], live: Mapping[str, Any]) -> dict[str, Any]:
+    """The live object's own top-level members (the spec under a status update, the status under
+    an update of the main resource) where defaulting rebuilt them unchanged (the same JSON).
+
+    Defaulting round-trips the object through its typed model, so every member comes back a new
+    object; the managed fields' comparison (``patch.typed.compare``) skips a member that is the
+    same object on both sides, and walking the unchanged spec was a fifth of a status update.
+    """
+    for name, value in defaulted.items():
+        original = before.get(name)
+        if (
+            name != "metadata"
+            and value is not original
+            and isinstance(original, dict | list)
+            and original is live.get(name)
+            and _json_encode(original) == _json_encode(value)
+        ):
+            defaulted[name] = original
+    return defaulted

@@ -9,8 +9,10 @@ WAL once for every write committed so far (the leader), while writers that commi
 fsync queue on the lock and are covered by the next one (as PostgreSQL's ``XLogFlush`` and etcd's
 batched WAL sync do). The result on disk is what ``FULL`` gives (the WAL synced after a commit
 and before it is reported; checkpoints sync the WAL before and the database after copying, in
-both modes), with many writes per fsync. Callers that cannot block (the event loop) ask the
-background thread to sync with :meth:`GroupCommit.request` and wait asynchronously.
+both modes), with many writes per fsync. Callers that cannot block (the event loop) sync
+themselves with :meth:`GroupCommit.try_sync` while fsyncs are cheap (a fraction of a millisecond
+on an SSD: less than the two thread hand-offs and GIL waits a background sync costs), and
+otherwise ask the background thread with :meth:`GroupCommit.request` and wait asynchronously.
 """
 
 from __future__ import annotations
@@ -19,9 +21,19 @@ import contextlib
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 
 log = logging.getLogger(__name__)
+
+INLINE_FSYNC_MAX = 0.005
+"""Seconds: while the recent fsyncs of the WAL averaged at most this, :meth:`GroupCommit.try_sync`
+syncs on the caller's thread. A hand-off to the background thread and back costs two waits for the
+GIL (up to the 5 ms switch interval each while the loop is busy) and one more turn of the loop; on
+a shared disk whose fsyncs take 2-3 ms that was more than the fsync. A slower disk (or a stall)
+sends the syncs back to the background thread, so the event loop serves reads and watches while
+the disk works."""
+_FSYNC_WEIGHT = 0.25  # of the latest fsync in the running average: a stall counts at once
 
 
 class SyncFailed(OSError):
@@ -58,6 +70,9 @@ class GroupCommit:
         for path in (self._db, self._wal):
             _fsync_path(path)
         _fsync_path(self._dir)
+        self.fsync_seconds = 0.0
+        """Running average of the WAL fsync's duration (decides :meth:`try_sync`; learnt from the
+        first syncs: a slow disk stalls the loop for one or two fsyncs)."""
         self.synced = committed()
         """Every write up to this revision is on stable storage."""
         self._wanted = threading.Event()
@@ -68,21 +83,39 @@ class GroupCommit:
     def sync(self, revision: int) -> None:
         """Return once every write up to ``revision`` is durable (fsyncing the WAL if needed)."""
         with self._lock:
-            if self.failure is not None:
-                raise SyncFailed(f"the store cannot make writes durable: {self.failure}")
-            if self.synced >= revision:
-                return
-            target = self._committed()  # the commits already in the WAL: all covered by this fsync
-            try:
-                self._fsync_wal()
-            except OSError as err:
-                # As PostgreSQL after a failed fsync: dirty pages may be gone, nothing later may be
-                # acknowledged (a retry could "succeed" without the data).
-                self.failure = err
-                log.critical("fsync of %s failed; refusing further writes: %s", self._wal, err)
-                self._on_failure(err)
-                raise SyncFailed(f"the store cannot make writes durable: {err}") from err
-            self.synced = target
+            self._sync_locked(revision)
+
+    def try_sync(self, revision: int) -> bool:
+        """:meth:`sync` on this thread if fsyncs are cheap and no other sync is under way (it would
+        cover these writes only if they committed before it started); False: nothing was done,
+        :meth:`request` the background thread instead. Raises :class:`SyncFailed` as ``sync``."""
+        if self.fsync_seconds > INLINE_FSYNC_MAX or not self._lock.acquire(blocking=False):
+            return False
+        try:
+            self._sync_locked(revision)
+        finally:
+            self._lock.release()
+        return True
+
+    def _sync_locked(self, revision: int) -> None:
+        if self.failure is not None:
+            raise SyncFailed(f"the store cannot make writes durable: {self.failure}")
+        if self.synced >= revision:
+            return
+        target = self._committed()  # the commits already in the WAL: all covered by this fsync
+        started = time.perf_counter()
+        try:
+            self._fsync_wal()
+        except OSError as err:
+            # As PostgreSQL after a failed fsync: dirty pages may be gone, nothing later may be
+            # acknowledged (a retry could "succeed" without the data).
+            self.failure = err
+            log.critical("fsync of %s failed; refusing further writes: %s", self._wal, err)
+            self._on_failure(err)
+            raise SyncFailed(f"the store cannot make writes durable: {err}") from err
+        took = time.perf_counter() - started
+        self.fsync_seconds += (took - self.fsync_seconds) * _FSYNC_WEIGHT
+        self.synced = target
 
     def request(self) -> None:
         """Ask the background thread for a sync (for callers that must not block)."""

@@ -542,17 +542,28 @@ class Store:
         if self._delivered >= revision:  # delivered meanwhile: resolve now
             self._release_waiters()
         if self._sync_scheduled is not loop:
-            # One sync request per turn of the loop, after the requests it is handling: they all
-            # commit first and share the fsync. (Per loop: one closed with the request still
-            # queued must not hold back another's.)
+            # One sync per turn of the loop, after the requests it is handling: they all commit
+            # first and share the fsync. (Per loop: one closed with the sync still queued must
+            # not hold back another's.)
             self._sync_scheduled = loop
-            loop.call_soon(self._request_sync)
+            loop.call_soon(self._sync_for_loop)
         await future
 
-    def _request_sync(self) -> None:
+    def _sync_for_loop(self) -> None:
+        """On the loop: sync and deliver here when fsyncs are cheap (its waiters are resolved
+        in this turn, no thread hand-off), else have the background thread do it."""
         self._sync_scheduled = None
-        if self._group is not None:
-            self._group.request()
+        group = self._group
+        if group is None:
+            return
+        try:
+            synced = group.try_sync(self._rev)
+        except OSError:  # the waiters were failed by _fail_waiters
+            return
+        if synced:
+            self._drain()
+        else:
+            group.request()
 
     def _release_waiters(self) -> None:
         """Resolve the event-loop waiters whose revision is delivered (one call per loop)."""

@@ -15,6 +15,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
+import msgspec
+
 from pykueue.api.meta import format_time, parse_time
 from pykueue.apiserver.patch._values import go_quote
 from pykueue.apiserver.patch.fieldpath import FieldSet, from_fields_v1, to_fields_v1
@@ -25,6 +27,42 @@ FIELDS_V1: Final = "FieldsV1"
 MAX_UPDATE_MANAGERS: Final = 10
 """``DefaultMaxUpdateManagers``: older Update entries are merged into ``ancient-changes``."""
 ANCIENT_CHANGES: Final = "ancient-changes"
+
+_MEMO_LIMIT = 4096
+_json_encode = msgspec.json.encode
+_json_decode = msgspec.json.decode
+# Field sets by their FieldsV1 JSON, and the reverse: the objects of a kind are written by the same
+# managers with the same fields (every Workload's admission sets the same status paths), so each
+# write decoded and re-encoded the same sets. Bounded; cleared whole when full.
+_decoded: dict[bytes, FieldSet] = {}
+_encoded: dict[FieldSet, bytes] = {}
+
+
+def _fields_of(raw: Any) -> FieldSet:
+    """``from_fields_v1(raw)``, remembered by the JSON of ``raw``."""
+    try:
+        key = _json_encode(raw)
+    except TypeError:  # not plain JSON data (e.g. another Mapping): decode it as it is
+        return from_fields_v1(raw)
+    fields = _decoded.get(key)
+    if fields is None:
+        fields = from_fields_v1(raw)
+        if len(_decoded) >= _MEMO_LIMIT:
+            _decoded.clear()
+        _decoded[key] = fields
+    return fields
+
+
+def _fields_v1(fields: FieldSet) -> dict[str, Any]:
+    """``to_fields_v1(fields)``, a fresh object each time (callers may change it)."""
+    data = _encoded.get(fields)
+    if data is None:
+        data = _json_encode(to_fields_v1(fields))
+        if len(_encoded) >= _MEMO_LIMIT:
+            _encoded.clear()
+        _encoded[fields] = data
+    result: dict[str, Any] = _json_decode(data)
+    return result
 
 
 def manager_identifier(manager: str, operation: str, api_version: str = "", subresource: str = "") -> str:
@@ -71,7 +109,7 @@ class ManagedEntry:
 
     def encode(self) -> dict[str, Any]:
         """The ``ManagedFieldsEntry`` JSON (field order of the Go struct)."""
-        return self.encode_with(to_fields_v1(self.fields))
+        return self.encode_with(_fields_v1(self.fields))
 
     def encode_with(self, fields_v1: dict[str, Any]) -> dict[str, Any]:
         """:meth:`encode` with the FieldsV1 of :attr:`fields` already built."""
@@ -109,7 +147,7 @@ def decode_entry(entry: Mapping[str, Any]) -> ManagedEntry:
         manager=str(entry.get("manager", "")),
         operation=operation,
         api_version=str(entry.get("apiVersion", "")),
-        fields=from_fields_v1(raw) if raw is not None else frozenset(),
+        fields=_fields_of(raw) if raw is not None else frozenset(),
         time=time,
         subresource=str(entry.get("subresource", "")),
     )

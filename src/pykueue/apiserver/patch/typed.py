@@ -177,6 +177,9 @@ def _compare_leaf(lhs: JSON, rhs: JSON, path: Path, out: Comparison) -> None:
 
 
 def _compare(lhs: JSON, rhs: JSON, node: SchemaNode, path: Path, out: Comparison) -> None:
+    if lhs is rhs and lhs is not MISSING:
+        # The same object on both sides (e.g. the live spec under a status update): unchanged.
+        return
     left, right = _shape(node, lhs), _shape(node, rhs)
     if "missing" not in (left, right) and left != right:
         _compare_reshaped(lhs, rhs, node, path, out)

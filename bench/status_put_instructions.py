@@ -1,0 +1,128 @@
+"""CPU instructions per Workload admission status PUT and per Event POST through the API server's
+request path (deterministic, unlike time): what one admission costs ``pykueue serve`` in cluster mode.
+
+Usage: python bench/status_put_instructions.py [--objects 200] [--src DIR]
+
+Runs an in-process loop (``Handlers.handle`` on a real SQLite store in WAL mode, acknowledgements
+deferred as on the server's event loop, no HTTP) under ``valgrind --tool=callgrind`` three times:
+``--objects`` Workload creates only; the same plus one status PUT per Workload as the controller's
+admission writes it (``status.admission``, the ``QuotaReserved`` and ``Admitted`` conditions);
+the same plus one Event POST per Workload. The differences divided by ``--objects`` are the
+instructions of one status PUT and of one Event POST, start-up and creates excluded. ``--src``
+measures another checkout (e.g. ``git archive <commit> src | tar -x -C /tmp/base``). Needs valgrind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+NOW = "2026-11-26T10:00:00Z"
+
+
+def workload(i: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": f"wl-{i:05d}", "namespace": "default"},
+        "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}]},
+    }  # fmt: skip
+
+
+def admitted(stored: dict[str, Any]) -> dict[str, Any]:
+    obj = copy.deepcopy(stored)
+    obj["status"] = {
+        "admission": {"clusterQueue": "cq", "podSetAssignments": [
+            {"name": "main", "flavors": {"cpu": "f"}, "resourceUsage": {"cpu": "1"}, "count": 1}]},
+        "conditions": [
+            {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "observedGeneration": 1,
+             "message": "Quota reserved in ClusterQueue cq", "lastTransitionTime": NOW},
+            {"type": "Admitted", "status": "True", "reason": "Admitted", "observedGeneration": 1,
+             "message": "The workload is admitted", "lastTransitionTime": NOW}],
+        "resourceRequests": [{"name": "main", "resources": {"cpu": "1"}}],
+    }  # fmt: skip
+    return obj
+
+
+def event(i: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "Event", "metadata": {"name": f"wl-{i:05d}.abc", "namespace": "default"},
+        "involvedObject": {"kind": "Workload", "namespace": "default", "name": f"wl-{i:05d}",
+                           "apiVersion": "kueue.x-k8s.io/v1beta2"},
+        "reason": "QuotaReserved", "message": "Quota reserved in ClusterQueue cq, wait time since queued was 1s",
+        "type": "Normal", "source": {"component": "kueue-admission"}, "firstTimestamp": NOW, "lastTimestamp": NOW,
+        "count": 1, "reportingComponent": "kueue-admission",
+    }  # fmt: skip
+
+
+def inner(count: int, mode: str, src: str) -> None:
+    """The measured program: ``count`` creates, then (``mode``) status PUTs or Event POSTs."""
+    sys.path.insert(0, src)
+    from pykueue.apiserver.app import APIServerApp
+    from pykueue.apiserver.handlers import APIRequest
+    from pykueue.store import Store
+
+    with tempfile.TemporaryDirectory() as tmp, Store(str(Path(tmp) / "store.db")) as store:
+        app = APIServerApp(store)
+        app.bootstrap()
+
+        def handle(method: str, group: str, version: str, resource: str, body: dict[str, Any], **kw: Any) -> bytes:
+            req = APIRequest(method, group, version, resource, namespace="default", body=json.dumps(body).encode(), **kw)
+            with store.deferred_acks():  # as on the server's loop: the fsync is shared, not timed here
+                resp = app.handlers.handle(req)
+            if resp.status >= 300:
+                raise SystemExit(f"{method} {resource}: {resp.status} {resp.body[:300]!r}")
+            return resp.body
+
+        stored = [json.loads(handle("POST", "kueue.x-k8s.io", "v1beta2", "workloads", workload(i))) for i in range(count)]
+        if mode == "put":
+            for obj in stored:
+                handle("PUT", "kueue.x-k8s.io", "v1beta2", "workloads", admitted(obj), name=obj["metadata"]["name"],
+                       subresource="status")  # fmt: skip
+        elif mode == "event":
+            for i in range(count):
+                handle("POST", "", "v1", "events", event(i))
+
+
+def instructions(count: int, mode: str, src: str) -> int:
+    """Instructions of a whole run of :func:`inner` (callgrind's ``Collected`` count)."""
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__,
+           "--inner", mode, "--objects", str(count), "--src", src]  # fmt: skip
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
+    found = re.search(r"Collected : (\d+)", out)
+    if found is None:
+        raise SystemExit(f"no instruction count in valgrind's output:\n{out[-2000:]}")
+    return int(found.group(1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--objects", type=int, default=200)
+    parser.add_argument("--src", default=str(ROOT / "src"), help="the src/ directory to measure")
+    parser.add_argument("--inner", choices=("create", "put", "event"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.inner:
+        inner(args.objects, args.inner, args.src)
+        return
+    base = instructions(args.objects, "create", args.src)
+    put = instructions(args.objects, "put", args.src)
+    ev = instructions(args.objects, "event", args.src)
+    print(json.dumps({
+        "src": args.src,
+        "objects": args.objects,
+        "instructions_per_status_put": (put - base) // args.objects,
+        "instructions_per_event_post": (ev - base) // args.objects,
+    }))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
