@@ -38,8 +38,8 @@ def freeze_gc() -> None:
     (0.5–1 µs per object, about 1 s per pass with 100,000 pending workloads, holding the GIL). Frozen
     objects are still freed by reference counting when replaced; only cycles among them are never
     collected, which that state does not form. Called by the driver that owns the process
-    (``pykueue controller`` and serve's in-process controllers after their initial sync, ``pykueue
-    schedule`` after loading), never by a library import.
+    (``pykueue controller`` and serve's in-process controllers after their initial sync, serve
+    once its store is loaded, ``pykueue schedule`` after loading), never by a library import.
     """
     gc.collect()
     gc.freeze()
@@ -262,6 +262,7 @@ def _process_starter(args: argparse.Namespace) -> Any:
         if not args.no_job_runner:
             pods = data_dir / "pods"
             parts.pod_logs = lambda pod: pod_log_dir(pods, pod)
+        freeze_gc()  # the API server is ready (its store opened): before the controller process starts
         process.start()
         return process.stop
 
