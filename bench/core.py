@@ -102,7 +102,15 @@ def build_state(n_cqs: int, n_cohorts: int, n_workloads: int, seed: int) -> list
 
 def apply_gc_setting(setting: str) -> None:
     """The cyclic GC as the product's driver of ``setting`` leaves it once loaded (see ``--gc``)."""
-    from pykueue.cli.serve import freeze_gc, tune_gc
+    from pykueue.cli.serve import tune_gc
+
+    try:
+        from pykueue.cli.serve import freeze_gc
+    except ImportError:  # a src/ from before core2 (PYTHONPATH=...): what its drivers did inline
+
+        def freeze_gc() -> None:
+            gc.collect()
+            gc.freeze()
 
     if setting == "controller":
         tune_gc()
