@@ -6,6 +6,9 @@ A *decision* is one head processed by a scheduling cycle: admitted (quota reserv
 inadmissible / skipped and requeued with its status written. The benchmark drives the real
 core through the in-memory cluster (the same code path as ``pykueue schedule``): load, then
 cycles with the 1-second controller step between them. Figures are printed; nothing is asserted.
+Once loaded, the cyclic GC is set as ``pykueue controller`` sets it (``--gc``), and ``--gc-stats``
+times its collections. ``--digest`` hashes every decision (admitted, preempted, each entry's
+status and message) to check that a change leaves the decisions as they were.
 """
 
 from __future__ import annotations
@@ -97,6 +100,45 @@ def build_state(n_cqs: int, n_cohorts: int, n_workloads: int, seed: int) -> list
     return objs
 
 
+def apply_gc_setting(setting: str) -> None:
+    """The cyclic GC as the product's driver of ``setting`` leaves it once loaded (see ``--gc``)."""
+    from pykueue.cli.serve import tune_gc
+
+    try:
+        from pykueue.cli.serve import freeze_gc
+    except ImportError:  # a src/ from before core2 (PYTHONPATH=...): what its drivers did inline
+
+        def freeze_gc() -> None:
+            gc.collect()
+            gc.freeze()
+
+    if setting == "controller":
+        tune_gc()
+    if setting in ("controller", "schedule"):
+        freeze_gc()
+
+
+class _GcTimer:
+    """A ``gc.callbacks`` entry adding up the CPU time of each generation's collections."""
+
+    def __init__(self) -> None:
+        self.count = [0, 0, 0]
+        self.seconds = [0.0, 0.0, 0.0]
+        self._start = 0.0
+        gc.callbacks.append(self)
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._start = time.process_time()
+        else:
+            self.count[info["generation"]] += 1
+            self.seconds[info["generation"]] += time.process_time() - self._start
+
+    def report(self) -> str:
+        parts = [f"gen{g}: {n} in {s:.2f}s" for g, (n, s) in enumerate(zip(self.count, self.seconds, strict=True))]
+        return ", ".join(parts) + f" (total {sum(self.seconds):.2f}s CPU)"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cqs", type=int, default=1000)
@@ -106,11 +148,16 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--memory", action="store_true", help="also measure peak Python heap (slower)")
     ap.add_argument("--fair-sharing", action="store_true", help="enable fair sharing (DRS tournament + FS preemption)")
-    ap.add_argument("--no-gc-freeze", action="store_true", help="leave the loaded state in the cyclic GC")
     ap.add_argument(
-        "--serve-gc",
-        action="store_true",
-        help="also apply `pykueue serve`'s gc.set_threshold (cli/serve.py GC_THRESHOLDS), as the core runs there",
+        "--gc",
+        choices=("controller", "schedule", "default"),
+        default="controller",
+        help="the cyclic GC setting after loading: `controller` (default) as `pykueue controller` and serve's "
+        "controllers, which run the core in the product (cli/serve.py tune_gc + freeze_gc); `schedule` as "
+        "`pykueue schedule` (freeze_gc only; this benchmark's default before core2); `default` CPython's",
+    )
+    ap.add_argument(
+        "--gc-stats", action="store_true", help="time the cyclic collections during the cycles, per generation"
     )
     ap.add_argument(
         "--digest", action="store_true", help="print a hash of every decision (untimed), to compare two versions"
@@ -126,15 +173,8 @@ def main() -> None:
     cluster = SimulatedCluster(SchedulerOptions(fair_sharing=args.fair_sharing), T0 + timedelta(hours=2))
     cluster.load(objs)
     load_s = time.perf_counter() - t
-    if not args.no_gc_freeze:
-        # As the entry points do: the loaded state is long-lived, keep it out of GC scans.
-        gc.collect()
-        gc.freeze()
-    if args.serve_gc:
-        from pykueue.cli.serve import GC_THRESHOLDS
-
-        gc.set_threshold(*GC_THRESHOLDS)
-
+    apply_gc_setting(args.gc)
+    gc_timer = _GcTimer() if args.gc_stats else None
     decisions = admitted = 0
     digest = hashlib.sha256()
     cycle_s = step_s = cycle_cpu = 0.0
@@ -153,6 +193,8 @@ def main() -> None:
         if args.digest:
             digest.update(repr((result.decisions, result.admitted, result.preempted)).encode())
             digest.update(repr([(e.info.key, e.status, e.message, e.requeue_reason) for e in result.entries]).encode())
+    if gc_timer is not None:
+        gc.callbacks.remove(gc_timer)
     peak = tracemalloc.get_traced_memory()[1] if args.memory else 0
     print(f"state: {args.cqs} ClusterQueues in {args.cohorts} cohorts, {args.workloads} pending workloads")
     print(f"build objects: {build_s:.2f}s   load (cache+queues): {load_s:.2f}s")
@@ -164,6 +206,8 @@ def main() -> None:
     print(f"throughput per CPU second of the cycles: {decisions / cycle_cpu:,.0f} decisions/s ({cycle_cpu:.2f} s CPU)")
     total = cycle_s + step_s
     print(f"throughput (cycles + controller steps): {decisions / total:,.0f} decisions/s")
+    if gc_timer is not None:
+        print(f"cyclic GC during the cycles and steps: {gc_timer.report()}; tracked now {len(gc.get_objects())}")
     if args.digest:
         print(f"decisions digest: {digest.hexdigest()}")
     if args.memory:

@@ -36,6 +36,10 @@ def inner(args: argparse.Namespace) -> None:
 
     cluster = SimulatedCluster(SchedulerOptions(fair_sharing=args.fair_sharing), T0 + timedelta(hours=2))
     cluster.load(build_state(args.cqs, args.cohorts, args.workloads, args.seed))
+    if args.gc == "controller":  # as bench/core.py's default (cli/serve.py tune_gc + freeze_gc)
+        from pykueue.cli.serve import GC_THRESHOLDS
+
+        gc.set_threshold(*GC_THRESHOLDS)
     gc.collect()
     gc.freeze()
     pid = str(os.getpid())
@@ -57,6 +61,10 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=30)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--fair-sharing", action="store_true")
+    parser.add_argument(
+        "--gc", choices=("controller", "schedule"), default="schedule",
+        help="GC setting after loading (see bench/core.py --gc); `schedule` (freeze only) as the earlier figures",
+    )  # fmt: skip
     parser.add_argument("--src", default=str(ROOT / "src"), help="the src/ directory to measure")
     parser.add_argument("--out", default="/dev/null", help="callgrind output file (for callgrind_annotate)")
     parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
@@ -67,7 +75,7 @@ def main() -> None:
     cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={args.out}",
            sys.executable, __file__, "--inner", "--cqs", str(args.cqs), "--cohorts", str(args.cohorts),
            "--workloads", str(args.workloads), "--cycles", str(args.cycles), "--seed", str(args.seed),
-           "--src", args.src, *(["--fair-sharing"] if args.fair_sharing else [])]  # fmt: skip
+           "--src", args.src, "--gc", args.gc, *(["--fair-sharing"] if args.fair_sharing else [])]  # fmt: skip
     err = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
     found = re.search(r"Collected : (\d+)", err)
     made = re.search(r"decisions=(\d+)", err)

@@ -4,7 +4,7 @@ Usage: python bench/profile_core.py [--cqs 1000] [--cohorts 10] [--workloads 200
 
 ``--no-gc`` disables the cyclic GC after loading: its collections are charged to whatever function
 happens to allocate, which blurs the per-function figures (a cycle's GC share is measured by
-``bench/core.py`` with and without ``--serve-gc``).
+``bench/core.py --gc-stats``).
 (For a sampling profile of a full run: py-spy record -o core.svg -- python bench/core.py)
 """
 
@@ -16,7 +16,7 @@ import gc
 import pstats
 from datetime import timedelta
 
-from core import T0, build_state
+from core import T0, apply_gc_setting, build_state
 from pykueue.core.options import SchedulerOptions
 from pykueue.sim.cluster import SimulatedCluster
 
@@ -34,8 +34,7 @@ def main() -> None:
     args = ap.parse_args()
     cluster = SimulatedCluster(SchedulerOptions(fair_sharing=args.fair_sharing), T0 + timedelta(hours=2))
     cluster.load(build_state(args.cqs, args.cohorts, args.workloads, 1))
-    gc.collect()
-    gc.freeze()  # as bench/core.py and the CLI do
+    apply_gc_setting("controller")  # as bench/core.py and `pykueue controller` do
     if args.no_gc:
         gc.disable()
     prof = cProfile.Profile()

@@ -1,4 +1,5 @@
-"""``pykueue serve`` tunes the cyclic garbage collector (see ``GC_THRESHOLDS``)."""
+"""``pykueue serve`` tunes the cyclic garbage collector (see ``GC_THRESHOLDS``); the drivers freeze
+their loaded state (``freeze_gc``)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import gc
 import subprocess
 import sys
 import tempfile
+import weakref
 
-from pykueue.cli.serve import GC_THRESHOLDS, tune_gc
+from pykueue.cli.serve import GC_THRESHOLDS, freeze_gc, tune_gc
 
 
 def test_tune_gc_sets_the_serving_thresholds() -> None:
@@ -35,3 +37,25 @@ def test_serve_applies_the_thresholds_before_serving() -> None:
         out = subprocess.run([sys.executable, "-c", code, d], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == str(GC_THRESHOLDS)
+
+
+class _Node:
+    def __init__(self) -> None:
+        self.peer: _Node | None = None
+
+
+def test_freeze_gc_collects_garbage_then_freezes_what_lives() -> None:
+    # Garbage cycles alive at the call must be collected first: frozen, they would never be freed.
+    a, b = _Node(), _Node()
+    a.peer, b.peer = b, a
+    dead = weakref.ref(a)
+    del a, b
+    kept = [_Node()]
+    freeze_gc()
+    try:
+        assert dead() is None
+        assert gc.get_freeze_count() > 0
+        # The survivors left the generations: collections no longer scan them.
+        assert not any(o is kept for o in gc.get_objects())
+    finally:
+        gc.unfreeze()

@@ -8,9 +8,9 @@ inactive queues and reactivation.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
+import msgspec
 import pytest
 from builders import (
     admitted,
@@ -32,7 +32,7 @@ OK = QueueView(True, "None", "cq", True, True, "None")
 
 
 def view(**kw: Any) -> QueueView:
-    return dataclasses.replace(OK, **kw)
+    return msgspec.structs.replace(OK, **kw)
 
 
 PENDING_CASES = [

@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: --local-endpoint serves only requests bearing a token: set ${TOKEN_ENV}", flush=True)
             return EXIT_USAGE
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from pykueue.cli.serve import tune_gc
+    from pykueue.cli.serve import freeze_gc, tune_gc
 
     tune_gc()  # the caches hold as many objects as serve's store: the same full-collection pauses
     explicit = args.metrics_bind_address is not None
@@ -241,6 +241,7 @@ def run(args: argparse.Namespace) -> int:
                 if lead is not None:
                     lead()
             stop = start_all([c for c in components if c not in standby])
+            freeze_gc()  # the caches are synced: keep them out of the collector's scans
             print("pykueue controller: running (Ctrl-C to stop)", flush=True)
             if visibility is not None:
                 print(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
 from datetime import UTC, datetime
 from typing import Any
@@ -15,6 +14,7 @@ from pykueue.api.kueue import ResourceFlavor
 from pykueue.api.meta import parse_time
 from pykueue.cli.explain import explain
 from pykueue.cli.kueuectl.printing import progress
+from pykueue.cli.serve import freeze_gc
 from pykueue.cli.state import AdmittedJob, Document, StateError, admit_state
 from pykueue.controllers.jobs import batch_job as bj
 from pykueue.controllers.options import ControllerOptions
@@ -121,10 +121,7 @@ def _run(args: argparse.Namespace) -> int:
             cluster.load(state.objects)
     except ValueError as err:
         raise UsageError(f"error: {err}") from err
-    # The loaded state lives until exit: keep it out of cyclic-GC scans (large states pay
-    # otherwise for repeated full collections; see bench/RESULTS.md).
-    gc.collect()
-    gc.freeze()
+    freeze_gc()  # the loaded state lives until exit
     cycles = "until quiet (at most 60 cycles)" if args.until_quiet else f"{args.cycles} cycle(s)"
     with progress(f"scheduling {len(cluster.objects)} objects, {cycles}"):
         run_result = cluster.run(cycles=args.cycles, until_quiet=args.until_quiet)

@@ -29,6 +29,22 @@ def tune_gc() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
+def freeze_gc() -> None:
+    """Once a driver's initial load or sync is done: collect, then move every object alive into
+    the cyclic collector's permanent generation (``gc.freeze``).
+
+    The loaded state (caches, queues, workload infos: hundreds of thousands of tracked objects)
+    lives as long as the process; left in the generations, every full collection scans it again
+    (0.5–1 µs per object, about 1 s per pass with 100,000 pending workloads, holding the GIL). Frozen
+    objects are still freed by reference counting when replaced; only cycles among them are never
+    collected, which that state does not form. Called by the driver that owns the process
+    (``pykueue controller`` and serve's in-process controllers after their initial sync, serve
+    once its store is loaded, ``pykueue schedule`` after loading), never by a library import.
+    """
+    gc.collect()
+    gc.freeze()
+
+
 def add_parser(sub: Any) -> None:
     """Register the ``serve`` subcommand."""
     p = sub.add_parser(
@@ -246,6 +262,7 @@ def _process_starter(args: argparse.Namespace) -> Any:
         if not args.no_job_runner:
             pods = data_dir / "pods"
             parts.pod_logs = lambda pod: pod_log_dir(pods, pod)
+        freeze_gc()  # the API server is ready (its store opened): before the controller process starts
         process.start()
         return process.stop
 
@@ -271,6 +288,7 @@ def _in_process_starter(args: argparse.Namespace) -> Any:
                 parts.pod_logs = locate
         parts.metrics_registry = metrics_registry(components)
         stop = start_all(components)
+        freeze_gc()
         what = "components" if args.no_controllers else "controllers"
         print(f"{what}: started in this process, initial sync done", file=serving.out, flush=True)
         return stop

@@ -3,16 +3,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from pykueue.api.meta import EVENT_NOTE_LIMIT, NORMAL, WARNING, truncate_message
 
 __all__ = ["NORMAL", "WARNING", "Event"]
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
-    """An event about one object (``events.k8s.io/v1`` semantics: ``action`` equals ``reason``)."""
+class Event(msgspec.Struct, frozen=True, gc=False):
+    """An event about one object (``events.k8s.io/v1`` semantics: ``action`` equals ``reason``).
+
+    Untracked by the cyclic GC (``gc=False``: only strings, no cycle possible): a cycle emits one
+    or more per decision, which a driver may keep for a while (the simulator keeps them all)."""
 
     namespace: str
     name: str

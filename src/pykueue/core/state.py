@@ -12,9 +12,10 @@ outcome and reason; :meth:`KueueCore.story` reads it back (the decision trail).
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
+
+import msgspec
 
 from pykueue.api.kueue import Workload
 from pykueue.api.meta import to_time
@@ -138,10 +139,13 @@ def route_workload_change(
 # --- the transition log -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Transition:
+class Transition(msgspec.Struct, frozen=True, gc=False):
     """One entry of a Workload's trail: which stimulus led to which decision, when, and whether its
-    write landed (``outcome``: ``applied``, ``failed`` or ``noted`` for a decision without writes)."""
+    write landed (``outcome``: ``applied``, ``failed`` or ``noted`` for a decision without writes).
+
+    Untracked by the cyclic GC (``gc=False``: strings, a time and a tuple of strings cannot form
+    a cycle): the log keeps one per decision, which would otherwise make the young collections of
+    a busy scheduler come sooner and scan more (bench/RESULTS.md, core2)."""
 
     stimulus: str
     at: datetime

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
+
+import msgspec
 
 from pykueue.api.quantity import MAX_INT64
 from pykueue.core.quota.tree import FlavorResource, QuotaNode, potential_available
@@ -21,20 +22,20 @@ WeightOf = Callable[[QuotaNode], float]
 """Returns the fair-sharing weight of a node (CQ or cohort)."""
 
 
-@dataclass(frozen=True, slots=True)
-class DRS:
+class DRS(msgspec.Struct, frozen=True, gc=False):
     """Dominant resource share of one node.
 
     ``ratio`` is the unweighted share (per mille of the lendable amount), ``borrowing`` whether the
     node uses more than its subtree quota in any FR (possibly with ratio 0 when nothing of that
-    resource is lendable), ``borrowed`` the FRs it borrows in.
+    resource is lendable), ``borrowed`` the FRs it borrows in. A msgspec Struct, built in C (one
+    or more per fair-sharing decision).
     """
 
     ratio: float
     weight: float
     borrowing: bool
     dominant_resource: str
-    borrowed: frozenset[FlavorResource] = field(default=frozenset())
+    borrowed: frozenset[FlavorResource] = frozenset()
 
     def is_zero(self) -> bool:
         """Ratio 0 (upstream ``IsZero``); a node may still be borrowing with nothing lendable."""

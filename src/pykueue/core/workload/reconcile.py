@@ -18,7 +18,6 @@ Deactivation follows upstream's protocol in three writes, in every driver:
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from datetime import datetime
 
 import msgspec
@@ -39,8 +38,7 @@ from pykueue.core.workload.info import (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(msgspec.Struct, frozen=True):
     """What one decision asks its driver to do.
 
     ``spec`` is written with a plain update (spec, metadata), ``status`` through the status
@@ -70,8 +68,7 @@ def _event(wl: Workload, type_: str, reason: str, note: str) -> Event:
 # --- queue state (upstream: the LocalQueue/ClusterQueue branches of Reconcile) ----------------------
 
 
-@dataclass(frozen=True, slots=True)
-class QueueFacts:
+class QueueFacts(msgspec.Struct, frozen=True):
     """What a driver knows about the ClusterQueue a Workload would use (from the scheduler's cache)."""
 
     exists: bool

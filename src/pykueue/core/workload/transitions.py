@@ -9,7 +9,6 @@ scheduler, the dry-run engine and the controllers all use these, so each rule li
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import msgspec
@@ -374,9 +373,9 @@ PENDING_EVALUATION = "PendingEvaluation"
 PENDING_EVALUATION_MESSAGE = "Workload is pending evaluation in the scheduling queue"
 
 
-@dataclass(frozen=True, slots=True)
-class QueueView:
-    """What the workload controller knows about a workload's queues."""
+class QueueView(msgspec.Struct, frozen=True, gc=False):
+    """What the workload controller knows about a workload's queues (a msgspec Struct, built in C:
+    one per workload change the controller handles)."""
 
     local_queue_exists: bool
     local_queue_stop_policy: str

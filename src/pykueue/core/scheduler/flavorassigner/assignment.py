@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+import msgspec
+
 from pykueue.api.kueue import Admission, PodSetAssignment
 from pykueue.api.quantity import resource_quantity_string, sat_add
 from pykueue.core.quota.tree import FlavorResource
@@ -51,8 +53,9 @@ class PreemptionMode(IntEnum):
         }.get(self, self.public().label())
 
 
-@dataclass(frozen=True, slots=True)
-class GranularMode:
+class GranularMode(msgspec.Struct, frozen=True, gc=False):
+    """A preemption mode and borrowing level (a msgspec Struct, built in C: about two per decision)."""
+
     preemption_mode: PreemptionMode
     borrowing_level: int = 0
 
