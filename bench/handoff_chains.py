@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import re
 import statistics
 import sys
@@ -68,15 +69,13 @@ async def record(kubeconfig: str | None, out: Path, seconds: float) -> None:
                 ]
                 f.write(enc.encode(line) + b"\n")
 
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(watch(), timeout=max(1.0, deadline - time.monotonic()))
-        except TimeoutError:
-            pass
     await api.close()
 
 
 class _WL:
-    __slots__ = ("uid", "ns", "cls", "runtime", "added", "admitted", "finished", "evictions")
+    __slots__ = ("added", "admitted", "cls", "evictions", "finished", "ns", "runtime", "uid")
 
     def __init__(self, uid: str, ns: str, cls: str, runtime: str) -> None:
         self.uid, self.ns, self.cls = uid, ns, cls

@@ -309,6 +309,97 @@ def test_queue_status_writes_do_not_hold_up_admissions(make_env: Callable[..., E
     wait(status_counts_all)
 
 
+def _extra_queue(env: Env, name: str, cpu: int) -> None:
+    """Another ClusterQueue ``name`` with ``cpu`` of quota and its LocalQueue ``name`` in default."""
+    env.api.create(
+        R.CLUSTER_QUEUES,
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": name},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": cpu}]}]}
+                ],
+            },
+        },
+    )
+    env.api.create(
+        R.LOCAL_QUEUES,
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": name, "namespace": "default"}, "spec": {"clusterQueue": name}},
+    )
+
+
+def test_the_pending_statuses_of_one_cycle_are_in_flight_together(make_env: Callable[..., Env]) -> None:
+    # Four ClusterQueues without quota, a Workload in each: one cycle pops the four heads and
+    # none fits. Their Pending statuses used to be written one after another on the manager
+    # thread (4 x 0.3 s before anything else ran); they are now sent together on the pipeline.
+    env = make_env(delay=0.3, cpu=0)
+    env.api.create(R.WORKLOADS, workload("w0"))
+    for i in (1, 2, 3):
+        _extra_queue(env, f"q{i}", 0)
+        env.api.create(R.WORKLOADS, workload(f"w{i}", queue=f"q{i}"))
+    env.start()
+
+    def all_pending() -> bool:
+        return all(
+            (c := cond(env.api.get(R.WORKLOADS, f"w{i}", "default"), "QuotaReserved")) is not None
+            and c["status"] == "False"
+            for i in range(4)
+        )
+
+    wait(all_pending)
+    assert env.client.max_in_flight == 4
+    assert env.client.same_object == []
+    # Each landed write is kept in the decision trail as applied, its Warning recorded.
+    assert [o for _, o in env.outcomes("w0")] == ["applied"]
+
+    def pending_events() -> list[str]:
+        events, _ = env.api.list(R.Resource("", "v1", "events", "Event", True), "default")
+        return sorted(e["involvedObject"]["name"] for e in events if e["type"] == "Warning")
+
+    wait(lambda: pending_events() == [f"w{i}" for i in range(4)])
+
+
+def test_no_cycle_runs_while_a_pending_status_is_in_flight(make_env: Callable[..., Env]) -> None:
+    # Quota for one. "second" does not fit and its Pending status takes 1 s to write; meanwhile
+    # "first" finishes and the retry that brings "second" back is due. The next cycle waits for
+    # the Pending write (as upstream's scheduling loop, which sends it synchronously), then admits
+    # "second" from the version that write produced: one write of the object at a time, no
+    # admission refused or conflicting.
+    env = make_env(delay=0.0, cpu=1)
+    env.api.create(R.WORKLOADS, workload("first"))
+    env.start()
+    wait(lambda: env.reserved() == {"first"})
+    env.client.delay = 1.0
+    env.api.create(R.WORKLOADS, workload("second"))
+    wait(lambda: "second" in env.client.in_flight)
+    first = env.api.get(R.WORKLOADS, "first", "default")
+    first["status"]["conditions"].append(
+        {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done", "lastTransitionTime": "2026-11-22T12:00:00Z"}
+    )
+    env.api.replace(R.WORKLOADS, first, subresource="status")
+
+    def finished_seen() -> bool:
+        wl = env.mgr.call_in_manager_thread(lambda: env.mgr.ctx.workloads.get("default/first"))
+        return wl is not None and any(c.type == "Finished" for c in wl.status.conditions)
+
+    wait(finished_seen)
+    assert "second" in env.client.in_flight
+    env.clock.advance(1.5)  # the retry of "second" is due while its Pending write is in flight
+    env.client.delay = 0.0
+
+    def admitted() -> bool:
+        env.clock.advance(0.2)
+        return "second" in env.reserved()
+
+    wait(admitted)
+    assert env.client.same_object == []
+    assert env.client.status_writes.count("second") == 2  # Pending, then the admission
+    assert "failed" not in [o for _, o in env.outcomes("second")]
+
+
 def test_pipeline_refuses_a_second_write_of_a_busy_key() -> None:
     delivered: list[Callable[[], None]] = []
     pipeline: WritePipeline[int] = WritePipeline(delivered.append, max_in_flight=2)

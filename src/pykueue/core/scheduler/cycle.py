@@ -595,6 +595,7 @@ class Scheduler:
                 e.message,
                 status=wl if changed else None,
                 events=events,
+                background=True,
             )
         )
 
