@@ -266,6 +266,10 @@ class ControllerManager:
         """Apply a core decision through the context (write-through, then its events)."""
         return self.ctx.apply(decision)
 
+    def apply_all(self, decisions: list[Decision]) -> list[bool]:
+        """Apply independent decisions together through the context (a preemptor's victims)."""
+        return self.ctx.apply_all(decisions)
+
     # --- the manager thread -------------------------------------------------------------------------
 
     def _run(self) -> None:
