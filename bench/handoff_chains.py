@@ -14,6 +14,8 @@ and prints, per step, the mean / median / p90 in milliseconds:
   → the large seen Admitted; larges admitted without preempting, from creation;
 * per ClusterQueue (namespace), a large seen Finished → the next large of that queue seen
   Admitted (the quota hand-off between consecutive larges);
+* every class: created → first seen with a QuotaReserved condition (the scheduler's first
+  decision about it: admitted, or Pending), over the run and for the first 10 s of arrivals;
 * every class: seen Admitted → seen Finished, minus the runtime label (the runner's part).
 
 All times are this watcher's receive times, so a step includes one write's latency and the
@@ -75,7 +77,7 @@ async def record(kubeconfig: str | None, out: Path, seconds: float) -> None:
 
 
 class _WL:
-    __slots__ = ("added", "admitted", "cls", "evictions", "finished", "ns", "runtime", "uid")
+    __slots__ = ("added", "admitted", "cls", "decided", "evictions", "finished", "ns", "runtime", "uid")
 
     def __init__(self, uid: str, ns: str, cls: str, runtime: str) -> None:
         self.uid, self.ns, self.cls = uid, ns, cls
@@ -83,6 +85,7 @@ class _WL:
         self.added: float | None = None
         self.admitted: list[float] = []
         self.finished: float | None = None
+        self.decided: float | None = None  # first seen with a QuotaReserved condition (either status)
         # (preemptor uid, evicted seen, reservation cleared seen)
         self.evictions: list[list[Any]] = []
 
@@ -108,6 +111,8 @@ def load(path: Path) -> dict[str, _WL]:
         if etype == "ADDED" and wl.added is None:
             wl.added = t
         before = prev.get(uid, {})
+        if wl.decided is None and "QuotaReserved" in conds:
+            wl.decided = t
         if _is(conds, "Admitted") and not _is(before, "Admitted"):
             wl.admitted.append(t)
         if _is(conds, "Finished") and wl.finished is None:
@@ -177,6 +182,14 @@ def report(path: Path) -> None:
     for wl in wls.values():
         if wl.finished is not None and wl.admitted:
             runner[wl.cls].append(wl.finished - wl.admitted[-1] - wl.runtime)
+    t0 = min((wl.added for wl in wls.values() if wl.added is not None), default=0.0)
+    first: dict[str, list[float]] = defaultdict(list)
+    early: dict[str, list[float]] = defaultdict(list)
+    for wl in wls.values():
+        if wl.added is not None and wl.decided is not None:
+            first[wl.cls].append(wl.decided - wl.added)
+            if wl.added - t0 < 10:
+                early[wl.cls].append(wl.decided - wl.added)
     print(f"{path}: {len(wls)} workloads")
     print("| step | n | mean ms | median ms | p90 ms |")
     print("|---|---|---|---|---|")
@@ -186,6 +199,9 @@ def report(path: Path) -> None:
     print(_row("large preempting: first victim Evicted → last victim's reservation cleared", cleared))
     print(_row("large preempting: last victim cleared → large seen Admitted", to_admit))
     print(_row("large seen Finished → next large of its queue seen Admitted", handoff))
+    for cls in sorted(first):
+        print(_row(f"{cls}: created → first scheduler decision seen (QuotaReserved either way)", first[cls]))
+        print(_row(f"{cls}, created in the first 10 s: created → first scheduler decision seen", early[cls]))
     for cls in sorted(runner):
         print(_row(f"{cls}: seen Admitted → seen Finished, minus runtime", runner[cls]))
 
