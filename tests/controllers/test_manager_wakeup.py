@@ -170,7 +170,6 @@ def test_a_cycle_without_progress_backs_off_while_heads_remain() -> None:
         assert d.mgr.core.has_heads()  # "small" is still in the heap
         # The next cycle comes after upstream's first backoff step, not with the next change.
         assert d.mgr._wait_seconds() == pytest.approx(0.001)
-        d.flush_writes()  # the parked head's Pending status lands before the next cycle
         d.mgr._step()
         d.flush_writes()
         assert d.admitted("small")
@@ -190,11 +189,9 @@ def test_the_cycle_backoff_doubles_up_to_ten_milliseconds() -> None:
         d.mgr._drain(0.0)
         waits = []
         for _ in range(4):
-            d.flush_writes()  # the last cycle's Pending statuses land before the next one
             d.mgr._step()
             waits.append(round(d.mgr._wait_seconds(), 6))
         assert waits == [0.001, 0.002, 0.004, 0.008]
-        d.flush_writes()
         d.mgr._step()  # the last one: the queues are empty, the manager waits for a change or timer
         assert not d.mgr.core.has_heads()
         assert d.mgr._wait_seconds() > 0.01

@@ -78,10 +78,6 @@ class ReconcileContext:
     writes: WritePipeline[dict[str, Any]] | None = None
     """Where assumed decisions are sent off the manager thread (None: every write is synchronous)."""
     _deferred: dict[tuple[str, str, str], set[WorkKey]] = field(default_factory=dict)
-    background_in_flight: int = 0
-    """Background decisions (the scheduler's Pending statuses) sent and not completed yet: the
-    manager starts no cycle meanwhile, so a cycle sees every write of the last one applied, as
-    with upstream's synchronous ``requeueAndUpdate``."""
 
     # --- time and requeues ---------------------------------------------------------------------------
 
@@ -302,8 +298,6 @@ class ReconcileContext:
         its completion writes it through and records its events, or has the core forget it."""
         if decision.assumed and decision.status is not None and self.writes is not None:
             return self._apply_pipelined(decision, decision.status)
-        if decision.background and decision.status is not None and self.writes is not None:
-            return self._apply_background(decision, decision.status)
         if decision.spec is not None:
             written = self.write_workload(decision.spec, status=False)
         elif decision.status is not None:
@@ -321,7 +315,7 @@ class ReconcileContext:
         ``ParallelizeUntil(parallelPreemptions)`` and counts the successes); each is then what
         :meth:`apply` would have made of it, in order. Anything else is applied one by one."""
         if self.writes is None or any(
-            d.assumed or d.background or d.spec is not None or d.status is None for d in decisions
+            d.assumed or d.spec is not None or d.status is None for d in decisions
         ):
             return [self.apply(d) for d in decisions]
         oks = [False] * len(decisions)
@@ -360,43 +354,6 @@ class ReconcileContext:
             key, R.WORKLOADS, body, lambda out, err: self._admission_written(decision, base, out, err)
         )
         return True
-
-    def _apply_background(self, decision: Decision, wl: Workload) -> bool:
-        """Send a background status decision on the pipeline. The Pending statuses of one cycle's
-        heads are then in flight together instead of one round trip after another on the manager
-        thread (upstream sends them from the scheduling loop, each waiting for its answer)."""
-        assert self.writes is not None
-        key = (R.WORKLOADS.plural, wl.metadata.namespace, wl.metadata.name)
-        if self.writes.busy(key):  # a synchronous write would get a Conflict without a request (:meth:`write`)
-            return False
-        body = to_external(wl)
-        base = self.cluster.workloads.get(decision.workload)
-        self.background_in_flight += 1
-        self._submit_status(
-            key, R.WORKLOADS, body, lambda out, err: self._background_written(decision, key, base, out, err)
-        )
-        return True
-
-    def _background_written(
-        self,
-        decision: Decision,
-        key: tuple[str, str, str],
-        base: Workload | None,
-        out: dict[str, Any] | None,
-        err: Exception | None,
-    ) -> None:
-        """The completion of a background decision's write (on the manager thread): what the
-        synchronous write would have done once answered."""
-        self.background_in_flight -= 1
-        if err is None and out is not None:
-            self._written(R.WORKLOADS, out, base)
-            for event in decision.events:
-                self.record_event(event)
-        else:
-            if not isinstance(err, (Conflict, NotFound)):
-                log.warning("writing workload %s status: %s", decision.workload, err)
-            self.core.record(decision, False)
-        self._resume(key)
 
     def _admission_written(
         self, decision: Decision, base: Workload | None, out: dict[str, Any] | None, err: Exception | None

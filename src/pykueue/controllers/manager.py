@@ -356,11 +356,6 @@ class ControllerManager:
         if self._stop.is_set():
             return False
         self.cluster.deliver_updates()
-        if self.ctx.background_in_flight:
-            # The last cycle's Pending statuses are still being written: the next cycle waits for
-            # them (their completions come through the inbox and wake this thread), so it sees
-            # them applied and never admits a workload whose Pending write is in flight.
-            return self.work.has_ready()
         started = time.perf_counter()
         result = self.core.cycle(self.now())
         self.metrics.cycle(result, time.perf_counter() - started)

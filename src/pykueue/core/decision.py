@@ -8,7 +8,7 @@ back to why it was made (dask's ``stimulus_id``; see ``KueueCore.story``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 from pykueue.api.kueue import Workload
@@ -28,11 +28,6 @@ class Decision:
     assumes in its cache as upstream's ``cache.AssumeWorkload``), so a driver may apply it
     asynchronously, off the decision path, and report a failure later through
     ``KueueCore.forget_admission`` (upstream's ``admissionRoutineWrapper`` routine).
-
-    ``background``: nothing in the core waits for this write's outcome (the scheduler's Pending
-    status, whose failure upstream's ``requeueAndUpdate`` only logs), so a driver may send it off
-    the decision path, provided the next cycle starts only once it has landed or failed. Not in
-    the ``repr``: the decision is the same one whichever way it is sent.
     """
 
     stimulus: str
@@ -45,7 +40,6 @@ class Decision:
     events: tuple[Event, ...] = ()
     related: tuple[str, ...] = ()
     assumed: bool = False
-    background: bool = field(default=False, repr=False, compare=False)
 
     @property
     def writes(self) -> bool:

@@ -606,7 +606,6 @@ class Scheduler:
                 e.message,
                 status=wl if changed else None,
                 events=events,
-                background=True,
             )
         )
 
