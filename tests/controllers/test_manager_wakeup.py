@@ -60,7 +60,7 @@ class Driven:
 
     def _add(self, res: Resource, obj: dict[str, Any], create: bool = True) -> dict[str, Any]:
         out = self.client.create(res, obj) if create else obj
-        self.mgr._receive(Change(res, ADDED, None, compact(out)))
+        self.mgr._receive((Change(res, ADDED, None, compact(out)), self.clock()))
         return out
 
     def create_workload(self, name: str, cpu: str, priority: int = 0) -> None:
@@ -69,7 +69,7 @@ class Driven:
     def observe(self, name: str) -> dict[str, Any]:
         """The watch event of the Workload's current version."""
         obj = self.client.get(R.WORKLOADS, name, "default")
-        self.mgr._receive(Change(R.WORKLOADS, MODIFIED, None, compact(obj)))
+        self.mgr._receive((Change(R.WORKLOADS, MODIFIED, None, compact(obj)), self.clock()))
         return obj
 
     def flush_writes(self) -> None:

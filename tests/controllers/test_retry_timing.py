@@ -9,6 +9,7 @@ API's timestamps are whole seconds, the queue's are not). The manager's clock he
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
@@ -19,6 +20,7 @@ from test_workload_lifecycle import Env, cond, has, setup_queues, wait, workload
 from pykueue.client import resources as R
 from pykueue.core.queue import RETRY_BATCH_PERIOD
 from pykueue.core.queue.manager import RetryRequest
+from pykueue.runtime.informer import Change
 
 
 @pytest.fixture
@@ -101,3 +103,45 @@ def test_the_retry_of_parked_workloads_is_due_one_second_after_the_change(
     env.clock.advance(0.9)
     wait(has(env, "second", "Admitted"))
     assert _pending(env) == {}
+
+
+def test_the_retry_runs_one_second_after_the_watch_event_arrived_not_after_the_manager_got_to_it(env: Env) -> None:
+    """Upstream's event handlers request the retry on the informer's goroutine as the event
+    arrives; the manager thread here may be busy (a cycle, a batch of reconciles) when it does.
+    The 1 s runs from the arrival, so the manager's lag is not added to Kueue's batch period."""
+    setup_queues(env, cpu=1)
+    env.create(R.WORKLOADS, workload("first"))
+    wait(has(env, "first", "Admitted"))
+    env.create(R.WORKLOADS, workload("second"))
+    wait(has(env, "second", "QuotaReserved", status="False"))
+    env.clock.advance(2)
+    wait(lambda: not _stepped(env) and env.mgr.call_in_manager_thread(lambda: env.mgr.queues.pending_breakdown("cq")) == (0, 1))
+
+    entered, release = threading.Event(), threading.Event()
+
+    def busy() -> None:  # the manager thread in the middle of something long
+        entered.set()
+        release.wait(10)
+
+    blocker = threading.Thread(target=lambda: env.mgr.call_in_manager_thread(busy, timeout=15))
+    blocker.start()
+    assert entered.wait(10)
+    arrived_at = env.clock().timestamp()
+    _finish(env)
+
+    def finished_waiting() -> bool:  # the informer has handed the Finished change to the busy thread
+        changes = [item[0] if isinstance(item, tuple) else item for item in list(env.mgr._inbox.queue)]
+        return any(
+            isinstance(c, Change) and c.object["metadata"]["name"] == "first"
+            and any(cond["type"] == "Finished" for cond in c.object.get("status", {}).get("conditions", []))
+            for c in changes
+        )
+
+    wait(finished_waiting)
+    env.clock.advance(0.5)  # the manager gets to the change half a second later
+    release.set()
+    blocker.join(10)
+    requests: dict[RetryRequest, Any] = wait(lambda: _pending(env))
+    assert set(requests.values()) == {arrived_at + RETRY_BATCH_PERIOD}
+    env.clock.advance(0.5)
+    wait(has(env, "second", "Admitted"))

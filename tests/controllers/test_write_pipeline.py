@@ -309,6 +309,58 @@ def test_queue_status_writes_do_not_hold_up_admissions(make_env: Callable[..., E
     wait(status_counts_all)
 
 
+def _extra_queue(env: Env, name: str, cpu: int, preemption: dict[str, str] | None = None) -> None:
+    """Another ClusterQueue ``name`` with ``cpu`` of quota and its LocalQueue ``name`` in default."""
+    env.api.create(
+        R.CLUSTER_QUEUES,
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": name},
+            "spec": {
+                "namespaceSelector": {},
+                **({"preemption": preemption} if preemption else {}),
+                "resourceGroups": [
+                    {"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": cpu}]}]}
+                ],
+            },
+        },
+    )
+    env.api.create(
+        R.LOCAL_QUEUES,
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": name, "namespace": "default"}, "spec": {"clusterQueue": name}},
+    )
+
+
+def test_a_preemptors_victims_are_evicted_together(make_env: Callable[..., Env]) -> None:
+    # Four low-priority Workloads fill a ClusterQueue; a high-priority one needs all of it. The
+    # four evictions used to be written one after another in the cycle (4 x 0.3 s); upstream's
+    # IssuePreemptions writes them in parallel (parallelPreemptions = 8) and waits for all.
+    env = make_env(delay=0.0, cpu=0)
+    _extra_queue(env, "pq", 4, {"withinClusterQueue": "LowerPriority"})
+    for i in range(4):
+        env.api.create(R.WORKLOADS, workload(f"low{i}", queue="pq", priority=0))
+    env.start()
+    wait(lambda: len(env.reserved()) == 4)
+    env.client.delay = 0.3
+    env.client.max_in_flight = 0
+    env.api.create(R.WORKLOADS, workload("high", cpu="4", queue="pq", priority=100))
+
+    def all_evicted() -> bool:
+        return all(
+            (c := cond(env.api.get(R.WORKLOADS, f"low{i}", "default"), "Evicted")) is not None and c["status"] == "True"
+            for i in range(4)
+        )
+
+    wait(all_evicted)
+    assert env.client.max_in_flight == 4
+    assert env.client.same_object == []
+    # Each eviction is in the trail as applied, and the preemptor names each victim.
+    for i in range(4):
+        assert ("Preempted", "applied") in env.outcomes(f"low{i}")
+    assert [r for r, _ in env.outcomes("high")].count("PreemptionIssued") == 4
+
+
 def test_pipeline_refuses_a_second_write_of_a_busy_key() -> None:
     delivered: list[Callable[[], None]] = []
     pipeline: WritePipeline[int] = WritePipeline(delivered.append, max_in_flight=2)

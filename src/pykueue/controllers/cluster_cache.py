@@ -20,6 +20,7 @@ import logging
 import sys
 from collections import deque
 from collections.abc import Callable, Hashable
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -126,7 +127,8 @@ class ClusterCache:
         # benchmark), as upstream's informer indexes (indexer.WorkloadQueueKey, WorkloadClusterQueueKey) do.
         self._by_local_queue: dict[str, dict[str, None]] = {}
         self._by_admission_cq: dict[str, dict[str, None]] = {}
-        self._updates: deque[tuple[Workload | None, Workload | None]] = deque()
+        # (old, new, when the change arrived: None for our own writes, routed at the clock's time).
+        self._updates: deque[tuple[Workload | None, Workload | None, datetime | None]] = deque()
         self._appliers: dict[str, Applier] = {
             R.NAMESPACES.plural: self._apply_namespaces,
             R.PRIORITY_CLASSES.plural: _read_when_needed,
@@ -158,15 +160,17 @@ class ClusterCache:
 
     # --- applying observed changes --------------------------------------------------------------------
 
-    def on_change(self, change: Change) -> None:
+    def on_change(self, change: Change, seen: datetime | None = None) -> None:
         """Apply one observed change (an older version than the cached one is ignored).
 
-        The manager's informers deliver objects already :func:`compact` (their transform)."""
+        The manager's informers deliver objects already :func:`compact` (their transform).
+        ``seen``: when the watch event arrived; a Workload change's batched retry of parked
+        workloads runs 1 s from then (default: from when it is routed into the core)."""
         plural = change.resource.plural
         obj = change.object
         key = object_key(obj)
         if plural == R.WORKLOADS.plural:
-            self._on_workload_change(change, key)
+            self._on_workload_change(change, key, seen)
             return
         cached = self.raw[plural]
         old = cached.get(key)
@@ -183,7 +187,7 @@ class ClusterCache:
             self._report_unmodelled(change.resource, obj)
         self._apply(plural, old, obj)
 
-    def _on_workload_change(self, change: Change, key: ObjectKey) -> None:
+    def _on_workload_change(self, change: Change, key: ObjectKey, seen: datetime | None) -> None:
         """:meth:`on_change` for Workloads, which are cached typed only."""
         wl_key = f"{key[0]}/{key[1]}"
         old = self.workloads.get(wl_key)
@@ -193,7 +197,7 @@ class ClusterCache:
             del self.workloads[wl_key]
             self._index_owner(old, remove=True)
             self._index_queues(wl_key, old, None)
-            self._updates.append((old, None))
+            self._updates.append((old, None, seen))
             return
         obj = change.object
         if old is not None and not _newer(resource_version(obj), old.metadata.resource_version):
@@ -209,7 +213,7 @@ class ClusterCache:
         self.workloads[wl_key] = wl
         self._index_owner(wl)
         self._index_queues(wl_key, old, wl)
-        self._updates.append((old, wl))
+        self._updates.append((old, wl, seen))
 
     def _report_unmodelled(self, res: Resource, obj: dict[str, Any]) -> None:
         """A Warning Event on an object that asks for a Kueue feature pykueue does not implement."""
@@ -427,10 +431,10 @@ class ClusterCache:
     def deliver_updates(self) -> None:
         """Route the Workload changes applied so far into the core."""
         while self._updates:
-            old, new = self._updates.popleft()
-            self._route(old, new)
+            old, new, seen = self._updates.popleft()
+            self._route(old, new, seen)
 
-    def _route(self, old: Workload | None, new: Workload | None) -> None:
+    def _route(self, old: Workload | None, new: Workload | None, seen: datetime | None) -> None:
         wl = new if new is not None else old
         assert wl is not None
         key = workload_key(wl)
@@ -443,7 +447,7 @@ class ClusterCache:
         if self.metrics is not None:
             self.metrics.workload_changed(old, new)
         now = self.clock()
-        self._core().observe(old, new, to_time(now), retry_from=now)
+        self._core().observe(old, new, to_time(now), retry_from=now if seen is None or seen > now else seen)
 
     def mark_workload(self, key: str) -> None:
         """Queue the reconcilers of Workload ``key`` (``namespace/name``) and of its owner Jobs."""

@@ -54,6 +54,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+PARALLEL_PREEMPTIONS = 8
+"""Victims' evictions written at once (upstream ``pkg/scheduler/preemption/preemption.go`` ``parallelPreemptions``)."""
+
 QUEUE_STATUS_RETRY_SECONDS = 1.0
 """A queue status write that found no free write slot is retried after ``UpdatesBatchPeriod``."""
 
@@ -209,6 +212,16 @@ class ReconcileContext:
         ``background``: a write nothing waits for, sent only if a background slot is free (see
         :meth:`WritePipeline.try_submit_async`); returns whether it was sent."""
         assert self.writes is not None
+        send = self._status_sender(res, obj)
+        if background:
+            return self.writes.try_submit_async(key, send, done)
+        self.writes.submit_async(key, send, done)
+        return True
+
+    def _status_sender(self, res: Resource, obj: dict[str, Any]) -> Callable[[], Awaitable[dict[str, Any]]]:
+        """A status PUT as a coroutine factory: on the HTTP client's event loop when it has one
+        (the pipeline runs on that loop), else the blocking verb on the pipeline's worker threads."""
+        assert self.writes is not None
         client = self.client
         replace_async = getattr(client, "replace_async", None)
         if replace_async is not None and getattr(client, "io", None) is self.writes.io:
@@ -216,18 +229,12 @@ class ReconcileContext:
             def send_async() -> Awaitable[dict[str, Any]]:
                 return replace_async(res, obj, subresource="status")  # type: ignore[no-any-return]
 
-            if background:
-                return self.writes.try_submit_async(key, send_async, done)
-            self.writes.submit_async(key, send_async, done)
-            return True
+            return send_async
 
         def send() -> dict[str, Any]:
             return client.replace(res, obj, subresource="status")
 
-        if background:
-            return self.writes.try_submit(key, send, done)
-        self.writes.submit(key, send, done)
-        return True
+        return self.writes.threaded(send)
 
     def _resume(self, obj: tuple[str, str, str]) -> None:
         for item in self._deferred.pop(obj, ()):
@@ -301,6 +308,40 @@ class ReconcileContext:
             for event in decision.events:
                 self.record_event(event)
         return written
+
+    def apply_all(self, decisions: list[Decision]) -> list[bool]:
+        """Apply independent status decisions about different workloads together and wait for all
+        of them (a preemptor's victims: upstream ``IssuePreemptions`` writes them with
+        ``ParallelizeUntil(parallelPreemptions)`` and counts the successes); each is then what
+        :meth:`apply` would have made of it, in order. Anything else is applied one by one."""
+        if self.writes is None or any(
+            d.assumed or d.spec is not None or d.status is None for d in decisions
+        ):
+            return [self.apply(d) for d in decisions]
+        oks = [False] * len(decisions)
+        sent: list[int] = []
+        sends: list[Callable[[], Awaitable[dict[str, Any]]]] = []
+        for i, decision in enumerate(decisions):
+            assert decision.status is not None
+            md = decision.status.metadata
+            if self.write_in_flight(R.WORKLOADS, md.namespace, md.name):
+                continue  # a Conflict without a request, as :meth:`write` answers
+            sent.append(i)
+            sends.append(self._status_sender(R.WORKLOADS, to_external(decision.status)))
+        for i, out in zip(sent, self.writes.run_all(sends, PARALLEL_PREEMPTIONS), strict=True):
+            decision = decisions[i]
+            if isinstance(out, Exception):
+                if isinstance(out, (Conflict, NotFound)):
+                    continue
+                if isinstance(out, APIError):
+                    log.warning("writing workload %s status: %s", decision.workload, out)
+                    continue
+                raise out
+            self._written(R.WORKLOADS, out)
+            for event in decision.events:
+                self.record_event(event)
+            oks[i] = True
+        return oks
 
     def _apply_pipelined(self, decision: Decision, wl: Workload) -> bool:
         assert self.writes is not None

@@ -143,7 +143,7 @@ class ControllerManager:
         self.workload_controller = WorkloadController(self.ctx)
         self.queue_controllers = QueueControllers(self.ctx)
         self.job_controller = JobController(self.ctx, self.workload_controller)
-        self._inbox: queue.Queue[Change | _Call[Any]] = queue.Queue()
+        self._inbox: queue.Queue[tuple[Change, datetime] | _Call[Any]] = queue.Queue()
         self._reconcilers: dict[str, Callable[[Any], None]] = {
             JOB: self.job_controller.reconcile,
             WORKLOAD: self.workload_controller.reconcile,
@@ -152,7 +152,7 @@ class ControllerManager:
 
         # ClusterCache is the only copy of the objects: the informers keep their resourceVersions only.
         self._informers = [
-            Informer(client, res, self._inbox.put, transform=compact, cache_objects=False) for res in WATCHED
+            Informer(client, res, self._observed, transform=compact, cache_objects=False) for res in WATCHED
         ]
         self._unsynced = {res.plural for res in WATCHED}
         self._initial: list[Change] = []
@@ -266,6 +266,10 @@ class ControllerManager:
         """Apply a core decision through the context (write-through, then its events)."""
         return self.ctx.apply(decision)
 
+    def apply_all(self, decisions: list[Decision]) -> list[bool]:
+        """Apply independent decisions together through the context (a preemptor's victims)."""
+        return self.ctx.apply_all(decisions)
+
     # --- the manager thread -------------------------------------------------------------------------
 
     def _run(self) -> None:
@@ -305,6 +309,13 @@ class ControllerManager:
             wait = min(wait, self._cycle_backoff)
         return max(0.0, wait)
 
+    def _observed(self, change: Change) -> None:
+        """The informers' sink (their threads): the change with the time it arrived. Upstream's
+        event handlers update the cache and request the batched retry of parked workloads on the
+        informer's goroutine, so its 1 s runs from the watch event's arrival, not from when this
+        thread gets to the change after a cycle."""
+        self._inbox.put((change, self.clock()))
+
     def _drain(self, timeout: float) -> None:
         try:
             change = self._inbox.get(timeout=timeout) if timeout > 0 else self._inbox.get_nowait()
@@ -317,10 +328,11 @@ class ControllerManager:
             except queue.Empty:
                 return
 
-    def _receive(self, change: Change | _Call[Any]) -> None:
-        if isinstance(change, _Call):
-            change.run()
+    def _receive(self, item: tuple[Change, datetime] | _Call[Any]) -> None:
+        if isinstance(item, _Call):
+            item.run()
             return
+        change, seen = item
         if self._unsynced:
             if change.type == SYNCED:
                 self._unsynced.discard(change.resource.plural)
@@ -335,7 +347,7 @@ class ControllerManager:
                 self._ready.set()
             return
         if change.type != SYNCED:
-            self.cluster.on_change(change)
+            self.cluster.on_change(change, seen=seen)
 
     def _step(self) -> bool:
         """One pass: due requeues, ready keys, a scheduling cycle. Returns whether work remains."""

@@ -236,6 +236,19 @@ class KueueCore:
         self.record(decision, ok)
         return ok
 
+    def decide_all(self, decisions: list[Decision]) -> list[bool]:
+        """Apply independent decisions about different workloads, as one batch when the driver
+        can send them together (``apply_all``: upstream ``IssuePreemptions`` writes its victims'
+        evictions in parallel and waits for all of them), one after another otherwise."""
+        apply_all = getattr(self.driver, "apply_all", None)
+        if apply_all is not None and len(decisions) > 1:
+            oks: list[bool] = apply_all(decisions)
+        else:
+            oks = [self.driver.apply(d) for d in decisions]
+        for decision, ok in zip(decisions, oks, strict=True):
+            self.record(decision, ok)
+        return oks
+
     def record(self, decision: Decision, applied: bool) -> None:
         """Keep a decision a driver applied itself in the transition log."""
         self.log.record(decision, ("applied" if applied else "failed") if decision.writes else "noted")

@@ -116,13 +116,37 @@ class WritePipeline(Generic[_T]):
     def submit(self, key: Hashable, write: Callable[[], _T], done: Completion[_T]) -> None:
         """Send the blocking ``write()`` on a worker thread (clients without async verbs); the owner
         runs ``done`` once it ended. ``key`` must not be busy."""
-        self.submit_async(key, self._in_thread(write), done)
+        self.submit_async(key, self.threaded(write), done)
 
     def try_submit(self, key: Hashable, write: Callable[[], _T], done: Completion[_T]) -> bool:
         """:meth:`try_submit_async` for a blocking ``write()``."""
-        return self.try_submit_async(key, self._in_thread(write), done)
+        return self.try_submit_async(key, self.threaded(write), done)
 
-    def _in_thread(self, write: Callable[[], _T]) -> Callable[[], Awaitable[_T]]:
+    def run_all(self, writes: list[Callable[[], Awaitable[_T]]], limit: int) -> list[_T | Exception]:
+        """Run the coroutines ``write()`` on the loop, at most ``limit`` at a time, and wait on the
+        owner's thread until every one has ended; returns each result, or the exception it raised,
+        in order. For writes whose answers the owner needs before it goes on (upstream's
+        ``ParallelizeUntil`` over a preemptor's victims); keys are not made busy, so the owner
+        must not write those objects otherwise meanwhile (it is blocked here)."""
+        if self._closed:
+            raise RuntimeError("the write pipeline is closed")
+
+        async def run() -> list[_T | Exception]:
+            gate = asyncio.Semaphore(limit)
+
+            async def one(write: Callable[[], Awaitable[_T]]) -> _T | Exception:
+                async with gate:
+                    try:
+                        return await write()
+                    except Exception as err:  # handed to the owner with the others
+                        return err
+
+            return list(await asyncio.gather(*(one(w) for w in writes)))
+
+        return self.io.run(run()).result()
+
+    def threaded(self, write: Callable[[], _T]) -> Callable[[], Awaitable[_T]]:
+        """The blocking ``write()`` as a coroutine factory that runs it on the pipeline's worker threads."""
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=self.max_in_flight, thread_name_prefix="kueue-write")
         pool = self._pool

@@ -89,6 +89,10 @@ class CyclePort(Protocol):
 
     def decide(self, decision: Decision) -> bool: ...
 
+    def decide_all(self, decisions: list[Decision]) -> list[bool]:
+        """``decide`` for independent decisions about different workloads, possibly written together."""
+        ...
+
 
 
 
@@ -459,6 +463,7 @@ class Scheduler:
 
     def _issue_preemptions(self, e: Entry, now: datetime, result: CycleResult) -> tuple[int, int]:
         count = errors = 0
+        evictions: list[tuple[Target, Workload, Decision]] = []
         for t in sorted(e.targets, key=lambda t: t.workload.key):
             victim = self.store.get_workload(t.workload.key)
             if victim is None:
@@ -483,7 +488,13 @@ class Scheduler:
                 events=tuple(events),
                 related=(e.info.key,),
             )
-            if not self._decide(decision):
+            evictions.append((t, victim, decision))
+        # The evictions are written together (upstream: ParallelizeUntil over the targets) and
+        # counted once all have answered; the cycle's decisions keep the targets' order.
+        oks = self.store.decide_all([decision for _, _, decision in evictions])
+        for (t, victim, decision), ok in zip(evictions, oks, strict=True):
+            self._result.decisions.append(decision)
+            if not ok:
                 errors += 1
                 continue
             if victim.metadata.uid:

@@ -1,0 +1,44 @@
+#!/bin/bash
+# Upstream's scheduler-perf runner (unchanged, in-cluster flags) against a fresh `pykueue serve
+# --no-job-runner`, then upstream's checker on configs/baseline/rangespec.yaml.
+#
+#   bench/upstream_baseline.sh OUTDIR [SRC]
+#
+# SRC: a src/ directory to run instead of the installed pykueue (PYTHONPATH; e.g. a `git archive`
+# of another commit), for before/after runs alternating in the same minutes.
+# DIAG=1: also record every Workload watch event (bench/handoff_chains.py) and report the chains.
+# SPY=1: py-spy ($PYSPY, default py-spy on PATH; all threads, idle included) of the controller process, 40 s from 15 s in.
+# Needs /tmp/kueue-src (upstream's source), /tmp/kueue-runner and /tmp/kueue-checker (built from it).
+set -u
+R=$1; SRC=${2:-}
+BENCH=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$R"; mkdir -p "$R/out" "$R/serve"
+if [ -n "$SRC" ]; then export PYTHONPATH=$SRC; fi
+uptime > "$R/load.start"
+python3 -m pykueue serve --port 0 --data-dir "$R/serve" --kubeconfig "$R/serve/kc" --no-job-runner > "$R/serve.log" 2>&1 &
+SP=$!
+echo $SP > "$R/serve.pid"
+while ! grep -q "initial sync done" "$R/serve.log"; do sleep 0.5; done
+if [ -n "${DIAG:-}" ]; then
+  python3 "$BENCH/handoff_chains.py" record --kubeconfig "$R/serve/kc" --out "$R/events.jsonl" --seconds 900 > "$R/diag.log" 2>&1 &
+  DP=$!; sleep 1
+fi
+if [ -n "${SPY:-}" ]; then
+  CP=$(python3 -c "import sys; sys.path.insert(0, '$BENCH'); from profile_scheduler import controller_child; print(controller_child($SP))")
+  (sleep 15; ${PYSPY:-py-spy} record -p "$CP" -d 40 -r 50 --idle --nonblocking -f raw -o "$R/controller.raw" > "$R/spy.log" 2>&1) &
+fi
+cd /tmp/kueue-src/test/performance/scheduler
+START=$(date +%s%N)
+KUBECONFIG=$R/serve/kc /tmp/kueue-runner --o "$R/out" --generatorConfig configs/baseline/generator.yaml --qps=1000 --burst=2000 --timeout=30m > "$R/runner.log" 2>&1
+echo "runner exit $?" >> "$R/runner.log"
+END=$(date +%s%N)
+echo "wallMs: $(( (END - START) / 1000000 ))" > "$R/cmdstats.yaml"
+ps -o pid,rss,cputime --ppid $SP -p $SP > "$R/ps.txt"
+uptime > "$R/load.end"
+if [ -n "${DIAG:-}" ]; then
+  kill $DP; sleep 1
+  python3 "$BENCH/handoff_chains.py" report "$R/events.jsonl" > "$R/chains.md" 2>&1
+fi
+kill $SP
+cd /tmp/kueue-src/test/performance/scheduler/checker && /tmp/kueue-checker -test.v -summary "$R/out/summary.yaml" -cmdStats "$R/cmdstats.yaml" -range ../configs/baseline/rangespec.yaml > "$R/checker.txt" 2>&1
+grep -E "Usage|Average|Wall|^(ok|FAIL|PASS)" "$R/checker.txt"
