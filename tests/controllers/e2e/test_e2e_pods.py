@@ -265,7 +265,9 @@ def test_logs_timestamps_since_and_since_time(kueue: Kueue) -> None:
     stamped = _stamped(kueue.kubectl("logs", name, "--timestamps").stdout)
     assert [line for _, line in stamped] == ["early out", "early err", "late out", "late err"]
     (early, _), (_, _), (late, _), (_, _) = stamped
-    assert (late - early).total_seconds() >= 5
+    # Lines are stamped when the runtime reads them from the pipe (as the kubelet's CRI log
+    # writer): an early line read a few milliseconds late under load narrows the 5 s gap a little.
+    assert (late - early).total_seconds() >= 4.5
     # --since-time (sent as whole seconds): the first whole second after the early lines.
     since_time = datetime.fromtimestamp(math.floor(stamped[1][0].timestamp()) + 1, UTC)
     out = kueue.kubectl("logs", name, f"--since-time={since_time.strftime('%Y-%m-%dT%H:%M:%SZ')}").stdout
