@@ -29,7 +29,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 from pykueue.client.aio import EventLoopThread
 
@@ -44,6 +44,16 @@ _T = TypeVar("_T")
 
 Completion = Callable[[_T | None, Exception | None], None]
 """Run by the owner with the write's result, or the exception it raised."""
+
+
+class _Write(NamedTuple, Generic[_T]):
+    """A submitted write, from :meth:`WritePipeline._send` to its end on the loop."""
+
+    key: Hashable
+    write: Callable[[], Awaitable[_T]]
+    done: Completion[_T]
+    held: tuple[threading.BoundedSemaphore, ...]
+    """The slots it holds, released once its completion is on its way to the owner."""
 
 
 class WritePipeline(Generic[_T]):
@@ -74,9 +84,7 @@ class WritePipeline(Generic[_T]):
         self._delivery_lock = threading.Lock()
         self._delivery_pending = False
         # Writes submitted but not started yet, and whether the loop was woken to start them.
-        self._queued: deque[
-            tuple[Hashable, Callable[[], Awaitable[_T]], Completion[_T], tuple[threading.BoundedSemaphore, ...]]
-        ] = deque()
+        self._queued: deque[_Write[_T]] = deque()
         self._start_lock = threading.Lock()
         self._start_pending = False
         self._tasks: set[asyncio.Future[None]] = set()
@@ -96,7 +104,7 @@ class WritePipeline(Generic[_T]):
         ``key`` must not be busy."""
         self._check(key)
         self._slots.acquire()
-        self._send(key, write, done, (self._slots,))
+        self._send(_Write(key, write, done, (self._slots,)))
 
     def try_submit_async(self, key: Hashable, write: Callable[[], Awaitable[_T]], done: Completion[_T]) -> bool:
         """:meth:`submit_async` a write nothing waits for (a queue's status), only if a slot is free
@@ -110,7 +118,7 @@ class WritePipeline(Generic[_T]):
         if not self._slots.acquire(blocking=False):
             self._background.release()
             return False
-        self._send(key, write, done, (self._slots, self._background))
+        self._send(_Write(key, write, done, (self._slots, self._background)))
         return True
 
     def submit(self, key: Hashable, write: Callable[[], _T], done: Completion[_T]) -> None:
@@ -162,16 +170,10 @@ class WritePipeline(Generic[_T]):
         if key in self._busy:
             raise RuntimeError(f"a write of {key!r} is already in flight")
 
-    def _send(
-        self,
-        key: Hashable,
-        write: Callable[[], Awaitable[_T]],
-        done: Completion[_T],
-        held: tuple[threading.BoundedSemaphore, ...],
-    ) -> None:
-        self._busy.add(key)
+    def _send(self, item: _Write[_T]) -> None:
+        self._busy.add(item.key)
         self.submitted += 1
-        self._queued.append((key, write, done, held))
+        self._queued.append(item)
         with self._start_lock:
             if self._start_pending:
                 return
@@ -180,9 +182,9 @@ class WritePipeline(Generic[_T]):
             self.io.call_soon(self._start_queued)
         except RuntimeError:  # the loop is closed: nothing will be sent
             self._queued.pop()
-            for sem in held:
+            for sem in item.held:
                 sem.release()
-            self._busy.discard(key)
+            self._busy.discard(item.key)
             raise
 
     # -- the loop's thread ---------------------------------------------------------------------------
@@ -191,35 +193,28 @@ class WritePipeline(Generic[_T]):
         with self._start_lock:
             self._start_pending = False
         while self._queued:
-            key, write, done, held = self._queued.popleft()
-            task = asyncio.ensure_future(self._run(key, write, done, held))
+            task = asyncio.ensure_future(self._run(self._queued.popleft()))
             self._tasks.add(task)  # the loop keeps only weak references to its tasks
             task.add_done_callback(self._tasks.discard)
 
-    async def _run(
-        self,
-        key: Hashable,
-        write: Callable[[], Awaitable[_T]],
-        done: Completion[_T],
-        held: tuple[threading.BoundedSemaphore, ...],
-    ) -> None:
+    async def _run(self, item: _Write[_T]) -> None:
         result: _T | None = None
         error: Exception | None = None
         try:
-            result = await write()
+            result = await item.write()
         except Exception as err:  # handed to the owner's completion
             error = err
         # The slot frees once the completion is on its way, so that close() returning means every
         # ended write's completion is in the owner's inbox.
         try:
-            self._ended.append((key, done, result, error))
+            self._ended.append((item.key, item.done, result, error))
             with self._delivery_lock:
                 if self._delivery_pending:
                     return
                 self._delivery_pending = True
             self._deliver(self._finish)
         finally:
-            for sem in held:
+            for sem in item.held:
                 sem.release()
 
     # -- the owner's thread --------------------------------------------------------------------------
