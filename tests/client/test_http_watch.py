@@ -81,6 +81,7 @@ def test_watch_resumes_from_a_resource_version(client: HTTPClient) -> None:
         wait_for(lambda: ("ADDED", "w-resume-3") in col.seen())
     finally:
         w.close()
+    assert col.done.wait(5)
     seen = [s for s in col.seen() if s[1].startswith("w-resume-")]
     # replayed history after rv(first) (not the create of w-resume-1 itself), then the live event
     assert seen == [("ADDED", "w-resume-2"), ("MODIFIED", "w-resume-1"), ("ADDED", "w-resume-3")]
@@ -98,6 +99,7 @@ def test_namespaced_watch_sees_only_its_namespace(client: HTTPClient) -> None:
         wait_for(lambda: ("ADDED", "mine") in col.seen())
     finally:
         w.close()
+    assert col.done.wait(5)
     assert col.seen() == [("ADDED", "mine")]
     assert col.events[0].object["kind"] == "LocalQueue"
 
@@ -134,6 +136,23 @@ def test_client_close_ends_its_watches(server: Any) -> None:
     for col in cols:
         assert col.done.wait(2)
         assert col.error is None
+
+
+def test_client_close_returns_once_its_watch_readers_let_go_of_their_sockets(server: Any) -> None:
+    # The pool closes the connections' file descriptors: a reader still inside its TLS read would
+    # then read from a number the next socket of the process gets (seen as a later test's handshake
+    # failing with WRONG_VERSION_NUMBER), so close() waits for the readers first.
+    for _ in range(5):
+        c = HTTPClient.from_kubeconfig(server.kubeconfig)
+        _, start_rv = c.list(RESOURCE_FLAVORS)
+        watches = [c.watch(RESOURCE_FLAVORS, start_rv) for _ in range(3)]
+        cols = [Collector(w) for w in watches]
+        time.sleep(0.1)
+        c.close()
+        assert [w.wait_ended(0) for w in watches] == [True, True, True]
+        for col in cols:
+            assert col.done.wait(2)
+            assert col.error is None
 
 
 def test_gone_when_watching_from_a_compacted_revision(start: Starter) -> None:

@@ -97,6 +97,10 @@ WATCH_READ_GRACE = 30.0
 MIN_STREAM_SECONDS = 1.0
 """A watch stream that ends sooner than this is not re-opened by the watch itself (see __iter__)."""
 
+WATCH_CLOSE_WAIT = 2.0
+"""Seconds :meth:`HTTPClient.close` waits in all for its watches' reading threads to end (see
+:meth:`HTTPWatch.wait_ended`); the shut-down socket wakes it at once."""
+
 
 def _keepalive_options() -> list[tuple[int, int, int]]:
     """TCP keepalive, so a watch on a silently dropped connection fails in about a minute."""
@@ -490,6 +494,9 @@ class HTTPClient:
             watches = list(self._watches)
         for w in watches:
             w.close()
+        deadline = time.monotonic() + WATCH_CLOSE_WAIT
+        for w in watches:  # their readers leave the sockets before the pool closes them
+            w.wait_ended(max(0.0, deadline - time.monotonic()))
         if self._owns_http:
             self._http.close()
             if self._aio is not None:
@@ -519,6 +526,8 @@ class HTTPWatch:
         self._lock = threading.Lock()
         self._closed = False
         self._iterating = False
+        self._reader: int | None = None  # the iterating thread's ident
+        self._ended = threading.Event()  # the iteration has released its connection
         self._response: httpx.Response | None = None
 
     @property
@@ -555,6 +564,7 @@ class HTTPWatch:
             if self._iterating:
                 raise RuntimeError("a watch can be iterated only once")
             self._iterating = True
+            self._reader = threading.get_ident()
             response = None if self._closed else self._response
         try:
             while response is not None:
@@ -585,6 +595,18 @@ class HTTPWatch:
                     raise
         finally:
             self._client._forget(self)
+            self._ended.set()
+
+    def wait_ended(self, timeout: float) -> bool:
+        """After :meth:`close`: wait until the iterating thread (if another one) let go of its
+        connection. Closing the connection under a thread blocked in a TLS read frees its file
+        descriptor while OpenSSL still reads from that number: the next socket the process opens
+        gets it, and the stale read takes the new connection's bytes (its TLS handshake then
+        fails with WRONG_VERSION_NUMBER)."""
+        with self._lock:
+            if not self._iterating or self._reader == threading.get_ident():
+                return True
+        return self._ended.wait(timeout)
 
     def _events(self, response: httpx.Response) -> Iterator[WatchEvent]:
         """The events of one stream: one JSON object per line."""
