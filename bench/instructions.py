@@ -53,8 +53,12 @@ def inner(kind: str, count: int, src: str) -> None:
 
 def instructions(kind: str, count: int, src: str) -> int:
     """Instructions of a whole run of :func:`inner` (callgrind's ``Collected`` count)."""
-    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__,
-           "--inner", str(count), "--kind", kind, "--src", src]  # fmt: skip
+    return callgrind_collected([__file__, "--inner", str(count), "--kind", kind, "--src", src])
+
+
+def callgrind_collected(script_args: list[str]) -> int:
+    """Instructions callgrind counts for ``python SCRIPT ARGS...`` (its ``Collected`` total)."""
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, *script_args]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
     found = re.search(r"Collected : (\d+)", out)
     if found is None:

@@ -17,12 +17,12 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from instructions import callgrind_collected  # bench/ is the script's directory
 
 ROOT = Path(__file__).resolve().parents[1]
 NOW = "2026-11-26T10:00:00Z"
@@ -95,13 +95,7 @@ def inner(count: int, mode: str, src: str) -> None:
 
 def instructions(count: int, mode: str, src: str) -> int:
     """Instructions of a whole run of :func:`inner` (callgrind's ``Collected`` count)."""
-    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__,
-           "--inner", mode, "--objects", str(count), "--src", src]  # fmt: skip
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
-    found = re.search(r"Collected : (\d+)", out)
-    if found is None:
-        raise SystemExit(f"no instruction count in valgrind's output:\n{out[-2000:]}")
-    return int(found.group(1))
+    return callgrind_collected([__file__, "--inner", mode, "--objects", str(count), "--src", src])
 
 
 def main() -> None:

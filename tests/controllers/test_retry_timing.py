@@ -41,6 +41,15 @@ def _stepped(env: Env) -> dict[RetryRequest, float]:
     return _pending(env)
 
 
+def _park_second_behind_first(env: Env) -> None:
+    """One CPU of quota: "first" admitted, "second" parked behind it."""
+    setup_queues(env, cpu=1)
+    env.create(R.WORKLOADS, workload("first"))
+    wait(has(env, "first", "Admitted"))
+    env.create(R.WORKLOADS, workload("second"))
+    wait(has(env, "second", "QuotaReserved", status="False"))
+
+
 def _finish(env: Env) -> None:
     env.finish("first")
 
@@ -81,11 +90,7 @@ def test_the_retry_of_parked_workloads_is_due_one_second_after_the_change(
     env: Env, change: Callable[[Env], None]
 ) -> None:
     env.clock.now += timedelta(seconds=0.9)
-    setup_queues(env, cpu=1)
-    env.create(R.WORKLOADS, workload("first"))
-    wait(has(env, "first", "Admitted"))
-    env.create(R.WORKLOADS, workload("second"))
-    wait(has(env, "second", "QuotaReserved", status="False"))
+    _park_second_behind_first(env)
     # Let the retries requested while setting up run (a waiting request keeps its earlier due time).
     env.clock.advance(2)
     wait(lambda: not _stepped(env) and env.mgr.call_in_manager_thread(lambda: env.mgr.queues.pending_breakdown("cq")) == (0, 1))
@@ -109,11 +114,7 @@ def test_the_retry_runs_one_second_after_the_watch_event_arrived_not_after_the_m
     """Upstream's event handlers request the retry on the informer's goroutine as the event
     arrives; the manager thread here may be busy (a cycle, a batch of reconciles) when it does.
     The 1 s runs from the arrival, so the manager's lag is not added to Kueue's batch period."""
-    setup_queues(env, cpu=1)
-    env.create(R.WORKLOADS, workload("first"))
-    wait(has(env, "first", "Admitted"))
-    env.create(R.WORKLOADS, workload("second"))
-    wait(has(env, "second", "QuotaReserved", status="False"))
+    _park_second_behind_first(env)
     env.clock.advance(2)
     wait(lambda: not _stepped(env) and env.mgr.call_in_manager_thread(lambda: env.mgr.queues.pending_breakdown("cq")) == (0, 1))
 
