@@ -1,16 +1,18 @@
 #!/bin/bash
 # Upstream's scheduler-perf runner (unchanged, in-cluster flags) against a fresh `pykueue serve
-# --no-job-runner`, then upstream's checker on configs/baseline/rangespec.yaml.
+# --no-job-runner`, then upstream's checker on configs/$CONFIG/rangespec.yaml.
 #
-#   bench/upstream_baseline.sh OUTDIR [SRC]
+#   [CONFIG=baseline|large-scale] bench/upstream_baseline.sh OUTDIR [SRC]
 #
+# CONFIG: upstream's config directory (default baseline). The control plane's RSS (serve and its
+# controller child, summed) is sampled every 2 s into OUTDIR/rss.txt; the peak is printed.
 # SRC: a src/ directory to run instead of the installed pykueue (PYTHONPATH; e.g. a `git archive`
 # of another commit), for before/after runs alternating in the same minutes.
 # DIAG=1: also record every Workload watch event (bench/handoff_chains.py) and report the chains.
 # SPY=1: py-spy ($PYSPY, default py-spy on PATH; all threads, idle included) of the controller process, 40 s from 15 s in.
 # Needs /tmp/kueue-src (upstream's source), /tmp/kueue-runner and /tmp/kueue-checker (built from it).
 set -u
-R=$1; SRC=${2:-}
+R=$1; SRC=${2:-}; CONFIG=${CONFIG:-baseline}
 BENCH=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$R"; mkdir -p "$R/out" "$R/serve"
 if [ -n "$SRC" ]; then export PYTHONPATH=$SRC; fi
@@ -27,9 +29,12 @@ if [ -n "${SPY:-}" ]; then
   CP=$(python3 -c "import sys; sys.path.insert(0, '$BENCH'); from profile_scheduler import controller_child; print(controller_child($SP))")
   (sleep 15; ${PYSPY:-py-spy} record -p "$CP" -d 40 -r 50 --idle --nonblocking -f raw -o "$R/controller.raw" > "$R/spy.log" 2>&1) &
 fi
+(while kill -0 $SP 2>/dev/null; do
+   echo "$(date +%s) $(ps -o rss= --ppid $SP -p $SP | awk '{s+=$1} END {print s}')"; sleep 2
+ done) > "$R/rss.txt" 2>/dev/null &
 cd /tmp/kueue-src/test/performance/scheduler
 START=$(date +%s%N)
-KUBECONFIG=$R/serve/kc /tmp/kueue-runner --o "$R/out" --generatorConfig configs/baseline/generator.yaml --qps=1000 --burst=2000 --timeout=30m > "$R/runner.log" 2>&1
+KUBECONFIG=$R/serve/kc /tmp/kueue-runner --o "$R/out" --generatorConfig configs/$CONFIG/generator.yaml --qps=1000 --burst=2000 --timeout=30m > "$R/runner.log" 2>&1
 echo "runner exit $?" >> "$R/runner.log"
 END=$(date +%s%N)
 echo "wallMs: $(( (END - START) / 1000000 ))" > "$R/cmdstats.yaml"
@@ -40,5 +45,6 @@ if [ -n "${DIAG:-}" ]; then
   python3 "$BENCH/handoff_chains.py" report "$R/events.jsonl" > "$R/chains.md" 2>&1
 fi
 kill $SP
-cd /tmp/kueue-src/test/performance/scheduler/checker && /tmp/kueue-checker -test.v -summary "$R/out/summary.yaml" -cmdStats "$R/cmdstats.yaml" -range ../configs/baseline/rangespec.yaml > "$R/checker.txt" 2>&1
+cd /tmp/kueue-src/test/performance/scheduler/checker && /tmp/kueue-checker -test.v -summary "$R/out/summary.yaml" -cmdStats "$R/cmdstats.yaml" -range ../configs/$CONFIG/rangespec.yaml > "$R/checker.txt" 2>&1
 grep -E "Usage|Average|Wall|^(ok|FAIL|PASS)" "$R/checker.txt"
+echo "peak control-plane RSS: $(awk '$2 > m {m = $2} END {printf "%.0f MiB", m / 1024}' "$R/rss.txt")"

@@ -703,3 +703,32 @@ def test_caches_hold_objects_without_managed_fields(env: Env) -> None:
     assert [o["metadata"]["name"] for o in objs if "managedFields" in o["metadata"]] == []
     # Its own writes from such cached objects keep the server's managedFields.
     assert env.wl("wl")["metadata"]["managedFields"]
+
+
+def test_workload_cache_keeps_only_the_key_and_the_check_states(env: Env) -> None:
+    """The controller reads a Workload fresh before it acts, so its cache of every Workload of the
+    cluster keeps only what routes changes: the key and ``status.admissionChecks`` (fails on the
+    cache of whole Workloads: spec, admission and conditions were most of the controller's RSS in
+    Kueue's large-scale benchmark)."""
+    env.config()
+    env.check()
+    env.workload("wl")
+    env.workload("other")
+    env.reserve("wl")
+    env.wait_request("wl-prov-1")
+    c = env.controller
+
+    def cached(name: str) -> dict[str, Any] | None:
+        wl = c.workloads.get((NS, name))
+        return wl if wl is not None and "admissionChecks" in (wl.get("status") or {}) else None
+
+    wl = t.wait_for(lambda: cached("wl"))
+    assert set(wl) == {"apiVersion", "kind", "metadata", "status"}
+    assert set(wl["metadata"]) <= {"name", "namespace", "uid", "resourceVersion"}
+    assert list(wl["status"]) == ["admissionChecks"]
+    assert [s["name"] for s in wl["status"]["admissionChecks"]] == ["prov"]
+    other = c.workloads.get((NS, "other"))
+    assert other is not None and set(other) == {"apiVersion", "kind", "metadata"}
+    # Still acting on the check: the request's Provisioned condition makes the check Ready.
+    env.set_request_conditions("wl-prov-1", ("Provisioned", "True", "ok"))
+    env.wait_state("wl", "Ready")

@@ -34,6 +34,7 @@ import copy
 import hashlib
 import logging
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -422,6 +423,28 @@ class _StateSync:
     aborted: bool = False
 
 
+_VIEW_METADATA = ("name", "namespace", "uid", "resourceVersion")
+
+
+def check_view(workload: dict[str, Any]) -> dict[str, Any]:
+    """What this controller's Workload cache keeps: kind, key and ``status.admissionChecks``.
+
+    Its reconcile reads the Workload fresh before it decides anything (``_reconcile_workload``);
+    the cache only routes changes and tells which Workloads carry a check. Whole Workloads, even
+    without managedFields, were about 5 KiB each of the controller process's RSS (16 dicts: pod
+    set templates, admission, conditions) for every Workload of the cluster."""
+    meta = workload.get("metadata") or {}
+    view: dict[str, Any] = {
+        "apiVersion": sys.intern(str(workload.get("apiVersion", ""))),
+        "kind": "Workload",
+        "metadata": {k: meta[k] for k in _VIEW_METADATA if k in meta},
+    }
+    checks = (workload.get("status") or {}).get("admissionChecks")
+    if checks:
+        view["status"] = {"admissionChecks": checks}
+    return view
+
+
 class ProvisioningRequestController(RuntimeComponent):
     """The ``kueue.x-k8s.io/provisioning-request`` admission check controller (component).
 
@@ -452,7 +475,9 @@ class ProvisioningRequestController(RuntimeComponent):
         self.checks = self.runtime.informer(r.ADMISSION_CHECKS, self._on_check, transform=strip)
         self.configs = self.runtime.informer(r.PROVISIONING_REQUEST_CONFIGS, self._on_config, transform=strip)
         self.requests = self.runtime.informer(r.PROVISIONING_REQUESTS, self._on_request, transform=strip)
-        self.workloads = self.runtime.informer(r.WORKLOADS, self._on_workload, transform=strip)
+        # Of a Workload only its key and check states: every reconcile that acts reads the Workload
+        # fresh, so the cache only routes changes and skips Workloads without a provisioning check.
+        self.workloads = self.runtime.informer(r.WORKLOADS, self._on_workload, transform=check_view)
         self.runtime.register(_CHECK, self._reconcile_check)
         self.runtime.register(_WORKLOAD, self._reconcile_workload)
 
