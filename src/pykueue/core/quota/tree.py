@@ -245,6 +245,29 @@ def lowest_fitting_subtree(cq: ClusterQueueNode, fr: FlavorResource, value: int)
     return root.height(), False
 
 
+def quota_views(cq: ClusterQueueNode, fr: FlavorResource, value: int) -> tuple[int, int, bool, int]:
+    """``(potential_available, *lowest_fitting_subtree(value), available)`` of ``cq`` for ``fr``: the
+    three reads of ``fitsResourceQuota`` (flavor assignment asks them for every flavor and resource
+    of every head).
+
+    A ClusterQueue right below a root cohort, without borrowing or lending limit for ``fr`` and not
+    holding negative usage (the common shape), reads them off the two nodes at once: its limits
+    then leave the root's folds unchanged, its local availability is 0, and any subtree that is
+    not the ClusterQueue itself is the root. Other shapes take the three walks."""
+    parent = cq.parent
+    if parent is not None and parent.parent is None:
+        q = cq.quotas.get(fr)
+        used = cq.usage.get(fr, 0)
+        if (q is None or (q.borrowing_limit is None and q.lending_limit is None)) and used >= 0:
+            root_quota = parent.subtree_quota.get(fr, 0)
+            free = sat_sub(root_quota, parent.usage.get(fr, 0))
+            if cq.subtree_quota.get(fr, 0) < sat_add(used, value):
+                return root_quota, parent.height(), False, free if free > 0 else 0
+            return root_quota, 0, True, free if free > 0 else 0
+    borrow, may_reclaim = lowest_fitting_subtree(cq, fr, value)
+    return potential_available(cq, fr), borrow, may_reclaim, available(cq, fr)
+
+
 # --- recompute (upstream ``updateCohortTreeResources``) -------------------------------------------
 
 
@@ -294,6 +317,7 @@ __all__ = [
     "lowest_fitting_subtree",
     "potential_available",
     "quantities_fit_in_quota",
+    "quota_views",
     "recompute_tree",
     "remove_usage",
     "remove_usage_map",

@@ -24,7 +24,7 @@ from pykueue.api.quantity import PODS, format_amount, resource_quantity_string, 
 from pykueue.core.cache.cache import ClusterQueueState
 from pykueue.core.cache.snapshot import Snapshot
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.quota.tree import FlavorResource, available, lowest_fitting_subtree, potential_available
+from pykueue.core.quota.tree import FlavorResource, quota_views
 from pykueue.core.scheduler.flavorassigner.assignment import (
     EXCEEDS_MAX_QUOTA,
     NO_FIT_SEVERITY,
@@ -437,8 +437,8 @@ class FlavorAssigner:
     def _fits_resource_quota(self, fr: FlavorResource, assumed: int, request: int) -> _QuotaCheck:
         node = self.cq.node
         flavor, res = fr
-        value = sat_add(assumed, request)
-        capacity = potential_available(node, fr)
+        value = request if assumed == 0 else sat_add(assumed, request)  # sat_add(0, r) is r
+        capacity, borrow, may_reclaim, free = quota_views(node, fr, value)
         if value > capacity:
             # Amounts go through AmountQuantityString, the request through ResourceQuantityString
             # (no "<unlimited>" for it), as upstream's fitsResourceQuota prints them.
@@ -450,8 +450,6 @@ class FlavorAssigner:
                 f"> maximum capacity ({format_amount(res, capacity)})",
                 EXCEEDS_MAX_QUOTA,
             )
-        borrow, may_reclaim = lowest_fitting_subtree(node, fr, value)
-        free = available(node, fr)
         if value <= free:
             return _QuotaCheck(_FIT, borrow)
         reason = (
