@@ -125,8 +125,11 @@ class CohortNode(QuotaNode):
 def add_usage(node: QuotaNode, fr: FlavorResource, value: int) -> None:
     """Add ``value`` of ``fr`` to ``node`` and the part that does not fit locally to its parent."""
     while True:
-        la = node.local_available(fr)
-        node.usage[fr] = sat_add(node.usage.get(fr, 0), value)
+        used = node.usage.get(fr, 0)
+        q = node.quotas.get(fr)
+        # ``local_available`` inlined for its common case (no lending limit, usage not negative).
+        la = 0 if (q is None or q.lending_limit is None) and used >= 0 else node.local_available(fr)
+        node.usage[fr] = sat_add(used, value)
         node.version += 1
         parent = node.parent
         if parent is None or value <= la:
@@ -139,7 +142,9 @@ def remove_usage(node: QuotaNode, fr: FlavorResource, value: int) -> None:
     """Exact inverse of ``add_usage``."""
     while True:
         current = node.usage.get(fr, 0)
-        stored = current - node.local_quota(fr)
+        q = node.quotas.get(fr)
+        # ``local_quota`` inlined for its common case (no lending limit: 0).
+        stored = current if q is None or q.lending_limit is None else current - node.local_quota(fr)
         node.usage[fr] = sat_sub(current, value)
         node.version += 1
         parent = node.parent
