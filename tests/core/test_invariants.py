@@ -597,7 +597,7 @@ def test_quota_views_equal_the_three_walks(
         node = cache.cluster_queues[q.name].node
         for fr in frs:
             free = available(node, fr)
-            for value in {*values, free, free + 1, max(0, free - 1)}:
+            for value in {*values, free, free + 1, max(0, free - 1), 2**62, 2**63 - 1}:  # and int64's edge
                 want = (potential_available(node, fr), *lowest_fitting_subtree(node, fr, value), free)
                 assert quota_views(node, fr, value) == want, f"quota_views({q.name}, {fr}, {value})"
 

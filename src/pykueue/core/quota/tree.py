@@ -265,10 +265,23 @@ def quota_views(cq: ClusterQueueNode, fr: FlavorResource, value: int) -> tuple[i
         used = cq.usage.get(fr, 0)
         if (q is None or (q.borrowing_limit is None and q.lending_limit is None)) and used >= 0:
             root_quota = parent.subtree_quota.get(fr, 0)
-            free = sat_sub(root_quota, parent.usage.get(fr, 0))
-            if cq.subtree_quota.get(fr, 0) < sat_add(used, value):
-                return root_quota, parent.height(), False, free if free > 0 else 0
-            return root_quota, 0, True, free if free > 0 else 0
+            root_used = parent.usage.get(fr, 0)
+            # ``max(0, sat_sub(...))`` and ``sat_add`` inlined for amounts short of the sentinel
+            # (``UNLIMITED`` is the int64 maximum; ``used`` is not negative here).
+            if root_quota != UNLIMITED and root_used != UNLIMITED:
+                free = root_quota - root_used
+                if free < 0:
+                    free = 0
+                elif free > UNLIMITED:
+                    free = UNLIMITED
+            else:
+                free = max(0, sat_sub(root_quota, root_used))
+            held = used + value if used != UNLIMITED and value != UNLIMITED else UNLIMITED
+            if held > UNLIMITED:
+                held = UNLIMITED
+            if cq.subtree_quota.get(fr, 0) < held:
+                return root_quota, parent.height(), False, free
+            return root_quota, 0, True, free
     borrow, may_reclaim = lowest_fitting_subtree(cq, fr, value)
     return potential_available(cq, fr), borrow, may_reclaim, available(cq, fr)
 
