@@ -150,7 +150,7 @@ def test_remove_many_equals_single_removals(
 
 
 def test_lazy_deletion_compacts_in_place_and_keeps_the_order() -> None:
-    """Removed and updated entries stay in the list until they surface or outnumber the live ones;
+    """Removed and updated entries stay in the list until they surface or exceed a quarter of the live ones;
     the compaction filters the same list object (it may be gc-frozen) and the pops stay in order."""
     heap, _ = make_heap({f"k{i:03d}": i for i in range(200)})
     entries = heap._entries
