@@ -8,7 +8,9 @@ core through the in-memory cluster (the same code path as ``pykueue schedule``):
 cycles with the 1-second controller step between them. Figures are printed; nothing is asserted.
 Once loaded, the cyclic GC is set as ``pykueue controller`` sets it (``--gc``), and ``--gc-stats``
 times its collections. ``--digest`` hashes every decision (admitted, preempted, each entry's
-status and message) to check that a change leaves the decisions as they were.
+status and message) to check that a change leaves the decisions as they were. ``--per-cycle``
+shows what each cycle decided and how many of its heads had been evaluated before (a parked head
+tried again would show there).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import hashlib
 import random
 import time
 import tracemalloc
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -162,6 +165,12 @@ def main() -> None:
     ap.add_argument(
         "--digest", action="store_true", help="print a hash of every decision (untimed), to compare two versions"
     )
+    ap.add_argument(
+        "--per-cycle",
+        action="store_true",
+        help="print per cycle (untimed) the decisions, admissions, heads already evaluated in an earlier cycle "
+        "and the kinds of decision (entry status, requeue reason)",
+    )
     args = ap.parse_args()
 
     t = time.perf_counter()
@@ -178,6 +187,7 @@ def main() -> None:
     decisions = admitted = 0
     digest = hashlib.sha256()
     cycle_s = step_s = cycle_cpu = 0.0
+    evaluated: set[str] = set()
     for i in range(args.cycles):
         if i:
             t = time.perf_counter()
@@ -190,6 +200,14 @@ def main() -> None:
         cycle_s += time.perf_counter() - t
         decisions += len(result.entries)
         admitted += len(result.admitted)
+        if args.per_cycle:
+            kinds = Counter(f"{e.status or 'not nominated'}/{e.requeue_reason or '-'}" for e in result.entries)
+            again = sum(1 for e in result.entries if e.info.key in evaluated)
+            evaluated.update(e.info.key for e in result.entries)
+            print(
+                f"cycle {i}: decisions {len(result.entries)}, admitted {len(result.admitted)}, evaluated before "
+                f"{again}; {dict(kinds.most_common())}"
+            )
         if args.digest:
             digest.update(repr((result.decisions, result.admitted, result.preempted)).encode())
             digest.update(repr([(e.info.key, e.status, e.message, e.requeue_reason) for e in result.entries]).encode())

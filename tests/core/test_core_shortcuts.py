@@ -120,3 +120,28 @@ def test_gate_table_matches_the_gates() -> None:
         assert opts.gate(name) == opts.gates.enabled(name), name
     with pytest.raises(Exception, match="not registered"):
         opts.gate("NoSuchGate")
+
+
+@pytest.mark.parametrize("boost", [None, "7"])
+def test_status_only_update_reuses_what_metadata_and_spec_give(boost: str | None) -> None:
+    """``new_workload_info`` on a status copy (metadata and spec shared) keeps the previous view's
+    key, priority parts, creation time and LocalQueue: each equals the fresh computation, and the
+    status-derived order timestamp is still recomputed."""
+    from pykueue.core.options import DefaultGates, SchedulerOptions
+    from pykueue.core.workload import transitions
+    from pykueue.core.workload.info import new_workload_info
+
+    opts = SchedulerOptions(gates=DefaultGates({"PriorityBoost": True}))
+    annotations = {"kueue.x-k8s.io/priority-boost": boost} if boost else None
+    wl = workload("a", priority=5, created=datetime(2026, 1, 1, tzinfo=UTC), annotations=annotations)
+    previous = new_workload_info(wl, opts)
+    updated = transitions.copy_for_status(wl)
+    at = datetime(2026, 1, 2, tzinfo=UTC)
+    transitions.set_condition(updated, "Evicted", "True", "PodsReadyTimeout", "evicted", at)
+    assert updated.metadata is wl.metadata and updated.spec is wl.spec
+    reused = new_workload_info(updated, opts, previous)
+    fresh = new_workload_info(updated, opts)
+    for name in ("key", "uid", "priority", "base_priority", "boost", "creation_ts", "local_queue", "order_ts"):
+        assert getattr(reused, name) == getattr(fresh, name), name
+    assert reused.order_ts == at.timestamp() != previous.order_ts
+    assert reused.boost == (7 if boost else 0)

@@ -147,3 +147,21 @@ def test_remove_many_equals_single_removals(
         one.push_or_update(k, (v, k))
         many.push_or_update(k, (v, k))
     assert [many.pop() for _ in range(len(many) + 1)] == [one.pop() for _ in range(len(one) + 1)]
+
+
+def test_lazy_deletion_compacts_in_place_and_keeps_the_order() -> None:
+    """Removed and updated entries stay in the list until they surface or exceed a quarter of the live ones;
+    the compaction filters the same list object (it may be gc-frozen) and the pops stay in order."""
+    heap, _ = make_heap({f"k{i:03d}": i for i in range(200)})
+    entries = heap._entries
+    for i in range(200):
+        if i % 4:
+            heap.remove(f"k{i:03d}")
+    for i in range(0, 40, 4):
+        heap.push_or_update(f"k{i:03d}", [1000 - i])
+    assert len(heap) == 50
+    assert len(entries) < 100, "no compaction ran"
+    assert heap._entries is entries
+    want = [f"k{i:03d}" for i in range(40, 200, 4)] + [f"k{i:03d}" for i in range(36, -1, -4)]
+    assert drain(heap) == want
+    assert not entries

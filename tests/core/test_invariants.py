@@ -75,7 +75,9 @@ from pykueue.core.quota.tree import (
     QuotaNode,
     add_usage,
     available,
+    lowest_fitting_subtree,
     potential_available,
+    quota_views,
     recompute_tree,
     remove_usage,
 )
@@ -571,6 +573,33 @@ def test_available_is_the_largest_admissible_amount(case: tuple[Scenario, dict[s
             assert potential_available(node, fr) == empty_want, (
                 f"potential_available({q.name}, {fr}) = {potential_available(node, fr)}, want {empty_want}"
             )
+
+
+@settings(max_examples=examples(250), **SETTINGS)
+@given(tree_with_usage(), st.integers(0, 10), st.lists(st.integers(0, 40_000), min_size=1, max_size=4))
+def test_quota_views_equal_the_three_walks(
+    case: tuple[Scenario, dict[str, dict[FR, int]]], extra: int, values: list[int]
+) -> None:
+    """``quota_views`` (one read of a flat ClusterQueue's two nodes) equals ``potential_available``,
+    ``lowest_fitting_subtree`` and ``available`` walked separately, on every tree shape, within quota
+    and with one ClusterQueue over it (borrowing), for amounts below, at and above the free quota."""
+    sc, held = case
+    note(sc.describe())
+    cache = _live_tree(sc)
+    for cq, u in held.items():
+        for fr, v in u.items():
+            add_usage(cache.cluster_queues[cq].node, fr, v)
+    frs = sorted({(f, r) for f in sc.flavors for r in sc.resources})
+    over = sc.cqs[extra % len(sc.cqs)].name
+    for fr in frs:
+        add_usage(cache.cluster_queues[over].node, fr, extra * 1000)
+    for q in sc.cqs:
+        node = cache.cluster_queues[q.name].node
+        for fr in frs:
+            free = available(node, fr)
+            for value in {*values, free, free + 1, max(0, free - 1), 2**62, 2**63 - 1}:  # and int64's edge
+                want = (potential_available(node, fr), *lowest_fitting_subtree(node, fr, value), free)
+                assert quota_views(node, fr, value) == want, f"quota_views({q.name}, {fr}, {value})"
 
 
 @settings(max_examples=examples(40), **SETTINGS)

@@ -11,7 +11,7 @@ outcome and reason; :meth:`KueueCore.story` reads it back (the decision trail).
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from datetime import datetime
 from typing import Protocol
 
@@ -161,19 +161,25 @@ class TransitionLog:
     def __init__(self, per_workload: int = 32, workloads: int = 10_000) -> None:
         self.per_workload = per_workload
         self.workloads = workloads
-        self._trails: OrderedDict[str, deque[Transition]] = OrderedDict()
+        # A list per workload (trimmed from the front when over the bound), not a ``deque``: most
+        # workloads of a busy scheduler get one or two transitions, and a deque allocates a block
+        # of 64 slots for the first.
+        self._trails: OrderedDict[str, list[Transition]] = OrderedDict()
 
     def record(self, decision: Decision, outcome: str) -> None:
+        transition = Transition(
+            decision.stimulus, decision.at, decision.reason, decision.message, outcome, decision.related
+        )
         trail = self._trails.get(decision.workload)
         if trail is None:
-            trail = self._trails[decision.workload] = deque(maxlen=self.per_workload)
+            self._trails[decision.workload] = [transition] if self.per_workload > 0 else []
             if len(self._trails) > self.workloads:
                 self._trails.popitem(last=False)
-        else:
-            self._trails.move_to_end(decision.workload)
-        trail.append(
-            Transition(decision.stimulus, decision.at, decision.reason, decision.message, outcome, decision.related)
-        )
+            return
+        self._trails.move_to_end(decision.workload)
+        trail.append(transition)
+        if len(trail) > self.per_workload:
+            del trail[0]
 
     def story(self, workload_key: str) -> list[Transition]:
         return list(self._trails.get(workload_key, ()))

@@ -341,9 +341,9 @@ class PendingClusterQueue:
         if self.queueing_strategy != BEST_EFFORT_FIFO:
             return 0
         self.hash_to_bulk_move_reason[scheduling_hash] = reason
-        keys = sorted(self._active_by_hash.get(scheduling_hash, ()))
+        # The whole bucket leaves the heap: drop it at once instead of unindexing key by key.
+        keys = sorted(self._active_by_hash.pop(scheduling_hash, ()))
         for key, entry in self.active.remove_many(keys):
-            self._unindex(key, entry)
             self.inadmissible[key] = entry
         if not self.active:
             self._nonempty.discard(self.name)

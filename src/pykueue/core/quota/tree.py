@@ -125,8 +125,11 @@ class CohortNode(QuotaNode):
 def add_usage(node: QuotaNode, fr: FlavorResource, value: int) -> None:
     """Add ``value`` of ``fr`` to ``node`` and the part that does not fit locally to its parent."""
     while True:
-        la = node.local_available(fr)
-        node.usage[fr] = sat_add(node.usage.get(fr, 0), value)
+        used = node.usage.get(fr, 0)
+        q = node.quotas.get(fr)
+        # ``local_available`` inlined for its common case (no lending limit, usage not negative).
+        la = 0 if (q is None or q.lending_limit is None) and used >= 0 else node.local_available(fr)
+        node.usage[fr] = sat_add(used, value)
         node.version += 1
         parent = node.parent
         if parent is None or value <= la:
@@ -139,7 +142,9 @@ def remove_usage(node: QuotaNode, fr: FlavorResource, value: int) -> None:
     """Exact inverse of ``add_usage``."""
     while True:
         current = node.usage.get(fr, 0)
-        stored = current - node.local_quota(fr)
+        q = node.quotas.get(fr)
+        # ``local_quota`` inlined for its common case (no lending limit: 0).
+        stored = current if q is None or q.lending_limit is None else current - node.local_quota(fr)
         node.usage[fr] = sat_sub(current, value)
         node.version += 1
         parent = node.parent
@@ -245,6 +250,42 @@ def lowest_fitting_subtree(cq: ClusterQueueNode, fr: FlavorResource, value: int)
     return root.height(), False
 
 
+def quota_views(cq: ClusterQueueNode, fr: FlavorResource, value: int) -> tuple[int, int, bool, int]:
+    """``(potential_available, *lowest_fitting_subtree(value), available)`` of ``cq`` for ``fr``: the
+    three reads of ``fitsResourceQuota`` (flavor assignment asks them for every flavor and resource
+    of every head).
+
+    A ClusterQueue right below a root cohort, without borrowing or lending limit for ``fr`` and not
+    holding negative usage (the common shape), reads them off the two nodes at once: its limits
+    then leave the root's folds unchanged, its local availability is 0, and any subtree that is
+    not the ClusterQueue itself is the root. Other shapes take the three walks."""
+    parent = cq.parent
+    if parent is not None and parent.parent is None:
+        q = cq.quotas.get(fr)
+        used = cq.usage.get(fr, 0)
+        if (q is None or (q.borrowing_limit is None and q.lending_limit is None)) and used >= 0:
+            root_quota = parent.subtree_quota.get(fr, 0)
+            root_used = parent.usage.get(fr, 0)
+            # ``max(0, sat_sub(...))`` and ``sat_add`` inlined for amounts short of the sentinel
+            # (``UNLIMITED`` is the int64 maximum; ``used`` is not negative here).
+            if root_quota != UNLIMITED and root_used != UNLIMITED:
+                free = root_quota - root_used
+                if free < 0:
+                    free = 0
+                elif free > UNLIMITED:
+                    free = UNLIMITED
+            else:
+                free = max(0, sat_sub(root_quota, root_used))
+            held = used + value if used != UNLIMITED and value != UNLIMITED else UNLIMITED
+            if held > UNLIMITED:
+                held = UNLIMITED
+            if cq.subtree_quota.get(fr, 0) < held:
+                return root_quota, parent.height(), False, free
+            return root_quota, 0, True, free
+    borrow, may_reclaim = lowest_fitting_subtree(cq, fr, value)
+    return potential_available(cq, fr), borrow, may_reclaim, available(cq, fr)
+
+
 # --- recompute (upstream ``updateCohortTreeResources``) -------------------------------------------
 
 
@@ -294,6 +335,7 @@ __all__ = [
     "lowest_fitting_subtree",
     "potential_available",
     "quantities_fit_in_quota",
+    "quota_views",
     "recompute_tree",
     "remove_usage",
     "remove_usage_map",

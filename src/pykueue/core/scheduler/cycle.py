@@ -131,7 +131,7 @@ class Scheduler:
         self._now_ts = to_time(now).timestamp()
         result = CycleResult(self.cycle)
         self._result = result
-        heads = self.queues.heads(lambda name: self._cq_active(name))
+        heads = self.queues.heads(self._cq_active)
         result.heads = len(heads)
         if not heads:
             return result
@@ -354,7 +354,7 @@ class Scheduler:
             e.quota_reserved_reason = "WaitingForQuota"
             preemptor_reserves = e.info.is_preemptor and self.options.gate("PrioritizePreemptorWorkloads")
             if cq.reclaim_within_cohort != "Any" or preemptor_reserves:
-                snapshot.book(cq, self._resources_to_reserve(e, cq))
+                snapshot.book(cq, self._resources_to_reserve(e, cq, mode))
             return
         if any(t.workload.key in preempted for t in e.targets):
             self._skip(e, "Workload has overlapping preemption targets with another workload")
@@ -409,11 +409,13 @@ class Scheduler:
         if e.assignment.representative_mode() is Mode.FIT:
             e.deferred_fit = True
 
-    def _resources_to_reserve(self, e: Entry, cq: ClusterQueueState) -> dict[FlavorResource, int]:
+    def _resources_to_reserve(
+        self, e: Entry, cq: ClusterQueueState, mode: Mode | None = None
+    ) -> dict[FlavorResource, int]:
         """``resourcesToReserve``. A negative amount (usage already above nominal + borrowingLimit) reserves
-        nothing."""
+        nothing. ``mode``: the entry's representative mode, when the caller has it."""
         assert e.assignment is not None
-        if e.mode is not Mode.PREEMPT:
+        if (e.mode if mode is None else mode) is not Mode.PREEMPT:
             return dict(e.assignment.usage)
         out: dict[FlavorResource, int] = {}
         for fr, u in e.assignment.usage.items():

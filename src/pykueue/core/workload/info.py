@@ -276,7 +276,16 @@ def new_workload_info(
     pods are unchanged (a status-only update), its pod-set requests and hash are reused instead of
     recomputed from the pod templates.
     """
-    base, boost = priority_parts(wl, options)
+    if previous is not None and previous.obj.metadata is wl.metadata and previous.obj.spec is wl.spec:
+        # A status-only update (``copy_for_status`` shares both): what metadata and spec give is
+        # unchanged, on the premise the spec reuse below already rests on (never mutated in place).
+        base, boost = previous.base_priority, previous.boost
+        key, creation_ts, local_queue = previous.key, previous.creation_ts, previous.local_queue
+    else:
+        base, boost = priority_parts(wl, options)
+        key = workload_key(wl)
+        creation_ts = timestamp(wl.metadata.creation_timestamp)
+        local_queue = f"{wl.metadata.namespace}/{wl.spec.queue_name}" if wl.spec.queue_name else ""
     priority = base + boost
     if (
         previous is not None
@@ -292,16 +301,16 @@ def new_workload_info(
         scheduling_hash = _hash(wl, priority, pod_sets, options)
     info = WorkloadInfo(
         obj=wl,
-        key=workload_key(wl),
+        key=key,
         uid=wl.metadata.uid,
         priority=priority,
         base_priority=base,
         boost=boost,
         order_ts=queue_order_timestamp(wl, options),
-        creation_ts=timestamp(wl.metadata.creation_timestamp),
+        creation_ts=creation_ts,
         pod_sets=pod_sets,
         scheduling_hash=scheduling_hash,
-        local_queue=f"{wl.metadata.namespace}/{wl.spec.queue_name}" if wl.spec.queue_name else "",
+        local_queue=local_queue,
     )
     if wl.status.admission is not None:
         info.cluster_queue = wl.status.admission.cluster_queue

@@ -108,15 +108,23 @@ def queue_state(wl: Workload, view: transitions.QueueView, now: datetime, option
     what a stopped or missing queue does to a Workload holding quota."""
     if is_finished(wl):
         return NOTHING
-    updated = transitions.copy_for_status(wl)
-    changed = transitions.reactivate(updated, now)
-    changed = transitions.restart_after_stop(updated, view, now) or changed
+    # The status is copied only once a rule will change it: most calls (a status the scheduler just
+    # wrote) change nothing. ``reactivate`` and ``restart_after_stop`` act only on Requeued=False.
+    updated: Workload | None = None
+    changed = False
+    requeued = find_condition(wl.status.conditions, "Requeued")
+    if requeued is not None and requeued.status == "False":
+        updated = transitions.copy_for_status(wl)
+        changed = transitions.reactivate(updated, now)
+        changed = transitions.restart_after_stop(updated, view, now) or changed
     events: tuple[Event, ...] = ()
     reason = "QueueState"
     if not has_quota_reservation(wl):
         target = transitions.pending_condition(wl, view, options)
         current = find_condition(wl.status.conditions, "QuotaReserved")
         if target is not None and (current is None or (current.reason, current.message) != target):
+            if updated is None:
+                updated = transitions.copy_for_status(wl)
             transitions.release_reservation(updated, target[0], target[1], now, options)
             changed, reason = True, target[0]
     elif (
@@ -127,18 +135,23 @@ def queue_state(wl: Workload, view: transitions.QueueView, now: datetime, option
         kind, name = (
             ("LocalQueue", wl.spec.queue_name) if not view.local_queue_exists else ("ClusterQueue", view.cluster_queue)
         )
+        if updated is None:
+            updated = transitions.copy_for_status(wl)
         transitions.release_reservation(updated, "Misconfigured", f"{kind} {name} is terminating or missing", now, options)
         changed, reason = True, "Misconfigured"
     else:
         action = transitions.stopped_queue_action(wl, view)
-        if action is not None and action[0] == "release":
-            transitions.release_reservation(updated, action[1], action[2], now, options)
-            changed, reason = True, action[1]
-        elif action is not None:
-            transitions.evict(updated, action[1], action[2], now)
-            events = (_event(wl, NORMAL, f"EvictedDueTo{action[1]}", action[2]),)
-            changed, reason = True, f"EvictedDueTo{action[1]}"
-    return Outcome(status=updated, events=events, reason=reason) if changed else NOTHING
+        if action is not None:
+            if updated is None:
+                updated = transitions.copy_for_status(wl)
+            if action[0] == "release":
+                transitions.release_reservation(updated, action[1], action[2], now, options)
+                changed, reason = True, action[1]
+            else:
+                transitions.evict(updated, action[1], action[2], now)
+                events = (_event(wl, NORMAL, f"EvictedDueTo{action[1]}", action[2]),)
+                changed, reason = True, f"EvictedDueTo{action[1]}"
+    return Outcome(status=updated, events=events, reason=reason) if changed and updated is not None else NOTHING
 
 
 # --- admission checks and Admitted (upstream: reconcileSyncAdmissionChecks, SyncAdmittedCondition) --

@@ -24,7 +24,7 @@ from pykueue.api.quantity import PODS, format_amount, resource_quantity_string, 
 from pykueue.core.cache.cache import ClusterQueueState
 from pykueue.core.cache.snapshot import Snapshot
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.quota.tree import FlavorResource, available, lowest_fitting_subtree, potential_available
+from pykueue.core.quota.tree import FlavorResource, quota_views
 from pykueue.core.scheduler.flavorassigner.assignment import (
     EXCEEDS_MAX_QUOTA,
     NO_FIT_SEVERITY,
@@ -142,14 +142,11 @@ def _most_severe(a: str, b: str) -> str:
 # --- internal results ------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class _QuotaCheck:
-    """Outcome of ``fitsResourceQuota`` for one (flavor, resource)."""
+_QuotaCheck = tuple[PreemptionMode, int, str | None, str]
+"""Outcome of ``fitsResourceQuota`` for one (flavor, resource): (mode, borrowing level, reason,
+NoFit reason); a plain tuple, built four times per head."""
 
-    mode: PreemptionMode
-    borrow: int
-    reason: str | None = None
-    no_fit_reason: str = ""
+_PUBLIC_MODE = {m: m.public() for m in PreemptionMode}
 
 
 @dataclass(slots=True)
@@ -369,19 +366,18 @@ class FlavorAssigner:
         over_borrowing = self._preemption_over_borrowing
         for res, value in group_requests:
             fr = (fname, res)
-            check = self._fits_resource_quota(fr, assumed.get(fr, 0), value)
-            if check.reason is not None:
-                flavor_reasons.append(check.reason)
-                no_fit_reason = _most_severe(no_fit_reason, check.no_fit_reason)
-            borrow = check.borrow
+            check_mode, borrow, reason, check_no_fit = self._fits_resource_quota(fr, assumed.get(fr, 0), value)
+            if reason is not None:
+                flavor_reasons.append(reason)
+                no_fit_reason = _most_severe(no_fit_reason, check_no_fit)
             if borrow > max_borrow:
                 max_borrow = borrow
-            mode = (check.mode, borrow)
+            mode = (check_mode, borrow)
             if representative[0] is not _NO_FIT and _preferred(representative, mode, over_borrowing):
                 representative = mode
             if representative[0] is _NO_FIT:
                 continue
-            candidate[res] = FlavorAssignment(fname, check.mode.public(), 0, borrow)
+            candidate[res] = FlavorAssignment(fname, _PUBLIC_MODE[check_mode], 0, borrow)
         reasons.extend(flavor_reasons)
         flavor_reasons.sort()
         attempts.append(
@@ -437,12 +433,12 @@ class FlavorAssigner:
     def _fits_resource_quota(self, fr: FlavorResource, assumed: int, request: int) -> _QuotaCheck:
         node = self.cq.node
         flavor, res = fr
-        value = sat_add(assumed, request)
-        capacity = potential_available(node, fr)
+        value = request if assumed == 0 else sat_add(assumed, request)  # sat_add(0, r) is r
+        capacity, borrow, may_reclaim, free = quota_views(node, fr, value)
         if value > capacity:
             # Amounts go through AmountQuantityString, the request through ResourceQuantityString
             # (no "<unlimited>" for it), as upstream's fitsResourceQuota prints them.
-            return _QuotaCheck(
+            return (
                 _NO_FIT,
                 0,
                 f"insufficient quota for {res} in flavor {flavor}, previously considered podsets requests "
@@ -450,10 +446,8 @@ class FlavorAssigner:
                 f"> maximum capacity ({format_amount(res, capacity)})",
                 EXCEEDS_MAX_QUOTA,
             )
-        borrow, may_reclaim = lowest_fitting_subtree(node, fr, value)
-        free = available(node, fr)
         if value <= free:
-            return _QuotaCheck(_FIT, borrow)
+            return _FIT, borrow, None, ""
         reason = (
             f"insufficient unused quota for {res} in flavor {flavor}, "
             f"{format_amount(res, sat_sub(value, free))} more needed"
@@ -462,8 +456,8 @@ class FlavorAssigner:
         nominal = quota.nominal if quota is not None else 0
         if nominal >= value or may_reclaim or self._can_preempt_while_borrowing:
             mode, level = self.oracle(self.cq, self.wl, fr, value)
-            return _QuotaCheck(mode, level, reason, WAITING_FOR_QUOTA if mode is _NO_FIT else "")
-        return _QuotaCheck(_NO_FIT, borrow, reason, WAITING_FOR_QUOTA)
+            return mode, level, reason, WAITING_FOR_QUOTA if mode is _NO_FIT else ""
+        return _NO_FIT, borrow, reason, WAITING_FOR_QUOTA
 
     # --- NoFit attempts (upstream ``flavor_assigner_attempts.go``) ----------------------------------
 

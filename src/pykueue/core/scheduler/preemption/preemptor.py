@@ -14,7 +14,7 @@ from pykueue.core.cache.cache import ClusterQueueState
 from pykueue.core.cache.snapshot import Snapshot
 from pykueue.core.events import NORMAL, Event
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.quota.tree import FlavorResource, lowest_fitting_subtree
+from pykueue.core.quota.tree import FlavorResource, lowest_fitting_subtree, quota_views
 from pykueue.core.scheduler.flavorassigner.assigner import Oracle
 from pykueue.core.scheduler.flavorassigner.assignment import Assignment, PreemptionMode
 from pykueue.core.scheduler.preemption.classical import classical_targets, no_classical_candidate_source
@@ -64,11 +64,16 @@ class Preemptor:
         The snapshot is left exactly as it was. Targets carry the preemptor and preemptee paths
         used by the preemption message.
         """
+        if no_classical_candidate_source(cq):
+            # Neither search could find a candidate (see ``simulate``): skip building the context.
+            return []
         frs = frozenset(assignment.preempt_frs())
         if not frs:
             return []
         ctx = self._context(wl, cq, snapshot, frs, assignment.total_requests_for_preemption(), now)
         targets = self._search(ctx)
+        if not targets:
+            return targets
         preemptor_path = cq_path(cq.node)
         for t in targets:
             t.preemptor_path = preemptor_path
@@ -87,11 +92,12 @@ class Preemptor:
     ) -> tuple[PreemptionMode, int]:
         """``SimulatePreemption``: whether preempting for ``val`` of ``fr`` is possible, and the borrowing
         level after."""
-        if not self.options.fair_sharing and no_classical_candidate_source(cq):
-            # ``classical_targets`` would return [] before looking at the context: skip building it.
-            targets: list[Target] = []
-        else:
-            targets = self._search(self._context(wl, cq, snapshot, frozenset((fr,)), {fr: val}, now))
+        if no_classical_candidate_source(cq):
+            # Both searches would return [] before looking at the context (``classical_targets``
+            # at once; ``fair_targets`` finds no candidate: ``find_candidates`` reads the same two
+            # policies): skip building it. The level is ``quota_views``' (equal to the walk's).
+            return PreemptionMode.NO_CANDIDATES, quota_views(cq.node, fr, val)[1]
+        targets = self._search(self._context(wl, cq, snapshot, frozenset((fr,)), {fr: val}, now))
         if not targets:
             return PreemptionMode.NO_CANDIDATES, lowest_fitting_subtree(cq.node, fr, val)[0]
         cqs = snapshot.cache.cluster_queues
