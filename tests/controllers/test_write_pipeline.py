@@ -382,6 +382,44 @@ def test_pipeline_refuses_a_second_write_of_a_busy_key() -> None:
     assert pipeline.close(1)
 
 
+def test_run_all_refuses_busy_keys_and_holds_its_own_busy_while_they_run() -> None:
+    # run_all (a preemptor's victims) follows the pipeline's one-write-per-object rule itself:
+    # it used to take bare coroutines and trust its callers to have skipped busy objects.
+    delivered: list[Callable[[], None]] = []
+    pipeline: WritePipeline[int] = WritePipeline(delivered.append, max_in_flight=2)
+    release = threading.Event()
+    pipeline.submit("k", lambda: release.wait(5) and 1, lambda r, e: None)
+    sent: list[str] = []
+
+    def write(name: str, value: int) -> Callable[[], Any]:
+        async def send() -> int:
+            sent.append(name)
+            return value
+
+        return send
+
+    with pytest.raises(RuntimeError, match="already in flight"):
+        pipeline.run_all([("v", write("v", 2)), ("k", write("k", 3))], limit=2)
+    with pytest.raises(RuntimeError, match="already in flight"):
+        pipeline.run_all([("v", write("v", 2)), ("v", write("v", 3))], limit=2)
+    assert sent == [] and not pipeline.busy("v")  # refused whole: nothing was sent
+    seen_busy: list[bool] = []
+
+    def observing(name: str, value: int) -> Callable[[], Any]:
+        async def send() -> int:
+            seen_busy.append(pipeline.busy(name))
+            return value
+
+        return send
+
+    assert pipeline.run_all([("v", observing("v", 2)), ("w", observing("w", 3))], limit=2) == [2, 3]
+    assert seen_busy == [True, True] and not pipeline.busy("v") and not pipeline.busy("w")
+    release.set()
+    wait(lambda: delivered)
+    delivered.pop()()
+    assert pipeline.close(1)
+
+
 def test_status_writes_nothing_waits_for_use_at_most_half_the_slots_and_never_block() -> None:
     delivered: list[Callable[[], None]] = []
     pipeline: WritePipeline[int] = WritePipeline(delivered.append, max_in_flight=4)

@@ -320,14 +320,15 @@ class ReconcileContext:
             return [self.apply(d) for d in decisions]
         oks = [False] * len(decisions)
         sent: list[int] = []
-        sends: list[Callable[[], Awaitable[dict[str, Any]]]] = []
+        sends: list[tuple[Hashable, Callable[[], Awaitable[dict[str, Any]]]]] = []
         for i, decision in enumerate(decisions):
             assert decision.status is not None
             md = decision.status.metadata
             if self.write_in_flight(R.WORKLOADS, md.namespace, md.name):
                 continue  # a Conflict without a request, as :meth:`write` answers
             sent.append(i)
-            sends.append(self._status_sender(R.WORKLOADS, to_external(decision.status)))
+            key = (R.WORKLOADS.plural, md.namespace, md.name)
+            sends.append((key, self._status_sender(R.WORKLOADS, to_external(decision.status))))
         for i, out in zip(sent, self.writes.run_all(sends, PARALLEL_PREEMPTIONS), strict=True):
             decision = decisions[i]
             if isinstance(out, Exception):
