@@ -361,6 +361,35 @@ def test_a_preemptors_victims_are_evicted_together(make_env: Callable[..., Env])
     assert [r for r, _ in env.outcomes("high")].count("PreemptionIssued") == 4
 
 
+def test_a_cycles_pending_status_writes_are_in_flight_together(make_env: Callable[..., Env]) -> None:
+    # Four ClusterQueues of 1 CPU, each with a head asking for 2: one cycle finds all four
+    # inadmissible and writes each one's QuotaReserved=False (upstream requeueAndUpdate). Those
+    # writes used to go one after another on the manager thread (4 x 0.3 s, one in flight); now
+    # the cycle's are sent together when it ends, and written through before the manager goes on.
+    env = make_env(delay=0.3, cpu=1)
+    names = ["p0", "p1", "p2", "p3"]
+    for name in names[1:]:
+        _extra_queue(env, name, 1)
+    for name in names:
+        env.api.create(R.WORKLOADS, workload(name, cpu="2", queue=name if name != "p0" else "lq"))
+    env.start()
+
+    def all_pending() -> bool:
+        return all(
+            (c := cond(env.api.get(R.WORKLOADS, n, "default"), "QuotaReserved")) is not None and c["status"] == "False"
+            for n in names
+        )
+
+    wait(all_pending)
+    assert env.client.max_in_flight == 4
+    assert env.client.same_object == []
+    for name in names:
+        assert env.outcomes(name)[0][1] == "applied"
+        # Written through: the manager's cache has the condition it wrote.
+        cached = env.mgr.call_in_manager_thread(lambda n=name: env.mgr.ctx.workloads[f"default/{n}"])  # type: ignore[misc]
+        assert any(c.type == "QuotaReserved" and c.status == "False" for c in cached.status.conditions)
+
+
 def test_pipeline_refuses_a_second_write_of_a_busy_key() -> None:
     delivered: list[Callable[[], None]] = []
     pipeline: WritePipeline[int] = WritePipeline(delivered.append, max_in_flight=2)
