@@ -502,3 +502,34 @@ spec:
     )
     typed, version = to_internal(data)
     assert to_external(typed, version) == data
+
+
+def test_to_external_of_the_internal_version_shares_nothing_and_copies_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The encoding is built fresh: converting it to the version it already has used to deep-copy
+    # it once more (every admission and queue status write of the controllers went through it).
+    body = """
+spec:
+  queueName: q
+  podSets:
+  - name: main
+    count: 1
+    template: {metadata: {labels: {a: b}}, spec: {containers: [{name: c, resources: {requests: {cpu: "1"}}}]}}
+status:
+  conditions: [{type: QuotaReserved, status: "True", reason: R, message: m, lastTransitionTime: "2026-01-01T00:00:00Z"}]
+"""
+    typed, _ = to_internal(obj("Workload", V2, body))
+    expected = convert(to_external(typed), V2)  # through convert's copy: the same content
+    import copy
+
+    def no_copy(*_: Any, **__: Any) -> Any:
+        raise AssertionError("deep copy of a fresh encoding")
+
+    monkeypatch.setattr(copy, "deepcopy", no_copy)
+    out = to_external(typed)
+    assert out == expected and list(out) == list(expected)
+    # Nothing in it is the typed object's: mutating it leaves the typed object as it was.
+    out["spec"]["podSets"][0]["template"]["metadata"]["labels"]["a"] = "changed"
+    out["status"]["conditions"][0]["reason"] = "changed"
+    again = to_external(typed)
+    assert again["spec"]["podSets"][0]["template"]["metadata"]["labels"] == {"a": "b"}
+    assert again["status"]["conditions"][0]["reason"] == "R"

@@ -361,6 +361,35 @@ def test_a_preemptors_victims_are_evicted_together(make_env: Callable[..., Env])
     assert [r for r, _ in env.outcomes("high")].count("PreemptionIssued") == 4
 
 
+def test_a_cycles_pending_status_writes_are_in_flight_together(make_env: Callable[..., Env]) -> None:
+    # Four ClusterQueues of 1 CPU, each with a head asking for 2: one cycle finds all four
+    # inadmissible and writes each one's QuotaReserved=False (upstream requeueAndUpdate). Those
+    # writes used to go one after another on the manager thread (4 x 0.3 s, one in flight); now
+    # the cycle's are sent together when it ends, and written through before the manager goes on.
+    env = make_env(delay=0.3, cpu=1)
+    names = ["p0", "p1", "p2", "p3"]
+    for name in names[1:]:
+        _extra_queue(env, name, 1)
+    for name in names:
+        env.api.create(R.WORKLOADS, workload(name, cpu="2", queue=name if name != "p0" else "lq"))
+    env.start()
+
+    def all_pending() -> bool:
+        return all(
+            (c := cond(env.api.get(R.WORKLOADS, n, "default"), "QuotaReserved")) is not None and c["status"] == "False"
+            for n in names
+        )
+
+    wait(all_pending)
+    assert env.client.max_in_flight == 4
+    assert env.client.same_object == []
+    for name in names:
+        assert env.outcomes(name)[0][1] == "applied"
+        # Written through: the manager's cache has the condition it wrote.
+        cached = env.mgr.call_in_manager_thread(lambda n=name: env.mgr.ctx.workloads[f"default/{n}"])  # type: ignore[misc]
+        assert any(c.type == "QuotaReserved" and c.status == "False" for c in cached.status.conditions)
+
+
 def test_pipeline_refuses_a_second_write_of_a_busy_key() -> None:
     delivered: list[Callable[[], None]] = []
     pipeline: WritePipeline[int] = WritePipeline(delivered.append, max_in_flight=2)
@@ -379,6 +408,44 @@ def test_pipeline_refuses_a_second_write_of_a_busy_key() -> None:
     wait(lambda: delivered)
     delivered.pop()()
     assert isinstance(results[-1][1], Conflict)
+    assert pipeline.close(1)
+
+
+def test_run_all_refuses_busy_keys_and_holds_its_own_busy_while_they_run() -> None:
+    # run_all (a preemptor's victims) follows the pipeline's one-write-per-object rule itself:
+    # it used to take bare coroutines and trust its callers to have skipped busy objects.
+    delivered: list[Callable[[], None]] = []
+    pipeline: WritePipeline[int] = WritePipeline(delivered.append, max_in_flight=2)
+    release = threading.Event()
+    pipeline.submit("k", lambda: release.wait(5) and 1, lambda r, e: None)
+    sent: list[str] = []
+
+    def write(name: str, value: int) -> Callable[[], Any]:
+        async def send() -> int:
+            sent.append(name)
+            return value
+
+        return send
+
+    with pytest.raises(RuntimeError, match="already in flight"):
+        pipeline.run_all([("v", write("v", 2)), ("k", write("k", 3))], limit=2)
+    with pytest.raises(RuntimeError, match="already in flight"):
+        pipeline.run_all([("v", write("v", 2)), ("v", write("v", 3))], limit=2)
+    assert sent == [] and not pipeline.busy("v")  # refused whole: nothing was sent
+    seen_busy: list[bool] = []
+
+    def observing(name: str, value: int) -> Callable[[], Any]:
+        async def send() -> int:
+            seen_busy.append(pipeline.busy(name))
+            return value
+
+        return send
+
+    assert pipeline.run_all([("v", observing("v", 2)), ("w", observing("w", 3))], limit=2) == [2, 3]
+    assert seen_busy == [True, True] and not pipeline.busy("v") and not pipeline.busy("w")
+    release.set()
+    wait(lambda: delivered)
+    delivered.pop()()
     assert pipeline.close(1)
 
 

@@ -115,3 +115,22 @@ def test_a_slow_api_never_stalls_the_caller() -> None:
     slow.release.set()
     assert rec.flush()
     assert len(_events(inner, CORE_V1)) == 10  # 9 distinct + the combined one
+
+
+def test_a_full_queue_drops_events_with_one_warning_per_interval(caplog: Any) -> None:
+    # client-go logs each dropped event; with a saturated API that was thousands of lines, written
+    # on the recording (scheduler's) thread. Now the drops between two warnings are counted.
+    inner = embedded_client()
+    slow = _SlowClient(inner)
+    rec = EventRecorder(slow, "c", FakeClock(), api=EVENTS_V1)  # type: ignore[arg-type]
+    rec.event(JOB, NORMAL, "First", "the sender takes it and blocks")
+    deadline = time.monotonic() + 5
+    while rec._queue.qsize() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    with caplog.at_level("WARNING", logger="pykueue.runtime.recorder"):
+        for i in range(1000 + 300):  # the queue holds 1,000
+            rec.event(JOB, NORMAL, f"Tick{i}", "tick")
+    drops = [r.getMessage() for r in caplog.records if "event queue full" in r.getMessage()]
+    assert len(drops) == 1 and "(1 dropped since the last such warning)" in drops[0]
+    slow.release.set()
+    assert rec.flush()

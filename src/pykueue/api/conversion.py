@@ -535,9 +535,16 @@ def to_external(obj: KueueObject, api_version: str | None = None) -> dict[str, A
     even at their default value.
     """
     data = encode(obj)
-    data["apiVersion"] = internal_version(obj.kind)
+    internal = internal_version(obj.kind)
+    data["apiVersion"] = internal
     data["kind"] = obj.kind
-    return convert(data, api_version or data["apiVersion"])
+    if api_version is None or api_version == internal:
+        # ``encode`` built new containers all the way down: nothing to convert, nothing to copy
+        # (convert's deep copy was a tenth of the scheduler thread's busy time: every admission
+        # and queue status write is encoded here; bench/RESULTS.md, branch lsthru).
+        identify(data)
+        return order_object_keys(data)
+    return convert(data, api_version)
 
 
 # Fields serialised even when equal to their default (Go fields without ``omitempty``); those

@@ -357,7 +357,8 @@ class ControllerManager:
             return False
         self.cluster.deliver_updates()
         started = time.perf_counter()
-        result = self.core.cycle(self.now())
+        with self.ctx.cycle_status_writes():
+            result = self.core.cycle(self.now())
         self.metrics.cycle(result, time.perf_counter() - started)
         self.cycles += 1
         self.cluster.deliver_updates()

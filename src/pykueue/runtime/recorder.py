@@ -31,6 +31,7 @@ import os
 import queue
 import socket
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -57,6 +58,10 @@ _AGGREGATE_INTERVAL_SECONDS = 600  # defaultAggregateIntervalInSeconds
 _COMBINED_PREFIX = "(combined from similar events): "
 _CONCURRENT_SENDS = 16  # writes of one batch in flight at once on the event loop
 _BATCH_TIMEOUT = 300.0  # seconds a batch may take (1,000 Events behind a 300 QPS bucket take ~3 s)
+_DROP_LOG_INTERVAL = 10.0
+"""Seconds between two "event queue full" warnings. client-go logs every dropped event; one line
+per event cost the scheduler's thread 18 % of its time while a saturated API dropped thousands
+(bench/RESULTS.md, issue 14/16, branch lsthru), so the drops between two lines are counted."""
 
 
 def object_reference(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -126,6 +131,9 @@ class EventRecorder:
         self._thread: threading.Thread | None = None
         self._written: _LRU = _LRU()  # correlation key -> the Event written for it
         self._aggregates: _LRU = _LRU()  # aggregate key -> (distinct messages, last time)
+        self._drop_lock = threading.Lock()
+        self._dropped = 0  # events dropped since the last warning
+        self._drop_logged_at: float | None = None
 
     # -- the caller's side: never blocks, never raises -------------------------------------------
 
@@ -150,7 +158,20 @@ class EventRecorder:
         try:
             self._queue.put_nowait(pending)
         except queue.Full:
-            log.warning("event queue full; dropping %s %s on %s", type_, reason, ref.get("name"))
+            self._drop(type_, reason, ref)
+
+    def _drop(self, type_: str, reason: str, ref: Mapping[str, Any]) -> None:
+        """Count a dropped event; warn about the drops at most every ``_DROP_LOG_INTERVAL`` seconds."""
+        now = time.monotonic()
+        with self._drop_lock:
+            self._dropped += 1
+            if self._drop_logged_at is not None and now - self._drop_logged_at < _DROP_LOG_INTERVAL:
+                return
+            dropped, self._dropped, self._drop_logged_at = self._dropped, 0, now
+        log.warning(
+            "event queue full; dropping %s %s on %s (%d dropped since the last such warning)",
+            type_, reason, ref.get("name"), dropped,
+        )  # fmt: skip
 
     def flush(self, timeout: float | None = 10.0) -> bool:
         """Wait until every event recorded so far was written (or dropped); for shutdown and tests."""

@@ -130,14 +130,23 @@ class WritePipeline(Generic[_T]):
         """:meth:`try_submit_async` for a blocking ``write()``."""
         return self.try_submit_async(key, self.threaded(write), done)
 
-    def run_all(self, writes: list[Callable[[], Awaitable[_T]]], limit: int) -> list[_T | Exception]:
-        """Run the coroutines ``write()`` on the loop, at most ``limit`` at a time, and wait on the
-        owner's thread until every one has ended; returns each result, or the exception it raised,
-        in order. For writes whose answers the owner needs before it goes on (upstream's
-        ``ParallelizeUntil`` over a preemptor's victims); keys are not made busy, so the owner
-        must not write those objects otherwise meanwhile (it is blocked here)."""
+    def run_all(
+        self, writes: list[tuple[Hashable, Callable[[], Awaitable[_T]]]], limit: int
+    ) -> list[_T | Exception]:
+        """Run the coroutines ``write()`` of ``(key, write)`` on the loop, at most ``limit`` at a
+        time, and wait on the owner's thread until every one has ended; returns each result, or the
+        exception it raised, in order. For writes whose answers the owner needs before it goes on
+        (upstream's ``ParallelizeUntil`` over a preemptor's victims). The per-object rule holds
+        here too: a key that is busy (or given twice) refuses the whole call before anything is
+        sent, and each key is busy while its write runs."""
         if self._closed:
             raise RuntimeError("the write pipeline is closed")
+        keys = [key for key, _ in writes]
+        seen: set[Hashable] = set()
+        for key in keys:
+            if key in self._busy or key in seen:
+                raise RuntimeError(f"a write of {key!r} is already in flight")
+            seen.add(key)
 
         async def run() -> list[_T | Exception]:
             gate = asyncio.Semaphore(limit)
@@ -149,9 +158,13 @@ class WritePipeline(Generic[_T]):
                     except Exception as err:  # handed to the owner with the others
                         return err
 
-            return list(await asyncio.gather(*(one(w) for w in writes)))
+            return list(await asyncio.gather(*(one(w) for _, w in writes)))
 
-        return self.io.run(run()).result()
+        self._busy.update(keys)
+        try:
+            return self.io.run(run()).result()
+        finally:
+            self._busy.difference_update(keys)
 
     def threaded(self, write: Callable[[], _T]) -> Callable[[], Awaitable[_T]]:
         """The blocking ``write()`` as a coroutine factory that runs it on the pipeline's worker threads."""
