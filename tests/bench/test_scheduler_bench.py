@@ -71,8 +71,10 @@ SMOKE = {
         "workloadsSets": [
             {"count": 15, "creationIntervalMs": 50,
              "workloads": [{"className": "small", "runtimeMs": 200, "priority": 50, "request": 1}]},
+            # Larges hold quota 1.5 s each: ClusterQueue statuses are written at most once a
+            # second (UpdatesBatchPeriod), so upstream's usage needs one written mid-reservation.
             {"count": 3, "creationIntervalMs": 300,
-             "workloads": [{"className": "large", "runtimeMs": 400, "priority": 200, "request": 4}]},
+             "workloads": [{"className": "large", "runtimeMs": 1500, "priority": 200, "request": 4}]},
         ]}]}],
 }  # fmt: skip
 
