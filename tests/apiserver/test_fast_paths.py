@@ -461,3 +461,31 @@ def test_managed_fields_of_the_same_shape_are_decoded_once(monkeypatch: pytest.M
     assert decoded[0] == decoded[1] == decoded[2] and encoded[0] == encoded[1] == encoded[2]
     assert encoded[0]["fieldsV1"] == entry["fieldsV1"]
     assert calls == {"from": 1, "to": 1}
+
+
+@SETTINGS
+@given(manifests(), manifests(), st.booleans())
+def test_one_sided_compare_is_the_pairwise_walk(old: dict[str, Any], new: dict[str, Any], drop: bool) -> None:
+    """A member present on one side only (the first status of a workload, a removed label) is
+    walked once, one-sided, with the pairwise walk's paths (and its errors): ``new`` keeps some
+    of ``old``'s members, lacks others and adds others of its own."""
+    node = _node(old)
+    mixed = {name: value for i, name in enumerate(old) if not (drop and i % 2) for value in [old[name]]}
+    mixed.update({name: value for name, value in new.items() if name not in old})
+    if "metadata" in new and "metadata" in old:
+        meta = dict(old["metadata"]) if isinstance(old["metadata"], dict) else {}
+        meta.update((k, v) for k, v in (new["metadata"] or {}).items() if k not in meta) if isinstance(
+            new["metadata"], dict) else None  # fmt: skip
+        mixed["metadata"] = meta
+
+    def outcome() -> tuple[str, Any]:
+        result = _outcome(lambda: T.compare(old, mixed, node))
+        if result[0] == "ok":
+            return ("ok", (result[1].added, result[1].modified, result[1].removed))
+        return result
+
+    fast = outcome()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(T, "ONE_SIDED_WALK", False)
+        slow = outcome()
+    assert fast == slow

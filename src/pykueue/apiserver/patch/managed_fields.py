@@ -8,6 +8,7 @@ as ``sortEncodedManagedFields`` does: by operation (``Apply`` before ``Update``)
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Iterable, Mapping
@@ -169,7 +170,10 @@ def decode_managed_fields(entries: Iterable[Mapping[str, Any]] | None) -> Manage
     return managers
 
 
+@functools.lru_cache(maxsize=4096)
 def _seconds(time: str | None) -> int:
+    """Seconds of an entry's time; memoised (a pure function of the string): every write sorts
+    its object's entries, whose times repeat from write to write."""
     if not time:
         return 0
     try:

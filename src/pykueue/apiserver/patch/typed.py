@@ -157,6 +157,9 @@ def _to_field_set(value: JSON, node: SchemaNode, path: Path, out: set[Path], uni
 
 # --- Compare -------------------------------------------------------------------------------------
 
+ONE_SIDED_WALK = True
+"""Whether :func:`compare` walks a member present on one side only with :func:`_add_all`."""
+
 
 def compare(lhs: JSON, rhs: JSON, node: SchemaNode) -> Comparison:
     """Paths added, modified and removed going from ``lhs`` to ``rhs`` (``Compare``)."""
@@ -180,6 +183,16 @@ def _compare(lhs: JSON, rhs: JSON, node: SchemaNode, path: Path, out: Comparison
     if lhs is rhs and lhs is not MISSING:
         # The same object on both sides (e.g. the live spec under a status update): unchanged.
         return
+    # One side absent (e.g. the first status of a workload): everything on the other side is
+    # added (or removed); the one-sided walk finds the same paths without pairing each member
+    # with an absent one (the pairwise walk below stays for the tests to compare with).
+    if ONE_SIDED_WALK:
+        if lhs is MISSING and rhs is not MISSING:
+            _add_all(rhs, node, path, out.added)
+            return
+        if rhs is MISSING and lhs is not MISSING:
+            _add_all(lhs, node, path, out.removed)
+            return
     left, right = _shape(node, lhs), _shape(node, rhs)
     if "missing" not in (left, right) and left != right:
         _compare_reshaped(lhs, rhs, node, path, out)
@@ -270,7 +283,8 @@ def _strip_member(fields_v1: dict[str, Any], path: Path) -> None:
 
 
 def _add_all(value: JSON, node: SchemaNode, path: Path, out: set[Path]) -> None:
-    """``_compare(MISSING, value, node, path)`` for the added set (value is present)."""
+    """The paths ``_compare(MISSING, value, node, path)`` adds (and ``_compare(value, MISSING,
+    ...)`` removes): every one of ``value`` (present), duplicated list items as one path."""
     shape = _shape(node, value)
     if shape == "leaf" or _empty(value):
         out.add(path)
