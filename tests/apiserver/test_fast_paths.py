@@ -613,3 +613,49 @@ def test_status_only_defaulting_is_the_whole_objects(
         general = call("PUT", created, name=name, subresource="status", query=query)
     event(f"status update: {fast[0]}")
     assert fast == general
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    return 0
+
+
+bracket_strings = st.text(alphabet='{}[]"\\ab\n', max_size=6)
+nested_json = st.recursive(
+    st.one_of(st.none(), st.integers(), bracket_strings),
+    lambda children: st.one_of(
+        st.lists(children, max_size=3), st.dictionaries(bracket_strings, children, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@SETTINGS
+@given(nested_json, st.integers(0, 8), st.integers(1, 12), st.booleans())
+def test_text_depth_is_the_documents(value: Any, wrap: int, limit: int, pretty: bool) -> None:
+    """The bracket count of a JSON text decides as the walk of its decoded document does, strings
+    full of brackets, quotes and escapes included."""
+    from pykueue.apiserver import handlers as H
+
+    for _ in range(wrap):
+        value = [value] if wrap % 2 else {"k": value}
+    body = json.dumps(value, indent=1 if pretty else None).encode()
+    assert H._text_depth_within(body, limit) == (_depth(value) <= limit)
+
+
+def test_deep_bodies_are_refused_either_way() -> None:
+    """A body nested one level too deep is refused whether its text is measured or walked."""
+    from pykueue.apiserver import handlers as H
+    from pykueue.kube.status import StatusError
+
+    ok = ("[" * H.MAX_NESTING_DEPTH + "]" * H.MAX_NESTING_DEPTH).encode()
+    deep = b'{"a":' + ok + b',"b":"]]]"}'
+    assert H.decode_document(ok, H.JSON) is not None
+    with pytest.raises(StatusError, match="exceeded max depth"):
+        H.decode_document(deep, H.JSON)
+    padded = b'{"pad":"' + b" " * H._TEXT_DEPTH_BYTES + b'","a":' + ok + b"}"
+    with pytest.raises(StatusError, match="exceeded max depth"):
+        H.decode_document(padded, H.JSON)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import random
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeGuard, TypeVar
@@ -306,10 +307,38 @@ def _too_deep() -> str:
     return f"exceeded max depth: objects and arrays may be nested at most {MAX_NESTING_DEPTH} deep"
 
 
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_INNERMOST_PAIRS = re.compile(rb"\{\}|\[\]")
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"{}[]")
+_TEXT_DEPTH_BYTES = 1 << 16
+"""Bodies up to this size have their nesting measured in their text (a pass per level) before
+the decoded document is walked; a larger body is walked at once (at most one pass over it)."""
+
+
+def _text_depth_within(body: bytes, limit: int) -> bool:
+    """Whether the brackets of a JSON text (one that decoded) nest at most ``limit`` deep.
+
+    Outside its strings, the text's brackets are balanced; each pass drops the innermost pairs
+    (one level: a pair is innermost only once everything inside it is gone), so the passes until
+    none is left are the deepest nesting. Every level is a C-speed scan of what is left.
+    """
+    brackets = _JSON_STRING.sub(b"", body).translate(None, _NOT_BRACKETS)
+    for _ in range(limit):
+        if not brackets:
+            return True
+        brackets = _INNERMOST_PAIRS.sub(b"", brackets)
+    return not brackets
+
+
 def _check_depth(body: bytes | None, doc: Any, prefix: str) -> None:
     """400 when ``doc`` nests deeper than :data:`MAX_NESTING_DEPTH` (iterative: no recursion)."""
     if body is not None and body.count(b"{") + body.count(b"[") <= MAX_NESTING_DEPTH:
         return  # too few brackets in the JSON text to nest that deep
+    if body is not None and len(body) <= _TEXT_DEPTH_BYTES and _text_depth_within(body, MAX_NESTING_DEPTH):
+        # The decoded document nests no deeper than its text (a duplicated key's first value is
+        # dropped, never added): walking it would find nothing (the walk of every object was a
+        # tenth of a status update whose managedFields alone hold over a hundred brackets).
+        return
     stack: list[tuple[Any, int]] = [(doc, 1)]
     while stack:
         value, depth = stack.pop()
