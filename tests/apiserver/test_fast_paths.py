@@ -568,12 +568,13 @@ def _without_times(body: bytes) -> Any:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(manifests(), statuses(), st.sampled_from(["Warn", "Strict"]), st.data())
-def test_status_only_defaulting_is_the_whole_objects(
+def test_status_update_shortcuts_are_the_whole_objects(
     obj: dict[str, Any], status: Any, mode: str, data: st.DataObject
 ) -> None:
     """A status update through the handlers answers (and would store) the same with the status-only
-    defaulting as with the whole object's: objects created from random manifests, then a dry-run
-    status PUT of a random status with each, compared byte for byte (warnings and errors too)."""
+    defaulting and managed-fields comparison as with the whole object's: objects created from
+    random manifests, then a dry-run status PUT of a random status with each, compared byte for
+    byte (warnings, errors and managedFields too)."""
     from pykueue.apiserver import handlers as H
     from pykueue.apiserver.handlers import APIRequest
     from pykueue.kube.status import StatusError
@@ -610,6 +611,7 @@ def test_status_only_defaulting_is_the_whole_objects(
     fast = call("PUT", created, name=name, subresource="status", query=query)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(H, "STATUS_ONLY_DEFAULTING", False)
+        mp.setattr(A, "STATUS_SCOPED_COMPARE", False)
         general = call("PUT", created, name=name, subresource="status", query=query)
     event(f"status update: {fast[0]}")
     assert fast == general
@@ -659,3 +661,26 @@ def test_deep_bodies_are_refused_either_way() -> None:
     padded = b'{"pad":"' + b" " * H._TEXT_DEPTH_BYTES + b'","a":' + ok + b"}"
     with pytest.raises(StatusError, match="exceeded max depth"):
         H.decode_document(padded, H.JSON)
+
+
+@SETTINGS
+@given(manifests(), statuses(), statuses())
+def test_status_scoped_compare_is_the_filtered_whole(obj: dict[str, Any], old_status: Any, new_status: Any) -> None:
+    """A status update's comparison of the status alone finds the in-scope paths of the whole
+    objects' comparison (objects that do not fit their schema are left out, as above)."""
+    node = _node(obj)
+    old = copy.deepcopy(obj)
+    old["status"] = old_status
+    new = copy.deepcopy(obj)
+    new["status"] = new_status
+    if isinstance(new.get("metadata"), dict):
+        new["metadata"]["labels"] = {"changed": "yes"}  # out of scope
+    whole = _outcome(lambda: T.compare(old, new, node))
+    if whole[0] == "raised":
+        return
+    scope = A._scope("status", ())
+    scoped = _outcome(lambda: T.compare(A._status_only(old), A._status_only(new), node).filtered(scope))
+    assert scoped[0] == "ok"
+    expected = whole[1].filtered(scope)
+    assert (scoped[1].added, scoped[1].modified, scoped[1].removed) == (
+        expected.added, expected.modified, expected.removed)  # fmt: skip
