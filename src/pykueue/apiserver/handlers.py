@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import random
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeGuard, TypeVar
@@ -307,37 +306,23 @@ def _too_deep() -> str:
     return f"exceeded max depth: objects and arrays may be nested at most {MAX_NESTING_DEPTH} deep"
 
 
-_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_INNERMOST_PAIRS = re.compile(rb"\{\}|\[\]")
-_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"{}[]")
-_TEXT_DEPTH_BYTES = 1 << 16
-"""Bodies up to this size have their nesting measured in their text (a pass per level) before
-the decoded document is walked; a larger body is walked at once (at most one pass over it)."""
+def _nesting_bound(body: bytes) -> int:
+    """An upper bound of how deep the document of a JSON text nests, from C-speed counts.
 
-
-def _text_depth_within(body: bytes, limit: int) -> bool:
-    """Whether the brackets of a JSON text (one that decoded) nest at most ``limit`` deep.
-
-    Outside its strings, the text's brackets are balanced; each pass drops the innermost pairs
-    (one level: a pair is innermost only once everything inside it is gone), so the passes until
-    none is left are the deepest nesting. Every level is a C-speed scan of what is left.
+    Every container on the deepest chain but the innermost holds the next, so is not empty: the
+    depth is at most one more than the non-empty containers. Each ``{}``/``[]`` in the text is an
+    empty container or lies in a string, whose brackets are counted among the openings too.
     """
-    brackets = _JSON_STRING.sub(b"", body).translate(None, _NOT_BRACKETS)
-    for _ in range(limit):
-        if not brackets:
-            return True
-        brackets = _INNERMOST_PAIRS.sub(b"", brackets)
-    return not brackets
+    opened = body.count(b"{") + body.count(b"[")
+    return opened - body.count(b"{}") - body.count(b"[]") + 1
 
 
 def _check_depth(body: bytes | None, doc: Any, prefix: str) -> None:
     """400 when ``doc`` nests deeper than :data:`MAX_NESTING_DEPTH` (iterative: no recursion)."""
-    if body is not None and body.count(b"{") + body.count(b"[") <= MAX_NESTING_DEPTH:
-        return  # too few brackets in the JSON text to nest that deep
-    if body is not None and len(body) <= _TEXT_DEPTH_BYTES and _text_depth_within(body, MAX_NESTING_DEPTH):
-        # The decoded document nests no deeper than its text (a duplicated key's first value is
-        # dropped, never added): walking it would find nothing (the walk of every object was a
-        # tenth of a status update whose managedFields alone hold over a hundred brackets).
+    if body is not None and _nesting_bound(body) <= MAX_NESTING_DEPTH:
+        # Too few brackets in the JSON text to nest that deep (empty ones do not count: the
+        # managedFields of an object hold over a hundred, and walking every status update's
+        # document was a tenth of its cost).
         return
     stack: list[tuple[Any, int]] = [(doc, 1)]
     while stack:
