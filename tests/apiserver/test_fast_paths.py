@@ -572,7 +572,8 @@ def test_status_update_shortcuts_are_the_whole_objects(
     obj: dict[str, Any], status: Any, mode: str, data: st.DataObject
 ) -> None:
     """A status update through the handlers answers (and would store) the same with the status-only
-    defaulting and managed-fields comparison as with the whole object's: objects created from
+    defaulting and managed-fields comparison, and the pruning walk skipping the members equal to
+    the live ones, as with the whole object's: objects created from
     random manifests, then a dry-run status PUT of a random status with each, compared byte for
     byte (warnings, errors and managedFields too)."""
     from pykueue.apiserver import handlers as H
@@ -612,6 +613,7 @@ def test_status_update_shortcuts_are_the_whole_objects(
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(H, "STATUS_ONLY_DEFAULTING", False)
         mp.setattr(A, "STATUS_SCOPED_COMPARE", False)
+        mp.setattr(H, "SKIP_UNCHANGED_MEMBERS", False)
         general = call("PUT", created, name=name, subresource="status", query=query)
     event(f"status update: {fast[0]}")
     assert fast == general
@@ -685,3 +687,46 @@ def test_status_scoped_compare_is_the_filtered_whole(obj: dict[str, Any], old_st
     expected = whole[1].filtered(scope)
     assert (scoped[1].added, scoped[1].modified, scoped[1].removed) == (
         expected.added, expected.modified, expected.removed)  # fmt: skip
+
+
+def test_status_update_does_not_prune_the_unchanged_spec(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Workload status PUT whose spec is the live one is not walked there; a changed spec is
+    (its unknown fields are reported, as before), and a missing object is still a 404 after them."""
+    from pykueue.apiserver import handlers as H
+    from pykueue.apiserver.app import APIServerApp
+    from pykueue.apiserver.handlers import APIRequest
+    from pykueue.kube.status import StatusError
+    from pykueue.store import Store
+
+    with Store(None) as store:
+        app = APIServerApp(store)
+        app.bootstrap()
+        wl = copy.deepcopy(BASES[0])
+        wl["metadata"]["namespace"] = "default"
+
+        def req(method: str, body: dict[str, Any], **kw: Any) -> Any:
+            return app.handlers.handle(APIRequest(method, G, "v1beta2", "workloads", namespace="default",
+                                                  body=json.dumps(body).encode(), **kw))  # fmt: skip
+
+        created = json.loads(req("POST", wl).body)
+        walked: list[str] = []
+        real = H._walk_value
+
+        def spy(value: Any, node: Any, path: str, result: Any) -> None:
+            walked.append(path)
+            real(value, node, path, result)
+
+        monkeypatch.setattr(H, "_walk_value", spy)
+        created["status"] = {"conditions": []}
+        assert req("PUT", created, name="w", subresource="status").status == 200
+        assert walked and not [p for p in walked if p.startswith("spec")], walked
+        created["spec"]["zz"] = 1
+        resp = req("PUT", created, name="w", subresource="status")
+        assert resp.status == 200 and resp.warnings == ['unknown field "spec.zz"']
+        created["metadata"]["name"] = "x"
+        with pytest.raises(StatusError) as missing:
+            req("PUT", created, name="x", subresource="status", query={"fieldValidation": ["Strict"]})
+        assert missing.value.code == 400 and 'unknown field "spec.zz"' in missing.value.message
+        with pytest.raises(StatusError) as missing:
+            req("PUT", created, name="x", subresource="status")
+        assert missing.value.code == 404

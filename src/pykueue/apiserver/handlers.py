@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeGuard, TypeVar
 
@@ -74,6 +74,10 @@ LARGE_LIST = 500
 """Collections larger than this are listed on a worker thread, not on the event loop."""
 LIST_ENCODE_CHUNK = 200
 """Items encoded per call when building a large list body (each call holds the GIL)."""
+SKIP_UNCHANGED_MEMBERS = True
+"""Whether the pruning walk of a status update skips the members equal to the live object's (the
+full walk stays for the tests to compare with)."""
+_WALKED_ALWAYS = frozenset({"apiVersion", "kind", "metadata", "status"})
 STATUS_ONLY_DEFAULTING = True
 """Whether a status update defaults only the status when the kind can (the general path, which
 defaults the whole object, stays for the tests to compare with)."""
@@ -905,10 +909,18 @@ class Handlers:
             meta.pop("namespace", None)
 
     def _prune(
-        self, obj: dict[str, Any], info: ResourceInfo, version: str, mode: str, warnings: list[str]
+        self,
+        obj: dict[str, Any],
+        info: ResourceInfo,
+        version: str,
+        mode: str,
+        warnings: list[str],
+        unchanged: Collection[str] = (),
     ) -> None:
-        """Check types and unknown fields against the schema; drop unknown fields (all modes)."""
-        result = walk_schema(obj, info.openapi_schema(version), self.backend.schema_resolver(info, version))
+        """Check types and unknown fields against the schema; drop unknown fields (all modes).
+        ``unchanged``: top-level members known to need neither (see :meth:`_unchanged_members`)."""
+        schema, resolver = info.openapi_schema(version), self.backend.schema_resolver(info, version)
+        result = walk_schema(obj, schema, resolver, unchanged)
         if result.metadata_errors:
             raise E.cannot_handle(info.kind, version, "; ".join(result.metadata_errors))
         if result.type_errors:
@@ -932,6 +944,35 @@ class Handlers:
             raise E.cannot_handle(info.kind, version, "strict decoding error: " + ", ".join(messages))
         if mode == "Warn":
             warnings.extend(messages)
+
+    @staticmethod
+    def _unchanged_members(
+        req: APIRequest, info: ResourceInfo, obj: Mapping[str, Any], live: Mapping[str, Any] | None
+    ) -> frozenset[str]:
+        """The members of a status update's body that are the live object's, as JSON.
+
+        A status update keeps every member but the status (``PrepareForUpdate``), so what it sent
+        of them matters only for the unknown fields and wrong types the pruning walk reports. The
+        live object's members were stored by this server, pruned and checked already: a member
+        equal to its live value (in the version stored: as encoded, byte for byte) has nothing to
+        report, and walking the unchanged spec was a third of a status update's walk.
+        """
+        if (
+            req.subresource != "status"
+            or not info.status_subresource
+            or live is None
+            or live.get("apiVersion") != obj.get("apiVersion")
+            or not SKIP_UNCHANGED_MEMBERS
+        ):
+            return frozenset()
+        return frozenset(
+            name
+            for name, value in obj.items()
+            if name not in _WALKED_ALWAYS
+            and name in live
+            and isinstance(value, dict | list)
+            and _json_encode(value) == _json_encode(live[name])
+        )
 
     def _to_storage(self, info: ResourceInfo, obj: dict[str, Any], version: str) -> dict[str, Any]:
         return self._guard(info, obj, lambda: info.to_storage(obj))
@@ -1099,11 +1140,16 @@ class Handlers:
             raise E.bad_request(
                 f"the name of the object ({body_name or ''}) does not match the name on the URL ({req.name})"
             )
-        self._prune(obj, info, req.version, mode, warnings)
+        live: dict[str, Any] | None = None
+        missing: Exception | None = None
         try:
             live = self.store.get(info.key(), req.namespace or "", req.name or "")
         except Exception as err:
-            api_err = self._store_error(err, info, req.name or "")
+            missing = err
+        self._prune(obj, info, req.version, mode, warnings, self._unchanged_members(req, info, obj, live))
+        if live is None:  # reported after the body's own errors, as before it was read
+            assert missing is not None
+            api_err = self._store_error(missing, info, req.name or "")
             if (
                 api_err.code == 404
                 and (info.group, info.plural) in ALLOW_CREATE_ON_UPDATE
@@ -1683,18 +1729,21 @@ def _owner_refs_problem(value: Any) -> tuple[str, str] | None:
     return None
 
 
-def walk_schema(obj: dict[str, Any], schema: Mapping[str, Any], resolver: Resolver) -> WalkResult:
+def walk_schema(
+    obj: dict[str, Any], schema: Mapping[str, Any], resolver: Resolver, skip: Collection[str] = ()
+) -> WalkResult:
     """Check an object against its kind's structural schema; prune unknown fields and nulls.
 
     ``metadata`` is checked as ``ObjectMeta`` (the server decodes it into the Go type); unknown
-    fields are removed from ``obj`` and reported (the caller rejects them under Strict).
+    fields are removed from ``obj`` and reported (the caller rejects them under Strict). The
+    top-level members named in ``skip`` are left alone.
     """
     result = WalkResult()
     schema = _resolve(schema, resolver)
     props = schema.get("properties")
     props = props if _is_map(props) else {}
     for key in list(obj):
-        if key in ("apiVersion", "kind"):
+        if key in ("apiVersion", "kind") or key in skip:
             continue
         value = obj[key]
         if key == "metadata":
