@@ -245,21 +245,26 @@ def created_fields_v1(
 
 
 def _created_member(value: JSON, node: SchemaNode, path: Path) -> dict[str, Any]:
-    """The FieldsV1 body of a member that a create sets (``"."`` when it has children)."""
-    shape = _shape(node, value)
-    if shape == "leaf" or _empty(value):
+    """The FieldsV1 body of a member that a create sets (``"."`` when it has children).
+
+    :func:`_shape` and :func:`_empty` are inlined (a create walks every member of its object)."""
+    kind = node.kind
+    if isinstance(value, dict):
+        if not value or not ((kind == "map" and node.map_type != "atomic") or kind == "any"):
+            return {}
+        out: dict[str, Any] = {".": {}}
+        field = node.field
+        for name in sorted(value):
+            element = "f:" + name
+            out[element] = _created_member(value[name], field(name), (*path, element))
+        return out
+    if not (isinstance(value, list) and value and kind == "list" and node.list_type != "atomic"):
         return {}
-    out: dict[str, Any] = {".": {}}
-    if shape == "map":
-        members = _as_map(value)
-        for name in sorted(members):
-            element = field_element(name)
-            out[element] = _created_member(members[name], node.field(name), (*path, element))
-    else:
-        _, by_element = _index_items(node, _as_list(value), path, unique=False)
-        for element in sorted(by_element, key=element_sort_key):
-            items = by_element[element]
-            out[element] = {} if len(items) >= 2 else _created_member(items[0], node.items, (*path, element))
+    out = {".": {}}
+    _, by_element = _index_items(node, value, path, unique=False)
+    for element in sorted(by_element, key=element_sort_key):
+        items = by_element[element]
+        out[element] = {} if len(items) >= 2 else _created_member(items[0], node.items, (*path, element))
     return out
 
 
@@ -284,22 +289,24 @@ def _strip_member(fields_v1: dict[str, Any], path: Path) -> None:
 
 def _add_all(value: JSON, node: SchemaNode, path: Path, out: set[Path]) -> None:
     """The paths ``_compare(MISSING, value, node, path)`` adds (and ``_compare(value, MISSING,
-    ...)`` removes): every one of ``value`` (present), duplicated list items as one path."""
-    shape = _shape(node, value)
-    if shape == "leaf" or _empty(value):
-        out.add(path)
-        return
-    if shape == "map":
-        for name, member in _as_map(value).items():
-            _add_all(member, node.field(name), (*path, field_element(name)), out)
-    else:
-        order, by_element = _index_items(node, _as_list(value), path, unique=False)
+    ...)`` removes): every one of ``value`` (present), duplicated list items as one path.
+
+    :func:`_shape` and :func:`_empty` are inlined (a status update walks all of a new status)."""
+    kind = node.kind
+    if isinstance(value, dict):
+        if value and ((kind == "map" and node.map_type != "atomic") or kind == "any"):
+            field = node.field
+            for name, member in value.items():
+                _add_all(member, field(name), (*path, "f:" + name), out)
+    elif isinstance(value, list) and value and kind == "list" and node.list_type != "atomic":
+        order, by_element = _index_items(node, value, path, unique=False)
+        items_node = node.items
         for element in dict.fromkeys(order):
             items = by_element[element]
             if len(items) >= 2:
                 out.add((*path, element))
             else:
-                _add_all(items[0], node.items, (*path, element), out)
+                _add_all(items[0], items_node, (*path, element), out)
     out.add(path)
 
 
