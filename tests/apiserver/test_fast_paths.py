@@ -734,3 +734,10 @@ def test_status_update_does_not_prune_the_unchanged_spec(monkeypatch: pytest.Mon
         with pytest.raises(StatusError) as missing:
             req("PUT", created, name="x", subresource="status")
         assert missing.value.code == 404
+
+
+@given(st.sampled_from(["type", "name", "a<b"]), st.text(max_size=4))
+def test_single_key_element_is_the_key_element(name: str, value: str) -> None:
+    """The memoised element of a one-string-key item is the general one (HTML escapes included)."""
+    assert F.single_key_element(name, value) == F.key_element({name: value})
+

@@ -109,8 +109,9 @@ class ManagedEntry:
         return text
 
     def with_fields(self, fields: FieldSet) -> ManagedEntry:
-        """A copy owning ``fields``."""
-        return replace(self, fields=fields)
+        """A copy owning ``fields`` (built directly: ``dataclasses.replace`` inspects the fields
+        each time, and every write copies each of its object's entries a few times)."""
+        return ManagedEntry(self.manager, self.operation, self.api_version, fields, self.time, self.subresource)
 
     def encode(self) -> dict[str, Any]:
         """The ``ManagedFieldsEntry`` JSON (field order of the Go struct)."""

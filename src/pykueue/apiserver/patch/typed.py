@@ -25,6 +25,7 @@ from pykueue.apiserver.patch.fieldpath import (
     field_element,
     key_element,
     path_to_string,
+    single_key_element,
     trie_of,
     value_element,
 )
@@ -90,6 +91,10 @@ def item_element(node: SchemaNode, item: JSON, path: Path = (), index: int = 0) 
         return value_element(item)
     if not isinstance(item, dict):
         raise TypedError(f"{path_to_string(path)}: element {index}: expected map, got {type(item).__name__}")
+    if len(node.list_map_keys) == 1:  # conditions by type, pod sets by name: one string key
+        value = item.get(node.list_map_keys[0])
+        if type(value) is str:
+            return single_key_element(node.list_map_keys[0], value)
     keys: JSONDict = {}
     for name in node.list_map_keys:
         if name in item:
