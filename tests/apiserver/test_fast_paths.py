@@ -741,3 +741,53 @@ def test_single_key_element_is_the_key_element(name: str, value: str) -> None:
     """The memoised element of a one-string-key item is the general one (HTML escapes included)."""
     assert F.single_key_element(name, value) == F.key_element({name: value})
 
+
+
+@SETTINGS
+@given(manifests(), statuses())
+def test_walk_type_shortcut_is_the_full_check(obj: dict[str, Any], status: Any) -> None:
+    """The pruning walk finds and drops the same with the types decided by the node's accepted
+    types as with the full check of every value (random manifests and statuses: wrong types,
+    integral floats, booleans for integers, nulls, unknown fields)."""
+    from pykueue.apiserver import handlers as H
+
+    obj["status"] = status
+    info = _info(obj)
+    schema = info.openapi_schema(info.storage_version)
+    resolver = _BACKEND.schema_resolver(info, info.storage_version)
+    fast_obj, slow_obj = copy.deepcopy(obj), copy.deepcopy(obj)
+    fast = H.walk_schema(fast_obj, schema, resolver)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(H, "WALK_FAST_TYPES", False)
+        slow = H.walk_schema(slow_obj, schema, resolver)
+    assert fast == slow
+    assert json.dumps(fast_obj) == json.dumps(slow_obj)
+
+
+def test_accepted_types_pass_the_full_type_check() -> None:
+    """Every value whose type a node accepts outright passes that node's full type check: over
+    every node of every kind's schema and values of every JSON type (a bool is no integer, an
+    integral float is an integer only after the full check)."""
+    from pykueue.apiserver import handlers as H
+
+    samples = [True, False, 0, 1, -3, 1.0, 1.5, "", "x", "12", None, {}, {"a": 1}, [], [1]]
+    seen: set[int] = set()
+    checked = 0
+    for info in R.REGISTRY.all():
+        version = info.storage_version
+        stack = [H._compiled(info.openapi_schema(version), _BACKEND.schema_resolver(info, version))]
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            for value in samples:
+                if type(value) in node.ok_types:
+                    checked += 1
+                    assert H._type_ok(value, node) is None, (node.expected, node.int_or_string, value)
+            stack.extend(node.prop(name) for name in node.props)
+            if node.additional is not None:
+                stack.append(node.additional_node())
+            if node.items is not None:
+                stack.append(node.items_node())
+    assert checked > 1000

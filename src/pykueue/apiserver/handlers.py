@@ -1557,7 +1557,7 @@ class _SchemaNode:
     """
 
     __slots__ = ("_additional", "_items", "_props", "additional", "expected", "free", "int_or_string",
-                 "items", "nullable", "props", "resolver")  # fmt: skip
+                 "items", "nullable", "ok_types", "props", "resolver")  # fmt: skip
 
     def __init__(self, schema: Mapping[str, Any], resolver: Resolver) -> None:
         self.resolver = resolver
@@ -1565,6 +1565,7 @@ class _SchemaNode:
         expected = schema.get("type")
         self.expected = expected if isinstance(expected, str) else None
         self.nullable = bool(schema.get("nullable"))
+        self.ok_types = _OK_TYPES.get("int-or-string" if self.int_or_string else self.expected, _ANY_TYPE)
         props = schema.get("properties")
         additional = schema.get("additionalProperties")
         preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
@@ -1593,6 +1594,30 @@ class _SchemaNode:
             self._items = _compiled(self.items or {}, self.resolver)
         return self._items
 
+
+class _AnyType(frozenset[type]):
+    """Every type: the ``ok_types`` of a node without a type (``type(v) in`` it is always true)."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+_ANY_TYPE: frozenset[type] = _AnyType()
+_OK_TYPES: dict[str | None, frozenset[type]] = {
+    "string": frozenset({str}),
+    "integer": frozenset({int}),
+    "number": frozenset({int, float}),
+    "boolean": frozenset({bool}),
+    "object": frozenset({dict}),
+    "array": frozenset({list}),
+    "int-or-string": frozenset({int, str}),
+}
+"""Per schema type, the Python types :func:`_type_ok` always accepts (exactly those types: a bool
+is no integer, an integral float takes the full check); a type not named takes the full check."""
+_SCALARS = frozenset({str, int, float, bool})
+WALK_FAST_TYPES = True
+"""Whether the pruning walk decides the common types by :attr:`_SchemaNode.ok_types` (the full
+type check stays for the rest, and for the tests to compare with)."""
 
 _COMPILED: dict[tuple[int, int], tuple[Mapping[str, Any], Resolver, _SchemaNode]] = {}
 _COMPILED_LIMIT = 65536  # every served schema has ~4,000 nodes
@@ -1638,28 +1663,41 @@ def _integral(value: Any) -> bool:
 
 
 def _walk_value(value: Any, node: _SchemaNode, path: str, result: WalkResult) -> None:
-    expected = _type_ok(value, node)
-    if expected is not None:
-        result.type_errors.append(TypeProblem(path, expected, json_type(value)))
-        return
+    if not (WALK_FAST_TYPES and type(value) in node.ok_types):
+        expected = _type_ok(value, node)
+        if expected is not None:
+            result.type_errors.append(TypeProblem(path, expected, json_type(value)))
+            return
     if isinstance(value, dict):
         _walk_object(value, node, path, result)
     elif isinstance(value, list) and node.items is not None:
         items = node.items_node()
         for i, item in enumerate(value):
-            if item is not None:
+            if item is not None and not _fine_scalar(item, items):
                 _walk_value(item, items, f"{path}[{i}]", result)
+
+
+def _fine_scalar(value: Any, node: _SchemaNode) -> bool:
+    """A scalar of a type its node accepts: :func:`_walk_value` would find nothing there (and the
+    path it is given need not be built)."""
+    kind = type(value)
+    return WALK_FAST_TYPES and kind in _SCALARS and kind in node.ok_types
 
 
 def _walk_object(obj: dict[str, Any], node: _SchemaNode, path: str, result: WalkResult) -> None:
     props = node.props
+    fast = WALK_FAST_TYPES
     for key in list(obj):
         value = obj[key]
         if key in props:
             sub = node.prop(key)
+            if fast and type(value) in _SCALARS and type(value) in sub.ok_types:
+                continue  # :func:`_fine_scalar`, inlined (most members are)
             child = f"{path}.{key}" if path else str(key)
         elif node.additional is not None:
             sub = node.additional_node()
+            if fast and type(value) in _SCALARS and type(value) in sub.ok_types:
+                continue
             child = f"{path}[{key}]" if path else str(key)
         else:
             if not node.free:
