@@ -791,3 +791,59 @@ def test_accepted_types_pass_the_full_type_check() -> None:
             if node.items is not None:
                 stack.append(node.items_node())
     assert checked > 1000
+
+
+@SETTINGS
+@given(manifests(), statuses(), statuses(), st.booleans())
+def test_unchanged_items_are_what_the_walk_finds(
+    obj: dict[str, Any], old_status: Any, new_status: Any, share: bool
+) -> None:
+    """List items equal on both sides are passed over with the walk's result (and its errors):
+    random statuses, the new one sharing the old one's items (as copies) half the time."""
+    old = copy.deepcopy(obj)
+    old["status"] = old_status
+    new = copy.deepcopy(obj)
+    new["status"] = copy.deepcopy(old_status) if share else new_status
+    if share and isinstance(new["status"], dict) and isinstance(new_status, dict):
+        new["status"].update(copy.deepcopy(new_status))
+    node = _node(obj)
+
+    def outcome() -> tuple[str, Any]:
+        result = _outcome(lambda: T.compare(old, new, node))
+        return ("ok", (result[1].added, result[1].modified, result[1].removed)) if result[0] == "ok" else result
+
+    fast = outcome()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(T, "SKIP_UNCHANGED_ITEMS", False)
+        slow = outcome()
+    assert fast == slow
+
+
+@pytest.mark.parametrize(
+    ("old_item", "new_item"),
+    [
+        ({"name": "a", "state": "Ready", "podSetUpdates": [{"labels": {}}]},) * 2,  # the walk raises
+        ({"name": "a", "state": "Ready", "message": "1"}, {"name": "a", "state": "Ready", "message": 1}),
+        ({"name": "a", "state": "Ready", "retryCount": 1}, {"name": "a", "state": "Ready", "retryCount": True}),
+        ({"name": "a", "state": "Ready", "message": None}, {"name": "a", "state": "Ready", "message": float("nan")}),
+        ({"name": "a", "state": "Ready", "message": "m"},) * 2,
+    ],
+)  # fmt: skip
+def test_unchanged_items_only_where_the_walk_finds_nothing(old_item: Any, new_item: Any) -> None:
+    """Items the same as JSON but holding a malformed list, items equal in Python but not in JSON,
+    and null against NaN are walked, with the walk's result or error."""
+    obj = copy.deepcopy(BASES[0])
+    old, new = copy.deepcopy(obj), copy.deepcopy(obj)
+    old["status"] = {"admissionChecks": [old_item]}
+    new["status"] = {"admissionChecks": [copy.deepcopy(new_item)]}
+    node = _node(obj)
+
+    def outcome() -> tuple[str, Any]:
+        result = _outcome(lambda: T.compare(old, new, node))
+        return ("ok", (result[1].added, result[1].modified, result[1].removed)) if result[0] == "ok" else result
+
+    fast = outcome()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(T, "SKIP_UNCHANGED_ITEMS", False)
+        slow = outcome()
+    assert fast == slow
