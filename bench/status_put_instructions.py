@@ -1,14 +1,18 @@
-"""CPU instructions per Workload admission status PUT and per Event POST through the API server's
-request path (deterministic, unlike time): what one admission costs ``pykueue serve`` in cluster mode.
+"""CPU instructions per Workload create, admission status PUT, "Finished" status PUT and Event POST
+through the API server's request path (deterministic, unlike time): what the writes of one
+workload's life cost ``pykueue serve`` in cluster mode.
 
-Usage: python bench/status_put_instructions.py [--objects 200] [--src DIR]
+Usage: python bench/status_put_instructions.py [--objects 200] [--src DIR] [--jobs 2]
 
 Runs an in-process loop (``Handlers.handle`` on a real SQLite store in WAL mode, acknowledgements
-deferred as on the server's event loop, no HTTP) under ``valgrind --tool=callgrind`` three times:
-``--objects`` Workload creates only; the same plus one status PUT per Workload as the controller's
-admission writes it (``status.admission``, the ``QuotaReserved`` and ``Admitted`` conditions);
-the same plus one Event POST per Workload. The differences divided by ``--objects`` are the
-instructions of one status PUT and of one Event POST, start-up and creates excluded. ``--src``
+deferred as on the server's event loop, no HTTP) under ``valgrind --tool=callgrind`` six times:
+start-up only; ``--objects`` Workload creates; the same plus one status PUT per Workload as the
+controller's admission writes it (``status.admission``, the ``QuotaReserved`` and ``Admitted``
+conditions); the same plus one more status PUT per Workload as the job runner writes it when the
+job ends (a ``Finished`` condition added to the admitted object), measured against a run that
+builds those bodies without sending them; the creates plus one Event POST per Workload. The
+differences divided by ``--objects`` are the instructions of one create, one admission status PUT,
+one Finished status PUT and one Event POST, start-up (and the earlier writes) excluded. ``--src``
 measures another checkout (e.g. ``git archive <commit> src | tar -x -C /tmp/base``). Needs valgrind.
 """
 
@@ -19,6 +23,7 @@ import copy
 import json
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +58,14 @@ def admitted(stored: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
+def finished(stored: dict[str, Any]) -> dict[str, Any]:
+    obj = copy.deepcopy(stored)
+    obj["status"]["conditions"].append(
+        {"type": "Finished", "status": "True", "reason": "Succeeded", "observedGeneration": 1,
+         "message": "Job finished successfully", "lastTransitionTime": NOW})  # fmt: skip
+    return obj
+
+
 def event(i: int) -> dict[str, Any]:
     return {
         "apiVersion": "v1", "kind": "Event", "metadata": {"name": f"wl-{i:05d}.abc", "namespace": "default"},
@@ -65,7 +78,8 @@ def event(i: int) -> dict[str, Any]:
 
 
 def inner(count: int, mode: str, src: str) -> None:
-    """The measured program: ``count`` creates, then (``mode``) status PUTs or Event POSTs."""
+    """The measured program: start-up, then (``mode``) ``count`` creates, admission and Finished
+    status PUTs, or Event POSTs."""
     sys.path.insert(0, src)
     from pykueue.apiserver.app import APIServerApp
     from pykueue.apiserver.handlers import APIRequest
@@ -83,10 +97,17 @@ def inner(count: int, mode: str, src: str) -> None:
                 raise SystemExit(f"{method} {resource}: {resp.status} {resp.body[:300]!r}")
             return resp.body
 
+        if mode == "start":
+            return
         stored = [json.loads(handle("POST", "kueue.x-k8s.io", "v1beta2", "workloads", workload(i))) for i in range(count)]
-        if mode == "put":
-            for obj in stored:
-                handle("PUT", "kueue.x-k8s.io", "v1beta2", "workloads", admitted(obj), name=obj["metadata"]["name"],
+        if mode in ("put", "prepared", "finished"):
+            answers = [handle("PUT", "kueue.x-k8s.io", "v1beta2", "workloads", admitted(obj),
+                              name=obj["metadata"]["name"], subresource="status") for obj in stored]  # fmt: skip
+        if mode in ("prepared", "finished"):  # the runner's bodies, built from the admitted objects
+            bodies = [finished(json.loads(answer)) for answer in answers]
+        if mode == "finished":
+            for body in bodies:
+                handle("PUT", "kueue.x-k8s.io", "v1beta2", "workloads", body, name=body["metadata"]["name"],
                        subresource="status")  # fmt: skip
         elif mode == "event":
             for i in range(count):
@@ -102,18 +123,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--objects", type=int, default=200)
     parser.add_argument("--src", default=str(ROOT / "src"), help="the src/ directory to measure")
-    parser.add_argument("--inner", choices=("create", "put", "event"), help=argparse.SUPPRESS)
+    parser.add_argument("--jobs", type=int, default=2, help="valgrind runs at a time")
+    parser.add_argument("--inner", choices=("start", "create", "put", "prepared", "finished", "event"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.inner:
         inner(args.objects, args.inner, args.src)
         return
-    base = instructions(args.objects, "create", args.src)
-    put = instructions(args.objects, "put", args.src)
-    ev = instructions(args.objects, "event", args.src)
+    modes = ("start", "create", "put", "prepared", "finished", "event")
+    with ThreadPoolExecutor(args.jobs) as pool:  # deterministic counts: the runs may overlap
+        start, base, put, prepared, done, ev = pool.map(lambda m: instructions(args.objects, m, args.src), modes)
     print(json.dumps({
         "src": args.src,
         "objects": args.objects,
+        "instructions_per_create": (base - start) // args.objects,
         "instructions_per_status_put": (put - base) // args.objects,
+        "instructions_per_finished_put": (done - prepared) // args.objects,
         "instructions_per_event_post": (ev - base) // args.objects,
     }))  # fmt: skip
 

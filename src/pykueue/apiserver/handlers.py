@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeGuard, TypeVar
 
@@ -74,6 +74,13 @@ LARGE_LIST = 500
 """Collections larger than this are listed on a worker thread, not on the event loop."""
 LIST_ENCODE_CHUNK = 200
 """Items encoded per call when building a large list body (each call holds the GIL)."""
+SKIP_UNCHANGED_MEMBERS = True
+"""Whether the pruning walk of a status update skips the members equal to the live object's (the
+full walk stays for the tests to compare with)."""
+_WALKED_ALWAYS = frozenset({"apiVersion", "kind", "metadata", "status"})
+STATUS_ONLY_DEFAULTING = True
+"""Whether a status update defaults only the status when the kind can (the general path, which
+defaults the whole object, stays for the tests to compare with)."""
 ORPHAN_BY_DEFAULT = frozenset({("batch", "jobs")})
 """batch/v1 Jobs orphan their dependents unless the client chooses (``DefaultGarbageCollectionPolicy``)."""
 
@@ -158,6 +165,7 @@ class ResourceInfo(Protocol):
     def to_storage(self, obj: Mapping[str, Any]) -> dict[str, Any]: ...
     def from_storage(self, obj: Mapping[str, Any], version: str) -> dict[str, Any]: ...
     def default(self, obj: dict[str, Any]) -> dict[str, Any]: ...
+    def default_status(self, obj: dict[str, Any]) -> dict[str, Any] | None: ...
     def prepare_for_create(self, obj: dict[str, Any]) -> dict[str, Any]: ...
     def default_for_create(self, obj: dict[str, Any]) -> dict[str, Any]: ...
     def validation_failure(
@@ -302,10 +310,24 @@ def _too_deep() -> str:
     return f"exceeded max depth: objects and arrays may be nested at most {MAX_NESTING_DEPTH} deep"
 
 
+def _nesting_bound(body: bytes) -> int:
+    """An upper bound of how deep the document of a JSON text nests, from C-speed counts.
+
+    Every container on the deepest chain but the innermost holds the next, so is not empty: the
+    depth is at most one more than the non-empty containers. Each ``{}``/``[]`` in the text is an
+    empty container or lies in a string, whose brackets are counted among the openings too.
+    """
+    opened = body.count(b"{") + body.count(b"[")
+    return opened - body.count(b"{}") - body.count(b"[]") + 1
+
+
 def _check_depth(body: bytes | None, doc: Any, prefix: str) -> None:
     """400 when ``doc`` nests deeper than :data:`MAX_NESTING_DEPTH` (iterative: no recursion)."""
-    if body is not None and body.count(b"{") + body.count(b"[") <= MAX_NESTING_DEPTH:
-        return  # too few brackets in the JSON text to nest that deep
+    if body is not None and _nesting_bound(body) <= MAX_NESTING_DEPTH:
+        # Too few brackets in the JSON text to nest that deep (empty ones do not count: the
+        # managedFields of an object hold over a hundred, and walking every status update's
+        # document was a tenth of its cost).
+        return
     stack: list[tuple[Any, int]] = [(doc, 1)]
     while stack:
         value, depth = stack.pop()
@@ -887,10 +909,18 @@ class Handlers:
             meta.pop("namespace", None)
 
     def _prune(
-        self, obj: dict[str, Any], info: ResourceInfo, version: str, mode: str, warnings: list[str]
+        self,
+        obj: dict[str, Any],
+        info: ResourceInfo,
+        version: str,
+        mode: str,
+        warnings: list[str],
+        unchanged: Collection[str] = (),
     ) -> None:
-        """Check types and unknown fields against the schema; drop unknown fields (all modes)."""
-        result = walk_schema(obj, info.openapi_schema(version), self.backend.schema_resolver(info, version))
+        """Check types and unknown fields against the schema; drop unknown fields (all modes).
+        ``unchanged``: top-level members known to need neither (see :meth:`_unchanged_members`)."""
+        schema, resolver = info.openapi_schema(version), self.backend.schema_resolver(info, version)
+        result = walk_schema(obj, schema, resolver, unchanged)
         if result.metadata_errors:
             raise E.cannot_handle(info.kind, version, "; ".join(result.metadata_errors))
         if result.type_errors:
@@ -914,6 +944,35 @@ class Handlers:
             raise E.cannot_handle(info.kind, version, "strict decoding error: " + ", ".join(messages))
         if mode == "Warn":
             warnings.extend(messages)
+
+    @staticmethod
+    def _unchanged_members(
+        req: APIRequest, info: ResourceInfo, obj: Mapping[str, Any], live: Mapping[str, Any] | None
+    ) -> frozenset[str]:
+        """The members of a status update's body that are the live object's, as JSON.
+
+        A status update keeps every member but the status (``PrepareForUpdate``), so what it sent
+        of them matters only for the unknown fields and wrong types the pruning walk reports. The
+        live object's members were stored by this server, pruned and checked already: a member
+        equal to its live value (in the version stored: as encoded, byte for byte) has nothing to
+        report, and walking the unchanged spec was a third of a status update's walk.
+        """
+        if (
+            req.subresource != "status"
+            or not info.status_subresource
+            or live is None
+            or live.get("apiVersion") != obj.get("apiVersion")
+            or not SKIP_UNCHANGED_MEMBERS
+        ):
+            return frozenset()
+        return frozenset(
+            name
+            for name, value in obj.items()
+            if name not in _WALKED_ALWAYS
+            and name in live
+            and isinstance(value, dict | list)
+            and _json_encode(value) == _json_encode(live[name])
+        )
 
     def _to_storage(self, info: ResourceInfo, obj: dict[str, Any], version: str) -> dict[str, Any]:
         return self._guard(info, obj, lambda: info.to_storage(obj))
@@ -1081,11 +1140,16 @@ class Handlers:
             raise E.bad_request(
                 f"the name of the object ({body_name or ''}) does not match the name on the URL ({req.name})"
             )
-        self._prune(obj, info, req.version, mode, warnings)
+        live: dict[str, Any] | None = None
+        missing: Exception | None = None
         try:
             live = self.store.get(info.key(), req.namespace or "", req.name or "")
         except Exception as err:
-            api_err = self._store_error(err, info, req.name or "")
+            missing = err
+        self._prune(obj, info, req.version, mode, warnings, self._unchanged_members(req, info, obj, live))
+        if live is None:  # reported after the body's own errors, as before it was read
+            assert missing is not None
+            api_err = self._store_error(missing, info, req.name or "")
             if (
                 api_err.code == 404
                 and (info.group, info.plural) in ALLOW_CREATE_ON_UPDATE
@@ -1117,7 +1181,7 @@ class Handlers:
                 self._validate(info, obj, None, req.version, missing)
             raise
         before_defaults = self._merge_subresource(info, req.subresource, incoming, live)
-        merged = _reuse_live_members(self._default(info, before_defaults), before_defaults, live)
+        merged = self._default_update(info, req.subresource, before_defaults, live)
         self._validate(info, merged, live, req.version, missing)
         if req.subresource is None:  # webhook rules name the main resource only, not /status
             self._admission_validate(info, merged, live)
@@ -1134,6 +1198,19 @@ class Handlers:
         except Exception as err:
             raise self._store_error(err, info, req.name or "") from None
         return updated
+
+    def _default_update(
+        self, info: ResourceInfo, subresource: str | None, before: dict[str, Any], live: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The defaulted object an update stores (``before``: the live object merged with the
+        request per subresource): a status update of a kind that can default its status alone
+        keeps the live members as they are; otherwise the whole object is defaulted and the live
+        members it rebuilt unchanged are taken back."""
+        if subresource == "status" and info.status_subresource and STATUS_ONLY_DEFAULTING:
+            defaulted = self._guard(info, before, lambda: info.default_status(before))
+            if defaulted is not None:
+                return defaulted
+        return _reuse_live_members(self._default(info, before), before, live)
 
     def _missing_required(
         self, req: APIRequest, info: ResourceInfo, obj: dict[str, Any], live: dict[str, Any]
@@ -1480,7 +1557,7 @@ class _SchemaNode:
     """
 
     __slots__ = ("_additional", "_items", "_props", "additional", "expected", "free", "int_or_string",
-                 "items", "nullable", "props", "resolver")  # fmt: skip
+                 "items", "nullable", "ok_types", "props", "resolver")  # fmt: skip
 
     def __init__(self, schema: Mapping[str, Any], resolver: Resolver) -> None:
         self.resolver = resolver
@@ -1488,6 +1565,7 @@ class _SchemaNode:
         expected = schema.get("type")
         self.expected = expected if isinstance(expected, str) else None
         self.nullable = bool(schema.get("nullable"))
+        self.ok_types = _OK_TYPES.get("int-or-string" if self.int_or_string else self.expected, _ANY_TYPE)
         props = schema.get("properties")
         additional = schema.get("additionalProperties")
         preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
@@ -1516,6 +1594,30 @@ class _SchemaNode:
             self._items = _compiled(self.items or {}, self.resolver)
         return self._items
 
+
+class _AnyType(frozenset[type]):
+    """Every type: the ``ok_types`` of a node without a type (``type(v) in`` it is always true)."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+_ANY_TYPE: frozenset[type] = _AnyType()
+_OK_TYPES: dict[str | None, frozenset[type]] = {
+    "string": frozenset({str}),
+    "integer": frozenset({int}),
+    "number": frozenset({int, float}),
+    "boolean": frozenset({bool}),
+    "object": frozenset({dict}),
+    "array": frozenset({list}),
+    "int-or-string": frozenset({int, str}),
+}
+"""Per schema type, the Python types :func:`_type_ok` always accepts (exactly those types: a bool
+is no integer, an integral float takes the full check); a type not named takes the full check."""
+_SCALARS = frozenset({str, int, float, bool})
+WALK_FAST_TYPES = True
+"""Whether the pruning walk decides the common types by :attr:`_SchemaNode.ok_types` (the full
+type check stays for the rest, and for the tests to compare with)."""
 
 _COMPILED: dict[tuple[int, int], tuple[Mapping[str, Any], Resolver, _SchemaNode]] = {}
 _COMPILED_LIMIT = 65536  # every served schema has ~4,000 nodes
@@ -1561,28 +1663,41 @@ def _integral(value: Any) -> bool:
 
 
 def _walk_value(value: Any, node: _SchemaNode, path: str, result: WalkResult) -> None:
-    expected = _type_ok(value, node)
-    if expected is not None:
-        result.type_errors.append(TypeProblem(path, expected, json_type(value)))
-        return
+    if not (WALK_FAST_TYPES and type(value) in node.ok_types):
+        expected = _type_ok(value, node)
+        if expected is not None:
+            result.type_errors.append(TypeProblem(path, expected, json_type(value)))
+            return
     if isinstance(value, dict):
         _walk_object(value, node, path, result)
     elif isinstance(value, list) and node.items is not None:
         items = node.items_node()
         for i, item in enumerate(value):
-            if item is not None:
+            if item is not None and not _fine_scalar(item, items):
                 _walk_value(item, items, f"{path}[{i}]", result)
+
+
+def _fine_scalar(value: Any, node: _SchemaNode) -> bool:
+    """A scalar of a type its node accepts: :func:`_walk_value` would find nothing there (and the
+    path it is given need not be built)."""
+    kind = type(value)
+    return WALK_FAST_TYPES and kind in _SCALARS and kind in node.ok_types
 
 
 def _walk_object(obj: dict[str, Any], node: _SchemaNode, path: str, result: WalkResult) -> None:
     props = node.props
+    fast = WALK_FAST_TYPES
     for key in list(obj):
         value = obj[key]
         if key in props:
             sub = node.prop(key)
+            if fast and type(value) in _SCALARS and type(value) in sub.ok_types:
+                continue  # :func:`_fine_scalar`, inlined (most members are)
             child = f"{path}.{key}" if path else str(key)
         elif node.additional is not None:
             sub = node.additional_node()
+            if fast and type(value) in _SCALARS and type(value) in sub.ok_types:
+                continue
             child = f"{path}[{key}]" if path else str(key)
         else:
             if not node.free:
@@ -1652,18 +1767,21 @@ def _owner_refs_problem(value: Any) -> tuple[str, str] | None:
     return None
 
 
-def walk_schema(obj: dict[str, Any], schema: Mapping[str, Any], resolver: Resolver) -> WalkResult:
+def walk_schema(
+    obj: dict[str, Any], schema: Mapping[str, Any], resolver: Resolver, skip: Collection[str] = ()
+) -> WalkResult:
     """Check an object against its kind's structural schema; prune unknown fields and nulls.
 
     ``metadata`` is checked as ``ObjectMeta`` (the server decodes it into the Go type); unknown
-    fields are removed from ``obj`` and reported (the caller rejects them under Strict).
+    fields are removed from ``obj`` and reported (the caller rejects them under Strict). The
+    top-level members named in ``skip`` are left alone.
     """
     result = WalkResult()
     schema = _resolve(schema, resolver)
     props = schema.get("properties")
     props = props if _is_map(props) else {}
     for key in list(obj):
-        if key in ("apiVersion", "kind"):
+        if key in ("apiVersion", "kind") or key in skip:
             continue
         value = obj[key]
         if key == "metadata":

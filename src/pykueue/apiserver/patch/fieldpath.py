@@ -48,6 +48,13 @@ _SCALAR_TYPES = frozenset({str, int, bool, type(None)})
 
 
 @functools.lru_cache(maxsize=65536)
+def single_key_element(name: str, value: str) -> PathElement:
+    """``key_element({name: value})`` of a string key (memoised: the items of every object's
+    conditions and pod sets are keyed by a handful of types and names)."""
+    return "k:" + go_json({name: value}, sort_keys=False)
+
+
+@functools.lru_cache(maxsize=65536)
 def _scalar_key_element(items: tuple[tuple[str, type, JSON], ...]) -> PathElement:
     return "k:" + go_json({name: value for name, _, value in items}, sort_keys=False)
 

@@ -147,7 +147,10 @@ class SchemaNode:
         """Schema of member ``name``: the property, else ``additionalProperties``, else deduced."""
         if self.kind != "map":
             return DEDUCED
-        found = self.fields.get(name)
+        fields = self._fields
+        if fields is None or callable(fields):
+            fields = self.fields
+        found = fields.get(name)
         if found is not None:
             return found
         return self.values or DEDUCED
