@@ -7,9 +7,10 @@ which stays in the code, on valid manifests of every kind and on random mutation
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -383,9 +384,10 @@ def test_compare_skips_members_shared_by_both_sides(old: dict[str, Any], changes
     assert shared == walked
 
 
-def test_status_update_does_not_walk_the_unchanged_spec(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A Workload status PUT through the handlers: defaulting rebuilds the object, yet the managed
-    fields' comparison sees the live spec itself and skips it (it walked it whole before)."""
+@contextlib.contextmanager
+def _workload_server() -> Iterator[tuple[Callable[..., Any], dict[str, Any]]]:
+    """A bootstrapped in-memory API server's handlers with ``BASES[0]`` created in ``default``:
+    ``req(method, body, **APIRequest fields)`` for Workloads, and the created object."""
     from pykueue.apiserver.app import APIServerApp
     from pykueue.apiserver.handlers import APIRequest
     from pykueue.store import Store
@@ -400,7 +402,13 @@ def test_status_update_does_not_walk_the_unchanged_spec(monkeypatch: pytest.Monk
             return app.handlers.handle(APIRequest(method, G, "v1beta2", "workloads", namespace="default",
                                                   body=json.dumps(body).encode(), **kw))  # fmt: skip
 
-        created = json.loads(req("POST", wl).body)
+        yield req, json.loads(req("POST", wl).body)
+
+
+def test_status_update_does_not_walk_the_unchanged_spec(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Workload status PUT through the handlers: defaulting rebuilds the object, yet the managed
+    fields' comparison sees the live spec itself and skips it (it walked it whole before)."""
+    with _workload_server() as (req, created):
         walked: list[tuple[Any, ...]] = []
         real = T._compare
 
@@ -697,22 +705,9 @@ def test_status_update_does_not_prune_the_unchanged_spec(monkeypatch: pytest.Mon
     """A Workload status PUT whose spec is the live one is not walked there; a changed spec is
     (its unknown fields are reported, as before), and a missing object is still a 404 after them."""
     from pykueue.apiserver import handlers as H
-    from pykueue.apiserver.app import APIServerApp
-    from pykueue.apiserver.handlers import APIRequest
     from pykueue.kube.status import StatusError
-    from pykueue.store import Store
 
-    with Store(None) as store:
-        app = APIServerApp(store)
-        app.bootstrap()
-        wl = copy.deepcopy(BASES[0])
-        wl["metadata"]["namespace"] = "default"
-
-        def req(method: str, body: dict[str, Any], **kw: Any) -> Any:
-            return app.handlers.handle(APIRequest(method, G, "v1beta2", "workloads", namespace="default",
-                                                  body=json.dumps(body).encode(), **kw))  # fmt: skip
-
-        created = json.loads(req("POST", wl).body)
+    with _workload_server() as (req, created):
         walked: list[str] = []
         real = H._walk_value
 
