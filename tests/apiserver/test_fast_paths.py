@@ -87,23 +87,33 @@ def manifests(draw: st.DrawFn) -> dict[str, Any]:
     """A base manifest with up to three random changes (never to apiVersion/kind)."""
     obj = copy.deepcopy(draw(st.sampled_from(BASES)))
     for _ in range(draw(st.integers(0, 3))):
-        candidates = [p for p in _paths(obj) if p and p[0] not in ("apiVersion", "kind")]
-        if not candidates:
+        target = _draw_member(draw, obj, lambda path: path[0] not in ("apiVersion", "kind"))
+        if target is None:
             break
-        path = draw(st.sampled_from(candidates))
-        parent = obj
-        for step in path[:-1]:
-            parent = parent[step]
+        parent, key = target
         action = draw(st.sampled_from(["replace", "delete", "add", "duplicate"]))
         if action == "replace":
-            parent[path[-1]] = draw(values)
+            parent[key] = draw(values)
         elif action == "delete" and isinstance(parent, dict):
-            del parent[path[-1]]
-        elif action == "add" and isinstance(parent[path[-1]], dict):
-            parent[path[-1]][draw(st.sampled_from(["zz", "name", "labels"]))] = draw(values)
-        elif action == "duplicate" and isinstance(parent[path[-1]], list) and parent[path[-1]]:
-            parent[path[-1]].append(copy.deepcopy(parent[path[-1]][0]))
+            del parent[key]
+        elif action == "add" and isinstance(parent[key], dict):
+            parent[key][draw(st.sampled_from(["zz", "name", "labels"]))] = draw(values)
+        elif action == "duplicate" and isinstance(parent[key], list) and parent[key]:
+            parent[key].append(copy.deepcopy(parent[key][0]))
     return obj
+
+
+def _draw_member(draw: st.DrawFn, obj: Any, keep: Callable[[tuple[Any, ...]], bool]) -> tuple[Any, Any] | None:
+    """A random member of ``obj`` (its container and key or index) among the non-empty paths
+    ``keep`` accepts, or None when there is none."""
+    candidates = [p for p in _paths(obj) if p and keep(p)]
+    if not candidates:
+        return None
+    path = draw(st.sampled_from(candidates))
+    parent = obj
+    for step in path[:-1]:
+        parent = parent[step]
+    return parent, path[-1]
 
 
 def _info(obj: dict[str, Any]) -> R.ResourceInfo:
@@ -524,17 +534,14 @@ def statuses(draw: st.DrawFn) -> Any:
         return draw(values)
     status = copy.deepcopy(draw(st.sampled_from(STATUSES)))
     for _ in range(draw(st.integers(0, 2))):
-        candidates = [p for p in _paths(status) if p]
-        if not candidates:
+        target = _draw_member(draw, status, lambda path: True)
+        if target is None:
             break
-        path = draw(st.sampled_from(candidates))
-        parent = status
-        for step in path[:-1]:
-            parent = parent[step]
+        parent, key = target
         if draw(st.booleans()):
-            parent[path[-1]] = draw(values)
+            parent[key] = draw(values)
         elif isinstance(parent, dict):
-            del parent[path[-1]]
+            del parent[key]
     return status
 
 
