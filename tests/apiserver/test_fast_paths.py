@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from pykueue.api.conversion import ConversionError, to_external, to_internal
+from pykueue.api.conversion import ABSENT, ConversionError, encode_status, to_external, to_internal
 from pykueue.api.validation import TYPE_INVALID
 from pykueue.apiserver import crdgen
 from pykueue.apiserver import resources as R
@@ -558,9 +558,9 @@ def test_status_member_is_the_external_encodings(obj: dict[str, Any], status: An
     typed = outcome[1]
     R.apply_defaults(typed)
     whole = R._external(typed)
-    assert json.dumps(R._encoded_status(typed) if "status" in whole else None) == json.dumps(whole.get("status"))
+    assert json.dumps(encode_status(typed) if "status" in whole else None) == json.dumps(whole.get("status"))
     if "status" not in whole:
-        assert R._encoded_status(typed) is R._ABSENT
+        assert encode_status(typed) is ABSENT
 
 
 _STATUS_APP: list[Any] = []

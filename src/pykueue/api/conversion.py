@@ -16,7 +16,7 @@ import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -638,6 +638,27 @@ def _encode_struct(obj: msgspec.Struct, *, skip_empty_status: bool = False) -> d
         else:
             out[key] = _encode_value(value)
     return out
+
+
+ABSENT: Final = object()
+"""What :func:`encode_status` returns for an object whose encoding has no ``status``."""
+
+
+def encode_status(obj: msgspec.Struct) -> Any:
+    """``encode(obj)["status"]`` (:data:`ABSENT` when the encoding omits it) without encoding the
+    other members: what a status update stores, the rest being the live object's."""
+    for name, key, default, always, raw in _encoding_plan(type(obj)):
+        if key != "status":
+            continue
+        value = getattr(obj, name)
+        if _is_empty_status(value):
+            return ABSENT
+        if default is not _NO_DEFAULT and not always and value == default:
+            return ABSENT
+        if raw:
+            return msgspec.to_builtins(value) if isinstance(value, (dict, list)) else value
+        return _encode_value(value)
+    return ABSENT
 
 
 def _is_empty_status(value: Any) -> bool:

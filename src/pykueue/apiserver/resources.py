@@ -524,32 +524,12 @@ def _kueue_default_status(obj: Obj) -> Obj:
         return obj
     apply_defaults(typed)
     result = dict(obj)
-    status = _encoded_status(typed)
-    if status is _ABSENT:
+    status = _conversion.encode_status(typed)
+    if status is _conversion.ABSENT:
         result.pop("status", None)
     else:
         result["status"] = status
     return result
-
-
-_ABSENT = object()
-
-
-def _encoded_status(typed: k.KueueObject) -> Any:
-    """``_external(typed)["status"]`` (``_ABSENT`` when it has none), without encoding the rest:
-    the status step of ``conversion.encode`` (an empty status is omitted, as is a default one)."""
-    for name, key, default, always, raw in _conversion._encoding_plan(type(typed)):
-        if key != "status":
-            continue
-        value = getattr(typed, name)
-        if _conversion._is_empty_status(value):
-            return _ABSENT
-        if default is not _conversion._NO_DEFAULT and not always and value == default:
-            return _ABSENT
-        if raw:
-            return msgspec.to_builtins(value) if isinstance(value, (dict, list)) else value
-        return _conversion._encode_value(value)
-    return _ABSENT
 
 
 def _kueue_default_for_create(kind: str) -> Callable[[Obj], Obj]:
