@@ -625,9 +625,15 @@ def _is_raw_json(info: msgspec.inspect.Type) -> bool:
     return False
 
 
-def _encode_struct(obj: msgspec.Struct, *, skip_empty_status: bool = False) -> dict[str, Any]:
+def _encode_struct(
+    obj: msgspec.Struct,
+    *,
+    skip_empty_status: bool = False,
+    plan: tuple[tuple[str, str, Any, bool, bool], ...] | None = None,
+) -> dict[str, Any]:
+    """``obj``'s members to builtins, per ``plan`` (default: every field, :func:`_encoding_plan`)."""
     out: dict[str, Any] = {}
-    for name, key, default, always, raw in _encoding_plan(type(obj)):
+    for name, key, default, always, raw in plan if plan is not None else _encoding_plan(type(obj)):
         value = getattr(obj, name)
         if skip_empty_status and name == "status" and _is_empty_status(value):
             continue
@@ -647,18 +653,13 @@ ABSENT: Final = object()
 def encode_status(obj: msgspec.Struct) -> Any:
     """``encode(obj)["status"]`` (:data:`ABSENT` when the encoding omits it) without encoding the
     other members: what a status update stores, the rest being the live object's."""
-    for name, key, default, always, raw in _encoding_plan(type(obj)):
-        if key != "status":
-            continue
-        value = getattr(obj, name)
-        if _is_empty_status(value):
-            return ABSENT
-        if default is not _NO_DEFAULT and not always and value == default:
-            return ABSENT
-        if raw:
-            return msgspec.to_builtins(value) if isinstance(value, (dict, list)) else value
-        return _encode_value(value)
-    return ABSENT
+    return _encode_struct(obj, skip_empty_status=True, plan=_status_plan(type(obj))).get("status", ABSENT)
+
+
+@functools.cache
+def _status_plan(cls: type[msgspec.Struct]) -> tuple[tuple[str, str, Any, bool, bool], ...]:
+    """The ``status`` entry of :func:`_encoding_plan` (empty when the kind has none)."""
+    return tuple(entry for entry in _encoding_plan(cls) if entry[1] == "status")
 
 
 def _is_empty_status(value: Any) -> bool:
