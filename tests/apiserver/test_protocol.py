@@ -133,3 +133,106 @@ def test_a_complete_response_is_sent_before_the_loop_turns() -> None:
     assert len(seen_by_app) == 1
     assert len(seen_by_app[0]) == 1, f"the complete response was not sent at once: {seen_by_app[0]}"
     assert seen_by_app[0][0].endswith(b"\r\n\r\nok")
+
+
+def _lease(name: str) -> bytes:
+    import json
+
+    body = json.dumps({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": name}}).encode()
+    return (
+        b"POST /apis/coordination.k8s.io/v1/namespaces/default/leases HTTP/1.1\r\nHost: localhost\r\n"
+        b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
+
+
+def _read_answer(sock: socket.socket) -> bytes:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head
+
+
+def test_answers_to_a_burst_leave_while_the_rest_of_it_is_handled(tmp_path: Any, monkeypatch: Any) -> None:
+    """``pykueue serve``'s stack (uvicorn, the protocol, the application, an on-disk store): a burst
+    of writes that arrives in one turn of the loop. Their answers leave as their fsyncs are done,
+    from the store's callback, while later requests of the burst are still to be handled; before,
+    every answer waited for the loop's next turn, i.e. for the whole burst."""
+    import json
+    import threading
+
+    import uvicorn
+
+    from pykueue.apiserver.app import APIServerApp
+    from pykueue.apiserver.protocol import ConnectionLimits, limited_protocol
+    from pykueue.store import Store, durability
+    from pykueue.store import store as store_module
+
+    monkeypatch.setattr(durability, "INLINE_FSYNC_MAX", 10.0)  # the loop syncs, whatever the disk
+    monkeypatch.setattr(store_module, "SYNC_AFTER", 0.0)  # sync once two requests wait
+    log: list[tuple[str, str]] = []
+    base = limited_protocol(ConnectionLimits())
+
+    class Recording(base):  # type: ignore[valid-type, misc]
+        def on_message_complete(self) -> None:
+            self.lease = json.loads(self.cycle.body)["metadata"]["name"] if self.scope["method"] == "POST" else None
+            super().on_message_complete()
+
+        def on_response_complete(self) -> None:
+            if self.lease is not None:
+                log.append(("answered", self.lease))
+            super().on_response_complete()
+
+    store = Store(str(tmp_path / "store.db"))
+    app = APIServerApp(store)
+    real_handle = app.handlers.handle
+
+    def handle(req: Any) -> Any:
+        if req.method == "POST" and req.resource == "leases":
+            log.append(("handled", json.loads(req.body)["metadata"]["name"]))
+        return real_handle(req)
+
+    app.handlers.handle = handle  # type: ignore[method-assign]
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, loop="uvloop", http=Recording, lifespan="on", log_level="error")
+    server = uvicorn.Server(config)
+    runner = threading.Thread(target=server.run, daemon=True)
+    runner.start()
+    socks: list[socket.socket] = []
+    gate = threading.Event()
+    try:
+        for _ in range(500):
+            if server.started:
+                break
+            threading.Event().wait(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        burst = 6
+        for _ in range(burst):  # connected and accepted before the burst
+            sock = socket.create_connection(("127.0.0.1", port))
+            sock.sendall(b"GET /version HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            assert _read_answer(sock).startswith(b"HTTP/1.1 200")
+            socks.append(sock)
+        loop = app.hub.loop
+        assert loop is not None
+        held = threading.Event()
+        loop.call_soon_threadsafe(lambda: (held.set(), gate.wait(10)))
+        assert held.wait(10)
+        for i, sock in enumerate(socks):  # all in the sockets while the loop is held: one turn reads them
+            sock.sendall(_lease(f"burst-{i}"))
+        gate.set()
+        for sock in socks:
+            assert _read_answer(sock).startswith(b"HTTP/1.1 201")
+    finally:
+        gate.set()
+        for sock in socks:
+            sock.close()
+        server.should_exit = True
+        runner.join(10)
+        store.close()
+    handled = [name for what, name in log if what == "handled"]
+    assert len(handled) == burst and len([e for e in log if e[0] == "answered"]) == burst, log
+    first_answer = log.index(("answered", handled[0]))
+    last_handled = log.index(("handled", handled[-1]))
+    assert first_answer < last_handled, f"the first request's answer waited for the whole burst: {log}"
