@@ -58,10 +58,14 @@ error when the store cannot make it durable)."""
 
 SYNC_AFTER = 0.004
 """Seconds of the event loop's time, from the first request that waits for a sync, after which the
-loop syncs at once instead of at the end of its turn. A turn handles every request that arrived
-in it (a burst of a controller's writes: tens of milliseconds) and the answers could leave only
-after the whole burst; syncing every few milliseconds lets the first answers go while the rest is
-handled, for one more fsync (~0.3 ms on this machine's disk) per this much loop time."""
+loop syncs at once instead of at the end of its turn; each further sync in the same turn waits
+twice as long as the one before. A turn handles every request that arrived in it (a burst of a
+controller's writes: tens of milliseconds) and the answers could leave only after the whole burst;
+the first sync lets the first answers go after a few milliseconds, and the doubling keeps a long
+turn to a few more fsyncs (each blocks the loop, ~0.3 ms on this machine's disk and a wait for a
+CPU after it on a loaded one) and its answers in a few large groups (each wakes the client)."""
+
+_loop_clock = time.perf_counter  # the loop time SYNC_AFTER is measured in (tests step it)
 
 _KEY_MAX = "\U0010ffff"
 _WAL_AUTOCHECKPOINT_PAGES = 4000  # ~16 MB of WAL between checkpoints: fewer fsyncs per write
@@ -121,6 +125,7 @@ class Store:
         self._group: GroupCommit | None = None
         self._sync_scheduled: asyncio.AbstractEventLoop | None = None  # the loop a request is queued on
         self._first_wait: float | None = None  # when the first waiter since the last sync came
+        self._sync_after = SYNC_AFTER  # this turn's next mid-turn sync: doubled after each one
         if path:
             self._group = GroupCommit(path, self._committed, self._after_sync, self._fail_waiters)
             _private_files(path)  # the WAL SQLite created takes the database's mode; the rest too
@@ -572,8 +577,9 @@ class Store:
 
     def _wait_for(self, revision: int, loop: asyncio.AbstractEventLoop, waiter: _Waiter) -> None:
         """Queue ``waiter`` for ``revision`` and see that a sync comes: at the end of this turn of
-        the loop, or now when the loop has already spent :data:`SYNC_AFTER` seconds on requests
-        whose answers wait (a burst: the first answers leave while the rest is handled)."""
+        the loop, or now when the loop has already spent :data:`SYNC_AFTER` seconds (doubled after
+        each such sync in a turn) on requests whose answers wait (a burst: the first answers leave
+        while the rest is handled)."""
         with self._waiters_lock:
             self._async_waiters.append((revision, loop, waiter))
         if self._delivered >= revision:  # delivered meanwhile: resolve now
@@ -585,16 +591,18 @@ class Store:
             # not hold back another's.)
             self._sync_scheduled = loop
             loop.call_soon(self._sync_for_loop)
-        now = time.perf_counter()
+        now = _loop_clock()
         first = self._first_wait
         if first is None:
             self._first_wait = now
-        elif now - first >= SYNC_AFTER:
+        elif now - first >= self._sync_after:
+            self._sync_after *= 2
             self._sync_on_loop()
 
     def _sync_for_loop(self) -> None:
         """The sync at the end of a turn (see :meth:`_sync_on_loop`)."""
         self._sync_scheduled = None
+        self._sync_after = SYNC_AFTER
         self._sync_on_loop()
 
     def _sync_on_loop(self) -> None:
