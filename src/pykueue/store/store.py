@@ -561,8 +561,8 @@ class Store:
     def when_visible(self, callback: Callable[[BaseException | None], None]) -> bool:
         """:meth:`wait_visible` without a coroutine: True when everything committed so far is
         already durable and delivered (answer now); else False, and ``callback(None)`` is called on
-        this event loop, inside the callback that made it durable, or ``callback(error)`` when the
-        store cannot make it durable.
+        this event loop, inside the callback that made it durable (this call itself when it syncs
+        mid-turn), or ``callback(error)`` when the store cannot make it durable.
 
         An awaiting coroutine only resumes at the loop's next turn, after every other request of
         the turn: the API server answers from here instead, as soon as the fsync is done.
