@@ -1,12 +1,20 @@
-"""The coalescing transport: one send per loop step, nothing lost or reordered, flushed on close."""
+"""The coalescing transport: one send per loop step, nothing lost or reordered, flushed on close;
+answers to writes leave from the durability callback, as soon as (never before) their fsync."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
+
 from pykueue.apiserver.protocol import CoalescingTransport
+from pykueue.store import ResourceKey
+
+LEASES = ResourceKey("coordination.k8s.io", "leases", namespaced=True)
 
 
 async def _pair() -> tuple[asyncio.Transport, socket.socket, list[bytes]]:
@@ -133,3 +141,221 @@ def test_a_complete_response_is_sent_before_the_loop_turns() -> None:
     assert len(seen_by_app) == 1
     assert len(seen_by_app[0]) == 1, f"the complete response was not sent at once: {seen_by_app[0]}"
     assert seen_by_app[0][0].endswith(b"\r\n\r\nok")
+
+
+def _lease(name: str) -> bytes:
+    import json
+
+    body = json.dumps({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": name}}).encode()
+    return (
+        b"POST /apis/coordination.k8s.io/v1/namespaces/default/leases HTTP/1.1\r\nHost: localhost\r\n"
+        b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
+
+
+def _read_answer(sock: socket.socket) -> bytes:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head
+
+
+@contextlib.contextmanager
+def _served(app: Any, protocol: type[Any]) -> Iterator[int]:
+    """uvicorn (uvloop, ``protocol``) serving ``app`` on a thread of its own; yields the port."""
+    import threading
+
+    import uvicorn
+
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, loop="uvloop", http=protocol, lifespan="on", log_level="error")
+    server = uvicorn.Server(config)
+    runner = threading.Thread(target=server.run, daemon=True)
+    runner.start()
+    try:
+        for _ in range(1000):
+            if server.started:
+                break
+            threading.Event().wait(0.01)
+        assert server.started, "the server did not start"
+        yield int(server.servers[0].sockets[0].getsockname()[1])
+    finally:
+        server.should_exit = True
+        runner.join(10)
+
+
+def _connect(port: int) -> socket.socket:
+    """A keep-alive connection the server has accepted (one request answered on it)."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(b"GET /version HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    assert _read_answer(sock).startswith(b"HTTP/1.1 200")
+    return sock
+
+
+def test_answers_to_a_burst_leave_while_the_rest_of_it_is_handled(tmp_path: Any, monkeypatch: Any) -> None:
+    """``pykueue serve``'s stack (uvicorn, the protocol, the application, an on-disk store): a burst
+    of writes that arrives in one turn of the loop. Their answers leave as their fsyncs are done,
+    from the store's callback, while later requests of the burst are still to be handled; before,
+    every answer waited for the loop's next turn, i.e. for the whole burst."""
+    import json
+    import threading
+
+    from pykueue.apiserver.app import APIServerApp
+    from pykueue.apiserver.protocol import ConnectionLimits, limited_protocol
+    from pykueue.store import Store, durability
+    from pykueue.store import store as store_module
+
+    monkeypatch.setattr(durability, "INLINE_FSYNC_MAX", 10.0)  # the loop syncs, whatever the disk
+    monkeypatch.setattr(store_module, "SYNC_AFTER", 0.0)  # sync once two requests wait
+    log: list[tuple[str, str]] = []
+    base = limited_protocol(ConnectionLimits())
+
+    class Recording(base):  # type: ignore[valid-type, misc]
+        def on_message_complete(self) -> None:
+            self.lease = json.loads(self.cycle.body)["metadata"]["name"] if self.scope["method"] == "POST" else None
+            super().on_message_complete()
+
+        def on_response_complete(self) -> None:
+            if self.lease is not None:
+                log.append(("answered", self.lease))
+            super().on_response_complete()
+
+    store = Store(str(tmp_path / "store.db"))
+    app = APIServerApp(store)
+    real_handle = app.handlers.handle
+
+    def handle(req: Any) -> Any:
+        if req.method == "POST" and req.resource == "leases":
+            log.append(("handled", json.loads(req.body)["metadata"]["name"]))
+        return real_handle(req)
+
+    app.handlers.handle = handle  # type: ignore[method-assign]
+    burst = 6
+    gate = threading.Event()
+    try:
+        with _served(app, Recording) as port:
+            socks = [_connect(port) for _ in range(burst)]  # accepted before the burst
+            loop = app.hub.loop
+            assert loop is not None
+            held = threading.Event()
+            loop.call_soon_threadsafe(lambda: (held.set(), gate.wait(10)))
+            assert held.wait(10)
+            for i, sock in enumerate(socks):  # all in the sockets while the loop is held: one turn reads them
+                sock.sendall(_lease(f"burst-{i}"))
+            gate.set()
+            for sock in socks:
+                assert _read_answer(sock).startswith(b"HTTP/1.1 201")
+                sock.close()
+    finally:
+        gate.set()
+        store.close()
+    handled = [name for what, name in log if what == "handled"]
+    assert len(handled) == burst and len([e for e in log if e[0] == "answered"]) == burst, log
+    first_answer = log.index(("answered", handled[0]))
+    last_handled = log.index(("handled", handled[-1]))
+    assert first_answer < last_handled, f"the first request's answer waited for the whole burst: {log}"
+
+
+def test_answers_from_the_durability_callback_wait_for_the_fsync_errors_too(tmp_path: Any, monkeypatch: Any) -> None:
+    """The callback path keeps durability: with the WAL's fsync held, neither the 201 of a create
+    nor the 409 of a second create of the same name (it saw the first) leaves; both do once the
+    fsync is done."""
+    import os
+    import threading
+
+    from pykueue.apiserver.app import APIServerApp
+    from pykueue.apiserver.protocol import ConnectionLimits, limited_protocol
+    from pykueue.store import Store
+
+    real_fsync = os.fsync
+    gate = threading.Event()
+    gate.set()
+
+    def fsync(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("-wal"):
+            gate.wait(10)
+        real_fsync(fd)
+
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("needs /proc/self/fd")
+    monkeypatch.setattr(os, "fsync", fsync)
+    store = Store(str(tmp_path / "store.db"))
+    app = APIServerApp(store)
+    try:
+        with _served(app, limited_protocol(ConnectionLimits())) as port:
+            first, second = _connect(port), _connect(port)
+            first.settimeout(0.3)
+            second.settimeout(0.3)
+            gate.clear()
+            first.sendall(_lease("held"))
+            for _ in range(1000):  # committed ...
+                try:
+                    store.get(LEASES, "default", "held")
+                    break
+                except Exception:
+                    threading.Event().wait(0.01)
+            second.sendall(_lease("held"))
+            for sock in (first, second):  # ... not answered
+                with pytest.raises(TimeoutError):
+                    sock.recv(1)
+            gate.set()
+            first.settimeout(10)
+            second.settimeout(10)
+            assert _read_answer(first).startswith(b"HTTP/1.1 201")
+            assert _read_answer(second).startswith(b"HTTP/1.1 409")
+            first.close()
+            second.close()
+    finally:
+        gate.set()
+        store.close()
+
+
+def test_send_now_sends_a_whole_response_or_nothing_while_writes_are_paused() -> None:
+    """scope[SEND_NOW] sends the response from a plain call; while the transport's buffer is full
+    (uvicorn's send would wait) it sends nothing and says so, and the awaited send goes on later."""
+    from uvicorn.config import Config
+    from uvicorn.server import ServerState
+
+    from pykueue.apiserver.protocol import SEND_NOW, ConnectionLimits, limited_protocol
+
+    results: list[bool] = []
+    messages = [
+        {"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]},
+        {"type": "http.response.body", "body": b"ok"},
+    ]
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        paused = [True]
+
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            if paused[0]:
+                protocol.pause_writing()  # as the transport does over its high-water mark
+                results.append(scope[SEND_NOW](messages))
+                loop.call_later(0.05, protocol.resume_writing)
+                paused[0] = False
+                for message in messages:
+                    await send(message)
+            else:
+                results.append(scope[SEND_NOW](messages))
+
+        config = Config(app, lifespan="off", log_level="error")
+        config.load()
+        protocol = limited_protocol(ConnectionLimits())(config, ServerState(), {}, _loop=loop)
+        ours, theirs = socket.socketpair()
+        await loop.create_connection(lambda: protocol, sock=ours)
+        theirs.setblocking(False)
+        for _ in range(2):
+            await loop.sock_sendall(theirs, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            answer = b""
+            while not answer.endswith(b"ok"):
+                answer += await loop.sock_recv(theirs, 4096)
+            assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
+        protocol.transport.close()
+        theirs.close()
+
+    asyncio.run(scenario())
+    assert results == [False, True]

@@ -166,8 +166,10 @@ def test_event_loop_syncs_its_writes_itself_while_fsyncs_are_cheap(
     """No hand-off to the sync thread and back (two GIL waits and a loop wake-up per write): the
     requests of one loop turn commit, then the loop fsyncs once for all of them and answers."""
     from pykueue.store import durability
+    from pykueue.store import store as store_module
 
     monkeypatch.setattr(durability, "INLINE_FSYNC_MAX", 10.0)  # any disk counts as fast here
+    monkeypatch.setattr(store_module, "SYNC_AFTER", 60.0)  # one turn, however loaded the machine
     with Store(str(tmp_path / "store.db")) as store:
         app = APIServerApp(store)
         app.bootstrap()
@@ -180,6 +182,79 @@ def test_event_loop_syncs_its_writes_itself_while_fsyncs_are_cheap(
         assert asyncio.run(scenario()) == [201] * 10
         threads = fsyncs.threads[before:]
         assert threads == [threading.current_thread().name], f"WAL fsyncs on {threads}: one, on the loop"
+
+
+def test_a_long_loop_turn_syncs_and_answers_its_first_writes_before_the_rest(
+    tmp_path: Path, fsyncs: FsyncRecorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn of the loop that handles a burst of writes: once it has spent SYNC_AFTER on writes
+    whose answers wait, it syncs at once and their callbacks answer them there, before it handles
+    the rest of the burst (not at the next turn, after all of it); each answer after its fsync.
+    The next mid-turn sync waits twice as long (2 x SYNC_AFTER), the one after four times."""
+    from pykueue.store import durability
+    from pykueue.store import store as store_module
+
+    monkeypatch.setattr(durability, "INLINE_FSYNC_MAX", 10.0)  # any disk counts as fast here
+    now = [0.0]
+    monkeypatch.setattr(store_module, "_loop_clock", lambda: now[0])  # the loop's time, stepped here
+    log: list[str] = []
+    with Store(str(tmp_path / "store.db")) as store:
+        group = store._group
+        assert group is not None
+        before = len(fsyncs.wal_syncs())
+
+        def answer(i: int, revision: int) -> Callable[[BaseException | None], None]:
+            def callback(error: BaseException | None) -> None:
+                assert error is None and group.synced >= revision, "answered before its fsync"
+                log.append(f"a{i}")
+
+            return callback
+
+        async def scenario() -> None:
+            for i in range(8):  # one turn: no await between the writes
+                with store.deferred_acks():
+                    obj = store.create(CM, configmap(f"burst-{i}"))
+                log.append(f"w{i}")
+                assert not store.when_visible(answer(i, int(obj["metadata"]["resourceVersion"])))
+                now[0] += store_module.SYNC_AFTER * 1.2  # the handling of a request
+            while len(log) < 16:
+                await asyncio.sleep(0.001)
+
+        asyncio.run(scenario())
+        syncs = len(fsyncs.wal_syncs()) - before
+    assert log == [
+        "w0", "w1", "a0", "a1",  # after SYNC_AFTER
+        "w2", "w3", "w4", "a2", "a3", "a4",  # after 2 x SYNC_AFTER
+        "w5", "w6", "w7", "a5", "a6", "a7",  # the rest at the end of the turn
+    ], log  # fmt: skip
+    assert syncs == 3
+
+
+def test_a_short_loop_turn_syncs_once_at_its_end(
+    tmp_path: Path, fsyncs: FsyncRecorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writes handled within SYNC_AFTER share one fsync at the end of the turn (group commit)."""
+    from pykueue.store import durability
+    from pykueue.store import store as store_module
+
+    monkeypatch.setattr(durability, "INLINE_FSYNC_MAX", 10.0)
+    monkeypatch.setattr(store_module, "SYNC_AFTER", 60.0)  # whatever the machine's load
+    log: list[str] = []
+    with Store(str(tmp_path / "store.db")) as store:
+        before = len(fsyncs.wal_syncs())
+
+        async def scenario() -> None:
+            for i in range(10):
+                with store.deferred_acks():
+                    store.create(CM, configmap(f"short-{i}"))
+                log.append(f"wrote {i}")
+                assert not store.when_visible(lambda error, i=i: log.append(f"answered {i}"))
+            while len(log) < 20:
+                await asyncio.sleep(0.001)
+
+        asyncio.run(scenario())
+        assert log == [f"wrote {i}" for i in range(10)] + [f"answered {i}" for i in range(10)]
+        assert len(fsyncs.wal_syncs()) - before == 1
 
 
 def test_slow_fsyncs_are_left_to_the_sync_thread(tmp_path: Path, fsyncs: FsyncRecorder) -> None:

@@ -26,12 +26,13 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pykueue.apiserver import errors as E
 from pykueue.apiserver import watch
 from pykueue.apiserver.discovery import Discovery, Document, version_info, wants_aggregated
 from pykueue.apiserver.handlers import APIRequest, APIResponse, Handlers, Resolver, ResourceInfo
+from pykueue.apiserver.protocol import SEND_NOW
 from pykueue.apiserver.security import ADMIN, READONLY, RequestGuard, User
 from pykueue.dashboard.assets import is_ui_path, serve_ui
 from pykueue.dashboard.mux import WATCH_PATH, embedded_opener, serve_watches
@@ -439,26 +440,60 @@ class APIServerApp:
         return pod
 
     async def _serve_fast(self, req: APIRequest, scope: Scope, receive: Receive, send: Send) -> None:
+        send_now: Callable[[list[Message]], bool] | None = scope.get(SEND_NOW)
         try:
             if not self.discovery.has_group_version(req.group, req.version):
                 raise E.path_not_found()
             if req.method in ("POST", "PUT", "PATCH", "DELETE"):
                 req.body = await receive_body(receive, req.headers.get("content-length"))
+            if send_now is not None and not self.handlers.runs_on_thread(req):
+                await self._answer_when_durable(req, scope, send_now, send)
+                return
             resp = await self.handlers.handle_async(req)
         except StatusError as err:
             resp = APIResponse(err.code, msgspec.json.encode(err.status()))
         except Exception as err:  # a bug: still a Status
-            log.exception("internal error serving %s %s", req.method, scope.get("path"))
-            api_err = E.internal(f"{type(err).__name__}: {err}")
-            resp = APIResponse(api_err.code, msgspec.json.encode(api_err.status()))
-        headers = [
-            (b"content-type", resp.content_type.encode()),
-            (b"content-length", str(len(resp.body)).encode()),
-        ]
-        if resp.warnings:
-            headers += _warning_headers(resp.warnings)
-        await send({"type": "http.response.start", "status": resp.status, "headers": headers})
-        await send({"type": "http.response.body", "body": resp.body})
+            resp = _internal_error(req, scope, err)
+        for message in _response_messages(resp):
+            await send(message)
+
+    async def _answer_when_durable(
+        self, req: APIRequest, scope: Scope, send_now: Callable[[list[Message]], bool], send: Send
+    ) -> None:
+        """Handle ``req`` on the loop and answer it from the store's callback once everything it may
+        have seen or written is durable (an error too: a 409 reveals what exists), without waiting
+        for the loop's next turn; the task only waits here for the answer to have left."""
+        try:
+            resp = self.handlers.handle_deferred(req)
+        except StatusError as err:
+            resp = APIResponse(err.code, msgspec.json.encode(err.status()))
+        except Exception as err:  # a bug: still a Status
+            resp = _internal_error(req, scope, err)
+        left: asyncio.Future[list[Message]] = asyncio.get_running_loop().create_future()
+
+        def answer(error: BaseException | None) -> None:
+            if error is None:
+                messages = _response_messages(resp)
+            else:  # the store could not make it durable
+                failed = error if isinstance(error, StatusError) else E.internal(str(error))
+                messages = _response_messages(APIResponse(failed.code, msgspec.json.encode(failed.status())))
+            try:
+                sent = send_now(messages)
+            except Exception:  # a bug: let the task try (and uvicorn report) it
+                log.exception("answering %s %s from the durability callback failed", req.method, scope.get("path"))
+                sent = False
+            if not left.done():  # (cancelled: the server is shutting down)
+                left.set_result([] if sent else messages)
+
+        try:
+            visible = self.store.when_visible(answer)
+        except StatusError as err:
+            visible = True
+            resp = APIResponse(err.code, msgspec.json.encode(err.status()))
+        if visible:
+            answer(None)
+        for message in await left:  # what send_now could not send (the transport's buffer full)
+            await send(message)
 
     def build(self) -> Starlette:
         """The Starlette application."""
@@ -787,6 +822,27 @@ def _warning_headers(warnings: Sequence[str]) -> list[tuple[bytes, bytes]]:
         escaped = "".join(f"\\x{ord(c):02x}" if ord(c) < 0x20 or ord(c) == 0x7F else c for c in escaped)
         out.append((b"warning", f'299 - "{escaped}"'.encode("utf-8", "replace")))
     return out
+
+
+def _response_messages(resp: APIResponse) -> list[Message]:
+    """The ASGI messages of a plain (non-streamed) handler result."""
+    headers = [
+        (b"content-type", resp.content_type.encode()),
+        (b"content-length", str(len(resp.body)).encode()),
+    ]
+    if resp.warnings:
+        headers += _warning_headers(resp.warnings)
+    return [
+        {"type": "http.response.start", "status": resp.status, "headers": headers},
+        {"type": "http.response.body", "body": resp.body},
+    ]
+
+
+def _internal_error(req: APIRequest, scope: Scope, err: Exception) -> APIResponse:
+    """A bug's answer: still a Status, and logged."""
+    log.exception("internal error serving %s %s", req.method, scope.get("path"), exc_info=err)
+    api_err = E.internal(f"{type(err).__name__}: {err}")
+    return APIResponse(api_err.code, msgspec.json.encode(api_err.status()))
 
 
 def to_response(resp: APIResponse) -> Response:

@@ -460,14 +460,21 @@ class Handlers:
         409 reveals what exists) waits until everything it may have seen or written is durable.
         """
         try:
-            if self._large_list(req):
+            if self.runs_on_thread(req):
                 return await asyncio.get_running_loop().run_in_executor(None, self.handle, req)
-            with self.store.deferred_acks():
-                return self.handle(req)
+            return self.handle_deferred(req)
         finally:
             await self.store.wait_visible()
 
-    def _large_list(self, req: APIRequest) -> bool:
+    def handle_deferred(self, req: APIRequest) -> APIResponse:
+        """:meth:`handle` on the event loop with the store's acknowledgements deferred: the caller
+        answers (an error too) only once ``store.when_visible`` or ``store.wait_visible`` says that
+        everything it may have seen or written is durable."""
+        with self.store.deferred_acks():
+            return self.handle(req)
+
+    def runs_on_thread(self, req: APIRequest) -> bool:
+        """Whether :meth:`handle_async` serves ``req`` on a worker thread (a large LIST)."""
         if req.method != "GET" or req.name is not None or req.watch_prefix or req.flag("watch"):
             return False
         info = self.backend.lookup(req.group, req.version, req.resource)

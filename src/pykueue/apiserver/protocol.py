@@ -16,13 +16,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, ClassVar
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 log = logging.getLogger("pykueue.apiserver")
+
+SEND_NOW = "pykueue.send_now"
+"""ASGI scope key of a request's synchronous send (see :func:`send_now`); absent under other servers."""
 
 COALESCE_LIMIT = 64 * 1024
 """Queued bytes that are sent at once: large responses skip the extra copy, and the real
@@ -92,6 +96,13 @@ class CoalescingHttpToolsProtocol(HttpToolsProtocol):
         wrapped: Any = CoalescingTransport(transport, self.loop)
         super().connection_made(wrapped)
 
+    def on_headers_complete(self) -> None:
+        """Give the application a synchronous send for this request (``scope[SEND_NOW]``)."""
+        super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is not None and cycle.scope is self.scope:  # not an upgrade: a cycle of its own
+            self.scope[SEND_NOW] = partial(send_now, cycle)  # type: ignore[literal-required]
+
     def on_response_complete(self) -> None:
         """The response is whole: send it now. Flushed at the loop's next turn instead, each answer
         waited behind every callback queued before it (tens of milliseconds under load)."""
@@ -99,6 +110,27 @@ class CoalescingHttpToolsProtocol(HttpToolsProtocol):
         transport: Any = self.transport
         if isinstance(transport, CoalescingTransport):
             transport.flush()
+
+
+def send_now(cycle: RequestResponseCycle, messages: Sequence[Any]) -> bool:
+    """Send a whole response (its ASGI messages) from a plain callback, without a coroutine hop.
+
+    The API server answers a write from the callback that made it durable: awaiting there instead
+    would resume only at the loop's next turn, after every other request of the turn. uvicorn's
+    ``send`` suspends only while the transport's buffer is full (flow control): then nothing is
+    sent and False says to ``await send`` instead.
+    """
+    if cycle.flow.write_paused:
+        return False
+    for message in messages:
+        step = cycle.send(message)
+        try:
+            step.send(None)
+        except StopIteration:
+            continue
+        step.close()  # writes were not paused when this began: nothing in a response pauses them
+        raise RuntimeError("uvicorn's send waited for the transport in the middle of a response")
+    return True
 
 
 @dataclass(frozen=True)
