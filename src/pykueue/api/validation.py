@@ -364,9 +364,15 @@ CEL_SKIPPED_MSG = (
 
 
 def _pattern_ok(pattern: str, value: str) -> bool:
+    return _compiled_pattern(pattern).match(value) is not None
+
+
+@functools.cache
+def _compiled_pattern(pattern: str) -> re.Pattern[str]:
+    """The schemas' few patterns compiled once (``re.match`` looks each up in its cache per call)."""
     if pattern.startswith("^(?i)"):
-        return re.match("(?i)^" + pattern[5:], value) is not None
-    return re.match(pattern, value) is not None
+        return re.compile("(?i)^" + pattern[5:])
+    return re.compile(pattern)
 
 
 def schema_string(
@@ -461,6 +467,7 @@ def schema_list_set(path: str, items: Sequence[str]) -> list[FieldError]:
     return errs
 
 
+@functools.cache  # a handful of list-map key names, looked up per item of every list map
 def _attr(camel: str) -> str:
     return re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), camel)
 
