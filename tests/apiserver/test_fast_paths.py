@@ -26,6 +26,7 @@ from pykueue.apiserver.builtin import schema as sch
 from pykueue.apiserver.patch import apply as A
 from pykueue.apiserver.patch import fieldpath as F
 from pykueue.apiserver.patch import typed as T
+from pykueue.store import ops as store_ops
 
 G = "kueue.x-k8s.io"
 POD = {"spec": {"restartPolicy": "Never", "containers": [
@@ -591,8 +592,9 @@ def test_status_update_shortcuts_are_the_whole_objects(
     obj: dict[str, Any], status: Any, mode: str, data: st.DataObject
 ) -> None:
     """A status update through the handlers answers (and would store) the same with the status-only
-    defaulting and managed-fields comparison, and the pruning walk skipping the members equal to
-    the live ones, as with the whole object's: objects created from
+    defaulting and managed-fields comparison, the pruning walk skipping the members equal to
+    the live ones and the store copying only the request's metadata and status, as with the whole
+    object's: objects created from
     random manifests, then a dry-run status PUT of a random status with each, compared byte for
     byte (warnings, errors and managedFields too)."""
     from pykueue.apiserver import handlers as H
@@ -633,6 +635,7 @@ def test_status_update_shortcuts_are_the_whole_objects(
         mp.setattr(H, "STATUS_ONLY_DEFAULTING", False)
         mp.setattr(A, "STATUS_SCOPED_COMPARE", False)
         mp.setattr(H, "SKIP_UNCHANGED_MEMBERS", False)
+        mp.setattr(store_ops, "COPY_STATUS_ONLY", False)
         general = call("PUT", created, name=name, subresource="status", query=query)
     event(f"status update: {fast[0]}")
     assert fast == general
