@@ -852,3 +852,54 @@ def test_unchanged_items_only_where_the_walk_finds_nothing(old_item: Any, new_it
     old["status"] = {"admissionChecks": [old_item]}
     new["status"] = {"admissionChecks": [copy.deepcopy(new_item)]}
     _assert_unchanged_items_skip_as_walked(old, new, _node(obj))
+
+
+_CONDITION_TYPES = ["Admitted", "kueue.x-k8s.io/Ready", "", "a" * 64, "a" * 317, "bad type", "-x", "x/", "/x",
+                    "a/b/c", "Ex.io/" + "a" * 63, "UPPER.io/x", "x\n"]  # fmt: skip
+_CONDITION_REASONS = ["QuotaReserved", "", "a", "A,B", "A:b_", "bad reason", "a,", "1x", "x" * 1025, "x\n"]
+
+
+@st.composite
+def conditions(draw: st.DrawFn) -> Any:
+    """A valid condition with up to two of its fields set to a value some rule may refuse."""
+    from datetime import UTC, datetime
+
+    from pykueue.api.meta import EPOCH, Condition
+
+    fields: dict[str, Any] = {"type": "Admitted", "status": "True", "observed_generation": 1,
+                              "last_transition_time": datetime(2026, 11, 26, 10, tzinfo=UTC),
+                              "reason": "QuotaReserved", "message": "m"}  # fmt: skip
+    odd: dict[str, Any] = {
+        "type": st.sampled_from(_CONDITION_TYPES) | st.text(max_size=6),
+        "status": st.sampled_from(["False", "Unknown", "", "true"]),
+        "observed_generation": st.sampled_from([0, -1]),
+        "last_transition_time": st.just(EPOCH),
+        "reason": st.sampled_from(_CONDITION_REASONS) | st.text(max_size=6),
+        "message": st.sampled_from(["", "x" * 32768, "x" * 32769]),
+    }
+    for name in draw(st.lists(st.sampled_from(sorted(odd)), max_size=2)):
+        fields[name] = draw(odd[name])
+    return Condition(**fields)
+
+
+@SETTINGS
+@given(st.lists(conditions(), max_size=4))
+def test_clean_conditions_skip_as_checked(conds: list[Any]) -> None:
+    """A condition the shortcut passes over is one the webhook's and the CRD's rules find nothing
+    about; both validations answer the same with and without it (duplicates, bad values too)."""
+    from pykueue.api import validation as V
+
+    for cond in conds:
+        if V._clean_condition(cond):
+            assert V._validate_condition(cond, "status.conditions[0]") == []
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(V, "SKIP_CLEAN_CONDITIONS", False)
+                assert V._schema_conditions([cond], "status.conditions") == []
+    fast = (V.validate_conditions(conds, "status.conditions"), V._schema_conditions(conds, "status.conditions"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(V, "SKIP_CLEAN_CONDITIONS", False)
+        general = (V.validate_conditions(conds, "status.conditions"), V._schema_conditions(conds, "status.conditions"))
+    event(f"clean: {sum(map(V._clean_condition, conds))} of {len(conds)}")
+    assert [str(e) for e in fast[0]] == [str(e) for e in general[0]]
+    assert [str(e) for e in fast[1]] == [str(e) for e in general[1]]
+    assert fast == general
