@@ -903,3 +903,36 @@ def test_clean_conditions_skip_as_checked(conds: list[Any]) -> None:
     assert [str(e) for e in fast[0]] == [str(e) for e in general[0]]
     assert [str(e) for e in fast[1]] == [str(e) for e in general[1]]
     assert fast == general
+
+
+_EVENT_MEMBERS = ["metadata", "involvedObject", "regarding", "reason", "message", "note", "type", "eventTime",
+                  "reportingComponent", "reportingController", "reportingInstance", "action", "source",
+                  "deprecatedSource", "count", "firstTimestamp", "lastTimestamp", "series", "zz"]  # fmt: skip
+_EVENT_VALUES = st.one_of(
+    values,
+    st.sampled_from(["Normal", "Warning", "R", "x" * 129, "2026-11-26T10:00:00.000000Z", "kueue-admission", "a/b"]),
+    st.fixed_dictionaries({}, optional={"name": st.sampled_from(["e", "E_", ""]),
+                                        "namespace": st.sampled_from(["default", "ns", "", "kube-system"]),
+                                        "component": st.sampled_from(["c", ""])}),
+)  # fmt: skip
+
+
+@SETTINGS
+@given(st.sampled_from(["v1", "events.k8s.io/v1"]), st.dictionaries(st.sampled_from(_EVENT_MEMBERS), _EVENT_VALUES))
+def test_event_rules_read_a_core_event_as_is(api_version: str, members: dict[str, Any]) -> None:
+    """Both APIs' Event rules find the same on a core/v1 Event as on its :func:`to_core` copy, and
+    ``_renamed`` without renames keeps the order and members of the general comprehension."""
+    from pykueue.apiserver.builtin import events as EV
+
+    event = {"apiVersion": api_version, **members}
+    for names in ({}, EV._EVENTS_TO_CORE):
+        renamed = {names.get(name, name): value for name, value in event.items()}
+        renamed["apiVersion"], renamed["kind"] = "v1", "Event"
+        head = {name: renamed[name] for name in EV._CORE_ORDER if name in renamed}
+        general = head | {name: value for name, value in renamed.items() if name not in head}
+        assert list(EV._renamed(event, names, EV._CORE_ORDER, "v1").items()) == list(general.items())
+    for validate in (EV.validate_core_event, EV.validate_events_v1_event):
+        fast = _outcome(validate, event, None)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(EV, "_core_for_rules", EV.to_core)
+            assert _outcome(validate, event, None) == fast
