@@ -936,3 +936,17 @@ def test_event_rules_read_a_core_event_as_is(api_version: str, members: dict[str
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(EV, "_core_for_rules", EV.to_core)
             assert _outcome(validate, event, None) == fast
+
+
+@SETTINGS
+@given(st.lists(st.datetimes(min_value=__import__("datetime").datetime(1, 1, 2), timezones=st.none() | st.timezones()),
+                min_size=1, max_size=4))  # fmt: skip
+def test_time_format_memo_is_strftime(times: list[Any]) -> None:
+    """The memoised time formatting gives what ``strftime`` of the normalised time gives, for naive
+    and zoned times, fractions of a second, equal instants in other zones, repeated times."""
+    from datetime import UTC
+
+    from pykueue.api.meta import format_time, to_time
+
+    for value in [*times, *(t.astimezone(UTC) for t in times if t.tzinfo is not None), *times]:
+        assert format_time(value) == to_time(value).strftime("%Y-%m-%dT%H:%M:%SZ")
