@@ -22,22 +22,9 @@ from pathlib import Path
 from typing import Any
 
 # bench/ is the script's directory
-from status_put_instructions import admitted, event, finished, workload
+from status_put_instructions import admitted, event, event_v1, finished, workload
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def event_v1(i: int) -> dict[str, Any]:
-    """An events.k8s.io/v1 Event as the controller's recorder writes it (client/events.py)."""
-    return {
-        "apiVersion": "events.k8s.io/v1", "kind": "Event",
-        "metadata": {"name": f"wl-{i:05d}.abc", "namespace": "default"},
-        "eventTime": "2026-11-26T10:00:00.000000Z", "reportingController": "kueue-admission",
-        "reportingInstance": "kueue-admission-pykueue", "action": "Admission", "reason": "QuotaReserved",
-        "regarding": {"kind": "Workload", "namespace": "default", "name": f"wl-{i:05d}",
-                      "apiVersion": "kueue.x-k8s.io/v1beta2"},
-        "note": "Quota reserved in ClusterQueue cq, wait time since queued was 1s", "type": "Normal",
-    }  # fmt: skip
 
 
 def main() -> None:
