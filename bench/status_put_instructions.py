@@ -5,12 +5,13 @@ workload's life cost ``pykueue serve`` in cluster mode.
 Usage: python bench/status_put_instructions.py [--objects 200] [--src DIR] [--jobs 2]
 
 Runs an in-process loop (``Handlers.handle`` on a real SQLite store in WAL mode, acknowledgements
-deferred as on the server's event loop, no HTTP) under ``valgrind --tool=callgrind`` six times:
+deferred as on the server's event loop, no HTTP) under ``valgrind --tool=callgrind`` seven times:
 start-up only; ``--objects`` Workload creates; the same plus one status PUT per Workload as the
 controller's admission writes it (``status.admission``, the ``QuotaReserved`` and ``Admitted``
 conditions); the same plus one more status PUT per Workload as the job runner writes it when the
 job ends (a ``Finished`` condition added to the admitted object), measured against a run that
-builds those bodies without sending them; the creates plus one Event POST per Workload. The
+builds those bodies without sending them; the creates plus one Event POST per Workload (core/v1,
+as the job runner sends them; and events.k8s.io/v1, as the controller's recorder does). The
 differences divided by ``--objects`` are the instructions of one create, one admission status PUT,
 one Finished status PUT and one Event POST, start-up (and the earlier writes) excluded. ``--src``
 measures another checkout (e.g. ``git archive <commit> src | tar -x -C /tmp/base``). Needs valgrind.
@@ -77,6 +78,19 @@ def event(i: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def event_v1(i: int) -> dict[str, Any]:
+    """An events.k8s.io/v1 Event as the controller's recorder writes it (runtime/recorder.py)."""
+    return {
+        "apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": f"wl-{i:05d}.abc", "namespace": "default"},
+        "eventTime": "2026-11-26T10:00:00.000000Z", "reportingController": "kueue-admission",
+        "reportingInstance": "kueue-admission-pykueue", "action": "Admission", "reason": "QuotaReserved",
+        "regarding": {"kind": "Workload", "namespace": "default", "name": f"wl-{i:05d}",
+                      "apiVersion": "kueue.x-k8s.io/v1beta2"},
+        "note": "Quota reserved in ClusterQueue cq, wait time since queued was 1s", "type": "Normal",
+    }  # fmt: skip
+
+
 def inner(count: int, mode: str, src: str) -> None:
     """The measured program: start-up, then (``mode``) ``count`` creates, admission and Finished
     status PUTs, or Event POSTs."""
@@ -112,6 +126,9 @@ def inner(count: int, mode: str, src: str) -> None:
         elif mode == "event":
             for i in range(count):
                 handle("POST", "", "v1", "events", event(i))
+        elif mode == "event2":
+            for i in range(count):
+                handle("POST", "events.k8s.io", "v1", "events", event_v1(i))
 
 
 def instructions(count: int, mode: str, src: str) -> int:
@@ -124,14 +141,15 @@ def main() -> None:
     parser.add_argument("--objects", type=int, default=200)
     parser.add_argument("--src", default=str(ROOT / "src"), help="the src/ directory to measure")
     parser.add_argument("--jobs", type=int, default=2, help="valgrind runs at a time")
-    parser.add_argument("--inner", choices=("start", "create", "put", "prepared", "finished", "event"), help=argparse.SUPPRESS)
+    parser.add_argument("--inner", choices=("start", "create", "put", "prepared", "finished", "event", "event2"),
+                        help=argparse.SUPPRESS)  # fmt: skip
     args = parser.parse_args()
     if args.inner:
         inner(args.objects, args.inner, args.src)
         return
-    modes = ("start", "create", "put", "prepared", "finished", "event")
+    modes = ("start", "create", "put", "prepared", "finished", "event", "event2")
     with ThreadPoolExecutor(args.jobs) as pool:  # deterministic counts: the runs may overlap
-        start, base, put, prepared, done, ev = pool.map(lambda m: instructions(args.objects, m, args.src), modes)
+        start, base, put, prepared, done, ev, ev2 = pool.map(lambda m: instructions(args.objects, m, args.src), modes)
     print(json.dumps({
         "src": args.src,
         "objects": args.objects,
@@ -139,6 +157,7 @@ def main() -> None:
         "instructions_per_status_put": (put - base) // args.objects,
         "instructions_per_finished_put": (done - prepared) // args.objects,
         "instructions_per_event_post": (ev - base) // args.objects,
+        "instructions_per_events_v1_post": (ev2 - base) // args.objects,
     }))  # fmt: skip
 
 

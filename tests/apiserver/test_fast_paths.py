@@ -26,6 +26,7 @@ from pykueue.apiserver.builtin import schema as sch
 from pykueue.apiserver.patch import apply as A
 from pykueue.apiserver.patch import fieldpath as F
 from pykueue.apiserver.patch import typed as T
+from pykueue.store import ops as store_ops
 
 G = "kueue.x-k8s.io"
 POD = {"spec": {"restartPolicy": "Never", "containers": [
@@ -591,8 +592,9 @@ def test_status_update_shortcuts_are_the_whole_objects(
     obj: dict[str, Any], status: Any, mode: str, data: st.DataObject
 ) -> None:
     """A status update through the handlers answers (and would store) the same with the status-only
-    defaulting and managed-fields comparison, and the pruning walk skipping the members equal to
-    the live ones, as with the whole object's: objects created from
+    defaulting and managed-fields comparison, the pruning walk skipping the members equal to
+    the live ones and the store copying only the request's metadata and status, as with the whole
+    object's: objects created from
     random manifests, then a dry-run status PUT of a random status with each, compared byte for
     byte (warnings, errors and managedFields too)."""
     from pykueue.apiserver import handlers as H
@@ -633,6 +635,7 @@ def test_status_update_shortcuts_are_the_whole_objects(
         mp.setattr(H, "STATUS_ONLY_DEFAULTING", False)
         mp.setattr(A, "STATUS_SCOPED_COMPARE", False)
         mp.setattr(H, "SKIP_UNCHANGED_MEMBERS", False)
+        mp.setattr(store_ops, "COPY_STATUS_ONLY", False)
         general = call("PUT", created, name=name, subresource="status", query=query)
     event(f"status update: {fast[0]}")
     assert fast == general
@@ -689,7 +692,8 @@ def test_deep_bodies_are_refused_either_way() -> None:
 @given(manifests(), statuses(), statuses())
 def test_status_scoped_compare_is_the_filtered_whole(obj: dict[str, Any], old_status: Any, new_status: Any) -> None:
     """A status update's comparison of the status alone finds the in-scope paths of the whole
-    objects' comparison (objects that do not fit their schema are left out, as above)."""
+    objects' comparison, and only those (objects that do not fit their schema are left out, as
+    above)."""
     node = _node(obj)
     old = copy.deepcopy(obj)
     old["status"] = old_status
@@ -701,8 +705,12 @@ def test_status_scoped_compare_is_the_filtered_whole(obj: dict[str, Any], old_st
     if whole[0] == "raised":
         return
     scope = A._scope("status", ())
-    scoped = _outcome(lambda: T.compare(A._status_only(old), A._status_only(new), node).filtered(scope))
-    assert scoped[0] == "ok"
+    unfiltered = _outcome(lambda: T.compare(A._status_only(old), A._status_only(new), node))
+    assert unfiltered[0] == "ok"
+    scoped = _outcome(lambda: unfiltered[1].filtered(scope))
+    # every path it finds is in scope already (update_managed_fields does not filter it)
+    assert (scoped[1].added, scoped[1].modified, scoped[1].removed) == (
+        unfiltered[1].added, unfiltered[1].modified, unfiltered[1].removed)  # fmt: skip
     expected = whole[1].filtered(scope)
     assert (scoped[1].added, scoped[1].modified, scoped[1].removed) == (
         expected.added, expected.modified, expected.removed)  # fmt: skip
@@ -844,3 +852,101 @@ def test_unchanged_items_only_where_the_walk_finds_nothing(old_item: Any, new_it
     old["status"] = {"admissionChecks": [old_item]}
     new["status"] = {"admissionChecks": [copy.deepcopy(new_item)]}
     _assert_unchanged_items_skip_as_walked(old, new, _node(obj))
+
+
+_CONDITION_TYPES = ["Admitted", "kueue.x-k8s.io/Ready", "", "a" * 64, "a" * 317, "bad type", "-x", "x/", "/x",
+                    "a/b/c", "Ex.io/" + "a" * 63, "UPPER.io/x", "x\n"]  # fmt: skip
+_CONDITION_REASONS = ["QuotaReserved", "", "a", "A,B", "A:b_", "bad reason", "a,", "1x", "x" * 1025, "x\n"]
+
+
+@st.composite
+def conditions(draw: st.DrawFn) -> Any:
+    """A valid condition with up to two of its fields set to a value some rule may refuse."""
+    from datetime import UTC, datetime
+
+    from pykueue.api.meta import EPOCH, Condition
+
+    fields: dict[str, Any] = {"type": "Admitted", "status": "True", "observed_generation": 1,
+                              "last_transition_time": datetime(2026, 11, 26, 10, tzinfo=UTC),
+                              "reason": "QuotaReserved", "message": "m"}  # fmt: skip
+    odd: dict[str, Any] = {
+        "type": st.sampled_from(_CONDITION_TYPES) | st.text(max_size=6),
+        "status": st.sampled_from(["False", "Unknown", "", "true"]),
+        "observed_generation": st.sampled_from([0, -1]),
+        "last_transition_time": st.just(EPOCH),
+        "reason": st.sampled_from(_CONDITION_REASONS) | st.text(max_size=6),
+        "message": st.sampled_from(["", "x" * 32768, "x" * 32769]),
+    }
+    for name in draw(st.lists(st.sampled_from(sorted(odd)), max_size=2)):
+        fields[name] = draw(odd[name])
+    return Condition(**fields)
+
+
+@SETTINGS
+@given(st.lists(conditions(), max_size=4))
+def test_clean_conditions_skip_as_checked(conds: list[Any]) -> None:
+    """A condition the shortcut passes over is one the webhook's and the CRD's rules find nothing
+    about; both validations answer the same with and without it (duplicates, bad values too)."""
+    from pykueue.api import validation as V
+
+    for cond in conds:
+        if V._clean_condition(cond):
+            assert V._validate_condition(cond, "status.conditions[0]") == []
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(V, "SKIP_CLEAN_CONDITIONS", False)
+                assert V._schema_conditions([cond], "status.conditions") == []
+    fast = (V.validate_conditions(conds, "status.conditions"), V._schema_conditions(conds, "status.conditions"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(V, "SKIP_CLEAN_CONDITIONS", False)
+        general = (V.validate_conditions(conds, "status.conditions"), V._schema_conditions(conds, "status.conditions"))
+    event(f"clean: {sum(map(V._clean_condition, conds))} of {len(conds)}")
+    assert [str(e) for e in fast[0]] == [str(e) for e in general[0]]
+    assert [str(e) for e in fast[1]] == [str(e) for e in general[1]]
+    assert fast == general
+
+
+_EVENT_MEMBERS = ["metadata", "involvedObject", "regarding", "reason", "message", "note", "type", "eventTime",
+                  "reportingComponent", "reportingController", "reportingInstance", "action", "source",
+                  "deprecatedSource", "count", "firstTimestamp", "lastTimestamp", "series", "zz"]  # fmt: skip
+_EVENT_VALUES = st.one_of(
+    values,
+    st.sampled_from(["Normal", "Warning", "R", "x" * 129, "2026-11-26T10:00:00.000000Z", "kueue-admission", "a/b"]),
+    st.fixed_dictionaries({}, optional={"name": st.sampled_from(["e", "E_", ""]),
+                                        "namespace": st.sampled_from(["default", "ns", "", "kube-system"]),
+                                        "component": st.sampled_from(["c", ""])}),
+)  # fmt: skip
+
+
+@SETTINGS
+@given(st.sampled_from(["v1", "events.k8s.io/v1"]), st.dictionaries(st.sampled_from(_EVENT_MEMBERS), _EVENT_VALUES))
+def test_event_rules_read_a_core_event_as_is(api_version: str, members: dict[str, Any]) -> None:
+    """Both APIs' Event rules find the same on a core/v1 Event as on its :func:`to_core` copy, and
+    ``_renamed`` without renames keeps the order and members of the general comprehension."""
+    from pykueue.apiserver.builtin import events as EV
+
+    event = {"apiVersion": api_version, **members}
+    for names in ({}, EV._EVENTS_TO_CORE):
+        renamed = {names.get(name, name): value for name, value in event.items()}
+        renamed["apiVersion"], renamed["kind"] = "v1", "Event"
+        head = {name: renamed[name] for name in EV._CORE_ORDER if name in renamed}
+        general = head | {name: value for name, value in renamed.items() if name not in head}
+        assert list(EV._renamed(event, names, EV._CORE_ORDER, "v1").items()) == list(general.items())
+    for validate in (EV.validate_core_event, EV.validate_events_v1_event):
+        fast = _outcome(validate, event, None)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(EV, "_core_for_rules", EV.to_core)
+            assert _outcome(validate, event, None) == fast
+
+
+@SETTINGS
+@given(st.lists(st.datetimes(min_value=__import__("datetime").datetime(1, 1, 2), timezones=st.none() | st.timezones()),
+                min_size=1, max_size=4))  # fmt: skip
+def test_time_format_memo_is_strftime(times: list[Any]) -> None:
+    """The memoised time formatting gives what ``strftime`` of the normalised time gives, for naive
+    and zoned times, fractions of a second, equal instants in other zones, repeated times."""
+    from datetime import UTC
+
+    from pykueue.api.meta import format_time, to_time
+
+    for value in [*times, *(t.astimezone(UTC) for t in times if t.tzinfo is not None), *times]:
+        assert format_time(value) == to_time(value).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -7,6 +7,7 @@ observedGeneration are always overwritten.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -34,7 +35,15 @@ def parse_time(text: str) -> datetime:
 
 
 def format_time(value: datetime) -> str:
-    return to_time(value).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _format_utc(to_time(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _format_utc(value: datetime) -> str:
+    """``strftime`` of a normalised time, memoised: it costs more than the rest of a condition's
+    encoding, and times repeat (a workload's conditions share theirs and keep them from write to
+    write; a second's admissions share theirs). Equal normalised times have equal fields."""
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def add_seconds(value: datetime, seconds: float) -> datetime:

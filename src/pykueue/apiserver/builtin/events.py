@@ -143,7 +143,7 @@ define(
 def _renamed(
     event: Mapping[str, Any], names: Mapping[str, str], order: tuple[str, ...], api_version: str
 ) -> dict[str, Any]:
-    renamed = {names.get(name, name): value for name, value in event.items()}
+    renamed = {names.get(name, name): value for name, value in event.items()} if names else dict(event)
     renamed["apiVersion"] = api_version
     renamed["kind"] = "Event"
     head = {name: renamed[name] for name in order if name in renamed}
@@ -169,12 +169,12 @@ def to_events_v1(event: Mapping[str, Any]) -> dict[str, Any]:
 
 def validate_core_event(event: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
     """``ValidateEventCreate`` for requests through ``core/v1`` (legacy rules only)."""
-    return _legacy_rules(to_core(event), "reportingComponent")
+    return _legacy_rules(_core_for_rules(event), "reportingComponent")
 
 
 def validate_events_v1_event(event: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
     """``ValidateEventCreate`` for requests through ``events.k8s.io/v1`` (legacy + strict rules)."""
-    ev = to_core(event)
+    ev = _core_for_rules(event)
     errs = _legacy_rules(ev, "reportingController")
     errs += validate_object_meta(ev, namespaced=True)
     if not ev.get("eventTime"):
@@ -190,6 +190,13 @@ def validate_events_v1_event(event: dict[str, Any], old: dict[str, Any] | None) 
     if source.get("component") or source.get("host"):
         errs.append(invalid("source", "", "needs to be unset"))
     return errs
+
+
+def _core_for_rules(event: dict[str, Any]) -> Mapping[str, Any]:
+    """What the rules read of ``event`` in the core/v1 form: the event itself when it is one already
+    (what the API server validates: the storage form), since :func:`to_core` would only reorder its
+    members and set its ``kind``, which no rule reads."""
+    return event if event.get("apiVersion") == CORE_API_VERSION else to_core(event)
 
 
 def _legacy_rules(ev: Mapping[str, Any], controller_field: str) -> list[FieldError]:

@@ -442,16 +442,18 @@ def update_managed_fields(
     if shortcut and _record_create(new, manager, schema, api_version, now, reset_fields):
         return
     try:
+        scoped = subresource == STATUS and old is not None and STATUS_SCOPED_COMPARE
         if old is None:  # a create: everything is added (what compare({}, new) finds, faster)
             comparison = compare_created(_without_managed_fields(new), schema)
-        elif subresource == STATUS and STATUS_SCOPED_COMPARE:
+        elif scoped:
             comparison = compare(_status_only(old), _status_only(new), schema)
         else:
             comparison = compare(_without_managed_fields(old), _without_managed_fields(new), schema)
     except TypedError:
         _set_managed_fields(new, [])
         return
-    comparison = comparison.filtered(_scope(subresource, reset_fields))
+    if not scoped:  # every path of the status-only comparison is under f:status: in scope already
+        comparison = comparison.filtered(_scope(subresource, reset_fields))
     changed = comparison.changed()
     lost = changed | comparison.removed
     updated = {ident: entry.with_fields(entry.fields - lost) for ident, entry in managers.items()}

@@ -247,7 +247,12 @@ def created_fields_v1(
     for name in sorted(value):
         if name not in exclude:
             element = field_element(name)
-            out[element] = _created_member(value[name], node.field(name), (element,))
+            member = value[name]
+            out[element] = (
+                _created_member(member, node.field(name), (element,))
+                if isinstance(member, dict | list)
+                else {}
+            )
     for path in strip:
         _strip_member(out, path)
     return out
@@ -265,7 +270,13 @@ def _created_member(value: JSON, node: SchemaNode, path: Path) -> dict[str, Any]
         field = node.field
         for name in sorted(value):
             element = "f:" + name
-            out[element] = _created_member(value[name], field(name), (*path, element))
+            member = value[name]
+            # a scalar's body is empty whatever its node (what the call would give)
+            out[element] = (
+                _created_member(member, field(name), (*path, element))
+                if isinstance(member, dict | list)
+                else {}
+            )
         return out
     if not (isinstance(value, list) and value and kind == "list" and node.list_type != "atomic"):
         return {}
@@ -306,7 +317,10 @@ def _add_all(value: JSON, node: SchemaNode, path: Path, out: set[Path]) -> None:
         if value and ((kind == "map" and node.map_type != "atomic") or kind == "any"):
             field = node.field
             for name, member in value.items():
-                _add_all(member, field(name), (*path, "f:" + name), out)
+                if isinstance(member, dict | list):
+                    _add_all(member, field(name), (*path, "f:" + name), out)
+                else:  # a scalar adds its own path only (what the call would do, without its node)
+                    out.add((*path, "f:" + name))
     elif isinstance(value, list) and value and kind == "list" and node.list_type != "atomic":
         order, by_element = _index_items(node, value, path, unique=False)
         items_node = node.items
