@@ -199,3 +199,21 @@ def test_the_cycle_backoff_doubles_up_to_ten_milliseconds() -> None:
         assert d.clock() - ManualClock().now == timedelta(seconds=0.9)  # no time passed meanwhile
     finally:
         d.close()
+
+
+def test_after_an_admission_the_manager_takes_a_few_inbox_items_before_its_next_cycle(driven: Driven) -> None:
+    # A burst of answers (completions) and watch changes used to be applied whole before the next
+    # cycle: serve idled meanwhile and the next admissions left in a run. After a step that made
+    # progress the manager's loop takes at most _BUSY_DRAIN_LIMIT items, the rest the next pass.
+    from pykueue.controllers import manager as manager_module
+    from pykueue.controllers.manager import _Call
+
+    ran: list[int] = []
+    for i in range(10):
+        driven.mgr._inbox.put(_Call(lambda i=i: ran.append(i)))
+    driven.mgr._drain(0.0, limit=manager_module._BUSY_DRAIN_LIMIT)
+    assert ran == list(range(manager_module._BUSY_DRAIN_LIMIT))
+    driven.mgr._drain(0.0)  # a pass after no progress (or a test's flush) takes everything
+    assert ran == list(range(10))
+    assert driven.mgr.writes.finish_batch == manager_module._FINISH_BATCH
+

@@ -554,3 +554,45 @@ def _run_all(delivered: list[Callable[[], None]], lock: threading.Lock) -> bool:
     for fn in batch:
         fn()
     return True
+
+
+def test_a_delivery_runs_at_most_finish_batch_completions_and_requeues_the_rest() -> None:
+    # With finish_batch, a burst of answers comes back to the owner as several inbox items, so an
+    # owner that takes a few items between its own steps alternates them with its work (the
+    # manager: a cycle, i.e. the next admission, between two completions) instead of running the
+    # whole burst first. Without it one item ran all five.
+    delivered: list[Callable[[], None]] = []
+    lock = threading.Lock()
+    pipeline: WritePipeline[int] = WritePipeline(
+        lambda fn: (lock.acquire(), delivered.append(fn), lock.release()), max_in_flight=8, finish_batch=2
+    )
+    loop = pipeline.io.loop
+    gate = asyncio.run_coroutine_threadsafe(_new_event(), loop).result(5)
+    results: list[int | None] = []
+    started = [0]
+
+    def write(i: int) -> Callable[[], Any]:
+        async def send() -> int:
+            started[0] += 1
+            await gate.wait()
+            return i
+
+        return send
+
+    for i in range(5):
+        pipeline.submit_async(i, write(i), lambda r, e: results.append(r))
+    wait(lambda: started[0] == 5)
+    loop.call_soon_threadsafe(gate.set)
+    wait(lambda: pipeline.pending() == 5 and len(pipeline._ended) == 5)
+    with lock:
+        first = delivered.pop(0)
+        assert delivered == []  # one delivery for the burst
+    first()
+    assert len(results) == 2 and pipeline.pending() == 3
+    with lock:
+        assert len(delivered) == 1  # the rest, back at the end of the owner's inbox
+    wait(lambda: (_run_all(delivered, lock) and False) or pipeline.pending() == 0)
+    assert sorted(r for r in results if r is not None) == [0, 1, 2, 3, 4]
+    assert pipeline.close(1)
+    with pytest.raises(ValueError, match="finish_batch"):
+        WritePipeline(delivered.append, finish_batch=0)

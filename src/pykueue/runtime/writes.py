@@ -64,10 +64,18 @@ class WritePipeline(Generic[_T]):
         deliver: Callable[[Callable[[], None]], None],
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         io: EventLoopThread | None = None,
+        finish_batch: int | None = None,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError(f"max_in_flight: must be at least 1, got {max_in_flight}")
+        if finish_batch is not None and finish_batch < 1:
+            raise ValueError(f"finish_batch: must be at least 1, got {finish_batch}")
         self.max_in_flight = max_in_flight
+        self.finish_batch = finish_batch
+        """Completions one delivery runs at most; the rest go back to the end of the owner's inbox
+        (None: all that ended). An owner that takes a bounded number of inbox items between two
+        steps of its own then alternates completions with its other work instead of running a
+        whole burst of answers at once (see :class:`~pykueue.controllers.manager.ControllerManager`)."""
         self._deliver = deliver
         self._slots = threading.BoundedSemaphore(max_in_flight)
         # The share :meth:`try_submit_async` may use: the rest stays for the writes the owner waits for.
@@ -235,7 +243,16 @@ class WritePipeline(Generic[_T]):
     def _finish(self) -> None:
         with self._delivery_lock:
             self._delivery_pending = False
+        ran = 0
         while self._ended:
+            if self.finish_batch is not None and ran >= self.finish_batch:
+                with self._delivery_lock:
+                    if self._delivery_pending:  # the loop queued a delivery meanwhile: it runs the rest
+                        return
+                    self._delivery_pending = True
+                self._deliver(self._finish)
+                return
+            ran += 1
             key, done, result, error = self._ended.popleft()
             self._busy.discard(key)
             done(result, error)
