@@ -11,6 +11,8 @@ statuses, the Events) when it is sent and when its answer is parsed (``time.mono
 prints over the admission window (first to last Workload status PUT):
 
 * ``in_flight``: requests in flight, sampled every millisecond (mean, p10/p50/p90);
+* ``submits_per_5ms``: writes the manager thread handed to the pipeline per 5-ms interval
+  (``WritePipeline._send``: its admissions and queue statuses, not the Events);
 * ``sends_per_5ms``: requests sent per 5-ms interval (mean, p90, max) and the share of intervals
   that sent nothing: a steady stream sends a few in most intervals, runs send many in few;
 * ``answers_per_5ms``: the same for answers (serve answers in bursts when its loop batches);
@@ -30,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,11 +52,20 @@ if _out and "controller" in sys.argv:
             _records.append((t0, time.monotonic(), method, target.split("?")[0]))
 
     _aio.AsyncHTTP._send = _send
+    from pykueue.runtime import writes as _writes
+    _submits = []
+    _orig_submit = _writes.WritePipeline._send
+
+    def _submit(self, item):
+        _submits.append(time.monotonic())
+        return _orig_submit(self, item)
+
+    _writes.WritePipeline._send = _submit
 
     @atexit.register
     def _dump():
         with open(_out, "w") as f:
-            json.dump(_records, f)
+            json.dump({"requests": _records, "submits": _submits}, f)
 '''
 
 
@@ -64,7 +76,8 @@ def pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
-def analyze(records: list[tuple[float, float, str, str]]) -> dict[str, object]:
+def analyze(trace: dict[str, list[Any]]) -> dict[str, object]:
+    records: list[tuple[float, float, str, str]] = trace["requests"]
     admissions = [r for r in records if r[2] == "PUT" and "/workloads/" in r[3] and r[3].endswith("/status")]
     if not admissions:
         return {"error": "no Workload status PUTs traced"}
@@ -88,6 +101,10 @@ def analyze(records: list[tuple[float, float, str, str]]) -> dict[str, object]:
             i += 1
         samples.append(float(level))
         t += 0.001
+    submits = [0] * bins
+    for t in trace["submits"]:
+        if start <= t <= end:
+            submits[int((t - start) / 0.005)] += 1
     lat = [(r[1] - r[0]) * 1000 for r in admissions]
     by_kind: dict[str, int] = {}
     for r in inside:
@@ -104,6 +121,12 @@ def analyze(records: list[tuple[float, float, str, str]]) -> dict[str, object]:
             "p10": pct(samples, 0.1),
             "p50": pct(samples, 0.5),
             "p90": pct(samples, 0.9),
+        },
+        "submits_per_5ms": {
+            "mean": round(statistics.fmean(submits), 2),
+            "p90": pct([float(s) for s in submits], 0.9),
+            "max": max(submits),
+            "empty_share": round(sum(1 for s in submits if s == 0) / bins, 3),
         },
         "sends_per_5ms": {
             "mean": round(statistics.fmean(sends), 2),
@@ -128,6 +151,7 @@ def analyze(records: list[tuple[float, float, str, str]]) -> dict[str, object]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--analyze", default=None, help="only analyze this trace file")
+    p.add_argument("--trace", default=None, help="keep the trace (JSON: [sent, answered, method, path]) in this file")
     args, rest = p.parse_known_args()
     if args.analyze:
         print(json.dumps(analyze(json.loads(Path(args.analyze).read_text()))))
@@ -142,6 +166,8 @@ def main() -> None:
         out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
         result = json.loads(out)
         result["shape"] = analyze(json.loads(trace.read_text())) if trace.exists() else {"error": "no trace written"}
+        if args.trace and trace.exists():
+            Path(args.trace).write_text(trace.read_text())
         print(json.dumps(result))
 
 
