@@ -51,7 +51,7 @@ from pykueue.metrics import KueueMetrics
 from pykueue.metrics import for_manager as metrics_for_manager
 from pykueue.runtime.clock import Clock, system_clock
 from pykueue.runtime.controller import WorkQueue
-from pykueue.runtime.informer import SYNCED, Change, Informer
+from pykueue.runtime.informer import SYNCED, Change, Informer, OwnWrites
 from pykueue.runtime.recorder import CORE_V1, EventRecorder
 from pykueue.runtime.writes import WritePipeline
 
@@ -162,9 +162,14 @@ class ControllerManager:
             **self.queue_controllers.reconcilers(),
         }
 
-        # ClusterCache is the only copy of the objects: the informers keep their resourceVersions only.
+        # ClusterCache is the only copy of the objects: the informers keep their resourceVersions only,
+        # and skip the watch events of versions the cache applied from our own writes' answers.
+        self.cluster.own_writes = OwnWrites()
         self._informers = [
-            Informer(client, res, self._observed, transform=compact, cache_objects=False) for res in WATCHED
+            Informer(
+                client, res, self._observed, transform=compact, cache_objects=False, own_writes=self.cluster.own_writes
+            )
+            for res in WATCHED
         ]
         self._unsynced = {res.plural for res in WATCHED}
         self._initial: list[Change] = []
