@@ -12,7 +12,16 @@ import pytest
 from pykueue.apiserver.app import create_app
 from pykueue.client import resources as R
 from pykueue.client.inprocess import InProcessClient
-from pykueue.runtime.informer import ADDED, DELETED, MODIFIED, SYNCED, Change, Informer, OwnWrites, strip_managed_fields
+from pykueue.runtime.informer import (
+    ADDED,
+    DELETED,
+    MODIFIED,
+    SYNCED,
+    Change,
+    Informer,
+    OwnWrites,
+    strip_managed_fields,
+)
 from pykueue.store import Store
 
 
