@@ -13,6 +13,9 @@ prints over the admission window (first to last Workload status PUT):
 * ``in_flight``: requests in flight, sampled every millisecond (mean, p10/p50/p90);
 * ``submits_per_5ms``: writes the manager thread handed to the pipeline per 5-ms interval
   (``WritePipeline._send``: its admissions and queue statuses, not the Events);
+* ``completions_between_submits``: admission completions the manager ran between two of its
+  submissions (mean, p90, p99, max): a burst of answers run whole, or alternated with cycles;
+* ``echoes_skipped``: watch events the informers skipped as echoes of the manager's own writes;
 * ``sends_per_5ms``: requests sent per 5-ms interval (mean, p90, max) and the share of intervals
   that sent nothing: a steady stream sends a few in most intervals, runs send many in few;
 * ``answers_per_5ms``: the same for answers (serve answers in bursts when its loop batches);
@@ -61,11 +64,31 @@ if _out and "controller" in sys.argv:
         return _orig_submit(self, item)
 
     _writes.WritePipeline._send = _submit
+    from pykueue.controllers import context as _context
+    _completions = []
+    _orig_written = _context.ReconcileContext._admission_written
+
+    def _written(self, *args, **kwargs):
+        _completions.append(time.monotonic())
+        return _orig_written(self, *args, **kwargs)
+
+    _context.ReconcileContext._admission_written = _written
+    from pykueue.runtime import informer as _informer
+    _own = []
+    if hasattr(_informer, "OwnWrites"):
+        _orig_own_init = _informer.OwnWrites.__init__
+
+        def _own_init(self):
+            _orig_own_init(self)
+            _own.append(self)
+
+        _informer.OwnWrites.__init__ = _own_init
 
     @atexit.register
     def _dump():
         with open(_out, "w") as f:
-            json.dump({"requests": _records, "submits": _submits}, f)
+            json.dump({"requests": _records, "submits": _submits, "completions": _completions,
+                       "echoes_skipped": sum(o.skipped for o in _own)}, f)
 '''
 
 
@@ -105,6 +128,16 @@ def analyze(trace: dict[str, list[Any]]) -> dict[str, object]:
     for t in trace["submits"]:
         if start <= t <= end:
             submits[int((t - start) / 0.005)] += 1
+    # Admission completions the manager ran between two consecutive submissions: a whole burst of
+    # answers at once (runs) or a few (alternating).
+    marks = sorted([(t, 0) for t in trace["submits"] if start <= t <= end] + [(t, 1) for t in trace["completions"] if start <= t <= end])
+    between, run = [], 0
+    for _, is_completion in marks:
+        if is_completion:
+            run += 1
+        else:
+            between.append(float(run))
+            run = 0
     lat = [(r[1] - r[0]) * 1000 for r in admissions]
     by_kind: dict[str, int] = {}
     for r in inside:
@@ -128,6 +161,13 @@ def analyze(trace: dict[str, list[Any]]) -> dict[str, object]:
             "max": max(submits),
             "empty_share": round(sum(1 for s in submits if s == 0) / bins, 3),
         },
+        "completions_between_submits": {
+            "mean": round(statistics.fmean(between), 2) if between else 0.0,
+            "p90": pct(between, 0.9),
+            "p99": pct(between, 0.99),
+            "max": max(between, default=0.0),
+        },
+        "echoes_skipped": trace.get("echoes_skipped", 0),
         "sends_per_5ms": {
             "mean": round(statistics.fmean(sends), 2),
             "p90": pct([float(s) for s in sends], 0.9),
