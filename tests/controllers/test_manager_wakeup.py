@@ -204,19 +204,32 @@ def test_the_cycle_backoff_doubles_up_to_ten_milliseconds() -> None:
 def test_after_an_admission_the_manager_takes_a_few_inbox_items_before_its_next_cycle(driven: Driven) -> None:
     # A burst of answers (completions) and watch changes used to be applied whole before the next
     # cycle: serve idled meanwhile and the next admissions left in a run. After a step that made
-    # progress the manager's loop takes at most _BUSY_DRAIN_LIMIT items, the rest the next pass.
+    # progress the manager's loop takes _BUSY_DRAIN_LIMIT items per admission of that step, the
+    # rest the next pass; everything once the backlog is long (a slow cycle admitting few).
     from pykueue.controllers import manager as manager_module
     from pykueue.controllers.manager import _Call
 
+    limit = manager_module._BUSY_DRAIN_LIMIT
+    d = driven
+    d.create_workload("first", cpu="1")
+    d.mgr._drain(0.0)
+    assert d.mgr._step() and d.mgr._progress == 1  # the cycle admitted "first"
+    d.flush_writes()
     ran: list[int] = []
     for i in range(10):
-        driven.mgr._inbox.put(_Call(lambda i=i: ran.append(i)))
-    driven.mgr._drain(0.0, limit=manager_module._BUSY_DRAIN_LIMIT)
-    assert ran == list(range(manager_module._BUSY_DRAIN_LIMIT))
-    driven.mgr._drain(0.0)  # a pass after no progress (or a test's flush) takes everything
+        d.mgr._inbox.put(_Call(lambda i=i: ran.append(i)))
+    assert d.mgr._busy_drain_limit() == limit
+    d.mgr._drain(0.0, limit=d.mgr._busy_drain_limit())
+    assert ran == list(range(limit))
+    d.mgr._progress = 3  # a cycle that admitted three (three ClusterQueues' heads)
+    assert d.mgr._busy_drain_limit() == 3 * limit
+    d.mgr._drain(0.0)  # a pass after no progress (or a test's flush) takes everything
     assert ran == list(range(10))
-    assert driven.mgr.writes.finish_batch == manager_module._FINISH_BATCH
-
+    for _ in range(manager_module._BUSY_BACKLOG_MAX + 1):
+        d.mgr._inbox.put(_Call(lambda: None))
+    assert d.mgr._busy_drain_limit() is None
+    d.mgr._drain(0.0)
+    assert d.mgr.writes.finish_batch == manager_module._FINISH_BATCH
 
 def test_the_informers_skip_the_watch_echo_of_the_managers_own_admission(driven: Driven) -> None:
     # The admission's answer is applied to the cache at once (write-through); its watch event used

@@ -63,14 +63,18 @@ _IDLE_WAIT = 0.2
 _CYCLE_BACKOFF_INITIAL = 0.001
 _CYCLE_BACKOFF_MAX = 0.010
 _SETTLE_ROUNDS = 10
-# After a step that made progress, the manager takes at most this many inbox items (and the write
-# pipeline runs at most _FINISH_BATCH completions per item) before its next step. Upstream's
-# scheduler goroutine does not wait for the event handlers and reconcilers; here one thread does
-# both, and serve answers admissions in bursts: running a whole burst of completions, watch
-# changes and reconciles before the next cycle left the API server idle meanwhile and sent the
-# next admissions in a run (bench/RESULTS.md, issue 14 item 5, branch ctlcpu). Bounded, the
-# manager alternates a cycle (an admission sent) with a few completions: a steady stream.
+# After a step that made progress, the manager takes at most _BUSY_DRAIN_LIMIT inbox items per
+# admission or preemption of that step (and the write pipeline runs at most _FINISH_BATCH
+# completions per item) before its next step. Upstream's scheduler goroutine does not wait for the
+# event handlers and reconcilers; here one thread does both, and serve answers admissions in
+# bursts: running a whole burst of completions, watch changes and reconciles before the next cycle
+# left the API server idle meanwhile and sent the next admissions in a run (bench/RESULTS.md,
+# issue 14 item 5, branch ctlcpu). Bounded, cycles alternate with a few completions. Per
+# admission, so that a cycle admitting many (1,000 ClusterQueues) takes as many; and never while
+# more than _BUSY_BACKLOG_MAX items wait, so that a slow cycle admitting few cannot let new
+# Workloads and completions pile up behind it.
 _BUSY_DRAIN_LIMIT = 4
+_BUSY_BACKLOG_MAX = 256
 _FINISH_BATCH = 2
 # Reconcile order within a batch: Jobs first (they create and finish Workloads), then Workloads,
 # then the objects whose status summarises them.
@@ -184,6 +188,7 @@ class ControllerManager:
         self._leading.set()
         self.cycles = 0
         self._cycle_backoff: float | None = None  # None: the last cycle made progress (KeepGoing)
+        self._progress = 0  # admissions and preemptions of the last cycle
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -294,7 +299,7 @@ class ControllerManager:
         while not self._stop.is_set():
             try:
                 if busy:
-                    self._drain(0.0, limit=_BUSY_DRAIN_LIMIT)
+                    self._drain(0.0, limit=self._busy_drain_limit())
                 else:
                     self._drain(self._wait_seconds())
                 if self._unsynced:
@@ -328,6 +333,12 @@ class ControllerManager:
         if self._cycle_backoff is not None and self.core.has_heads():
             wait = min(wait, self._cycle_backoff)
         return max(0.0, wait)
+
+    def _busy_drain_limit(self) -> int | None:
+        """How many inbox items the pass after a busy step takes (None: all); see _BUSY_DRAIN_LIMIT."""
+        if self._inbox.qsize() > _BUSY_BACKLOG_MAX:
+            return None
+        return _BUSY_DRAIN_LIMIT * max(1, self._progress)
 
     def _observed(self, change: Change) -> None:
         """The informers' sink (their threads): the change with the time it arrived. Upstream's
@@ -387,6 +398,7 @@ class ControllerManager:
             result = self.core.cycle(self.now())
         self.metrics.cycle(result, time.perf_counter() - started)
         self.cycles += 1
+        self._progress = len(result.admitted) + len(result.preempted)
         self.cluster.deliver_updates()
         if result.admitted or result.preempted:
             self._cycle_backoff = None
