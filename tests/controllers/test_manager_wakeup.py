@@ -243,3 +243,34 @@ def test_the_informers_skip_the_watch_echo_of_the_managers_own_admission(driven:
     own = d.mgr.cluster.own_writes
     assert own is not None and all(inf.own_writes is own for inf in d.mgr._informers)
     assert own.echo(R.WORKLOADS.plural, ("default", "first"), version)
+
+
+def test_completions_a_delivery_left_run_before_the_inbox_items_behind_them(driven: Driven) -> None:
+    # The pipeline's deliveries run at most _FINISH_BATCH completions each; the rest must still run
+    # before any later change (a preemptor's watch event must not find its victims' admissions
+    # busy: a victim whose write is busy is skipped). They used to go back to the end of the inbox.
+    import asyncio
+
+    from pykueue.controllers.manager import _Call
+
+    d = driven
+    order: list[str] = []
+
+    def write(i: int) -> Any:
+        async def send() -> dict[str, Any]:
+            await asyncio.sleep(0)
+            return {"i": i}
+
+        return send
+
+    for i in range(5):
+        d.mgr.writes.submit_async(("test", i), write(i), lambda r, e: order.append(f"completion {r['i'] if r else e}"))
+    deadline = time.monotonic() + 10
+    while len(d.mgr.writes._ended) < 5:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    d.mgr._inbox.put(_Call(lambda: order.append("later change")))
+    d.mgr._drain(0.0, limit=2)  # 2 completions per item, the oldest first
+    assert order == [f"completion {i}" for i in range(4)]
+    d.mgr._drain(0.0)
+    assert order == [*(f"completion {i}" for i in range(5)), "later change"]

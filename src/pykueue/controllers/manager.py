@@ -237,6 +237,8 @@ class ControllerManager:
         # thread is gone), so the events of the writes that landed are still recorded.
         self.writes.close(timeout=5.0)
         self._run_leftover_calls()
+        while self.writes.ended():  # what the deliveries left (finish_batch)
+            self.writes.finish_ended()
         self.recorder.flush(timeout=2.0)  # the events of the last pass, as Broadcaster.Shutdown does
 
     def _run_leftover_calls(self) -> None:
@@ -349,21 +351,21 @@ class ControllerManager:
 
     def _drain(self, timeout: float, limit: int | None = None) -> None:
         """Apply what is in the inbox (waiting up to ``timeout`` for the first item); at most
-        ``limit`` items when given, the rest stay for the next pass."""
-        try:
-            change = self._inbox.get(timeout=timeout) if timeout > 0 else self._inbox.get_nowait()
-        except queue.Empty:
-            return
-        taken = 1
-        while True:
-            self._receive(change)
-            if limit is not None and taken >= limit:
-                return
+        ``limit`` items when given, the rest stay for the next pass. Completions of ended writes
+        that a delivery left (the pipeline's ``finish_batch``) come first, one batch per item:
+        they are older than the inbox items behind them (a preemptor's watch event must not find
+        its victims' admissions still busy)."""
+        taken = 0
+        while limit is None or taken < limit:
             taken += 1
+            if self.writes.ended():
+                self.writes.finish_ended()
+                continue
             try:
-                change = self._inbox.get_nowait()
+                item = self._inbox.get(timeout=timeout) if timeout > 0 and taken == 1 else self._inbox.get_nowait()
             except queue.Empty:
                 return
+            self._receive(item)
 
     def _receive(self, item: tuple[Change, datetime] | _Call[Any]) -> None:
         if isinstance(item, _Call):

@@ -72,10 +72,11 @@ class WritePipeline(Generic[_T]):
             raise ValueError(f"finish_batch: must be at least 1, got {finish_batch}")
         self.max_in_flight = max_in_flight
         self.finish_batch = finish_batch
-        """Completions one delivery runs at most; the rest go back to the end of the owner's inbox
-        (None: all that ended). An owner that takes a bounded number of inbox items between two
-        steps of its own then alternates completions with its other work instead of running a
-        whole burst of answers at once (see :class:`~pykueue.controllers.manager.ControllerManager`)."""
+        """Completions one delivery runs at most (None: all that ended); the owner runs the rest with
+        :meth:`finish_ended` before its next inbox items, so that no later change overtakes them.
+        An owner that takes a bounded number of items between two steps of its own then
+        alternates completions with its other work instead of running a whole burst of answers
+        at once (see :class:`~pykueue.controllers.manager.ControllerManager`)."""
         self._deliver = deliver
         self._slots = threading.BoundedSemaphore(max_in_flight)
         # The share :meth:`try_submit_async` may use: the rest stays for the writes the owner waits for.
@@ -243,15 +244,17 @@ class WritePipeline(Generic[_T]):
     def _finish(self) -> None:
         with self._delivery_lock:
             self._delivery_pending = False
+        self.finish_ended()
+
+    def ended(self) -> bool:
+        """Whether writes have ended whose completions the owner has not run yet."""
+        return bool(self._ended)
+
+    def finish_ended(self) -> None:
+        """Run the completions of the writes that ended, oldest first: at most :attr:`finish_batch`
+        (the owner runs the rest later with this method, before the inbox items that follow)."""
         ran = 0
-        while self._ended:
-            if self.finish_batch is not None and ran >= self.finish_batch:
-                with self._delivery_lock:
-                    if self._delivery_pending:  # the loop queued a delivery meanwhile: it runs the rest
-                        return
-                    self._delivery_pending = True
-                self._deliver(self._finish)
-                return
+        while self._ended and (self.finish_batch is None or ran < self.finish_batch):
             ran += 1
             key, done, result, error = self._ended.popleft()
             self._busy.discard(key)
