@@ -199,3 +199,78 @@ def test_the_cycle_backoff_doubles_up_to_ten_milliseconds() -> None:
         assert d.clock() - ManualClock().now == timedelta(seconds=0.9)  # no time passed meanwhile
     finally:
         d.close()
+
+
+def test_after_an_admission_the_manager_takes_a_few_inbox_items_before_its_next_cycle(driven: Driven) -> None:
+    # A burst of answers (completions) and watch changes used to be applied whole before the next
+    # cycle: serve idled meanwhile and the next admissions left in a run. After a step that made
+    # progress the manager's loop takes _BUSY_DRAIN_LIMIT items per admission of that step, the
+    # rest the next pass; everything once the backlog is long (a slow cycle admitting few).
+    from pykueue.controllers import manager as manager_module
+    from pykueue.controllers.manager import _Call
+
+    limit = manager_module._BUSY_DRAIN_LIMIT
+    d = driven
+    d.create_workload("first", cpu="1")
+    d.mgr._drain(0.0)
+    assert d.mgr._step() and d.mgr._progress == 1  # the cycle admitted "first"
+    d.flush_writes()
+    ran: list[int] = []
+    for i in range(10):
+        d.mgr._inbox.put(_Call(lambda i=i: ran.append(i)))
+    assert d.mgr._busy_drain_limit() == limit
+    d.mgr._drain(0.0, limit=d.mgr._busy_drain_limit())
+    assert ran == list(range(limit))
+    d.mgr._progress = 3  # a cycle that admitted three (three ClusterQueues' heads)
+    assert d.mgr._busy_drain_limit() == 3 * limit
+    d.mgr._drain(0.0)  # a pass after no progress (or a test's flush) takes everything
+    assert ran == list(range(10))
+    for _ in range(manager_module._BUSY_BACKLOG_MAX + 1):
+        d.mgr._inbox.put(_Call(lambda: None))
+    assert d.mgr._busy_drain_limit() is None
+    d.mgr._drain(0.0)
+    assert d.mgr.writes.finish_batch == manager_module._FINISH_BATCH
+
+def test_the_informers_skip_the_watch_echo_of_the_managers_own_admission(driven: Driven) -> None:
+    # The admission's answer is applied to the cache at once (write-through); its watch event used
+    # to be decoded again on the informer's thread and handed over only to be dropped as not newer.
+    d = driven
+    d.create_workload("first", cpu="1")
+    d.settle()
+    assert d.admitted("first")
+    version = d.client.get(R.WORKLOADS, "first", "default")["metadata"]["resourceVersion"]
+    assert d.mgr.cluster.workloads["default/first"].metadata.resource_version == version
+    own = d.mgr.cluster.own_writes
+    assert own is not None and all(inf.own_writes is own for inf in d.mgr._informers)
+    assert own.echo(R.WORKLOADS.plural, ("default", "first"), version)
+
+
+def test_completions_a_delivery_left_run_before_the_inbox_items_behind_them(driven: Driven) -> None:
+    # The pipeline's deliveries run at most _FINISH_BATCH completions each; the rest must still run
+    # before any later change (a preemptor's watch event must not find its victims' admissions
+    # busy: a victim whose write is busy is skipped). They used to go back to the end of the inbox.
+    import asyncio
+
+    from pykueue.controllers.manager import _Call
+
+    d = driven
+    order: list[str] = []
+
+    def write(i: int) -> Any:
+        async def send() -> dict[str, Any]:
+            await asyncio.sleep(0)
+            return {"i": i}
+
+        return send
+
+    for i in range(5):
+        d.mgr.writes.submit_async(("test", i), write(i), lambda r, e: order.append(f"completion {r['i'] if r else e}"))
+    deadline = time.monotonic() + 10
+    while len(d.mgr.writes._ended) < 5:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    d.mgr._inbox.put(_Call(lambda: order.append("later change")))
+    d.mgr._drain(0.0, limit=2)  # 2 completions per item, the oldest first
+    assert order == [f"completion {i}" for i in range(4)]
+    d.mgr._drain(0.0)
+    assert order == [*(f"completion {i}" for i in range(5)), "later change"]

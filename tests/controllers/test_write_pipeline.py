@@ -554,3 +554,44 @@ def _run_all(delivered: list[Callable[[], None]], lock: threading.Lock) -> bool:
     for fn in batch:
         fn()
     return True
+
+
+def test_a_delivery_runs_at_most_finish_batch_completions_and_leaves_the_rest_to_finish_ended() -> None:
+    # With finish_batch, a burst of answers is run by the owner a few at a time (the manager: a
+    # cycle, i.e. the next admission, between two batches) instead of whole. Without it one
+    # delivery ran all five.
+    delivered: list[Callable[[], None]] = []
+    lock = threading.Lock()
+    pipeline: WritePipeline[int] = WritePipeline(
+        lambda fn: (lock.acquire(), delivered.append(fn), lock.release()), max_in_flight=8, finish_batch=2
+    )
+    loop = pipeline.io.loop
+    gate = asyncio.run_coroutine_threadsafe(_new_event(), loop).result(5)
+    results: list[int | None] = []
+    started = [0]
+
+    def write(i: int) -> Callable[[], Any]:
+        async def send() -> int:
+            started[0] += 1
+            await gate.wait()
+            return i
+
+        return send
+
+    for i in range(5):
+        pipeline.submit_async(i, write(i), lambda r, e: results.append(r))
+    wait(lambda: started[0] == 5)
+    loop.call_soon_threadsafe(gate.set)
+    wait(lambda: pipeline.pending() == 5 and len(pipeline._ended) == 5)
+    with lock:
+        first = delivered.pop(0)
+        assert delivered == []  # one delivery for the burst
+    first()
+    assert results == [0, 1] and pipeline.pending() == 3 and pipeline.ended()
+    pipeline.finish_ended()
+    assert results == [0, 1, 2, 3] and pipeline.ended()
+    pipeline.finish_ended()
+    assert results == [0, 1, 2, 3, 4] and not pipeline.ended() and pipeline.pending() == 0
+    assert pipeline.close(1)
+    with pytest.raises(ValueError, match="finish_batch"):
+        WritePipeline(delivered.append, finish_batch=0)

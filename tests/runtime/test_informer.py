@@ -12,7 +12,16 @@ import pytest
 from pykueue.apiserver.app import create_app
 from pykueue.client import resources as R
 from pykueue.client.inprocess import InProcessClient
-from pykueue.runtime.informer import ADDED, DELETED, MODIFIED, SYNCED, Change, Informer, strip_managed_fields
+from pykueue.runtime.informer import (
+    ADDED,
+    DELETED,
+    MODIFIED,
+    SYNCED,
+    Change,
+    Informer,
+    OwnWrites,
+    strip_managed_fields,
+)
 from pykueue.store import Store
 
 
@@ -107,3 +116,56 @@ def test_versions_only_informer_reports_every_change_without_keeping_objects(cli
         "metadata": {"name": "c", "namespace": "default", "resourceVersion": rv_c},
     }
     assert changes[1].object["metadata"]["labels"] == {"v": "3"} and inf._versions[("default", "a")] == rv_a
+
+
+def test_the_echo_of_a_version_the_consumer_applied_itself_is_neither_transformed_nor_delivered(
+    client: InProcessClient,
+) -> None:
+    # The controller manager applies its writes' answers to its cache at once (write-through);
+    # the watch event of that same version used to be transformed on the informer's thread and
+    # handed to the manager's, which then dropped it as not newer than its cache. Now it stops at
+    # the informer; someone else's later version and deletions still get through.
+    client.create(R.POD_TEMPLATES, pod_template("a"))
+    sink = Sink()
+    own = OwnWrites()
+    transformed: list[str] = []
+
+    def transform(obj: dict[str, Any]) -> dict[str, Any]:
+        transformed.append(obj["metadata"]["resourceVersion"])
+        return strip_managed_fields(obj)
+
+    inf = Informer(client, R.POD_TEMPLATES, sink, transform=transform, cache_objects=False, own_writes=own)
+    inf.start()
+    try:
+        assert inf.wait_synced(10)
+        mark = len(sink.after(0))
+        ours = client.patch(R.POD_TEMPLATES, "a", {"metadata": {"labels": {"v": "2"}}}, "default")
+        own.expect(R.POD_TEMPLATES.plural, ("default", "a"), ours["metadata"]["resourceVersion"])
+        theirs = client.patch(R.POD_TEMPLATES, "a", {"metadata": {"labels": {"v": "3"}}}, "default")
+        client.delete(R.POD_TEMPLATES, "a", "default")
+        wait(lambda: len(sink.after(mark)) == 2)
+        time.sleep(0.1)
+        changes = sink.after(mark)
+        assert [c.type for c in changes] == [MODIFIED, DELETED]
+        assert changes[0].object["metadata"]["resourceVersion"] == theirs["metadata"]["resourceVersion"]
+        assert ours["metadata"]["resourceVersion"] not in transformed
+        assert own.skipped == 1 and len(own) == 0
+    finally:
+        inf.stop()
+    with pytest.raises(ValueError, match="own_writes"):
+        Informer(client, R.POD_TEMPLATES, sink, own_writes=own)
+
+
+def test_own_writes_skip_older_versions_and_let_later_ones_through() -> None:
+    own = OwnWrites()
+    key = ("ns", "w")
+    own.expect("workloads", key, "10")
+    assert own.echo("workloads", key, "9")  # older than what the consumer holds: it would drop it
+    assert own.echo("workloads", key, "10")  # the echo: skipped, and nothing expected any more
+    assert not own.echo("workloads", key, "10")
+    own.expect("workloads", key, "12")
+    assert not own.echo("workloads", key, "13") and len(own) == 0  # someone else's later version
+    own.expect("workloads", key, "14")
+    own.expect("localqueues", key, "15")
+    own.forget("workloads")  # a relist delivers every current version anyway
+    assert len(own) == 1 and not own.echo("workloads", key, "14")

@@ -57,6 +57,7 @@ from pykueue.runtime.informer import (
     DELETED,
     Change,
     ObjectKey,
+    OwnWrites,
     object_key,
     resource_version,
 )
@@ -111,6 +112,9 @@ class ClusterCache:
         # Set by the manager once the core and the metrics exist (both read this cache).
         self.core: KueueCore | None = None
         self.metrics: ControllerMetrics | None = None
+        self.own_writes: OwnWrites | None = None
+        """Set by the manager: the versions applied here from our writes' answers, whose watch
+        events its informers then skip (:class:`~pykueue.runtime.informer.OwnWrites`)."""
         # Raw JSON of every watched collection but Workloads (kept typed only, in ``workloads``).
         self.raw: dict[str, dict[ObjectKey, dict[str, Any]]] = {res.plural: {} for res in WATCHED}
         self.workloads: dict[str, Workload] = {}
@@ -230,8 +234,24 @@ class ClusterCache:
             self.recorder.record(involved, WARNING, UNMODELLED_EVENT_REASON, found.message, action=UNMODELLED_EVENT_REASON)
 
     def observe_write(self, res: Resource, obj: dict[str, Any]) -> None:
-        """Apply the result of our own successful write at once (write-through)."""
+        """Apply the result of our own successful write at once (write-through).
+
+        Only a version newer than the cached one is decoded and applied (the watch may have
+        brought it first); an applied one is expected by :attr:`own_writes`, so its watch event is
+        not decoded a second time."""
+        key = object_key(obj)
+        version = resource_version(obj)
+        if res.plural == R.WORKLOADS.plural:
+            wl = self.workloads.get(f"{key[0]}/{key[1]}")
+            cached = wl.metadata.resource_version if wl is not None else None
+        else:
+            raw = self.raw[res.plural].get(key)
+            cached = resource_version(raw) if raw is not None else None
+        if cached is not None and not _newer(version, cached):
+            return  # the watch brought this version (or a later one) first
         self.on_change(Change(res, "MODIFIED", None, compact(obj)))
+        if self.own_writes is not None:
+            self.own_writes.expect(res.plural, key, version)
 
     def _apply(self, plural: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         self._appliers[plural](old, new)

@@ -51,7 +51,7 @@ from pykueue.metrics import KueueMetrics
 from pykueue.metrics import for_manager as metrics_for_manager
 from pykueue.runtime.clock import Clock, system_clock
 from pykueue.runtime.controller import WorkQueue
-from pykueue.runtime.informer import SYNCED, Change, Informer
+from pykueue.runtime.informer import SYNCED, Change, Informer, OwnWrites
 from pykueue.runtime.recorder import CORE_V1, EventRecorder
 from pykueue.runtime.writes import WritePipeline
 
@@ -63,6 +63,19 @@ _IDLE_WAIT = 0.2
 _CYCLE_BACKOFF_INITIAL = 0.001
 _CYCLE_BACKOFF_MAX = 0.010
 _SETTLE_ROUNDS = 10
+# After a step that made progress, the manager takes at most _BUSY_DRAIN_LIMIT inbox items per
+# admission or preemption of that step (and the write pipeline runs at most _FINISH_BATCH
+# completions per item) before its next step. Upstream's scheduler goroutine does not wait for the
+# event handlers and reconcilers; here one thread does both, and serve answers admissions in
+# bursts: running a whole burst of completions, watch changes and reconciles before the next cycle
+# left the API server idle meanwhile and sent the next admissions in a run (bench/RESULTS.md,
+# issue 14 item 5, branch ctlcpu). Bounded, cycles alternate with a few completions. Per
+# admission, so that a cycle admitting many (1,000 ClusterQueues) takes as many; and never while
+# more than _BUSY_BACKLOG_MAX items wait, so that a slow cycle admitting few cannot let new
+# Workloads and completions pile up behind it.
+_BUSY_DRAIN_LIMIT = 4
+_BUSY_BACKLOG_MAX = 256
+_FINISH_BATCH = 2
 # Reconcile order within a batch: Jobs first (they create and finish Workloads), then Workloads,
 # then the objects whose status summarises them.
 _KIND_ORDER = (JOB, WORKLOAD, FLAVOR, CHECK, CLUSTER_QUEUE, LOCAL_QUEUE, COHORT)
@@ -131,7 +144,10 @@ class ControllerManager:
         # Admissions are sent off this thread, their completions come back through the inbox.
         # On the HTTP client's event-loop thread when it has one (its connections send them).
         self.writes: WritePipeline[dict[str, Any]] = WritePipeline(
-            lambda fn: self._inbox.put(_Call(fn)), self.options.max_writes_in_flight, io=getattr(client, "io", None)
+            lambda fn: self._inbox.put(_Call(fn)),
+            self.options.max_writes_in_flight,
+            io=getattr(client, "io", None),
+            finish_batch=_FINISH_BATCH,
         )
         self.ctx.writes = self.writes
         # Prometheus metrics (pkg/metrics): counted from our writes, observed changes and cycles.
@@ -150,9 +166,14 @@ class ControllerManager:
             **self.queue_controllers.reconcilers(),
         }
 
-        # ClusterCache is the only copy of the objects: the informers keep their resourceVersions only.
+        # ClusterCache is the only copy of the objects: the informers keep their resourceVersions only,
+        # and skip the watch events of versions the cache applied from our own writes' answers.
+        self.cluster.own_writes = OwnWrites()
         self._informers = [
-            Informer(client, res, self._observed, transform=compact, cache_objects=False) for res in WATCHED
+            Informer(
+                client, res, self._observed, transform=compact, cache_objects=False, own_writes=self.cluster.own_writes
+            )
+            for res in WATCHED
         ]
         self._unsynced = {res.plural for res in WATCHED}
         self._initial: list[Change] = []
@@ -167,6 +188,7 @@ class ControllerManager:
         self._leading.set()
         self.cycles = 0
         self._cycle_backoff: float | None = None  # None: the last cycle made progress (KeepGoing)
+        self._progress = 0  # admissions and preemptions of the last cycle
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -215,6 +237,8 @@ class ControllerManager:
         # thread is gone), so the events of the writes that landed are still recorded.
         self.writes.close(timeout=5.0)
         self._run_leftover_calls()
+        while self.writes.ended():  # what the deliveries left (finish_batch)
+            self.writes.finish_ended()
         self.recorder.flush(timeout=2.0)  # the events of the last pass, as Broadcaster.Shutdown does
 
     def _run_leftover_calls(self) -> None:
@@ -276,7 +300,10 @@ class ControllerManager:
         busy = False
         while not self._stop.is_set():
             try:
-                self._drain(0.0 if busy else self._wait_seconds())
+                if busy:
+                    self._drain(0.0, limit=self._busy_drain_limit())
+                else:
+                    self._drain(self._wait_seconds())
                 if self._unsynced:
                     continue
                 if not self._leading.is_set():
@@ -309,6 +336,12 @@ class ControllerManager:
             wait = min(wait, self._cycle_backoff)
         return max(0.0, wait)
 
+    def _busy_drain_limit(self) -> int | None:
+        """How many inbox items the pass after a busy step takes (None: all); see _BUSY_DRAIN_LIMIT."""
+        if self._inbox.qsize() > _BUSY_BACKLOG_MAX:
+            return None
+        return _BUSY_DRAIN_LIMIT * max(1, self._progress)
+
     def _observed(self, change: Change) -> None:
         """The informers' sink (their threads): the change with the time it arrived. Upstream's
         event handlers update the cache and request the batched retry of parked workloads on the
@@ -316,17 +349,23 @@ class ControllerManager:
         thread gets to the change after a cycle."""
         self._inbox.put((change, self.clock()))
 
-    def _drain(self, timeout: float) -> None:
-        try:
-            change = self._inbox.get(timeout=timeout) if timeout > 0 else self._inbox.get_nowait()
-        except queue.Empty:
-            return
-        while True:
-            self._receive(change)
+    def _drain(self, timeout: float, limit: int | None = None) -> None:
+        """Apply what is in the inbox (waiting up to ``timeout`` for the first item); at most
+        ``limit`` items when given, the rest stay for the next pass. Completions of ended writes
+        that a delivery left (the pipeline's ``finish_batch``) come first, one batch per item:
+        they are older than the inbox items behind them (a preemptor's watch event must not find
+        its victims' admissions still busy)."""
+        taken = 0
+        while limit is None or taken < limit:
+            taken += 1
+            if self.writes.ended():
+                self.writes.finish_ended()
+                continue
             try:
-                change = self._inbox.get_nowait()
+                item = self._inbox.get(timeout=timeout) if timeout > 0 and taken == 1 else self._inbox.get_nowait()
             except queue.Empty:
                 return
+            self._receive(item)
 
     def _receive(self, item: tuple[Change, datetime] | _Call[Any]) -> None:
         if isinstance(item, _Call):
@@ -361,6 +400,7 @@ class ControllerManager:
             result = self.core.cycle(self.now())
         self.metrics.cycle(result, time.perf_counter() - started)
         self.cycles += 1
+        self._progress = len(result.admitted) + len(result.preempted)
         self.cluster.deliver_updates()
         if result.admitted or result.preempted:
             self._cycle_backoff = None

@@ -64,6 +64,66 @@ class Change:
         return obj
 
 
+class OwnWrites:
+    """Versions a consumer wrote and has already applied from the write's answer (write-through),
+    so that the watch event of that same version need not be decoded and delivered again.
+
+    The consumer (the controller manager's thread) calls :meth:`expect` after applying its
+    write's result; the informer's thread asks :meth:`echo` before transforming an event. An event
+    of an expected key is skipped when its resourceVersion is the expected one (the echo of the
+    write) or older (the consumer ignores versions older than the one it holds); a later version
+    is someone else's change and is delivered. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._versions: dict[tuple[str, ObjectKey], str] = {}
+        self._lock = threading.Lock()
+        self.skipped = 0
+        """Events skipped so far (tests and benchmarks)."""
+
+    def expect(self, plural: str, key: ObjectKey, version: str) -> None:
+        """The consumer applied ``version`` of ``key`` itself (from its own write's answer)."""
+        if not version:
+            return
+        with self._lock:
+            self._versions[(plural, key)] = version
+
+    def echo(self, plural: str, key: ObjectKey, version: str) -> bool:
+        """Whether the watch event of ``version`` of ``key`` is one the consumer already has."""
+        with self._lock:
+            mine = self._versions.get((plural, key))
+            if mine is None:
+                return False
+            if version == mine:
+                del self._versions[(plural, key)]
+                self.skipped += 1
+                return True
+            if _later(version, mine):
+                del self._versions[(plural, key)]
+                return False
+            self.skipped += 1
+            return True
+
+    def forget(self, plural: str, key: ObjectKey | None = None) -> None:
+        """Expect nothing more of ``key`` (its deletion), or of every ``plural`` object (a relist)."""
+        with self._lock:
+            if key is not None:
+                self._versions.pop((plural, key), None)
+            else:
+                for k in [k for k in self._versions if k[0] == plural]:
+                    del self._versions[k]
+
+    def __len__(self) -> int:
+        return len(self._versions)
+
+
+def _later(a: str, b: str) -> bool:
+    """Whether resourceVersion ``a`` is after ``b`` (an unparsable one counts as later: delivered)."""
+    try:
+        return int(a) > int(b)
+    except ValueError:
+        return True
+
+
 Sink = Callable[[Change], None]
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -99,13 +159,18 @@ class Informer:
         *,
         transform: Transform | None = None,
         cache_objects: bool = True,
+        own_writes: OwnWrites | None = None,
     ) -> None:
+        if own_writes is not None and cache_objects:
+            raise ValueError("own_writes: only for an informer that keeps no objects (cache_objects=False)")
         self.client = client
         self.resource = resource
         self.sink = sink
         self.namespace = namespace
         self.transform = transform
         self.cache_objects = cache_objects
+        self.own_writes = own_writes
+        """Versions the consumer applied from its own writes: their watch events are not delivered."""
         self._cache: dict[ObjectKey, dict[str, Any]] = {}
         self._versions: dict[ObjectKey, str] = {}  # what is kept when objects are not
         self._lock = threading.Lock()
@@ -195,6 +260,8 @@ class Informer:
     def _relist_versions(self) -> str:
         """:meth:`_relist` keeping only resourceVersions."""
         items, rv = self.client.list(self.resource, self.namespace)
+        if self.own_writes is not None:  # the list delivers every object's current version anyway
+            self.own_writes.forget(self.resource.plural)
         fresh: dict[ObjectKey, str] = {}
         changes: list[Change] = []
         old = self._versions
@@ -227,7 +294,25 @@ class Informer:
         try:
             if self._stop.is_set():
                 return rv
+            own = self.own_writes
+            plural = self.resource.plural
             for ev in w:
+                if own is not None:
+                    if ev.type == DELETED:
+                        own.forget(plural, object_key(ev.object))
+                    else:
+                        key = object_key(ev.object)
+                        version = resource_version(ev.object)
+                        if own.echo(plural, key, version):
+                            # The consumer applied this version from its write's answer: no
+                            # transform, no hand-off to its thread (client-go would deliver it and
+                            # the manager drop it as not newer than its cache).
+                            with self._lock:
+                                self._versions[key] = version
+                            rv = version or rv
+                            if self._stop.is_set():
+                                break
+                            continue
                 obj = ev.object if self.transform is None else self.transform(ev.object)
                 key = object_key(obj)
                 rv = resource_version(obj) or rv

@@ -64,10 +64,19 @@ class WritePipeline(Generic[_T]):
         deliver: Callable[[Callable[[], None]], None],
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         io: EventLoopThread | None = None,
+        finish_batch: int | None = None,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError(f"max_in_flight: must be at least 1, got {max_in_flight}")
+        if finish_batch is not None and finish_batch < 1:
+            raise ValueError(f"finish_batch: must be at least 1, got {finish_batch}")
         self.max_in_flight = max_in_flight
+        self.finish_batch = finish_batch
+        """Completions one delivery runs at most (None: all that ended); the owner runs the rest with
+        :meth:`finish_ended` before its next inbox items, so that no later change overtakes them.
+        An owner that takes a bounded number of items between two steps of its own then
+        alternates completions with its other work instead of running a whole burst of answers
+        at once (see :class:`~pykueue.controllers.manager.ControllerManager`)."""
         self._deliver = deliver
         self._slots = threading.BoundedSemaphore(max_in_flight)
         # The share :meth:`try_submit_async` may use: the rest stays for the writes the owner waits for.
@@ -235,7 +244,18 @@ class WritePipeline(Generic[_T]):
     def _finish(self) -> None:
         with self._delivery_lock:
             self._delivery_pending = False
-        while self._ended:
+        self.finish_ended()
+
+    def ended(self) -> bool:
+        """Whether writes have ended whose completions the owner has not run yet."""
+        return bool(self._ended)
+
+    def finish_ended(self) -> None:
+        """Run the completions of the writes that ended, oldest first: at most :attr:`finish_batch`
+        (the owner runs the rest later with this method, before the inbox items that follow)."""
+        ran = 0
+        while self._ended and (self.finish_batch is None or ran < self.finish_batch):
+            ran += 1
             key, done, result, error = self._ended.popleft()
             self._busy.discard(key)
             done(result, error)
