@@ -38,6 +38,7 @@ _FORMATTED_MAX = 4096
 
 
 def format_time(value: datetime) -> str:
+    """metav1.Time's text form: RFC 3339, UTC, whole seconds (``2024-01-02T03:04:05Z``)."""
     # Every timestamp of every object written is formatted, and the same few repeat (a condition
     # keeps its lastTransitionTime, a scheduling cycle shares its time): remembered, bounded.
     # isoformat of a UTC whole-second time is "YYYY-MM-DDTHH:MM:SS+00:00": a third of strftime's
