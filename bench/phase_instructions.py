@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import re
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+from instructions import callgrind_collected  # bench/ is the script's directory
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,13 +44,7 @@ def doubled(target: str) -> None:
 
 
 def run(mode: str, objects: int, src: str, target: str) -> int:
-    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__,
-           "--inner", target, "--mode", mode, "--objects", str(objects), "--src", src]  # fmt: skip
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
-    found = re.search(r"Collected : (\d+)", out)
-    if found is None:
-        raise SystemExit(f"no instruction count in valgrind's output:\n{out[-2000:]}")
-    return int(found.group(1))
+    return callgrind_collected([__file__, "--inner", target, "--mode", mode, "--objects", str(objects), "--src", src])
 
 
 def main() -> None:

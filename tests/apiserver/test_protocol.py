@@ -41,6 +41,15 @@ async def _read(sock: socket.socket, size: int) -> bytes:
     return out
 
 
+async def _get_ok(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> None:
+    """Send ``GET /`` on ``sock`` and read the whole 200 answer (its body is ``ok``)."""
+    await loop.sock_sendall(sock, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    answer = b""
+    while not answer.endswith(b"ok"):
+        answer += await loop.sock_recv(sock, 4096)
+    assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
+
+
 def test_writes_of_one_step_go_out_as_one_send_in_order() -> None:
     async def scenario() -> None:
         transport, peer, sends = await _pair()
@@ -129,11 +138,7 @@ def test_a_complete_response_is_sent_before_the_loop_turns() -> None:
         # the protocol wrapped the transport at connection_made: count what reaches the socket
         protocol.transport._transport.write = counting_write  # type: ignore[attr-defined]
         theirs.setblocking(False)
-        await loop.sock_sendall(theirs, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-        answer = b""
-        while not answer.endswith(b"ok"):
-            answer += await loop.sock_recv(theirs, 4096)
-        assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
+        await _get_ok(loop, theirs)
         protocol.transport.close()
         theirs.close()
 
@@ -349,11 +354,7 @@ def test_send_now_sends_a_whole_response_or_nothing_while_writes_are_paused() ->
         await loop.create_connection(lambda: protocol, sock=ours)
         theirs.setblocking(False)
         for _ in range(2):
-            await loop.sock_sendall(theirs, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-            answer = b""
-            while not answer.endswith(b"ok"):
-                answer += await loop.sock_recv(theirs, 4096)
-            assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
+            await _get_ok(loop, theirs)
         protocol.transport.close()
         theirs.close()
 
