@@ -318,6 +318,38 @@ def test_answers_from_the_durability_callback_wait_for_the_fsync_errors_too(tmp_
         store.close()
 
 
+def test_a_failure_building_the_answer_in_the_durability_callback_still_answers(tmp_path: Any, monkeypatch: Any) -> None:
+    """A bug while the durability callback builds the answer's messages must not leave the request
+    waiting for ever: the request's task answers 500 (a Status), as the coroutine path did."""
+    from pykueue.apiserver import app as app_module
+    from pykueue.apiserver.app import APIServerApp
+    from pykueue.apiserver.protocol import ConnectionLimits, limited_protocol
+    from pykueue.store import Store
+
+    real = app_module._response_messages
+    calls = [0]
+
+    def first_call_fails(resp: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == 1:
+            raise RuntimeError("building the answer failed")
+        return real(resp)
+
+    monkeypatch.setattr(app_module, "_response_messages", first_call_fails)
+    store = Store(str(tmp_path / "store.db"))
+    try:
+        with _served(APIServerApp(store), limited_protocol(ConnectionLimits())) as port:
+            sock = _connect(port)
+            sock.settimeout(10)
+            sock.sendall(_lease("answered"))
+            answer = _read_answer(sock)
+            sock.close()
+    finally:
+        store.close()
+    assert answer.startswith(b"HTTP/1.1 500"), answer[:200]
+    assert b"content-type: application/json" in answer  # a Status
+
+
 def test_send_now_sends_a_whole_response_or_nothing_while_writes_are_paused() -> None:
     """scope[SEND_NOW] sends the response from a plain call; while the transport's buffer is full
     (uvicorn's send would wait) it sends nothing and says so, and the awaited send goes on later."""

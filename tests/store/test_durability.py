@@ -326,6 +326,46 @@ def test_background_acks_return_at_commit_and_deliver_only_once_durable(
         assert len(fsyncs.wal_syncs()) > before
 
 
+def test_a_waiter_queued_after_a_failed_fsyncs_sweep_is_answered_with_the_failure(tmp_path: Path) -> None:
+    """The sync thread can record a failed fsync and answer every queued waiter between
+    :meth:`Store.when_visible`'s failure check and its queueing of a new one: that one must still
+    be answered (with the failure), not left waiting for a sync that will never deliver."""
+    answers: list[BaseException | None] = []
+    with Store(str(tmp_path / "store.db")) as store:
+        group = store._group
+        assert group is not None
+        real = store._waiters_lock
+
+        class SweptFirst:
+            """The waiters' lock; the first time it is taken, the fsync fails and the sweep runs."""
+
+            first = True
+
+            def __enter__(self) -> None:
+                if SweptFirst.first:
+                    SweptFirst.first = False
+                    group.failure = OSError(errno.EIO, "Input/output error")
+                    store._fail_waiters(group.failure)
+                real.__enter__()
+
+            def __exit__(self, *exc: object) -> None:
+                real.__exit__(*exc)
+
+        async def scenario() -> None:
+            with store.deferred_acks():
+                store.create(CM, configmap("late-waiter"))
+            store._waiters_lock = SweptFirst()  # type: ignore[assignment]
+            assert not store.when_visible(answers.append)
+            for _ in range(20):
+                await asyncio.sleep(0.005)
+
+        asyncio.run(scenario())
+        store._waiters_lock = real
+        group.failure = None  # let the store close
+    assert len(answers) == 1 and isinstance(answers[0], InternalError), answers
+    assert "cannot make writes durable" in str(answers[0])
+
+
 def test_failed_fsync_refuses_the_write_and_later_ones(tmp_path: Path, fsyncs: FsyncRecorder) -> None:
     with Store(str(tmp_path / "store.db")) as store:
         store.create(CM, configmap("before"))

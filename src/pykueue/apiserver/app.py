@@ -472,15 +472,18 @@ class APIServerApp:
         left: asyncio.Future[list[Message]] = asyncio.get_running_loop().create_future()
 
         def answer(error: BaseException | None) -> None:
-            if error is None:
-                messages = _response_messages(resp)
-            else:  # the store could not make it durable
-                failed = error if isinstance(error, StatusError) else E.internal(str(error))
-                messages = _response_messages(APIResponse(failed.code, msgspec.json.encode(failed.status())))
+            messages: list[Message] = []
             try:
+                if error is None:
+                    messages = _response_messages(resp)
+                else:  # the store could not make it durable
+                    failed = error if isinstance(error, StatusError) else E.internal(str(error))
+                    messages = _response_messages(APIResponse(failed.code, msgspec.json.encode(failed.status())))
                 sent = send_now(messages)
-            except Exception:  # a bug: let the task try (and uvicorn report) it
+            except Exception as err:  # a bug: the task still answers (a 500 when there is nothing to send)
                 log.exception("answering %s %s from the durability callback failed", req.method, scope.get("path"))
+                if not messages:
+                    messages = _response_messages(_internal_error(req, scope, err))
                 sent = False
             if not left.done():  # (cancelled: the server is shutting down)
                 left.set_result([] if sent else messages)

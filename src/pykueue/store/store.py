@@ -580,8 +580,17 @@ class Store:
         the loop, or now when the loop has already spent :data:`SYNC_AFTER` seconds (doubled after
         each such sync in a turn) on requests whose answers wait (a burst: the first answers leave
         while the rest is handled)."""
+        group = self._group
         with self._waiters_lock:
-            self._async_waiters.append((revision, loop, waiter))
+            # Checked under the lock _fail_waiters takes (the failure is recorded before it runs):
+            # a waiter queued after its sweep would never be answered.
+            failed = group is not None and group.failure is not None
+            if not failed:
+                self._async_waiters.append((revision, loop, waiter))
+        if failed:
+            assert group is not None
+            _resolve_all([waiter], e.InternalError(f"the store cannot make writes durable: {group.failure}"))
+            return
         if self._delivered >= revision:  # delivered meanwhile: resolve now
             self._release_waiters()
             return
