@@ -28,7 +28,7 @@ from pykueue.client.inprocess import InProcessClient
 from pykueue.client.interface import Resource
 from pykueue.controllers.cluster_cache import compact
 from pykueue.controllers.manager import ControllerManager
-from pykueue.runtime.informer import ADDED, MODIFIED, Change
+from pykueue.runtime.informer import ADDED, DELETED, MODIFIED, Change
 from pykueue.store import Store
 
 
@@ -243,6 +243,40 @@ def test_the_informers_skip_the_watch_echo_of_the_managers_own_admission(driven:
     own = d.mgr.cluster.own_writes
     assert own is not None and all(inf.own_writes is own for inf in d.mgr._informers)
     assert own.echo(R.WORKLOADS.plural, ("default", "first"), version)
+
+
+def test_a_deletion_older_than_the_cached_object_is_not_applied(driven: Driven) -> None:
+    # The DELETED of an earlier object of the same name can reach the manager after our own write
+    # created the new one and applied it from the answer; its later events are then skipped as
+    # echoes, so applying that deletion would lose the new object from the cache for good.
+    d = driven
+    d.create_workload("first", cpu="1")
+    d.settle()
+    version = d.mgr.cluster.workloads["default/first"].metadata.resource_version
+    stale = {"metadata": {"namespace": "default", "name": "first", "resourceVersion": str(int(version) - 1)}}
+    d.mgr.cluster.on_change(Change(R.WORKLOADS, DELETED, None, stale))
+    assert "default/first" in d.mgr.cluster.workloads
+    current = {"metadata": {"namespace": "default", "name": "first", "resourceVersion": str(int(version) + 1)}}
+    d.mgr.cluster.on_change(Change(R.WORKLOADS, DELETED, None, current))
+    assert "default/first" not in d.mgr.cluster.workloads
+
+
+def test_a_write_that_deleted_its_object_expects_no_echo(driven: Driven) -> None:
+    # Removing the last finalizer of a deleting object deletes it: its only watch event is a
+    # DELETED (never skipped), which may pass the informer (and forget the key) before the
+    # manager applies the answer. An expectation recorded then would never be removed.
+    d = driven
+    d.create_workload("first", cpu="1")
+    d.settle()
+    own = d.mgr.cluster.own_writes
+    assert own is not None
+    obj = d.client.get(R.WORKLOADS, "first", "default")
+    meta = obj["metadata"]
+    meta["deletionTimestamp"], meta["finalizers"] = "2026-01-01T00:00:00Z", []
+    meta["resourceVersion"] = str(int(meta["resourceVersion"]) + 1)
+    own.forget(R.WORKLOADS.plural, ("default", "first"))  # the DELETED passed the informer first
+    d.mgr.cluster.observe_write(R.WORKLOADS, obj)
+    assert (R.WORKLOADS.plural, ("default", "first")) not in own._versions
 
 
 def test_completions_a_delivery_left_run_before_the_inbox_items_behind_them(driven: Driven) -> None:
