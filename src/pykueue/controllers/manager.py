@@ -353,8 +353,9 @@ class ControllerManager:
         """Apply what is in the inbox (waiting up to ``timeout`` for the first item); at most
         ``limit`` items when given, the rest stay for the next pass. Completions of ended writes
         that a delivery left (the pipeline's ``finish_batch``) come first, one batch per item:
-        they are older than the inbox items behind them (a preemptor's watch event must not find
-        its victims' admissions still busy)."""
+        they ended before the inbox items behind them were handled (a preemptor's watch event must
+        not find its victims' admissions still busy). They may run ahead of a watch event queued
+        before the write ended; the cache's version checks make either order end the same."""
         taken = 0
         while limit is None or taken < limit:
             taken += 1
