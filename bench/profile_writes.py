@@ -74,17 +74,12 @@ def main() -> None:
                 handle("PUT", "kueue.x-k8s.io", "v1beta2", "workloads", body, name=body["metadata"]["name"],
                        subresource="status")  # fmt: skip
             profiler.disable()
-        elif args.phase == "event":
-            events = [event(i) for i in range(n)]
-            phase("event")
+        elif args.phase in ("event", "event2"):  # core/v1 (the job runner's) or events.k8s.io/v1 (the recorder's)
+            build, group = (event, "") if args.phase == "event" else (event_v1, "events.k8s.io")
+            events = [build(i) for i in range(n)]
+            phase(args.phase)
             for body in events:
-                handle("POST", "", "v1", "events", body)
-            profiler.disable()
-        elif args.phase == "event2":
-            events = [event_v1(i) for i in range(n)]
-            phase("event2")
-            for body in events:
-                handle("POST", "events.k8s.io", "v1", "events", body)
+                handle("POST", group, "v1", "events", body)
             profiler.disable()
     if args.out:
         profiler.dump_stats(args.out)

@@ -92,6 +92,15 @@ if _out and "controller" in sys.argv:
 '''
 
 
+def _per_bin(counts: list[int], bins: int) -> dict[str, float]:
+    """Mean, p90, max and the share of empty 5 ms bins of per-bin counts."""
+    return {
+        "mean": round(statistics.fmean(counts), 2),
+        "p90": pct([float(c) for c in counts], 0.9),
+        "max": max(counts),
+        "empty_share": round(sum(1 for c in counts if c == 0) / bins, 3),
+    }
+
 def pct(values: list[float], q: float) -> float:
     if not values:
         return 0.0
@@ -155,12 +164,7 @@ def analyze(trace: dict[str, list[Any]]) -> dict[str, object]:
             "p50": pct(samples, 0.5),
             "p90": pct(samples, 0.9),
         },
-        "submits_per_5ms": {
-            "mean": round(statistics.fmean(submits), 2),
-            "p90": pct([float(s) for s in submits], 0.9),
-            "max": max(submits),
-            "empty_share": round(sum(1 for s in submits if s == 0) / bins, 3),
-        },
+        "submits_per_5ms": _per_bin(submits, bins),
         "completions_between_submits": {
             "mean": round(statistics.fmean(between), 2) if between else 0.0,
             "p90": pct(between, 0.9),
@@ -168,18 +172,8 @@ def analyze(trace: dict[str, list[Any]]) -> dict[str, object]:
             "max": max(between, default=0.0),
         },
         "echoes_skipped": trace.get("echoes_skipped", 0),
-        "sends_per_5ms": {
-            "mean": round(statistics.fmean(sends), 2),
-            "p90": pct([float(s) for s in sends], 0.9),
-            "max": max(sends),
-            "empty_share": round(sum(1 for s in sends if s == 0) / bins, 3),
-        },
-        "answers_per_5ms": {
-            "mean": round(statistics.fmean(answers), 2),
-            "p90": pct([float(a) for a in answers], 0.9),
-            "max": max(answers),
-            "empty_share": round(sum(1 for a in answers if a == 0) / bins, 3),
-        },
+        "sends_per_5ms": _per_bin(sends, bins),
+        "answers_per_5ms": _per_bin(answers, bins),
         "latency_ms": {
             "mean": round(statistics.fmean(lat), 1),
             "p50": round(pct(lat, 0.5), 1),
