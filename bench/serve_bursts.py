@@ -194,21 +194,10 @@ def install_hooks(stats_path: str, record_now: bool = False) -> None:
 
 
 def workload(i: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "Workload",
-        "metadata": {"name": f"wl-{i:05d}", "namespace": "default"},
-        "spec": {
-            "queueName": "lq",
-            "podSets": [
-                {
-                    "name": "main",
-                    "count": 1,
-                    "template": {"spec": {"containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}},
-                }
-            ],
-        },
-    }
+    """One small Workload in LocalQueue ``lq``: the benchmark's own manifest (`bench scheduler`)."""
+    from pykueue.bench.scheduler import workload_manifest
+
+    return workload_manifest(f"wl-{i:05d}", "default", "lq", "small", 0, 0, "1")
 
 
 def _status_body(obj: dict[str, Any], n: int) -> bytes:
