@@ -6,7 +6,8 @@ Runs ``python -m pykueue bench scheduler --config CONFIG --output OUT`` (with ``
 when ``--src`` names another tree's ``src``, e.g. ``git archive main src | tar -x -C /tmp/base``)
 and polls ``/proc`` every 0.2 s for the CPU seconds (utime + stime) of the ``pykueue serve`` it
 started (the API process) and of serve's ``pykueue controller`` child. Prints one line: wall,
-peak admissions/s, API / controller / total CPU seconds, ms per Workload, peak RSS.
+peak admissions/s, API / controller / total CPU seconds (and their kernel part), ms per Workload,
+peak RSS.
 """
 
 from __future__ import annotations
@@ -42,12 +43,13 @@ def _cmdline(pid: int) -> list[bytes]:
         return []
 
 
-def _cpu(pid: int) -> float | None:
+def _cpu(pid: int) -> tuple[float, float] | None:
+    """(user, system) CPU seconds of ``pid``."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return None
-    return (int(fields[11]) + int(fields[12])) / TICK
+    return int(fields[11]) / TICK, int(fields[12]) / TICK
 
 
 def main() -> None:
@@ -65,6 +67,7 @@ def main() -> None:
     bench = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     api = ctl = None
     last: dict[str, float] = {"api": 0.0, "controller": 0.0}
+    system: dict[str, float] = {"api": 0.0, "controller": 0.0}
     while bench.poll() is None:
         if api is None:
             api = next((c for c in _children(bench.pid) if b"serve" in _cmdline(c)), None)
@@ -72,7 +75,8 @@ def main() -> None:
             ctl = next((c for c in _children(api) if b"controller" in _cmdline(c)), None)
         for name, pid in (("api", api), ("controller", ctl)):
             if pid is not None and (cpu := _cpu(pid)) is not None:
-                last[name] = cpu
+                last[name] = cpu[0] + cpu[1]
+                system[name] = cpu[1]
         time.sleep(0.2)
     text = bench.stdout.read() if bench.stdout else ""
     summary = json.loads((args.out / "summary.json").read_text())
@@ -86,6 +90,7 @@ def main() -> None:
     if workloads:
         line += f" = {1000 * total / workloads:.2f} ms/Workload (api {1000 * last['api'] / workloads:.2f}, " \
                 f"controller {1000 * last['controller'] / workloads:.2f})"
+    line += f" (system: api {system['api']:.1f}s, controller {system['controller']:.1f}s)"
     rss = summary.get("peak_rss_bytes") or {}
     line += f" rss {(rss.get('control_plane') or 0) / 2**20:.0f} MiB"
     print(line)

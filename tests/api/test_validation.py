@@ -6,8 +6,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pykueue.api import kueue as k
 from pykueue.api.conversion import to_internal
@@ -22,6 +25,7 @@ from pykueue.api.validation import (
     FieldError,
     Raw,
     ValidationFailed,
+    _immutable_pod_sets,
     aggregate,
     validate,
     validate_or_raise,
@@ -1137,3 +1141,64 @@ def test_seed_admission_checks_validate(seed: str) -> None:
     assert version == "kueue.x-k8s.io/v1beta1"
     assert isinstance(check, k.AdmissionCheck)
     assert check.spec.controller_name == "kueue.x-k8s.io/provisioning-request"
+
+
+# --- _immutable_pod_sets compares structs before encodings (branch lscpu) --------------------------
+
+_pod_set_changes = st.fixed_dictionaries(
+    {},
+    optional={
+        "name": st.sampled_from(["main", "worker"]),
+        "count": st.integers(min_value=0, max_value=4),
+        "min_count": st.one_of(st.none(), st.integers(min_value=1, max_value=3)),
+        "cpu": st.sampled_from(["1", "1000m", "2", 1, 1.0]),
+        "labels": st.dictionaries(st.sampled_from(["a", "b"]), st.sampled_from(["x", "y"]), max_size=2),
+        "topology_request": st.one_of(st.none(), st.just({"required": "zone"})),
+    },
+)
+
+
+def _pod_set(changes: dict[str, Any]) -> k.PodSet:
+    template = {
+        "metadata": {"labels": changes.get("labels", {})},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": changes.get("cpu", "1")}}}]},
+    }
+    return msgspec.convert(
+        {
+            "name": changes.get("name", "main"),
+            "count": changes.get("count", 1),
+            "minCount": changes.get("min_count"),
+            "topologyRequest": changes.get("topology_request"),
+            "template": template,
+        },
+        k.PodSet,
+    )
+
+
+def _immutable_pod_sets_by_encoding(new: list[k.PodSet], old: list[k.PodSet], gates: FeatureGates) -> list[str]:
+    """The comparison as it was: the encodings of every pod set."""
+    if len(new) != len(old):
+        return ["spec.podSets"]
+    elastic = gates.enabled("ElasticJobsViaWorkloadSlices")
+    out = []
+    for i, (n, o) in enumerate(zip(new, old, strict=True)):
+        compared = msgspec.structs.replace(n, count=o.count) if elastic and n.count < o.count else n
+        if msgspec.to_builtins(compared) != msgspec.to_builtins(o):
+            out.append(f"spec.podSets[{i}]")
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_pod_set_changes, min_size=1, max_size=2),
+    st.lists(_pod_set_changes, min_size=1, max_size=2),
+    st.booleans(),
+)
+def test_immutable_pod_sets_reports_what_the_encodings_differ_in(
+    new: list[dict[str, Any]], old: list[dict[str, Any]], elastic: bool
+) -> None:
+    gates = FeatureGates({"ElasticJobsViaWorkloadSlices": elastic})
+    new_sets = [_pod_set(c) for c in new]
+    for old_sets in ([_pod_set(c) for c in old], [_pod_set(c) for c in new]):
+        errs = _immutable_pod_sets(new_sets, old_sets, gates)
+        assert [e.field for e in errs] == _immutable_pod_sets_by_encoding(new_sets, old_sets, gates)

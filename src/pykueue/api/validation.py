@@ -311,18 +311,27 @@ def _clean_condition(cond: Condition) -> bool:
     """True only when neither :func:`_validate_condition` (the webhook's) nor the per-item rules of
     :func:`_schema_conditions` (the CRD's) can report anything about ``cond``: every status write
     validates its conditions twice, and those build a path string per field checked."""
-    reason = cond.reason
     return (
-        len(cond.type) <= 316
-        and not is_qualified_name(cond.type)
-        and _compiled_pattern(CONDITION_TYPE_PATTERN).match(cond.type) is not None
+        _clean_type_and_reason(cond.type, cond.reason)
         and cond.status in _CONDITION_STATUSES
-        and 0 < len(reason) <= 1024
-        and _CONDITION_REASON_RE.match(reason) is not None
-        and _compiled_pattern(CONDITION_REASON_PATTERN).match(reason) is not None
         and len(cond.message) <= 32768
         and cond.last_transition_time != EPOCH
         and cond.observed_generation >= 0
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _clean_type_and_reason(cond_type: str, reason: str) -> bool:
+    """The type and reason checks of :func:`_clean_condition`, remembered: a pure function of the
+    two strings, and a handful of (type, reason) pairs make up every condition a cluster writes
+    (each status write checked each of its conditions' twice, with three regular expressions)."""
+    return (
+        len(cond_type) <= 316
+        and not is_qualified_name(cond_type)
+        and _compiled_pattern(CONDITION_TYPE_PATTERN).match(cond_type) is not None
+        and 0 < len(reason) <= 1024
+        and _CONDITION_REASON_RE.match(reason) is not None
+        and _compiled_pattern(CONDITION_REASON_PATTERN).match(reason) is not None
     )
 
 
@@ -1488,7 +1497,9 @@ def _immutable_pod_sets(
             if elastic and new_ps.count < old_ps.count
             else new_ps
         )
-        if _builtins(compared) != _builtins(old_ps):
+        # Equal structs encode equally: the encodings are compared only when the structs differ
+        # (a status write of an admitted Workload keeps its pod sets; encoding both was most of it).
+        if compared != old_ps and _builtins(compared) != _builtins(old_ps):
             errs.append(invalid(idx("spec.podSets", i), new_ps, FIELD_IMMUTABLE_MSG))
     return errs
 
