@@ -28,8 +28,11 @@ from pykueue.api.validation import (
     _immutable_pod_sets,
     aggregate,
     validate,
+    validate_annotations,
+    validate_labels,
     validate_or_raise,
 )
+from pykueue.kube.validation import is_qualified_name, is_valid_label_value
 
 SEEDS = Path("/work/shared/seeds")
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
@@ -1175,7 +1178,9 @@ def _pod_set(changes: dict[str, Any]) -> k.PodSet:
     )
 
 
-def _immutable_pod_sets_by_encoding(new: list[k.PodSet], old: list[k.PodSet], gates: FeatureGates) -> list[str]:
+def _immutable_pod_sets_by_encoding(
+    new: list[k.PodSet], old: list[k.PodSet], gates: FeatureGates
+) -> list[str]:
     """The comparison as it was: the encodings of every pod set."""
     if len(new) != len(old):
         return ["spec.podSets"]
@@ -1202,3 +1207,35 @@ def test_immutable_pod_sets_reports_what_the_encodings_differ_in(
     for old_sets in ([_pod_set(c) for c in old], [_pod_set(c) for c in new]):
         errs = _immutable_pod_sets(new_sets, old_sets, gates)
         assert [e.field for e in errs] == _immutable_pod_sets_by_encoding(new_sets, old_sets, gates)
+
+
+_label_strings = st.one_of(
+    st.sampled_from(
+        ["a", "kueue.x-k8s.io/queue-name", "x/y/z", "/n", "p/", "Bad_", "-a", "a" * 64, "A.b/c", ""]
+    ),
+    st.text(alphabet="aZ09-_./", max_size=70),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(_label_strings, _label_strings, max_size=4),
+    st.dictionaries(_label_strings, st.just("v"), max_size=3),
+)
+def test_remembered_label_checks_report_what_the_checks_do(
+    labels: dict[str, str], annotations: dict[str, str]
+) -> None:
+    """validate_labels / validate_annotations (their key and value checks remembered) report what
+    apimachinery's functions report for each key and value, twice in a row."""
+    want = []
+    for name in sorted(labels):
+        want += [("metadata.labels", name, msg) for msg in is_qualified_name(name)]
+        want += [("metadata.labels", labels[name], msg) for msg in is_valid_label_value(labels[name])]
+    want_annotations = [
+        ("a", name, msg) for name in sorted(annotations) for msg in is_qualified_name(name.lower())
+    ]
+    for _ in range(2):
+        got = [(e.field, e.value, e.detail) for e in validate_labels(labels, "metadata.labels")]
+        assert got == want
+        got = [(e.field, e.value, e.detail) for e in validate_annotations(annotations, "a")]
+        assert got == want_annotations

@@ -237,9 +237,22 @@ def generate_name_errors(
     ]
 
 
+@functools.lru_cache(maxsize=4096)
+def _qualified_name_problems(name: str) -> tuple[str, ...]:
+    """``is_qualified_name``, remembered: the same few label and annotation keys (and condition
+    types) come with every object, and each check runs regular expressions."""
+    return tuple(is_qualified_name(name))
+
+
+@functools.lru_cache(maxsize=4096)
+def _label_value_problems(value: str) -> tuple[str, ...]:
+    """``is_valid_label_value``, remembered (label values repeat across objects as their keys do)."""
+    return tuple(is_valid_label_value(value))
+
+
 def validate_label_name(name: str, path: str) -> list[FieldError]:
     """``ValidateLabelName``: one Invalid error per qualified-name problem."""
-    return [invalid(path, name, msg) for msg in is_qualified_name(name)]
+    return [invalid(path, name, msg) for msg in _qualified_name_problems(name)]
 
 
 def validate_labels(labels: Mapping[str, str], path: str) -> list[FieldError]:
@@ -247,14 +260,16 @@ def validate_labels(labels: Mapping[str, str], path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     for name in sorted(labels):
         errs += validate_label_name(name, path)
-        errs += [invalid(path, labels[name], msg) for msg in is_valid_label_value(labels[name])]
+        errs += [invalid(path, labels[name], msg) for msg in _label_value_problems(labels[name])]
     return errs
 
 
 def validate_annotations(annotations: Mapping[str, str], path: str) -> list[FieldError]:
     """``ValidateAnnotations``: case-insensitive qualified-name keys, total size ≤ 256 KiB."""
     errs = [
-        invalid(path, name, msg) for name in sorted(annotations) for msg in is_qualified_name(name.lower())
+        invalid(path, name, msg)
+        for name in sorted(annotations)
+        for msg in _qualified_name_problems(name.lower())
     ]
     size = sum(len(name) + len(value) for name, value in annotations.items())
     if size > TOTAL_ANNOTATION_SIZE_LIMIT:
