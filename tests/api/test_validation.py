@@ -26,6 +26,7 @@ from pykueue.api.validation import (
     Raw,
     ValidationFailed,
     _immutable_pod_sets,
+    _webhook_resource_list,
     aggregate,
     validate,
     validate_annotations,
@@ -1239,3 +1240,32 @@ def test_remembered_label_checks_report_what_the_checks_do(
         assert got == want
         got = [(e.field, e.value, e.detail) for e in validate_annotations(annotations, "a")]
         assert got == want_annotations
+
+
+_request_values = st.one_of(
+    st.sampled_from(["1", "-1", "500m", "-500m", "1Gi", "-0", "1e3", "-1e-3", "x", "", "+2"]),
+    st.integers(min_value=-3, max_value=3),
+    st.floats(min_value=-2, max_value=2, allow_nan=False),
+    st.booleans(),
+    st.none(),
+    st.just({"a": 1}),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(["cpu", "memory", "pods", "x"]), _request_values, max_size=4), st.booleans())
+def test_remembered_negative_quantities_report_what_parsing_does(values: dict[str, Any], check: bool) -> None:
+    """The webhook's negative-request check (parsed quantities remembered per value and type)
+    reports what parsing each value reports, on repeated calls too."""
+    from pykueue.api.quantity import Quantity, is_valid_quantity
+
+    gates = FeatureGates({"WorkloadValidateResourcesAreNonNegative": check})
+    want = []
+    for name, value in values.items():
+        if name == "pods":
+            want.append((f"r[{name}]", "pods"))
+        if check and is_valid_quantity(value) and Quantity.parse(value).value < 0:
+            want.append((f"r[{name}]", str(Quantity.parse(value))))
+    for _ in range(2):
+        got = [(e.field, e.value) for e in _webhook_resource_list("r", values, gates)]
+        assert got == want

@@ -1351,9 +1351,23 @@ def _webhook_resource_list(path: str, values: Mapping[str, Any], gates: FeatureG
     for name, value in values.items():
         if name == "pods":
             errs.append(invalid(key(path, name), "pods", "the key is reserved for internal kueue use"))
-        if check_negative and is_valid_quantity(value) and Quantity.parse(value).value < 0:
-            errs.append(invalid(key(path, name), str(Quantity.parse(value)), IS_NEGATIVE_MSG))
+        if check_negative:
+            negative = _negative_quantity(value) if type(value) in (str, int, float) else _negative_of(value)
+            if negative is not None:
+                errs.append(invalid(key(path, name), negative, IS_NEGATIVE_MSG))
     return errs
+
+
+def _negative_of(value: Any) -> str | None:
+    """The canonical form of ``value`` when it is a negative quantity, else None."""
+    if is_valid_quantity(value) and Quantity.parse(value).value < 0:
+        return str(Quantity.parse(value))
+    return None
+
+
+_negative_quantity = functools.lru_cache(maxsize=4096, typed=True)(_negative_of)
+""":func:`_negative_of` remembered per value (and type: ``1``, ``1.0`` and ``True`` are distinct
+keys): every Workload write parsed each container's requests into fractions again."""
 
 
 def _webhook_admission(wl: k.Workload, old: k.Workload | None) -> list[FieldError]:
