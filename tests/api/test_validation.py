@@ -6,8 +6,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pykueue.api import kueue as k
 from pykueue.api.conversion import to_internal
@@ -22,10 +25,15 @@ from pykueue.api.validation import (
     FieldError,
     Raw,
     ValidationFailed,
+    _immutable_pod_sets,
+    _webhook_resource_list,
     aggregate,
     validate,
+    validate_annotations,
+    validate_labels,
     validate_or_raise,
 )
+from pykueue.kube.validation import is_qualified_name, is_valid_label_value
 
 SEEDS = Path("/work/shared/seeds")
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
@@ -1137,3 +1145,127 @@ def test_seed_admission_checks_validate(seed: str) -> None:
     assert version == "kueue.x-k8s.io/v1beta1"
     assert isinstance(check, k.AdmissionCheck)
     assert check.spec.controller_name == "kueue.x-k8s.io/provisioning-request"
+
+
+# --- _immutable_pod_sets compares structs before encodings (branch lscpu) --------------------------
+
+_pod_set_changes = st.fixed_dictionaries(
+    {},
+    optional={
+        "name": st.sampled_from(["main", "worker"]),
+        "count": st.integers(min_value=0, max_value=4),
+        "min_count": st.one_of(st.none(), st.integers(min_value=1, max_value=3)),
+        "cpu": st.sampled_from(["1", "1000m", "2", 1, 1.0]),
+        "labels": st.dictionaries(st.sampled_from(["a", "b"]), st.sampled_from(["x", "y"]), max_size=2),
+        "topology_request": st.one_of(st.none(), st.just({"required": "zone"})),
+    },
+)
+
+
+def _pod_set(changes: dict[str, Any]) -> k.PodSet:
+    template = {
+        "metadata": {"labels": changes.get("labels", {})},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": changes.get("cpu", "1")}}}]},
+    }
+    return msgspec.convert(
+        {
+            "name": changes.get("name", "main"),
+            "count": changes.get("count", 1),
+            "minCount": changes.get("min_count"),
+            "topologyRequest": changes.get("topology_request"),
+            "template": template,
+        },
+        k.PodSet,
+    )
+
+
+def _immutable_pod_sets_by_encoding(
+    new: list[k.PodSet], old: list[k.PodSet], gates: FeatureGates
+) -> list[str]:
+    """The comparison as it was: the encodings of every pod set."""
+    if len(new) != len(old):
+        return ["spec.podSets"]
+    elastic = gates.enabled("ElasticJobsViaWorkloadSlices")
+    out = []
+    for i, (n, o) in enumerate(zip(new, old, strict=True)):
+        compared = msgspec.structs.replace(n, count=o.count) if elastic and n.count < o.count else n
+        if msgspec.to_builtins(compared) != msgspec.to_builtins(o):
+            out.append(f"spec.podSets[{i}]")
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_pod_set_changes, min_size=1, max_size=2),
+    st.lists(_pod_set_changes, min_size=1, max_size=2),
+    st.booleans(),
+)
+def test_immutable_pod_sets_reports_what_the_encodings_differ_in(
+    new: list[dict[str, Any]], old: list[dict[str, Any]], elastic: bool
+) -> None:
+    gates = FeatureGates({"ElasticJobsViaWorkloadSlices": elastic})
+    new_sets = [_pod_set(c) for c in new]
+    for old_sets in ([_pod_set(c) for c in old], [_pod_set(c) for c in new]):
+        errs = _immutable_pod_sets(new_sets, old_sets, gates)
+        assert [e.field for e in errs] == _immutable_pod_sets_by_encoding(new_sets, old_sets, gates)
+
+
+_label_strings = st.one_of(
+    st.sampled_from(
+        ["a", "kueue.x-k8s.io/queue-name", "x/y/z", "/n", "p/", "Bad_", "-a", "a" * 64, "A.b/c", ""]
+    ),
+    st.text(alphabet="aZ09-_./", max_size=70),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(_label_strings, _label_strings, max_size=4),
+    st.dictionaries(_label_strings, st.just("v"), max_size=3),
+)
+def test_remembered_label_checks_report_what_the_checks_do(
+    labels: dict[str, str], annotations: dict[str, str]
+) -> None:
+    """validate_labels / validate_annotations (their key and value checks remembered) report what
+    apimachinery's functions report for each key and value, twice in a row."""
+    want = []
+    for name in sorted(labels):
+        want += [("metadata.labels", name, msg) for msg in is_qualified_name(name)]
+        want += [("metadata.labels", labels[name], msg) for msg in is_valid_label_value(labels[name])]
+    want_annotations = [
+        ("a", name, msg) for name in sorted(annotations) for msg in is_qualified_name(name.lower())
+    ]
+    for _ in range(2):
+        got = [(e.field, e.value, e.detail) for e in validate_labels(labels, "metadata.labels")]
+        assert got == want
+        got = [(e.field, e.value, e.detail) for e in validate_annotations(annotations, "a")]
+        assert got == want_annotations
+
+
+_request_values = st.one_of(
+    st.sampled_from(["1", "-1", "500m", "-500m", "1Gi", "-0", "1e3", "-1e-3", "x", "", "+2"]),
+    st.integers(min_value=-3, max_value=3),
+    st.floats(min_value=-2, max_value=2, allow_nan=False),
+    st.booleans(),
+    st.none(),
+    st.just({"a": 1}),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(["cpu", "memory", "pods", "x"]), _request_values, max_size=4), st.booleans())
+def test_remembered_negative_quantities_report_what_parsing_does(values: dict[str, Any], check: bool) -> None:
+    """The webhook's negative-request check (parsed quantities remembered per value and type)
+    reports what parsing each value reports, on repeated calls too."""
+    from pykueue.api.quantity import Quantity, is_valid_quantity
+
+    gates = FeatureGates({"WorkloadValidateResourcesAreNonNegative": check})
+    want = []
+    for name, value in values.items():
+        if name == "pods":
+            want.append((f"r[{name}]", "pods"))
+        if check and is_valid_quantity(value) and Quantity.parse(value).value < 0:
+            want.append((f"r[{name}]", str(Quantity.parse(value))))
+    for _ in range(2):
+        got = [(e.field, e.value) for e in _webhook_resource_list("r", values, gates)]
+        assert got == want

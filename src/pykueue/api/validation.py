@@ -237,9 +237,22 @@ def generate_name_errors(
     ]
 
 
+@functools.lru_cache(maxsize=4096)
+def _qualified_name_problems(name: str) -> tuple[str, ...]:
+    """``is_qualified_name``, remembered: the same few label and annotation keys (and condition
+    types) come with every object, and each check runs regular expressions."""
+    return tuple(is_qualified_name(name))
+
+
+@functools.lru_cache(maxsize=4096)
+def _label_value_problems(value: str) -> tuple[str, ...]:
+    """``is_valid_label_value``, remembered (label values repeat across objects as their keys do)."""
+    return tuple(is_valid_label_value(value))
+
+
 def validate_label_name(name: str, path: str) -> list[FieldError]:
     """``ValidateLabelName``: one Invalid error per qualified-name problem."""
-    return [invalid(path, name, msg) for msg in is_qualified_name(name)]
+    return [invalid(path, name, msg) for msg in _qualified_name_problems(name)]
 
 
 def validate_labels(labels: Mapping[str, str], path: str) -> list[FieldError]:
@@ -247,14 +260,16 @@ def validate_labels(labels: Mapping[str, str], path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     for name in sorted(labels):
         errs += validate_label_name(name, path)
-        errs += [invalid(path, labels[name], msg) for msg in is_valid_label_value(labels[name])]
+        errs += [invalid(path, labels[name], msg) for msg in _label_value_problems(labels[name])]
     return errs
 
 
 def validate_annotations(annotations: Mapping[str, str], path: str) -> list[FieldError]:
     """``ValidateAnnotations``: case-insensitive qualified-name keys, total size ≤ 256 KiB."""
     errs = [
-        invalid(path, name, msg) for name in sorted(annotations) for msg in is_qualified_name(name.lower())
+        invalid(path, name, msg)
+        for name in sorted(annotations)
+        for msg in _qualified_name_problems(name.lower())
     ]
     size = sum(len(name) + len(value) for name, value in annotations.items())
     if size > TOTAL_ANNOTATION_SIZE_LIMIT:
@@ -311,18 +326,27 @@ def _clean_condition(cond: Condition) -> bool:
     """True only when neither :func:`_validate_condition` (the webhook's) nor the per-item rules of
     :func:`_schema_conditions` (the CRD's) can report anything about ``cond``: every status write
     validates its conditions twice, and those build a path string per field checked."""
-    reason = cond.reason
     return (
-        len(cond.type) <= 316
-        and not is_qualified_name(cond.type)
-        and _compiled_pattern(CONDITION_TYPE_PATTERN).match(cond.type) is not None
+        _clean_type_and_reason(cond.type, cond.reason)
         and cond.status in _CONDITION_STATUSES
-        and 0 < len(reason) <= 1024
-        and _CONDITION_REASON_RE.match(reason) is not None
-        and _compiled_pattern(CONDITION_REASON_PATTERN).match(reason) is not None
         and len(cond.message) <= 32768
         and cond.last_transition_time != EPOCH
         and cond.observed_generation >= 0
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _clean_type_and_reason(cond_type: str, reason: str) -> bool:
+    """The type and reason checks of :func:`_clean_condition`, remembered: a pure function of the
+    two strings, and a handful of (type, reason) pairs make up every condition a cluster writes
+    (each status write checked each of its conditions' twice, with three regular expressions)."""
+    return (
+        len(cond_type) <= 316
+        and not is_qualified_name(cond_type)
+        and _compiled_pattern(CONDITION_TYPE_PATTERN).match(cond_type) is not None
+        and 0 < len(reason) <= 1024
+        and _CONDITION_REASON_RE.match(reason) is not None
+        and _compiled_pattern(CONDITION_REASON_PATTERN).match(reason) is not None
     )
 
 
@@ -1327,9 +1351,23 @@ def _webhook_resource_list(path: str, values: Mapping[str, Any], gates: FeatureG
     for name, value in values.items():
         if name == "pods":
             errs.append(invalid(key(path, name), "pods", "the key is reserved for internal kueue use"))
-        if check_negative and is_valid_quantity(value) and Quantity.parse(value).value < 0:
-            errs.append(invalid(key(path, name), str(Quantity.parse(value)), IS_NEGATIVE_MSG))
+        if check_negative:
+            negative = _negative_quantity(value) if type(value) in (str, int, float) else _negative_of(value)
+            if negative is not None:
+                errs.append(invalid(key(path, name), negative, IS_NEGATIVE_MSG))
     return errs
+
+
+def _negative_of(value: Any) -> str | None:
+    """The canonical form of ``value`` when it is a negative quantity, else None."""
+    if is_valid_quantity(value) and Quantity.parse(value).value < 0:
+        return str(Quantity.parse(value))
+    return None
+
+
+_negative_quantity = functools.lru_cache(maxsize=4096, typed=True)(_negative_of)
+""":func:`_negative_of` remembered per value (and type: ``1``, ``1.0`` and ``True`` are distinct
+keys): every Workload write parsed each container's requests into fractions again."""
 
 
 def _webhook_admission(wl: k.Workload, old: k.Workload | None) -> list[FieldError]:
@@ -1488,7 +1526,9 @@ def _immutable_pod_sets(
             if elastic and new_ps.count < old_ps.count
             else new_ps
         )
-        if _builtins(compared) != _builtins(old_ps):
+        # Equal structs encode equally: the encodings are compared only when the structs differ
+        # (a status write of an admitted Workload keeps its pod sets; encoding both was most of it).
+        if compared != old_ps and _builtins(compared) != _builtins(old_ps):
             errs.append(invalid(idx("spec.podSets", i), new_ps, FIELD_IMMUTABLE_MSG))
     return errs
 
