@@ -244,6 +244,8 @@ class FlavorAssigner:
             _append(assignment, result)
             if failed:
                 break
+        # Nothing changes the pod sets' results from here on.
+        assignment.final_mode = assignment.representative_mode()
         return assignment
 
     def _assign_pod_set(
