@@ -14,12 +14,7 @@ from datetime import datetime
 from typing import Protocol
 
 from pykueue.api.kueue import Workload
-from pykueue.api.meta import (
-    EVENT_NOTE_LIMIT,
-    find_condition,
-    to_time,
-    truncate_message,
-)
+from pykueue.api.meta import find_condition, to_time
 from pykueue.core.cache.cache import Cache, ClusterQueueState
 from pykueue.core.cache.snapshot import Snapshot
 from pykueue.core.decision import Decision, cycle_stimulus
@@ -129,6 +124,7 @@ class Scheduler:
         # order only): see ``_process_entry``.
         self._reserve_later: list[Entry] = []
         self._pods_ready_blocked: bool | None = None
+        self._stimulus_of: tuple[int, str] = (-1, "")
 
     # --- the loop body (upstream ``Scheduler.schedule``) -----------------------------------------
 
@@ -629,8 +625,8 @@ class Scheduler:
             return
         events: tuple[Event, ...] = ()
         if reason is not None:
-            note = truncate_message(e.message, EVENT_NOTE_LIMIT)
-            events = (Event.for_workload(wl.metadata.namespace, wl.metadata.name, WARNING, reason, note),)
+            # ``for_workload`` truncates the note to the event limit.
+            events = (Event.for_workload(wl.metadata.namespace, wl.metadata.name, WARNING, reason, e.message),)
         self._decide(
             Decision(
                 self._stimulus,
@@ -647,7 +643,9 @@ class Scheduler:
 
     @property
     def _stimulus(self) -> str:
-        return cycle_stimulus(self.cycle)
+        if self._stimulus_of[0] != self.cycle:
+            self._stimulus_of = (self.cycle, cycle_stimulus(self.cycle))
+        return self._stimulus_of[1]
 
     def _decide(self, decision: Decision) -> bool:
         """Hand a decision to the driver (applied at once) and keep it in the cycle's result."""

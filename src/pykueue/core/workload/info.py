@@ -104,7 +104,8 @@ def is_admissible_to_queues(wl: Workload, options: SchedulerOptions) -> bool:
 
 
 def has_failed_checks(wl: Workload) -> bool:
-    return any(c.state in (CHECK_RETRY, CHECK_REJECTED) for c in wl.status.admission_checks)
+    checks = wl.status.admission_checks
+    return bool(checks) and any(c.state in (CHECK_RETRY, CHECK_REJECTED) for c in checks)
 
 
 def priority_parts(wl: Workload, options: SchedulerOptions) -> tuple[int, int]:

@@ -467,14 +467,18 @@ class FlavorAssigner:
         self, considered: dict[str, FlavorAttempt], attempts: list[FlavorAttempt], res: str, gi: int | None
     ) -> None:
         """Fold one scan's attempts into the pod set's per-flavor record (``mergeFlavorAttemptsForResource``)."""
+        # The pod set's first scan (the only one with a single resource group): every flavor
+        # considered afterwards is one of this scan's, so none can be missing from it below.
+        first = not considered
         for attempt in attempts:
             existing = considered.get(attempt.flavor)
             if existing is None:
-                attempt.reasons = sorted(set(attempt.reasons))
+                if len(attempt.reasons) > 1:
+                    attempt.reasons = sorted(set(attempt.reasons))
                 considered[attempt.flavor] = attempt
             else:
                 _merge_into(existing, attempt)
-        if not attempts or gi is None:
+        if first or not attempts or gi is None:
             return
         # Only reachable when a flavor appears in several resource groups of the ClusterQueue.
         present = {a.flavor for a in attempts}
