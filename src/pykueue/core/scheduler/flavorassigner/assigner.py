@@ -368,10 +368,14 @@ class FlavorAssigner:
         over_borrowing = self._preemption_over_borrowing
         for res, value in group_requests:
             fr = (fname, res)
-            check_mode, borrow, reason, check_no_fit = self._fits_resource_quota(fr, assumed.get(fr, 0), value)
+            # ``assumed`` (earlier pod sets' usage) is empty for the first pod set.
+            check_mode, borrow, reason, check_no_fit = self._fits_resource_quota(
+                fr, assumed.get(fr, 0) if assumed else 0, value
+            )
             if reason is not None:
                 flavor_reasons.append(reason)
-                no_fit_reason = _most_severe(no_fit_reason, check_no_fit)
+                if check_no_fit != no_fit_reason:  # ``_most_severe``
+                    no_fit_reason = _most_severe(no_fit_reason, check_no_fit)
             if borrow > max_borrow:
                 max_borrow = borrow
             mode = (check_mode, borrow)
@@ -389,7 +393,7 @@ class FlavorAssigner:
                 reasons=flavor_reasons,
                 no_fit_reason=no_fit_reason if self._observability else "",
                 preemption_simulated=representative[0] in _SIMULATED_MODES,
-                resource_groups=self._groups_listing(fname),
+                resource_groups=self.cq.groups_of_flavor.get(fname, ()),  # ``_groups_listing``
             )
         )
         return candidate, representative
