@@ -145,3 +145,45 @@ def test_status_only_update_reuses_what_metadata_and_spec_give(boost: str | None
         assert getattr(reused, name) == getattr(fresh, name), name
     assert reused.order_ts == at.timestamp() != previous.order_ts
     assert reused.boost == (7 if boost else 0)
+
+
+def _condition_lists() -> list[list[tuple[str, str, str]]]:
+    """Every list of up to two conditions over the types and states ``is_admissible_to_queues`` reads
+    (duplicates of a type included: only the first of a type counts)."""
+    import itertools
+
+    kinds = [
+        (ctype, status, reason)
+        for ctype in ("Finished", "QuotaReserved", "WaitingForReplacementPods", "Evicted")
+        for status in ("True", "False")
+        for reason in ("OnHold", "Pending")
+    ]
+    return [list(c) for n in range(3) for c in itertools.product(kinds, repeat=n)]
+
+
+@pytest.mark.parametrize("active", [None, True, False])
+def test_admissible_to_queues_in_one_pass_equals_the_predicates(active: bool | None) -> None:
+    """The one-pass ``is_admissible_to_queues`` (core4) gives what its five predicates give."""
+    import msgspec
+
+    from pykueue.api.meta import Condition
+    from pykueue.core.workload import info as wi
+
+    opts = options()
+    base = workload("a")
+    base = msgspec.structs.replace(base, spec=msgspec.structs.replace(base.spec, active=active))
+    for conds in _condition_lists():
+        wl = msgspec.structs.replace(
+            base,
+            status=msgspec.structs.replace(
+                base.status, conditions=[Condition(type=t, status=s, reason=r, message="m") for t, s, r in conds]
+            ),
+        )
+        want = not (
+            wi.is_finished(wl)
+            or not wi.is_active(wl)
+            or wi.has_quota_reservation(wl)
+            or wi.is_on_hold(wl)
+            or wi._is_true(wl, wi.WAITING_FOR_REPLACEMENT_PODS)
+        )
+        assert wi.is_admissible_to_queues(wl, opts) == want, (active, conds)

@@ -68,30 +68,17 @@ def route_workload_change(
     wl = new if new is not None else old
     assert wl is not None
     key = workload_key(wl)
-    ts = to_time(now).timestamp()
-    retry_ts = seconds(now if retry_from is None else retry_from)
-
-    def info(w: Workload) -> None:
-        cache.add_workload(new_workload_info(w, options, cache.workload(key)))
-
-    def release() -> None:
-        """Free the workload's usage and retry what was parked behind it."""
-        cq = cache.workload_cq.get(key)
-        cache.delete_workload(key)
-        if cq:
-            queues.queue_inadmissible_workloads({cq}, retry_ts)
-
     if new is None:
         queues.delete_workload(key, forget=True)
-        release()
+        _release(key, cache, queues, now, retry_from)
         return
     if old is None:
         if is_finished(new):
             return
         if has_active_quota_reservation(new):
-            info(new)
+            _cache_info(new, key, cache, options)
         elif queueable(new):
-            queues.add_or_update_workload(new, ts)
+            queues.add_or_update_workload(new, to_time(now).timestamp())
         return
     if is_evicted(new) and not is_evicted(old):
         issued_evictions.discard(new.metadata.uid)  # the expected eviction landed
@@ -101,28 +88,29 @@ def route_workload_change(
         # Finishing or deactivating frees the usage at once, although status.admission stays
         # (``WorkloadReconciler.Update``).
         queues.delete_workload(key)
-        release()
+        _release(key, cache, queues, now, retry_from)
         return
     if not was_reserved and not now_reserved:
         if is_on_hold(new):
             queues.delete_workload(key)
         else:
-            queues.add_or_update_workload(new, ts)
+            queues.add_or_update_workload(new, to_time(now).timestamp())
         return
     if not was_reserved and now_reserved:
         queues.delete_workload(key)
-        info(new)
+        _cache_info(new, key, cache, options)
         return
+    retry_ts = seconds(now if retry_from is None else retry_from)
     if was_reserved and not now_reserved:
         cq = cache.workload_cq.get(key)
         cache.delete_workload(key)
         at = transitions.requeue_at(new)
         if at is None or at <= to_time(now):
-            queues.add_or_update_workload(new, ts)
+            queues.add_or_update_workload(new, to_time(now).timestamp())
         if cq:
             queues.queue_inadmissible_workloads({cq}, retry_ts)
         return
-    info(new)
+    _cache_info(new, key, cache, options)
     # Reserved -> reserved: fewer pods or another priority can let parked workloads in
     # (``QueueAssociatedInadmissibleWorkloadsAfter``). Upstream's Update handler retries on reclaimable pods
     # only between two Admitted states; a reservation waiting for checks just updates the cache.
@@ -134,6 +122,18 @@ def route_workload_change(
         cq = cache.workload_cq.get(key)
         if cq:
             queues.queue_inadmissible_workloads({cq}, retry_ts)
+
+
+def _cache_info(wl: Workload, key: str, cache: Cache, options: SchedulerOptions) -> None:
+    cache.add_workload(new_workload_info(wl, options, cache.workload(key)))
+
+
+def _release(key: str, cache: Cache, queues: QueueManager, now: datetime, retry_from: datetime | None) -> None:
+    """Free the workload's usage and retry what was parked behind it."""
+    cq = cache.workload_cq.get(key)
+    cache.delete_workload(key)
+    if cq:
+        queues.queue_inadmissible_workloads({cq}, seconds(now if retry_from is None else retry_from))
 
 
 # --- the transition log -----------------------------------------------------------------------------

@@ -14,12 +14,7 @@ from datetime import datetime
 from typing import Protocol
 
 from pykueue.api.kueue import Workload
-from pykueue.api.meta import (
-    EVENT_NOTE_LIMIT,
-    find_condition,
-    to_time,
-    truncate_message,
-)
+from pykueue.api.meta import find_condition, to_time
 from pykueue.core.cache.cache import Cache, ClusterQueueState
 from pykueue.core.cache.snapshot import Snapshot
 from pykueue.core.decision import Decision, cycle_stimulus
@@ -64,6 +59,10 @@ DEFERRED_FIT_MESSAGE = (
     "Workload has overlapping preemption targets with another workload, but will fit after these "
     "preemptions complete"
 )
+
+# Modes of an entry without preemption targets that ``_process_entry`` decides without reading the
+# quota tree (NoFit, PreemptionNoCandidates).
+_NO_READ_MODES = (Mode.NO_FIT, Mode.PREEMPT)
 
 # The requeue reason of each admissibility problem (upstream ``queue.RequeueReason*``).
 _REQUEUE_REASON_OF = {
@@ -121,7 +120,11 @@ class Scheduler:
         self._issued_evictions: set[str] = issued_evictions if issued_evictions is not None else set()
         self._assumed: list[WorkloadInfo] = []
         self._assumed_bookings: list[dict[FlavorResource, int]] = []
+        # PreemptionNoCandidates entries whose ``resourcesToReserve`` is not booked yet (classical
+        # order only): see ``_process_entry``.
+        self._reserve_later: list[Entry] = []
         self._pods_ready_blocked: bool | None = None
+        self._stimulus_of: tuple[int, str] = (-1, "")
 
     # --- the loop body (upstream ``Scheduler.schedule``) -----------------------------------------
 
@@ -140,6 +143,7 @@ class Scheduler:
         preempted: dict[str, Target] = {}
         self._assumed = []
         self._assumed_bookings = []
+        self._reserve_later = []
         self._pods_ready_blocked = None
         completed = False
         try:
@@ -147,6 +151,9 @@ class Scheduler:
                 self._process_entry(entry, snapshot, preempted, now, result)
             completed = True
         finally:
+            # Reservations nothing read are never booked: booking and undoing them at the close
+            # would leave the tree as it was.
+            self._reserve_later = []
             # An assumed workload's booking is exactly its usage: it stays in the tree instead of
             # being undone and added again (usage changes are exact, commutative inverses).
             snapshot.close(keep=self._assumed_bookings if completed else None)
@@ -328,6 +335,10 @@ class Scheduler:
     ) -> None:
         cq = e.cq
         assert cq is not None and e.assignment is not None
+        if self._reserve_later and (e.targets or preempted or e.mode not in _NO_READ_MODES):
+            # This entry reads the tree (or re-adds victims to it): the reservations of the
+            # entries before it are booked first, in their order, as they would have been at once.
+            self._book_reservations(snapshot)
         if self.options.gate("RecomputeAssignmentUponPreemptionTargetsOverlap") and any(
             t.workload.key in preempted for t in e.targets
         ):
@@ -354,7 +365,13 @@ class Scheduler:
             e.quota_reserved_reason = "WaitingForQuota"
             preemptor_reserves = e.info.is_preemptor and self.options.gate("PrioritizePreemptorWorkloads")
             if cq.reclaim_within_cohort != "Any" or preemptor_reserves:
-                snapshot.book(cq, self._resources_to_reserve(e, cq, mode))
+                if self.options.fair_sharing:
+                    # The fair-sharing order reads the tree between entries.
+                    snapshot.book(cq, self._resources_to_reserve(e, cq, mode))
+                else:
+                    # Booked when a later entry of the cycle first reads the tree; in most cycles
+                    # none does (every entry NoFit or PreemptionNoCandidates).
+                    self._reserve_later.append(e)
             return
         if any(t.workload.key in preempted for t in e.targets):
             self._skip(e, "Workload has overlapping preemption targets with another workload")
@@ -389,6 +406,17 @@ class Scheduler:
         e.status = ASSUMED
         self._assumed_bookings.append(usage)  # booked above; the assumed workload's usage
         result.admitted.append(e.info.key)
+
+    def _book_reservations(self, snapshot: Snapshot) -> None:
+        """Book the deferred ``resourcesToReserve`` of PreemptionNoCandidates entries, in order.
+
+        Each amount is computed now against the usage its CQ has now, which is the usage it had
+        when the entry was processed: the tree changed meanwhile only by the bookings deferred
+        before it (booked here first), and a CQ has one entry per cycle."""
+        for e in self._reserve_later:
+            assert e.cq is not None
+            snapshot.book(e.cq, self._resources_to_reserve(e, e.cq, Mode.PREEMPT))
+        self._reserve_later = []
 
     def _skip(self, e: Entry, message: str) -> None:
         e.status = SKIPPED
@@ -597,8 +625,8 @@ class Scheduler:
             return
         events: tuple[Event, ...] = ()
         if reason is not None:
-            note = truncate_message(e.message, EVENT_NOTE_LIMIT)
-            events = (Event.for_workload(wl.metadata.namespace, wl.metadata.name, WARNING, reason, note),)
+            # ``for_workload`` truncates the note to the event limit.
+            events = (Event.for_workload(wl.metadata.namespace, wl.metadata.name, WARNING, reason, e.message),)
         self._decide(
             Decision(
                 self._stimulus,
@@ -615,7 +643,9 @@ class Scheduler:
 
     @property
     def _stimulus(self) -> str:
-        return cycle_stimulus(self.cycle)
+        if self._stimulus_of[0] != self.cycle:
+            self._stimulus_of = (self.cycle, cycle_stimulus(self.cycle))
+        return self._stimulus_of[1]
 
     def _decide(self, decision: Decision) -> bool:
         """Hand a decision to the driver (applied at once) and keep it in the cycle's result."""

@@ -94,17 +94,27 @@ def is_admissible_to_queues(wl: Workload, options: SchedulerOptions) -> bool:
     """May sit in a queue (``workload.IsAdmissible``)."""
     if options.gate("AdmissionGatedBy") and wl.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION):
         return False
-    return not (
-        is_finished(wl)
-        or not is_active(wl)
-        or has_quota_reservation(wl)
-        or is_on_hold(wl)
-        or _is_true(wl, WAITING_FOR_REPLACEMENT_PODS)
-    )
+    if not is_active(wl):
+        return False
+    # Not finished, not reserved, not on hold, not waiting for replacement pods, in one pass over the
+    # conditions (asked for every observed change of a pending workload); as each predicate, only the
+    # first condition of a type counts.
+    seen: set[str] = set()
+    for c in wl.status.conditions:
+        ctype = c.type
+        if ctype in _QUEUE_BLOCKING and ctype not in seen:
+            seen.add(ctype)
+            if c.status == "True" or (ctype == QUOTA_RESERVED and c.status == "False" and c.reason == "OnHold"):
+                return False
+    return True
+
+
+_QUEUE_BLOCKING = frozenset((FINISHED, QUOTA_RESERVED, WAITING_FOR_REPLACEMENT_PODS))
 
 
 def has_failed_checks(wl: Workload) -> bool:
-    return any(c.state in (CHECK_RETRY, CHECK_REJECTED) for c in wl.status.admission_checks)
+    checks = wl.status.admission_checks
+    return bool(checks) and any(c.state in (CHECK_RETRY, CHECK_REJECTED) for c in checks)
 
 
 def priority_parts(wl: Workload, options: SchedulerOptions) -> tuple[int, int]:

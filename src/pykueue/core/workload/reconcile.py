@@ -89,7 +89,12 @@ def queue_view(
     deleted counts as missing, as upstream's cache drops it on its deletion event."""
     admissibility: str | None = None
     if facts is not None:
-        labels = dict(namespace_labels) if namespace_labels is not None else None
+        # Only read: a driver's own map is used as is (copied only when it is another Mapping).
+        labels = (
+            namespace_labels
+            if namespace_labels is None or isinstance(namespace_labels, dict)
+            else dict(namespace_labels)
+        )
         admissibility = admissibility_error(wl, facts.namespace_selector, labels)
     return transitions.QueueView(
         local_queue_exists=local_queue is not None and local_queue.metadata.deletion_timestamp is None,

@@ -244,6 +244,8 @@ class FlavorAssigner:
             _append(assignment, result)
             if failed:
                 break
+        # Nothing changes the pod sets' results from here on.
+        assignment.final_mode = assignment.representative_mode()
         return assignment
 
     def _assign_pod_set(
@@ -366,10 +368,14 @@ class FlavorAssigner:
         over_borrowing = self._preemption_over_borrowing
         for res, value in group_requests:
             fr = (fname, res)
-            check_mode, borrow, reason, check_no_fit = self._fits_resource_quota(fr, assumed.get(fr, 0), value)
+            # ``assumed`` (earlier pod sets' usage) is empty for the first pod set.
+            check_mode, borrow, reason, check_no_fit = self._fits_resource_quota(
+                fr, assumed.get(fr, 0) if assumed else 0, value
+            )
             if reason is not None:
                 flavor_reasons.append(reason)
-                no_fit_reason = _most_severe(no_fit_reason, check_no_fit)
+                if check_no_fit != no_fit_reason:  # ``_most_severe``
+                    no_fit_reason = _most_severe(no_fit_reason, check_no_fit)
             if borrow > max_borrow:
                 max_borrow = borrow
             mode = (check_mode, borrow)
@@ -387,7 +393,7 @@ class FlavorAssigner:
                 reasons=flavor_reasons,
                 no_fit_reason=no_fit_reason if self._observability else "",
                 preemption_simulated=representative[0] in _SIMULATED_MODES,
-                resource_groups=self._groups_listing(fname),
+                resource_groups=self.cq.groups_of_flavor.get(fname, ()),  # ``_groups_listing``
             )
         )
         return candidate, representative
@@ -465,14 +471,18 @@ class FlavorAssigner:
         self, considered: dict[str, FlavorAttempt], attempts: list[FlavorAttempt], res: str, gi: int | None
     ) -> None:
         """Fold one scan's attempts into the pod set's per-flavor record (``mergeFlavorAttemptsForResource``)."""
+        # The pod set's first scan (the only one with a single resource group): every flavor
+        # considered afterwards is one of this scan's, so none can be missing from it below.
+        first = not considered
         for attempt in attempts:
             existing = considered.get(attempt.flavor)
             if existing is None:
-                attempt.reasons = sorted(set(attempt.reasons))
+                if len(attempt.reasons) > 1:
+                    attempt.reasons = sorted(set(attempt.reasons))
                 considered[attempt.flavor] = attempt
             else:
                 _merge_into(existing, attempt)
-        if not attempts or gi is None:
+        if first or not attempts or gi is None:
             return
         # Only reachable when a flavor appears in several resource groups of the ClusterQueue.
         present = {a.flavor for a in attempts}

@@ -159,8 +159,13 @@ class Assignment:
     last_state: LastAssignment | None = None
     resolve_no_fit_reason: bool = True
     """``UnadmittedWorkloadsObservability``: without it upstream leaves ``NoFitReason`` empty."""
+    final_mode: Mode | None = field(default=None, repr=False, compare=False)
+    """The representative mode, set by the flavor assigner once it has built the assignment (it is
+    read two or three times per head); None: computed on each call."""
 
     def representative_mode(self) -> Mode:
+        if self.final_mode is not None:
+            return self.final_mode
         if not self.pod_sets:
             return Mode.NO_FIT
         return min(ps.mode() for ps in self.pod_sets)
