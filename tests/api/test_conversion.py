@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import copy
-from collections import OrderedDict
 from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from pykueue.api import kueue as k
 from pykueue.api.conversion import (
@@ -17,7 +14,6 @@ from pykueue.api.conversion import (
     DecodeError,
     convert,
     describe_validation_error,
-    json_copy,
     to_external,
     to_internal,
     topology_assignment_to_v1beta1,
@@ -524,7 +520,6 @@ status:
 """
     typed, _ = to_internal(obj("Workload", V2, body))
     expected = convert(to_external(typed), V2)  # through convert's copy: the same content
-    import copy
 
     def no_copy(*_: Any, **__: Any) -> Any:
         raise AssertionError("deep copy of a fresh encoding")
@@ -538,45 +533,6 @@ status:
     again = to_external(typed)
     assert again["spec"]["podSets"][0]["template"]["metadata"]["labels"] == {"a": "b"}
     assert again["status"]["conditions"][0]["reason"] == "R"
-
-
-# --- json_copy: convert's deep copy (bench/RESULTS.md, branch lscpu) ---------------------------------
-
-_json_leaves = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=8),
-    st.tuples(st.integers()), st.datetimes(), st.builds(OrderedDict, st.dictionaries(st.text(max_size=3), st.integers())),
-)  # fmt: skip
-_json_trees = st.recursive(
-    _json_leaves,
-    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=4), inner, max_size=4)),
-    max_leaves=30,
-)
-
-
-def _containers(value: Any) -> list[Any]:
-    out: list[Any] = []
-    if isinstance(value, dict):
-        out.append(value)
-        for item in value.values():
-            out += _containers(item)
-    elif isinstance(value, list):
-        out.append(value)
-        for item in value:
-            out += _containers(item)
-    return out
-
-
-@settings(max_examples=300, deadline=None)
-@given(_json_trees)
-def test_json_copy_is_deepcopy_of_a_json_tree(tree: Any) -> None:
-    """Equal to deepcopy's result, type by type, sharing no container with the original (other
-    values — tuples, datetimes, dict subclasses — are deepcopy's own copies)."""
-    got = json_copy(tree)
-    want = copy.deepcopy(tree)
-    assert got == want
-    assert repr(got) == repr(want)  # types and key order too
-    originals = {id(c) for c in _containers(tree)}
-    assert not originals & {id(c) for c in _containers(got)}
 
 
 def test_convert_of_a_workload_shares_nothing_with_its_input() -> None:

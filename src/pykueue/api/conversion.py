@@ -11,7 +11,6 @@ Two layers:
 
 from __future__ import annotations
 
-import copy
 import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -22,6 +21,7 @@ import msgspec
 
 from pykueue.api import kueue as k
 from pykueue.api.meta import format_time
+from pykueue.kube.jsontree import json_copy
 
 KueueObject = k.KueueObject
 
@@ -112,28 +112,6 @@ def _require_version(obj: Mapping[str, Any], version: str, served: Iterable[str]
 
 
 # --- dict-level conversion ------------------------------------------------------------------------
-
-
-_JSON_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
-
-
-def json_copy(value: Any) -> Any:
-    """``copy.deepcopy(value)`` for a decoded JSON tree, about 3× faster.
-
-    Plain dicts and lists are copied here and the immutable JSON scalars are kept; anything else
-    (a dict subclass, a tuple, a datetime) goes to ``copy.deepcopy``, so every value comes out as
-    deepcopy makes it. Only a container that appears twice in the tree is copied twice (deepcopy's
-    memo keeps one copy); decoded JSON never shares containers. Every Workload the controllers'
-    cache receives from the watch went through ``to_internal``'s copy, most of its cost.
-    """
-    cls = type(value)
-    if cls is dict:
-        return {key: json_copy(item) for key, item in value.items()}
-    if cls is list:
-        return [json_copy(item) for item in value]
-    if cls in _JSON_SCALARS:
-        return value
-    return copy.deepcopy(value)
 
 
 def convert(obj: Mapping[str, Any], to_version: str) -> dict[str, Any]:
