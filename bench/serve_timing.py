@@ -1,7 +1,7 @@
 """Per-request timing of ``pykueue serve`` (which client waits how long for what), and its loop's lag.
 
 Usage: SERVE_TIMING_OUT=T.jsonl python bench/serve_timing.py serve [serve's arguments...]
-       python bench/serve_timing.py report T.jsonl
+       python bench/serve_timing.py report T.jsonl [CLIENT VERB]
 
 ``serve`` runs ``pykueue serve`` (the installed one, or ``PYTHONPATH``'s) with its resource
 requests timed: one line per request on the fast path (method, resource, subresource, content
@@ -11,7 +11,11 @@ send) and the handler's own time (``handler``); and every 10 ms the event loop's
 10 ms sleep wakes up: the length of the loop's turns). The first ``SERVE_TIMING_BODIES`` (5)
 PATCH bodies are kept with their query (what a client such as upstream's runner really sends).
 ``report`` prints per kind of request and client: count, mean / median / p90 / p99 / max of both
-times, the statuses, and the loop lag. Diagnosis only: the timing costs the server a little.
+times, the statuses, and the loop lag; for one client's verb (default ``kueue-runner PATCH``:
+upstream's scheduler-perf runner's ``Finished`` applies) how many of its requests were at the
+server at once (share of the time), and over the seconds when it sent 150 or more (its workers
+busy: upstream's runner has 5), the cycle of one worker (5 / rate) against the time at the server
+and in the handler. Diagnosis only: the timing costs the server a little.
 """
 
 from __future__ import annotations
@@ -100,7 +104,34 @@ def _line(name: str, values: list[float]) -> str:
             f"| {_q(ms, 0.99):.1f} | {max(ms):.1f} |")  # fmt: skip
 
 
-def report(path: str) -> None:
+def in_flight(requests: list[dict[str, Any]], client: str, verb: str, workers: int = 5) -> None:
+    """How many of ``client``'s ``verb`` requests were at the server at once, and a worker's cycle."""
+    mine = [r for r in requests if r["ua"].split("/", 1)[0] == client and r["m"] == verb]
+    if not mine:
+        return
+    edges = sorted([(r["t0"], 1) for r in mine] + [(r["t1"], -1) for r in mine])
+    share: dict[int, float] = defaultdict(float)
+    current, last = 0, edges[0][0]
+    for at, step in edges:
+        share[current] += at - last
+        current, last = current + step, at
+    total = sum(share.values())
+    print(f"{client} {verb} at the server at once (share of {total:.0f} s): "
+          + ", ".join(f"{n}: {share[n] / total:.1%}" for n in sorted(share)))  # fmt: skip
+    start = min(r["t0"] for r in mine)
+    per_second: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for r in mine:
+        per_second[int(r["t0"] - start)].append(r)
+    busy = [rs for rs in per_second.values() if len(rs) >= 150]
+    if busy:
+        rate = statistics.mean(len(rs) for rs in busy)
+        at_server = statistics.mean(1000 * (r["t1"] - r["t0"]) for rs in busy for r in rs)
+        handled = statistics.mean(1000 * r["h"] for rs in busy for r in rs if r.get("h") is not None)
+        print(f"seconds with >= 150: {len(busy)}, {rate:.0f}/s: a worker's cycle {1000 * workers / rate:.1f} ms "
+              f"({workers} workers), at the server {at_server:.1f} ms, in the handler {handled:.2f} ms")  # fmt: skip
+
+
+def report(path: str, client: str = "kueue-runner", verb: str = "PATCH") -> None:
     with open(path) as f:
         records = [json.loads(line) for line in f if line.strip()]
     requests = [r for r in records if "m" in r]
@@ -108,8 +139,8 @@ def report(path: str) -> None:
     handler: dict[str, list[float]] = defaultdict(list)
     statuses: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
     for r in requests:
-        client = r["ua"].split("/", 1)[0] or "?"
-        kind = f"{client} {r['m']} {r['r']}{'/' + r['s'] if r['s'] else ''} ({r['ct'].split(';')[0]})"
+        agent = r["ua"].split("/", 1)[0] or "?"
+        kind = f"{agent} {r['m']} {r['r']}{'/' + r['s'] if r['s'] else ''} ({r['ct'].split(';')[0]})"
         answer[kind].append(r["t1"] - r["t0"])
         if r.get("h") is not None and r["h"] == r["h"]:  # not NaN
             handler[kind].append(r["h"])
@@ -132,11 +163,12 @@ def report(path: str) -> None:
         span = max(r["t1"] for r in requests) - min(r["t0"] for r in requests)
         busy = sum(r["h"] for r in requests if r.get("h") is not None and r["h"] == r["h"])
         print(f"handlers: {busy:.1f} s over {span:.1f} s")
+        in_flight(requests, client, verb)
 
 
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "report":
-        report(sys.argv[2])
+        report(*sys.argv[2:5])
     elif len(sys.argv) >= 2 and sys.argv[1] == "serve":
         sys.exit(serve(sys.argv[2:]))
     else:
