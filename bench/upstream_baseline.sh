@@ -9,6 +9,8 @@
 # SRC: a src/ directory to run instead of the installed pykueue (PYTHONPATH; e.g. a `git archive`
 # of another commit), for before/after runs alternating in the same minutes.
 # DIAG=1: also record every Workload watch event (bench/handoff_chains.py) and report the chains.
+# TIMING=1: serve under bench/serve_timing.py (per-request answer and handler times, loop lag) into
+# OUTDIR/timing.jsonl, reported in OUTDIR/timing.md.
 # SPY=1: py-spy ($PYSPY, default py-spy on PATH; all threads, idle included) of the controller process, 40 s from 15 s in.
 # Needs /tmp/kueue-src (upstream's source), /tmp/kueue-runner and /tmp/kueue-checker (built from it).
 set -u
@@ -17,7 +19,9 @@ BENCH=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$R"; mkdir -p "$R/out" "$R/serve"
 if [ -n "$SRC" ]; then export PYTHONPATH=$SRC; fi
 uptime > "$R/load.start"
-python3 -m pykueue serve --port 0 --data-dir "$R/serve" --kubeconfig "$R/serve/kc" --no-job-runner > "$R/serve.log" 2>&1 &
+SERVE=(-m pykueue serve)
+if [ -n "${TIMING:-}" ]; then SERVE=("$BENCH/serve_timing.py" serve); export SERVE_TIMING_OUT=$R/timing.jsonl; fi
+python3 "${SERVE[@]}" --port 0 --data-dir "$R/serve" --kubeconfig "$R/serve/kc" --no-job-runner > "$R/serve.log" 2>&1 &
 SP=$!
 echo $SP > "$R/serve.pid"
 while ! grep -q "initial sync done" "$R/serve.log"; do sleep 0.5; done
@@ -45,6 +49,10 @@ if [ -n "${DIAG:-}" ]; then
   python3 "$BENCH/handoff_chains.py" report "$R/events.jsonl" > "$R/chains.md" 2>&1
 fi
 kill $SP
+if [ -n "${TIMING:-}" ]; then
+  while kill -0 $SP 2>/dev/null; do sleep 0.5; done  # its timing is written at exit
+  python3 "$BENCH/serve_timing.py" report "$R/timing.jsonl" > "$R/timing.md" 2>&1
+fi
 cd /tmp/kueue-src/test/performance/scheduler/checker && /tmp/kueue-checker -test.v -summary "$R/out/summary.yaml" -cmdStats "$R/cmdstats.yaml" -range ../configs/$CONFIG/rangespec.yaml > "$R/checker.txt" 2>&1
 grep -E "Usage|Average|Wall|^(ok|FAIL|PASS)" "$R/checker.txt"
 echo "peak control-plane RSS: $(awk '$2 > m {m = $2} END {printf "%.0f MiB", m / 1024}' "$R/rss.txt")"

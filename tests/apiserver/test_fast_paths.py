@@ -951,3 +951,251 @@ def test_time_format_memo_is_strftime(times: list[Any]) -> None:
 
     for value in [*times, *(t.astimezone(UTC) for t in times if t.tzinfo is not None), *times]:
         assert format_time(value) == to_time(value).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --- server-side apply of a status (upstream's scheduler-perf runner's Finished condition) ----------
+
+_PLAIN_CHARS = st.sampled_from(["a", "Z", "0", " ", "  ", ":", "#", "'", '"', "\\", "/", "\t", "\n", "\r", "é",
+                                "\x85", "\u2028", "{", "]", ",", "&", "*", "!", "- ", "? ", "%", "@", "`"])  # fmt: skip
+_plain_texts = st.one_of(
+    st.lists(_PLAIN_CHARS, max_size=5).map("".join),
+    st.sampled_from(["true", "no", "null", "~", "1e3", "0x1F", "1.5", "-0", "<<", "=", "2026-11-26", "1_000"]),
+    st.sampled_from([999, 1000, 1001, 1100]).map(lambda n: "k" * n),
+)
+_plain_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False), _plain_texts,
+)  # fmt: skip
+_plain_docs = st.dictionaries(
+    _plain_texts,
+    st.recursive(_plain_scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(_plain_texts, c, max_size=3),
+                 max_leaves=8),
+    max_size=4,
+)  # fmt: skip
+
+
+@SETTINGS
+@given(_plain_docs, st.sampled_from([(",", ":"), (", ", ": "), (",", " " * 15 + ":"), (",", " " * 16 + ":")]),
+       st.sampled_from([None, 1]), st.booleans())  # fmt: skip
+def test_apply_bodies_read_as_json_are_the_yaml_documents(
+    doc: dict[str, Any], separators: tuple[str, str], indent: int | None, ascii_only: bool
+) -> None:
+    """An apply body the handlers read as JSON (``decode_apply``) decodes to what the YAML decoder
+    gives it, values and types alike; other bodies (escapes, floats, long keys, line breaks,
+    non-ASCII, ...) are left to the YAML decoder, errors included."""
+    from pykueue.apiserver import handlers as H
+
+    body = json.dumps(doc, separators=separators, indent=indent, ensure_ascii=ascii_only).encode()
+    plain = H._plain_json(body)
+    event(f"plain: {plain is not None}")
+    reference = _outcome(H.decode_document, body, H.APPLY_PATCH)
+    if plain is not None:
+        assert reference[0] == "ok"
+        assert json.dumps(plain) == json.dumps(reference[1])
+        assert [type(v) for v in _paths_values(plain)] == [type(v) for v in _paths_values(reference[1])]
+    fast = _outcome(H.decode_apply, body, H.APPLY_PATCH)
+    assert (fast[0], json.dumps(fast[1])) == (reference[0], json.dumps(reference[1]))
+
+
+def _paths_values(value: Any) -> Iterator[Any]:
+    yield value
+    if isinstance(value, dict):
+        for member in value.values():
+            yield from _paths_values(member)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _paths_values(item)
+
+
+RUNNER_FINISHED_APPLY = (
+    b'{"kind":"Workload","apiVersion":"kueue.x-k8s.io/v1beta2","metadata":{"name":"small-0-0-0",'
+    b'"namespace":"cq-0-0-cohort-0","uid":"36f85cf2-f340-4a35-b1fc-88095f066e8e","resourceVersion":"165",'
+    b'"generation":1,"labels":{"kueue.x-k8s.io/performance-scheduler-class":"small",'
+    b'"kueue.x-k8s.io/performance-scheduler-running-ms":"200"}},"spec":{"podSets":null},"status":{"conditions":'
+    b'[{"type":"Finished","status":"True","observedGeneration":1,"lastTransitionTime":"2026-11-26T19:28:34Z",'
+    b'"reason":"ByTest","message":"By test runner"}]}}'
+)
+"""A Finished apply as upstream's scheduler-perf runner sent it to ``pykueue serve``."""
+
+
+def test_the_runners_apply_body_is_read_as_json() -> None:
+    from pykueue.apiserver import handlers as H
+
+    assert H._plain_json(RUNNER_FINISHED_APPLY) == H.decode_document(RUNNER_FINISHED_APPLY, H.APPLY_PATCH)
+    assert H._plain_json(RUNNER_FINISHED_APPLY) is not None
+    assert H._plain_json(RUNNER_FINISHED_APPLY.replace(b'"ByTest"', b'"By\\u0054est"')) is None  # an escape
+    long_key = b'{"' + b"k" * 1100 + b'":1}'  # YAML's keys end within 1024 characters
+    assert H._plain_json(long_key) is None
+    with pytest.raises(Exception, match="error converting YAML to JSON"):
+        H.decode_apply(long_key, H.APPLY_PATCH)
+
+
+_APPLY_MANAGERS = ["kueue-job-controller-Finished", "kubectl", "other"]
+
+
+@st.composite
+def _status_configs(draw: st.DrawFn, obj: dict[str, Any]) -> dict[str, Any]:
+    """An apply configuration of ``obj``'s kind: identity, maybe other members (a spec, labels,
+    random values), maybe a status."""
+    config: dict[str, Any] = {"apiVersion": obj["apiVersion"], "kind": obj["kind"],
+                              "metadata": {"name": (obj.get("metadata") or {}).get("name", "x")}}  # fmt: skip
+    if draw(st.booleans()):
+        config["metadata"]["labels"] = {"a": draw(st.sampled_from(["b", "c"]))}
+    if draw(st.booleans()):
+        config["spec"] = draw(st.sampled_from([{"podSets": None}, None, {}])) if draw(st.booleans()) else draw(values)
+    if draw(st.integers(0, 4)):
+        config["status"] = draw(statuses())
+    keys = list(config)
+    return {k: config[k] for k in draw(st.permutations(keys))}
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(manifests(), statuses(), st.data())
+def test_status_scoped_apply_is_the_whole_object_apply(obj: dict[str, Any], status: Any, data: st.DataObject) -> None:
+    """A status apply merging, pruning and comparing the status alone gives what the whole-object
+    apply gives (object, managedFields, conflicts and errors), the live object untouched: after
+    earlier applies of the same and other managers and a status update, with and without force
+    (live objects that do not fit their schema outside the status are left out: none is stored)."""
+    from datetime import UTC, datetime
+
+    if not isinstance(obj.get("metadata"), dict):  # stored objects have metadata
+        return
+    node = _node(obj)
+    now = datetime(2026, 11, 26, 10, tzinfo=UTC)
+    live: Any = copy.deepcopy(obj)
+    live["status"] = status
+    A.update_managed_fields(None, live, "creator", now=now, schema=node)
+    for _ in range(data.draw(st.integers(0, 3))):  # earlier writes (the general path's results)
+        config = data.draw(_status_configs(obj))
+        manager = data.draw(st.sampled_from(_APPLY_MANAGERS))
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(A, "STATUS_SCOPED_APPLY", False)
+            step = _outcome(lambda live=live, config=config, manager=manager: A.server_side_apply(
+                live, config, manager, force=True, schema=node, subresource="status", now=now))  # fmt: skip
+        if step[0] == "ok":
+            live = step[1]
+    if data.draw(st.booleans()):  # another manager's status update
+        new = copy.deepcopy(live)
+        new["status"] = data.draw(statuses())
+        A.update_managed_fields(live, new, "updater", subresource="status", schema=node, now=now)
+        live = new
+    outside = {k: v for k, v in live.items() if k not in ("status", "metadata")}
+    if _outcome(T.to_field_set, outside, node)[0] == "raised":
+        return  # a stored object fits its schema (outside the status, which either walk reads)
+    config = data.draw(_status_configs(obj))
+    manager = data.draw(st.sampled_from(_APPLY_MANAGERS))
+    force = data.draw(st.booleans())
+    before = json.dumps(live)
+
+    def apply() -> Any:
+        return json.dumps(A.server_side_apply(live, config, manager, force=force, schema=node,
+                                              subresource="status", now=now))  # fmt: skip
+
+    fast = _outcome(apply)
+    assert json.dumps(live) == before
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(A, "STATUS_SCOPED_APPLY", False)
+        general = _outcome(apply)
+    event(f"apply: {fast[0]}")
+    assert fast == general
+
+
+def test_check_merge_raises_what_merge_raises() -> None:
+    """The walk without copies raises the merge's first error (a live map-list item that is not a
+    map, under a configuration that merges into that list)."""
+    node = _node(BASES[0])
+    live = copy.deepcopy(BASES[0])
+    live["spec"]["podSets"].insert(1, "not a pod set")
+    config = {"spec": {"podSets": None}}
+    expected = _outcome(T.merge, live, config, node)
+    assert expected[0] == "raised"
+    assert _outcome(T.check_merge, live, config, node) == expected
+    assert _outcome(T.check_merge, BASES[0], config, node) == ("ok", None)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(manifests(), statuses(), st.data())
+def test_status_apply_through_the_handlers_is_the_general_path(
+    obj: dict[str, Any], status: Any, data: st.DataObject
+) -> None:
+    """A status apply through the handlers (JSON read directly, status-scoped apply) answers what
+    the YAML decoder and the whole-object apply answer, byte for byte (dry run)."""
+    from pykueue.apiserver import handlers as H
+    from pykueue.apiserver.handlers import APIRequest
+    from pykueue.kube.status import StatusError
+
+    info = _info(obj)
+    if not info.status_subresource or obj["apiVersion"].partition("/")[0] != G:
+        return
+    app = _status_app()
+    namespace = "default" if info.namespaced else None
+    name = f"s{len(_STATUS_APP)}"
+    _STATUS_APP.append(None)
+    obj["metadata"] = {**(obj.get("metadata") or {}), "name": name} if isinstance(obj.get("metadata"), dict) else {
+        "name": name}  # fmt: skip
+    obj["metadata"].pop("namespace", None)
+    group, _, version = obj["apiVersion"].rpartition("/")
+
+    def call(method: str, body: Any, content_type: str = H.JSON, **kw: Any) -> tuple[int, Any, list[str]]:
+        raw = json.dumps(body, separators=(",", ":")).encode()
+        req = APIRequest(method, group, version, info.plural, namespace=namespace, body=raw,
+                         content_type=content_type, **kw)  # fmt: skip
+        try:
+            resp = app.handlers.handle(req)
+        except StatusError as err:
+            return (err.code, err.message, [])
+        return (resp.status, _without_times(resp.body), resp.warnings)
+
+    code, created, _ = call("POST", obj)
+    if code != 201:
+        return
+    created["status"] = status
+    call("PUT", created, name=name, subresource="status")  # a status of the controller's, when valid
+    config = data.draw(_status_configs(obj))
+    config["metadata"] = {**config["metadata"], "name": name}
+    query = {"dryRun": ["All"], "fieldManager": [data.draw(st.sampled_from(_APPLY_MANAGERS))],
+             "force": [data.draw(st.sampled_from(["true", "false"]))]}  # fmt: skip
+    fast = call("PATCH", config, H.APPLY_PATCH, name=name, subresource="status", query=query)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(A, "STATUS_SCOPED_APPLY", False)
+        mp.setattr(H, "decode_apply", H.decode_document)
+        general = call("PATCH", config, H.APPLY_PATCH, name=name, subresource="status", query=query)
+    event(f"apply: {fast[0]}")
+    assert fast == general
+
+
+def test_the_runners_finished_apply_takes_the_status_scoped_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Upstream's runner's Finished apply of an admitted Workload is read as JSON and applied to the
+    status alone (neither the YAML decoder nor the whole-object merge runs), and stores the
+    condition with the runner's manager owning it."""
+    from pykueue.apiserver import handlers as H
+    from pykueue.apiserver.handlers import APIRequest
+
+    app = _status_app()
+    name = f"s{len(_STATUS_APP)}"
+    _STATUS_APP.append(None)
+    wl = copy.deepcopy(BASES[0])
+    wl["metadata"] = {"name": name, "labels": {"kueue.x-k8s.io/performance-scheduler-class": "small"}}
+
+    def call(method: str, body: bytes, **kw: Any) -> dict[str, Any]:
+        req = APIRequest(method, G, "v1beta2", "workloads", namespace="default", body=body, **kw)
+        resp = app.handlers.handle(req)
+        assert resp.status in (200, 201), resp.body
+        doc: dict[str, Any] = json.loads(resp.body)
+        return doc
+
+    created = call("POST", json.dumps(wl).encode())
+    body = json.loads(RUNNER_FINISHED_APPLY)
+    body["metadata"].update(name=name, namespace="default", uid=created["metadata"]["uid"],
+                            resourceVersion=created["metadata"]["resourceVersion"])  # fmt: skip
+    monkeypatch.setattr(A, "merge", None)  # the whole-object merge would fail
+    monkeypatch.setattr(H, "decode_document", None)  # and so would the YAML decoder
+    applied = call("PATCH", json.dumps(body, separators=(",", ":")).encode(), name=name, subresource="status",
+                   content_type=H.APPLY_PATCH,
+                   query={"fieldManager": ["kueue-job-controller-Finished"], "force": ["true"]})  # fmt: skip
+    assert [c["type"] for c in applied["status"]["conditions"]] == ["Finished"]
+    entry = next(e for e in applied["metadata"]["managedFields"] if e["operation"] == "Apply")
+    assert (entry["manager"], entry["subresource"]) == ("kueue-job-controller-Finished", "status")
+    assert entry["fieldsV1"] == {"f:status": {"f:conditions": {'k:{"type":"Finished"}': {
+        ".": {}, "f:lastTransitionTime": {}, "f:message": {}, "f:observedGeneration": {}, "f:reason": {},
+        "f:status": {}, "f:type": {}}}}}  # fmt: skip

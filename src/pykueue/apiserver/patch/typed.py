@@ -408,24 +408,43 @@ def merge(lhs: JSON, rhs: JSON, node: SchemaNode) -> JSON:
     return _merge(lhs, rhs, node, ())
 
 
-def _merge(lhs: JSON, rhs: JSON, node: SchemaNode, path: Path) -> JSON:
+def check_merge(lhs: JSON, rhs: JSON, node: SchemaNode, path: Path = ()) -> None:
+    """Raise what ``merge`` of ``rhs`` into ``lhs`` at ``path`` raises, building nothing.
+
+    The same walk in the same order (so the same first error), without copying: for the members
+    of a status apply's configuration that the write throws away (only the status is kept)."""
+    _merge(lhs, rhs, node, path, build=False)
+
+
+def merge_member(lhs: JSON, rhs: JSON, node: SchemaNode, path: Path) -> JSON:
+    """``merge`` of one member at ``path`` (what ``merge`` of its parent puts there)."""
+    return _merge(lhs, rhs, node, path)
+
+
+def _merge(lhs: JSON, rhs: JSON, node: SchemaNode, path: Path, build: bool = True) -> JSON:
     if rhs is MISSING:
-        return deep_copy(lhs)
+        return deep_copy(lhs) if build else None
     left, right = _shape(node, lhs), _shape(node, rhs)
     if left != right or right == "leaf" or (_empty(lhs) and _empty(rhs)):
-        return deep_copy(rhs)
+        return deep_copy(rhs) if build else None
     if right == "map":
+        if not build:
+            live = _as_map(lhs)
+            for name, member in _as_map(rhs).items():
+                _merge(live.get(name, MISSING), member, node.field(name), (*path, field_element(name)), False)
+            return None
         result = deep_copy(_as_map(lhs))
         for name, member in _as_map(rhs).items():
             result[name] = _merge(
                 result.get(name, MISSING), member, node.field(name), (*path, field_element(name))
             )
         return result
-    return _merge_list(_as_list(lhs), _as_list(rhs), node, path)
+    return _merge_list(_as_list(lhs), _as_list(rhs), node, path, build)
 
 
-def _merge_list(lhs: list[Any], rhs: list[Any], node: SchemaNode, path: Path) -> list[Any]:
-    """Associative list merge keeping the live order, ported from ``mergingWalker.visitListItems``."""
+def _merge_list(lhs: list[Any], rhs: list[Any], node: SchemaNode, path: Path, build: bool = True) -> list[Any]:
+    """Associative list merge keeping the live order, ported from ``mergingWalker.visitListItems``
+    (``build`` False: the same walk, nothing copied, an empty list returned)."""
     rhs_order, rhs_items = _index_items(node, rhs, path, unique=True)
     lhs_order, lhs_items = _index_items(node, lhs, path, unique=False)
 
@@ -434,7 +453,7 @@ def _merge_list(lhs: list[Any], rhs: list[Any], node: SchemaNode, path: Path) ->
         return found[0] if found and len(found) == 1 else MISSING
 
     def merged(element: PathElement, current: JSON) -> JSON:
-        return _merge(current, rhs_items[element][0], node.items, (*path, element))
+        return _merge(current, rhs_items[element][0], node.items, (*path, element), build)
 
     shared = [e for e in rhs_order if e in lhs_items]
     next_shared = shared.pop(0) if shared else None
@@ -456,7 +475,8 @@ def _merge_list(lhs: list[Any], rhs: list[Any], node: SchemaNode, path: Path) ->
         if li < len(lhs_order):
             element = lhs_order[li]
             if element not in rhs_items:
-                out.append(deep_copy(lhs[li]))
+                if build:
+                    out.append(deep_copy(lhs[li]))
                 li += 1
                 continue
             if element in done:
@@ -469,7 +489,7 @@ def _merge_list(lhs: list[Any], rhs: list[Any], node: SchemaNode, path: Path) ->
             ri += 1
             if next_shared is not None and next_shared == element:
                 next_shared = shared.pop(0) if shared else None
-    return out
+    return out if build else []
 
 
 # --- RemoveItems ---------------------------------------------------------------------------------
