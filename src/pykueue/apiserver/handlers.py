@@ -1421,6 +1421,13 @@ class Handlers:
             created = self._create_object(req, info, result, manager, dry_run, managed=False)
             return self.respond(req, info, self.to_version(info, created, req.version), 201)
         obj = self._check_patched(result, req, info, live_v or {})
+        precondition = _meta(applied).get("resourceVersion")
+        if precondition:
+            # The applied resourceVersion is a precondition on every subresource (apiserver's
+            # fieldmanager applies to the live object, then the update checks the version before
+            # the status strategy resets the rest); a /status apply's result starts from the live
+            # metadata, so carry it over.
+            _meta(obj)["resourceVersion"] = precondition
         updated = self._update_object(req, info, obj, live, manager, dry_run, operation_done=True)
         return self.respond(req, info, self.to_version(info, updated, req.version))
 

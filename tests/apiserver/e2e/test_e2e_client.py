@@ -236,6 +236,30 @@ def test_server_side_apply_via_client(co: client.CustomObjectsApi) -> None:
     assert status["details"]["causes"][0]["field"] == ".spec.cohortName"
 
 
+
+def test_a_status_apply_with_a_stale_resource_version_conflicts(co: client.CustomObjectsApi) -> None:
+    """The applied resourceVersion is a precondition on /status too (upstream's scheduler-perf
+    runner applies Finished with the version it read)."""
+    created = co.create_cluster_custom_object(G, V2, "clusterqueues", cq("ssa-status"))
+    stale = created["metadata"]["resourceVersion"]
+    co.patch_cluster_custom_object(G, V2, "clusterqueues", "ssa-status", {"metadata": {"labels": {"x": "1"}}})
+
+    def apply(version: str) -> Any:
+        body = {"apiVersion": f"{G}/{V2}", "kind": "ClusterQueue",
+                "metadata": {"name": "ssa-status", "resourceVersion": version},
+                "status": {"pendingWorkloads": 3}}  # fmt: skip
+        return co.patch_cluster_custom_object_status(
+            G, V2, "clusterqueues", "ssa-status", body, field_manager="runner", force=True,
+            _content_type="application/apply-patch+yaml",
+        )  # fmt: skip
+
+    with pytest.raises(ApiException) as err:
+        apply(stale)
+    assert err.value.status == 409
+    assert "the object has been modified" in json.loads(err.value.body)["message"]
+    current = co.get_cluster_custom_object(G, V2, "clusterqueues", "ssa-status")["metadata"]["resourceVersion"]
+    assert apply(current)["status"]["pendingWorkloads"] == 3
+
 # --- built-in kinds --------------------------------------------------------------------------------------
 
 
