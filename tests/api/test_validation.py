@@ -1242,6 +1242,27 @@ def test_remembered_label_checks_report_what_the_checks_do(
         assert got == want_annotations
 
 
+
+def test_refused_long_label_values_are_not_remembered() -> None:
+    """The validation memos keep only short strings: label values far over the 63-character limit
+    are refused every time and none of them stays in memory (a client could otherwise pin
+    4,096 bodies' worth of refused values per memo)."""
+    import gc
+    import tracemalloc
+
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for i in range(20):
+        value = f"{i}" + "v" * 100_000
+        errs = validate_labels({"k": value, "x" * 400: "y"}, "metadata.labels")
+        assert {e.field for e in errs} == {"metadata.labels"} and len(errs) >= 2
+        del value, errs
+    gc.collect()
+    kept = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert kept < 200_000, kept
+
 _request_values = st.one_of(
     st.sampled_from(["1", "-1", "500m", "-500m", "1Gi", "-0", "1e3", "-1e-3", "x", "", "+2"]),
     st.integers(min_value=-3, max_value=3),

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -237,17 +237,27 @@ def generate_name_errors(
     ]
 
 
-@functools.lru_cache(maxsize=4096)
-def _qualified_name_problems(name: str) -> tuple[str, ...]:
-    """``is_qualified_name``, remembered: the same few label and annotation keys (and condition
-    types) come with every object, and each check runs regular expressions."""
-    return tuple(is_qualified_name(name))
+_REMEMBERED_MAX_LEN: Final = 316
+"""The longest string a validation memo keeps (a qualified name's limit; label values 63, reasons
+1,024): a longer one is checked each time, so a client cannot pin megabytes of refused values."""
 
 
-@functools.lru_cache(maxsize=4096)
-def _label_value_problems(value: str) -> tuple[str, ...]:
-    """``is_valid_label_value``, remembered (label values repeat across objects as their keys do)."""
-    return tuple(is_valid_label_value(value))
+def _remembered(check: Callable[[str], list[str]]) -> Callable[[str], tuple[str, ...]]:
+    """``check`` as a tuple, remembered for strings of at most :data:`_REMEMBERED_MAX_LEN`."""
+    memo = functools.lru_cache(maxsize=4096)(lambda text: tuple(check(text)))
+
+    def problems(text: str) -> tuple[str, ...]:
+        return memo(text) if len(text) <= _REMEMBERED_MAX_LEN else tuple(check(text))
+
+    return problems
+
+
+_qualified_name_problems = _remembered(is_qualified_name)
+"""``is_qualified_name``, remembered: the same few label and annotation keys (and condition
+types) come with every object, and each check runs regular expressions."""
+
+_label_value_problems = _remembered(is_valid_label_value)
+"""``is_valid_label_value``, remembered (label values repeat across objects as their keys do)."""
 
 
 def validate_label_name(name: str, path: str) -> list[FieldError]:
@@ -335,8 +345,15 @@ def _clean_condition(cond: Condition) -> bool:
     )
 
 
-@functools.lru_cache(maxsize=4096)
 def _clean_type_and_reason(cond_type: str, reason: str) -> bool:
+    """Whether a condition's type and reason pass every check (remembered for short strings)."""
+    if len(cond_type) > 316 or len(reason) > 1024:
+        return False  # too long: not clean; the general checks report it
+    return _clean_type_and_reason_memo(cond_type, reason)
+
+
+@functools.lru_cache(maxsize=4096)
+def _clean_type_and_reason_memo(cond_type: str, reason: str) -> bool:
     """The type and reason checks of :func:`_clean_condition`, remembered: a pure function of the
     two strings, and a handful of (type, reason) pairs make up every condition a cluster writes
     (each status write checked each of its conditions' twice, with three regular expressions)."""
@@ -1352,7 +1369,8 @@ def _webhook_resource_list(path: str, values: Mapping[str, Any], gates: FeatureG
         if name == "pods":
             errs.append(invalid(key(path, name), "pods", "the key is reserved for internal kueue use"))
         if check_negative:
-            negative = _negative_quantity(value) if type(value) in (str, int, float) else _negative_of(value)
+            remember = type(value) in (int, float) or (type(value) is str and len(value) <= _REMEMBERED_MAX_LEN)
+            negative = _negative_quantity(value) if remember else _negative_of(value)
             if negative is not None:
                 errs.append(invalid(key(path, name), negative, IS_NEGATIVE_MSG))
     return errs
