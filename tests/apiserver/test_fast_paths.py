@@ -586,6 +586,41 @@ def _without_times(body: bytes) -> Any:
     return doc
 
 
+Caller = Callable[..., tuple[int, Any, list[str]]]
+
+
+def _status_example(obj: dict[str, Any]) -> Caller | None:
+    """Name ``obj`` afresh on the shared server and return a caller of the handlers for its kind
+    (status, body or error message, warnings), or None for a kind without a Kueue status."""
+    from pykueue.apiserver import handlers as H
+    from pykueue.apiserver.handlers import APIRequest
+    from pykueue.kube.status import StatusError
+
+    info = _info(obj)
+    if not info.status_subresource or obj["apiVersion"].partition("/")[0] != G:
+        return None
+    app = _status_app()
+    namespace = "default" if info.namespaced else None
+    name = f"s{len(_STATUS_APP)}"
+    _STATUS_APP.append(None)  # a fresh name per example
+    obj["metadata"] = {**(obj.get("metadata") or {}), "name": name} if isinstance(obj.get("metadata"), dict) else {
+        "name": name}  # fmt: skip
+    obj["metadata"].pop("namespace", None)
+    group, _, version = obj["apiVersion"].rpartition("/")
+
+    def call(method: str, body: Any, content_type: str = H.JSON, **kw: Any) -> tuple[int, Any, list[str]]:
+        raw = json.dumps(body, separators=(",", ":")).encode()
+        req = APIRequest(method, group, version, info.plural, namespace=namespace, body=raw,
+                         content_type=content_type, **kw)  # fmt: skip
+        try:
+            resp = app.handlers.handle(req)
+        except StatusError as err:
+            return (err.code, err.message, [])
+        return (resp.status, _without_times(resp.body), resp.warnings)
+
+    return call
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(manifests(), statuses(), st.sampled_from(["Warn", "Strict"]), st.data())
 def test_status_update_shortcuts_are_the_whole_objects(
@@ -598,30 +633,11 @@ def test_status_update_shortcuts_are_the_whole_objects(
     random manifests, then a dry-run status PUT of a random status with each, compared byte for
     byte (warnings, errors and managedFields too)."""
     from pykueue.apiserver import handlers as H
-    from pykueue.apiserver.handlers import APIRequest
-    from pykueue.kube.status import StatusError
 
-    info = _info(obj)
-    if not info.status_subresource or obj["apiVersion"].partition("/")[0] != G:
+    call = _status_example(obj)
+    if call is None:
         return
-    app = _status_app()
-    namespace = "default" if info.namespaced else None
-    name = f"s{len(_STATUS_APP)}"
-    _STATUS_APP.append(None)  # a fresh name per example
-    obj["metadata"] = {**(obj.get("metadata") or {}), "name": name} if isinstance(obj.get("metadata"), dict) else {
-        "name": name}  # fmt: skip
-    obj["metadata"].pop("namespace", None)
-    group, _, version = obj["apiVersion"].rpartition("/")
-
-    def call(method: str, body: Any, **kw: Any) -> tuple[int, Any, list[str]]:
-        req = APIRequest(method, group, version, info.plural, namespace=namespace, body=json.dumps(body).encode(),
-                         **kw)  # fmt: skip
-        try:
-            resp = app.handlers.handle(req)
-        except StatusError as err:
-            return (err.code, err.message, [])
-        return (resp.status, _without_times(resp.body), resp.warnings)
-
+    name = obj["metadata"]["name"]
     code, created, _ = call("POST", obj)
     event(f"create: {code}")
     if code != 201:
@@ -1121,31 +1137,11 @@ def test_status_apply_through_the_handlers_is_the_general_path(
     """A status apply through the handlers (JSON read directly, status-scoped apply) answers what
     the YAML decoder and the whole-object apply answer, byte for byte (dry run)."""
     from pykueue.apiserver import handlers as H
-    from pykueue.apiserver.handlers import APIRequest
-    from pykueue.kube.status import StatusError
 
-    info = _info(obj)
-    if not info.status_subresource or obj["apiVersion"].partition("/")[0] != G:
+    call = _status_example(obj)
+    if call is None:
         return
-    app = _status_app()
-    namespace = "default" if info.namespaced else None
-    name = f"s{len(_STATUS_APP)}"
-    _STATUS_APP.append(None)
-    obj["metadata"] = {**(obj.get("metadata") or {}), "name": name} if isinstance(obj.get("metadata"), dict) else {
-        "name": name}  # fmt: skip
-    obj["metadata"].pop("namespace", None)
-    group, _, version = obj["apiVersion"].rpartition("/")
-
-    def call(method: str, body: Any, content_type: str = H.JSON, **kw: Any) -> tuple[int, Any, list[str]]:
-        raw = json.dumps(body, separators=(",", ":")).encode()
-        req = APIRequest(method, group, version, info.plural, namespace=namespace, body=raw,
-                         content_type=content_type, **kw)  # fmt: skip
-        try:
-            resp = app.handlers.handle(req)
-        except StatusError as err:
-            return (err.code, err.message, [])
-        return (resp.status, _without_times(resp.body), resp.warnings)
-
+    name = obj["metadata"]["name"]
     code, created, _ = call("POST", obj)
     if code != 201:
         return
