@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 
 from pykueue.apiserver.app import MAX_BODY_BYTES, APIServerApp
 from pykueue.apiserver.protocol import ConnectionLimits

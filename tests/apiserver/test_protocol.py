@@ -46,7 +46,9 @@ async def _get_ok(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> None:
     await loop.sock_sendall(sock, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
     answer = b""
     while not answer.endswith(b"ok"):
-        answer += await loop.sock_recv(sock, 4096)
+        chunk = await loop.sock_recv(sock, 4096)
+        assert chunk, f"the server closed the connection: {answer!r}"
+        answer += chunk
     assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
 
 
@@ -392,3 +394,56 @@ def test_send_now_sends_a_whole_response_or_nothing_while_writes_are_paused() ->
 
     asyncio.run(scenario())
     assert results == [False, True]
+
+
+def test_timeouts_are_one_deadline_not_a_timer_per_request_step() -> None:
+    """Each request moves the connection's deadline three times (header, body, idle); a burst of
+    keep-alive requests creates no timer per step, and the deadlines still end the connection:
+    the idle one after the last answer, the header one for a request never finished."""
+    import time
+
+    from uvicorn.config import Config
+    from uvicorn.server import ServerState
+
+    from pykueue.apiserver.protocol import ConnectionLimits, limited_protocol
+
+    timers: list[float] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    async def scenario() -> tuple[float, float]:
+        loop = asyncio.get_running_loop()
+        real_call_at = loop.call_at
+
+        def call_at(when: float, *args: Any, **kwargs: Any) -> Any:  # asyncio's call_later calls it too
+            timers.append(when - loop.time())
+            return real_call_at(when, *args, **kwargs)
+
+        loop.call_at = call_at  # type: ignore[method-assign]
+        config = Config(app, lifespan="off", log_level="error", timeout_keep_alive=1)
+        config.load()
+        limits = ConnectionLimits(idle=1, header=0.5, body=0.5)
+        durations = []
+        for request in (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", b"GET / HTTP/1.1\r\nHost: x\r\n"):
+            protocol = limited_protocol(limits)(config, ServerState(), {}, _loop=loop)
+            ours, theirs = socket.socketpair()
+            await loop.create_connection(lambda: protocol, sock=ours)  # noqa: B023
+            theirs.setblocking(False)
+            if request.endswith(b"\r\n\r\n"):
+                for _ in range(50):
+                    await _get_ok(loop, theirs)
+            else:
+                await loop.sock_sendall(theirs, request)  # headers never finished
+            started = time.monotonic()
+            while await asyncio.wait_for(loop.sock_recv(theirs, 4096), 5):  # until the server closes
+                pass
+            durations.append(time.monotonic() - started)
+            theirs.close()
+        return durations[0], durations[1]
+
+    idle, header = asyncio.run(scenario())
+    assert 0.9 <= idle < 3, idle
+    assert 0.4 <= header < 2.5, header
+    assert len(timers) <= 8, timers  # not 3 per request: 150 for the 50 requests

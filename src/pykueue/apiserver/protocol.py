@@ -202,6 +202,10 @@ class CoalescingHttpToolsProtocol(HttpToolsProtocol):
             cycle.transport.close()
         cycle.on_response()
 
+    def _after_response(self) -> None:
+        """uvicorn's bookkeeping once a response is complete (the next pipelined request, keep-alive)."""
+        super().on_response_complete()
+
     async def _send_when_drained(
         self, cycle: RequestResponseCycle, status: int, headers: list[tuple[bytes, bytes]], body: bytes
     ) -> None:
@@ -215,7 +219,7 @@ class CoalescingHttpToolsProtocol(HttpToolsProtocol):
     def on_response_complete(self) -> None:
         """The response is whole: send it now. Flushed at the loop's next turn instead, each answer
         waited behind every callback queued before it (tens of milliseconds under load)."""
-        super().on_response_complete()
+        self._after_response()
         transport: Any = self.transport
         if isinstance(transport, CoalescingTransport):
             transport.flush()
@@ -279,7 +283,9 @@ class LimitedHttpToolsProtocol(CoalescingHttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         """Refuse over the cap (503, logged); otherwise start the header timer."""
-        self._read_timer: asyncio.TimerHandle | None = None
+        self._deadline: float | None = None
+        self._idle = False
+        self._timer: asyncio.TimerHandle | None = None
         self._refused = len(self.connections) >= self.limits.max_connections
         if self._refused:
             self._refuse(transport)
@@ -307,16 +313,20 @@ class LimitedHttpToolsProtocol(CoalescingHttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         """Stop the timers (nothing to do for a refused connection)."""
-        self._disarm()
+        self._deadline = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self._refused:
             return
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        """Bytes after a finished response start the next request's header timer."""
+        """Bytes after a finished response start the next request's header timer (which ends the
+        idle one)."""
         if self._refused:
             return
-        if self._read_timer is None and (self.cycle is None or self.cycle.response_complete):
+        if (self._deadline is None or self._idle) and (self.cycle is None or self.cycle.response_complete):
             self._arm(self.limits.header)
         super().data_received(data)
 
@@ -327,21 +337,56 @@ class LimitedHttpToolsProtocol(CoalescingHttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         """The whole request is in: no read timer while the response is produced (or streamed)."""
-        self._disarm()
+        self._deadline = None
         super().on_message_complete()
 
-    def _arm(self, seconds: float) -> None:
-        self._disarm()
-        self._read_timer = self.loop.call_later(seconds, self._read_timed_out)
+    def _after_response(self) -> None:
+        """uvicorn's ``on_response_complete``, its keep-alive timer being the idle deadline here."""
+        self.server_state.total_requests += 1
+        if self.transport.is_closing():
+            return
+        self._unset_keepalive_if_required()
+        self.flow.resume_reading()
+        if self.pipeline:  # the next pipelined request (already read: no read timer)
+            cycle, app = self.pipeline.pop()
+            self._start_asgi_task(cycle, app)
+        else:
+            self._arm(self.timeout_keep_alive, idle=True)  # (uvicorn's, from --idle-timeout)
 
-    def _disarm(self) -> None:
-        if self._read_timer is not None:
-            self._read_timer.cancel()
-            self._read_timer = None
+    # The timeouts are one deadline per connection, moved by each step of a request, and one timer
+    # that is re-armed only when it fires: a request moves the deadline three times (header, body,
+    # idle), and creating and cancelling a timer for each was a visible part of a small request's
+    # cost. The timer never fires later than the deadline: it is armed at most the shortest
+    # timeout ahead, and every deadline is at least that far ahead when it is set.
+
+    def _arm(self, seconds: float, idle: bool = False) -> None:
+        now = self.loop.time()
+        self._deadline = now + seconds
+        self._idle = idle
+        if self._timer is None:
+            self._timer = self.loop.call_at(now + min(seconds, self._shortest()), self._check_deadline)
+
+    def _shortest(self) -> float:
+        limits = self.limits
+        return min(limits.header, limits.body, self.timeout_keep_alive)
+
+    def _check_deadline(self) -> None:
+        self._timer = None
+        deadline = self._deadline
+        if deadline is None:
+            return  # armed again by the next step that sets a deadline
+        now = self.loop.time()
+        if now < deadline:
+            self._timer = self.loop.call_at(min(deadline, now + self._shortest()), self._check_deadline)
+            return
+        self._deadline = None
+        if self._idle:
+            self.timeout_keep_alive_handler()  # uvicorn's: close, nothing logged
+        else:
+            self._read_timed_out()
 
     def _read_timed_out(self) -> None:
         """A client too slow to send its request (or silent after connecting): drop it."""
-        self._read_timer = None
         log.info("closing a connection from %s: request not received within the timeout", self.client)
         if not self.transport.is_closing():
             self.transport.close()
