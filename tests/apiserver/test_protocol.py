@@ -172,13 +172,18 @@ def _read_answer(sock: socket.socket) -> bytes:
 
 
 @contextlib.contextmanager
-def _served(app: Any, protocol: type[Any]) -> Iterator[int]:
-    """uvicorn (uvloop, ``protocol``) serving ``app`` on a thread of its own; yields the port."""
+def _served(app: Any, protocol: type[Any], direct: bool = False) -> Iterator[int]:
+    """uvicorn (uvloop, ``protocol``) serving ``app`` on a thread of its own; yields the port.
+    ``direct``: without uvicorn's access log and proxy headers, as ``pykueue serve`` runs, which
+    lets the protocol serve resource requests on its direct path (else the ASGI path serves all)."""
     import threading
 
     import uvicorn
 
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, loop="uvloop", http=protocol, lifespan="on", log_level="error")
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, loop="uvloop", http=protocol, lifespan="on", log_level="error",
+        access_log=not direct, proxy_headers=not direct,
+    )  # fmt: skip
     server = uvicorn.Server(config)
     runner = threading.Thread(target=server.run, daemon=True)
     runner.start()
@@ -202,7 +207,8 @@ def _connect(port: int) -> socket.socket:
     return sock
 
 
-def test_answers_to_a_burst_leave_while_the_rest_of_it_is_handled(tmp_path: Any, monkeypatch: Any) -> None:
+@pytest.mark.parametrize("direct", [False, True], ids=["asgi", "direct"])
+def test_answers_to_a_burst_leave_while_the_rest_of_it_is_handled(tmp_path: Any, monkeypatch: Any, direct: bool) -> None:
     """``pykueue serve``'s stack (uvicorn, the protocol, the application, an on-disk store): a burst
     of writes that arrives in one turn of the loop. Their answers leave as their fsyncs are done,
     from the store's callback, while later requests of the burst are still to be handled; before,
@@ -243,7 +249,7 @@ def test_answers_to_a_burst_leave_while_the_rest_of_it_is_handled(tmp_path: Any,
     burst = 6
     gate = threading.Event()
     try:
-        with _served(app, Recording) as port:
+        with _served(app, Recording, direct) as port:
             socks = [_connect(port) for _ in range(burst)]  # accepted before the burst
             loop = app.hub.loop
             assert loop is not None
@@ -266,7 +272,10 @@ def test_answers_to_a_burst_leave_while_the_rest_of_it_is_handled(tmp_path: Any,
     assert first_answer < last_handled, f"the first request's answer waited for the whole burst: {log}"
 
 
-def test_answers_from_the_durability_callback_wait_for_the_fsync_errors_too(tmp_path: Any, monkeypatch: Any) -> None:
+@pytest.mark.parametrize("direct", [False, True], ids=["asgi", "direct"])
+def test_answers_from_the_durability_callback_wait_for_the_fsync_errors_too(
+    tmp_path: Any, monkeypatch: Any, direct: bool
+) -> None:
     """The callback path keeps durability: with the WAL's fsync held, neither the 201 of a create
     nor the 409 of a second create of the same name (it saw the first) leaves; both do once the
     fsync is done."""
@@ -292,7 +301,7 @@ def test_answers_from_the_durability_callback_wait_for_the_fsync_errors_too(tmp_
     store = Store(str(tmp_path / "store.db"))
     app = APIServerApp(store)
     try:
-        with _served(app, limited_protocol(ConnectionLimits())) as port:
+        with _served(app, limited_protocol(ConnectionLimits()), direct) as port:
             first, second = _connect(port), _connect(port)
             first.settimeout(0.3)
             second.settimeout(0.3)
@@ -320,15 +329,20 @@ def test_answers_from_the_durability_callback_wait_for_the_fsync_errors_too(tmp_
         store.close()
 
 
-def test_a_failure_building_the_answer_in_the_durability_callback_still_answers(tmp_path: Any, monkeypatch: Any) -> None:
+@pytest.mark.parametrize("direct", [False, True], ids=["asgi", "direct"])
+def test_a_failure_building_the_answer_in_the_durability_callback_still_answers(
+    tmp_path: Any, monkeypatch: Any, direct: bool
+) -> None:
     """A bug while the durability callback builds the answer's messages must not leave the request
-    waiting for ever: the request's task answers 500 (a Status), as the coroutine path did."""
+    waiting for ever: the request's task (or the direct path) answers 500 (a Status), as the
+    coroutine path did."""
     from pykueue.apiserver import app as app_module
     from pykueue.apiserver.app import APIServerApp
     from pykueue.apiserver.protocol import ConnectionLimits, limited_protocol
     from pykueue.store import Store
 
-    real = app_module._response_messages
+    target = "_response_headers" if direct else "_response_messages"
+    real = getattr(app_module, target)
     calls = [0]
 
     def first_call_fails(resp: Any) -> Any:
@@ -337,10 +351,10 @@ def test_a_failure_building_the_answer_in_the_durability_callback_still_answers(
             raise RuntimeError("building the answer failed")
         return real(resp)
 
-    monkeypatch.setattr(app_module, "_response_messages", first_call_fails)
+    monkeypatch.setattr(app_module, target, first_call_fails)
     store = Store(str(tmp_path / "store.db"))
     try:
-        with _served(APIServerApp(store), limited_protocol(ConnectionLimits())) as port:
+        with _served(APIServerApp(store), limited_protocol(ConnectionLimits()), direct) as port:
             sock = _connect(port)
             sock.settimeout(10)
             sock.sendall(_lease("answered"))
