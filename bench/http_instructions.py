@@ -4,8 +4,9 @@ connections, and how many of them are outside the handlers (deterministic, unlik
 Usage: python bench/http_instructions.py [--requests 200] [--watchers 2] [--src DIR] [--split]
                                           [--keep DIR]
 
-Starts ``pykueue serve``'s API (``server.serve``: uvicorn with the limited httptools protocol,
-uvloop, TLS with its own CA, bearer tokens; no controllers) under ``valgrind --tool=callgrind
+Starts ``pykueue serve``'s API (``server.serve`` after ``tune_gc``, as ``pykueue serve
+--no-controllers``: uvicorn with the limited httptools protocol, uvloop, TLS with its own CA,
+bearer tokens) under ``valgrind --tool=callgrind
 --instr-atstart=no``; this script, outside valgrind, is the client: it reads the kubeconfig serve
 writes, opens ``--watchers`` Workload watches (as the controller's informers do; their events are
 sent during the measurement and so counted), warms every kind of request up, then for each kind
@@ -90,6 +91,9 @@ def server(data_dir: str, src: str, toggle_lib: str | None) -> None:
                     toggle()
 
         handlers.Handlers.handle = handle  # type: ignore[method-assign]
+    from pykueue.cli.serve import tune_gc
+
+    tune_gc()  # as ``pykueue serve`` does (the collector's thresholds: far fewer collections)
     options = ServeOptions(port=0, data_dir=Path(data_dir), controllers=False, log_level="error")
     sys.exit(serve(options, out=open(os.devnull, "w")))  # noqa: SIM115
 
