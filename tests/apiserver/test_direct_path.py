@@ -100,7 +100,8 @@ def read_answers(sock: socket.socket, count: int) -> list[bytes]:
 
 
 def closed(sock: socket.socket) -> bool:
-    sock.settimeout(2)
+    """Whether the server closes the connection (it does at once, or not at all: 10 s is ample)."""
+    sock.settimeout(10)
     try:
         return sock.recv(1) == b""
     except (TimeoutError, ConnectionResetError):
