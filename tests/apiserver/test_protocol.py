@@ -46,7 +46,9 @@ async def _get_ok(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> None:
     await loop.sock_sendall(sock, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
     answer = b""
     while not answer.endswith(b"ok"):
-        answer += await loop.sock_recv(sock, 4096)
+        chunk = await loop.sock_recv(sock, 4096)
+        assert chunk, f"the server closed the connection: {answer!r}"
+        answer += chunk
     assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
 
 
@@ -170,13 +172,18 @@ def _read_answer(sock: socket.socket) -> bytes:
 
 
 @contextlib.contextmanager
-def _served(app: Any, protocol: type[Any]) -> Iterator[int]:
-    """uvicorn (uvloop, ``protocol``) serving ``app`` on a thread of its own; yields the port."""
+def _served(app: Any, protocol: type[Any], direct: bool = False) -> Iterator[int]:
+    """uvicorn (uvloop, ``protocol``) serving ``app`` on a thread of its own; yields the port.
+    ``direct``: without uvicorn's access log and proxy headers, as ``pykueue serve`` runs, which
+    lets the protocol serve resource requests on its direct path (else the ASGI path serves all)."""
     import threading
 
     import uvicorn
 
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, loop="uvloop", http=protocol, lifespan="on", log_level="error")
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, loop="uvloop", http=protocol, lifespan="on", log_level="error",
+        access_log=not direct, proxy_headers=not direct,
+    )  # fmt: skip
     server = uvicorn.Server(config)
     runner = threading.Thread(target=server.run, daemon=True)
     runner.start()
@@ -200,7 +207,8 @@ def _connect(port: int) -> socket.socket:
     return sock
 
 
-def test_answers_to_a_burst_leave_while_the_rest_of_it_is_handled(tmp_path: Any, monkeypatch: Any) -> None:
+@pytest.mark.parametrize("direct", [False, True], ids=["asgi", "direct"])
+def test_answers_to_a_burst_leave_while_the_rest_of_it_is_handled(tmp_path: Any, monkeypatch: Any, direct: bool) -> None:
     """``pykueue serve``'s stack (uvicorn, the protocol, the application, an on-disk store): a burst
     of writes that arrives in one turn of the loop. Their answers leave as their fsyncs are done,
     from the store's callback, while later requests of the burst are still to be handled; before,
@@ -241,7 +249,7 @@ def test_answers_to_a_burst_leave_while_the_rest_of_it_is_handled(tmp_path: Any,
     burst = 6
     gate = threading.Event()
     try:
-        with _served(app, Recording) as port:
+        with _served(app, Recording, direct) as port:
             socks = [_connect(port) for _ in range(burst)]  # accepted before the burst
             loop = app.hub.loop
             assert loop is not None
@@ -264,7 +272,10 @@ def test_answers_to_a_burst_leave_while_the_rest_of_it_is_handled(tmp_path: Any,
     assert first_answer < last_handled, f"the first request's answer waited for the whole burst: {log}"
 
 
-def test_answers_from_the_durability_callback_wait_for_the_fsync_errors_too(tmp_path: Any, monkeypatch: Any) -> None:
+@pytest.mark.parametrize("direct", [False, True], ids=["asgi", "direct"])
+def test_answers_from_the_durability_callback_wait_for_the_fsync_errors_too(
+    tmp_path: Any, monkeypatch: Any, direct: bool
+) -> None:
     """The callback path keeps durability: with the WAL's fsync held, neither the 201 of a create
     nor the 409 of a second create of the same name (it saw the first) leaves; both do once the
     fsync is done."""
@@ -290,7 +301,7 @@ def test_answers_from_the_durability_callback_wait_for_the_fsync_errors_too(tmp_
     store = Store(str(tmp_path / "store.db"))
     app = APIServerApp(store)
     try:
-        with _served(app, limited_protocol(ConnectionLimits())) as port:
+        with _served(app, limited_protocol(ConnectionLimits()), direct) as port:
             first, second = _connect(port), _connect(port)
             first.settimeout(0.3)
             second.settimeout(0.3)
@@ -318,15 +329,20 @@ def test_answers_from_the_durability_callback_wait_for_the_fsync_errors_too(tmp_
         store.close()
 
 
-def test_a_failure_building_the_answer_in_the_durability_callback_still_answers(tmp_path: Any, monkeypatch: Any) -> None:
+@pytest.mark.parametrize("direct", [False, True], ids=["asgi", "direct"])
+def test_a_failure_building_the_answer_in_the_durability_callback_still_answers(
+    tmp_path: Any, monkeypatch: Any, direct: bool
+) -> None:
     """A bug while the durability callback builds the answer's messages must not leave the request
-    waiting for ever: the request's task answers 500 (a Status), as the coroutine path did."""
+    waiting for ever: the request's task (or the direct path) answers 500 (a Status), as the
+    coroutine path did."""
     from pykueue.apiserver import app as app_module
     from pykueue.apiserver.app import APIServerApp
     from pykueue.apiserver.protocol import ConnectionLimits, limited_protocol
     from pykueue.store import Store
 
-    real = app_module._response_messages
+    target = "_response_headers" if direct else "_response_messages"
+    real = getattr(app_module, target)
     calls = [0]
 
     def first_call_fails(resp: Any) -> Any:
@@ -335,10 +351,10 @@ def test_a_failure_building_the_answer_in_the_durability_callback_still_answers(
             raise RuntimeError("building the answer failed")
         return real(resp)
 
-    monkeypatch.setattr(app_module, "_response_messages", first_call_fails)
+    monkeypatch.setattr(app_module, target, first_call_fails)
     store = Store(str(tmp_path / "store.db"))
     try:
-        with _served(APIServerApp(store), limited_protocol(ConnectionLimits())) as port:
+        with _served(APIServerApp(store), limited_protocol(ConnectionLimits()), direct) as port:
             sock = _connect(port)
             sock.settimeout(10)
             sock.sendall(_lease("answered"))
@@ -392,3 +408,56 @@ def test_send_now_sends_a_whole_response_or_nothing_while_writes_are_paused() ->
 
     asyncio.run(scenario())
     assert results == [False, True]
+
+
+def test_timeouts_are_one_deadline_not_a_timer_per_request_step() -> None:
+    """Each request moves the connection's deadline three times (header, body, idle); a burst of
+    keep-alive requests creates no timer per step, and the deadlines still end the connection:
+    the idle one after the last answer, the header one for a request never finished."""
+    import time
+
+    from uvicorn.config import Config
+    from uvicorn.server import ServerState
+
+    from pykueue.apiserver.protocol import ConnectionLimits, limited_protocol
+
+    timers: list[float] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    async def scenario() -> tuple[float, float]:
+        loop = asyncio.get_running_loop()
+        real_call_at = loop.call_at
+
+        def call_at(when: float, *args: Any, **kwargs: Any) -> Any:  # asyncio's call_later calls it too
+            timers.append(when - loop.time())
+            return real_call_at(when, *args, **kwargs)
+
+        loop.call_at = call_at  # type: ignore[method-assign]
+        config = Config(app, lifespan="off", log_level="error", timeout_keep_alive=1)
+        config.load()
+        limits = ConnectionLimits(idle=1, header=0.5, body=0.5)
+        durations = []
+        for request in (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", b"GET / HTTP/1.1\r\nHost: x\r\n"):
+            protocol = limited_protocol(limits)(config, ServerState(), {}, _loop=loop)
+            ours, theirs = socket.socketpair()
+            await loop.create_connection(lambda: protocol, sock=ours)  # noqa: B023
+            theirs.setblocking(False)
+            if request.endswith(b"\r\n\r\n"):
+                for _ in range(50):
+                    await _get_ok(loop, theirs)
+            else:
+                await loop.sock_sendall(theirs, request)  # headers never finished
+            started = time.monotonic()
+            while await asyncio.wait_for(loop.sock_recv(theirs, 4096), 5):  # until the server closes
+                pass
+            durations.append(time.monotonic() - started)
+            theirs.close()
+        return durations[0], durations[1]
+
+    idle, header = asyncio.run(scenario())
+    assert 0.9 <= idle < 3, idle
+    assert 0.4 <= header < 2.5, header
+    assert len(timers) <= 8, timers  # not 3 per request: 150 for the 50 requests

@@ -97,3 +97,58 @@ def test_a_loop_thread_write_does_not_overtake_one_from_another_thread() -> None
         return [(e.revision, e.object["metadata"]["name"]) for e in sub.drain()]
 
     assert asyncio.run(scenario()) == [(1, "from-thread"), (2, "from-loop")]
+
+
+def test_a_busy_watch_stream_keeps_its_bookmarks_and_timeout_without_a_timer_per_batch(tmp_path: Any) -> None:
+    """A live watch stream wakes for each batch of events, for its bookmarks (every
+    ``bookmark_interval``) and at its timeout; its waits share one timer per wake-up time instead of
+    one timer (and one task) per batch, as ``asyncio.wait_for`` made."""
+    import asyncio
+    import threading
+    import time
+
+    store = Store(str(tmp_path / "store.db"))
+    app = APIServerApp(store, bookmark_interval=0.3)
+    lines: list[dict[str, Any]] = []
+    timers: list[float] = []
+
+    async def scenario() -> float:
+        loop = asyncio.get_running_loop()
+        app.hub.start(loop)
+        app.bootstrap()
+        real_call_later = loop.call_later
+
+        def counting_call_later(delay: float, *args: Any, **kwargs: Any) -> Any:
+            timers.append(delay)
+            return real_call_later(delay, *args, **kwargs)
+
+        loop.call_later = counting_call_later  # type: ignore[method-assign]
+        query = {"watch": ["true"], "allowWatchBookmarks": ["true"], "timeoutSeconds": ["2"]}
+        req = APIRequest("GET", G, "v1beta2", "workloads", namespace="default", query=query)
+        resp = await app.handlers.handle_async(req)
+        started = time.monotonic()
+
+        def writer() -> None:  # on a thread of its own: its pauses make no timers on the loop
+            for i in range(40):
+                _post(app, {**WORKLOAD, "metadata": {"name": f"w{i}", "namespace": "default"}})
+                time.sleep(0.02)
+
+        thread = threading.Thread(target=writer)
+        thread.start()
+        async for chunk in resp.stream:
+            lines.extend(json.loads(line) for line in chunk.splitlines() if line)
+        thread.join()
+        return time.monotonic() - started
+
+    try:
+        elapsed = asyncio.run(scenario())
+    finally:
+        app.hub.close()
+        store.close()
+    added = [e for e in lines if e["type"] == "ADDED"]
+    bookmarks = [e for e in lines if e["type"] == "BOOKMARK"]
+    assert [e["object"]["metadata"]["name"] for e in added] == [f"w{i}" for i in range(40)]
+    assert 1.9 <= elapsed < 4, elapsed  # the timeout ends the stream
+    assert len(bookmarks) >= 3, [e["type"] for e in lines]  # every 0.3 s, also while events flow
+    # the 40 batches made no timers: the bookmarks' and the timeout's did (asyncio.wait_for: one each)
+    assert len(timers) <= len(bookmarks) + 3, (timers, len(bookmarks))

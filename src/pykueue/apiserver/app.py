@@ -45,10 +45,14 @@ MAX_BODY_BYTES = 3 * 1024 * 1024
 ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 BOOTSTRAP_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+"""Methods whose request body the handlers read."""
 USER_SCOPE_KEY = "pykueue.user"
 """ASGI scope key of the authenticated :class:`User` (None: authentication off or a public path)."""
 
 Endpoint = Callable[[Request], Awaitable[Response]]
+Respond = Callable[[int, list[tuple[bytes, bytes]], bytes], None]
+"""Sends a whole response (status, headers, body) on the request's connection (the protocol's)."""
 PodLogLocator = Callable[[Mapping[str, Any]], "Path | None"]
 """The stored Pod -> its log directory (see :mod:`pykueue.apiserver.podlogs`)."""
 
@@ -444,7 +448,7 @@ class APIServerApp:
         try:
             if not self.discovery.has_group_version(req.group, req.version):
                 raise E.path_not_found()
-            if req.method in ("POST", "PUT", "PATCH", "DELETE"):
+            if req.method in BODY_METHODS:
                 req.body = await receive_body(receive, req.headers.get("content-length"))
             if send_now is not None and not self.handlers.runs_on_thread(req):
                 await self._answer_when_durable(req, scope, send_now, send)
@@ -463,22 +467,12 @@ class APIServerApp:
         """Handle ``req`` on the loop and answer it from the store's callback once everything it may
         have seen or written is durable (an error too: a 409 reveals what exists), without waiting
         for the loop's next turn; the task only waits here for the answer to have left."""
-        try:
-            resp = self.handlers.handle_deferred(req)
-        except StatusError as err:
-            resp = APIResponse(err.code, msgspec.json.encode(err.status()))
-        except Exception as err:  # a bug: still a Status
-            resp = _internal_error(req, scope, err)
         left: asyncio.Future[list[Message]] = asyncio.get_running_loop().create_future()
 
-        def answer(error: BaseException | None) -> None:
+        def deliver(resp: APIResponse) -> None:
             messages: list[Message] = []
             try:
-                if error is None:
-                    messages = _response_messages(resp)
-                else:  # the store could not make it durable
-                    failed = error if isinstance(error, StatusError) else E.internal(str(error))
-                    messages = _response_messages(APIResponse(failed.code, msgspec.json.encode(failed.status())))
+                messages = _response_messages(resp)
                 sent = send_now(messages)
             except Exception as err:  # a bug: the task still answers (a 500 when there is nothing to send)
                 log.exception("answering %s %s from the durability callback failed", req.method, scope.get("path"))
@@ -488,6 +482,27 @@ class APIServerApp:
             if not left.done():  # (cancelled: the server is shutting down)
                 left.set_result([] if sent else messages)
 
+        self._handle_durably(req, scope, deliver)
+        for message in await left:  # what send_now could not send (the transport's buffer full)
+            await send(message)
+
+    def _handle_durably(self, req: APIRequest, scope: Scope, deliver: Callable[[APIResponse], None]) -> None:
+        """Handle ``req`` on the loop; ``deliver`` its answer once everything it may have seen or
+        written is durable: from the store's callback, or now when that is already so."""
+        try:
+            resp = self.handlers.handle_deferred(req)
+        except StatusError as err:
+            resp = APIResponse(err.code, msgspec.json.encode(err.status()))
+        except Exception as err:  # a bug: still a Status
+            resp = _internal_error(req, scope, err)
+
+        def answer(error: BaseException | None) -> None:
+            if error is None:
+                deliver(resp)
+            else:  # the store could not make it durable
+                failed = error if isinstance(error, StatusError) else E.internal(str(error))
+                deliver(APIResponse(failed.code, msgspec.json.encode(failed.status())))
+
         try:
             visible = self.store.when_visible(answer)
         except StatusError as err:
@@ -495,8 +510,54 @@ class APIServerApp:
             resp = APIResponse(err.code, msgspec.json.encode(err.status()))
         if visible:
             answer(None)
-        for message in await left:  # what send_now could not send (the transport's buffer full)
-            await send(message)
+
+    def direct(self, scope: Scope, respond: Respond) -> Callable[[bytes], None] | None:
+        """The protocol's path without an ASGI task (:class:`~pykueue.apiserver.protocol.
+        CoalescingHttpToolsProtocol`), taken at the end of the request's headers: a function that
+        serves the request once its whole body is in, answering through ``respond``; None when the
+        ASGI path must serve it (refusals, watches, HEAD, large LISTs, the UI, mounted groups, pod
+        logs, a body of undeclared or too large size, everything outside the resource paths), so
+        every answer but a plain resource request's still comes from :meth:`__call__`.
+
+        The checks are :meth:`__call__`'s, in its order: Host, Origin, authentication and
+        authorization run for every request, here or there."""
+        path: str = scope["path"]
+        if is_ui_path(path) or path == WATCH_PATH or path.endswith("/log"):
+            return None
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        declared = headers.get("content-length")
+        if "transfer-encoding" in headers or (
+            declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES)
+        ):
+            return None  # receive_body reads and limits it (413)
+        try:
+            user = self.guard.check(
+                scope["method"], path, scope.get("scheme", "http"), headers, scope.get("query_string", b"")
+            )
+            scope[USER_SCOPE_KEY] = user
+            req = fast_request(scope, headers)
+        except StatusError:
+            return None
+        if req is None or (self.mounted and path.startswith("/apis/") and path[6:].partition("/")[0] in self.mounted):
+            return None
+        if not self.discovery.has_group_version(req.group, req.version) or self.handlers.runs_on_thread(req):
+            return None
+
+        def deliver(resp: APIResponse) -> None:
+            try:
+                head = _response_headers(resp)
+            except Exception as err:  # a bug: still an answer
+                log.exception("answering %s %s from the durability callback failed", req.method, path)
+                resp = _internal_error(req, scope, err)
+                head = [(b"content-type", b"application/json"), (b"content-length", str(len(resp.body)).encode())]
+            respond(resp.status, head, resp.body)
+
+        def serve(body: bytes) -> None:
+            if req.method in BODY_METHODS:
+                req.body = body
+            self._handle_durably(req, scope, deliver)
+
+        return serve
 
     def build(self) -> Starlette:
         """The Starlette application."""
@@ -827,16 +888,21 @@ def _warning_headers(warnings: Sequence[str]) -> list[tuple[bytes, bytes]]:
     return out
 
 
-def _response_messages(resp: APIResponse) -> list[Message]:
-    """The ASGI messages of a plain (non-streamed) handler result."""
+def _response_headers(resp: APIResponse) -> list[tuple[bytes, bytes]]:
+    """The headers of a plain (non-streamed) handler result."""
     headers = [
         (b"content-type", resp.content_type.encode()),
         (b"content-length", str(len(resp.body)).encode()),
     ]
     if resp.warnings:
         headers += _warning_headers(resp.warnings)
+    return headers
+
+
+def _response_messages(resp: APIResponse) -> list[Message]:
+    """The ASGI messages of a plain (non-streamed) handler result."""
     return [
-        {"type": "http.response.start", "status": resp.status, "headers": headers},
+        {"type": "http.response.start", "status": resp.status, "headers": _response_headers(resp)},
         {"type": "http.response.body", "body": resp.body},
     ]
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, ClassVar
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol, RequestResponseCycle
 
 log = logging.getLogger("pykueue.apiserver")
 
@@ -88,8 +88,25 @@ class CoalescingTransport:
         return getattr(self._transport, name)
 
 
+Respond = Callable[[int, list[tuple[bytes, bytes]], bytes], None]
+DirectServe = Callable[[bytes], None]
+
+
 class CoalescingHttpToolsProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol over a :class:`CoalescingTransport`."""
+    """uvicorn's httptools protocol over a :class:`CoalescingTransport`, with a direct path.
+
+    The direct path: an application with a ``direct(scope, respond)`` method is asked at the end of
+    each request's headers whether it serves the request without ASGI. If it returns a function,
+    no task is started: the body is gathered here, the function is called with it from the parser's
+    callback, and it answers through ``respond`` (status, headers, body: one write). For the API
+    server's plain resource requests this skips the per-request task, the coroutines and futures of
+    ``receive`` and ``send``, and uvicorn's header building; everything about the connection
+    (keep-alive, pipelining, ``Connection: close``, the Date header, timeouts, flow control,
+    shutdown) stays uvicorn's, through the same :class:`RequestResponseCycle` state.
+    """
+
+    _direct: tuple[RequestResponseCycle, DirectServe] | None = None
+    _in_headers = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         """Wrap the connection's transport, then let uvicorn set the connection up."""
@@ -98,15 +115,111 @@ class CoalescingHttpToolsProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         """Give the application a synchronous send for this request (``scope[SEND_NOW]``)."""
-        super().on_headers_complete()
+        self._in_headers = True
+        try:
+            super().on_headers_complete()
+        finally:
+            self._in_headers = False
         cycle = self.cycle
-        if cycle is not None and cycle.scope is self.scope:  # not an upgrade: a cycle of its own
+        direct = self._direct
+        # not an upgrade (a cycle of its own), not served on the direct path
+        if cycle is not None and cycle.scope is self.scope and (direct is None or direct[0] is not cycle):
             self.scope[SEND_NOW] = partial(send_now, cycle)  # type: ignore[literal-required]
+
+    def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
+        """Serve the request on the direct path when the application takes it there, else start
+        uvicorn's task. Only a request that starts at once (not a pipelined one, queued behind an
+        unfinished response), not waiting for ``100 Continue`` (sent by the ASGI ``receive``),
+        and without uvicorn's access log (written by its ``send``)."""
+        prepare = getattr(app, "direct", None)
+        if prepare is not None and self._in_headers and not cycle.waiting_for_100_continue and not cycle.access_log:
+            try:
+                serve = prepare(cycle.scope, partial(self._respond, cycle))
+            except Exception:  # a bug: the ASGI path serves it (and answers a Status)
+                log.exception("choosing the direct path for %s %s failed", cycle.scope["method"], cycle.scope["path"])
+                serve = None
+            if serve is not None:
+                self._direct = (cycle, serve)
+                return
+        super()._start_asgi_task(cycle, app)
+
+    def on_body(self, body: bytes) -> None:
+        """A direct request's body is gathered whole: its declared ``Content-Length`` is within the
+        application's limit (it refuses the direct path otherwise), and no ``receive`` would resume
+        reading once uvicorn paused it."""
+        direct = self._direct
+        cycle = self.cycle
+        if direct is not None and direct[0] is cycle:
+            cycle.body += body
+            return
+        super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        """A direct request is in: serve it."""
+        super().on_message_complete()
+        direct = self._direct
+        if direct is None or direct[0] is not self.cycle:
+            return
+        self._direct = None
+        cycle, serve = direct
+        body = bytes(cycle.body)
+        cycle.body = bytearray()
+        try:
+            serve(body)
+        except Exception:  # a bug: still an answer (exceptions here would make the parser answer 400)
+            log.exception("serving %s %s failed", cycle.scope["method"], cycle.scope["path"])
+            self._respond(cycle, 500, [(b"content-type", b"text/plain; charset=utf-8")], b"Internal Server Error")
+
+    def _respond(self, cycle: RequestResponseCycle, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+        """Send a direct request's whole response in one write, as uvicorn's ``send`` would (its
+        Date header, ``Connection: close`` when the connection is not kept, the close), then
+        complete the cycle (which starts a pipelined request or arms the keep-alive timer).
+        A content length is added when ``headers`` lack one; while writes
+        are paused the response waits for the transport in a task, as uvicorn's ``send`` waits."""
+        if cycle.disconnected or cycle.response_started:
+            return
+        if not any(name == b"content-length" for name, _ in headers):
+            headers = [*headers, (b"content-length", str(len(body)).encode())]
+        if cycle.flow.write_paused:
+            task = self.loop.create_task(self._send_when_drained(cycle, status, headers, body))
+            task.add_done_callback(self.tasks.discard)
+            self.tasks.add(task)
+            return
+        cycle.response_started = True
+        cycle.waiting_for_100_continue = False
+        content = [STATUS_LINE[status]]
+        for name, value in cycle.default_headers:
+            content += (name, b": ", value, b"\r\n")
+        for name, value in headers:
+            content += (name, b": ", value, b"\r\n")
+        if not cycle.keep_alive:
+            content.append(b"connection: close\r\n")
+        content += (b"\r\n", body)
+        cycle.transport.write(b"".join(content))
+        cycle.response_complete = True
+        cycle.message_event.set()
+        if not cycle.keep_alive:
+            cycle.transport.close()
+        cycle.on_response()
+
+    def _after_response(self) -> None:
+        """uvicorn's bookkeeping once a response is complete (the next pipelined request, keep-alive)."""
+        super().on_response_complete()
+
+    async def _send_when_drained(
+        self, cycle: RequestResponseCycle, status: int, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> None:
+        try:
+            await cycle.send({"type": "http.response.start", "status": status, "headers": headers})
+            await cycle.send({"type": "http.response.body", "body": body})
+        except Exception:
+            log.exception("sending the answer to %s %s failed", cycle.scope["method"], cycle.scope["path"])
+            cycle.transport.close()
 
     def on_response_complete(self) -> None:
         """The response is whole: send it now. Flushed at the loop's next turn instead, each answer
         waited behind every callback queued before it (tens of milliseconds under load)."""
-        super().on_response_complete()
+        self._after_response()
         transport: Any = self.transport
         if isinstance(transport, CoalescingTransport):
             transport.flush()
@@ -170,7 +283,9 @@ class LimitedHttpToolsProtocol(CoalescingHttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         """Refuse over the cap (503, logged); otherwise start the header timer."""
-        self._read_timer: asyncio.TimerHandle | None = None
+        self._deadline: float | None = None
+        self._idle = False
+        self._timer: asyncio.TimerHandle | None = None
         self._refused = len(self.connections) >= self.limits.max_connections
         if self._refused:
             self._refuse(transport)
@@ -198,16 +313,20 @@ class LimitedHttpToolsProtocol(CoalescingHttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         """Stop the timers (nothing to do for a refused connection)."""
-        self._disarm()
+        self._deadline = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self._refused:
             return
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        """Bytes after a finished response start the next request's header timer."""
+        """Bytes after a finished response start the next request's header timer (which ends the
+        idle one)."""
         if self._refused:
             return
-        if self._read_timer is None and (self.cycle is None or self.cycle.response_complete):
+        if (self._deadline is None or self._idle) and (self.cycle is None or self.cycle.response_complete):
             self._arm(self.limits.header)
         super().data_received(data)
 
@@ -218,21 +337,56 @@ class LimitedHttpToolsProtocol(CoalescingHttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         """The whole request is in: no read timer while the response is produced (or streamed)."""
-        self._disarm()
+        self._deadline = None
         super().on_message_complete()
 
-    def _arm(self, seconds: float) -> None:
-        self._disarm()
-        self._read_timer = self.loop.call_later(seconds, self._read_timed_out)
+    def _after_response(self) -> None:
+        """uvicorn's ``on_response_complete``, its keep-alive timer being the idle deadline here."""
+        self.server_state.total_requests += 1
+        if self.transport.is_closing():
+            return
+        self._unset_keepalive_if_required()
+        self.flow.resume_reading()
+        if self.pipeline:  # the next pipelined request (already read: no read timer)
+            cycle, app = self.pipeline.pop()
+            self._start_asgi_task(cycle, app)
+        else:
+            self._arm(self.timeout_keep_alive, idle=True)  # (uvicorn's, from --idle-timeout)
 
-    def _disarm(self) -> None:
-        if self._read_timer is not None:
-            self._read_timer.cancel()
-            self._read_timer = None
+    # The timeouts are one deadline per connection, moved by each step of a request, and one timer
+    # that is re-armed only when it fires: a request moves the deadline three times (header, body,
+    # idle), and creating and cancelling a timer for each was a visible part of a small request's
+    # cost. The timer never fires later than the deadline: it is armed at most the shortest
+    # timeout ahead, and every deadline is at least that far ahead when it is set.
+
+    def _arm(self, seconds: float, idle: bool = False) -> None:
+        now = self.loop.time()
+        self._deadline = now + seconds
+        self._idle = idle
+        if self._timer is None:
+            self._timer = self.loop.call_at(now + min(seconds, self._shortest()), self._check_deadline)
+
+    def _shortest(self) -> float:
+        limits = self.limits
+        return min(limits.header, limits.body, self.timeout_keep_alive)
+
+    def _check_deadline(self) -> None:
+        self._timer = None
+        deadline = self._deadline
+        if deadline is None:
+            return  # armed again by the next step that sets a deadline
+        now = self.loop.time()
+        if now < deadline:
+            self._timer = self.loop.call_at(min(deadline, now + self._shortest()), self._check_deadline)
+            return
+        self._deadline = None
+        if self._idle:
+            self.timeout_keep_alive_handler()  # uvicorn's: close, nothing logged
+        else:
+            self._read_timed_out()
 
     def _read_timed_out(self) -> None:
         """A client too slow to send its request (or silent after connecting): drop it."""
-        self._read_timer = None
         log.info("closing a connection from %s: request not received within the timeout", self.client)
         if not self.transport.is_closing():
             self.transport.close()

@@ -346,6 +346,30 @@ def _write_private(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def uvicorn_config(
+    app: Any, host: str, port: int, limits: ConnectionLimits, log_level: str, tls: TLSFiles | None
+) -> uvicorn.Config:
+    """uvicorn's configuration for ``pykueue serve`` (tests serve with the same)."""
+    return uvicorn.Config(
+        app,
+        host=host.strip("[]"),
+        port=port,
+        loop="uvloop",
+        http=limited_protocol(limits),
+        backlog=ACCEPT_BACKLOG,
+        timeout_keep_alive=max(1, round(limits.idle)),
+        lifespan="on",
+        log_level=log_level,
+        access_log=False,  # also what lets the protocol serve resource requests without a task
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+        server_header=False,
+        proxy_headers=False,  # client addresses are not used; saves a middleware per request
+        date_header=True,
+        ssl_certfile=str(tls.cert) if tls else None,
+        ssl_keyfile=str(tls.key) if tls else None,
+    )
+
+
 class APIServer(uvicorn.Server):
     """uvicorn server that reports readiness and ends open watches before shutting down."""
 
@@ -479,24 +503,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
             served_names=sorted(served_names(options.host)),
             bookmark_interval=options.bookmark_interval,
         )
-        config = uvicorn.Config(
-            app,
-            host=options.host.strip("[]"),
-            port=options.port,
-            loop="uvloop",
-            http=limited_protocol(limits),
-            backlog=ACCEPT_BACKLOG,
-            timeout_keep_alive=max(1, round(limits.idle)),
-            lifespan="on",
-            log_level=options.log_level,
-            access_log=False,
-            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
-            server_header=False,
-            proxy_headers=False,  # client addresses are not used; saves a middleware per request
-            date_header=True,
-            ssl_certfile=str(tls.cert) if tls else None,
-            ssl_keyfile=str(tls.key) if tls else None,
-        )
+        config = uvicorn_config(app, options.host, options.port, limits, options.log_level, tls)
 
         stops: list[Callable[[], None]] = []
         starters: list[threading.Thread] = []

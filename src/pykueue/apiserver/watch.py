@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import random
 import threading
 import time
@@ -303,27 +302,43 @@ async def _live(spec: WatchSpec, last: int) -> AsyncIterator[bytes]:
     deadline = time.monotonic() + (spec.timeout if spec.timeout is not None else default_timeout())
     final_bookmark = deadline - BOOKMARK_BEFORE_TIMEOUT
     next_bookmark = min(time.monotonic() + spec.bookmark_interval, final_bookmark)
-    while True:
-        now = time.monotonic()
-        if now >= deadline:
-            return
-        wait_until = min(deadline, next_bookmark) if spec.bookmarks else deadline
-        if not sub.events and not sub.closed and wait_until > now:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(sub.ready.wait(), wait_until - now)
-        events = sub.drain()
-        if events:
-            chunk, last = _encode_batch(spec, events, last)
-            if chunk:
-                yield chunk
-        if sub.closed and not sub.events:
-            return
-        now = time.monotonic()
-        if spec.bookmarks and now >= next_bookmark and not sub.events:
-            last = max(last, sub.hub.last_revision)
-            yield event_line("BOOKMARK", spec.bookmark_object(last, False))
-            upcoming = now + spec.bookmark_interval
-            next_bookmark = final_bookmark if now < final_bookmark < upcoming else upcoming
+    loop = asyncio.get_running_loop()
+    # One timer per wake-up time (the next bookmark or the deadline), kept across the waits for
+    # events: asyncio.wait_for made a task and a timer for every wait, i.e. for every batch.
+    alarm: list[Any] = [None, 0.0]  # [the timer handle (None once fired), the time it wakes at]
+
+    def ring() -> None:
+        alarm[0] = None
+        sub.ready.set()
+
+    try:
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                return
+            wait_until = min(deadline, next_bookmark) if spec.bookmarks else deadline
+            if not sub.events and not sub.closed and wait_until > now:
+                if alarm[0] is None or alarm[1] != wait_until:
+                    if alarm[0] is not None:
+                        alarm[0].cancel()
+                    alarm[0], alarm[1] = loop.call_later(wait_until - now, ring), wait_until
+                await sub.ready.wait()
+            events = sub.drain()
+            if events:
+                chunk, last = _encode_batch(spec, events, last)
+                if chunk:
+                    yield chunk
+            if sub.closed and not sub.events:
+                return
+            now = time.monotonic()
+            if spec.bookmarks and now >= next_bookmark and not sub.events:
+                last = max(last, sub.hub.last_revision)
+                yield event_line("BOOKMARK", spec.bookmark_object(last, False))
+                upcoming = now + spec.bookmark_interval
+                next_bookmark = final_bookmark if now < final_bookmark < upcoming else upcoming
+    finally:
+        if alarm[0] is not None:
+            alarm[0].cancel()
 
 
 def error_event(status: Mapping[str, Any]) -> bytes:
