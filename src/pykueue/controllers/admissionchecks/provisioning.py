@@ -544,8 +544,17 @@ class ProvisioningRequestController(RuntimeComponent):
     def _on_workload(self, change: Change) -> None:
         if change.type in (SYNCED, DELETED):
             return  # deletion: owner references let the garbage collector remove the requests
+        if not self._concerns_us(change.object):
+            # Its reconcile would return at once (_reconcile_workload's first test, on a cache at
+            # least this new); a check or request that makes it ours later queues it again
+            # (_on_check, _on_request). Most Workloads of most clusters: no queue round per change.
+            return
         ns, name = object_key(change.object)
         self.runtime.enqueue(_WORKLOAD, ns, name)
+
+    def _concerns_us(self, cached: Mapping[str, Any]) -> bool:
+        """Whether a cached Workload has a check of this controller or a request to clean up."""
+        return bool(self._relevant_checks(cached) or self.owned_requests(cached))
 
     # -- AdmissionCheck Active condition ---------------------------------------------------------
 
@@ -631,7 +640,7 @@ class ProvisioningRequestController(RuntimeComponent):
 
     def _reconcile_workload(self, namespace: str, name: str) -> float | None:
         cached = self.workloads.get((namespace, name))
-        if cached is None or not (self._relevant_checks(cached) or self.owned_requests(cached)):
+        if cached is None or not self._concerns_us(cached):
             # Nothing of this controller's (no provisioning check, no request to clean up): the
             # cache is at least as new as the change that queued the Workload, so the fresh read
             # below would only cost a round trip per Workload change.
