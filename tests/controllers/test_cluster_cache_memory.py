@@ -41,7 +41,7 @@ def test_workloads_are_cached_once_typed_without_managed_fields(client: InProces
 
         def view() -> tuple[object, ...]:
             a, b = mgr.cluster.workloads["default/a"], mgr.cluster.workloads["default/b"]
-            return (dict(mgr.cluster.raw["workloads"]), [inf._cache for inf in mgr._informers], a, b)
+            return (dict(mgr.cluster.raw["workloads"]), [inf._cache for inf in mgr.informers.values()], a, b)
 
         raw, informer_caches, a, b = mgr.call_in_manager_thread(view)
     finally:
