@@ -112,7 +112,9 @@ class WorkQueue(Generic[K]):
             if current is None or due < current:
                 self._delayed[key] = due
                 heapq.heappush(self._due, (due, next(self._seq), key))
-            self._cond.notify()
+                # Only a new or earlier due time is news to a waiter: the manager asks for the
+                # same queue status refresh for nearly every Workload change it applies.
+                self._cond.notify()
 
     def add_rate_limited(self, key: K) -> float:
         """Re-queue a key whose processing failed, after its backoff; returns the delay."""
