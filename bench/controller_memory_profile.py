@@ -116,7 +116,7 @@ def main() -> None:
         seen: set[int] = set()
         walk([store], seen)  # the store's own objects are not the controllers'
         parts_ = [
-            ("informers", [(inf._cache, inf._versions) for inf in manager._informers]),
+            ("informers", [(inf._cache, inf._versions) for inf in manager.informers.values()]),
             ("cluster.raw", [manager.cluster.raw]),
             ("cluster.workloads", [manager.cluster.workloads]),
             ("core.cache", [manager.cache]),

@@ -241,7 +241,7 @@ def test_the_informers_skip_the_watch_echo_of_the_managers_own_admission(driven:
     version = d.client.get(R.WORKLOADS, "first", "default")["metadata"]["resourceVersion"]
     assert d.mgr.cluster.workloads["default/first"].metadata.resource_version == version
     own = d.mgr.cluster.own_writes
-    assert own is not None and all(inf.own_writes is own for inf in d.mgr._informers)
+    assert own is not None and all(inf.own_writes is own for inf in d.mgr.informers.values())
     assert own.echo(R.WORKLOADS.plural, ("default", "first"), version)
 
 

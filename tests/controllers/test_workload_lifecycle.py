@@ -406,3 +406,25 @@ def test_story_names_the_timer_behind_a_backoff_requeue(env: Env) -> None:
     trail = env.mgr.call_in_manager_thread(lambda: env.mgr.core.story("default/b"))
     backoff = [t for t in trail if t.reason == "BackoffFinished"]
     assert [(t.stimulus, t.outcome) for t in backoff] == [("timer-workload/default/b", "applied")]
+
+
+def test_a_workload_change_asks_for_each_of_its_queues_status_once(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The old and the new version of a changed Workload are in the same queues: one status
+    # refresh request for each (a second one of a key already due sooner changed nothing).
+    setup_queues(env)
+    env.create(R.WORKLOADS, workload("a"))
+    wait(has(env, "a", "Admitted"))
+    requested: list[tuple[str, object]] = []
+    real = env.mgr.cluster.schedule_status
+
+    def recording(kind: str, key: Any) -> None:
+        requested.append((kind, key))
+        real(kind, key)
+
+    monkeypatch.setattr(env.mgr.cluster, "schedule_status", recording)
+    env.patch(R.WORKLOADS, "a", {"metadata": {"labels": {"touched": "yes"}}})
+    wait(lambda: env.mgr.call_in_manager_thread(lambda: "touched" in env.mgr.cluster.workloads["default/a"].metadata.labels))
+    env.mgr.call_in_manager_thread(env.mgr.cluster.deliver_updates)
+    assert requested == [("cq", "cq"), ("lq", "default/lq")]
+    # It still refreshes them: the batch period later, from the manager's timer.
+    assert ("cq", "cq") in env.mgr.work.delayed() and ("lq", "default/lq") in env.mgr.work.delayed()

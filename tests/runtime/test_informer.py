@@ -19,6 +19,7 @@ from pykueue.runtime.informer import (
     SYNCED,
     Change,
     Informer,
+    InformerView,
     OwnWrites,
     strip_managed_fields,
 )
@@ -169,3 +170,70 @@ def test_own_writes_skip_older_versions_and_let_later_ones_through() -> None:
     own.expect("localqueues", key, "15")
     own.forget("workloads")  # a relist delivers every current version anyway
     assert len(own) == 1 and not own.echo("workloads", key, "14")
+
+
+def test_a_view_of_a_shared_informer_sees_every_change_with_its_own_cache(client: InProcessClient) -> None:
+    # controller-runtime's manager shares one informer per kind among its controllers: a second
+    # consumer (the ProvisioningRequest check controller) gets every change of the owner's watch,
+    # the echoes of the owner's own writes included, without a watch of its own.
+    client.create(R.POD_TEMPLATES, pod_template("a"))
+    client.create(R.POD_TEMPLATES, pod_template("b"))
+    owner, other = Sink(), Sink()
+    own = OwnWrites()
+    inf = Informer(client, R.POD_TEMPLATES, owner, transform=strip_managed_fields, cache_objects=False, own_writes=own)
+
+    def labels_only(obj: dict[str, Any]) -> dict[str, Any]:
+        meta = obj["metadata"]
+        return {"metadata": {"name": meta["name"], "namespace": meta["namespace"], "labels": meta.get("labels")}}
+
+    view = InformerView(inf, other, transform=labels_only)
+    inf.start()
+    try:
+        assert view.wait_synced(10) and inf.wait_synced(10)
+        initial = other.after(0)
+        assert [c.type for c in initial] == [ADDED, ADDED, SYNCED]
+        assert [c.object["metadata"]["name"] for c in initial[:2]] == ["a", "b"]
+        assert view.get(("default", "a")) == {"metadata": {"name": "a", "namespace": "default", "labels": {"v": "1"}}}
+        assert sorted(o["metadata"]["name"] for o in view.items()) == ["a", "b"]
+
+        mark_owner, mark = len(owner.after(0)), len(other.after(0))
+        ours = client.patch(R.POD_TEMPLATES, "a", {"metadata": {"labels": {"v": "2"}}}, "default")
+        own.expect(R.POD_TEMPLATES.plural, ("default", "a"), ours["metadata"]["resourceVersion"])
+        client.patch(R.POD_TEMPLATES, "b", {"metadata": {"labels": {"v": "3"}}}, "default")
+        client.delete(R.POD_TEMPLATES, "b", "default")
+        wait(lambda: len(other.after(mark)) == 3)
+        wait(lambda: len(owner.after(mark_owner)) >= 2)
+        time.sleep(0.1)
+        # The owner applied its own write already: it sees only b's change and deletion.
+        assert [(c.type, c.object["metadata"]["name"]) for c in owner.after(mark_owner)] == [
+            (MODIFIED, "b"),
+            (DELETED, "b"),
+        ]
+        # The view sees all three, with the previous state from its own cache, in its own shape.
+        echo, modified, deleted = other.after(mark)
+        assert (echo.type, echo.old, echo.new) == (
+            MODIFIED,
+            {"metadata": {"name": "a", "namespace": "default", "labels": {"v": "1"}}},
+            {"metadata": {"name": "a", "namespace": "default", "labels": {"v": "2"}}},
+        )
+        assert (modified.type, modified.old and modified.old["metadata"]["labels"]) == (MODIFIED, {"v": "1"})
+        assert (deleted.type, deleted.new, deleted.object["metadata"]["labels"]) == (DELETED, None, {"v": "3"})
+        assert [o["metadata"]["name"] for o in view.items()] == ["a"]
+    finally:
+        inf.stop()
+
+    # A relist (a watch too old) reports the differences to the view as well.
+    client.create(R.POD_TEMPLATES, pod_template("c"))
+    client.delete(R.POD_TEMPLATES, "a", "default")
+    mark = len(other.after(0))
+    inf._relist()
+    changes = other.after(mark)
+    assert [(c.type, c.object["metadata"]["name"]) for c in changes] == [(DELETED, "a"), (ADDED, "c")]
+    assert changes[0].object["metadata"]["labels"] == {"v": "2"}, "the last state the view held"
+    assert [o["metadata"]["name"] for o in view.items()] == ["c"]
+
+    # Handlers are added before the informer runs, and only to one that keeps no objects.
+    with pytest.raises(RuntimeError, match="before start"):
+        InformerView(inf, other)
+    with pytest.raises(ValueError, match="keeps no objects"):
+        InformerView(Informer(client, R.POD_TEMPLATES, owner), other)

@@ -136,30 +136,27 @@ def build_components(
     out: list[Any] = []
     if controllers:
         cfg = load_config_file(str(args.config)) if args.config else load_config(None)
-        extra: list[Any] = []
-        try:
-            from pykueue.controllers.admissionchecks.provisioning import ProvisioningCheckController
-        except ImportError:  # pragma: no cover - shipped with the package
-            ProvisioningCheckController = None  # type: ignore[assignment,misc]
-        if ProvisioningCheckController is not None:
-            extra.append(ProvisioningCheckController(client, clock=clock))
         from pykueue.metrics import from_config as metrics_from_config
 
         options = ControllerOptions.from_config(cfg)
         if getattr(args, "max_writes_in_flight", None) is not None:
             options.max_writes_in_flight = args.max_writes_in_flight
-        out.append(
-            ControllerManager(
-                client,
-                options,
-                clock=clock,
-                components=extra,
-                metrics=metrics_from_config(cfg),
-                event_client=_apply_client_connection(
-                    client, cfg, unthrottled=getattr(args, "no_default_rate_limit", False)
-                ),
-            )
+        manager = ControllerManager(
+            client,
+            options,
+            clock=clock,
+            metrics=metrics_from_config(cfg),
+            event_client=_apply_client_connection(client, cfg, unthrottled=getattr(args, "no_default_rate_limit", False)),
         )
+        try:
+            from pykueue.controllers.admissionchecks.provisioning import ProvisioningCheckController
+        except ImportError:  # pragma: no cover - shipped with the package
+            ProvisioningCheckController = None  # type: ignore[assignment,misc]
+        if ProvisioningCheckController is not None:
+            # On the manager's informers: one Workload watch for the whole process (upstream's
+            # controllers share the manager's cache).
+            manager.add(ProvisioningCheckController(client, clock=clock, informers=manager.informers))
+        out.append(manager)
     if run_jobs:
         from pykueue.controllers.jobrunner import JobRunner
         from pykueue.controllers.podruntime import ContainerRuntime

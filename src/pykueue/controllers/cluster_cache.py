@@ -25,7 +25,7 @@ from typing import Any
 
 import msgspec
 
-from pykueue.api.conversion import to_internal
+from pykueue.api.conversion import internal_version, to_internal
 from pykueue.api.kueue import (
     AdmissionCheck,
     ClusterQueue,
@@ -208,7 +208,7 @@ class ClusterCache:
             return  # our own write, already applied (or an older version)
         if old is None:
             self._report_unmodelled(change.resource, obj)
-        wl = _typed(obj, Workload)
+        wl = _typed_workload(obj)
         if old is not None and wl.metadata.generation and wl.metadata.generation == old.metadata.generation:
             # The spec changes only with the generation: a status or metadata update keeps the
             # cached spec object, so the core reuses the pod sets it computed from it (and the
@@ -462,8 +462,7 @@ class ClusterCache:
         assert wl is not None
         key = workload_key(wl)
         self.mark(WORKLOAD, key)
-        self._status_touched(old)
-        self._status_touched(new)
+        self._status_touched(old, new)
         for ref in wl.metadata.owner_references:
             if ref.kind == "Job":
                 self.mark(JOB, (wl.metadata.namespace, ref.name))
@@ -481,15 +480,25 @@ class ClusterCache:
                 if ref.kind == "Job":
                     self.mark(JOB, (wl.metadata.namespace, ref.name))
 
-    def _status_touched(self, wl: Workload | None) -> None:
-        """A workload change refreshes its queues' status within the batch period (``UpdatesBatchPeriod``)."""
-        if wl is None:
-            return
-        cq = self.cluster_queue_of(wl)
-        if cq:
-            self.schedule_status(CLUSTER_QUEUE, cq)
-        if wl.spec.queue_name:
-            self.schedule_status(LOCAL_QUEUE, f"{wl.metadata.namespace}/{wl.spec.queue_name}")
+    def _status_touched(self, old: Workload | None, new: Workload | None) -> None:
+        """A workload change refreshes its queues' status within the batch period (``UpdatesBatchPeriod``).
+
+        The queues of both versions, each once: the old and new version are nearly always in the
+        same ones, and a second request of a key already due sooner changes nothing (it was half
+        of the manager's 100,000 work-queue delays a run of bench/large-scale-20.yaml)."""
+        touched: list[tuple[str, str]] = []
+        for wl in (old, new):
+            if wl is None:
+                continue
+            cq = self.cluster_queue_of(wl)
+            if cq and (CLUSTER_QUEUE, cq) not in touched:
+                touched.append((CLUSTER_QUEUE, cq))
+            if wl.spec.queue_name:
+                lq = (LOCAL_QUEUE, f"{wl.metadata.namespace}/{wl.spec.queue_name}")
+                if lq not in touched:
+                    touched.append(lq)
+        for kind, key in touched:
+            self.schedule_status(kind, key)
 
     def _cluster_queues_changed(self) -> None:
         """Flavors, checks, cohorts or CQs changed: activity, status and parked workloads."""
@@ -581,6 +590,27 @@ def _deleted_before(deleted: dict[str, Any], cached: str) -> bool:
 def _typed(obj: dict[str, Any], cls: type[Any]) -> Any:
     typed, _ = to_internal(obj)
     assert isinstance(typed, cls)
+    return typed
+
+
+# The very string to_internal sets (msgspec's omit_defaults tells a default apart by identity).
+_WORKLOAD_API_VERSION = internal_version("Workload")
+
+
+def _typed_workload(obj: dict[str, Any]) -> Workload:
+    """:func:`_typed` for a Workload the cache owns (:func:`compact`'s fresh copy, kept nowhere else).
+
+    ``to_internal`` deep-copies its input before converting it, so that a conversion between
+    versions cannot change the caller's dict; a v1beta2 object needs no conversion, and this one
+    is not the caller's to protect: the copy was 85 % of decoding every Workload change and write
+    answer. The same ``msgspec.convert`` of the same values makes the same object; an invalid
+    object goes through ``to_internal`` for its error naming the field."""
+    if obj.get("apiVersion") == _WORKLOAD_API_VERSION and obj.get("kind") == "Workload":
+        try:
+            return msgspec.convert({**obj, "apiVersion": _WORKLOAD_API_VERSION}, Workload)
+        except msgspec.ValidationError:
+            pass
+    typed: Workload = _typed(obj, Workload)
     return typed
 
 

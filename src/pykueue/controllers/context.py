@@ -173,16 +173,18 @@ class ReconcileContext:
         self._deferred.setdefault(obj, set()).add(item)
         return True
 
-    def write_status_pipelined(self, res: Resource, obj: dict[str, Any], item: WorkKey) -> None:
+    def write_status_pipelined(self, res: Resource, typed: Any, item: WorkKey) -> None:
         """A status write off the manager thread, for a status the reconciler ``item`` recomputes
         from the caches (queue and cohort status): nothing waits for it. Its completion writes the
         result through; a failure (a Conflict: the watch is bringing a newer version) retries
-        ``item`` after its backoff, as a failed reconcile would be."""
+        ``item`` after its backoff, as a failed reconcile would be. ``typed`` (the object with its
+        new status) is encoded only when the write is sent: most such writes found no free slot
+        and were encoded for nothing (≈ 15,000 of 17,800 on bench/large-scale-20.yaml)."""
         if self.writes is None:
-            self.write(res, obj, subresource="status")
+            self.write(res, to_external(typed), subresource="status")
             return
-        meta = obj.get("metadata") or {}
-        key = (res.plural, meta.get("namespace") or "", meta.get("name") or "")
+        meta = typed.metadata
+        key = (res.plural, meta.namespace or "", meta.name or "")
         if self.writes.busy(key):  # the manager defers such reconciles: never two writes in flight
             raise Conflict(409, "Conflict", f"{res.plural} {key[2]}: a status write is still in flight")
         def done(out: dict[str, Any] | None, err: Exception | None) -> None:
@@ -195,7 +197,9 @@ class ReconcileContext:
                     log.warning("writing %s %s status: %s; retrying in %.1fs", res.plural, key[2], err, delay)
             self._resume(key)
 
-        if not self._submit_status(key, res, obj, done, background=True):
+        if not self.writes.background_slot_free(key) or not self._submit_status(
+            key, res, to_external(typed), done, background=True
+        ):
             # The write slots queue-status writes may use are taken: the status is recomputed
             # and written a batch period later instead of holding up the manager thread
             # (upstream's queue status reconcilers run on their own workers, never on the

@@ -25,7 +25,7 @@ from typing import Any, Generic, TypeVar
 
 from pykueue.api.kueue import Workload
 from pykueue.api.meta import to_time
-from pykueue.client.interface import APIError, Client, Conflict, NotFound
+from pykueue.client.interface import APIError, Client, Conflict, NotFound, Resource
 from pykueue.controllers.cluster_cache import (
     CHECK,
     CLUSTER_QUEUE,
@@ -169,12 +169,15 @@ class ControllerManager:
         # ClusterCache is the only copy of the objects: the informers keep their resourceVersions only,
         # and skip the watch events of versions the cache applied from our own writes' answers.
         self.cluster.own_writes = OwnWrites()
-        self._informers = [
-            Informer(
+        self.informers: dict[Resource, Informer] = {
+            res: Informer(
                 client, res, self._observed, transform=compact, cache_objects=False, own_writes=self.cluster.own_writes
             )
             for res in WATCHED
-        ]
+        }
+        """The manager's informers, one per watched collection: components built on them
+        (``ControllerRuntime(shared=...)``) share their watches, as controller-runtime's manager
+        shares one informer per kind among all its controllers (``mgr.GetCache()``)."""
         self._unsynced = {res.plural for res in WATCHED}
         self._initial: list[Change] = []
         self._stop = threading.Event()
@@ -194,13 +197,21 @@ class ControllerManager:
 
     def start(self) -> None:
         """Start informers, the manager thread and (when leading) the extra components."""
-        for inf in self._informers:
+        for inf in self.informers.values():
             inf.start()
         self._thread = threading.Thread(target=self._run, name="kueue-manager", daemon=True)
         self._thread.start()
         if self._leading.is_set():
             for comp in self.components:
                 comp.start()
+
+    def add(self, component: Any) -> None:
+        """Run ``component`` with the manager (controller-runtime's ``mgr.Add``): started when the
+        manager leads, stopped with it. Before :meth:`start`; a component built on
+        :attr:`informers` must be added to the manager that owns them."""
+        if self._thread is not None:
+            raise RuntimeError("add() must be called before start()")
+        self.components.append(component)
 
     def follow(self) -> None:
         """Before :meth:`start`: watch and keep the caches and queues, but reconcile, schedule, write
@@ -229,7 +240,7 @@ class ControllerManager:
             for comp in reversed(self.components):
                 comp.stop()
         self._stop.set()
-        for inf in self._informers:
+        for inf in self.informers.values():
             inf.stop()
         if self._thread is not None:
             self._thread.join(timeout=10)

@@ -52,7 +52,7 @@ class QueueControllers:
     def _write_status(self, res: Resource, typed: Any, item: WorkKey) -> None:
         """A status summary recomputed from the caches: sent off the manager thread (nothing here
         depends on its answer; a failure retries the reconcile)."""
-        self.ctx.write_status_pipelined(res, to_external(typed), item)
+        self.ctx.write_status_pipelined(res, typed, item)
 
     def _set_finalizer(self, res: Resource, typed: Any, present: bool) -> bool:
         finalizers = list(typed.metadata.finalizers)

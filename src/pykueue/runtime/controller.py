@@ -3,7 +3,9 @@
 A :class:`ControllerRuntime` owns informers (list + watch through the
 :class:`~pykueue.client.interface.Client`, see :mod:`pykueue.runtime.informer`) whose changes
 are mapped to *keys* ``(kind, namespace, name)`` by handlers, and a single worker thread that
-hands each key to the reconciler registered for its kind. As in controller-runtime:
+hands each key to the reconciler registered for its kind. Given ``shared`` informers (the
+controller manager's), it watches those collections through them instead of opening watches of
+its own (:class:`~pykueue.runtime.informer.InformerView`). As in controller-runtime:
 
 * a key queued several times before it is processed is processed once;
 * a key re-queued while it is being processed is processed again afterwards, never concurrently;
@@ -28,13 +30,13 @@ import itertools
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 from pykueue.client.interface import Client, Conflict, NotFound, Resource
 from pykueue.runtime.clock import Clock, system_clock
-from pykueue.runtime.informer import Change, Informer, Transform
+from pykueue.runtime.informer import Change, Informer, InformerView, Transform
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +112,9 @@ class WorkQueue(Generic[K]):
             if current is None or due < current:
                 self._delayed[key] = due
                 heapq.heappush(self._due, (due, next(self._seq), key))
-            self._cond.notify()
+                # Only a new or earlier due time is news to a waiter: the manager asks for the
+                # same queue status refresh for nearly every Workload change it applies.
+                self._cond.notify()
 
     def add_rate_limited(self, key: K) -> float:
         """Re-queue a key whose processing failed, after its backoff; returns the delay."""
@@ -254,12 +258,16 @@ class ControllerRuntime:
         name: str,
         clock: Clock = system_clock,
         poll_interval: float = 0.2,
+        shared: Mapping[Resource, Informer] | None = None,
     ) -> None:
         self.client = client
         self.name = name
         self.clock = clock
         self.queue: WorkQueue[Key] = WorkQueue(clock, poll_interval)
-        self._informers: list[Informer] = []
+        # Informers of another owner (the controller manager's), one per collection it watches in
+        # the whole cluster: this runtime's watches of those collections go through them.
+        self.shared: Mapping[Resource, Informer] = shared or {}
+        self._informers: list[Informer | InformerView] = []
         self._reconcilers: dict[str, Reconciler] = {}
         self._thread: threading.Thread | None = None
         self._started = False
@@ -268,10 +276,11 @@ class ControllerRuntime:
 
     def informer(
         self, resource: Resource, handler: Handler, namespace: str | None = None, transform: Transform | None = None
-    ) -> Informer:
+    ) -> Informer | InformerView:
         """Watch ``resource``; ``handler`` runs in the informer's thread for each change and
         should only read caches and :meth:`enqueue` keys. ``transform`` is applied to every object
-        before it is cached (client-go's ``SetTransform``)."""
+        before it is cached (client-go's ``SetTransform``). A collection watched cluster-wide by
+        a ``shared`` informer is read through it (a view with its own cache), not watched again."""
 
         def sink(change: Change) -> None:
             try:
@@ -279,7 +288,12 @@ class ControllerRuntime:
             except Exception:  # a bad handler must not kill the informer thread
                 log.exception("%s: handler for %s failed", self.name, resource.plural)
 
-        inf = Informer(self.client, resource, sink, namespace, transform=transform)
+        owner = self.shared.get(resource) if namespace is None else None
+        inf: Informer | InformerView
+        if owner is not None:
+            inf = InformerView(owner, sink, transform=transform)
+        else:
+            inf = Informer(self.client, resource, sink, namespace, transform=transform)
         self._informers.append(inf)
         if self._started:
             inf.start()

@@ -15,6 +15,11 @@ resourceVersion (enough to report a relist's differences); then ``get``/``items`
 available, MODIFIED changes carry no ``old`` and DELETED ones the deleted object as last seen in the
 watch (or, after a relist, a tombstone with its namespace, name and resourceVersion, as client-go's
 ``DeletedFinalStateUnknown`` stands for an object whose final state was missed).
+
+One informer per collection serves every controller of a process, as controller-runtime's manager
+shares one informer per kind among its controllers (one watch, one decode per event): further
+consumers register with :meth:`Informer.add_handler`, usually through an :class:`InformerView`,
+which keeps its own transformed cache and reports changes as a caching informer of its own would.
 """
 
 from __future__ import annotations
@@ -178,6 +183,21 @@ class Informer:
         self._synced = threading.Event()
         self._watch: Watch | None = None
         self._thread: threading.Thread | None = None
+        self._handlers: list[Sink] = []
+
+    def add_handler(self, sink: Sink) -> None:
+        """Also deliver every change to ``sink`` (client-go ``SharedInformer.AddEventHandler``).
+
+        Before :meth:`start` only, and only on an informer that keeps no objects. ``sink`` gets
+        each change as the informer decoded it: untransformed, including the echoes of the
+        primary consumer's own writes that :class:`OwnWrites` keeps from the primary sink,
+        MODIFIED changes without ``old``, DELETED ones with the final state (or a relist's
+        tombstone), and SYNCED after the initial list. It runs on the informer's thread."""
+        if self.cache_objects:
+            raise ValueError(f"informer {self.resource.plural}: handlers only on an informer that keeps no objects")
+        if self._thread is not None:
+            raise RuntimeError(f"informer {self.resource.plural} already started: add handlers before start()")
+        self._handlers.append(sink)
 
     # -- reading the cache (any thread) ---------------------------------------------------------
 
@@ -264,29 +284,44 @@ class Informer:
             self.own_writes.forget(self.resource.plural)
         fresh: dict[ObjectKey, str] = {}
         changes: list[Change] = []
+        decoded: list[Change] = []  # the same changes untransformed, for the added handlers
         old = self._versions
-        for obj in items:
-            if self.transform is not None:
-                obj = self.transform(obj)
+        for raw in items:
+            obj = raw if self.transform is None else self.transform(raw)
             key = object_key(obj)
             version = fresh[key] = resource_version(obj)
             prev = old.get(key)
-            if prev is None:
-                changes.append(Change(self.resource, ADDED, None, obj))
-            elif prev != version:
-                changes.append(Change(self.resource, MODIFIED, None, obj))
+            if prev is None or prev != version:
+                type_ = ADDED if prev is None else MODIFIED
+                changes.append(Change(self.resource, type_, None, obj))
+                if self._handlers:
+                    decoded.append(Change(self.resource, type_, None, raw))
         del items  # the changes hold the objects now; the list itself need not outlive them
         with self._lock:
             self._versions = fresh
         for key, version in old.items():
             if key not in fresh:
-                self.sink(Change(self.resource, DELETED, _tombstone(self.resource, key, version), None))
+                gone = Change(self.resource, DELETED, _tombstone(self.resource, key, version), None)
+                self.sink(gone)
+                self._fan_out(gone)
         for change in changes:
             self.sink(change)
+        for change in decoded:
+            self._fan_out(change)
         if not self._synced.is_set():
             self._synced.set()
-            self.sink(Change(self.resource, SYNCED, None, None))
+            synced = Change(self.resource, SYNCED, None, None)
+            self.sink(synced)
+            self._fan_out(synced)
         return rv
+
+    def _fan_out(self, change: Change) -> None:
+        """Hand ``change`` to the added handlers (a failing one must not starve the others)."""
+        for handler in self._handlers:
+            try:
+                handler(change)
+            except Exception:
+                log.exception("informer %s: a handler failed", self.resource.plural)
 
     def _watch_from(self, rv: str) -> str:
         w = self.client.watch(self.resource, rv, self.namespace)
@@ -306,9 +341,13 @@ class Informer:
                         if own.echo(plural, key, version):
                             # The consumer applied this version from its write's answer: no
                             # transform, no hand-off to its thread (client-go would deliver it and
-                            # the manager drop it as not newer than its cache).
+                            # the manager drop it as not newer than its cache). The other handlers
+                            # have not seen it.
                             with self._lock:
+                                known = key in self._versions
                                 self._versions[key] = version
+                            if self._handlers:
+                                self._fan_out(Change(self.resource, MODIFIED if known else ADDED, None, ev.object))
                             rv = version or rv
                             if self._stop.is_set():
                                 break
@@ -319,7 +358,10 @@ class Informer:
                 if self.cache_objects:
                     self._deliver(ev.type, key, obj)
                 else:
-                    self._deliver_version(ev.type, key, obj)
+                    type_ = self._deliver_version(ev.type, key, obj)
+                    if self._handlers:
+                        self._fan_out(Change(self.resource, type_, ev.object if type_ == DELETED else None,
+                                             None if type_ == DELETED else ev.object))  # fmt: skip
                 if self._stop.is_set():
                     break
         finally:
@@ -339,7 +381,8 @@ class Informer:
         else:
             self.sink(Change(self.resource, ADDED if prev is None else MODIFIED, prev, obj))
 
-    def _deliver_version(self, type_: str, key: ObjectKey, obj: dict[str, Any]) -> None:
+    def _deliver_version(self, type_: str, key: ObjectKey, obj: dict[str, Any]) -> str:
+        """Deliver a watched change; returns its type as delivered."""
         with self._lock:
             if type_ == DELETED:
                 self._versions.pop(key, None)
@@ -349,5 +392,67 @@ class Informer:
                 self._versions[key] = resource_version(obj)
         if type_ == DELETED:
             self.sink(Change(self.resource, DELETED, obj, None))  # the final state, as the watch saw it
+            return DELETED
+        delivered = MODIFIED if known else ADDED
+        self.sink(Change(self.resource, delivered, None, obj))
+        return delivered
+
+
+class InformerView:
+    """One consumer's share of another owner's :class:`Informer` (controller-runtime's shared cache).
+
+    It registers with :meth:`Informer.add_handler`, applies its own ``transform`` to each decoded
+    object, keeps the results by key and hands ``sink`` the changes a caching :class:`Informer` of
+    its own would: ADDED for a key it does not hold, MODIFIED with the previous cached object,
+    DELETED with the last cached object (the final state when it held none), SYNCED once. The
+    owner starts and stops the informer; :meth:`start` and :meth:`stop` here do nothing, so a
+    component treats a view and an informer alike."""
+
+    def __init__(self, informer: Informer, sink: Sink, *, transform: Transform | None = None) -> None:
+        self.informer = informer
+        self.resource = informer.resource
+        self.sink = sink
+        self.transform = transform
+        self._cache: dict[ObjectKey, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+        self._synced = threading.Event()
+        informer.add_handler(self._on_change)
+
+    def get(self, key: ObjectKey) -> dict[str, Any] | None:
+        """The cached object (not a copy: do not mutate)."""
+        with self._lock:
+            return self._cache.get(key)
+
+    def items(self) -> list[dict[str, Any]]:
+        """Every cached object."""
+        with self._lock:
+            return list(self._cache.values())
+
+    def wait_synced(self, timeout: float | None = None) -> bool:
+        """Block until the informer's initial list has been delivered here."""
+        return self._synced.wait(timeout)
+
+    def start(self) -> None:
+        """Nothing: the informer's owner runs it."""
+
+    def stop(self) -> None:
+        """Nothing: the informer's owner stops it."""
+
+    def _on_change(self, change: Change) -> None:
+        if change.type == SYNCED:
+            if not self._synced.is_set():
+                self._synced.set()
+                self.sink(change)
+            return
+        obj = change.object if self.transform is None else self.transform(change.object)
+        key = object_key(obj)
+        with self._lock:
+            prev = self._cache.get(key)
+            if change.type == DELETED:
+                self._cache.pop(key, None)
+            else:
+                self._cache[key] = obj
+        if change.type == DELETED:
+            self.sink(Change(self.resource, DELETED, prev if prev is not None else obj, None))
         else:
-            self.sink(Change(self.resource, MODIFIED if known else ADDED, None, obj))
+            self.sink(Change(self.resource, ADDED if prev is None else MODIFIED, prev, obj))

@@ -130,6 +130,21 @@ class WritePipeline(Generic[_T]):
         self._send(_Write(key, write, done, (self._slots, self._background)))
         return True
 
+    def background_slot_free(self, key: Hashable) -> bool:
+        """Whether :meth:`try_submit_async` of ``key`` would send it now. Only the owner takes
+        slots (the loop only frees them), so a True answer holds until the owner submits: a write
+        that would be refused need not be built (a queue status encoded for nothing)."""
+        self._check(key)
+        if not self._background.acquire(blocking=False):
+            return False
+        try:
+            if not self._slots.acquire(blocking=False):
+                return False
+            self._slots.release()
+            return True
+        finally:
+            self._background.release()
+
     def submit(self, key: Hashable, write: Callable[[], _T], done: Completion[_T]) -> None:
         """Send the blocking ``write()`` on a worker thread (clients without async verbs); the owner
         runs ``done`` once it ended. ``key`` must not be busy."""

@@ -732,3 +732,36 @@ def test_workload_cache_keeps_only_the_key_and_the_check_states(env: Env) -> Non
     # Still acting on the check: the request's Provisioned condition makes the check Ready.
     env.set_request_conditions("wl-prov-1", ("Provisioned", "True", "ok"))
     env.wait_state("wl", "Ready")
+
+
+def test_workloads_without_a_check_of_this_controller_are_not_queued(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Workload change the reconcile would drop at once (no provisioning check, no request to
+    clean up) does not go through the work queue: most Workloads of most clusters (fails when
+    every Workload change queues a reconcile); the check still acts once it names one."""
+    reconciled: list[str] = []
+    real = ProvisioningRequestController._reconcile_workload
+
+    def counting(self: ProvisioningRequestController, namespace: str, name: str) -> float | None:
+        reconciled.append(name)
+        return real(self, namespace, name)
+
+    monkeypatch.setattr(env.controller.runtime, "_reconcilers", {**env.controller.runtime._reconcilers})
+    env.controller.runtime.register("workload", lambda ns, n: counting(env.controller, ns, n))
+    env.config()
+    env.check()
+    env.client.create(r.ADMISSION_CHECKS, t.admission_check("foreign", "example.com/other"))
+    env.workload("plain")
+    env.workload("foreign-only")
+    env.reserve("plain", checks=())
+    env.reserve("foreign-only", checks=("foreign",))
+    t.wait_for(lambda: (env.controller.workloads.get((NS, "foreign-only")) or {}).get("status"))
+    t.wait_for(lambda: env.controller.runtime.queue.idle())
+    time.sleep(0.1)
+    assert reconciled == []
+    # A Workload with the provisioning check is reconciled and gets its request.
+    env.workload("wl")
+    env.reserve("wl")
+    env.wait_request("wl-prov-1")
+    assert set(reconciled) == {"wl"}

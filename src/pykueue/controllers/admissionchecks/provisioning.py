@@ -43,10 +43,18 @@ from pykueue.api.feature_gates import FeatureGates
 from pykueue.api.meta import controller_of
 from pykueue.checks import states as st
 from pykueue.client import resources as r
-from pykueue.client.interface import AlreadyExists, APIError, Client, NotFound
+from pykueue.client.interface import AlreadyExists, APIError, Client, NotFound, Resource
 from pykueue.runtime.clock import Clock, system_clock
 from pykueue.runtime.controller import ControllerRuntime, RuntimeComponent, update_status
-from pykueue.runtime.informer import DELETED, MODIFIED, SYNCED, Change, object_key, strip_managed_fields
+from pykueue.runtime.informer import (
+    DELETED,
+    MODIFIED,
+    SYNCED,
+    Change,
+    Informer,
+    object_key,
+    strip_managed_fields,
+)
 from pykueue.runtime.recorder import NORMAL, WARNING, EventRecorder
 
 log = logging.getLogger(__name__)
@@ -449,7 +457,10 @@ class ProvisioningRequestController(RuntimeComponent):
     """The ``kueue.x-k8s.io/provisioning-request`` admission check controller (component).
 
     ``start()`` starts its informers and worker thread; ``stop()`` stops and joins them.
-    ``gates`` supplies ``CleanupProvisioningRequestsOnEviction`` (default on).
+    ``gates`` supplies ``CleanupProvisioningRequestsOnEviction`` (default on). ``informers``: the
+    controller manager's (:attr:`pykueue.controllers.manager.ControllerManager.informers`); the
+    collections they watch (Workloads, AdmissionChecks) are read through them, as upstream's
+    controller is built on the manager's shared cache, instead of being watched and decoded again.
     """
 
     def __init__(
@@ -459,13 +470,14 @@ class ProvisioningRequestController(RuntimeComponent):
         *,
         gates: FeatureGates | None = None,
         poll_interval: float = 0.2,
+        informers: Mapping[Resource, Informer] | None = None,
     ) -> None:
         self.client = client
         self.clock = clock
         self.gates = gates if gates is not None else FeatureGates()
         self.recorder = EventRecorder(client, CONTROLLER_NAME, clock)
         self.runtime = ControllerRuntime(
-            client, name="provisioning", clock=clock, poll_interval=poll_interval
+            client, name="provisioning", clock=clock, poll_interval=poll_interval, shared=informers
         )
         # Cached without managedFields, as Kueue's manager caches everything (pkg/config/config.go
         # sets Cache.DefaultTransform = ctrlcache.TransformStripManagedFields()): they are most of a
@@ -532,8 +544,17 @@ class ProvisioningRequestController(RuntimeComponent):
     def _on_workload(self, change: Change) -> None:
         if change.type in (SYNCED, DELETED):
             return  # deletion: owner references let the garbage collector remove the requests
+        if not self._concerns_us(change.object):
+            # Its reconcile would return at once (_reconcile_workload's first test, on a cache at
+            # least this new); a check or request that makes it ours later queues it again
+            # (_on_check, _on_request). Most Workloads of most clusters: no queue round per change.
+            return
         ns, name = object_key(change.object)
         self.runtime.enqueue(_WORKLOAD, ns, name)
+
+    def _concerns_us(self, cached: Mapping[str, Any]) -> bool:
+        """Whether a cached Workload has a check of this controller or a request to clean up."""
+        return bool(self._relevant_checks(cached) or self.owned_requests(cached))
 
     # -- AdmissionCheck Active condition ---------------------------------------------------------
 
@@ -619,7 +640,7 @@ class ProvisioningRequestController(RuntimeComponent):
 
     def _reconcile_workload(self, namespace: str, name: str) -> float | None:
         cached = self.workloads.get((namespace, name))
-        if cached is None or not (self._relevant_checks(cached) or self.owned_requests(cached)):
+        if cached is None or not self._concerns_us(cached):
             # Nothing of this controller's (no provisioning check, no request to clean up): the
             # cache is at least as new as the change that queued the Workload, so the fresh read
             # below would only cost a round trip per Workload change.
