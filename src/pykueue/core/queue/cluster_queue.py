@@ -128,7 +128,7 @@ class PendingClusterQueue:
         self.namespace_selector: LabelSelector | None = None
         self.afs_usage: AfsUsage | None = None
         self._afs_hook = afs_usage
-        self.active: KeyedHeap[str, PendingEntry] = KeyedHeap(self._order)
+        self.active: KeyedHeap[str, PendingEntry] = KeyedHeap(self._order, flat=True)
         self.inadmissible: dict[str, PendingEntry] = {}
         self.inflight: dict[str, PendingEntry] = {}
         self.pop_cycle = 0
