@@ -11,13 +11,22 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from builders import build, cluster_queue, flavor, flavor_quotas, info, options, pod_set, workload
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+from strategies import Scenario, scenario
 
 from pykueue.api.feature_gates import DEFAULT_FEATURE_GATES
 from pykueue.api.meta import to_time
 from pykueue.api.podspec import per_pod_integer_requests
+from pykueue.core.cache.cache import ClusterQueueState
+from pykueue.core.cache.snapshot import Snapshot
 from pykueue.core.quota.tree import add_usage_map, remove_usage_map
+from pykueue.core.scheduler.flavorassigner.assigner import assign_flavors
+from pykueue.core.scheduler.flavorassigner.assignment import PreemptionMode
 from pykueue.core.workload import admissibility
 from pykueue.core.workload.admissibility import Problem, admissibility_problem
+from pykueue.core.workload.info import WorkloadInfo
+from pykueue.sim.cluster import SimulatedCluster
 
 _HUGE = "9223372036854775807"  # one pod's cpu × 2 pods leaves Kueue's int64 accounting
 
@@ -187,3 +196,44 @@ def test_admissible_to_queues_in_one_pass_equals_the_predicates(active: bool | N
             or wi._is_true(wl, wi.WAITING_FOR_REPLACEMENT_PODS)
         )
         assert wi.is_admissible_to_queues(wl, opts) == want, (active, conds)
+
+
+# --- the flavor assigner without the oracle (branch core5) --------------------------------------------
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(scenario(max_workloads=14, max_cqs=4, with_steps=False), st.integers(0, 3))
+def test_assignment_without_asking_the_oracle_equals_asking_it(sc: Scenario, cycles: int) -> None:
+    """The Preemptor's oracle declares the ClusterQueues for which it can only answer
+    NO_CANDIDATES (no candidate source), and the assigner then does not call it: the assignments
+    (modes, borrowing levels, reasons, attempts) equal those of the same oracle always asked, for
+    every pending workload of every ClusterQueue, on random trees, usages, preemption policies, with
+    and without fair sharing, after a few cycles."""
+    note(sc.describe())
+    cluster = SimulatedCluster(sc.options(), datetime(2026, 1, 1, tzinfo=UTC))
+    cluster.load(sc.objects())
+    for i in range(cycles):
+        if i:
+            cluster.advance(1.0)
+        cluster.run_cycle()
+    snapshot = Snapshot(cluster.cache)
+    declared = cluster.scheduler.preemptor.make_oracle(snapshot)
+    assert getattr(declared, "no_candidates", None) is not None
+
+    def always_asked(
+        cq: ClusterQueueState, wl: WorkloadInfo, fr: tuple[str, str], val: int
+    ) -> tuple[PreemptionMode, int]:
+        return declared(cq, wl, fr, val)
+
+    compared = 0
+    for name, cq in sorted(cluster.cache.cluster_queues.items()):
+        for wl in cluster.queues.pending_workloads(name):
+            wl.cluster_queue = name
+            got = assign_flavors(wl, cq, snapshot, cluster.options, declared, cycle=7)
+            want = assign_flavors(wl, cq, snapshot, cluster.options, always_asked, cycle=7)
+            assert got == want, f"{wl.key} in {name}"
+            assert got.representative_mode() == want.representative_mode()
+            assert got.message() == want.message() and got.no_fit_reason() == want.no_fit_reason()
+            compared += 1
+    snapshot.close()
+    note(f"compared {compared}")

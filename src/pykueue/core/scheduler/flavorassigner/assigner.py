@@ -215,6 +215,11 @@ class FlavorAssigner:
         self._can_preempt_while_borrowing = cq.borrow_within_cohort != PREEMPT_NEVER or (
             options.fair_sharing and cq.reclaim_within_cohort != PREEMPT_NEVER
         )
+        # An oracle may declare that, for this ClusterQueue, it answers NO_CANDIDATES at the
+        # borrowing level ``quota_views`` gives, whatever the request (the Preemptor's does when
+        # neither policy can yield a candidate): it is then not asked (``_fits_resource_quota``).
+        probe: Callable[[ClusterQueueState], bool] | None = getattr(oracle, "no_candidates", None)
+        self._oracle_no_candidates = probe is not None and probe(cq)
 
     # --- upstream ``FlavorAssigner.assignFlavors`` -----------------------------------------------
 
@@ -308,7 +313,9 @@ class FlavorAssigner:
         best: dict[str, FlavorAssignment] = {}
         best_mode: _Granular = (_NO_FIT, _WORST_LEVEL)
         attempted = -1
-        for idx in range(self._start_index(index, res), len(group_flavors)):
+        flavors_get = self.flavors.get
+        start = 0 if self.wl.last_assignment is None else self._start_index(index, res)
+        for idx in range(start, len(group_flavors)):
             attempted = idx
             fname = group_flavors[idx]
             if self._pin is not None and self._pinned_out(psr, fname, res):
@@ -316,7 +323,11 @@ class FlavorAssigner:
                     f"skipping flavor {fname} as it is not found in the nomination mapping for resource {res}"
                 )
                 continue
-            ineligible, error = self._check_flavor(fname, psr)
+            flavor = flavors_get(fname)
+            if flavor is None or flavor.spec.node_taints or flavor.spec.node_labels:
+                ineligible, error = self._check_flavor(fname, psr)
+            else:  # ``_check_flavor`` of a flavor without taints or node labels
+                ineligible = error = None
             if ineligible is not None or error is not None:
                 flavor_reasons = [] if ineligible is None else [ineligible]
                 reasons.extend(flavor_reasons)
@@ -461,6 +472,8 @@ class FlavorAssigner:
         quota = node.quotas.get(fr)
         nominal = quota.nominal if quota is not None else 0
         if nominal >= value or may_reclaim or self._can_preempt_while_borrowing:
+            if self._oracle_no_candidates:
+                return _NO_CANDIDATES, borrow, reason, ""
             mode, level = self.oracle(self.cq, self.wl, fr, value)
             return mode, level, reason, WAITING_FOR_QUOTA if mode is _NO_FIT else ""
         return _NO_FIT, borrow, reason, WAITING_FOR_QUOTA
