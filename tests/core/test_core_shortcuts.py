@@ -53,6 +53,21 @@ def test_scheduler_check_seeds_the_controller_check_with_the_same_outcome(cpu: s
     assert controller == want
 
 
+@pytest.mark.parametrize("cpu", ["1", "5000000000000000"])  # the second: fine for one pod, not for two
+def test_controller_check_seeds_the_scheduler_check_with_the_same_outcome(cpu: str) -> None:
+    """The other order (the workload controller checks a new Workload first): the scheduler's
+    check of requests derived from the spec reads the remembered outcome, and it is the one it
+    would compute; requests not derived from the spec are still checked themselves."""
+    wl = workload("a", pod_sets=[pod_set("main", 2, {"cpu": cpu})])
+    selector = cluster_queue("cq").spec.namespace_selector
+    labels = {"kubernetes.io/metadata.name": "default"}
+    want = _fresh(wl, labels)  # leaves the controller's outcome in the memo
+    own = [(ps.count, per_pod_integer_requests(ps.template.spec)) for ps in wl.spec.pod_sets]
+    assert admissibility_problem(wl, selector, labels, own, spec_derived=True) == want
+    one_pod = [(1, per_pod) for _, per_pod in own]  # e.g. a reduced count: fits whatever the spec says
+    assert admissibility_problem(wl, selector, labels, one_pod) is None
+
+
 def test_requests_not_derived_from_the_spec_are_not_remembered_for_it() -> None:
     wl = workload("a", pod_sets=[pod_set("main", 2, {"cpu": _HUGE})])
     selector = cluster_queue("cq").spec.namespace_selector

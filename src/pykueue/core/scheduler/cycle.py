@@ -345,8 +345,11 @@ class Scheduler:
             # This entry reads the tree (or re-adds victims to it): the reservations of the
             # entries before it are booked first, in their order, as they would have been at once.
             self._book_reservations(snapshot)
-        if self.options.gate("RecomputeAssignmentUponPreemptionTargetsOverlap") and any(
-            t.workload.key in preempted for t in e.targets
+        if (
+            e.targets
+            and preempted
+            and self.options.gate("RecomputeAssignmentUponPreemptionTargetsOverlap")
+            and any(t.workload.key in preempted for t in e.targets)
         ):
             self._recompute_with_overlap(e, cq, snapshot, preempted)
         # With victims, ``_fits`` removes and re-adds them (re-inserting them into their CQ's
@@ -379,7 +382,7 @@ class Scheduler:
                     # none does (every entry NoFit or PreemptionNoCandidates).
                     self._reserve_later.append(e)
             return
-        if any(t.workload.key in preempted for t in e.targets):
+        if preempted and any(t.workload.key in preempted for t in e.targets):
             self._skip(e, "Workload has overlapping preemption targets with another workload")
             return
         if fits is None:

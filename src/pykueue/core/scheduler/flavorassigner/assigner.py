@@ -281,7 +281,7 @@ class FlavorAssigner:
             count=psr.count,
             reasons=reasons if failure is None else failure.reasons,
             error=None if failure is None else failure.error,
-            attempts=sorted(considered.values(), key=_attempt_flavor),
+            attempts=sorted(considered.values(), key=_attempt_flavor) if len(considered) > 1 else [*considered.values()],
         )
         return result, failure is not None
 
@@ -314,6 +314,7 @@ class FlavorAssigner:
         best_mode: _Granular = (_NO_FIT, _WORST_LEVEL)
         attempted = -1
         flavors_get = self.flavors.get
+        fungibility = self._fungibility
         start = 0 if self.wl.last_assignment is None else self._start_index(index, res)
         for idx in range(start, len(group_flavors)):
             attempted = idx
@@ -336,8 +337,14 @@ class FlavorAssigner:
                     return _Scan({}, reasons, attempts, error=error)
                 continue
             candidate, mode = self._evaluate_flavor(fname, group_requests, assumed, reasons, attempts)
-            if self._fungibility:
-                if not self._try_next(mode):
+            if fungibility:
+                pm = mode[0]
+                # Stop at the first flavor not to try past (upstream ``shouldTryNextFlavor``): one
+                # that fits or preempts, unless the ClusterQueue's fungibility says to try the next
+                # flavor on preemption or on borrowing.
+                if pm is not _NO_FIT and pm is not _NO_CANDIDATES and not (
+                    (pm is not _FIT and self._try_next_on_preempt) or (mode[1] > 0 and self._try_next_on_borrow)
+                ):
                     best, best_mode = candidate, mode
                     break
                 if _preferred(mode, best_mode, self._preemption_over_borrowing):
@@ -354,14 +361,6 @@ class FlavorAssigner:
                 return _Scan(best, [], attempts)
         return _Scan(best, reasons, attempts)
 
-    def _try_next(self, mode: _Granular) -> bool:
-        pm, level = mode
-        if pm is _NO_FIT or pm is _NO_CANDIDATES:
-            return True
-        if pm is not _FIT and self._try_next_on_preempt:
-            return True
-        return level > 0 and self._try_next_on_borrow
-
     def _evaluate_flavor(
         self,
         fname: str,
@@ -377,10 +376,11 @@ class FlavorAssigner:
         no_fit_reason = ""
         candidate: dict[str, FlavorAssignment] = {}
         over_borrowing = self._preemption_over_borrowing
+        fits = self._fits_resource_quota
         for res, value in group_requests:
             fr = (fname, res)
             # ``assumed`` (earlier pod sets' usage) is empty for the first pod set.
-            check_mode, borrow, reason, check_no_fit = self._fits_resource_quota(
+            check_mode, borrow, reason, check_no_fit = fits(
                 fr, assumed.get(fr, 0) if assumed else 0, value
             )
             if reason is not None:
