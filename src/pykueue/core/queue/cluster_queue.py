@@ -315,10 +315,11 @@ class PendingClusterQueue:
             sticky = self.queueing_strategy == BEST_EFFORT_FIFO
             self._set_preemptor(PreemptorRecord(key, generation, sticky))
         entry = PendingEntry(info, generation)
-        immediate = is_immediate(self.queueing_strategy, reason)
-        pending_flavors = info.last_assignment is not None and info.last_assignment.pending_flavors()
+        last = info.last_assignment
         if backoff_expired(info.obj, now) and (
-            immediate or self.queue_inadmissible_cycle >= self.pop_cycle or pending_flavors
+            is_immediate(self.queueing_strategy, reason)
+            or self.queue_inadmissible_cycle >= self.pop_cycle
+            or (last is not None and last.pending_flavors())
         ):
             self.inadmissible.pop(key, None)
             return self._heap_push(entry, replace=False)

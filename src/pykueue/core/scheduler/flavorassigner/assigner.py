@@ -24,7 +24,7 @@ from pykueue.api.quantity import PODS, format_amount, resource_quantity_string, 
 from pykueue.core.cache.cache import ClusterQueueState
 from pykueue.core.cache.snapshot import Snapshot
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.quota.tree import FlavorResource, quota_views
+from pykueue.core.quota.tree import UNLIMITED, CohortNode, FlavorResource, quota_views
 from pykueue.core.scheduler.flavorassigner.assignment import (
     EXCEEDS_MAX_QUOTA,
     NO_FIT_SEVERITY,
@@ -220,6 +220,10 @@ class FlavorAssigner:
         # neither policy can yield a candidate): it is then not asked (``_fits_resource_quota``).
         probe: Callable[[ClusterQueueState], bool] | None = getattr(oracle, "no_candidates", None)
         self._oracle_no_candidates = probe is not None and probe(cq)
+        # The ClusterQueue right below a root cohort (the common shape): ``_fits_resource_quota``
+        # reads ``quota_views`` off the two nodes itself. None: other shapes (``quota_views``).
+        parent = cq.node.parent
+        self._flat_root: CohortNode | None = parent if parent is not None and parent.parent is None else None
 
     # --- upstream ``FlavorAssigner.assignFlavors`` -----------------------------------------------
 
@@ -390,7 +394,10 @@ class FlavorAssigner:
             if borrow > max_borrow:
                 max_borrow = borrow
             mode = (check_mode, borrow)
-            if representative[0] is not _NO_FIT and _preferred(representative, mode, over_borrowing):
+            # ``_preferred(a, a)`` is False: an equal outcome keeps the representative.
+            if representative[0] is not _NO_FIT and mode != representative and _preferred(
+                representative, mode, over_borrowing
+            ):
                 representative = mode
             if representative[0] is _NO_FIT:
                 continue
@@ -451,7 +458,36 @@ class FlavorAssigner:
         node = self.cq.node
         flavor, res = fr
         value = request if assumed == 0 else sat_add(assumed, request)  # sat_add(0, r) is r
-        capacity, borrow, may_reclaim, free = quota_views(node, fr, value)
+        quota = node.quotas.get(fr)
+        root = self._flat_root
+        used = node.usage.get(fr, 0)
+        if (
+            root is not None
+            and (quota is None or (quota.borrowing_limit is None and quota.lending_limit is None))
+            and used >= 0
+        ):
+            # ``quota_views``' first case (its arithmetic, read here off the two nodes: four times
+            # per head). The general case below is compared with it by
+            # tests/core/test_core_shortcuts.py::test_assignment_with_inline_quota_views_equals_the_general_path.
+            capacity = root.subtree_quota.get(fr, 0)
+            root_used = root.usage.get(fr, 0)
+            if capacity != UNLIMITED and root_used != UNLIMITED:
+                free = capacity - root_used
+                if free < 0:
+                    free = 0
+                elif free > UNLIMITED:
+                    free = UNLIMITED
+            else:
+                free = max(0, sat_sub(capacity, root_used))
+            held = used + value if used != UNLIMITED and value != UNLIMITED else UNLIMITED
+            if held > UNLIMITED:
+                held = UNLIMITED
+            if node.subtree_quota.get(fr, 0) < held:
+                borrow, may_reclaim = root.height(), False
+            else:
+                borrow, may_reclaim = 0, True
+        else:
+            capacity, borrow, may_reclaim, free = quota_views(node, fr, value)
         if value > capacity:
             # Amounts go through AmountQuantityString, the request through ResourceQuantityString
             # (no "<unlimited>" for it), as upstream's fitsResourceQuota prints them.
@@ -469,7 +505,6 @@ class FlavorAssigner:
             f"insufficient unused quota for {res} in flavor {flavor}, "
             f"{format_amount(res, sat_sub(value, free))} more needed"
         )
-        quota = node.quotas.get(fr)
         nominal = quota.nominal if quota is not None else 0
         if nominal >= value or may_reclaim or self._can_preempt_while_borrowing:
             if self._oracle_no_candidates:
