@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import msgspec
+
 from pykueue.api import podspec
 from pykueue.api.kueue import (
     ADMISSION_GATED_BY_ANNOTATION,
@@ -160,9 +162,11 @@ class PodSetInfo:
     spec: dict[str, object]
 
 
-@dataclass(slots=True)
-class LastAssignment:
-    """Remembered flavor-scan progress between attempts (``AssignmentClusterQueueState``)."""
+class LastAssignment(msgspec.Struct, gc=False):
+    """Remembered flavor-scan progress between attempts (``AssignmentClusterQueueState``).
+
+    A msgspec Struct built in C (one per head), untracked by the cyclic GC (numbers, a string, a
+    list of dicts of them)."""
 
     last_tried_flavor_idx: list[dict[str, int]]
     cluster_queue_generation: int

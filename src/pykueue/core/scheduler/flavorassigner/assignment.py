@@ -102,17 +102,17 @@ class FlavorAttempt(msgspec.Struct, gc=False):
     """Indexes of the ClusterQueue's resource groups listing this flavor (``findRGIndicesByFlavor``)."""
 
 
-@dataclass(slots=True)
-class PodSetAssignmentResult:
-    """Flavors and status of one pod set."""
+class PodSetAssignmentResult(msgspec.Struct, gc=False):
+    """Flavors and status of one pod set (a msgspec Struct built in C, one per head; untracked by
+    the cyclic GC: strings, numbers and containers of them)."""
 
     name: str
     flavors: dict[str, FlavorAssignment]
     requests: dict[str, int]
     count: int
-    reasons: list[str] = field(default_factory=list)
+    reasons: list[str] = msgspec.field(default_factory=list)
     error: str | None = None
-    attempts: list[FlavorAttempt] = field(default_factory=list)
+    attempts: list[FlavorAttempt] = msgspec.field(default_factory=list)
 
     def mode(self) -> Mode:
         if not self.reasons and self.error is None:
