@@ -15,8 +15,9 @@ remembered scan progress (``lastAssignmentOutdated``) is the caller's job.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import lru_cache
+
+import msgspec
 
 from pykueue.api import podspec
 from pykueue.api.kueue import PREEMPT_NEVER, PREEMPTION_OVER_BORROWING, TRY_NEXT_FLAVOR, Toleration
@@ -149,9 +150,10 @@ NoFit reason); a plain tuple, built four times per head."""
 _PUBLIC_MODE = {m: m.public() for m in PreemptionMode}
 
 
-@dataclass(slots=True)
-class _Scan:
-    """Outcome of scanning one resource group's flavors for a pod set (``findFlavorForPodSets``)."""
+class _Scan(msgspec.Struct, gc=False):
+    """Outcome of scanning one resource group's flavors for a pod set (``findFlavorForPodSets``).
+
+    msgspec Structs, these two (built in C, one each per head; no cycles through them)."""
 
     flavors: dict[str, FlavorAssignment]
     reasons: list[str]
@@ -159,13 +161,12 @@ class _Scan:
     error: str | None = None
 
 
-@dataclass(slots=True)
-class _PodSetRequests:
+class _PodSetRequests(msgspec.Struct, gc=False):
     info: PodSetInfo
     count: int
     requests: dict[str, int]
     order: tuple[str, ...]
-    tolerations: list[Toleration] | None = field(default=None)
+    tolerations: list[Toleration] | None = None
 
 
 # --- the assigner ----------------------------------------------------------------------------------
