@@ -10,14 +10,35 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from builders import build, cluster_queue, flavor, flavor_quotas, info, options, pod_set, workload
+from builders import (
+    build,
+    build_cache,
+    cluster_queue,
+    flavor,
+    flavor_quotas,
+    info,
+    options,
+    pod_set,
+    workload,
+)
+from hypothesis import HealthCheck, event, given, note, settings
+from hypothesis import strategies as st
+from strategies import Scenario, scenario, tree_with_usage
 
 from pykueue.api.feature_gates import DEFAULT_FEATURE_GATES
+from pykueue.api.kueue import ClusterQueue, Cohort, ResourceFlavor
 from pykueue.api.meta import to_time
 from pykueue.api.podspec import per_pod_integer_requests
-from pykueue.core.quota.tree import add_usage_map, remove_usage_map
+from pykueue.core.cache.cache import ClusterQueueState
+from pykueue.core.cache.snapshot import Snapshot
+from pykueue.core.options import SchedulerOptions
+from pykueue.core.quota.tree import add_usage, add_usage_map, available, remove_usage_map
+from pykueue.core.scheduler.flavorassigner.assigner import FlavorAssigner, Oracle, assign_flavors
+from pykueue.core.scheduler.flavorassigner.assignment import PreemptionMode
 from pykueue.core.workload import admissibility
 from pykueue.core.workload.admissibility import Problem, admissibility_problem
+from pykueue.core.workload.info import WorkloadInfo
+from pykueue.sim.cluster import SimulatedCluster
 
 _HUGE = "9223372036854775807"  # one pod's cpu × 2 pods leaves Kueue's int64 accounting
 
@@ -42,6 +63,21 @@ def test_scheduler_check_seeds_the_controller_check_with_the_same_outcome(cpu: s
     controller = admissibility_problem(wl, selector, labels)  # served from the memo
     assert scheduler == want
     assert controller == want
+
+
+@pytest.mark.parametrize("cpu", ["1", "5000000000000000"])  # the second: fine for one pod, not for two
+def test_controller_check_seeds_the_scheduler_check_with_the_same_outcome(cpu: str) -> None:
+    """The other order (the workload controller checks a new Workload first): the scheduler's
+    check of requests derived from the spec reads the remembered outcome, and it is the one it
+    would compute; requests not derived from the spec are still checked themselves."""
+    wl = workload("a", pod_sets=[pod_set("main", 2, {"cpu": cpu})])
+    selector = cluster_queue("cq").spec.namespace_selector
+    labels = {"kubernetes.io/metadata.name": "default"}
+    want = _fresh(wl, labels)  # leaves the controller's outcome in the memo
+    own = [(ps.count, per_pod_integer_requests(ps.template.spec)) for ps in wl.spec.pod_sets]
+    assert admissibility_problem(wl, selector, labels, own, spec_derived=True) == want
+    one_pod = [(1, per_pod) for _, per_pod in own]  # e.g. a reduced count: fits whatever the spec says
+    assert admissibility_problem(wl, selector, labels, one_pod) is None
 
 
 def test_requests_not_derived_from_the_spec_are_not_remembered_for_it() -> None:
@@ -187,3 +223,123 @@ def test_admissible_to_queues_in_one_pass_equals_the_predicates(active: bool | N
             or wi._is_true(wl, wi.WAITING_FOR_REPLACEMENT_PODS)
         )
         assert wi.is_admissible_to_queues(wl, opts) == want, (active, conds)
+
+
+# --- the flavor assigner without the oracle (branch core5) --------------------------------------------
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(scenario(max_workloads=14, max_cqs=4, with_steps=False), st.integers(0, 3))
+def test_assignment_without_asking_the_oracle_equals_asking_it(sc: Scenario, cycles: int) -> None:
+    """The Preemptor's oracle declares the ClusterQueues for which it can only answer
+    NO_CANDIDATES (no candidate source), and the assigner then does not call it: the assignments
+    (modes, borrowing levels, reasons, attempts) equal those of the same oracle always asked, for
+    every pending workload of every ClusterQueue, on random trees, usages, preemption policies, with
+    and without fair sharing, after a few cycles."""
+    note(sc.describe())
+    cluster = SimulatedCluster(sc.options(), datetime(2026, 1, 1, tzinfo=UTC))
+    cluster.load(sc.objects())
+    for i in range(cycles):
+        if i:
+            cluster.advance(1.0)
+        cluster.run_cycle()
+    snapshot = Snapshot(cluster.cache)
+    declared = cluster.scheduler.preemptor.make_oracle(snapshot)
+    assert getattr(declared, "no_candidates", None) is not None
+
+    def always_asked(
+        cq: ClusterQueueState, wl: WorkloadInfo, fr: tuple[str, str], val: int
+    ) -> tuple[PreemptionMode, int]:
+        return declared(cq, wl, fr, val)
+
+    compared = 0
+    for name, cq in sorted(cluster.cache.cluster_queues.items()):
+        for wl in cluster.queues.pending_workloads(name):
+            wl.cluster_queue = name
+            got = assign_flavors(wl, cq, snapshot, cluster.options, declared, cycle=7)
+            want = assign_flavors(wl, cq, snapshot, cluster.options, always_asked, cycle=7)
+            assert got == want, f"{wl.key} in {name}"
+            assert got.representative_mode() == want.representative_mode()
+            assert got.message() == want.message() and got.no_fit_reason() == want.no_fit_reason()
+            compared += 1
+    snapshot.close()
+    note(f"compared {compared}")
+
+
+# --- quota_views read inline by the flavor assigner (branch core5) ------------------------------------
+
+
+def _assigners(
+    wl: WorkloadInfo, cq: ClusterQueueState, snapshot: Snapshot, opts: SchedulerOptions, oracle: Oracle
+) -> tuple[FlavorAssigner, FlavorAssigner]:
+    inline = FlavorAssigner(wl, cq, snapshot, opts, oracle, cycle=7)
+    general = FlavorAssigner(wl, cq, snapshot, opts, oracle, cycle=7)
+    general._flat_root = None  # every check through quota_views
+    return inline, general
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(tree_with_usage(), st.integers(0, 10), st.lists(st.integers(0, 40_000), min_size=1, max_size=4))
+def test_quota_check_with_inline_views_equals_the_general_path(
+    case: tuple[Scenario, dict[str, dict[tuple[str, str], int]]], extra: int, values: list[int]
+) -> None:
+    """``_fits_resource_quota`` reading ``quota_views``' flat case off the two nodes gives the outcome
+    (mode, borrowing level, reason, NoFit reason) the general path gives, on every tree shape (the
+    inline read applies only right below a root cohort without limits), within quota and with one
+    ClusterQueue over it, for amounts around the free quota, int64's edge, with and without earlier
+    pod sets' usage, and with an oracle whose answers depend on the request."""
+    sc, held = case
+    note(sc.describe())
+    objs = [obj for obj, _ in sc.objects() if isinstance(obj, ResourceFlavor | Cohort | ClusterQueue)]
+    cache = build_cache(objs)
+    for cq_name, u in held.items():
+        for fr, v in u.items():
+            add_usage(cache.cluster_queues[cq_name].node, fr, v)
+    frs = sorted({(f, r) for f in sc.flavors for r in sc.resources})
+    over = sc.cqs[extra % len(sc.cqs)].name
+    for fr in frs:
+        add_usage(cache.cluster_queues[over].node, fr, extra * 1000)
+
+    def oracle(cq: ClusterQueueState, wl: WorkloadInfo, fr: tuple[str, str], val: int) -> tuple[PreemptionMode, int]:
+        return (PreemptionMode.PREEMPT, 1) if val % 2 else (PreemptionMode.NO_FIT, 0)
+
+    snapshot = Snapshot(cache)
+    wl = info(workload("w"))
+    opts = sc.options()
+    inlined = 0
+    for q in sc.cqs:
+        cq = cache.cluster_queues[q.name]
+        fast, general = _assigners(wl, cq, snapshot, opts, oracle)
+        inlined += fast._flat_root is not None
+        for fr in frs:
+            free = available(cq.node, fr)
+            for value in {*values, free, free + 1, max(0, free - 1), 2**62, 2**63 - 1}:
+                for assumed in (0, 1, free // 2):
+                    got = fast._fits_resource_quota(fr, assumed, value)
+                    assert got == general._fits_resource_quota(fr, assumed, value), (q.name, fr, assumed, value)
+    snapshot.close()
+    event(f"ClusterQueues read inline: {min(inlined, 3)}+")
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(scenario(max_workloads=14, max_cqs=4, with_steps=False), st.integers(0, 3))
+def test_assignment_with_inline_quota_views_equals_the_general_path(sc: Scenario, cycles: int) -> None:
+    """Whole assignments (both pod sets, reasons, attempts, modes) of every pending workload with the
+    inline quota reads equal those through ``quota_views``, after a few cycles of random runs."""
+    note(sc.describe())
+    cluster = SimulatedCluster(sc.options(), datetime(2026, 1, 1, tzinfo=UTC))
+    cluster.load(sc.objects())
+    for i in range(cycles):
+        if i:
+            cluster.advance(1.0)
+        cluster.run_cycle()
+    snapshot = Snapshot(cluster.cache)
+    oracle = cluster.scheduler.preemptor.make_oracle(snapshot)
+    for name, cq in sorted(cluster.cache.cluster_queues.items()):
+        for wl in cluster.queues.pending_workloads(name):
+            wl.cluster_queue = name
+            fast, general = _assigners(wl, cq, snapshot, cluster.options, oracle)
+            got, want = fast.assign(), general.assign()
+            assert got == want, f"{wl.key} in {name}"
+            assert got.message() == want.message() and got.no_fit_reason() == want.no_fit_reason()
+    snapshot.close()

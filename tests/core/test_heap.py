@@ -165,3 +165,48 @@ def test_lazy_deletion_compacts_in_place_and_keeps_the_order() -> None:
     want = [f"k{i:03d}" for i in range(40, 200, 4)] + [f"k{i:03d}" for i in range(36, -1, -4)]
     assert drain(heap) == want
     assert not entries
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    ops=st.lists(
+        st.tuples(
+            st.sampled_from(["push", "update", "remove", "pop", "fix", "many", "rebuild"]),
+            st.text(alphabet="abcdef", min_size=1, max_size=2),
+            st.integers(0, 3),
+            st.integers(0, 3),
+        ),
+        max_size=120,
+    )
+)
+def test_flat_entries_pop_as_nested_entries(ops: list[tuple[str, str, int, int]]) -> None:
+    """``flat=True`` (the order's fields stored in the entry, as the ClusterQueue heaps do) gives the
+    same results as nested entries for every operation, with ties left to the sequence number
+    (the orders here are not total: equal orders of different keys pop oldest first)."""
+    order = lambda item: (item[0], item[1])  # noqa: E731 - not total: ties between keys
+    nested: KeyedHeap[str, tuple[int, int, str]] = KeyedHeap(order)
+    flat: KeyedHeap[str, tuple[int, int, str]] = KeyedHeap(order, flat=True)
+    for op, key, a, b in ops:
+        item = (a, b, key)
+        if op == "push":
+            assert flat.push_if_absent(key, item) == nested.push_if_absent(key, item)
+        elif op == "update":
+            flat.push_or_update(key, item)
+            nested.push_or_update(key, item)
+        elif op == "remove":
+            assert flat.remove(key) == nested.remove(key)
+        elif op == "pop":
+            assert flat.pop() == nested.pop()
+        elif op == "fix":
+            flat.fix(key)
+            nested.fix(key)
+        elif op == "many":
+            keys = sorted({key, key[::-1], key[:1]})
+            assert flat.remove_many(keys) == nested.remove_many(keys)
+        else:
+            flat.rebuild()
+            nested.rebuild()
+        assert flat.peek() == nested.peek()
+        assert len(flat) == len(nested)
+    assert flat.sorted_items() == nested.sorted_items()
+    assert [flat.pop() for _ in range(len(flat) + 1)] == [nested.pop() for _ in range(len(nested) + 1)]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -1538,7 +1537,7 @@ def test_scale_1000_cluster_queues_100k_workloads() -> None:
         assert cq is not None
         for j in range(100):
             key = f"{NS}/w{c}-{j}"
-            cq.push_or_update(replace(template, key=key, uid=key, order_ts=float(j), priority=j % 7), NOW)
+            cq.push_or_update(sreplace(template, key=key, uid=key, order_ts=float(j), priority=j % 7), NOW)
     fill = time.perf_counter() - start
     start = time.perf_counter()
     for _cycle in range(20):

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+import msgspec
+
 from pykueue.api.kueue import BEST_EFFORT_FIFO, PRIORITY_BOOST_ANNOTATION, STRICT_FIFO, Workload
 from pykueue.api.meta import LabelSelector, find_condition
 from pykueue.core.options import SchedulerOptions
@@ -77,9 +79,10 @@ def is_immediate(strategy: str, reason: str) -> bool:
     return reason in _BEST_EFFORT_IMMEDIATE
 
 
-@dataclass(slots=True)
-class PendingEntry:
-    """A tracked workload and the generation it had when last popped (0: never evaluated)."""
+class PendingEntry(msgspec.Struct):
+    """A tracked workload and the generation it had when last popped (0: never evaluated).
+
+    A msgspec Struct, built in C: one or two per scheduling decision."""
 
     info: WorkloadInfo
     last_evaluated_generation: int = 0
@@ -128,7 +131,7 @@ class PendingClusterQueue:
         self.namespace_selector: LabelSelector | None = None
         self.afs_usage: AfsUsage | None = None
         self._afs_hook = afs_usage
-        self.active: KeyedHeap[str, PendingEntry] = KeyedHeap(self._order)
+        self.active: KeyedHeap[str, PendingEntry] = KeyedHeap(self._order, flat=True)
         self.inadmissible: dict[str, PendingEntry] = {}
         self.inflight: dict[str, PendingEntry] = {}
         self.pop_cycle = 0
@@ -315,10 +318,11 @@ class PendingClusterQueue:
             sticky = self.queueing_strategy == BEST_EFFORT_FIFO
             self._set_preemptor(PreemptorRecord(key, generation, sticky))
         entry = PendingEntry(info, generation)
-        immediate = is_immediate(self.queueing_strategy, reason)
-        pending_flavors = info.last_assignment is not None and info.last_assignment.pending_flavors()
+        last = info.last_assignment
         if backoff_expired(info.obj, now) and (
-            immediate or self.queue_inadmissible_cycle >= self.pop_cycle or pending_flavors
+            is_immediate(self.queueing_strategy, reason)
+            or self.queue_inadmissible_cycle >= self.pop_cycle
+            or (last is not None and last.pending_flavors())
         ):
             self.inadmissible.pop(key, None)
             return self._heap_push(entry, replace=False)

@@ -30,9 +30,10 @@ class SupportsLessThan(Protocol):
 K = TypeVar("K", bound=Hashable)
 T = TypeVar("T")
 
-# A heap entry: (order, sequence number, key, item). The sequence number breaks ties between equal
-# orders (oldest first) so that keys and items are never compared.
-_Entry = tuple[SupportsLessThan, int, K, T]
+# A heap entry: (order, sequence number, key, item), or with ``flat`` (*order, sequence number, key,
+# item). The sequence number breaks ties between equal orders (oldest first) so that keys and items
+# are never compared; the key and the item are always the last two fields.
+_Entry = tuple[Any, ...]
 
 # Dead entries beyond a quarter of the live ones (and this many) trigger a compaction, in O(n) for
 # n/4 removals. Sooner rather than later: a dead entry still holds its item, and until it is freed
@@ -42,14 +43,19 @@ _COMPACT_SLACK = 8
 
 
 class KeyedHeap(Generic[K, T]):
-    """Min-heap of ``(key, item)`` pairs ordered by ``order(item)``; keys are unique."""
+    """Min-heap of ``(key, item)`` pairs ordered by ``order(item)``; keys are unique.
 
-    __slots__ = ("_entries", "_live", "_order", "_seq")
+    With ``flat``, ``order`` returns tuples all of one length, and their fields are stored in the
+    entry itself: a comparison in ``heapq`` then walks one tuple instead of two nested ones (the
+    same lexicographic order: equal-length orders, then the sequence number)."""
 
-    def __init__(self, order: Callable[[T], SupportsLessThan]) -> None:
+    __slots__ = ("_entries", "_flat", "_live", "_order", "_seq")
+
+    def __init__(self, order: Callable[[T], SupportsLessThan], *, flat: bool = False) -> None:
         self._order = order
-        self._entries: list[_Entry[K, T]] = []
-        self._live: dict[K, _Entry[K, T]] = {}
+        self._flat = flat
+        self._entries: list[_Entry] = []
+        self._live: dict[K, _Entry] = {}
         """The live entry of every key, in insertion order; every other entry of the list is dead."""
         self._seq = count()
 
@@ -67,12 +73,12 @@ class KeyedHeap(Generic[K, T]):
     def get(self, key: K) -> T | None:
         """The item stored under ``key``, or None."""
         entry = self._live.get(key)
-        return None if entry is None else entry[3]
+        return None if entry is None else entry[-1]
 
     def peek(self) -> T | None:
         """The smallest item without removing it."""
         self._drop_dead_top()
-        return self._entries[0][3] if self._entries else None
+        return self._entries[0][-1] if self._entries else None
 
     def keys(self) -> Iterator[K]:
         """Keys in no particular order."""
@@ -80,11 +86,11 @@ class KeyedHeap(Generic[K, T]):
 
     def items(self) -> Iterator[T]:
         """Items in no particular order."""
-        return (entry[3] for entry in list(self._live.values()))
+        return (entry[-1] for entry in list(self._live.values()))
 
     def sorted_items(self) -> list[T]:
         """Items in pop order (``O(n log n)``; for dumps and visibility, not the hot path)."""
-        return [entry[3] for entry in sorted(self._live.values(), key=lambda e: (e[0], e[1]))]
+        return [entry[-1] for entry in sorted(self._live.values(), key=lambda e: e[:-2])]
 
     # --- mutations --------------------------------------------------------------------------------
 
@@ -106,7 +112,8 @@ class KeyedHeap(Generic[K, T]):
         if entry is None:
             return None
         self._maybe_compact()
-        return entry[3]
+        item: T = entry[-1]
+        return item
 
     def remove_many(self, keys: list[K]) -> list[tuple[K, T]]:
         """Delete every present key of ``keys``; returns the removed ``(key, item)`` pairs in ``keys``'
@@ -116,7 +123,7 @@ class KeyedHeap(Generic[K, T]):
         for k in keys:
             entry = live.pop(k, None)
             if entry is not None:
-                out.append((k, entry[3]))
+                out.append((k, entry[-1]))
         if out:
             self._maybe_compact()
         return out
@@ -127,10 +134,10 @@ class KeyedHeap(Generic[K, T]):
         live = self._live
         while entries:
             entry = heapq.heappop(entries)
-            key = entry[2]
+            key = entry[-2]
             if live.get(key) is entry:
                 del live[key]
-                return key, entry[3]
+                return key, entry[-1]
         return None
 
     def fix(self, key: K) -> None:
@@ -138,27 +145,35 @@ class KeyedHeap(Generic[K, T]):
         entry = self._live.get(key)
         if entry is None:
             return
-        self._push(key, entry[3])
+        self._push(key, entry[-1])
         self._maybe_compact()
 
     def rebuild(self) -> None:
         """Recompute every order and re-heapify in ``O(n)``."""
-        order, seq = self._order, self._seq
-        self._live = {k: (order(e[3]), next(seq), k, e[3]) for k, e in self._live.items()}
+        push = self._entry
+        self._live = {k: push(k, e[-1]) for k, e in self._live.items()}
         self._entries = list(self._live.values())
         heapq.heapify(self._entries)
 
     # --- internals --------------------------------------------------------------------------------
 
+    def _entry(self, key: K, item: T) -> _Entry:
+        if self._flat:
+            return (*self._order(item), next(self._seq), key, item)  # type: ignore[misc]
+        return (self._order(item), next(self._seq), key, item)
+
     def _push(self, key: K, item: T) -> None:
-        entry = (self._order(item), next(self._seq), key, item)
+        if self._flat:
+            entry: _Entry = (*self._order(item), next(self._seq), key, item)  # type: ignore[misc]
+        else:
+            entry = (self._order(item), next(self._seq), key, item)
         self._live[key] = entry
         heapq.heappush(self._entries, entry)
 
     def _drop_dead_top(self) -> None:
         entries = self._entries
         live = self._live
-        while entries and live.get(entries[0][2]) is not entries[0]:
+        while entries and live.get(entries[0][-2]) is not entries[0]:
             heapq.heappop(entries)
 
     def _maybe_compact(self) -> None:
@@ -168,5 +183,5 @@ class KeyedHeap(Generic[K, T]):
         live = self._live
         # In place: the list stays the (long-lived, possibly gc-frozen) object it was, instead of a
         # new container the cyclic GC would scan from then on.
-        entries[:] = [e for e in entries if live.get(e[2]) is e]
+        entries[:] = [e for e in entries if live.get(e[-2]) is e]
         heapq.heapify(entries)

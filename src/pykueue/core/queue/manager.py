@@ -22,7 +22,6 @@ Design (pure and deterministic):
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -59,8 +58,8 @@ REQUEST_COHORT = "Cohort"
 _KEPT_ON_REFRESH = frozenset(
     {"last_assignment", "cluster_queue", "is_preemptor", "last_evaluated_generation"}
 )
-# The fields ``_refresh`` copies, listed once (``dataclasses.fields`` per call is costly).
-_REFRESHED_FIELDS = tuple(f.name for f in dataclasses.fields(WorkloadInfo) if f.name not in _KEPT_ON_REFRESH)
+# The fields ``_refresh`` copies, listed once.
+_REFRESHED_FIELDS = tuple(f for f in WorkloadInfo.__struct_fields__ if f not in _KEPT_ON_REFRESH)
 
 
 def seconds(now: Now) -> float:

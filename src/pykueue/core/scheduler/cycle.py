@@ -44,6 +44,7 @@ from pykueue.core.scheduler.entry import (
 from pykueue.core.scheduler.fair_order import fair_sharing_order
 from pykueue.core.scheduler.flavorassigner.assigner import (
     NominationPin,
+    Oracle,
     assign_flavors,
     last_assignment_outdated,
 )
@@ -125,6 +126,8 @@ class Scheduler:
         self._reserve_later: list[Entry] = []
         self._pods_ready_blocked: bool | None = None
         self._stimulus_of: tuple[int, str] = (-1, "")
+        # The preemption oracle of the cycle's snapshot, made once per snapshot.
+        self._oracle: tuple[Snapshot, Oracle] | None = None
 
     # --- the loop body (upstream ``Scheduler.schedule``) -----------------------------------------
 
@@ -157,6 +160,7 @@ class Scheduler:
             # An assumed workload's booking is exactly its usage: it stays in the tree instead of
             # being undone and added again (usage changes are exact, commutative inverses).
             snapshot.close(keep=self._assumed_bookings if completed else None)
+            self._oracle = None
         # Assumed workloads join the cache only now: during the cycle the snapshot carried their
         # usage but not the workloads themselves, so none could be chosen as a victim (``Cache.Snapshot``).
         for assumed in self._assumed:
@@ -242,8 +246,10 @@ class Scheduler:
         counts: list[int] | None = None,
         pin: NominationPin | None = None,
     ) -> Assignment:
-        oracle = self.preemptor.make_oracle(snapshot)
-        return assign_flavors(info, cq, snapshot, self.options, oracle, counts=counts, pin=pin, cycle=self.cycle)
+        oracle = self._oracle
+        if oracle is None or oracle[0] is not snapshot:
+            oracle = self._oracle = (snapshot, self.preemptor.make_oracle(snapshot))
+        return assign_flavors(info, cq, snapshot, self.options, oracle[1], counts=counts, pin=pin, cycle=self.cycle)
 
     def _get_assignments(
         self,
@@ -339,8 +345,11 @@ class Scheduler:
             # This entry reads the tree (or re-adds victims to it): the reservations of the
             # entries before it are booked first, in their order, as they would have been at once.
             self._book_reservations(snapshot)
-        if self.options.gate("RecomputeAssignmentUponPreemptionTargetsOverlap") and any(
-            t.workload.key in preempted for t in e.targets
+        if (
+            e.targets
+            and preempted
+            and self.options.gate("RecomputeAssignmentUponPreemptionTargetsOverlap")
+            and any(t.workload.key in preempted for t in e.targets)
         ):
             self._recompute_with_overlap(e, cq, snapshot, preempted)
         # With victims, ``_fits`` removes and re-adds them (re-inserting them into their CQ's
@@ -373,7 +382,7 @@ class Scheduler:
                     # none does (every entry NoFit or PreemptionNoCandidates).
                     self._reserve_later.append(e)
             return
-        if any(t.workload.key in preempted for t in e.targets):
+        if preempted and any(t.workload.key in preempted for t in e.targets):
             self._skip(e, "Workload has overlapping preemption targets with another workload")
             return
         if fits is None:

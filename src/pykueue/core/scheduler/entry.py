@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import msgspec
+
 from pykueue.core.cache.cache import ClusterQueueState
 from pykueue.core.decision import Decision
 from pykueue.core.queue import REQUEUE_REASON_GENERIC
@@ -20,14 +22,13 @@ PREEMPTION_GATED = "preemptionGated"
 ASSUMED = "assumed"
 
 
-@dataclass(slots=True)
-class Entry:
-    """A head being processed in this cycle."""
+class Entry(msgspec.Struct):
+    """A head being processed in this cycle (a msgspec Struct, built in C: one per head)."""
 
     info: WorkloadInfo
     cq: ClusterQueueState | None
     assignment: Assignment | None = None
-    targets: list[Target] = field(default_factory=list)
+    targets: list[Target] = msgspec.field(default_factory=list)
     status: str = NOT_NOMINATED
     message: str = ""
     requeue_reason: str = REQUEUE_REASON_GENERIC

@@ -71,6 +71,9 @@ def admissibility_problem(
             own = [(ps.count, per_pod_integer_requests(ps.template.spec)) for ps in wl.spec.pod_sets]
             memo.unaccountable = resources_validation_error(request_overflow_errors(own))
         message = memo.unaccountable
+    elif spec_derived and memo.unaccountable is not _UNSET:
+        # The requests are what the spec gives: the outcome remembered for the spec is theirs.
+        message = memo.unaccountable
     else:
         message = resources_validation_error(request_overflow_errors(pod_sets))
         if spec_derived:

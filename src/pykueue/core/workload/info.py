@@ -7,8 +7,10 @@ entry ordering, preemption) only compare plain numbers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
+
+import msgspec
 
 from pykueue.api import podspec
 from pykueue.api.kueue import (
@@ -160,9 +162,11 @@ class PodSetInfo:
     spec: dict[str, object]
 
 
-@dataclass(slots=True)
-class LastAssignment:
-    """Remembered flavor-scan progress between attempts (``AssignmentClusterQueueState``)."""
+class LastAssignment(msgspec.Struct, gc=False):
+    """Remembered flavor-scan progress between attempts (``AssignmentClusterQueueState``).
+
+    A msgspec Struct built in C (one per head), untracked by the cyclic GC (numbers, a string, a
+    list of dicts of them)."""
 
     last_tried_flavor_idx: list[dict[str, int]]
     cluster_queue_generation: int
@@ -173,9 +177,9 @@ class LastAssignment:
         return any(idx != -1 for per_ps in self.last_tried_flavor_idx for idx in per_ps.values())
 
 
-@dataclass(slots=True)
-class WorkloadInfo:
-    """The scheduler's view of a Workload."""
+class WorkloadInfo(msgspec.Struct):
+    """The scheduler's view of a Workload (a msgspec Struct, built in C: one per observed change of
+    a pending or reserved Workload)."""
 
     obj: Workload
     key: str
@@ -189,7 +193,7 @@ class WorkloadInfo:
     scheduling_hash: str
     cluster_queue: str = ""
     local_queue: str = ""
-    usage: dict[FlavorResource, int] = field(default_factory=dict)
+    usage: dict[FlavorResource, int] = msgspec.field(default_factory=dict)
     quota_reserved_ts: float = 0.0
     last_assignment: LastAssignment | None = None
     is_preemptor: bool = False

@@ -15,8 +15,9 @@ remembered scan progress (``lastAssignmentOutdated``) is the caller's job.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import lru_cache
+
+import msgspec
 
 from pykueue.api import podspec
 from pykueue.api.kueue import PREEMPT_NEVER, PREEMPTION_OVER_BORROWING, TRY_NEXT_FLAVOR, Toleration
@@ -24,7 +25,7 @@ from pykueue.api.quantity import PODS, format_amount, resource_quantity_string, 
 from pykueue.core.cache.cache import ClusterQueueState
 from pykueue.core.cache.snapshot import Snapshot
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.quota.tree import FlavorResource, quota_views
+from pykueue.core.quota.tree import UNLIMITED, CohortNode, FlavorResource, quota_views
 from pykueue.core.scheduler.flavorassigner.assignment import (
     EXCEEDS_MAX_QUOTA,
     NO_FIT_SEVERITY,
@@ -149,9 +150,10 @@ NoFit reason); a plain tuple, built four times per head."""
 _PUBLIC_MODE = {m: m.public() for m in PreemptionMode}
 
 
-@dataclass(slots=True)
-class _Scan:
-    """Outcome of scanning one resource group's flavors for a pod set (``findFlavorForPodSets``)."""
+class _Scan(msgspec.Struct, gc=False):
+    """Outcome of scanning one resource group's flavors for a pod set (``findFlavorForPodSets``).
+
+    msgspec Structs, these two (built in C, one each per head; no cycles through them)."""
 
     flavors: dict[str, FlavorAssignment]
     reasons: list[str]
@@ -159,13 +161,12 @@ class _Scan:
     error: str | None = None
 
 
-@dataclass(slots=True)
-class _PodSetRequests:
+class _PodSetRequests(msgspec.Struct, gc=False):
     info: PodSetInfo
     count: int
     requests: dict[str, int]
     order: tuple[str, ...]
-    tolerations: list[Toleration] | None = field(default=None)
+    tolerations: list[Toleration] | None = None
 
 
 # --- the assigner ----------------------------------------------------------------------------------
@@ -215,6 +216,15 @@ class FlavorAssigner:
         self._can_preempt_while_borrowing = cq.borrow_within_cohort != PREEMPT_NEVER or (
             options.fair_sharing and cq.reclaim_within_cohort != PREEMPT_NEVER
         )
+        # An oracle may declare that, for this ClusterQueue, it answers NO_CANDIDATES at the
+        # borrowing level ``quota_views`` gives, whatever the request (the Preemptor's does when
+        # neither policy can yield a candidate): it is then not asked (``_fits_resource_quota``).
+        probe: Callable[[ClusterQueueState], bool] | None = getattr(oracle, "no_candidates", None)
+        self._oracle_no_candidates = probe is not None and probe(cq)
+        # The ClusterQueue right below a root cohort (the common shape): ``_fits_resource_quota``
+        # reads ``quota_views`` off the two nodes itself. None: other shapes (``quota_views``).
+        parent = cq.node.parent
+        self._flat_root: CohortNode | None = parent if parent is not None and parent.parent is None else None
 
     # --- upstream ``FlavorAssigner.assignFlavors`` -----------------------------------------------
 
@@ -276,7 +286,7 @@ class FlavorAssigner:
             count=psr.count,
             reasons=reasons if failure is None else failure.reasons,
             error=None if failure is None else failure.error,
-            attempts=sorted(considered.values(), key=_attempt_flavor),
+            attempts=sorted(considered.values(), key=_attempt_flavor) if len(considered) > 1 else [*considered.values()],
         )
         return result, failure is not None
 
@@ -308,7 +318,10 @@ class FlavorAssigner:
         best: dict[str, FlavorAssignment] = {}
         best_mode: _Granular = (_NO_FIT, _WORST_LEVEL)
         attempted = -1
-        for idx in range(self._start_index(index, res), len(group_flavors)):
+        flavors_get = self.flavors.get
+        fungibility = self._fungibility
+        start = 0 if self.wl.last_assignment is None else self._start_index(index, res)
+        for idx in range(start, len(group_flavors)):
             attempted = idx
             fname = group_flavors[idx]
             if self._pin is not None and self._pinned_out(psr, fname, res):
@@ -316,7 +329,11 @@ class FlavorAssigner:
                     f"skipping flavor {fname} as it is not found in the nomination mapping for resource {res}"
                 )
                 continue
-            ineligible, error = self._check_flavor(fname, psr)
+            flavor = flavors_get(fname)
+            if flavor is None or flavor.spec.node_taints or flavor.spec.node_labels:
+                ineligible, error = self._check_flavor(fname, psr)
+            else:  # ``_check_flavor`` of a flavor without taints or node labels
+                ineligible = error = None
             if ineligible is not None or error is not None:
                 flavor_reasons = [] if ineligible is None else [ineligible]
                 reasons.extend(flavor_reasons)
@@ -325,8 +342,14 @@ class FlavorAssigner:
                     return _Scan({}, reasons, attempts, error=error)
                 continue
             candidate, mode = self._evaluate_flavor(fname, group_requests, assumed, reasons, attempts)
-            if self._fungibility:
-                if not self._try_next(mode):
+            if fungibility:
+                pm = mode[0]
+                # Stop at the first flavor not to try past (upstream ``shouldTryNextFlavor``): one
+                # that fits or preempts, unless the ClusterQueue's fungibility says to try the next
+                # flavor on preemption or on borrowing.
+                if pm is not _NO_FIT and pm is not _NO_CANDIDATES and not (
+                    (pm is not _FIT and self._try_next_on_preempt) or (mode[1] > 0 and self._try_next_on_borrow)
+                ):
                     best, best_mode = candidate, mode
                     break
                 if _preferred(mode, best_mode, self._preemption_over_borrowing):
@@ -343,14 +366,6 @@ class FlavorAssigner:
                 return _Scan(best, [], attempts)
         return _Scan(best, reasons, attempts)
 
-    def _try_next(self, mode: _Granular) -> bool:
-        pm, level = mode
-        if pm is _NO_FIT or pm is _NO_CANDIDATES:
-            return True
-        if pm is not _FIT and self._try_next_on_preempt:
-            return True
-        return level > 0 and self._try_next_on_borrow
-
     def _evaluate_flavor(
         self,
         fname: str,
@@ -366,10 +381,11 @@ class FlavorAssigner:
         no_fit_reason = ""
         candidate: dict[str, FlavorAssignment] = {}
         over_borrowing = self._preemption_over_borrowing
+        fits = self._fits_resource_quota
         for res, value in group_requests:
             fr = (fname, res)
             # ``assumed`` (earlier pod sets' usage) is empty for the first pod set.
-            check_mode, borrow, reason, check_no_fit = self._fits_resource_quota(
+            check_mode, borrow, reason, check_no_fit = fits(
                 fr, assumed.get(fr, 0) if assumed else 0, value
             )
             if reason is not None:
@@ -379,7 +395,10 @@ class FlavorAssigner:
             if borrow > max_borrow:
                 max_borrow = borrow
             mode = (check_mode, borrow)
-            if representative[0] is not _NO_FIT and _preferred(representative, mode, over_borrowing):
+            # ``_preferred(a, a)`` is False: an equal outcome keeps the representative.
+            if representative[0] is not _NO_FIT and mode != representative and _preferred(
+                representative, mode, over_borrowing
+            ):
                 representative = mode
             if representative[0] is _NO_FIT:
                 continue
@@ -440,7 +459,36 @@ class FlavorAssigner:
         node = self.cq.node
         flavor, res = fr
         value = request if assumed == 0 else sat_add(assumed, request)  # sat_add(0, r) is r
-        capacity, borrow, may_reclaim, free = quota_views(node, fr, value)
+        quota = node.quotas.get(fr)
+        root = self._flat_root
+        used = node.usage.get(fr, 0)
+        if (
+            root is not None
+            and (quota is None or (quota.borrowing_limit is None and quota.lending_limit is None))
+            and used >= 0
+        ):
+            # ``quota_views``' first case (its arithmetic, read here off the two nodes: four times
+            # per head). The general case below is compared with it by
+            # tests/core/test_core_shortcuts.py::test_assignment_with_inline_quota_views_equals_the_general_path.
+            capacity = root.subtree_quota.get(fr, 0)
+            root_used = root.usage.get(fr, 0)
+            if capacity != UNLIMITED and root_used != UNLIMITED:
+                free = capacity - root_used
+                if free < 0:
+                    free = 0
+                elif free > UNLIMITED:
+                    free = UNLIMITED
+            else:
+                free = max(0, sat_sub(capacity, root_used))
+            held = used + value if used != UNLIMITED and value != UNLIMITED else UNLIMITED
+            if held > UNLIMITED:
+                held = UNLIMITED
+            if node.subtree_quota.get(fr, 0) < held:
+                borrow, may_reclaim = root.height(), False
+            else:
+                borrow, may_reclaim = 0, True
+        else:
+            capacity, borrow, may_reclaim, free = quota_views(node, fr, value)
         if value > capacity:
             # Amounts go through AmountQuantityString, the request through ResourceQuantityString
             # (no "<unlimited>" for it), as upstream's fitsResourceQuota prints them.
@@ -458,9 +506,10 @@ class FlavorAssigner:
             f"insufficient unused quota for {res} in flavor {flavor}, "
             f"{format_amount(res, sat_sub(value, free))} more needed"
         )
-        quota = node.quotas.get(fr)
         nominal = quota.nominal if quota is not None else 0
         if nominal >= value or may_reclaim or self._can_preempt_while_borrowing:
+            if self._oracle_no_candidates:
+                return _NO_CANDIDATES, borrow, reason, ""
             mode, level = self.oracle(self.cq, self.wl, fr, value)
             return mode, level, reason, WAITING_FOR_QUOTA if mode is _NO_FIT else ""
         return _NO_FIT, borrow, reason, WAITING_FOR_QUOTA

@@ -74,9 +74,11 @@ NO_FIT_SEVERITY = {
 }
 
 
-@dataclass(slots=True)
-class FlavorAssignment:
-    """The flavor chosen for one resource of a pod set."""
+class FlavorAssignment(msgspec.Struct, gc=False):
+    """The flavor chosen for one resource of a pod set.
+
+    A msgspec Struct (built in C; untracked by the cyclic GC: a string and numbers): flavor
+    assignment builds one per resource of every flavor it evaluates."""
 
     name: str
     mode: Mode
@@ -84,31 +86,33 @@ class FlavorAssignment:
     borrow: int = 0
 
 
-@dataclass(slots=True)
-class FlavorAttempt:
+class FlavorAttempt(msgspec.Struct, gc=False):
     """One flavor examined for a pod set's resource group (``resolveNoFitReason``,
-    ``FlavorAssignmentAttempts``)."""
+    ``FlavorAssignmentAttempts``).
+
+    A msgspec Struct, built in C, two per head; untracked by the cyclic GC (strings, numbers, a
+    list of strings: it cannot be part of a cycle)."""
 
     flavor: str
     mode: GranularMode
-    reasons: list[str] = field(default_factory=list)
+    reasons: list[str] = msgspec.field(default_factory=list)
     no_fit_reason: str = ""
     preemption_simulated: bool = False
     resource_groups: tuple[int, ...] = ()
     """Indexes of the ClusterQueue's resource groups listing this flavor (``findRGIndicesByFlavor``)."""
 
 
-@dataclass(slots=True)
-class PodSetAssignmentResult:
-    """Flavors and status of one pod set."""
+class PodSetAssignmentResult(msgspec.Struct, gc=False):
+    """Flavors and status of one pod set (a msgspec Struct built in C, one per head; untracked by
+    the cyclic GC: strings, numbers and containers of them)."""
 
     name: str
     flavors: dict[str, FlavorAssignment]
     requests: dict[str, int]
     count: int
-    reasons: list[str] = field(default_factory=list)
+    reasons: list[str] = msgspec.field(default_factory=list)
     error: str | None = None
-    attempts: list[FlavorAttempt] = field(default_factory=list)
+    attempts: list[FlavorAttempt] = msgspec.field(default_factory=list)
 
     def mode(self) -> Mode:
         if not self.reasons and self.error is None:

@@ -114,13 +114,7 @@ class Preemptor:
 
     def make_oracle(self, snapshot: Snapshot) -> Oracle:
         """The oracle bound to ``snapshot``, as the flavor assigner calls it."""
-
-        def oracle(
-            cq: ClusterQueueState, wl: WorkloadInfo, fr: FlavorResource, val: int
-        ) -> tuple[PreemptionMode, int]:
-            return self.simulate(cq, wl, fr, val, snapshot)
-
-        return oracle
+        return _SnapshotOracle(self, snapshot)
 
     def _context(
         self,
@@ -188,6 +182,29 @@ def apply_eviction_for_preemption(
         )
     )
     return events
+
+
+class _SnapshotOracle:
+    """``Preemptor.simulate`` bound to a snapshot (upstream ``PreemptionOracle``).
+
+    ``no_candidates(cq)`` tells the flavor assigner, once per head, that every answer for ``cq``
+    would be ``NO_CANDIDATES`` at the borrowing level ``quota_views`` gives (``simulate``'s first
+    branch), so it need not call the oracle (see ``FlavorAssigner._fits_resource_quota``)."""
+
+    __slots__ = ("_preemptor", "_snapshot")
+
+    def __init__(self, preemptor: Preemptor, snapshot: Snapshot) -> None:
+        self._preemptor = preemptor
+        self._snapshot = snapshot
+
+    def __call__(
+        self, cq: ClusterQueueState, wl: WorkloadInfo, fr: FlavorResource, val: int
+    ) -> tuple[PreemptionMode, int]:
+        return self._preemptor.simulate(cq, wl, fr, val, self._snapshot)
+
+    @staticmethod
+    def no_candidates(cq: ClusterQueueState) -> bool:
+        return no_classical_candidate_source(cq)
 
 
 __all__ = ["Preemptor", "apply_eviction_for_preemption"]
