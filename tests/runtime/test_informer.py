@@ -237,3 +237,34 @@ def test_a_view_of_a_shared_informer_sees_every_change_with_its_own_cache(client
         InformerView(inf, other)
     with pytest.raises(ValueError, match="keeps no objects"):
         InformerView(Informer(client, R.POD_TEMPLATES, owner), other)
+
+
+def test_a_relist_delivers_to_the_owner_before_the_views(client: InProcessClient) -> None:
+    # The owner (the controller manager) gets its listed changes and SYNCED without waiting for a
+    # slow added handler; each view still gets every change and SYNCED last.
+    for i in range(20):
+        client.create(R.POD_TEMPLATES, pod_template(f"p{i}"))
+    owner_synced = threading.Event()
+    at_owner_sync: list[int] = []
+    other = Sink()
+
+    def owner(change: Change) -> None:
+        if change.type == SYNCED:
+            at_owner_sync.append(len(other.after(0)))
+            owner_synced.set()
+
+    def slow(change: Change) -> None:
+        time.sleep(0.01)
+        other(change)
+
+    inf = Informer(client, R.POD_TEMPLATES, owner, cache_objects=False)
+    inf.add_handler(slow)
+    inf.start()
+    try:
+        assert owner_synced.wait(10)
+        assert at_owner_sync == [0], "the owner's SYNCED waited for the handler"
+        wait(lambda: len(other.after(0)) == 21)
+        changes = other.after(0)
+        assert [c.type for c in changes] == [ADDED] * 20 + [SYNCED]
+    finally:
+        inf.stop()

@@ -299,20 +299,30 @@ class Informer:
         del items  # the changes hold the objects now; the list itself need not outlive them
         with self._lock:
             self._versions = fresh
-        for key, version in old.items():
-            if key not in fresh:
-                gone = Change(self.resource, DELETED, _tombstone(self.resource, key, version), None)
-                self.sink(gone)
-                self._fan_out(gone)
+        gone = [
+            Change(self.resource, DELETED, _tombstone(self.resource, key, version), None)
+            for key, version in old.items()
+            if key not in fresh
+        ]
+        # The owner first, SYNCED included: its intake (the manager's inbox) must not wait for the
+        # added handlers to work through a whole list (client-go's listeners do not hold each
+        # other up either). Each handler then gets the same changes, its SYNCED last.
+        for change in gone:
+            self.sink(change)
         for change in changes:
             self.sink(change)
-        for change in decoded:
-            self._fan_out(change)
-        if not self._synced.is_set():
+        first_sync = not self._synced.is_set()
+        if first_sync:
             self._synced.set()
-            synced = Change(self.resource, SYNCED, None, None)
-            self.sink(synced)
-            self._fan_out(synced)
+            self.sink(Change(self.resource, SYNCED, None, None))
+        if self._handlers:
+            del changes  # the owner has them; the handlers get the untransformed ones
+            for change in gone:
+                self._fan_out(change)
+            for change in decoded:
+                self._fan_out(change)
+            if first_sync:
+                self._fan_out(Change(self.resource, SYNCED, None, None))
         return rv
 
     def _fan_out(self, change: Change) -> None:

@@ -35,6 +35,7 @@ import hashlib
 import logging
 import re
 import sys
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,6 +53,7 @@ from pykueue.runtime.informer import (
     SYNCED,
     Change,
     Informer,
+    ObjectKey,
     object_key,
     strip_managed_fields,
 )
@@ -484,6 +486,15 @@ class ProvisioningRequestController(RuntimeComponent):
         # Workload's bytes, and this informer holds every Workload of the cluster (50,000 in
         # Kueue's large-scale benchmark: about 10 KiB each of the controller process's RSS).
         strip = strip_managed_fields
+        # (namespace, owner Workload name) -> names of the ProvisioningRequests it controls, and
+        # each request's owner: upstream's field index on the owner reference
+        # (provisioning/indexer.go, RequestsOwnedByWorkloadKey), kept by _on_request from the
+        # requests informer's changes. owned_requests runs on the manager's Workload informer
+        # thread (_on_workload through _concerns_us): a scan of every cached request there would
+        # hold up the manager's own intake.
+        self._owned: dict[ObjectKey, dict[str, None]] = {}
+        self._owner_of: dict[ObjectKey, ObjectKey] = {}
+        self._owned_lock = threading.Lock()
         self.checks = self.runtime.informer(r.ADMISSION_CHECKS, self._on_check, transform=strip)
         self.configs = self.runtime.informer(r.PROVISIONING_REQUEST_CONFIGS, self._on_config, transform=strip)
         self.requests = self.runtime.informer(r.PROVISIONING_REQUESTS, self._on_request, transform=strip)
@@ -538,8 +549,30 @@ class ProvisioningRequestController(RuntimeComponent):
         if change.type == SYNCED:
             return
         owner = owner_workload_name(change.object)
+        self._index_request(change, owner)
         if owner is not None:
             self.runtime.enqueue(_WORKLOAD, str(st.metadata(change.object).get("namespace") or ""), owner)
+
+    def _index_request(self, change: Change, owner: str | None) -> None:
+        """Keep the owner index in step with the requests informer's cache."""
+        key = object_key(change.object)
+        ns, name = key
+        now = (ns, owner) if change.type != DELETED and owner is not None else None
+        with self._owned_lock:
+            prev = self._owner_of.pop(key, None)  # the owner it was indexed under, if any
+            if prev == now:  # most changes: the owner stays, and so does the request's place
+                if now is not None:
+                    self._owner_of[key] = now
+                return
+            if prev is not None:
+                names = self._owned.get(prev)
+                if names is not None:
+                    names.pop(name, None)
+                    if not names:
+                        del self._owned[prev]
+            if now is not None:
+                self._owner_of[key] = now
+                self._owned.setdefault(now, {})[name] = None
 
     def _on_workload(self, change: Change) -> None:
         if change.type in (SYNCED, DELETED):
@@ -610,11 +643,17 @@ class ProvisioningRequestController(RuntimeComponent):
     def owned_requests(self, wl: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Cached ProvisioningRequests controlled by the Workload (same namespace, by name)."""
         ns, name = object_key(dict(wl))
-        return [
-            pr
-            for pr in self.requests.items()
-            if (st.metadata(pr).get("namespace") or "") == ns and owner_workload_name(pr) == name
-        ]
+        with self._owned_lock:
+            names = list(self._owned.get((ns, name), ()))
+        out = []
+        for pr_name in names:
+            pr = self.requests.get((ns, pr_name))
+            # The cache may be a step ahead of the index (its informer updates the cache before
+            # calling _on_request): the owner is checked on the cached object itself; a request
+            # added meanwhile queues its Workload again once indexed.
+            if pr is not None and owner_workload_name(pr) == name:
+                out.append(pr)
+        return out
 
     def active_or_last(
         self,
