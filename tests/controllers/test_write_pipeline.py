@@ -473,12 +473,9 @@ def test_status_writes_nothing_waits_for_use_at_most_half_the_slots_and_never_bl
     assert pipeline.close(1)
 
 
-def test_many_queue_status_writes_do_not_take_the_admissions_slots(make_env: Callable[..., Env]) -> None:
-    # Two write slots and two ClusterQueues whose status writes take 1.5 s: both status writes
-    # used to be in flight at once, and the next admission waited on the manager thread for one
-    # of them to end. Now one at most is in flight; the other is written a batch period later.
-    env = make_env(delay=0.0, cpu=8, max_in_flight=2)
-    env.client.cq_delay = 1.5
+def _two_queues_each_reserving_one(env: Env) -> None:
+    """A second ClusterQueue ``cq2`` (same spec) with LocalQueue ``lq2``; starts the manager and
+    reserves ``w0`` in ``cq`` and ``v0`` in ``cq2``."""
     spec = env.api.get(R.CLUSTER_QUEUES, "cq")["spec"]
     env.api.create(R.CLUSTER_QUEUES, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq2"}, "spec": spec})
     env.api.create(
@@ -489,6 +486,15 @@ def test_many_queue_status_writes_do_not_take_the_admissions_slots(make_env: Cal
     env.api.create(R.WORKLOADS, workload("w0"))
     env.api.create(R.WORKLOADS, workload("v0", queue="lq2"))
     wait(lambda: env.reserved() == {"w0", "v0"})
+
+
+def test_many_queue_status_writes_do_not_take_the_admissions_slots(make_env: Callable[..., Env]) -> None:
+    # Two write slots and two ClusterQueues whose status writes take 1.5 s: both status writes
+    # used to be in flight at once, and the next admission waited on the manager thread for one
+    # of them to end. Now one at most is in flight; the other is written a batch period later.
+    env = make_env(delay=0.0, cpu=8, max_in_flight=2)
+    env.client.cq_delay = 1.5
+    _two_queues_each_reserving_one(env)
     env.clock.advance(1.1)  # both queues' status batch period is due
     wait(lambda: env.client.cq_writes_in_flight == 1)
     time.sleep(0.2)
@@ -527,16 +533,7 @@ def test_a_queue_status_refused_a_slot_is_not_encoded(make_env: Callable[..., En
     monkeypatch.setattr(queue_controllers, "to_external", counting)
     env = make_env(delay=0.0, cpu=8, max_in_flight=2)  # one background slot
     env.client.cq_delay = 1.5
-    spec = env.api.get(R.CLUSTER_QUEUES, "cq")["spec"]
-    env.api.create(R.CLUSTER_QUEUES, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq2"}, "spec": spec})
-    env.api.create(
-        R.LOCAL_QUEUES,
-        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "lq2", "namespace": "default"}, "spec": {"clusterQueue": "cq2"}},
-    )
-    env.start()
-    env.api.create(R.WORKLOADS, workload("w0"))
-    env.api.create(R.WORKLOADS, workload("v0", queue="lq2"))
-    wait(lambda: env.reserved() == {"w0", "v0"})
+    _two_queues_each_reserving_one(env)
     wait(lambda: env.client.cq_writes_in_flight == 0)
     encoded.clear()
     sent = env.client.cq_status_writes
