@@ -386,3 +386,45 @@ def test_a_pipelined_body_timer_starts_when_its_request_does(tmp_path: Path, hel
         [answer] = read_answers(sock, 1)
         assert status_of(answer) == b"201", answer
         sock.close()
+
+
+def test_requests_pipelined_behind_a_held_write_are_answered_in_order(
+    tmp_path: Path, held_fsync: threading.Event
+) -> None:
+    """Requests pipelined behind a write waiting for its fsync start from the pipeline (on the ASGI
+    path: the direct path serves only requests that start at their headers), in order."""
+    with served(APIServerApp, tmp_path) as port:
+        sock = socket.create_connection(("127.0.0.1", port))
+        held_fsync.clear()
+        sock.sendall(
+            request("POST", "/api/v1/namespaces", namespace("p1"))
+            + request("GET", "/api/v1/namespaces/p1")
+            + request("POST", "/api/v1/namespaces", namespace("p2"))
+            + request("GET", "/api/v1/namespaces/missing")
+        )
+        threading.Event().wait(0.3)
+        held_fsync.set()
+        answers = read_answers(sock, 4)
+        sock.close()
+    assert [status_of(a) for a in answers] == [b"201", b"200", b"201", b"404"], answers
+
+
+def test_expect_100_continue_is_answered_before_the_body(tmp_path: Path) -> None:
+    """A client that waits for ``100 Continue`` (curl does for larger bodies) gets it: uvicorn's
+    ``receive`` sends it, so such a request takes the ASGI path."""
+    body = json.dumps(namespace("continued")).encode()
+    head, _, _ = request("POST", "/api/v1/namespaces", body, extra=b"Expect: 100-continue\r\n").partition(b"\r\n\r\n")
+    with served(APIServerApp, tmp_path) as port:
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.sendall(head + b"\r\n\r\n")
+        sock.settimeout(10)
+        continued = b""
+        while b"\r\n\r\n" not in continued:
+            chunk = sock.recv(4096)
+            assert chunk, continued
+            continued += chunk
+        assert continued == b"HTTP/1.1 100 Continue\r\n\r\n"
+        sock.sendall(body)
+        [answer] = read_answers(sock, 1)
+        assert status_of(answer) == b"201", answer
+        sock.close()
