@@ -428,3 +428,25 @@ def test_expect_100_continue_is_answered_before_the_body(tmp_path: Path) -> None
         [answer] = read_answers(sock, 1)
         assert status_of(answer) == b"201", answer
         sock.close()
+
+
+def test_a_bug_making_a_write_visible_is_a_status_on_both_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store's ``when_visible`` raising (a bug) is answered with the ASGI path's InternalError
+    Status on the direct path too, not a text/plain 500."""
+
+    def broken(store: Store, callback: Any) -> bool:
+        raise RuntimeError("bug in when_visible")
+
+    monkeypatch.setattr(Store, "when_visible", broken)
+    answers = []
+    for app_class in (APIServerApp, ASGIOnly):
+        (tmp_path / app_class.__name__).mkdir()
+        with served(app_class, tmp_path / app_class.__name__) as port:
+            sock = socket.create_connection(("127.0.0.1", port))
+            sock.sendall(request("POST", "/api/v1/namespaces", namespace("broken")))
+            answers += read_answers(sock, 1)
+            sock.close()
+    direct, via_asgi = answers
+    assert normalized(direct) == normalized(via_asgi)
+    assert status_of(direct) == b"500" and b"content-type: application/json" in direct, direct
+    assert b'"reason":"InternalError"' in direct and b"RuntimeError: bug in when_visible" in direct, direct
