@@ -44,11 +44,11 @@ class Counting(APIServerApp):
 
 
 @contextlib.contextmanager
-def served(app_class: type[APIServerApp], data: Path) -> Iterator[int]:
+def served(app_class: type[APIServerApp], data: Path, limits: ConnectionLimits | None = None) -> Iterator[int]:
     """``pykueue serve``'s uvicorn configuration (plain HTTP) serving ``app_class`` on a thread."""
     store = Store(str(data / "store.db"))
     app = app_class(store, token=ADMIN, readonly_token=READER, served_names=["localhost"])
-    config = uvicorn_config(app, "127.0.0.1", 0, ConnectionLimits(), "error", None)
+    config = uvicorn_config(app, "127.0.0.1", 0, limits or ConnectionLimits(), "error", None)
     server = APIServer(config, app, on_ready=lambda port: None)
     runner = threading.Thread(target=server.run, daemon=True)
     runner.start()
@@ -304,3 +304,149 @@ def test_a_bug_in_the_direct_path_is_a_500_not_a_400(caplog: pytest.LogCaptureFi
     answer = asyncio.run(scenario())
     assert answer.startswith(b"HTTP/1.1 500 Internal Server Error\r\n")
     assert "serving GET /x failed" in caplog.text
+
+
+SHORT = ConnectionLimits(idle=1.0, header=1.0, body=1.0)
+
+
+@pytest.fixture
+def held_fsync(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """The WAL's fsyncs wait while the returned event is clear (on the store's sync thread: the
+    event loop goes on, as with a slow disk)."""
+    import os
+
+    from pykueue.store import durability
+
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("needs /proc/self/fd")
+    real_fsync = os.fsync
+    gate = threading.Event()
+    gate.set()
+
+    def fsync(fd: int) -> None:
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/self/fd/{fd}").endswith("-wal"):
+                gate.wait(10)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(durability, "INLINE_FSYNC_MAX", -1.0)  # never on the loop's thread
+    try:
+        yield gate
+    finally:
+        gate.set()
+
+
+def namespace(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def status_of(answer: bytes) -> bytes:
+    return answer.split(b" ", 2)[1]
+
+
+@pytest.mark.parametrize(
+    "refused",
+    [
+        request("POST", WL, b"{}").replace(b"Host: localhost", b"Host: evil.example"),
+        request("POST", WL, b"{}", token=READER),
+    ],
+    ids=["bad-host", "read-only-user"],
+)
+def test_a_request_answered_before_its_body_still_times_out(tmp_path: Path, refused: bytes) -> None:
+    """A 403 sent before the body arrived, then the body: the connection is not held open without
+    credentials for ever, the idle deadline ends it (it ended there before the body came, too)."""
+    head, _, body = refused.partition(b"\r\n\r\n")
+    with served(APIServerApp, tmp_path, SHORT) as port:
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.sendall(head + b"\r\n\r\n")
+        [answer] = read_answers(sock, 1)
+        assert status_of(answer) == b"403", answer
+        sock.sendall(body)
+        assert closed(sock), "the connection stayed open after the body of a refused request"
+        sock.close()
+
+
+def test_a_pipelined_body_timer_starts_when_its_request_does(tmp_path: Path, held_fsync: threading.Event) -> None:
+    """A create waits for its fsync longer than the body timeout while a second create is pipelined
+    behind it with part of its body: uvicorn reads nothing more until the first answer is out, so
+    the second body's timer starts only then; the first answer is not cut off."""
+    second = request("POST", "/api/v1/namespaces", namespace("second"))
+    with served(APIServerApp, tmp_path, SHORT) as port:
+        sock = socket.create_connection(("127.0.0.1", port))
+        held_fsync.clear()
+        sock.sendall(request("POST", "/api/v1/namespaces", namespace("first")) + second[:-5])
+        sock.settimeout(2.5)  # > the body timeout: still open, the first answer held by its fsync
+        with pytest.raises(TimeoutError):
+            sock.recv(1)
+        held_fsync.set()
+        [first] = read_answers(sock, 1)
+        assert status_of(first) == b"201", first
+        sock.sendall(second[-5:])  # within the body timeout, counted from the first answer
+        [answer] = read_answers(sock, 1)
+        assert status_of(answer) == b"201", answer
+        sock.close()
+
+
+def test_requests_pipelined_behind_a_held_write_are_answered_in_order(
+    tmp_path: Path, held_fsync: threading.Event
+) -> None:
+    """Requests pipelined behind a write waiting for its fsync start from the pipeline (on the ASGI
+    path: the direct path serves only requests that start at their headers), in order."""
+    with served(APIServerApp, tmp_path) as port:
+        sock = socket.create_connection(("127.0.0.1", port))
+        held_fsync.clear()
+        sock.sendall(
+            request("POST", "/api/v1/namespaces", namespace("p1"))
+            + request("GET", "/api/v1/namespaces/p1")
+            + request("POST", "/api/v1/namespaces", namespace("p2"))
+            + request("GET", "/api/v1/namespaces/missing")
+        )
+        threading.Event().wait(0.3)
+        held_fsync.set()
+        answers = read_answers(sock, 4)
+        sock.close()
+    assert [status_of(a) for a in answers] == [b"201", b"200", b"201", b"404"], answers
+
+
+def test_expect_100_continue_is_answered_before_the_body(tmp_path: Path) -> None:
+    """A client that waits for ``100 Continue`` (curl does for larger bodies) gets it: uvicorn's
+    ``receive`` sends it, so such a request takes the ASGI path."""
+    body = json.dumps(namespace("continued")).encode()
+    head, _, _ = request("POST", "/api/v1/namespaces", body, extra=b"Expect: 100-continue\r\n").partition(b"\r\n\r\n")
+    with served(APIServerApp, tmp_path) as port:
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.sendall(head + b"\r\n\r\n")
+        sock.settimeout(10)
+        continued = b""
+        while b"\r\n\r\n" not in continued:
+            chunk = sock.recv(4096)
+            assert chunk, continued
+            continued += chunk
+        assert continued == b"HTTP/1.1 100 Continue\r\n\r\n"
+        sock.sendall(body)
+        [answer] = read_answers(sock, 1)
+        assert status_of(answer) == b"201", answer
+        sock.close()
+
+
+def test_a_bug_making_a_write_visible_is_a_status_on_both_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store's ``when_visible`` raising (a bug) is answered with the ASGI path's InternalError
+    Status on the direct path too, not a text/plain 500."""
+
+    def broken(store: Store, callback: Any) -> bool:
+        raise RuntimeError("bug in when_visible")
+
+    monkeypatch.setattr(Store, "when_visible", broken)
+    answers = []
+    for app_class in (APIServerApp, ASGIOnly):
+        (tmp_path / app_class.__name__).mkdir()
+        with served(app_class, tmp_path / app_class.__name__) as port:
+            sock = socket.create_connection(("127.0.0.1", port))
+            sock.sendall(request("POST", "/api/v1/namespaces", namespace("broken")))
+            answers += read_answers(sock, 1)
+            sock.close()
+    direct, via_asgi = answers
+    assert normalized(direct) == normalized(via_asgi)
+    assert status_of(direct) == b"500" and b"content-type: application/json" in direct, direct
+    assert b'"reason":"InternalError"' in direct and b"RuntimeError: bug in when_visible" in direct, direct

@@ -555,7 +555,10 @@ class APIServerApp:
         def serve(body: bytes) -> None:
             if req.method in BODY_METHODS:
                 req.body = body
-            self._handle_durably(req, scope, deliver)
+            try:
+                self._handle_durably(req, scope, deliver)
+            except Exception as err:  # a bug (the store's when_visible): a Status, as _serve_fast answers
+                deliver(_internal_error(req, scope, err))
 
         return serve
 

@@ -331,13 +331,26 @@ class LimitedHttpToolsProtocol(CoalescingHttpToolsProtocol):
         super().data_received(data)
 
     def on_headers_complete(self) -> None:
-        """Headers in time: the body timer takes over."""
-        self._arm(self.limits.body)
+        """Headers in time: the body timer takes over. Not for a request queued behind an
+        unfinished response: uvicorn stops reading until that response is done, so its body could
+        not arrive (the timer would cut the earlier answer off); its timer starts when it is taken
+        from the pipeline (:meth:`_after_response`)."""
+        current = self.cycle
+        if current is None or current.response_complete:
+            self._arm(self.limits.body)
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
-        """The whole request is in: no read timer while the response is produced (or streamed)."""
-        self._deadline = None
+        """The whole request is in: no read timer while the response is produced (or streamed).
+        When it was answered before its body arrived (a refusal: 403, 413), the idle deadline is
+        armed again: the connection is kept (as Go's net/http keeps one whose unread body is small
+        enough to discard, server.go ``chunkWriter.writeHeader``), the late body being read and
+        dropped under the header deadline :meth:`data_received` set, but never without a deadline."""
+        cycle = self.cycle
+        if cycle is not None and cycle.response_complete and not self.pipeline:
+            self._arm(self.timeout_keep_alive, idle=True)
+        else:
+            self._deadline = None
         super().on_message_complete()
 
     def _after_response(self) -> None:
@@ -347,8 +360,10 @@ class LimitedHttpToolsProtocol(CoalescingHttpToolsProtocol):
             return
         self._unset_keepalive_if_required()
         self.flow.resume_reading()
-        if self.pipeline:  # the next pipelined request (already read: no read timer)
+        if self.pipeline:  # the next pipelined request: its body timer starts now, if it is not all in
             cycle, app = self.pipeline.pop()
+            if cycle.more_body:
+                self._arm(self.limits.body)
             self._start_asgi_task(cycle, app)
         else:
             self._arm(self.timeout_keep_alive, idle=True)  # (uvicorn's, from --idle-timeout)
