@@ -4,7 +4,7 @@ Usage: SERVE_TIMING_OUT=T.jsonl python bench/serve_timing.py serve [serve's argu
        python bench/serve_timing.py report T.jsonl [CLIENT VERB]
 
 ``serve`` runs ``pykueue serve`` (the installed one, or ``PYTHONPATH``'s) with its resource
-requests timed: one line per request on the fast path (method, resource, subresource, content
+requests timed: one line per request on the fast path or the protocol's direct path (method, resource, subresource, content
 type, the client's user agent, status) with the time from the request's task starting to its
 answer having left (``answer``: the handler, the wait for the store to make it durable, the
 send) and the handler's own time (``handler``); and every 10 ms the event loop's lag (how late a
@@ -60,6 +60,7 @@ def serve(argv: list[str]) -> int:
             out.write(json.dumps(rec) + "\n")
 
     handle_deferred = hmod.Handlers.handle_deferred
+    last_handled: list[Any] = []  # the direct path's request, its handler time and status
 
     def timed_handle_deferred(self: Any, req: Any) -> Any:
         start, status = time.monotonic(), 0
@@ -72,6 +73,42 @@ def serve(argv: list[str]) -> int:
             raise
         finally:
             handler_time[id(req)] = (time.monotonic() - start, status)
+            last_handled[:] = [req]
+
+    direct = appmod.APIServerApp.direct
+
+    def timed_direct(self: Any, scope: Any, respond: Any) -> Any:
+        # The protocol's direct path (no ASGI task) answers most resource requests: time it from
+        # the whole body being in to the answer being handed to the transport.
+        if not probing:
+            probing.append(asyncio.get_running_loop().create_task(lag_probe()))
+        box: dict[str, Any] = {}
+
+        def timed_respond(status: int, head: Any, body: bytes) -> None:
+            try:
+                respond(status, head, body)
+            finally:
+                req = box.get("req") or (last_handled[0] if last_handled else None)
+                if req is not None:
+                    handled, _ = handler_time.pop(id(req), (float("nan"), 0))
+                    out.write(json.dumps({
+                        "t0": box.get("t0", time.monotonic()), "t1": time.monotonic(), "m": req.method,
+                        "r": req.resource, "s": req.subresource, "ua": req.user_agent[:40],
+                        "ct": req.content_type, "h": handled, "st": status,
+                    }) + "\n")  # fmt: skip
+
+        serve_direct = direct(self, scope, timed_respond)
+        if serve_direct is None:
+            return None
+
+        def timed_serve(body: bytes) -> None:
+            box["t0"] = time.monotonic()
+            last_handled.clear()
+            serve_direct(body)
+            if last_handled:
+                box["req"] = last_handled[0]
+
+        return timed_serve
 
     async def lag_probe() -> None:
         while True:
@@ -90,6 +127,7 @@ def serve(argv: list[str]) -> int:
     appmod.APIServerApp._serve_fast = timed_serve_fast  # type: ignore[method-assign]
     hmod.Handlers.handle_deferred = timed_handle_deferred  # type: ignore[method-assign]
     appmod.APIServerApp.__call__ = timed_call  # type: ignore[method-assign]
+    appmod.APIServerApp.direct = timed_direct  # type: ignore[method-assign]
     return main(["serve", *argv])
 
 
