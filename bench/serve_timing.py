@@ -75,7 +75,7 @@ def serve(argv: list[str]) -> int:
             handler_time[id(req)] = (time.monotonic() - start, status)
             last_handled[:] = [req]
 
-    direct = appmod.APIServerApp.direct
+    direct = getattr(appmod.APIServerApp, "direct", None)  # absent before the direct path (base trees)
 
     def timed_direct(self: Any, scope: Any, respond: Any) -> Any:
         # The protocol's direct path (no ASGI task) answers most resource requests: time it from
@@ -97,6 +97,7 @@ def serve(argv: list[str]) -> int:
                         "ct": req.content_type, "h": handled, "st": status,
                     }) + "\n")  # fmt: skip
 
+        assert direct is not None
         serve_direct = direct(self, scope, timed_respond)
         if serve_direct is None:
             return None
@@ -127,7 +128,8 @@ def serve(argv: list[str]) -> int:
     appmod.APIServerApp._serve_fast = timed_serve_fast  # type: ignore[method-assign]
     hmod.Handlers.handle_deferred = timed_handle_deferred  # type: ignore[method-assign]
     appmod.APIServerApp.__call__ = timed_call  # type: ignore[method-assign]
-    appmod.APIServerApp.direct = timed_direct  # type: ignore[method-assign]
+    if direct is not None:
+        appmod.APIServerApp.direct = timed_direct  # type: ignore[method-assign]
     return main(["serve", *argv])
 
 
