@@ -209,15 +209,41 @@ def test_direct_path_answers_as_the_asgi_path_does(tmp_path: Path) -> None:
     assert asgi_calls == 6, asgi_calls
 
 
-def test_direct_answer_waits_for_the_transport_while_writes_are_paused() -> None:
-    """As uvicorn's ``send``: while the transport's buffer is over its high-water mark the answer is
-    not written; it goes out, whole, once writing resumes."""
+async def _one_exchange(app: Any, request: bytes, until: bytes, on_connected: Any = None) -> bytes:
+    """``app`` behind serve's protocol on one end of a socketpair: ``request`` sent from the other
+    end, the answer read until it ends with ``until``. ``on_connected(protocol, transport)`` runs
+    once the connection is made."""
     from uvicorn.config import Config
     from uvicorn.server import ServerState
 
     from pykueue.apiserver.protocol import limited_protocol
 
+    loop = asyncio.get_running_loop()
+    config = Config(app, lifespan="off", log_level="error", access_log=False, proxy_headers=False)
+    config.load()
+    protocol = limited_protocol(ConnectionLimits())(config, ServerState(), {}, _loop=loop)
+    ours, theirs = socket.socketpair()
+    transport, _ = await loop.create_connection(lambda: protocol, sock=ours)
+    if on_connected is not None:
+        on_connected(protocol, transport)
+    theirs.setblocking(False)
+    await loop.sock_sendall(theirs, request)
+    answer = b""
+    while not answer.endswith(until):
+        chunk = await asyncio.wait_for(loop.sock_recv(theirs, 4096), 10)
+        assert chunk, answer
+        answer += chunk
+    protocol.transport.close()
+    theirs.close()
+    return answer
+
+
+def test_direct_answer_waits_for_the_transport_while_writes_are_paused() -> None:
+    """As uvicorn's ``send``: while the transport's buffer is over its high-water mark the answer is
+    not written; it goes out, whole, once writing resumes."""
     written_while_paused: list[int] = []
+    sends: list[bytes] = []
+    protocol: Any = None
 
     class App:
         async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -228,38 +254,19 @@ def test_direct_answer_waits_for_the_transport_while_writes_are_paused() -> None
                 protocol.pause_writing()  # as the transport does over its high-water mark
                 respond(200, [(b"content-type", b"text/plain")], body.upper())
                 written_while_paused.append(len(sends))
-                loop.call_later(0.05, protocol.resume_writing)
+                asyncio.get_running_loop().call_later(0.05, protocol.resume_writing)
 
             return serve
 
-    sends: list[bytes] = []
-
-    async def scenario() -> bytes:
+    def count_sends(connected: Any, transport: Any) -> None:
         nonlocal protocol
-        config = Config(App(), lifespan="off", log_level="error", access_log=False, proxy_headers=False)
-        config.load()
-        protocol = limited_protocol(ConnectionLimits())(config, ServerState(), {}, _loop=loop)
-        ours, theirs = socket.socketpair()
-        transport, _ = await loop.create_connection(lambda: protocol, sock=ours)
+        protocol = connected
         real_write = transport.write
-        protocol.transport._transport.write = lambda data: (sends.append(bytes(data)), real_write(data))  # type: ignore[attr-defined]
-        theirs.setblocking(False)
-        await loop.sock_sendall(theirs, b"POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nok")
-        answer = b""
-        while not answer.endswith(b"OK"):
-            chunk = await asyncio.wait_for(loop.sock_recv(theirs, 4096), 10)
-            assert chunk, answer
-            answer += chunk
-        protocol.transport.close()
-        theirs.close()
-        return answer
+        connected.transport._transport.write = lambda data: (sends.append(bytes(data)), real_write(data))
 
-    loop = asyncio.new_event_loop()
-    protocol: Any = None
-    try:
-        answer = loop.run_until_complete(scenario())
-    finally:
-        loop.close()
+    answer = asyncio.run(
+        _one_exchange(App(), b"POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nok", b"OK", count_sends)
+    )
     assert written_while_paused == [0]
     assert answer.startswith(b"HTTP/1.1 200 OK\r\n") and b"content-length: 2\r\n" in answer
     assert len(sends) == 1, sends
@@ -268,10 +275,6 @@ def test_direct_answer_waits_for_the_transport_while_writes_are_paused() -> None
 def test_a_bug_in_the_direct_path_is_a_500_not_a_400(caplog: pytest.LogCaptureFixture) -> None:
     """An exception from the application's direct function would reach httptools' parser, which
     makes uvicorn answer 400 "Invalid HTTP request": the protocol answers 500 instead, and logs it."""
-    from uvicorn.config import Config
-    from uvicorn.server import ServerState
-
-    from pykueue.apiserver.protocol import limited_protocol
 
     class App:
         async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -283,25 +286,7 @@ def test_a_bug_in_the_direct_path_is_a_500_not_a_400(caplog: pytest.LogCaptureFi
 
             return serve
 
-    async def scenario() -> bytes:
-        loop = asyncio.get_running_loop()
-        config = Config(App(), lifespan="off", log_level="error", access_log=False, proxy_headers=False)
-        config.load()
-        protocol = limited_protocol(ConnectionLimits())(config, ServerState(), {}, _loop=loop)
-        ours, theirs = socket.socketpair()
-        await loop.create_connection(lambda: protocol, sock=ours)
-        theirs.setblocking(False)
-        await loop.sock_sendall(theirs, b"GET /x HTTP/1.1\r\nHost: x\r\n\r\n")
-        answer = b""
-        while not answer.endswith(b"Internal Server Error"):
-            chunk = await asyncio.wait_for(loop.sock_recv(theirs, 4096), 10)
-            assert chunk, answer
-            answer += chunk
-        protocol.transport.close()
-        theirs.close()
-        return answer
-
-    answer = asyncio.run(scenario())
+    answer = asyncio.run(_one_exchange(App(), b"GET /x HTTP/1.1\r\nHost: x\r\n\r\n", b"Internal Server Error"))
     assert answer.startswith(b"HTTP/1.1 500 Internal Server Error\r\n")
     assert "serving GET /x failed" in caplog.text
 
