@@ -228,6 +228,18 @@ def test_admissible_to_queues_in_one_pass_equals_the_predicates(active: bool | N
 # --- the flavor assigner without the oracle (branch core5) --------------------------------------------
 
 
+def _after_cycles(sc: Scenario, cycles: int) -> tuple[SimulatedCluster, Snapshot]:
+    """``sc`` loaded into a simulated cluster, ``cycles`` cycles run 1 s apart, and its snapshot."""
+    note(sc.describe())
+    cluster = SimulatedCluster(sc.options(), datetime(2026, 1, 1, tzinfo=UTC))
+    cluster.load(sc.objects())
+    for i in range(cycles):
+        if i:
+            cluster.advance(1.0)
+        cluster.run_cycle()
+    return cluster, Snapshot(cluster.cache)
+
+
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(scenario(max_workloads=14, max_cqs=4, with_steps=False), st.integers(0, 3))
 def test_assignment_without_asking_the_oracle_equals_asking_it(sc: Scenario, cycles: int) -> None:
@@ -236,14 +248,7 @@ def test_assignment_without_asking_the_oracle_equals_asking_it(sc: Scenario, cyc
     (modes, borrowing levels, reasons, attempts) equal those of the same oracle always asked, for
     every pending workload of every ClusterQueue, on random trees, usages, preemption policies, with
     and without fair sharing, after a few cycles."""
-    note(sc.describe())
-    cluster = SimulatedCluster(sc.options(), datetime(2026, 1, 1, tzinfo=UTC))
-    cluster.load(sc.objects())
-    for i in range(cycles):
-        if i:
-            cluster.advance(1.0)
-        cluster.run_cycle()
-    snapshot = Snapshot(cluster.cache)
+    cluster, snapshot = _after_cycles(sc, cycles)
     declared = cluster.scheduler.preemptor.make_oracle(snapshot)
     assert getattr(declared, "no_candidates", None) is not None
 
@@ -326,14 +331,7 @@ def test_quota_check_with_inline_views_equals_the_general_path(
 def test_assignment_with_inline_quota_views_equals_the_general_path(sc: Scenario, cycles: int) -> None:
     """Whole assignments (both pod sets, reasons, attempts, modes) of every pending workload with the
     inline quota reads equal those through ``quota_views``, after a few cycles of random runs."""
-    note(sc.describe())
-    cluster = SimulatedCluster(sc.options(), datetime(2026, 1, 1, tzinfo=UTC))
-    cluster.load(sc.objects())
-    for i in range(cycles):
-        if i:
-            cluster.advance(1.0)
-        cluster.run_cycle()
-    snapshot = Snapshot(cluster.cache)
+    cluster, snapshot = _after_cycles(sc, cycles)
     oracle = cluster.scheduler.preemptor.make_oracle(snapshot)
     for name, cq in sorted(cluster.cache.cluster_queues.items()):
         for wl in cluster.queues.pending_workloads(name):
