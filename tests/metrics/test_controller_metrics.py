@@ -136,7 +136,8 @@ def test_borrowing_preemption_and_evictions_are_counted_where_upstream_counts(en
     readmitted = admitted(env, "borrower")
     # Parked workloads are retried in 1s batches of the controllers' (manual) clock.
     wait(lambda: readmitted() or env.clock.advance(1.1), what="borrower readmitted")
-    assert counters(env, "kueue_quota_reserved_workloads_total")[cq_a] == 2.0
+    # Counted right after the write the API already shows: wait for the count, not just the object.
+    wait(lambda: counters(env, "kueue_quota_reserved_workloads_total")[cq_a] == 2.0, what="second reservation counted")
     assert borrower["metadata"]["name"] != owner["metadata"]["name"]
 
 
