@@ -114,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run", type=Path)
     parser.add_argument("--class", dest="cls", default="small")
     parser.add_argument("--scale", default="1,0.5,0.25")
+    parser.add_argument("--workers", type=int, default=WORKERS, help="the runner's workers (upstream: 5)")
+    parser.add_argument("--model-workers", default="", help="also replay with these worker counts (e.g. 10)")
     args = parser.parse_args(argv)
     admitted, runtime, cls, reconciles = _load(args.run)
     # Each reconcile: (start, end, outcome); the applying one of each Workload is its first
@@ -145,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     share: dict[int, float] = defaultdict(float)
     for t, kind, step in edges:
         if waiting > 0:
-            share[min(busy, WORKERS)] += t - last
+            share[min(busy, args.workers)] += t - last
         last = t
         if kind == 0:
             busy += step
@@ -172,9 +174,15 @@ def main(argv: list[str] | None = None) -> int:
         arrivals = [
             (admitted[k], admitted[k] + runtime[k], scale * (applying[k][1] - applying[k][0])) for k in keys
         ]
-        late = replay(arrivals, requeue)
+        late = replay(arrivals, requeue, args.workers)
         print(
             f"| model, applies × {scale:g} | {_ms([late[i] for i, k in enumerate(keys) if cls[k] == args.cls])} |"
+        )
+    for workers in (int(x) for x in args.model_workers.split(",") if x):
+        arrivals = [(admitted[k], admitted[k] + runtime[k], applying[k][1] - applying[k][0]) for k in keys]
+        late = replay(arrivals, requeue, workers)
+        print(
+            f"| model, {workers} workers | {_ms([late[i] for i, k in enumerate(keys) if cls[k] == args.cls])} |"
         )
     sockets(args.run)
     return 0
@@ -190,12 +198,15 @@ def sockets(run: Path) -> None:
     samples: dict[str, list[list[str]]] = defaultdict(list)
     stamps: list[str] = []
     cpu = ""
+    cpus: list[tuple[float, list[int]]] = []  # (wall time, CPU seconds of the runner, serve, controller)
     with path.open() as f:
         for line in f:
             parts = line.split()
             if len(parts) >= 3 and parts[1] == "cpu":
                 stamps.append(parts[0])
-                cpu = parts[2]
+                cpu = " ".join(parts[2:])
+                if len(parts) >= 5 and all(x.isdigit() for x in parts[2:5]):
+                    cpus.append((float(parts[0]), [int(x) for x in parts[2:5]]))
             elif len(parts) == 6:
                 samples[parts[0]].append(parts)
     if not stamps:
@@ -207,15 +218,39 @@ def sockets(run: Path) -> None:
         runner_unread += sum(1 for r in rows if r[5] == "runner" and int(r[1]) > 0)
         serve_unread += sum(1 for r in rows if r[5] == "serve" and r[4] in ports)
     n = len(stamps)
+    offset, applies = 0.0, []
     with (run / "timing.jsonl").open() as f:
-        times = [
-            r["t0"] for r in map(json.loads, f) if r.get("ua", "").startswith("kueue-runner") and "t0" in r
-        ]
+        times = []
+        for r in map(json.loads, f):
+            if "wall" in r:
+                offset = r["wall"] - r["mono"]
+            elif r.get("ua", "").startswith("kueue-runner") and "t0" in r:
+                times.append(r["t0"])
+                if r["m"] == "PATCH":
+                    applies.append(r["t0"] + offset)
     rate = len(times) / (max(times) - min(times)) if len(times) > 1 else 0.0
     print(f"\nsockets ({n} samples): the runner's connections with bytes the runner has not read: {runner_unread / n:.2f} "
           f"on average; serve's connections from the runner with request bytes serve has not read: {serve_unread / n:.2f} "
           f"on average; the runner's requests {rate:.0f}/s, so a request waits ~{1000 * serve_unread / n / rate if rate else 0:.1f} ms "
-          f"in the kernel before serve reads it (Little's law); the runner's CPU: {cpu}")  # fmt: skip
+          f"in the kernel before serve reads it (Little's law); CPU seconds at the end (runner, serve, controller): {cpu}")  # fmt: skip
+    # CPU rates over 5-second windows (``ps`` counts whole seconds) where the runner applied 100/s or more.
+    waves: list[list[float]] = []
+    i = 0
+    while applies and i < len(cpus):
+        j = i
+        while j < len(cpus) and cpus[j][0] - cpus[i][0] < 5.0:
+            j += 1
+        if j >= len(cpus):
+            break
+        (t0, c0), (t1, c1) = cpus[i], cpus[j]
+        n = sum(1 for a in applies if t0 <= a < t1)
+        if n / (t1 - t0) >= 100:
+            waves.append([(c1[k] - c0[k]) / (t1 - t0) for k in range(3)] + [n / (t1 - t0)])
+        i = j
+    if waves:
+        mean = [statistics.fmean(w[k] for w in waves) for k in range(4)]
+        print(f"CPU in the {len(waves)} 5-s windows with >= 100 runner applies/s ({mean[3]:.0f}/s): "
+              f"runner {mean[0]:.2f}, serve {mean[1]:.2f}, controller {mean[2]:.2f} CPU-s/s")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ import os
 import re
 import statistics
 import sys
+import threading
 import time
 from collections import defaultdict
 from typing import Any
@@ -178,6 +179,21 @@ def serve(argv: list[str]) -> int:
         resp.stream = timed_stream()
         return resp
 
+    # Each fsync of the WAL: when, how long, and whether the event loop's thread waited for it
+    # (``durability.GroupCommit.try_sync`` syncs inline while fsyncs are cheap).
+    from pykueue.store import durability as dmod
+
+    fsync_wal = dmod.GroupCommit._fsync_wal
+
+    def timed_fsync_wal(self: Any) -> None:
+        start = time.monotonic()
+        try:
+            fsync_wal(self)
+        finally:
+            on_loop = threading.current_thread() is threading.main_thread()
+            out.write(json.dumps({"fsync": start, "d": time.monotonic() - start, "loop": on_loop}) + "\n")
+
+    dmod.GroupCommit._fsync_wal = timed_fsync_wal  # type: ignore[method-assign]
     wmod.WatchHub._dispatch = timed_dispatch  # type: ignore[method-assign]
     hmod.Handlers.watch_objects = timed_watch_objects  # type: ignore[method-assign]
     appmod.APIServerApp._serve_fast = timed_serve_fast  # type: ignore[method-assign]
@@ -254,6 +270,23 @@ def report(path: str, client: str = "kueue-runner", verb: str = "PATCH") -> None
     for kind in sorted(statuses, key=lambda k: -len(answer[k])):
         if len(answer[kind]) >= 20:
             print(f"statuses of {kind}: {dict(statuses[kind])}")
+    fsyncs = [r for r in records if "fsync" in r]
+    if fsyncs:
+        on_loop = [r for r in fsyncs if r["loop"]]
+        print(_line("WAL fsync", [r["d"] for r in fsyncs]))
+        print(f"fsyncs on the event loop's thread: {len(on_loop)} of {len(fsyncs)}, {sum(r['d'] for r in on_loop):.1f} s "
+              f"of the loop blocked in them")  # fmt: skip
+        applies = [r["t0"] for r in requests if r["ua"].split("/", 1)[0] == client and r["m"] == verb]
+        if applies:
+            start = min(applies)
+            per_second: dict[int, int] = defaultdict(int)
+            for t in applies:
+                per_second[int(t - start)] += 1
+            busy = {sec for sec, n in per_second.items() if n >= 100}
+            blocked = sum(r["d"] for r in on_loop if int(r["fsync"] - start) in busy)
+            if busy:
+                print(f"in the {len(busy)} seconds with >= 100 {client} {verb}: the loop blocked in fsync "
+                      f"{blocked / len(busy):.2f} s per second")  # fmt: skip
     if requests:
         span = max(r["t1"] for r in requests) - min(r["t0"] for r in requests)
         busy = sum(r["h"] for r in requests if r.get("h") is not None and r["h"] == r["h"])
