@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from serve_timing import _runner_reconciles  # the bench directory is not a package: its path above
+from serve_timing import _records, _runner_reconciles  # the bench directory is not a package: its path above
 
 WORKERS = 5
 
@@ -43,15 +43,13 @@ def _load(
     """Per Workload (first admission): when serve wrote its Admitted event to the runner's watch,
     its runtime, its class; and the runner's reconciles on serve's clock."""
     offset, sent = 0.0, dict[int, float]()
-    with (run / "timing.jsonl").open() as f:
-        for line in f:
-            r = json.loads(line)
-            if "wall" in r:
-                offset = r["wall"] - r["mono"]
-            elif "sent" in r and r["ua"].startswith("kueue-runner"):
-                for _ns, _name, rv in r["ev"]:
-                    if rv is not None:
-                        sent.setdefault(rv, r["sent"])
+    for r in _records(str(run / "timing.jsonl")):
+        if "wall" in r:
+            offset = r["wall"] - r["mono"]
+        elif "sent" in r and r["ua"].startswith("kueue-runner"):
+            for _ns, _name, rv in r["ev"]:
+                if rv is not None:
+                    sent.setdefault(rv, r["sent"])
     admitted: dict[tuple[str, str], float] = {}
     runtime: dict[tuple[str, str], float] = {}
     cls: dict[tuple[str, str], str] = {}
@@ -219,15 +217,14 @@ def sockets(run: Path) -> None:
         serve_unread += sum(1 for r in rows if r[5] == "serve" and r[4] in ports)
     n = len(stamps)
     offset, applies = 0.0, []
-    with (run / "timing.jsonl").open() as f:
-        times = []
-        for r in map(json.loads, f):
-            if "wall" in r:
-                offset = r["wall"] - r["mono"]
-            elif r.get("ua", "").startswith("kueue-runner") and "t0" in r:
-                times.append(r["t0"])
-                if r["m"] == "PATCH":
-                    applies.append(r["t0"] + offset)
+    times = []
+    for r in _records(str(run / "timing.jsonl")):
+        if "wall" in r:
+            offset = r["wall"] - r["mono"]
+        elif r.get("ua", "").startswith("kueue-runner") and "t0" in r:
+            times.append(r["t0"])
+            if r["m"] == "PATCH":
+                applies.append(r["t0"] + offset)
     rate = len(times) / (max(times) - min(times)) if len(times) > 1 else 0.0
     print(f"\nsockets ({n} samples): the runner's connections with bytes the runner has not read: {runner_unread / n:.2f} "
           f"on average; serve's connections from the runner with request bytes serve has not read: {serve_unread / n:.2f} "

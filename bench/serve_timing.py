@@ -184,14 +184,22 @@ def serve(argv: list[str]) -> int:
     from pykueue.store import durability as dmod
 
     fsync_wal = dmod.GroupCommit._fsync_wal
+    fsyncs: list[tuple[float, float, bool]] = []  # kept here: the sync thread must not write `out` too
 
     def timed_fsync_wal(self: Any) -> None:
         start = time.monotonic()
         try:
             fsync_wal(self)
         finally:
-            on_loop = threading.current_thread() is threading.main_thread()
-            out.write(json.dumps({"fsync": start, "d": time.monotonic() - start, "loop": on_loop}) + "\n")
+            fsyncs.append(
+                (start, time.monotonic() - start, threading.current_thread() is threading.main_thread())
+            )
+
+    def write_fsyncs() -> None:
+        for start, took, on_loop in list(fsyncs):
+            out.write(json.dumps({"fsync": start, "d": took, "loop": on_loop}) + "\n")
+
+    atexit.register(write_fsyncs)  # runs before `out` is closed (atexit runs last registered first)
 
     dmod.GroupCommit._fsync_wal = timed_fsync_wal  # type: ignore[method-assign]
     wmod.WatchHub._dispatch = timed_dispatch  # type: ignore[method-assign]
@@ -202,6 +210,18 @@ def serve(argv: list[str]) -> int:
     if direct is not None:
         appmod.APIServerApp.direct = timed_direct  # type: ignore[method-assign]
     return main(["serve", *argv])
+
+
+def _records(path: str) -> list[dict[str, Any]]:
+    """The timing file's records (a line that is not one record, e.g. cut by a crash, is skipped)."""
+    records = []
+    with open(path, errors="replace") as f:
+        for line in f:
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                continue
+    return records
 
 
 def _q(values: list[float], p: float) -> float:
@@ -243,8 +263,7 @@ def in_flight(requests: list[dict[str, Any]], client: str, verb: str, workers: i
 
 
 def report(path: str, client: str = "kueue-runner", verb: str = "PATCH") -> None:
-    with open(path) as f:
-        records = [json.loads(line) for line in f if line.strip()]
+    records = _records(path)
     requests = [r for r in records if "m" in r]
     answer: dict[str, list[float]] = defaultdict(list)
     handler: dict[str, list[float]] = defaultdict(list)
@@ -345,20 +364,18 @@ def chains(
     sent: dict[int, float] = {}
     offset = 0.0
     patches: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    with open(timing_path) as f:
-        for line in f:
-            r = json.loads(line)
-            if "wall" in r:
-                offset = r["wall"] - r["mono"]
-            elif "commit" in r:
-                commit.setdefault(r["commit"], r["t"])
-            elif "sent" in r:
-                if r["ua"].split("/", 1)[0] == client:
-                    for _ns, _name, rv in r["ev"]:
-                        if rv is not None:
-                            sent.setdefault(rv, r["sent"])
-            elif r.get("m") == "PATCH" and r.get("s") == "status" and r["ua"].split("/", 1)[0] == client:
-                patches[(r["ns"], r["n"])].append(r)
+    for r in _records(timing_path):
+        if "wall" in r:
+            offset = r["wall"] - r["mono"]
+        elif "commit" in r:
+            commit.setdefault(r["commit"], r["t"])
+        elif "sent" in r:
+            if r["ua"].split("/", 1)[0] == client:
+                for _ns, _name, rv in r["ev"]:
+                    if rv is not None:
+                        sent.setdefault(rv, r["sent"])
+        elif r.get("m") == "PATCH" and r.get("s") == "status" and r["ua"].split("/", 1)[0] == client:
+            patches[(r["ns"], r["n"])].append(r)
     admitted: dict[tuple[str, str], list[int]] = defaultdict(list)
     finished: dict[tuple[str, str], int] = {}
     evicted: set[tuple[str, str]] = set()
