@@ -68,6 +68,7 @@ async def record(kubeconfig: str | None, out: Path, seconds: float) -> None:
                     labels.get(CLASS_LABEL, ""),
                     labels.get(RUNNING_TIME_LABEL, ""),
                     _conditions(obj),
+                    md.get("resourceVersion", ""),
                 ]
                 f.write(enc.encode(line) + b"\n")
 
@@ -104,7 +105,7 @@ def load(path: Path) -> dict[str, _WL]:
     prev: dict[str, dict[str, list[str]]] = {}
     dec = msgspec.json.Decoder()
     for raw in path.read_bytes().splitlines():
-        t, etype, ns, _name, uid, cls, runtime, conds = dec.decode(raw)
+        t, etype, ns, _name, uid, cls, runtime, conds, *_rv = dec.decode(raw)
         wl = wls.get(uid)
         if wl is None:
             wl = wls[uid] = _WL(uid, ns, cls, runtime)

@@ -24,20 +24,44 @@ import asyncio
 import atexit
 import json
 import os
+import re
 import statistics
 import sys
+import threading
 import time
 from collections import defaultdict
 from typing import Any
+
+# A Workload watch event line's name, namespace and resourceVersion (each object has one
+# resourceVersion and one namespace; its first name after "metadata" is its own).
+_NAME = re.compile(rb'"metadata":\{.*?"name":"([^"]+)"')
+_NS = re.compile(rb'"namespace":"([^"]+)"')
+_RV = re.compile(rb'"resourceVersion":"(\d+)"')
+
+
+def _event_key(line: bytes) -> list[Any]:
+    """[namespace, name, resourceVersion] of one watch event line (None where absent)."""
+    name, ns, rv = _NAME.search(line), _NS.search(line), _RV.search(line)
+    return [ns and ns[1].decode(), name and name[1].decode(), rv and int(rv[1])]
+
+
+def _body_rv(req: Any) -> int | None:
+    """The resourceVersion a write's body carries (its precondition), if any."""
+    if req.method not in ("PATCH", "PUT") or not req.body:
+        return None
+    m = _RV.search(req.body[:2000])
+    return int(m[1]) if m else None
 
 
 def serve(argv: list[str]) -> int:
     from pykueue.apiserver import app as appmod
     from pykueue.apiserver import handlers as hmod
+    from pykueue.apiserver import watch as wmod
     from pykueue.cli.main import main
 
     out = open(os.environ["SERVE_TIMING_OUT"], "w", buffering=1 << 20)  # noqa: SIM115 (closed at exit)
     atexit.register(out.close)
+    out.write(json.dumps({"wall": time.time(), "mono": time.monotonic()}) + "\n")  # to join other clocks
     bodies = [int(os.environ.get("SERVE_TIMING_BODIES", "5"))]
     handler_time: dict[int, tuple[float, int]] = {}
 
@@ -52,6 +76,7 @@ def serve(argv: list[str]) -> int:
             rec: dict[str, Any] = {
                 "t0": start, "t1": time.monotonic(), "m": req.method, "r": req.resource, "s": req.subresource,
                 "ua": req.user_agent[:40], "ct": req.content_type, "h": handled, "st": status,
+                "ns": req.namespace, "n": req.name, "rv": _body_rv(req),
             }  # fmt: skip
             if req.method == "PATCH" and bodies[0] > 0:
                 bodies[0] -= 1
@@ -95,6 +120,7 @@ def serve(argv: list[str]) -> int:
                         "t0": box.get("t0", time.monotonic()), "t1": time.monotonic(), "m": req.method,
                         "r": req.resource, "s": req.subresource, "ua": req.user_agent[:40],
                         "ct": req.content_type, "h": handled, "st": status,
+                        "ns": req.namespace, "n": req.name, "rv": _body_rv(req),
                     }) + "\n")  # fmt: skip
 
         assert direct is not None
@@ -125,12 +151,77 @@ def serve(argv: list[str]) -> int:
             probing.append(asyncio.get_running_loop().create_task(lag_probe()))
         await call(self, scope, receive, send)
 
+    # Workload watch events: when each revision reached the hub (committed and durable) and when
+    # each watch stream handed it to its transport (per watching client), so a chain
+    # commit -> a client's stream -> that client's next request can be timed (``chains``).
+    dispatch = wmod.WatchHub._dispatch
+
+    def timed_dispatch(self: Any, event: Any, key: Any) -> None:
+        if key.resource == "workloads":
+            out.write(json.dumps({"commit": int(event.rev), "t": time.monotonic()}) + "\n")
+        dispatch(self, event, key)
+
+    watch_objects = hmod.Handlers.watch_objects
+
+    def timed_watch_objects(self: Any, req: Any, info: Any) -> Any:
+        resp = watch_objects(self, req, info)
+        if req.resource != "workloads" or resp.stream is None:
+            return resp
+        inner, agent = resp.stream, req.user_agent[:40]
+
+        async def timed_stream() -> Any:
+            async for chunk in inner:
+                sent = time.monotonic()
+                names = [_event_key(line) for line in chunk.splitlines()]
+                yield chunk
+                out.write(json.dumps({"sent": sent, "ua": agent, "ev": names}) + "\n")
+
+        resp.stream = timed_stream()
+        return resp
+
+    # Each fsync of the WAL: when, how long, and whether the event loop's thread waited for it
+    # (``durability.GroupCommit.try_sync`` syncs inline while fsyncs are cheap).
+    from pykueue.store import durability as dmod
+
+    fsync_wal = dmod.GroupCommit._fsync_wal
+    fsyncs: list[tuple[float, float, bool]] = []  # kept here: the sync thread must not write `out` too
+
+    def timed_fsync_wal(self: Any) -> None:
+        start = time.monotonic()
+        try:
+            fsync_wal(self)
+        finally:
+            fsyncs.append(
+                (start, time.monotonic() - start, threading.current_thread() is threading.main_thread())
+            )
+
+    def write_fsyncs() -> None:
+        for start, took, on_loop in list(fsyncs):
+            out.write(json.dumps({"fsync": start, "d": took, "loop": on_loop}) + "\n")
+
+    atexit.register(write_fsyncs)  # runs before `out` is closed (atexit runs last registered first)
+
+    dmod.GroupCommit._fsync_wal = timed_fsync_wal  # type: ignore[method-assign]
+    wmod.WatchHub._dispatch = timed_dispatch  # type: ignore[method-assign]
+    hmod.Handlers.watch_objects = timed_watch_objects  # type: ignore[method-assign]
     appmod.APIServerApp._serve_fast = timed_serve_fast  # type: ignore[method-assign]
     hmod.Handlers.handle_deferred = timed_handle_deferred  # type: ignore[method-assign]
     appmod.APIServerApp.__call__ = timed_call  # type: ignore[method-assign]
     if direct is not None:
         appmod.APIServerApp.direct = timed_direct  # type: ignore[method-assign]
     return main(["serve", *argv])
+
+
+def _records(path: str) -> list[dict[str, Any]]:
+    """The timing file's records (a line that is not one record, e.g. cut by a crash, is skipped)."""
+    records = []
+    with open(path, errors="replace") as f:
+        for line in f:
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                continue
+    return records
 
 
 def _q(values: list[float], p: float) -> float:
@@ -172,8 +263,7 @@ def in_flight(requests: list[dict[str, Any]], client: str, verb: str, workers: i
 
 
 def report(path: str, client: str = "kueue-runner", verb: str = "PATCH") -> None:
-    with open(path) as f:
-        records = [json.loads(line) for line in f if line.strip()]
+    records = _records(path)
     requests = [r for r in records if "m" in r]
     answer: dict[str, list[float]] = defaultdict(list)
     handler: dict[str, list[float]] = defaultdict(list)
@@ -199,6 +289,23 @@ def report(path: str, client: str = "kueue-runner", verb: str = "PATCH") -> None
     for kind in sorted(statuses, key=lambda k: -len(answer[k])):
         if len(answer[kind]) >= 20:
             print(f"statuses of {kind}: {dict(statuses[kind])}")
+    fsyncs = [r for r in records if "fsync" in r]
+    if fsyncs:
+        on_loop = [r for r in fsyncs if r["loop"]]
+        print(_line("WAL fsync", [r["d"] for r in fsyncs]))
+        print(f"fsyncs on the event loop's thread: {len(on_loop)} of {len(fsyncs)}, {sum(r['d'] for r in on_loop):.1f} s "
+              f"of the loop blocked in them")  # fmt: skip
+        applies = [r["t0"] for r in requests if r["ua"].split("/", 1)[0] == client and r["m"] == verb]
+        if applies:
+            start = min(applies)
+            per_second: dict[int, int] = defaultdict(int)
+            for t in applies:
+                per_second[int(t - start)] += 1
+            busy = {sec for sec, n in per_second.items() if n >= 100}
+            blocked = sum(r["d"] for r in on_loop if int(r["fsync"] - start) in busy)
+            if busy:
+                print(f"in the {len(busy)} seconds with >= 100 {client} {verb}: the loop blocked in fsync "
+                      f"{blocked / len(busy):.2f} s per second")  # fmt: skip
     if requests:
         span = max(r["t1"] for r in requests) - min(r["t0"] for r in requests)
         busy = sum(r["h"] for r in requests if r.get("h") is not None and r["h"] == r["h"])
@@ -206,8 +313,164 @@ def report(path: str, client: str = "kueue-runner", verb: str = "PATCH") -> None
         in_flight(requests, client, verb)
 
 
+def _pct(values: list[float]) -> str:
+    if not values:
+        return "0 | | | |"
+    ms = sorted(1000 * v for v in values)
+    return (
+        f"{len(ms)} | {statistics.fmean(ms):.0f} | {_q(ms, 0.5):.0f} | {_q(ms, 0.9):.0f} | {_q(ms, 0.99):.0f}"
+    )
+
+
+def _runner_reconciles(log_path: str, offset: float) -> dict[tuple[str, str], list[tuple[float, str]]]:
+    """Upstream's runner's log at ``--zap-log-level=5``: per Workload, its reconciles' starts and
+    ends on serve's monotonic clock (``offset``: wall - monotonic), each end with what it did
+    (``requeue``: RequeueAfter the remaining runtime; ``finish``: its Finished apply succeeded;
+    ``error``)."""
+    from datetime import datetime
+
+    out: dict[tuple[str, str], list[tuple[float, str]]] = defaultdict(list)
+    kinds = {"Reconciling": "start", "Reconcile done, requeueing after": "requeue", "Finish Workload": "finish",
+             "Reconciler error": "error"}  # fmt: skip
+    with open(log_path) as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) < 5 or not parts[4].startswith("{"):
+                continue
+            msg = parts[3]
+            kind = kinds.get(msg) or (
+                "requeue" if msg.startswith("Reconcile done, requeueing after") else None
+            )
+            if kind is None:
+                continue
+            fields = json.loads(parts[4])
+            if fields.get("controllerKind") != "Workload":
+                continue
+            stamp, _, frac = parts[0].rstrip("Z").partition(".")  # RFC 3339, trailing zeros trimmed
+            wall = datetime.fromisoformat(stamp + "+00:00").timestamp() + float("0." + (frac or "0"))
+            out[(fields["namespace"], fields["name"])].append((wall - offset, kind))
+    return out
+
+
+def chains(
+    timing_path: str, events_path: str, runner_log: str = "", cls: str = "small", client: str = "kueue-runner"
+) -> None:
+    """Per Workload of ``cls`` admitted once and never evicted (all times serve's clock):
+    its Admitted write committed -> that revision written to ``client``'s Workload watch -> the
+    client's first status PATCH of it -> the last answer to those PATCHes (409s retried in between)
+    -> its Finished write committed. ``events_path``: ``bench/handoff_chains.py record``'s file
+    (its resourceVersions say which revision made the Workload Admitted or Finished)."""
+    commit: dict[int, float] = {}
+    sent: dict[int, float] = {}
+    offset = 0.0
+    patches: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in _records(timing_path):
+        if "wall" in r:
+            offset = r["wall"] - r["mono"]
+        elif "commit" in r:
+            commit.setdefault(r["commit"], r["t"])
+        elif "sent" in r:
+            if r["ua"].split("/", 1)[0] == client:
+                for _ns, _name, rv in r["ev"]:
+                    if rv is not None:
+                        sent.setdefault(rv, r["sent"])
+        elif r.get("m") == "PATCH" and r.get("s") == "status" and r["ua"].split("/", 1)[0] == client:
+            patches[(r["ns"], r["n"])].append(r)
+    admitted: dict[tuple[str, str], list[int]] = defaultdict(list)
+    finished: dict[tuple[str, str], int] = {}
+    evicted: set[tuple[str, str]] = set()
+    runtime: dict[tuple[str, str], float] = {}
+    with open(events_path) as f:
+        prev: dict[tuple[str, str], bool] = {}
+        for line in f:
+            _t, _etype, ns, name, _uid, wcls, run, conds, *rest = json.loads(line)
+            if wcls != cls or not rest:
+                continue
+            key, rv = (ns, name), int(rest[0])
+            runtime[key] = int(run) / 1000.0 if str(run).isdigit() else 0.0
+            adm = conds.get("Admitted", ["False"])[0] == "True"
+            if adm and not prev.get(key):
+                admitted[key].append(rv)
+            if conds.get("Evicted", ["False"])[0] == "True":
+                evicted.add(key)
+            if conds.get("Finished", ["False"])[0] == "True" and key not in finished:
+                finished[key] = rv
+            prev[key] = adm
+    reconciles = _runner_reconciles(runner_log, offset) if runner_log else {}
+    steps: dict[str, list[float]] = defaultdict(list)
+    counts: dict[int, int] = defaultdict(int)
+    codes: dict[int, int] = defaultdict(int)
+    tries: dict[int, int] = defaultdict(int)
+    for key, revs in admitted.items():
+        if len(revs) != 1 or key in evicted or key not in finished:
+            continue
+        a, fin = revs[0], finished[key]
+        if a not in commit or a not in sent or fin not in commit:
+            continue
+        mine = [r for r in patches.get(key, ()) if r["t0"] >= sent[a]]
+        if not mine:
+            continue
+        for r in mine:
+            codes[r["st"]] += 1
+        tries[len(mine)] += 1
+        run = runtime[key]
+        steps["Admitted committed -> Finished committed, minus runtime (serve's lateness)"].append(
+            commit[fin] - commit[a] - run
+        )
+        steps["Admitted committed -> written to the runner's watch"].append(sent[a] - commit[a])
+        steps["written to the runner's watch -> its first Finished PATCH in, minus runtime"].append(
+            mine[0]["t0"] - sent[a] - run
+        )
+        steps["first PATCH in -> last PATCH answered (409s retried in between)"].append(
+            mine[-1]["t1"] - mine[0]["t0"]
+        )
+        steps["  of which the last PATCH at serve"].append(mine[-1]["t1"] - mine[-1]["t0"])
+        rec = [(t, k) for t, k in reconciles.get(key, ()) if t >= sent[a] - 0.05]
+        starts = [t for t, k in rec if k == "start"]
+        if runner_log and starts:
+            counts[len(starts)] += 1
+            last = (
+                max(t for t in starts if t <= mine[0]["t0"] + 0.001)
+                if any(t <= mine[0]["t0"] + 0.001 for t in starts)
+                else starts[-1]
+            )
+            steps["runner: written to its watch -> its first reconcile starts"].append(starts[0] - sent[a])
+            steps[
+                "runner: first reconcile starts -> the reconcile that applies starts, minus runtime"
+            ].append(last - starts[0] - run)
+            steps["runner: the reconcile that applies starts -> its PATCH in at serve"].append(
+                mine[0]["t0"] - last
+            )
+            done = [t for t, k in rec if k == "finish" and t >= mine[-1]["t1"] - 0.001]
+            if done:
+                steps["runner: its PATCH answered -> the reconcile logs Finish Workload"].append(
+                    done[0] - mine[-1]["t1"]
+                )
+        # the precondition the first PATCH carried, against the Admitted revision it saw
+        if mine[0].get("rv") is not None and mine[0]["rv"] != a:
+            codes[-1] += 1
+    print(
+        f"{cls} Workloads admitted once, never evicted, chains complete: {len(steps[next(iter(steps))]) if steps else 0}"
+    )
+    print("| step | n | mean ms | median | p90 | p99 |")
+    print("|---|---|---|---|---|---|")
+    for name, values in steps.items():
+        print(f"| {name} | {_pct(values)} |")
+    print(
+        f"the runner's status PATCHes of them by status: {dict(codes)} (-1: first PATCH's resourceVersion not the Admitted one)"
+    )
+    print(f"PATCHes per Workload: {dict(sorted(tries.items()))}")
+    if counts:
+        print(
+            f"runner's reconciles per Workload (from its watch's Admitted on): {dict(sorted(counts.items()))}"
+        )
+
+
 if __name__ == "__main__":
-    if len(sys.argv) >= 3 and sys.argv[1] == "report":
+    if len(sys.argv) >= 4 and sys.argv[1] == "chains":
+        chains(*sys.argv[2:7])
+        sys.exit(0)
+    elif len(sys.argv) >= 3 and sys.argv[1] == "report":
         report(*sys.argv[2:5])
     elif len(sys.argv) >= 2 and sys.argv[1] == "serve":
         sys.exit(serve(sys.argv[2:]))

@@ -11,6 +11,12 @@
 # DIAG=1: also record every Workload watch event (bench/handoff_chains.py) and report the chains.
 # TIMING=1: serve under bench/serve_timing.py (per-request answer and handler times, loop lag) into
 # OUTDIR/timing.jsonl, reported in OUTDIR/timing.md.
+# SOCKETS=1: every 0.25 s (`ss`), the runner's TCP connections and serve's whose receive queue holds
+# bytes not read yet, and the CPU seconds so far of the runner, serve and the controller, into
+# OUTDIR/sockets.txt: whether the runner keeps up with its watch streams, and serve with the
+# runner's requests.
+# RUNNER: another runner binary (default /tmp/kueue-runner; e.g. one built with more workers, to test
+# a diagnosis). RUNNER_ARGS: extra flags for the runner (e.g. --zap-log-level=5 to log each reconcile; diagnosis).
 # SPY=1: py-spy ($PYSPY, default py-spy on PATH; all threads, idle included) of the controller process, 40 s from 15 s in.
 # Needs /tmp/kueue-src (upstream's source), /tmp/kueue-runner and /tmp/kueue-checker (built from it).
 set -u
@@ -38,7 +44,17 @@ fi
  done) > "$R/rss.txt" 2>/dev/null &
 cd /tmp/kueue-src/test/performance/scheduler
 START=$(date +%s%N)
-KUBECONFIG=$R/serve/kc /tmp/kueue-runner --o "$R/out" --generatorConfig configs/$CONFIG/generator.yaml --qps=1000 --burst=2000 --timeout=30m > "$R/runner.log" 2>&1
+# shellcheck disable=SC2086 # RUNNER_ARGS: flags, split on spaces
+KUBECONFIG=$R/serve/kc "${RUNNER:-/tmp/kueue-runner}" --o "$R/out" --generatorConfig configs/$CONFIG/generator.yaml --qps=1000 --burst=2000 --timeout=30m ${RUNNER_ARGS:-} > "$R/runner.log" 2>&1 &
+RP=$!
+if [ -n "${SOCKETS:-}" ]; then
+  (while kill -0 $RP 2>/dev/null; do
+     T=$(date +%s.%N)
+     echo "$T cpu $(ps -o times= -p $RP) $(ps -o times= -p $SP) $(ps -o times= --ppid $SP | head -1)"
+     ss -Htnp 2>/dev/null | awk -v t="$T" -v sp="pid=$SP," '/kueue-runner/ || (index($0, sp) && $2 > 0) {print t, $2, $3, $4, $5, (index($0, sp) ? "serve" : "runner")}'; sleep 0.25
+   done) > "$R/sockets.txt" &
+fi
+wait $RP
 echo "runner exit $?" >> "$R/runner.log"
 END=$(date +%s%N)
 echo "wallMs: $(( (END - START) / 1000000 ))" > "$R/cmdstats.yaml"
