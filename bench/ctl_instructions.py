@@ -1,8 +1,9 @@
-"""CPU instructions of the controller's Prometheus counting per Workload (callgrind, deterministic).
+"""CPU instructions of the controller's per-Workload paths (callgrind, deterministic).
 
-Usage: python bench/metrics_instructions.py [--workloads 2000] [--queues 200] [--src DIR] [--no-valgrind]
+Usage: python bench/ctl_instructions.py [--path metrics|compact] [--workloads 2000] [--queues 200]
+       [--src DIR] [--no-valgrind]
 
-Makes, on the embedded API server, ``--queues`` Workloads as the large-scale benchmark's run
+``--path metrics`` (default): makes, on the embedded API server, ``--queues`` Workloads as the large-scale benchmark's run
 through the controller: pending, then quota reserved and admitted in one write (no checks), then
 Finished; then counts ``--workloads`` of those lives the way the manager thread does
 (:class:`~pykueue.metrics.recorder.ControllerMetrics`: ``workload_written(pending, admitted)`` for
@@ -10,7 +11,14 @@ its admission write, ``workload_changed(admitted, finished)`` for the observed F
 queue with its LocalQueue and one cohort, under ``valgrind --tool=callgrind --instr-atstart=no``
 with instrumentation on only around that loop. Prints instructions per Workload and the SHA-256
 of the exposition scraped afterwards (the controllers' clock is fixed, so two trees that count
-the same values print the same digest). ``--src`` measures another tree (``git archive main src``).
+the same values print the same digest).
+
+``--path compact``: :func:`~pykueue.controllers.cluster_cache.compact` (the informers' transform,
+and the write-through of every write answer) of those Workloads' admitted versions as the API
+returns them (managedFields included), ``--workloads`` times; the digest is of the compacted
+objects' JSON.
+
+``--src`` measures another tree (``git archive main src``).
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -54,6 +63,14 @@ def inner(args: argparse.Namespace) -> None:
         local_queues[f"{ns}/lq-{q}"] = msgspec.convert(
             {"metadata": {"name": f"lq-{q}", "namespace": ns}, "spec": {"clusterQueue": cq}}, LocalQueue
         )
+    if args.path == "compact":
+        answers = [client.get(r.WORKLOADS, f"w{q}", "default") for q in range(args.queues)]
+        for q, answer in enumerate(answers):  # what differs from run to run: not part of the digest
+            answer["metadata"].update(uid=f"uid-{q}", creationTimestamp="2026-11-27T01:00:00Z")
+        _measure(args, lambda: [compact(answers[i % len(answers)]) for i in range(args.workloads)])
+        out = msgspec.json.encode([compact(a) for a in answers])
+        print(f"output sha256={hashlib.sha256(out).hexdigest()[:16]} bytes={len(out)}", file=sys.stderr)
+        return
     metrics = KueueMetrics()
     counting = ControllerMetrics(
         metrics,
@@ -61,25 +78,35 @@ def inner(args: argparse.Namespace) -> None:
         local_queue=local_queues.get,
         now=lambda: now + timedelta(seconds=2),
     )
-    pid = str(os.getpid())
-    if args.valgrind:
-        subprocess.run(["callgrind_control", "-i", "on", pid], check=True, capture_output=True)
-    for i in range(args.workloads):
-        pending, admitted, finished = lives[i % len(lives)]
-        counting.workload_written(pending, admitted)
-        counting.workload_changed(admitted, finished)
-    if args.valgrind:
-        subprocess.run(["callgrind_control", "-i", "off", pid], check=True, capture_output=True)
+
+    def count() -> None:
+        for i in range(args.workloads):
+            pending, admitted, finished = lives[i % len(lives)]
+            counting.workload_written(pending, admitted)
+            counting.workload_changed(admitted, finished)
+
+    _measure(args, count)
     text = metrics.exposition()
     assert b"kueue_finished_workloads_total{" in text and b"kueue_local_queue_admitted_workloads_total{" in text
     if os.environ.get("METRICS_EXPOSITION_OUT"):
         with open(os.environ["METRICS_EXPOSITION_OUT"], "wb") as f:
             f.write(text)
-    print(f"exposition sha256={hashlib.sha256(text).hexdigest()[:16]} bytes={len(text)}", file=sys.stderr)
+    print(f"output sha256={hashlib.sha256(text).hexdigest()[:16]} bytes={len(text)}", file=sys.stderr)
+
+
+def _measure(args: argparse.Namespace, fn: Callable[[], object]) -> None:
+    """``fn()`` with callgrind's instrumentation on (only it is counted)."""
+    pid = str(os.getpid())
+    if args.valgrind:
+        subprocess.run(["callgrind_control", "-i", "on", pid], check=True, capture_output=True)
+    fn()
+    if args.valgrind:
+        subprocess.run(["callgrind_control", "-i", "off", pid], check=True, capture_output=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--path", choices=["metrics", "compact"], default="metrics")
     parser.add_argument("--workloads", type=int, default=2000)
     parser.add_argument("--queues", type=int, default=200)
     parser.add_argument("--src", help="run this tree's src instead of the installed one")
@@ -92,7 +119,8 @@ def main() -> None:
     env = dict(os.environ)
     if args.src:
         env["PYTHONPATH"] = args.src
-    cmd = [sys.executable, __file__, "--inner", "--workloads", str(args.workloads), "--queues", str(args.queues)]
+    cmd = [sys.executable, __file__, "--inner", "--path", args.path, "--workloads", str(args.workloads),
+           "--queues", str(args.queues)]  # fmt: skip
     if not args.valgrind:
         raise SystemExit(subprocess.call([*cmd, "--no-valgrind"], env=env))
     with tempfile.TemporaryDirectory() as tmp:
@@ -103,7 +131,7 @@ def main() -> None:
             capture_output=True,
             text=True,
         )
-        digest = [line for line in done.stderr.splitlines() if line.startswith("exposition")]
+        digest = [line for line in done.stderr.splitlines() if line.startswith("output")]
         if done.returncode or not digest:
             print(done.stderr[-3000:], file=sys.stderr)
             raise SystemExit(done.returncode or 1)
