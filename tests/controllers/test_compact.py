@@ -55,7 +55,7 @@ def _same(a: Any, b: Any, source: Any) -> None:
     assert type(a) is type(b)
     if isinstance(a, dict):
         assert a is not source and list(a) == list(b)
-        for (ka, va), kb, (ks, vs) in zip(a.items(), b, source.items(), strict=True):
+        for (ka, va), kb, vs in zip(a.items(), b, source.values(), strict=True):
             assert ka == kb and (not isinstance(ka, str) or ka is sys.intern(ka))
             _same(va, b[kb], vs)
     elif isinstance(a, list):
