@@ -1,6 +1,6 @@
 """CPU instructions of the controller's per-Workload paths (callgrind, deterministic).
 
-Usage: python bench/ctl_instructions.py [--path metrics|compact] [--workloads 2000] [--queues 200]
+Usage: python bench/ctl_instructions.py [--path metrics|compact|requests] [--workloads 2000] [--queues 200]
        [--src DIR] [--no-valgrind]
 
 ``--path metrics`` (default): makes, on the embedded API server, ``--queues`` Workloads as the large-scale benchmark's run
@@ -18,6 +18,11 @@ and the write-through of every write answer) of those Workloads' admitted versio
 returns them (managedFields included), ``--workloads`` times; the digest is of the compacted
 objects' JSON.
 
+``--path requests``: a new Workload's two reads of its pod templates' requests: the scheduler's
+``new_workload_info`` and the workload controller's ``admissibility_error``, for ``--workloads``
+Workloads each with its own spec object (as every Workload the cache types); the digest is of the
+pod sets' requests and the checks' outcomes.
+
 ``--src`` measures another tree (``git archive main src``).
 """
 
@@ -30,6 +35,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -71,6 +77,27 @@ def inner(args: argparse.Namespace) -> None:
         out = msgspec.json.encode([compact(a) for a in answers])
         print(f"output sha256={hashlib.sha256(out).hexdigest()[:16]} bytes={len(out)}", file=sys.stderr)
         return
+    if args.path == "requests":
+        from pykueue.api.meta import LabelSelector
+        from pykueue.core.options import SchedulerOptions
+        from pykueue.core.workload.admissibility import admissibility_error
+        from pykueue.core.workload.info import new_workload_info
+
+        answers = [client.get(r.WORKLOADS, f"w{q}", "default") for q in range(args.queues)]
+        fresh = [_typed_workload(compact(answers[i % len(answers)])) for i in range(args.workloads)]
+        options, everything = SchedulerOptions(), LabelSelector()
+        results: list[Any] = []
+
+        def read_requests() -> None:
+            for wl in fresh:
+                info = new_workload_info(wl, options)
+                error = admissibility_error(wl, everything, {"kubernetes.io/metadata.name": "default"})
+                results.append(([(ps.name, ps.count, ps.per_pod, ps.total) for ps in info.pod_sets], error))
+
+        _measure(args, read_requests)
+        out = repr(results).encode()
+        print(f"output sha256={hashlib.sha256(out).hexdigest()[:16]} bytes={len(out)}", file=sys.stderr)
+        return
     metrics = KueueMetrics()
     counting = ControllerMetrics(
         metrics,
@@ -99,14 +126,18 @@ def _measure(args: argparse.Namespace, fn: Callable[[], object]) -> None:
     pid = str(os.getpid())
     if args.valgrind:
         subprocess.run(["callgrind_control", "-i", "on", pid], check=True, capture_output=True)
+    started = time.thread_time()
     fn()
+    spent = time.thread_time() - started
     if args.valgrind:
         subprocess.run(["callgrind_control", "-i", "off", pid], check=True, capture_output=True)
+    else:  # without valgrind: the thread's CPU time (noisy on a shared machine; the count is not)
+        print(f"{1e6 * spent / args.workloads:.1f} µs of CPU per Workload", file=sys.stderr)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--path", choices=["metrics", "compact"], default="metrics")
+    parser.add_argument("--path", choices=["metrics", "compact", "requests"], default="metrics")
     parser.add_argument("--workloads", type=int, default=2000)
     parser.add_argument("--queues", type=int, default=200)
     parser.add_argument("--src", help="run this tree's src instead of the installed one")
