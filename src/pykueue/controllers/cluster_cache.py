@@ -668,6 +668,9 @@ def _interned_dict(value: dict[Any, Any]) -> dict[Any, Any]:
     # The walk of every Workload watch event and write answer: the common JSON types are told
     # apart by exact type in the loop (one call per container, not per leaf); anything else goes
     # through _interned_other, which treats subclasses as the isinstance checks always did.
+    # _interned_list repeats this dispatch on purpose: one shared per-value helper, called for
+    # every value that is not a str, cost 17 % more instructions per compact (bench/RESULTS.md,
+    # branch ctlcpu2; bench/ctl_instructions.py --path compact).
     out = {}
     for k, v in value.items():
         kind = type(v)
