@@ -91,6 +91,32 @@ def test_requests_not_derived_from_the_spec_are_not_remembered_for_it() -> None:
     assert problem is not None and problem[1] is Problem.UNACCOUNTABLE
 
 
+@pytest.mark.parametrize("excluded", [(), ("example.com/",)])
+def test_pod_set_requests_are_parsed_once_per_spec_and_equal_the_parse(excluded: tuple[str, ...]) -> None:
+    """The scheduler's pod sets and the workload controller's check share one parse of a spec's
+    templates when nothing is excluded or transformed; each equals what parsing gives."""
+    wl = workload(
+        "a",
+        pod_sets=[
+            pod_set("main", 2, {"cpu": "1500m", "memory": "1Gi", "example.com/gpu": "1"}),
+            pod_set("aux", 1, {"cpu": "3"}),
+        ],
+    )
+    opts = options(exclude_resource_prefixes=excluded)
+    built = info(wl, opts)
+    for ps, spec_ps in zip(built.pod_sets, wl.spec.pod_sets, strict=True):
+        assert ps.per_pod == per_pod_integer_requests(spec_ps.template.spec, exclude_prefixes=excluded)
+    own = admissibility.spec_pod_requests(wl.spec)
+    assert own == [(ps.count, per_pod_integer_requests(ps.template.spec)) for ps in wl.spec.pod_sets]
+    assert admissibility.spec_pod_requests(wl.spec) is own  # remembered for the spec object
+    shared = [ps.per_pod is mine for ps, (_, mine) in zip(built.pod_sets, own, strict=True)]
+    assert shared == [not excluded] * 2
+    # Another spec object with the same content is parsed for itself.
+    again = workload("a", pod_sets=[pod_set("main", 2, {"cpu": "1500m", "memory": "1Gi", "example.com/gpu": "1"})])
+    assert admissibility.spec_pod_requests(again.spec)[0] == own[0]
+    assert admissibility.spec_pod_requests(again.spec)[0][1] is not own[0][1]
+
+
 def test_kept_booking_equals_undo_and_add_again() -> None:
     objs = [
         flavor("f"),

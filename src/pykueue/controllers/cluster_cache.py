@@ -650,10 +650,68 @@ def _fresh(text: str) -> str:
 
 
 def _interned(value: Any) -> Any:
+    """A copy of a decoded JSON value with its strings and keys interned (dicts and lists rebuilt)."""
+    kind = type(value)
+    if kind is dict:
+        return _interned_dict(value)
+    if kind is list:
+        return _interned_list(value)
+    return _interned_other(value)
+
+
+_intern = sys.intern
+_JSON_SCALARS = frozenset({int, float, bool, type(None)})
+"""Kept as they are; a str is interned, a dict or list rebuilt."""
+
+
+def _interned_dict(value: dict[Any, Any]) -> dict[Any, Any]:
+    # The walk of every Workload watch event and write answer: the common JSON types are told
+    # apart by exact type in the loop (one call per container, not per leaf); anything else goes
+    # through _interned_other, which treats subclasses as the isinstance checks always did.
+    # _interned_list repeats this dispatch on purpose: one shared per-value helper, called for
+    # every value that is not a str, cost 17 % more instructions per compact (bench/RESULTS.md,
+    # branch ctlcpu2; bench/ctl_instructions.py --path compact).
+    out = {}
+    for k, v in value.items():
+        kind = type(v)
+        if kind is str:
+            v = _intern(v)
+        elif kind is dict:
+            v = _interned_dict(v)
+        elif kind is list:
+            v = _interned_list(v)
+        elif kind not in _JSON_SCALARS:
+            v = _interned_other(v)
+        out[_intern(k) if type(k) is str else _interned_key(k)] = v
+    return out
+
+
+def _interned_list(value: list[Any]) -> list[Any]:
+    out = []
+    for v in value:
+        kind = type(v)
+        if kind is str:
+            v = _intern(v)
+        elif kind is dict:
+            v = _interned_dict(v)
+        elif kind is list:
+            v = _interned_list(v)
+        elif kind not in _JSON_SCALARS:
+            v = _interned_other(v)
+        out.append(v)
+    return out
+
+
+def _interned_key(key: Any) -> Any:
+    return _intern(key) if isinstance(key, str) else key
+
+
+def _interned_other(value: Any) -> Any:
+    """Values not of an exact JSON type: subclasses of str, dict or list as by isinstance."""
     if isinstance(value, str):
-        return sys.intern(value)
+        return _intern(value)
     if isinstance(value, dict):
-        return {sys.intern(k) if isinstance(k, str) else k: _interned(v) for k, v in value.items()}
+        return {_interned_key(k): _interned(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_interned(v) for v in value]
     return value

@@ -4,7 +4,8 @@ Mirrors ``pkg/metrics/metrics.go`` (``InitMetricVectors``, ``Register``, ``Regis
 subsystem ``kueue``, no namespace prefix, a trailing ``replica_role`` label on everything but
 ``kueue_build_info``. Counters and histograms live here as ``prometheus_client`` vectors whose
 labelled children are cached (a scheduling cycle must not pay for label validation and the
-client's locking lookup). The state gauges (pending, reserving/admitted, status, quota/usage,
+client's locking lookup) and keep their values without the client's locks
+(:mod:`pykueue.metrics.owned`: one thread writes them). The state gauges (pending, reserving/admitted, status, quota/usage,
 cohort and LocalQueue gauges) are produced at scrape time by :mod:`pykueue.metrics.state`.
 
 Custom metric labels (alpha gate ``CustomMetricLabels``, off by default) are not implemented.
@@ -21,6 +22,7 @@ import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from pykueue.api.meta import LabelSelector
+from pykueue.metrics.owned import OwnedCounter, OwnedHistogram
 
 # Go's client does not expose ``*_created`` series; neither does upstream Kueue.
 prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -123,11 +125,12 @@ class KueueMetrics:
         self._children: dict[tuple[int, tuple[str, ...], str], Any] = {}
         r = self.registry
 
+        # Written by the manager thread only: children without the client's locks (metrics/owned.py).
         def counter(name: str, doc: str, labels: Sequence[str]) -> Counter:
-            return Counter(f"{SUBSYSTEM}_{name}", doc, [*labels, "replica_role"], registry=r)
+            return OwnedCounter(f"{SUBSYSTEM}_{name}", doc, [*labels, "replica_role"], registry=r)
 
         def histogram(name: str, doc: str, labels: Sequence[str], buckets: Sequence[float]) -> Histogram:
-            return Histogram(f"{SUBSYSTEM}_{name}", doc, [*labels, "replica_role"], registry=r, buckets=buckets)
+            return OwnedHistogram(f"{SUBSYSTEM}_{name}", doc, [*labels, "replica_role"], registry=r, buckets=buckets)
 
         build = Gauge(
             f"{SUBSYSTEM}_build_info",

@@ -68,8 +68,7 @@ def admissibility_problem(
         return memo.invalid_requests, Problem.INVALID_REQUESTS
     if pod_sets is None:
         if memo.unaccountable is _UNSET:
-            own = [(ps.count, per_pod_integer_requests(ps.template.spec)) for ps in wl.spec.pod_sets]
-            memo.unaccountable = resources_validation_error(request_overflow_errors(own))
+            memo.unaccountable = resources_validation_error(request_overflow_errors(spec_pod_requests(wl.spec)))
         message = memo.unaccountable
     elif spec_derived and memo.unaccountable is not _UNSET:
         # The requests are what the spec gives: the outcome remembered for the spec is theirs.
@@ -118,6 +117,26 @@ def _spec_memo(spec: WorkloadSpec) -> _SpecMemo:
         _memo.clear()
     _memo[id(spec)] = memo
     return memo
+
+
+_requests_memo: dict[int, tuple[WorkloadSpec, list[tuple[int, dict[str, int]]]]] = {}
+
+
+def spec_pod_requests(spec: WorkloadSpec) -> list[tuple[int, dict[str, int]]]:
+    """(count, per-pod Kueue integer requests) of each pod set of ``spec``, without excluded
+    prefixes or transformations, remembered per spec object (as :func:`_spec_memo`, on the same
+    premise). Computed once per Workload spec for both of its readers: the scheduler's pod sets
+    (``info.build_pod_sets`` when no exclusion or transformation is configured) and the workload
+    controller's check above, which parsed every pod template's quantities again. The lists and
+    dicts are shared: read only."""
+    entry = _requests_memo.get(id(spec))
+    if entry is not None and entry[0] is spec:
+        return entry[1]
+    own = [(ps.count, per_pod_integer_requests(ps.template.spec)) for ps in spec.pod_sets]
+    if len(_requests_memo) >= _MEMO_LIMIT:
+        _requests_memo.clear()
+    _requests_memo[id(spec)] = (spec, own)
+    return own
 
 
 def request_overflow_errors(pod_sets: PodSetRequests) -> list[str]:

@@ -24,6 +24,7 @@ from pykueue.api.meta import EPOCH, Condition
 from pykueue.api.quantity import sat_add, sat_mul
 from pykueue.core.options import SchedulerOptions
 from pykueue.core.quota.tree import FlavorResource
+from pykueue.core.workload.admissibility import spec_pod_requests
 
 # Condition types (upstream ``apis/kueue/v1beta2/workload_types.go``).
 QUOTA_RESERVED = "QuotaReserved"
@@ -227,11 +228,22 @@ def build_pod_sets(wl: Workload, options: SchedulerOptions) -> list[PodSetInfo]:
     """Per-pod-set requests of a pending workload (``totalRequestsFromPodSets``)."""
     reclaim = _reclaimable(wl, options)
     out: list[PodSetInfo] = []
-    for ps in wl.spec.pod_sets:
-        per_pod = podspec.per_pod_integer_requests(
-            ps.template.spec,
-            exclude_prefixes=options.exclude_resource_prefixes,
-            transformations=options.transformations,
+    # Without exclusions and transformations the requests are the spec's own, which the workload
+    # controller's admissibility check reads too: computed once per spec (read only).
+    own = (
+        spec_pod_requests(wl.spec)
+        if not options.exclude_resource_prefixes and not options.transformations
+        else None
+    )
+    for i, ps in enumerate(wl.spec.pod_sets):
+        per_pod = (
+            own[i][1]
+            if own is not None
+            else podspec.per_pod_integer_requests(
+                ps.template.spec,
+                exclude_prefixes=options.exclude_resource_prefixes,
+                transformations=options.transformations,
+            )
         )
         count = ps.count - min(reclaim.get(ps.name, 0), ps.count)
         total = {r: sat_mul(v, count) for r, v in per_pod.items()}
