@@ -272,8 +272,10 @@ def test_a_workload_deleted_during_its_admission_releases_the_quota(make_env: Ca
 
 
 def test_a_synchronous_write_of_an_object_in_flight_conflicts_without_a_request(make_env: Callable[..., Env]) -> None:
-    env = make_env(delay=0.5, cpu=1)
+    env = make_env(delay=0.0, cpu=1)
     env.api.create(R.WORKLOADS, workload("a"))
+    release = threading.Event()
+    env.client.before_write["a"] = lambda name: release.wait(10) and None  # held until checked
     env.start()
     wait(lambda: "a" in env.client.in_flight)
 
@@ -284,6 +286,7 @@ def test_a_synchronous_write_of_an_object_in_flight_conflicts_without_a_request(
     writes = len(env.client.status_writes)
     assert env.mgr.call_in_manager_thread(write_a) == "False"  # a Conflict, as the server would answer
     assert len(env.client.status_writes) == writes
+    release.set()
     wait(lambda: env.reserved() == {"a"})
     assert env.client.same_object == []
 
