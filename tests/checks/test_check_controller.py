@@ -32,11 +32,14 @@ class Toy:
 
     answer: Callable[[CheckRequest], CheckResult | None] = lambda req: CheckResult.pending()
     calls: list[tuple[str, str, str]] = field(default_factory=list)
+    versions: list[str] = field(default_factory=list)
+    """The Workload's resourceVersion each call saw."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __call__(self, req: CheckRequest) -> CheckResult | None:
         with self.lock:
             self.calls.append((req.name, req.check.metadata.name, req.state.state))
+            self.versions.append(str(req.object["metadata"]["resourceVersion"]))
         return self.answer(req)
 
     def count(self, wl: str) -> int:
@@ -216,10 +219,22 @@ def test_pending_with_recheck_after_is_evaluated_again_on_the_clock(env: Env) ->
         if approved.is_set()
         else CheckResult.pending("waiting", recheck_after=30)
     )
-    env.controller()
+    ctl = env.controller()
     env.workload("wl")
     env.reserve("wl")
-    t.wait_for(lambda: env.state("wl")["message"] == "waiting")
+    t.wait_for(lambda: env.state("wl")["message"] == "waiting", what="the Pending result written")
+    # The write's own watch event is a change: the SDK calls the check again (and the recheck is
+    # scheduled from the clock when that call returns). Wait until the check has seen the version
+    # the API holds and the controller rests with only the recheck queued, then move the clock.
+    key = ("workload", NS, "wl")
+
+    def resting() -> bool:
+        version = env.client.get(r.WORKLOADS, "wl", NS)["metadata"]["resourceVersion"]
+        with env.toy.lock:
+            seen = env.toy.versions[-1:] == [version]
+        return seen and ctl.runtime.queue.idle() and key in ctl.runtime.queue.delayed()
+
+    t.wait_for(resting, what="the check called on the written version, only the recheck queued")
     calls = env.toy.count("wl")
     approved.set()
     env.clock.advance(29)
@@ -292,10 +307,18 @@ def test_a_failing_check_is_retried(env: Env) -> None:
         return CheckResult.ready("recovered")
 
     env.toy.answer = answer
-    env.controller()
+    ctl = env.controller()
     env.workload("wl")
     env.reserve("wl")
-    t.wait_for(lambda: failures)
+    # The retry is due 0.5 s after the clock's time when the failure was caught, which follows the
+    # check's raise: move the clock once it is queued (moved earlier, the due time moves with it).
+    # A watch event of the Workload queued meanwhile (the reservation's) runs the check again at once.
+    key = ("workload", NS, "wl")
+
+    def retry_queued() -> bool:
+        return bool(failures) and (key in ctl.runtime.queue.delayed() or env.state("wl")["state"] == "Ready")
+
+    t.wait_for(retry_queued, what="the failed check's retry queued")
     env.clock.advance(1)  # the error backoff runs on the controller's clock
     assert env.wait_state("wl", "Ready")["message"] == "recovered"
 

@@ -233,10 +233,14 @@ class _Terminal(io.StringIO):
 def test_progress_appears_only_on_a_terminal_after_a_second() -> None:
     slow = _Terminal()
     with progress("listing workloads", slow, delay=0.2):
-        time.sleep(0.6)
+        time.sleep(0.3)
+        # Shown once the spinner's thread gets to it (a busy machine may take longer than 0.1 s).
+        deadline = time.monotonic() + 10
+        while "listing workloads" not in slow.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.02)
     assert "listing workloads" in slow.getvalue() and slow.getvalue().endswith("\r\033[K")
     quick = _Terminal()
-    with progress("listing workloads", quick, delay=0.5):
+    with progress("listing workloads", quick, delay=5):  # a block that ends at once, even when busy
         pass
     assert quick.getvalue() == ""
     pipe = io.StringIO()

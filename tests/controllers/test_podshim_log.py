@@ -58,7 +58,15 @@ def _time(stamp: bytes) -> datetime:
 
 
 def test_streams_interleaved_in_the_order_written_with_a_time_per_line(tmp_path: Path) -> None:
-    script = "echo out1; sleep 0.2; echo err1 >&2; sleep 0.2; echo out2; sleep 1; echo err2 >&2"
+    # Two pipes: the order across them is the order the shim read them in. Each line is written
+    # once the shim has logged the one before (a fixed pause lets a busy shim read two at once).
+    def logged(line: str) -> str:
+        return f"until grep -q ' {line}$' record/{podlogs.CRI_LOG}; do sleep 0.01; done"
+
+    script = (
+        f"echo out1; {logged('out1')}; echo err1 >&2; {logged('err1')}; echo out2; {logged('out2')}; "
+        "sleep 1; echo err2 >&2"
+    )
     records, record = run_pod(tmp_path, script)
     assert [(r[1], r[2], r[3]) for r in records] == [
         (b"stdout", b"F", b"out1"), (b"stderr", b"F", b"err1"), (b"stdout", b"F", b"out2"), (b"stderr", b"F", b"err2"),

@@ -138,6 +138,41 @@ def wait(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "") ->
         time.sleep(0.02)
 
 
+ABSENT = None
+"""In :func:`scrape_until`'s expectations: the family (or series) is not exposed."""
+
+Expected = dict[str | tuple[str, frozenset[tuple[str, str]]], Any]
+
+
+def scrape_until(scrape: Callable[[], Samples], expected: Expected, what: str, timeout: float = 10.0) -> Samples:
+    """A scrape (``scrape()``) in which every expectation holds at once; an AssertionError naming ``what`` and the
+    expectations the last scrape missed when none does in ``timeout``.
+
+    A family name expects the family's whole series (``{labels: value}``, or :data:`ABSENT`); a
+    ``(name, labels)`` key expects that one series' value. The controllers count and update the
+    state the gauges read after the writes the API already shows, family by family (an admission
+    bumps its counters one after the other): a test that sees an object or one series must wait
+    for the others, not read them in the same scrape."""
+
+    def missed(s: Samples) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, want in expected.items():
+            got = s.get(key) if isinstance(key, str) else s.get(key[0], {}).get(key[1])
+            if got != want:
+                out[str(key)] = got
+        return out
+
+    deadline = time.monotonic() + timeout
+    while True:
+        s = scrape()
+        last = missed(s)
+        if not last:
+            return s
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met in time: {what}; last scrape differs in {last}")
+        time.sleep(0.02)
+
+
 @pytest.fixture
 def env() -> Iterator[MetricsEnv]:
     e = MetricsEnv()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import KUEUE, MetricsEnv, job, labels, wait
+from conftest import ABSENT, KUEUE, MetricsEnv, job, labels, scrape_until, wait
 
 from pykueue.api.meta import format_time
 from pykueue.client import resources as R
@@ -83,18 +83,26 @@ def test_borrowing_preemption_and_evictions_are_counted_where_upstream_counts(en
     borrower = wait(admitted(env, "borrower"), what="borrower admitted")
     cq_a = labels(cluster_queue="cq-a", priority_class="")
     cq_b = labels(cluster_queue="cq-b", priority_class="")
-    # Counted right after the write the API already shows: wait for the count, not just the object.
-    s = scrape_when(env, "kueue_admitted_workloads_total", cq_a)
-    assert s["kueue_quota_reserved_workloads_total"] == {cq_a: 1.0}
-    assert s["kueue_admitted_workloads_total"] == {cq_a: 1.0}
-    assert s["kueue_quota_reserved_wait_time_seconds_count"] == {cq_a: 1.0}
-    assert s["kueue_admission_wait_time_seconds_count"] == {cq_a: 1.0}
+    # Counted right after the write the API already shows: wait for the counts, not just the object.
+    s = scrape_until(
+        env.scrape,
+        {
+            "kueue_quota_reserved_workloads_total": {cq_a: 1.0},
+            "kueue_admitted_workloads_total": {cq_a: 1.0},
+            "kueue_quota_reserved_wait_time_seconds_count": {cq_a: 1.0},
+            "kueue_admission_wait_time_seconds_count": {cq_a: 1.0},
+            "kueue_cohort_subtree_admitted_workloads_total": {labels(cohort="co", priority_class=""): 1.0},
+            "kueue_local_queue_admitted_workloads_total": {labels(name="lq-a", namespace="default", priority_class=""): 1.0},
+            # The Job integration created the Workload (job generation 1): one creation-latency sample.
+            "kueue_workload_creation_latency_seconds_count": {labels(job_kind="Job"): 1.0},
+        },
+        what="the borrower's reservation and admission counted",
+    )
     assert "kueue_admission_checks_wait_time_seconds_count" not in s  # no checks: not reported
-    assert s["kueue_cohort_subtree_admitted_workloads_total"] == {labels(cohort="co", priority_class=""): 1.0}
-    assert s["kueue_local_queue_admitted_workloads_total"] == {labels(name="lq-a", namespace="default", priority_class=""): 1.0}
-    # The Job integration created the Workload (job generation 1): one creation-latency sample.
-    assert s["kueue_workload_creation_latency_seconds_count"] == {labels(job_kind="Job"): 1.0}
-    wait(lambda: counters(env, "kueue_admission_attempts_total").get(labels(result="success")) == 1.0)
+    wait(
+        lambda: counters(env, "kueue_admission_attempts_total").get(labels(result="success")) == 1.0,
+        what="first success",
+    )
     assert "kueue_preempted_workloads_total" not in s
 
     # The owner reclaims its nominal quota: the borrower is preempted (evicted, reason Preempted).
@@ -102,36 +110,41 @@ def test_borrowing_preemption_and_evictions_are_counted_where_upstream_counts(en
     owner = wait(admitted(env, "owner"), what="owner admitted after the reclaim")
     victim = workload_of(env, "borrower")
     assert cond(victim, "Preempted")["reason"] == "InCohortReclamation"  # type: ignore[index]
-    s = scrape_when(env, "kueue_admitted_workloads_total", cq_b)
-    assert s["kueue_preempted_workloads_total"] == {
-        labels(preempting_cluster_queue="cq-b", reason="InCohortReclamation"): 1.0
-    }
     preempted = labels(cluster_queue="cq-a", reason="Preempted", underlying_cause="", priority_class="")
-    assert s["kueue_evicted_workloads_total"] == {preempted: 1.0}
-    assert s["kueue_evicted_workloads_once_total"] == {preempted: 1.0}
-    assert s["kueue_local_queue_evicted_workloads_total"] == {
-        labels(name="lq-a", namespace="default", reason="Preempted", underlying_cause="", priority_class=""): 1.0
-    }
-    assert s["kueue_workload_eviction_latency_seconds_count"] == {labels(cluster_queue="cq-a", reason="Preempted"): 1.0}
-    assert s["kueue_quota_reserved_workloads_total"] == {cq_a: 1.0, cq_b: 1.0}
-    assert s["kueue_admitted_workloads_total"] == {cq_a: 1.0, cq_b: 1.0}
+    scrape_until(
+        env.scrape,
+        {
+            "kueue_preempted_workloads_total": {labels(preempting_cluster_queue="cq-b", reason="InCohortReclamation"): 1.0},
+            "kueue_evicted_workloads_total": {preempted: 1.0},
+            "kueue_evicted_workloads_once_total": {preempted: 1.0},
+            "kueue_local_queue_evicted_workloads_total": {
+                labels(name="lq-a", namespace="default", reason="Preempted", underlying_cause="", priority_class=""): 1.0
+            },
+            "kueue_workload_eviction_latency_seconds_count": {labels(cluster_queue="cq-a", reason="Preempted"): 1.0},
+            "kueue_quota_reserved_workloads_total": {cq_a: 1.0, cq_b: 1.0},
+            "kueue_admitted_workloads_total": {cq_a: 1.0, cq_b: 1.0},
+            "kueue_reserving_active_workloads": {labels(cluster_queue="cq-a"): 0.0, labels(cluster_queue="cq-b"): 1.0},
+        },
+        what="the preemption, the borrower's eviction and the owner's admission counted",
+    )
     # Two cycles admitted; the preempting one only issued the preemption (inadmissible, as upstream).
     # A cycle is counted when it ends, after its writes: wait for it.
     success = labels(result="success")
     wait(lambda: counters(env, "kueue_admission_attempts_total").get(success) == 2.0, what="second success")
-    pending_a = {st: s["kueue_pending_workloads"][labels(cluster_queue="cq-a", status=st)] for st in ("active", "inadmissible")}
-    assert sum(pending_a.values()) == 1.0, pending_a  # the preempted borrower waits again
-    assert s["kueue_reserving_active_workloads"] == {
-        labels(cluster_queue="cq-a"): 0.0,
-        labels(cluster_queue="cq-b"): 1.0,
-    }
+
+    def pending_a() -> float:
+        pending = counters(env, "kueue_pending_workloads")
+        return sum(pending[labels(cluster_queue="cq-a", status=st)] for st in ("active", "inadmissible"))
+
+    # The pending gauge follows the manager's queues, which take the evicted borrower back after
+    # the eviction write the API shows.
+    wait(lambda: pending_a() == 1.0, what="the preempted borrower waits again in cq-a")
 
     # Deactivating the owner evicts it with reason Deactivated (no underlying cause).
     env.patch(R.WORKLOADS, owner["metadata"]["name"], {"spec": {"active": False}})
     wait(lambda: true(env.get(R.WORKLOADS, owner["metadata"]["name"]), "Evicted"), what="owner evicted")
     deactivated = labels(cluster_queue="cq-b", reason="Deactivated", underlying_cause="", priority_class="")
-    s = wait(lambda: (s := env.scrape()).get("kueue_evicted_workloads_total", {}).get(deactivated) and s)
-    assert s["kueue_evicted_workloads_total"] == {preempted: 1.0, deactivated: 1.0}
+    scrape_until(env.scrape, {"kueue_evicted_workloads_total": {preempted: 1.0, deactivated: 1.0}}, what="owner's eviction counted")
     # The borrower gets the freed quota back and is counted again (a second reservation).
     readmitted = admitted(env, "borrower")
     # Parked workloads are retried in 1s batches of the controllers' (manual) clock.
@@ -169,13 +182,18 @@ def test_admission_checks_wait_time_is_reservation_to_admission(env: MetricsEnv)
 
     update_status(env, R.WORKLOADS, "w", "default", ready)
     wait(lambda: true(env.get(R.WORKLOADS, "w"), "Admitted"), what="admitted after the check")
-    s = scrape_when(env, "kueue_admitted_workloads_total", cq)
-    assert s["kueue_admitted_workloads_total"] == {cq: 1.0}
-    assert s["kueue_admission_checks_wait_time_seconds_count"] == {cq: 1.0}
+    s = scrape_until(
+        env.scrape,
+        {
+            "kueue_admitted_workloads_total": {cq: 1.0},
+            "kueue_admission_checks_wait_time_seconds_count": {cq: 1.0},
+            "kueue_local_queue_admission_checks_wait_time_seconds_count": {
+                labels(name="lq-a", namespace="default", priority_class=""): 1.0
+            },
+        },
+        what="admission and its checks' wait counted",
+    )
     assert s["kueue_admission_checks_wait_time_seconds_sum"][cq] == pytest.approx(42, abs=1)
-    assert s["kueue_local_queue_admission_checks_wait_time_seconds_count"] == {
-        labels(name="lq-a", namespace="default", priority_class=""): 1.0
-    }
 
 
 def test_finish_is_counted_once_with_execution_time(env: MetricsEnv) -> None:
@@ -189,12 +207,17 @@ def test_finish_is_counted_once_with_execution_time(env: MetricsEnv) -> None:
     finished = {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done", "lastTransitionTime": finished_at}
     update_status(env, R.WORKLOADS, "w", "default", lambda obj: obj["status"]["conditions"].append(finished))
     cq = labels(cluster_queue="cq-a", priority_class="")
-    s = wait(lambda: (s := env.scrape()).get("kueue_finished_workloads_total") and s, what="finish counted")
-    assert s["kueue_finished_workloads_total"] == {cq: 1.0}
-    assert s["kueue_execution_time_seconds_count"] == {cq: 1.0}
+    s = scrape_until(
+        env.scrape,
+        {
+            "kueue_finished_workloads_total": {cq: 1.0},
+            "kueue_execution_time_seconds_count": {cq: 1.0},
+            ("kueue_finished_workloads", labels(cluster_queue="cq-a")): 1.0,
+            "kueue_local_queue_finished_workloads_total": {labels(name="lq-a", namespace="default", priority_class=""): 1.0},
+        },
+        what="finish counted",
+    )
     assert s["kueue_execution_time_seconds_sum"][cq] == pytest.approx(30, abs=1)
-    assert s["kueue_finished_workloads"][labels(cluster_queue="cq-a")] == 1.0
-    assert s["kueue_local_queue_finished_workloads_total"] == {labels(name="lq-a", namespace="default", priority_class=""): 1.0}
     # A later status write of the finished workload is not a second finish.
 
     def reword(obj: dict[str, Any]) -> None:
@@ -215,40 +238,49 @@ def test_state_gauges_quota_usage_and_status() -> None:
         wait(admitted(env, "borrower"), what="borrower admitted")
         env.create(R.JOBS, job("waiter", "lq-a", cpu="1"))
         wait(lambda: (wl := workload_of(env, "waiter")) is not None and cond(wl, "QuotaReserved"), what="waiter evaluated")
-        s = env.scrape()
-        a = {"cohort": "co", "cluster_queue": "cq-a", "flavor": "f", "resource": "cpu"}
-        b = {**a, "cluster_queue": "cq-b"}
-        assert s["kueue_cluster_queue_nominal_quota"] == {labels(**a): 1.0, labels(**b): 1.0}
-        assert s["kueue_cluster_queue_borrowing_limit"][labels(**a)] == float("inf")
-        assert s["kueue_cluster_queue_lending_limit"][labels(**a)] == float("inf")
-        assert s["kueue_cluster_queue_resource_reservation"] == {labels(**a): 2.0, labels(**b): 0.0}
-        assert s["kueue_cluster_queue_resource_usage"] == {labels(**a): 2.0, labels(**b): 0.0}
-        assert s["kueue_pending_workloads"] == {
-            labels(cluster_queue="cq-a", status="active"): 0.0,
-            labels(cluster_queue="cq-a", status="inadmissible"): 1.0,
-            labels(cluster_queue="cq-b", status="active"): 0.0,
-            labels(cluster_queue="cq-b", status="inadmissible"): 0.0,
-        }
-        assert s["kueue_local_queue_pending_workloads"][labels(name="lq-a", namespace="default", status="inadmissible")] == 1.0
-        assert s["kueue_admitted_active_workloads"][labels(cluster_queue="cq-a")] == 1.0
-        assert s["kueue_cluster_queue_status"] == {
-            labels(cluster_queue=cq, status=st): 1.0 if st == "active" else 0.0
-            for cq in ("cq-a", "cq-b")
-            for st in ("pending", "active", "terminating")
-        }
-        assert s["kueue_cohort_subtree_quota"] == {labels(cohort="co", flavor="f", resource="cpu"): 2.0}
-        assert s["kueue_cohort_subtree_resource_reservations"] == {labels(cohort="co", flavor="f", resource="cpu"): 2.0}
-        assert s["kueue_cluster_queue_info"][labels(cluster_queue="cq-a", parent_cohort="co", root_cohort="co")] == 1.0
-        assert s["kueue_local_queue_status"][labels(name="lq-a", namespace="default", active="True")] == 1.0
         # The waiter: neither admitted nor finished; QuotaReserved=False with the scheduler's reason.
         waiter = workload_of(env, "waiter")
         reason = cond(waiter, "QuotaReserved")["reason"]  # type: ignore[index]
-        assert s["kueue_unadmitted_workloads"] == {
-            labels(cluster_queue="cq-a", reason="NoReservation", underlying_cause=reason): 1.0
-        }
-        assert s["kueue_local_queue_unadmitted_workloads"] == {
-            labels(name="lq-a", namespace="default", cluster_queue="cq-a", reason="NoReservation", underlying_cause=reason): 1.0
-        }
+        a = {"cohort": "co", "cluster_queue": "cq-a", "flavor": "f", "resource": "cpu"}
+        b = {**a, "cluster_queue": "cq-b"}
+        # The gauges read the manager's state, which takes the waiter's write (the API shows it)
+        # into its queues afterwards: wait for the whole state.
+        s = scrape_until(
+            env.scrape,
+            {
+                "kueue_cluster_queue_nominal_quota": {labels(**a): 1.0, labels(**b): 1.0},
+                ("kueue_cluster_queue_borrowing_limit", labels(**a)): float("inf"),
+                ("kueue_cluster_queue_lending_limit", labels(**a)): float("inf"),
+                "kueue_cluster_queue_resource_reservation": {labels(**a): 2.0, labels(**b): 0.0},
+                "kueue_cluster_queue_resource_usage": {labels(**a): 2.0, labels(**b): 0.0},
+                "kueue_pending_workloads": {
+                    labels(cluster_queue="cq-a", status="active"): 0.0,
+                    labels(cluster_queue="cq-a", status="inadmissible"): 1.0,
+                    labels(cluster_queue="cq-b", status="active"): 0.0,
+                    labels(cluster_queue="cq-b", status="inadmissible"): 0.0,
+                },
+                ("kueue_local_queue_pending_workloads", labels(name="lq-a", namespace="default", status="inadmissible")): 1.0,
+                ("kueue_admitted_active_workloads", labels(cluster_queue="cq-a")): 1.0,
+                "kueue_cluster_queue_status": {
+                    labels(cluster_queue=cq, status=st): 1.0 if st == "active" else 0.0
+                    for cq in ("cq-a", "cq-b")
+                    for st in ("pending", "active", "terminating")
+                },
+                "kueue_cohort_subtree_quota": {labels(cohort="co", flavor="f", resource="cpu"): 2.0},
+                "kueue_cohort_subtree_resource_reservations": {labels(cohort="co", flavor="f", resource="cpu"): 2.0},
+                ("kueue_cluster_queue_info", labels(cluster_queue="cq-a", parent_cohort="co", root_cohort="co")): 1.0,
+                ("kueue_local_queue_status", labels(name="lq-a", namespace="default", active="True")): 1.0,
+                "kueue_unadmitted_workloads": {
+                    labels(cluster_queue="cq-a", reason="NoReservation", underlying_cause=reason): 1.0
+                },
+                "kueue_local_queue_unadmitted_workloads": {
+                    labels(
+                        name="lq-a", namespace="default", cluster_queue="cq-a", reason="NoReservation", underlying_cause=reason
+                    ): 1.0
+                },
+            },
+            what="the state gauges after the borrower's admission and the waiter's evaluation",
+        )
         hashes = s["kueue_pending_scheduling_hashes"]
         assert hashes[labels(cluster_queue="cq-a", status="active")] + hashes[
             labels(cluster_queue="cq-a", status="inadmissible")
@@ -312,13 +344,22 @@ def test_deleting_queues_clears_their_series(env: MetricsEnv) -> None:
     env.create(R.WORKLOADS, bare_workload("w", "lq-a"))
     cq = labels(cluster_queue="cq-a", priority_class="")
     lq = labels(name="lq-a", namespace="default", priority_class="")
-    s = scrape_when(env, "kueue_admitted_workloads_total", cq)
-    assert s["kueue_local_queue_admitted_workloads_total"] == {lq: 1.0}
+    scrape_until(
+        env.scrape,
+        {"kueue_admitted_workloads_total": {cq: 1.0}, "kueue_local_queue_admitted_workloads_total": {lq: 1.0}},
+        what="admission counted",
+    )
     env.client.delete(R.WORKLOADS, "w", "default")
     env.client.delete(R.LOCAL_QUEUES, "lq-a", "default")
     wait(lambda: lq not in counters(env, "kueue_local_queue_admitted_workloads_total"), what="LocalQueue series cleared")
     assert counters(env, "kueue_admitted_workloads_total") == {cq: 1.0}  # the ClusterQueue's stay
     env.client.delete(R.CLUSTER_QUEUES, "cq-a")
-    s = wait(lambda: cq not in (s := env.scrape()).get("kueue_admitted_workloads_total", {}) and s, what="cleared")
-    assert "kueue_quota_reserved_wait_time_seconds_count" not in s
-    assert labels(cluster_queue="cq-a", status="active") not in s.get("kueue_cluster_queue_status", {})
+    scrape_until(
+        env.scrape,
+        {
+            ("kueue_admitted_workloads_total", cq): ABSENT,
+            "kueue_quota_reserved_wait_time_seconds_count": ABSENT,
+            ("kueue_cluster_queue_status", labels(cluster_queue="cq-a", status="active")): ABSENT,
+        },
+        what="the ClusterQueue's series cleared",
+    )

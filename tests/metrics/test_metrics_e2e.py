@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Samples, labels, parse
+from conftest import Expected, Samples, labels, parse, scrape_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "controllers" / "e2e"))
 from support import ROOT, Kueue, is_true, job, local_queue, start_kueue, start_server, wait_for
@@ -91,28 +91,28 @@ def run_scenario(k: Kueue) -> None:
     wait_for(lambda: admitted(k, "m-borrower"), timeout=60, what="borrower admitted again")
 
 
-def expected_counts(s: Samples) -> None:
+def expected_counts() -> Expected:
     cq_a = labels(cluster_queue="m-a", priority_class="")
     cq_b = labels(cluster_queue="m-b", priority_class="")
-    assert s["kueue_quota_reserved_workloads_total"] == {cq_a: 2.0, cq_b: 1.0}
-    assert s["kueue_admitted_workloads_total"] == {cq_a: 2.0, cq_b: 1.0}
-    assert s["kueue_quota_reserved_wait_time_seconds_count"] == {cq_a: 2.0, cq_b: 1.0}
-    assert s["kueue_admission_wait_time_seconds_count"] == {cq_a: 2.0, cq_b: 1.0}
-    assert s["kueue_cohort_subtree_admitted_workloads_total"] == {labels(cohort="m-cohort", priority_class=""): 3.0}
-    assert s["kueue_preempted_workloads_total"] == {
-        labels(preempting_cluster_queue="m-b", reason="InCohortReclamation"): 1.0
-    }
     evictions = {
         labels(cluster_queue="m-a", reason="Preempted", underlying_cause="", priority_class=""): 1.0,
         labels(cluster_queue="m-b", reason="Deactivated", underlying_cause="", priority_class=""): 1.0,
     }
-    assert s["kueue_evicted_workloads_total"] == evictions
-    assert s["kueue_evicted_workloads_once_total"] == evictions
-    assert s["kueue_local_queue_evicted_workloads_total"] == {
-        labels(name="m-a", namespace="default", reason="Preempted", underlying_cause="", priority_class=""): 1.0,
-        labels(name="m-b", namespace="default", reason="Deactivated", underlying_cause="", priority_class=""): 1.0,
+    return {
+        "kueue_quota_reserved_workloads_total": {cq_a: 2.0, cq_b: 1.0},
+        "kueue_admitted_workloads_total": {cq_a: 2.0, cq_b: 1.0},
+        "kueue_quota_reserved_wait_time_seconds_count": {cq_a: 2.0, cq_b: 1.0},
+        "kueue_admission_wait_time_seconds_count": {cq_a: 2.0, cq_b: 1.0},
+        "kueue_cohort_subtree_admitted_workloads_total": {labels(cohort="m-cohort", priority_class=""): 3.0},
+        "kueue_preempted_workloads_total": {labels(preempting_cluster_queue="m-b", reason="InCohortReclamation"): 1.0},
+        "kueue_evicted_workloads_total": evictions,
+        "kueue_evicted_workloads_once_total": evictions,
+        "kueue_local_queue_evicted_workloads_total": {
+            labels(name="m-a", namespace="default", reason="Preempted", underlying_cause="", priority_class=""): 1.0,
+            labels(name="m-b", namespace="default", reason="Deactivated", underlying_cause="", priority_class=""): 1.0,
+        },
+        ("kueue_admission_attempts_total", labels(result="success")): 3.0,
     }
-    assert s["kueue_admission_attempts_total"][labels(result="success")] == 3.0
 
 
 @pytest.fixture(scope="module")
@@ -127,28 +127,27 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kueue]:
 def test_metrics_after_borrowing_preemption_and_evictions(embedded: Kueue) -> None:
     k = embedded
     run_scenario(k)
-    # The last admission is counted right after its write: wait for the count, then compare all.
-    s = wait_for(
-        lambda: (s := scrape(k)).get("kueue_admission_attempts_total", {}).get(labels(result="success")) == 3.0 and s,
-        timeout=20,
-        what="third successful admission attempt",
-    )
-    expected_counts(s)
-    # State gauges: m-a holds the 2-cpu borrower (1 borrowed); m-b is empty again.
+    # The last admission is counted right after its write, each family after the other: wait for
+    # all the counts at once.
+    scrape_until(lambda: scrape(k), expected_counts(), timeout=20, what="the scenario's counts")
+    # State gauges: m-a holds the 2-cpu borrower (1 borrowed); m-b is empty again; the deactivated
+    # owner is neither pending nor reserving.
     a = {"cohort": "m-cohort", "cluster_queue": "m-a", "flavor": "m-flavor", "resource": "cpu"}
     b = {**a, "cluster_queue": "m-b"}
-    s = wait_for(
-        lambda: (s := scrape(k))["kueue_cluster_queue_resource_reservation"].get(labels(**b)) == 0.0 and s,
-        what="m-b released the deactivated owner's quota",
+    scrape_until(
+        lambda: scrape(k),
+        {
+            ("kueue_cluster_queue_resource_reservation", labels(**b)): 0.0,
+            ("kueue_cluster_queue_resource_reservation", labels(**a)): 2.0,
+            ("kueue_cluster_queue_nominal_quota", labels(**a)): 1.0,
+            ("kueue_cluster_queue_borrowing_limit", labels(**a)): float("inf"),
+            ("kueue_reserving_active_workloads", labels(cluster_queue="m-a")): 1.0,
+            ("kueue_cohort_subtree_quota", labels(cohort="m-cohort", flavor="m-flavor", resource="cpu")): 2.0,
+            ("kueue_cluster_queue_status", labels(cluster_queue="m-a", status="active")): 1.0,
+            ("kueue_pending_workloads", labels(cluster_queue="m-b", status="active")): 0.0,
+        },
+        what="the state gauges after the scenario",
     )
-    assert s["kueue_cluster_queue_resource_reservation"][labels(**a)] == 2.0
-    assert s["kueue_cluster_queue_nominal_quota"][labels(**a)] == 1.0
-    assert s["kueue_cluster_queue_borrowing_limit"][labels(**a)] == float("inf")
-    assert s["kueue_reserving_active_workloads"][labels(cluster_queue="m-a")] == 1.0
-    assert s["kueue_cohort_subtree_quota"][labels(cohort="m-cohort", flavor="m-flavor", resource="cpu")] == 2.0
-    assert s["kueue_cluster_queue_status"][labels(cluster_queue="m-a", status="active")] == 1.0
-    # The deactivated owner is neither pending nor reserving.
-    assert s["kueue_pending_workloads"][labels(cluster_queue="m-b", status="active")] == 0.0
     k.kubectl("delete", "job", "m-borrower", "m-owner", "-n", "default", "--cascade=background")
 
 
@@ -187,13 +186,16 @@ def test_controller_metrics_port(tmp_path: Path) -> None:
         wait_for(lambda: admitted(k, "m-port"), timeout=30, what="job admitted by the separate controller")
         cq_a = labels(cluster_queue="m-a", priority_class="")
 
-        def scraped() -> Samples | None:
+        def scraped() -> Samples:
             with urllib.request.urlopen(url, timeout=10) as resp:
-                s = parse(resp.read().decode())
-            return s if s.get("kueue_admitted_workloads_total") == {cq_a: 1.0} else None
+                return parse(resp.read().decode())
 
-        s = wait_for(scraped, timeout=20, what="admission counted on the controller's port")
-        assert s["kueue_quota_reserved_workloads_total"] == {cq_a: 1.0}
+        scrape_until(
+            scraped,
+            {"kueue_admitted_workloads_total": {cq_a: 1.0}, "kueue_quota_reserved_workloads_total": {cq_a: 1.0}},
+            timeout=20,
+            what="admission counted on the controller's port",
+        )
         # The API-only server has no controllers, so nothing to expose at its /metrics.
         missing = k.kubectl("get", "--raw", "/metrics", check=False)
         assert missing.returncode != 0 and "NotFound" in missing.stderr + missing.stdout

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from conftest import MetricsEnv, wait
+from conftest import MetricsEnv, scrape_until, wait
 from test_controller_metrics import bare_workload, true
 
 from pykueue.client import resources as R
@@ -36,12 +36,16 @@ def test_standby_reports_follower_then_leader_after_winning() -> None:
         role["now"] = ROLE_LEADER
         env.mgr.lead()
         wait(lambda: true(env.get(R.WORKLOADS, "w"), "Admitted"), what="admitted by the new leader")
-        samples = env.scrape()
-        assert samples["kueue_quota_reserved_workloads_total"] == {
-            key(ROLE_LEADER, cluster_queue="cq-a", priority_class=""): 1.0
-        }
-        assert samples["kueue_admitted_workloads_total"] == {key(ROLE_LEADER, cluster_queue="cq-a", priority_class=""): 1.0}
-        assert samples["kueue_admitted_active_workloads"] == {key(ROLE_LEADER, cluster_queue="cq-a"): 1.0}
+        # Counted right after the write the API already shows: wait for the counts, not just the object.
+        samples = scrape_until(
+            env.scrape,
+            {
+                "kueue_quota_reserved_workloads_total": {key(ROLE_LEADER, cluster_queue="cq-a", priority_class=""): 1.0},
+                "kueue_admitted_workloads_total": {key(ROLE_LEADER, cluster_queue="cq-a", priority_class=""): 1.0},
+                "kueue_admitted_active_workloads": {key(ROLE_LEADER, cluster_queue="cq-a"): 1.0},
+            },
+            what="the new leader's admission counted",
+        )
         assert {dict(k)["replica_role"] for k in samples["kueue_pending_workloads"]} == {ROLE_LEADER}
 
         # A lost lease (the elector sets follower again) relabels every series reported from then on.
@@ -55,9 +59,12 @@ def test_without_leader_election_the_role_is_standalone(env: MetricsEnv) -> None
     env.queues(cpu=1, names=("cq-a",))
     env.create(R.WORKLOADS, bare_workload("w", "lq-a"))
     wait(lambda: true(env.get(R.WORKLOADS, "w"), "Admitted"), what="admitted")
-    assert env.scrape()["kueue_admitted_workloads_total"] == {
-        key(ROLE_STANDALONE, cluster_queue="cq-a", priority_class=""): 1.0
-    }
+    # Counted right after the write the API already shows: wait for the count, not just the object.
+    scrape_until(
+        env.scrape,
+        {"kueue_admitted_workloads_total": {key(ROLE_STANDALONE, cluster_queue="cq-a", priority_class=""): 1.0}},
+        what="the admission counted as standalone",
+    )
 
 
 def test_role_follows_a_real_election_and_returns_to_follower_when_the_lease_is_lost() -> None:

@@ -110,7 +110,8 @@ def test_a_slow_api_never_stalls_the_caller() -> None:
     started = time.monotonic()
     for i in range(50):
         rec.event(JOB, NORMAL, "Tick", f"tick {i}")
-    assert time.monotonic() - started < 1.0  # queued, not written
+    # Queued, not written: a caller that waited for the held create would wait its 10 s.
+    assert time.monotonic() - started < 5
     assert _events(inner, CORE_V1) == []
     slow.release.set()
     assert rec.flush()

@@ -60,15 +60,16 @@ def embedded_client() -> Client:
     return InProcessClient(parts.handlers)
 
 
-def wait_for(predicate: Callable[[], T | None], timeout: float = 10.0, interval: float = 0.02) -> T:
-    """Poll ``predicate`` until it returns a truthy value and return it (AssertionError on timeout)."""
+def wait_for(predicate: Callable[[], T | None], timeout: float = 10.0, interval: float = 0.02, *, what: str = "") -> T:
+    """Poll ``predicate`` until it returns a truthy value and return it (AssertionError on timeout,
+    naming ``what`` was awaited)."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
+            raise AssertionError(f"condition not met in time: {what}" if what else "condition not met in time")
         time.sleep(interval)
 
 

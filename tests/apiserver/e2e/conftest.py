@@ -210,13 +210,13 @@ def fresh_server(tmp_path: Path) -> Iterator[ServerProcess]:
         srv.stop()
 
 
-def wait_for(predicate: Any, timeout: float = 10.0, interval: float = 0.05) -> Any:
-    """Poll until ``predicate()`` is truthy; return its value."""
+def wait_for(predicate: Any, timeout: float = 10.0, interval: float = 0.05, what: str = "") -> Any:
+    """Poll until ``predicate()`` is truthy; return its value (an AssertionError naming ``what``)."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
+            raise AssertionError(f"condition not met in time: {what}" if what else "condition not met in time")
         time.sleep(interval)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 import signal
-import time
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -526,24 +526,58 @@ def test_delete_all_with_selector(server: ServerProcess) -> None:
 # --- watch ---------------------------------------------------------------------------------------------
 
 
-def watch_output(proc: Any, settle: float = 1.0) -> list[list[str]]:
-    """Stop a background ``kubectl get -w`` after ``settle`` seconds; its output split into fields."""
-    time.sleep(settle)
-    proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=20)
-    return [line.split() for line in out.splitlines() if line.strip()]
+class KubectlWatch:
+    """A background ``kubectl get -w`` (at ``-v=6``, which logs each request as its answer
+    arrives): :meth:`started` waits until its watch request was answered, :meth:`stop` until it
+    printed ``lines`` lines, then interrupts it. Waits on what kubectl did, not fixed pauses."""
+
+    def __init__(self, server: ServerProcess, *args: str) -> None:
+        self.proc = server.kubectl_popen("-v=6", *args)
+        self.out: list[str] = []
+        self.err: list[str] = []
+        self._readers = [
+            threading.Thread(target=self._read, args=(self.proc.stdout, self.out), daemon=True),
+            threading.Thread(target=self._read, args=(self.proc.stderr, self.err), daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    @staticmethod
+    def _read(stream: Any, into: list[str]) -> None:
+        for line in stream:
+            into.append(line)
+
+    def started(self) -> None:
+        def watching() -> bool:
+            return any("watch=true" in line and " 200 OK " in line for line in list(self.err))
+
+        wait_for(watching, timeout=30, what=f"kubectl's watch answered; stderr: {''.join(self.err)[-2000:]}")
+
+    def stop(self, lines: int) -> list[list[str]]:
+        """The output split into fields, once it has ``lines`` non-empty lines."""
+
+        def printed() -> list[list[str]] | None:
+            fields = [line.split() for line in list(self.out) if line.strip()]
+            return fields if len(fields) >= lines else None
+
+        try:
+            wait_for(printed, timeout=30, what=f"{lines} lines from kubectl get -w; have {self.out}")
+        finally:
+            self.proc.send_signal(signal.SIGINT)
+            self.proc.wait(timeout=20)
+            for reader in self._readers:
+                reader.join(10)
+        return [line.split() for line in self.out if line.strip()]
 
 
 def test_get_watch_prints_changes(server: ServerProcess) -> None:
-    proc = server.kubectl_popen(
-        "get", "cq", "--watch", "--output-watch-events", "--field-selector", "metadata.name=watched"
-    )
-    time.sleep(1.0)
+    watch = KubectlWatch(server, "get", "cq", "--watch", "--output-watch-events", "--field-selector", "metadata.name=watched")
+    watch.started()
     server.kubectl("apply", "-f", "-", stdin=CQ_V1BETA2.format(name="watched", cohort="a"))
     server.kubectl("label", "cq", "watched", "seen=yes")
     server.kubectl("delete", "cq", "watched", "--wait=false")
     release(server, "cq", "watched")
-    lines = watch_output(proc)
+    lines = watch.stop(5)
     assert lines[0] == ["EVENT", "NAME", "COHORT", "PENDING", "WORKLOADS"]
     assert [line[:3] for line in lines[1:]] == [
         ["ADDED", "watched", "a"],
@@ -558,11 +592,11 @@ def test_get_watch_table_and_selectors(server: ServerProcess) -> None:
     _, err = bad.communicate(timeout=20)
     assert bad.returncode != 0 and '"spec.x" is not a known field selector' in err
     server.kubectl("apply", "-f", "-", stdin=CQ_V1BETA2.format(name="tw-1", cohort="x"))
-    proc = server.kubectl_popen("get", "cq", "-w", "-l", "watch-table=yes")
-    time.sleep(1.0)
+    watch = KubectlWatch(server, "get", "cq", "-w", "-l", "watch-table=yes")
+    watch.started()
     server.kubectl("apply", "-f", "-", stdin=CQ_V1BETA2.format(name="tw-2", cohort="yy"))
     server.kubectl("label", "cq", "tw-2", "watch-table=yes")
-    lines = watch_output(proc)
+    lines = watch.stop(2)
     assert lines[0] == ["NAME", "COHORT", "PENDING", "WORKLOADS"]
     assert [line[:2] for line in lines[1:]] == [["tw-2", "yy"]]
 

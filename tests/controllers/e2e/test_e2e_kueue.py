@@ -69,8 +69,15 @@ def kueue(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     k.stop()
 
 
-def _events(k: Kueue, kind: str, name: str) -> str:
-    return str(k.kubectl("describe", kind, name, "-n", "default").stdout)
+def _events(k: Kueue, kind: str, name: str, *texts: str) -> str:
+    """``kubectl describe`` of the object once it shows every one of ``texts``: the controllers
+    record events through a queue written after the changes the API already shows."""
+
+    def described() -> str | None:
+        out = str(k.kubectl("describe", kind, name, "-n", "default").stdout)
+        return out if all(text in out for text in texts) else None
+
+    return str(wait_for(described, timeout=30, what=f"events of {kind}/{name}: {texts}"))
 
 
 def wait_condition(k: Kueue, kind: str, name: str, ctype: str, timeout: float = 30) -> dict[str, Any]:
@@ -118,12 +125,10 @@ def test_job_is_admitted_runs_completes_and_frees_quota(kueue: Kueue) -> None:
         return st.get("reservingWorkloads") == 0 and st.get("admittedWorkloads") == 0
 
     wait_for(cq_free, what="quota released")
-    events = _events(kueue, "workload", name)
-    assert "QuotaReserved" in events and "Quota reserved in ClusterQueue life-cq" in events
-    assert "Admitted by ClusterQueue life-cq" in events
-    job_events = _events(kueue, "job", "life-job")
-    assert "CreatedWorkload" in job_events and f"Created Workload: default/{name}" in job_events
-    assert "Started" in job_events and "Admitted by clusterQueue life-cq" in job_events
+    _events(kueue, "workload", name, "QuotaReserved", "Quota reserved in ClusterQueue life-cq", "Admitted by ClusterQueue life-cq")
+    _events(
+        kueue, "job", "life-job", "CreatedWorkload", f"Created Workload: default/{name}", "Started", "Admitted by clusterQueue life-cq"
+    )
 
 
 # --- borrowing and preemption ------------------------------------------------------------------------------
@@ -158,8 +163,7 @@ def test_borrowing_then_reclaim_preempts_and_readmits(kueue: Kueue) -> None:
     requeued = condition(victim, "Requeued")
     assert requeued is not None and requeued["status"] == "True" and requeued["reason"] == "Preempted"
     assert kueue.get("job", "bp-borrower")["spec"]["suspend"] is True
-    events = _events(kueue, "workload", borrower)
-    assert "EvictedDueToPreempted" in events and "Preempted to accommodate a workload" in events
+    _events(kueue, "workload", borrower, "EvictedDueToPreempted", "Preempted to accommodate a workload")
     table = kueue.kubectl("get", "workloads", "-n", "default").stdout
     rows = {line.split()[0]: line.split() for line in table.splitlines()[1:]}
     assert rows[owner][2:4] == ["bp-b", "True"]
@@ -309,7 +313,7 @@ spec:
     assert entry.get("state") == "Pending" and entry.get("retryCount") == 1
     assert entry.get("message") == "Reset to Pending after eviction. Previously: Retry"
     assert w["status"]["requeueState"]["requeueAt"]
-    assert "EvictedDueToAdmissionCheck" in _events(kueue, "workload", retry_wl)
+    _events(kueue, "workload", retry_wl, "EvictedDueToAdmissionCheck")
     # Still backing off: not reserved again.
     assert not is_true(kueue.get("workload", retry_wl), "QuotaReserved")
     kueue.advance(61)
@@ -341,10 +345,14 @@ spec:
     assert ev["message"] == f'The workload is deactivated due to AdmissionCheck in Rejected state: "{CHECK}" (never)'
     qr = condition(w, "QuotaReserved")
     assert qr is not None and qr["reason"] in ("PendingEvaluation", "Deactivated")
-    events = _events(kueue, "workload", reject_wl)
-    assert "AdmissionCheckRejected" in events
-    assert f'Deactivated due to AdmissionCheck in Rejected state: "{CHECK}" (never)' in events
-    assert "EvictedDueToDeactivatedDueToAdmissionCheck" in events
+    _events(
+        kueue,
+        "workload",
+        reject_wl,
+        "AdmissionCheckRejected",
+        f'Deactivated due to AdmissionCheck in Rejected state: "{CHECK}" (never)',
+        "EvictedDueToDeactivatedDueToAdmissionCheck",
+    )
     assert kueue.get("job", "ac-reject")["spec"]["suspend"] is True
 
 

@@ -11,6 +11,7 @@ import json
 import math
 import os
 import re
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -129,26 +130,44 @@ def _stamped(out: str) -> list[tuple[datetime, str]]:
     return lines
 
 
-def test_pods_watch_logs_follow_tail_and_describe(kueue: Kueue) -> None:
+def test_pods_watch_logs_follow_tail_and_describe(kueue: Kueue, tmp_path: Path) -> None:
     lines = [f"line {i}" for i in range(1, 11)]
+    gate = tmp_path / "gate"
+    gate.mkdir()
     watch = kueue.server.kubectl_popen("get", "pods", "-w", "-l", "app=talker")
     try:
-        # Odd lines to stdout, even lines to stderr: the log shows them in the order written.
-        talk = "for i in 1 2 3 4 5 6 7 8 9 10; do if [ $((i % 2)) = 0 ]; then echo line $i >&2; else echo line $i; fi; sleep 0.3; done"
+        # Odd lines to stdout, even lines to stderr: the log shows them in the order written. Two
+        # pipes are logged in the order the pod's shim reads them: each line is written once the
+        # one before has come out of `kubectl logs -f` (the test opens gate/N on reading line N),
+        # then 0.3 s later (a fixed pause alone let a busy shim read two lines at once).
+        talk = (
+            "for i in 1 2 3 4 5 6 7 8 9 10; do if [ $((i % 2)) = 0 ]; then echo line $i >&2; else echo line $i; fi; "
+            f"until [ -e {gate}/$i ]; do sleep 0.05; done; sleep 0.3; done"
+        )
         kueue.apply(_job("talker", talk))
-        pod = wait_for(lambda: next(iter(_pods(kueue, "talker")), None), what="the Job's Pod")
+        pod = wait_for(lambda: next(iter(_pods(kueue, "talker")), None), what="the Pod")
         name = pod["metadata"]["name"]
         assert name.startswith("talker-") and len(name) == len("talker-") + 5
 
         follow = kueue.server.kubectl_popen("logs", "-f", "job/talker", "--pod-running-timeout=30s")
         assert follow.stdout is not None
-        first = follow.stdout.readline().rstrip("\n")
-        # The first line arrived while the process still runs: it was streamed, not read at the end.
-        assert first == "line 1"
-        assert _phase(kueue, name) == "Running"
-        rest, _ = follow.communicate(timeout=30)
+        stuck = threading.Timer(60, follow.kill)  # a line that never comes ends the stream: no hang
+        stuck.start()
+        try:
+            followed = []
+            for i in range(1, 11):
+                followed.append(follow.stdout.readline().rstrip("\n"))
+                if i == 1:
+                    # The first line arrived while the process still runs (it waits for gate/1):
+                    # it was streamed, not read at the end.
+                    assert followed == ["line 1"]
+                    assert _phase(kueue, name) == "Running"
+                (gate / str(i)).touch()
+            rest, _ = follow.communicate(timeout=30)
+        finally:
+            stuck.cancel()
         assert follow.returncode == 0
-        assert [first, *rest.splitlines()] == lines
+        assert [*followed, *rest.splitlines()] == lines
 
         wait_for(lambda: _phase(kueue, name) == "Succeeded", what="the Pod succeeded")
         assert kueue.kubectl("logs", name, "--tail=2").stdout.splitlines() == lines[-2:]
