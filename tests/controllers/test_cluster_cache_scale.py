@@ -100,7 +100,14 @@ def test_queue_deletes_reach_their_workloads_without_walking_all(env: Env) -> No
     )
     env.client.delete(R.CLUSTER_QUEUES, "cq")
     # The ClusterQueue stays while a Workload reserves its quota (the finalizer), found by index.
-    wait(lambda: env.get(R.CLUSTER_QUEUES, "cq", None)["metadata"].get("deletionTimestamp"))
+    # The API server marks it at once; wait for the manager to have handled the deletion (upstream's
+    # Active=False "Terminating" condition), so the walk count below covers it.
+    wait(
+        lambda: any(
+            c["type"] == "Active" and c["reason"] == "Terminating"
+            for c in env.get(R.CLUSTER_QUEUES, "cq", None).get("status", {}).get("conditions", [])
+        )
+    )
     assert env.mgr.call_in_manager_thread(lambda: NoWalk.walks) == 0
 
 
