@@ -93,6 +93,7 @@ def install_hooks(stats_path: str, record_now: bool = False) -> None:
     main_thread = threading.get_ident()
     handled: list[tuple[float, float]] = []  # (start, end) of each Handlers.handle on the loop
     syncs: list[tuple[float, bool]] = []  # (time, on the loop) of each fsync that advanced `synced`
+    fsync_ms: dict[bool, list[float]] = {True: [], False: []}  # each WAL fsync's ms, by on the loop
     answers: list[float] = []  # ms from a request's last byte to its answer complete
     lags: list[float] = []
     recording = [record_now]
@@ -114,6 +115,23 @@ def install_hooks(stats_path: str, record_now: bool = False) -> None:
         real_sync(self, revision)
         if recording[0] and self.synced != before:
             syncs.append((time.perf_counter(), threading.get_ident() == main_thread))
+
+    real_fsync = GroupCommit._fsync_wal
+
+    def fsync_wal(self: Any) -> None:
+        start = time.perf_counter()
+        try:
+            real_fsync(self)
+        finally:
+            if recording[0]:
+                fsync_ms[threading.get_ident() == main_thread].append((time.perf_counter() - start) * 1000)
+
+    # A policy to compare without another tree: the inline threshold (s; negative: never inline).
+    inline_max = os.environ.get("BENCH_INLINE_FSYNC_MAX")
+    if inline_max is not None:
+        from pykueue.store import durability
+
+        durability.INLINE_FSYNC_MAX = float(inline_max)  # type: ignore[misc]
 
     real_complete = HttpToolsProtocol.on_message_complete
     real_response = HttpToolsProtocol.on_response_complete
@@ -144,6 +162,7 @@ def install_hooks(stats_path: str, record_now: bool = False) -> None:
 
     Handlers.handle = handle  # type: ignore[method-assign]
     GroupCommit._sync_locked = sync_locked  # type: ignore[method-assign]
+    GroupCommit._fsync_wal = fsync_wal  # type: ignore[method-assign]
     HttpToolsProtocol.on_message_complete = on_message_complete  # type: ignore[method-assign]
     HttpToolsProtocol.on_response_complete = on_response_complete  # type: ignore[method-assign]
     watch.WatchHub.start = hub_start  # type: ignore[method-assign]
@@ -181,6 +200,9 @@ def install_hooks(stats_path: str, record_now: bool = False) -> None:
                     "fsyncs": len(syncs),
                     "fsyncs_on_loop": loop_syncs,
                     "puts_per_fsync": _summary([c for c in per_sync if c]),
+                    "fsync_ms_on_loop": _summary(fsync_ms[True]),
+                    "fsync_ms_background": _summary(fsync_ms[False]),
+                    "loop_blocked_in_fsync_ms": round(sum(fsync_ms[True]), 1),
                     "answer_ms_server": _summary(answers),
                     "loop_lag_ms": _summary(lags),
                 }

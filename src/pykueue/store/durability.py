@@ -9,10 +9,10 @@ WAL once for every write committed so far (the leader), while writers that commi
 fsync queue on the lock and are covered by the next one (as PostgreSQL's ``XLogFlush`` and etcd's
 batched WAL sync do). The result on disk is what ``FULL`` gives (the WAL synced after a commit
 and before it is reported; checkpoints sync the WAL before and the database after copying, in
-both modes), with many writes per fsync. Callers that cannot block (the event loop) sync
-themselves with :meth:`GroupCommit.try_sync` while fsyncs are cheap (a fraction of a millisecond
-on an SSD: less than the two thread hand-offs and GIL waits a background sync costs), and
-otherwise ask the background thread with :meth:`GroupCommit.request` and wait asynchronously.
+both modes), with many writes per fsync. Callers that cannot block long (the event loop) use
+:meth:`GroupCommit.try_sync`: the background thread fsyncs while the caller waits for it a little
+(without the GIL) and delivers the answers itself, so a stalled disk holds it at most that long;
+otherwise they :meth:`GroupCommit.request` the background thread and wait asynchronously.
 """
 
 from __future__ import annotations
@@ -27,12 +27,13 @@ from collections.abc import Callable
 log = logging.getLogger(__name__)
 
 INLINE_FSYNC_MAX = 0.005
-"""Seconds: while the recent fsyncs of the WAL averaged at most this, :meth:`GroupCommit.try_sync`
-syncs on the caller's thread. A hand-off to the background thread and back costs two waits for the
-GIL (up to the 5 ms switch interval each while the loop is busy) and one more turn of the loop; on
-a shared disk whose fsyncs take 2-3 ms that was more than the fsync. A slower disk (or a stall)
-sends the syncs back to the background thread, so the event loop serves reads and watches while
-the disk works."""
+"""Seconds: :meth:`GroupCommit.try_sync` waits at most this for the sync thread's fsync, and not at
+all while the recent fsyncs of the WAL averaged more. Answered by the waiting caller (the event
+loop), a write costs no hand-off back: the sync thread would wait for the GIL held by the busy loop
+(up to the 5 ms switch interval) before it could deliver, which made always handing off slower
+than syncing on the loop (issue 16 in bench/RESULTS.md: 234 against 339 PUTs/s with 20 clients).
+Syncing on the loop's thread itself blocked it for as long as the disk took (a shared disk's
+stalls of 100-800 ms froze every read and watch)."""
 _FSYNC_WEIGHT = 0.25  # of the latest fsync in the running average: a stall counts at once
 
 
@@ -62,6 +63,7 @@ class GroupCommit:
         self._after_sync = after_sync
         self._on_failure = on_failure
         self._lock = threading.Lock()  # one fsync at a time; later writers queue behind it
+        self._synced_changed = threading.Condition()  # notified when `synced` or `failure` is set
         self._fd: int | None = None
         self._ino: int | None = None
         self.failure: OSError | None = None
@@ -85,17 +87,33 @@ class GroupCommit:
         with self._lock:
             self._sync_locked(revision)
 
-    def try_sync(self, revision: int) -> bool:
-        """:meth:`sync` on this thread if fsyncs are cheap and no other sync is under way (it would
-        cover these writes only if they committed before it started); False: nothing was done,
-        :meth:`request` the background thread instead. Raises :class:`SyncFailed` as ``sync``."""
-        if self.fsync_seconds > INLINE_FSYNC_MAX or not self._lock.acquire(blocking=False):
+    def try_sync(self, revision: int, wait: bool = True) -> bool:
+        """For a caller that must not block long (the event loop): True once every write up to
+        ``revision`` is durable, within :data:`INLINE_FSYNC_MAX`; False: the background thread
+        syncs and calls ``after_sync`` (it is asked here). Raises :class:`SyncFailed` as ``sync``.
+
+        The fsync runs on the sync thread while the caller waits for it, without the GIL, at most
+        :data:`INLINE_FSYNC_MAX` (not at all if not ``wait``, while fsyncs are slower on average,
+        or while another sync is under way: it would cover these writes only if they committed
+        before it started).
+        An fsync on the caller's thread stalled it for as long as the disk did (up to 828 ms on a
+        shared disk; issue 16 in bench/RESULTS.md); a plain hand-off had its answer wait for the
+        sync thread to get the GIL back from the busy loop (up to the 5 ms switch interval)."""
+        if self.failure is not None:
+            raise SyncFailed(f"the store cannot make writes durable: {self.failure}")
+        if self.synced >= revision:
+            return True
+        if not wait or self.fsync_seconds > INLINE_FSYNC_MAX or self._lock.locked():
+            self.request()
             return False
-        try:
-            self._sync_locked(revision)
-        finally:
-            self._lock.release()
-        return True
+        with self._synced_changed:
+            self.request()
+            self._synced_changed.wait_for(
+                lambda: self.synced >= revision or self.failure is not None, INLINE_FSYNC_MAX
+            )
+        if self.failure is not None:
+            raise SyncFailed(f"the store cannot make writes durable: {self.failure}")
+        return self.synced >= revision
 
     def _sync_locked(self, revision: int) -> None:
         if self.failure is not None:
@@ -109,13 +127,17 @@ class GroupCommit:
         except OSError as err:
             # As PostgreSQL after a failed fsync: dirty pages may be gone, nothing later may be
             # acknowledged (a retry could "succeed" without the data).
-            self.failure = err
+            with self._synced_changed:
+                self.failure = err
+                self._synced_changed.notify_all()
             log.critical("fsync of %s failed; refusing further writes: %s", self._wal, err)
             self._on_failure(err)
             raise SyncFailed(f"the store cannot make writes durable: {err}") from err
         took = time.perf_counter() - started
         self.fsync_seconds += (took - self.fsync_seconds) * _FSYNC_WEIGHT
-        self.synced = target
+        with self._synced_changed:
+            self.synced = target
+            self._synced_changed.notify_all()
 
     def request(self) -> None:
         """Ask the background thread for a sync (for callers that must not block)."""

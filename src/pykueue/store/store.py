@@ -606,29 +606,31 @@ class Store:
             self._first_wait = now
         elif now - first >= self._sync_after:
             self._sync_after *= 2
-            self._sync_on_loop()
+            self._sync_on_loop(wait=True)
 
     def _sync_for_loop(self) -> None:
         """The sync at the end of a turn (see :meth:`_sync_on_loop`)."""
         self._sync_scheduled = None
         self._sync_after = SYNC_AFTER
-        self._sync_on_loop()
+        # Waiting for the disk at the end of a turn costs the loop nothing else only when one
+        # answer waits for it: with more, other requests are likely queued behind them, and
+        # their writes share the next fsync if the loop goes on (issue 16 in bench/RESULTS.md).
+        self._sync_on_loop(wait=len(self._async_waiters) <= 1)
 
-    def _sync_on_loop(self) -> None:
-        """On the loop: sync and deliver here when fsyncs are cheap (its waiters are resolved
-        in this call, no thread hand-off), else have the background thread do it."""
+    def _sync_on_loop(self, wait: bool) -> None:
+        """On the loop: have the sync thread fsync; if ``wait``, deliver here when it ends
+        within a short wait (its waiters are resolved in this call), else the sync thread
+        delivers (see GroupCommit.try_sync)."""
         self._first_wait = None
         group = self._group
         if group is None:
             return
         try:
-            synced = group.try_sync(self._rev)
+            synced = group.try_sync(self._rev, wait)
         except OSError:  # the waiters were failed by _fail_waiters
             return
         if synced:
             self._drain()
-        else:
-            group.request()
 
     def _release_waiters(self) -> None:
         """Resolve the event-loop waiters whose revision is delivered, in the order they came
