@@ -247,6 +247,13 @@ class ControllerManager:
         # The admissions in flight: wait for them and run their completions here (the manager
         # thread is gone), so the events of the writes that landed are still recorded.
         self.writes.close(timeout=5.0)
+        if self._thread is not None and self._thread.is_alive():
+            # Still stuck (e.g. in a write the API server does not answer): the completions touch
+            # the manager thread's state (caches, queues, lock-free metrics) and must not run
+            # beside it.
+            log.warning("the controller manager's thread did not stop; its pending completions are dropped")
+            self.recorder.flush(timeout=2.0)
+            return
         self._run_leftover_calls()
         while self.writes.ended():  # what the deliveries left (finish_batch)
             self.writes.finish_ended()
