@@ -434,3 +434,77 @@ def test_existing_store_files_are_made_private(tmp_path: Path) -> None:
         store.create(CM, configmap("b"))
         assert _mode(db) == 0o600
         assert _mode(db + "-wal") == 0o600
+
+
+def test_closing_the_store_while_the_loop_writes_leaves_no_answer_waiting(tmp_path: Path) -> None:
+    """A close from another thread while the loop writes: every write is answered (durable) or
+    refused; none waits for a sync thread that has ended (writes are refused before its last
+    round, which then covers every commit)."""
+    store = Store(str(tmp_path / "store.db"))
+    outcomes: dict[str, int] = {"answered": 0, "refused": 0}
+
+    async def writer(i: int) -> None:
+        for n in range(100_000):
+            try:
+                with store.deferred_acks():
+                    store.create(CM, configmap(f"w{i}-{n}"))
+                await store.wait_visible()
+            except InternalError:
+                outcomes["refused"] += 1
+                return
+            outcomes["answered"] += 1
+
+    async def scenario() -> None:
+        tasks = [asyncio.ensure_future(writer(i)) for i in range(10)]
+        while outcomes["answered"] < 50:
+            await asyncio.sleep(0.01)
+        closer = threading.Thread(target=store.close)
+        closer.start()
+        _, pending = await asyncio.wait(tasks, timeout=20)
+        closer.join(20)
+        assert not pending, f"{len(pending)} writers still wait for their answer after the close"
+
+    asyncio.run(scenario())
+    assert outcomes["refused"] == 10
+
+
+def test_a_sync_the_loop_waited_for_is_delivered_by_the_loop_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the loop's short wait sees the sync thread's fsync end, the loop delivers; the thread
+    does not also post a delivery to it (a wake-up and an empty drain per write)."""
+    monkeypatch.setattr(os, "fsync", lambda fd: None)  # an instant disk: the loop's waits see the syncs
+    with Store(str(tmp_path / "store.db")) as store:
+        group = store._group
+        assert group is not None
+        counts = {"thread rounds": 0, "thread deliveries": 0, "loop deliveries": 0}
+        sync, try_sync, deliver = group.sync, group.try_sync, group._after_sync
+
+        def counting_sync(revision: int) -> bool:
+            if threading.current_thread().name == "pykueue-store-sync":
+                counts["thread rounds"] += 1
+            return sync(revision)
+
+        def counting_try_sync(revision: int, wait: bool = True) -> bool:
+            before = group.synced
+            synced = try_sync(revision, wait)
+            counts["loop deliveries"] += synced and group.synced > before
+            return synced
+
+        def counting_deliver() -> None:
+            counts["thread deliveries"] += 1
+            deliver()
+
+        group.sync, group.try_sync, group._after_sync = counting_sync, counting_try_sync, counting_deliver  # type: ignore[method-assign]
+
+        async def scenario() -> None:
+            for n in range(50):
+                with store.deferred_acks():
+                    store.create(CM, configmap(f"cm-{n}"))
+                await store.wait_visible()
+
+        asyncio.run(scenario())
+        assert counts["loop deliveries"] >= 1, counts
+        # Each round of the sync thread is delivered once: by the loop that waited for it, or by
+        # the thread when the loop had stopped waiting.
+        assert counts["loop deliveries"] + counts["thread deliveries"] <= counts["thread rounds"], counts

@@ -17,7 +17,6 @@ otherwise they :meth:`GroupCommit.request` the background thread and wait asynch
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import threading
@@ -79,13 +78,15 @@ class GroupCommit:
         """Every write up to this revision is on stable storage."""
         self._wanted = threading.Event()
         self._stopping = False
+        self._caller_waiting = 0  # the revision a try_sync caller waits for (under _synced_changed)
         self._thread = threading.Thread(target=self._run, name="pykueue-store-sync", daemon=True)
         self._thread.start()
 
-    def sync(self, revision: int) -> None:
-        """Return once every write up to ``revision`` is durable (fsyncing the WAL if needed)."""
+    def sync(self, revision: int) -> bool:
+        """Return once every write up to ``revision`` is durable (fsyncing the WAL if needed).
+        True: a :meth:`try_sync` caller waiting for this fsync will deliver what it covered."""
         with self._lock:
-            self._sync_locked(revision)
+            return self._sync_locked(revision)
 
     def try_sync(self, revision: int, wait: bool = True) -> bool:
         """For a caller that must not block long (the event loop): True once every write up to
@@ -103,23 +104,30 @@ class GroupCommit:
             raise SyncFailed(f"the store cannot make writes durable: {self.failure}")
         if self.synced >= revision:
             return True
+        if self._stopping:  # the sync thread may have had its last round: sync here
+            self.sync(revision)
+            return True
         if not wait or self.fsync_seconds > INLINE_FSYNC_MAX or self._lock.locked():
             self.request()
             return False
         with self._synced_changed:
+            # Set and cleared under the condition's lock: a sync that sees it knows this caller
+            # will see its result and deliver, and skips its own (redundant) delivery.
+            self._caller_waiting = revision
             self.request()
-            self._synced_changed.wait_for(
+            synced = self._synced_changed.wait_for(
                 lambda: self.synced >= revision or self.failure is not None, INLINE_FSYNC_MAX
             )
+            self._caller_waiting = 0
         if self.failure is not None:
             raise SyncFailed(f"the store cannot make writes durable: {self.failure}")
-        return self.synced >= revision
+        return synced
 
-    def _sync_locked(self, revision: int) -> None:
+    def _sync_locked(self, revision: int) -> bool:
         if self.failure is not None:
             raise SyncFailed(f"the store cannot make writes durable: {self.failure}")
         if self.synced >= revision:
-            return
+            return False
         target = self._committed()  # the commits already in the WAL: all covered by this fsync
         started = time.perf_counter()
         try:
@@ -137,7 +145,9 @@ class GroupCommit:
         self.fsync_seconds += (took - self.fsync_seconds) * _FSYNC_WEIGHT
         with self._synced_changed:
             self.synced = target
+            handed = 0 < self._caller_waiting <= target
             self._synced_changed.notify_all()
+        return handed
 
     def request(self) -> None:
         """Ask the background thread for a sync (for callers that must not block)."""
@@ -148,19 +158,26 @@ class GroupCommit:
         self._stopping = True
         self._wanted.set()
         self._thread.join()
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        with self._lock:  # not under a synchronous writer's fsync
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
 
     def _run(self) -> None:
         while True:
             self._wanted.wait()
             self._wanted.clear()
             stopping = self._stopping  # read before the round: a stop after it gets another round
-            with contextlib.suppress(OSError):  # recorded in self.failure; waiters told by on_failure
-                self.sync(self._committed())
+            handed = False
             try:
-                self._after_sync()
+                handed = self.sync(self._committed())
+            except OSError:  # recorded in self.failure; waiters told by on_failure
+                pass
+            except Exception:  # a bug must not end the thread every loop's waiter depends on
+                log.exception("syncing the WAL failed")
+            try:
+                if not handed:  # else the waiting try_sync caller delivers (no extra loop wake-up)
+                    self._after_sync()
             except Exception:  # delivery errors are the subscribers'; syncing must go on
                 log.exception("delivering synced changes failed")
             if stopping:

@@ -108,6 +108,7 @@ class Store:
         self._subscribers: list[Subscriber] = []
         self._raw_subscribers: list[RawSubscriber] = []
         self._closed = False
+        self._closing = False
         if path:
             _private_files(path)
         self._conn = self._connect(path)
@@ -175,6 +176,10 @@ class Store:
 
     def close(self) -> None:
         """Close every watch and the database (after syncing what is committed). Idempotent."""
+        with self._db_lock:
+            # Writes are refused from here, before the sync thread's last round: that round then
+            # covers every commit, and no waiter is left for a thread that has ended.
+            self._closing = True
         if self._group is not None:
             self._group.stop()
         with self._deliver_lock:
@@ -455,6 +460,8 @@ class Store:
         group = self._group
         with self._db_lock:
             self._check_open()
+            if self._closing:
+                raise e.InternalError("the store is closing")
             if group is not None and group.failure is not None:
                 raise e.InternalError(f"the store cannot make writes durable: {group.failure}")
             conn = self._conn
