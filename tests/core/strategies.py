@@ -38,6 +38,7 @@ from pykueue.api.kueue import (
 )
 from pykueue.api.meta import Condition, ObjectMeta
 from pykueue.core.options import SchedulerOptions
+from pykueue.core.quota.tree import add_usage
 
 FR = tuple[str, str]
 CPU, MEMORY = "cpu", "memory"
@@ -688,3 +689,18 @@ def tree_with_usage(draw: st.DrawFn) -> tuple[Scenario, dict[str, dict[FR, int]]
         if not model.violations(trial):
             held = trial
     return sc, held
+
+
+def hold_usage(cache: Any, sc: Scenario, held: Mapping[str, Mapping[FR, int]], extra: int) -> list[FR]:
+    """Put ``held`` (from :func:`tree_with_usage`) on ``cache``'s ClusterQueues, then ``extra``
+    thousand more of every flavor-resource on one of them (over its quota: borrowing); return the
+    flavor-resources, sorted."""
+    for cq_name, u in held.items():
+        for fr, v in u.items():
+            add_usage(cache.cluster_queues[cq_name].node, fr, v)
+    frs = sorted({(f, r) for f in sc.flavors for r in sc.resources})
+    over = sc.cqs[extra % len(sc.cqs)].name
+    for fr in frs:
+        add_usage(cache.cluster_queues[over].node, fr, extra * 1000)
+    return frs
+

@@ -23,7 +23,7 @@ from builders import (
 )
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
-from strategies import Scenario, scenario, tree_with_usage
+from strategies import Scenario, hold_usage, scenario, tree_with_usage
 
 from pykueue.api.feature_gates import DEFAULT_FEATURE_GATES
 from pykueue.api.kueue import ClusterQueue, Cohort, ResourceFlavor
@@ -32,7 +32,7 @@ from pykueue.api.podspec import per_pod_integer_requests
 from pykueue.core.cache.cache import ClusterQueueState
 from pykueue.core.cache.snapshot import Snapshot
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.quota.tree import add_usage, add_usage_map, available, remove_usage_map
+from pykueue.core.quota.tree import add_usage_map, available, remove_usage_map
 from pykueue.core.scheduler.flavorassigner.assigner import FlavorAssigner, Oracle, assign_flavors
 from pykueue.core.scheduler.flavorassigner.assignment import PreemptionMode
 from pykueue.core.workload import admissibility
@@ -323,13 +323,7 @@ def test_quota_check_with_inline_views_equals_the_general_path(
     note(sc.describe())
     objs = [obj for obj, _ in sc.objects() if isinstance(obj, ResourceFlavor | Cohort | ClusterQueue)]
     cache = build_cache(objs)
-    for cq_name, u in held.items():
-        for fr, v in u.items():
-            add_usage(cache.cluster_queues[cq_name].node, fr, v)
-    frs = sorted({(f, r) for f in sc.flavors for r in sc.resources})
-    over = sc.cqs[extra % len(sc.cqs)].name
-    for fr in frs:
-        add_usage(cache.cluster_queues[over].node, fr, extra * 1000)
+    frs = hold_usage(cache, sc, held, extra)
 
     def oracle(cq: ClusterQueueState, wl: WorkloadInfo, fr: tuple[str, str], val: int) -> tuple[PreemptionMode, int]:
         return (PreemptionMode.PREEMPT, 1) if val % 2 else (PreemptionMode.NO_FIT, 0)

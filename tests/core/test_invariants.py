@@ -65,6 +65,7 @@ from strategies import (
     NOW,
     Scenario,
     TreeModel,
+    hold_usage,
     scenario,
     tree_with_usage,
 )
@@ -586,13 +587,7 @@ def test_quota_views_equal_the_three_walks(
     sc, held = case
     note(sc.describe())
     cache = _live_tree(sc)
-    for cq, u in held.items():
-        for fr, v in u.items():
-            add_usage(cache.cluster_queues[cq].node, fr, v)
-    frs = sorted({(f, r) for f in sc.flavors for r in sc.resources})
-    over = sc.cqs[extra % len(sc.cqs)].name
-    for fr in frs:
-        add_usage(cache.cluster_queues[over].node, fr, extra * 1000)
+    frs = hold_usage(cache, sc, held, extra)
     for q in sc.cqs:
         node = cache.cluster_queues[q.name].node
         for fr in frs:
