@@ -124,7 +124,8 @@ class EventLoopThread:
             self._stopped = True
             if loop is None or thread is None:
                 return
-            loop.call_soon_threadsafe(loop.stop)
+            with contextlib.suppress(RuntimeError):  # closed already (its thread ended)
+                loop.call_soon_threadsafe(loop.stop)
         if thread is not threading.current_thread():
             thread.join(timeout=5.0)
 
