@@ -6,12 +6,10 @@ does not wait when they are slow or one stalls; a failed fsync refuses further w
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
-import itertools
+import importlib.util
 import json
 import os
-import random
 import stat
 import threading
 import time
@@ -513,90 +511,22 @@ def test_a_sync_the_loop_waited_for_is_delivered_by_the_loop_alone(
         assert counts["loop deliveries"] + counts["thread deliveries"] <= counts["thread rounds"], counts
 
 
-def test_answers_under_loop_and_thread_writers_keep_the_client_visible_order(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_answers_under_loop_and_thread_writers_keep_the_client_visible_order(tmp_path: Path) -> None:
     """Loop writers answering as the API server does (``deferred_acks`` + ``when_visible``) beside
     a synchronous writer thread and a ``background_acks`` one, on a disk whose fsyncs are randomly
-    slow. The thread's drains release loop waiters through a callback posted to the loop, so
-    answers of overlapping requests may leave out of revision order (Store._release_waiters says
-    why no client can tell; bench/RESULTS.md counts them). What a client can see holds: its own
-    requests are answered in order, each answer only once its revision and every one before it
-    is durable and delivered, a read after an answer shows the write, and watch events are in
-    revision order."""
-    rnd = random.Random(16)
-    real_fsync = os.fsync
-    lock = threading.Lock()
-
-    def slow_sometimes(fd: int) -> None:
-        with lock:
-            delay = rnd.uniform(0.002, 0.03) if rnd.random() < 0.2 else 0.0
-        time.sleep(delay)
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", slow_sometimes)
-    store = Store(str(tmp_path / "store.db"))
-    group = store._group
-    assert group is not None
-    watch = store.watch(CM)
-    stop = threading.Event()
-    answered: list[tuple[int, int, int]] = []  # (revision, durable, delivered) in answer order
-    broken: list[str] = []
-
-    async def loop_writer(i: int) -> None:
-        loop = asyncio.get_running_loop()
-        last = 0
-        for n in itertools.count():
-            if stop.is_set():
-                return
-            with store.deferred_acks():
-                rev = int(store.create(CM, configmap(f"l{i}-{n}"))["metadata"]["resourceVersion"])
-            done: asyncio.Future[BaseException | None] = loop.create_future()
-
-            def answer(error: BaseException | None, rev: int = rev, done: asyncio.Future[Any] = done) -> None:
-                answered.append((rev, group.synced, store._delivered))
-                done.set_result(error)
-
-            if store.when_visible(answer):
-                answer(None)
-            assert await done is None
-            if rev <= last:
-                broken.append(f"writer {i}: answer {rev} after {last}")
-            last = rev
-            if int(store.get(CM, "default", f"l{i}-{n}")["metadata"]["resourceVersion"]) != rev:
-                broken.append(f"writer {i}: a read after the answer of {rev} does not show it")
-
-    def thread_writer(name: str, background: bool) -> None:
-        for n in itertools.count():
-            if stop.is_set():
-                return
-            with store.background_acks() if background else contextlib.nullcontext():
-                store.create(CM, configmap(f"{name}-{n}"))
-            time.sleep(0.001)
-
-    threads = [threading.Thread(target=thread_writer, args=(name, name == "bg")) for name in ("sync", "bg")]
-    for thread in threads:
-        thread.start()
-
-    async def scenario() -> None:
-        writers = [asyncio.ensure_future(loop_writer(i)) for i in range(20)]
-        await asyncio.sleep(1.5)
-        stop.set()
-        await asyncio.gather(*writers)
-
-    try:
-        asyncio.run(scenario())
-        stop.set()
-        for thread in threads:
-            thread.join(10)
-        last = int(store.create(CM, configmap("last"))["metadata"]["resourceVersion"])
-        revisions = []
-        while (event := watch.next(timeout=0)) is not None:
-            revisions.append(event.revision)
-    finally:
-        stop.set()
-        store.close()
-    assert broken == []
-    assert len(answered) > 100
-    assert [rev for rev, durable, delivered in answered if rev > durable or rev > delivered] == []
-    assert revisions == sorted(set(revisions)) and revisions[-1] == last
+    slow (bench/store_answer_order.py's run). The thread's drains release loop waiters through a
+    callback posted to the loop, so answers of overlapping requests may leave out of revision
+    order (Store._release_waiters says why no client can tell; bench/RESULTS.md counts them).
+    What a client can see holds: its own requests are answered in order, each answer only once
+    its revision and every one before it is durable and delivered, a read after an answer shows
+    the write, and watch events are in revision order."""
+    spec = importlib.util.spec_from_file_location(
+        "store_answer_order", Path(__file__).resolve().parents[2] / "bench" / "store_answer_order.py"
+    )
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    result = bench.run(16, loop_writers=20, background_threads=1, sync_threads=1, seconds=1.5, directory=str(tmp_path))
+    assert result["answers"] > 100, result
+    assert result["not_durable"] == result["own_order"] == result["read_misses"] == 0, result
+    assert result["watch_in_order"], result
