@@ -7,8 +7,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import gc
+import logging
 import socket
+import sys
 import threading
+import warnings
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -220,6 +224,55 @@ def test_events_of_a_batch_are_sent_on_the_loop_and_correlated(client: HTTPClien
         return counts if counts.get("Reason0") == 11 else None
 
     assert wait_for(mine) == {"Reason0": 11, "Reason1": 10, "Reason2": 10}
+
+
+def _blocked_in(thread: threading.Thread | None, function: str) -> bool:
+    """Whether ``thread`` is currently inside a call of a Python function named ``function``."""
+    frame = sys._current_frames().get(thread.ident) if thread is not None and thread.ident else None
+    while frame is not None:
+        if frame.f_code.co_name == function:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def test_a_client_closed_under_a_queued_event_batch_ends_the_batch_and_leaks_no_coroutine(
+    server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The client closes while the recorder's batch is queued on its loop and not started yet.
+    Before, the closed loop dropped the batch's coroutine unawaited (in the clean-clone CI: the
+    RuntimeWarning "coroutine ... was never awaited", once the coroutine was collected) and the
+    sender waited its whole batch timeout (300 s) for an answer that could not come. Now what
+    was scheduled before the stop gets its turn and is then cancelled on the loop's thread before
+    the loop closes: the batch ends at once and its failure is logged once."""
+    client = HTTPClient.from_kubeconfig(server.kubeconfig)
+    io = client.io
+    assert io is not None
+    recorder = EventRecorder(client, "closing-test", api=CORE_V1)
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a-closing", "namespace": "default"}}
+    gate = threading.Event()
+    io.call_soon(lambda: gate.wait(20) and None)  # the loop is busy: what is scheduled now waits
+    recorder.event(obj, "Normal", "Closing", "queued while the client closes")
+    sender = recorder._thread
+    wait_for(lambda: _blocked_in(sender, "result"))  # the batch is scheduled, and waited for
+    closer = threading.Thread(target=client.close)
+    closer.start()
+    wait_for(lambda: _blocked_in(closer, "join"))  # the loop's stop is queued behind the batch
+    caplog.set_level(logging.WARNING, logger="pykueue.runtime.recorder")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gate.set()
+        closer.join(10)
+        assert not closer.is_alive()
+        assert recorder.flush(10), "the sender still waits for a batch the closed loop will never run"
+        del recorder, client, io
+        gc.collect()
+    leaked = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert leaked == []
+    # Sent on the loop's last turn (the client refuses it: it is closed) or cancelled with the loop:
+    # either way one line says the event was not recorded.
+    failures = [r.getMessage() for r in caplog.records if r.name == "pykueue.runtime.recorder"]
+    assert len(failures) == 1 and "failed" in failures[0], failures
 
 
 def test_a_request_the_server_drops_on_a_reused_connection_is_sent_again() -> None:

@@ -291,6 +291,44 @@ def test_a_synchronous_write_of_an_object_in_flight_conflicts_without_a_request(
     assert env.client.same_object == []
 
 
+def test_a_manager_thread_stuck_past_the_stop_keeps_its_completions_and_runs_them_itself(
+    make_env: Callable[..., Env],
+) -> None:
+    """stop() whose join gives up on a manager thread still busy (stuck in a step): the completion
+    of the admission (and any write) that ended meanwhile is not run by stop() beside that thread (it touches the
+    caches, queues and lock-free metrics only that thread touches); the thread runs it once it gets
+    going again (the drain it was held in goes on with them)."""
+    env = make_env(delay=0.0, cpu=1)
+    env.api.create(R.WORKLOADS, workload("a"))
+    held, resume = threading.Event(), threading.Event()
+
+    def hold_the_manager_thread() -> None:
+        held.set()
+        resume.wait(30)
+
+    def land_once_the_manager_is_held(name: str) -> None:
+        threading.Thread(
+            target=env.mgr.call_in_manager_thread, args=(hold_the_manager_thread, 30), daemon=True
+        ).start()
+        assert held.wait(10), "the manager thread did not take the holding call"
+
+    env.client.before_write["a"] = land_once_the_manager_is_held
+    env.start()
+    assert held.wait(10)
+    manager_thread = env.mgr._thread
+    assert manager_thread is not None
+    try:
+        env.mgr.stop(join_timeout=0.2)  # returns once the admission ended (WritePipeline.close)
+        assert manager_thread.is_alive()
+        assert env.mgr.writes.ended() and env.mgr.writes.pending() >= 1, "stop() ran the completions"
+    finally:
+        resume.set()
+    manager_thread.join(10)
+    assert not manager_thread.is_alive()
+    assert not env.mgr.writes.ended() and env.mgr.writes.pending() == 0, "completions were dropped"
+    assert env.reserved() == {"a"}
+
+
 def test_queue_status_writes_do_not_hold_up_admissions(make_env: Callable[..., Env]) -> None:
     # A ClusterQueue status write that takes 1.5 s: the manager goes on admitting meanwhile (it
     # used to wait for it on its own thread), and the status is written again afterwards.

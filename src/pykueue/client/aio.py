@@ -67,48 +67,83 @@ class EventLoopThread:
         if loop is not None:
             return loop
         with self._lock:
-            if self._stopped:
-                raise RuntimeError(f"event loop {self.name}: stopped")
-            if self._loop is None:
-                self._loop = _new_loop()
-                started = threading.Event()
-                self._thread = threading.Thread(
-                    target=self._run, args=(self._loop, started), name=self.name, daemon=True
-                )
-                self._thread.start()
-                started.wait()
-            return self._loop
+            return self._started_loop()
+
+    def _started_loop(self) -> asyncio.AbstractEventLoop:
+        """Under ``_lock``: the loop, started now if needed; RuntimeError once :meth:`stop` ran."""
+        if self._stopped:
+            raise RuntimeError(f"event loop {self.name}: stopped")
+        if self._loop is None:
+            self._loop = _new_loop()
+            started = threading.Event()
+            self._thread = threading.Thread(
+                target=self._run, args=(self._loop, started), name=self.name, daemon=True
+            )
+            self._thread.start()
+            started.wait()
+        return self._loop
 
     @staticmethod
     def _run(loop: asyncio.AbstractEventLoop, started: threading.Event) -> None:
         asyncio.set_event_loop(loop)
         loop.call_soon(started.set)
-        loop.run_forever()
+        try:
+            loop.run_forever()
+        finally:
+            _end_tasks(loop)
+            loop.close()
 
     def in_loop_thread(self) -> bool:
         return self._thread is not None and threading.current_thread() is self._thread
 
     def run(self, coro: Coroutine[Any, Any, _T]) -> concurrent.futures.Future[_T]:
-        """Schedule ``coro`` on the loop from any thread."""
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+        """Schedule ``coro`` on the loop from any thread. Once :meth:`stop` ran, ``coro`` is closed
+        (never left unawaited) and RuntimeError is raised; a coroutine scheduled before the stop
+        either runs or is cancelled (its future then raises ``CancelledError``)."""
+        # Under the lock, so that nothing is queued on the loop after the stop's own callback: the
+        # loop thread's last turns see every coroutine scheduled before it (_end_tasks).
+        with self._lock:
+            try:
+                loop = self._started_loop()
+            except RuntimeError:
+                coro.close()
+                raise
+            return asyncio.run_coroutine_threadsafe(coro, loop)
 
     def call_soon(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` on the loop's thread soon (from any thread)."""
-        self.loop.call_soon_threadsafe(fn)
+        """Run ``fn`` on the loop's thread soon (from any thread); RuntimeError once :meth:`stop` ran."""
+        with self._lock:
+            self._started_loop().call_soon_threadsafe(fn)
 
     def stop(self) -> None:
-        """Stop the loop (what is still in flight is abandoned) and wait for its thread."""
+        """Stop the loop and wait for its thread: what is still in flight, or scheduled and not
+        started, is cancelled there (its futures are told), then the loop is closed."""
         with self._lock:
             loop, thread = self._loop, self._thread
             self._loop = self._thread = None
             self._stopped = True
-        if loop is None or thread is None:
-            return
-        loop.call_soon_threadsafe(loop.stop)
+            if loop is None or thread is None:
+                return
+            with contextlib.suppress(RuntimeError):  # closed already (its thread ended)
+                loop.call_soon_threadsafe(loop.stop)
         if thread is not threading.current_thread():
             thread.join(timeout=5.0)
-        if not loop.is_running():
-            loop.close()
+
+
+def _end_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    """On a loop whose ``run_forever`` returned: start what was scheduled before the stop, then
+    cancel every task and let it end (``asyncio.run``'s ``_cancel_all_tasks``). Closing the loop
+    with a task scheduled but not started dropped its coroutine unawaited (a RuntimeWarning) and
+    left whoever waited on its future (the event recorder's sender) waiting for its timeout."""
+    loop.run_until_complete(asyncio.sleep(0))  # the callbacks queued before the stop
+    for _ in range(10):  # a task that ignores its cancellation gets a few more turns, not forever
+        tasks = [task for task in asyncio.all_tasks(loop) if not task.done()]
+        if not tasks:
+            return
+        for task in tasks:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+    log.warning("event loop: tasks still running after their cancellation; closing the loop anyway")
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:

@@ -234,8 +234,9 @@ class ControllerManager:
         """Whether this manager reconciles and schedules (False for a standby)."""
         return self._leading.is_set()
 
-    def stop(self) -> None:
-        """Stop everything started by :meth:`start` (and :meth:`lead`)."""
+    def stop(self, join_timeout: float = 10.0) -> None:
+        """Stop everything started by :meth:`start` (and :meth:`lead`); wait up to ``join_timeout``
+        seconds for the manager thread."""
         if self._leading.is_set():
             for comp in reversed(self.components):
                 comp.stop()
@@ -243,15 +244,16 @@ class ControllerManager:
         for inf in self.informers.values():
             inf.stop()
         if self._thread is not None:
-            self._thread.join(timeout=10)
+            self._thread.join(timeout=join_timeout)
         # The admissions in flight: wait for them and run their completions here (the manager
         # thread is gone), so the events of the writes that landed are still recorded.
         self.writes.close(timeout=5.0)
         if self._thread is not None and self._thread.is_alive():
             # Still stuck (e.g. in a write the API server does not answer): the completions touch
             # the manager thread's state (caches, queues, lock-free metrics) and must not run
-            # beside it.
-            log.warning("the controller manager's thread did not stop; its pending completions are dropped")
+            # beside it. They stay for that thread: it runs them if it gets back to its inbox
+            # (a drain goes on with them) before it sees the stop; a step ends it without them.
+            log.warning("the controller manager's thread did not stop; its pending completions are left to it")
             self.recorder.flush(timeout=2.0)
             return
         self._run_leftover_calls()

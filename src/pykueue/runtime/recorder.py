@@ -225,7 +225,9 @@ class EventRecorder:
             # cheap there; here a blocking request per Event kept the sender one round trip per
             # Event behind). The next batch waits for this one: its correlation needs the names.
             try:
-                # Bounded: a loop stopped meanwhile (client closed) never completes the future.
+                # Bounded (a server that never answers). A client closed meanwhile ends the batch at
+                # once: its loop runs or cancels what was scheduled before it stopped
+                # (EventLoopThread.stop), and refuses (and closes) the coroutine after.
                 io.run(self._send_async(creates, patches)).result(timeout=_BATCH_TIMEOUT)
             except Exception:
                 log.exception("sending %d events failed", len(creates) + len(patches))

@@ -641,7 +641,24 @@ class Store:
 
     def _release_waiters(self) -> None:
         """Resolve the event-loop waiters whose revision is delivered, in the order they came
-        (one call per loop; on the running loop at once)."""
+        (one call per loop; on the running loop at once).
+
+        Answers of concurrent requests may leave out of revision order: when another thread
+        drains (a synchronous writer, the sync thread), the waiters it releases are resolved by a
+        callback posted to the loop, and the loop may meanwhile commit, sync and answer a later
+        write itself. No client can tell: when A (revision a) is answered after B (revision
+        b > a), A was still unanswered when B committed, so the two requests overlapped (no
+        client sent B after A's answer: a connection's next request is read only after its
+        previous answer), and B's answer waited until every revision up to b, a too, was durable
+        and delivered (a read after it sees A). kube-apiserver does not order the answers of
+        overlapping requests either (each returns when its own etcd transaction does:
+        ``k8s.io/apiserver`` ``pkg/storage/etcd3/store.go`` ``store.Create``/``GuaranteedUpdate``),
+        nor an answer against the watch events of later revisions (the watch cache dispatches
+        from etcd's watch on its own goroutine: ``pkg/storage/cacher/cacher.go``
+        ``Cacher.dispatchEvents``). Watch events and subscribers stay in revision order
+        (:meth:`_drain`). Measured: bench/RESULTS.md, "Loose ends (branch
+        hygiene)"; the rules that do hold are tests/store/test_durability.py's
+        ``test_answers_under_loop_and_thread_writers_keep_the_client_visible_order``."""
         if not self._async_waiters:
             return
         delivered = self._delivered
