@@ -1023,6 +1023,22 @@ def _paths_values(value: Any) -> Iterator[Any]:
             yield from _paths_values(item)
 
 
+_BODY_BYTES = st.sampled_from([b"a", b" ", b" " * 8, b" " * 15, b" " * 16, b"\\", b"\t", b"\n", b"\r", b"\x00",
+                                b"\x1f", b"\x7e", b"\x7f", b"\x80", b"\xc3\xa9", b"\xff", b"{", b"}", b'"'])  # fmt: skip
+
+
+@SETTINGS
+@given(st.lists(_BODY_BYTES, max_size=40).map(b"".join) | st.binary(max_size=64))
+def test_not_plain_finds_what_the_regular_expression_found(body: bytes) -> None:
+    """``_not_plain``'s three scans answer as the expression they replace did: a byte outside
+    printable ASCII, a backslash, or 16 spaces in a row, anywhere in the body."""
+    import re
+
+    from pykueue.apiserver import handlers as H
+
+    assert H._not_plain(body) == (re.search(rb"[^\x20-\x7e]|\\| {16}", body) is not None)
+
+
 RUNNER_FINISHED_APPLY = (
     b'{"kind":"Workload","apiVersion":"kueue.x-k8s.io/v1beta2","metadata":{"name":"small-0-0-0",'
     b'"namespace":"cq-0-0-cohort-0","uid":"36f85cf2-f340-4a35-b1fc-88095f066e8e","resourceVersion":"165",'

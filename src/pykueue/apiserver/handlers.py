@@ -363,9 +363,17 @@ def _decode_yaml(body: bytes) -> Any:
         raise E.bad_request(f"error converting YAML to JSON: {err}") from None
 
 
-_NOT_PLAIN = re.compile(rb"[^\x20-\x7e]|\\| {16}")
-"""A byte outside printable ASCII (line breaks and tabs included), a backslash, or a run of 16
-spaces: what :func:`_plain_json` leaves to the YAML decoder."""
+_PRINTABLE_ASCII = bytes(range(0x20, 0x7F))
+_SPACE_RUN = b" " * 16
+
+
+def _not_plain(body: bytes) -> bool:
+    r"""Whether ``body`` holds a byte outside printable ASCII (line breaks and tabs included), a
+    backslash, or a run of 16 spaces: what :func:`_plain_json` leaves to the YAML decoder. Three
+    C-speed scans (the regular expression ``[^\x20-\x7e]|\\| {16}`` tried its alternatives at
+    every byte: ten times the cost on a runner's 400-byte apply)."""
+    return bool(body.translate(None, _PRINTABLE_ASCII)) or b"\\" in body or _SPACE_RUN in body
+
 _MAX_PLAIN_KEY = 1000
 """Keys longer than this are left to the YAML decoder: YAML takes a key only when its ``:``
 follows within 1024 characters of its start (libyaml's simple keys)."""
@@ -382,7 +390,7 @@ def _plain_json(body: bytes) -> Any:
     are, integers, booleans and null resolve alike, duplicate keys keep the last value); anything
     else takes the YAML decoder as before, so its answers (and errors) are unchanged.
     """
-    if body[:1] != b"{" or _NOT_PLAIN.search(body) is not None:
+    if body[:1] != b"{" or _not_plain(body):
         return None
     if _nesting_bound(body) > MAX_NESTING_DEPTH:
         return None
