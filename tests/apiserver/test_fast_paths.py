@@ -1130,6 +1130,25 @@ def test_status_scoped_apply_is_the_whole_object_apply(obj: dict[str, Any], stat
         general = _outcome(apply)
     event(f"apply: {fast[0]}")
     assert fast == general
+    if fast[0] == "ok":  # the new status is the result's own: no container of the live object or the configuration
+        status = A.server_side_apply(live, config, manager, force=force, schema=node, subresource="status",
+                                     now=now).get("status")  # fmt: skip
+        assert not _containers(status) & (_containers(live) | _containers(config))
+
+
+def _containers(value: Any) -> set[int]:
+    """The ids of the dicts and lists in ``value`` (``value`` included)."""
+    found: set[int] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            found.add(id(item))
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            found.add(id(item))
+            stack.extend(item)
+    return found
 
 
 def test_check_merge_raises_what_merge_raises() -> None:

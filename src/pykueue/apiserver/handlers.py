@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import random
-import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeGuard, TypeVar
