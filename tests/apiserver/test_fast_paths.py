@@ -688,6 +688,18 @@ def test_nesting_bound_bounds_the_documents_depth(value: Any, wrap: int, pretty:
     assert _depth(value) <= H._nesting_bound(body)
 
 
+@SETTINGS
+@given(st.lists(st.sampled_from([b"{", b"}", b"[", b"]", b"{}", b"[]", b"a", b'"']), max_size=260).map(b"".join),
+       st.integers(0, 110))  # fmt: skip
+def test_shallow_text_is_the_bound_within_the_limit(text: bytes, opened: int) -> None:
+    """``_shallow_text`` answers what comparing ``_nesting_bound`` with the limit answers, around
+    the limit of openings too (where it starts counting the empty pairs)."""
+    from pykueue.apiserver import handlers as H
+
+    for body in (text, b"[" * opened + text, b"{}" * opened + text, b"[" * opened + b"[]" * (opened // 2)):
+        assert H._shallow_text(body) == (H._nesting_bound(body) <= H.MAX_NESTING_DEPTH)
+
+
 def test_deep_bodies_are_refused_either_way() -> None:
     """A body nested one level too deep is refused, empty brackets in its strings and its
     containers notwithstanding."""
