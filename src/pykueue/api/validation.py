@@ -1072,14 +1072,18 @@ _spec_schema_memo: dict[bytes, tuple[FieldError, ...]] = {}
 _spec_webhook_memo: dict[tuple[bytes, tuple[bool, ...]], tuple[FieldError, ...]] = {}
 
 
-def _spec_key(spec: k.WorkloadSpec) -> bytes:
-    """The spec's identity for the memos: its msgpack encoding (C speed). Equal encodings are
+def _spec_key(spec: k.WorkloadSpec) -> bytes | None:
+    """The spec's identity for the memos: its msgpack encoding (C speed); None when msgpack cannot
+    encode it (an integer beyond 64 bits: the rules then run unremembered). Equal encodings are
     specs whose rules give the same errors: the typed members have their declared types, and
-    the pod templates are JSON or YAML trees (lists, never tuples), whose scalars msgpack keeps
-    apart by type (integers, floats including NaN, booleans, strings, bytes, null). A date (an
-    explicit YAML ``!!timestamp``) encodes as its ISO string, and every rule reads it as one:
+    the pod templates are decoded JSON trees (lists, never tuples or sets), whose scalars msgpack
+    keeps apart by type (integers, floats including NaN, booleans, strings, bytes, null). A date
+    (an explicit YAML ``!!timestamp``) encodes as its ISO string, and every rule reads it as one:
     the schema rules read the template through its JSON encoding, the webhook through ``str``."""
-    return msgspec.msgpack.encode(spec)
+    try:
+        return msgspec.msgpack.encode(spec)
+    except (OverflowError, TypeError, msgspec.EncodeError):
+        return None
 
 
 def _remember(memo: dict[Any, tuple[FieldError, ...]], key: Any, errs: list[FieldError]) -> None:
@@ -1092,9 +1096,9 @@ def _schema_workload_spec(spec: k.WorkloadSpec) -> list[FieldError]:
     """The CRD schema rules of the spec, remembered per spec (:data:`REMEMBER_SPEC_ERRORS`): they
     read the spec alone, and every status write of a Workload (the admission, ``Finished``) ran
     them again on the spec its create checked; the Workloads of one kind of Job share theirs."""
-    if not REMEMBER_SPEC_ERRORS:
+    key = _spec_key(spec) if REMEMBER_SPEC_ERRORS else None
+    if key is None:
         return _schema_workload_spec_rules(spec)
-    key = _spec_key(spec)
     hit = _spec_schema_memo.get(key)
     if hit is None:
         errs = _schema_workload_spec_rules(spec)
@@ -1386,9 +1390,10 @@ the spec, the key of their memo."""
 def _webhook_workload_spec(spec: k.WorkloadSpec, gates: FeatureGates) -> list[FieldError]:
     """The webhook's rules of the spec alone (``ValidateWorkload``'s pod sets and their
     ``minCount``), remembered per spec and :data:`POD_SET_GATES` as the schema's are."""
-    if not REMEMBER_SPEC_ERRORS:
+    encoded = _spec_key(spec) if REMEMBER_SPEC_ERRORS else None
+    if encoded is None:
         return _webhook_workload_spec_rules(spec, gates)
-    key = (_spec_key(spec), tuple(gates.enabled(name) for name in POD_SET_GATES))
+    key = (encoded, tuple(gates.enabled(name) for name in POD_SET_GATES))
     hit = _spec_webhook_memo.get(key)
     if hit is None:
         errs = _webhook_workload_spec_rules(spec, gates)
