@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import re
 from pathlib import Path
 from typing import Any
@@ -1290,3 +1291,113 @@ def test_remembered_negative_quantities_report_what_parsing_does(values: dict[st
     for _ in range(2):
         got = [(e.field, e.value) for e in _webhook_resource_list("r", values, gates)]
         assert got == want
+
+
+# A value of one request or label may take any of these; several share a JSON encoding
+# (1 / 1.0 / true, NaN / null, a date / its ISO string), so a memo keyed wrongly mixes them up.
+_spec_scalars = st.one_of(
+    st.sampled_from(["1", "-1", "500m", "-2", "x", "", "2020-01-01", "Bad_", "a" * 64, "MQ=="]),
+    st.sampled_from([1, -1, 1.0, -1.0, 0, True, False, None, float("nan"), float("inf"), 2**70, -(2**70)]),
+    st.just(datetime.date(2020, 1, 1)),
+    st.just(b"1"),
+)
+_spec_pod_sets = st.fixed_dictionaries(
+    {
+        "name": st.sampled_from(["main", "worker", "Bad_Name", ""]),
+        "count": st.integers(min_value=-1, max_value=3),
+    },
+    optional={
+        "minCount": st.one_of(st.none(), st.integers(min_value=-1, max_value=3)),
+        "requests": st.dictionaries(st.sampled_from(["cpu", "pods", "memory"]), _spec_scalars, max_size=2),
+        "labels": st.dictionaries(st.sampled_from(["a", "Bad_/x", "k8s.io/n"]), _spec_scalars, max_size=2),
+        "annotations": st.dictionaries(st.sampled_from(["a", "-x"]), _spec_scalars, max_size=1),
+        "containers": st.sampled_from(["list", "none", "dict"]),
+    },
+)
+
+
+def _spec_workload(pod_sets: list[dict[str, Any]], queue: str) -> k.Workload:
+    sets = []
+    for ps in pod_sets:
+        container = {"name": "c", "image": "i", "resources": {"requests": ps.get("requests", {"cpu": "1"})}}
+        containers = {"list": [container], "none": None, "dict": {"c": container}}[ps.get("containers", "list")]
+        entry = {
+            "name": ps["name"],
+            "count": ps["count"],
+            "template": {
+                "metadata": {"labels": ps.get("labels", {}), "annotations": ps.get("annotations", {})},
+                "spec": {"containers": containers},
+            },
+        }
+        if "minCount" in ps:
+            entry["minCount"] = ps["minCount"]
+        sets.append(entry)
+    obj = msgspec.convert(
+        {"metadata": {"name": "w", "namespace": "ns"},
+         "spec": {"queueName": queue, "podSets": sets}},
+        k.Workload,
+    )  # fmt: skip
+    apply_defaults(obj)
+    return obj
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(_spec_pod_sets, min_size=0, max_size=3), min_size=1, max_size=4),
+    st.sampled_from(["lq", "Bad_Queue", ""]),
+    st.booleans(),
+    st.booleans(),
+)
+def test_remembered_spec_errors_are_the_rules_errors(
+    specs: list[list[dict[str, Any]]], queue: str, metadata_gate: bool, negative_gate: bool
+) -> None:
+    """A Workload spec's rules (schema and webhook) remembered per spec report what the rules
+    report: several specs in a row (their values chosen to share JSON encodings: 1 / 1.0 / true,
+    NaN / null), each validated twice (the second time from the memo), on create and on a status
+    update of the same spec, with the memo's two feature gates either way."""
+    from pykueue.api import validation as V
+
+    gates = FeatureGates(
+        {"WorkloadValidationForPodSetMetadata": metadata_gate, "WorkloadValidateResourcesAreNonNegative": negative_gate}
+    )
+
+    def found(obj: k.Workload, old: k.Workload | None) -> list[tuple[str, str, str, str]]:
+        # NaN != NaN: compare values by their repr
+        return [(e.type, e.field, e.detail, repr(e.value)) for e in validate(obj, old, gates=gates)]
+
+    for pod_sets in specs:
+        wl = _spec_workload(pod_sets, queue)
+        V.REMEMBER_SPEC_ERRORS = False
+        try:
+            want = found(wl, None)
+            want_update = found(wl, wl)
+        finally:
+            V.REMEMBER_SPEC_ERRORS = True
+        for _ in range(2):
+            assert found(wl, None) == want
+            assert found(wl, wl) == want_update
+
+
+def test_remembered_spec_errors_keep_each_spec_apart() -> None:
+    """Specs whose JSON encodings are equal but whose rules report differently (a label value of
+    bytes ``b"1"``, read as ``"b'1'"``, and of the string ``"MQ=="``, its base64 JSON form) each get
+    their own errors from the memo, in either order."""
+    from pykueue.api import validation as V
+
+    gates = FeatureGates({"WorkloadValidationForPodSetMetadata": True})
+
+    def found(values: list[Any]) -> list[list[str]]:
+        return [
+            [str(e) for e in validate(_spec_workload([{"name": "m", "count": 1, "labels": {"a": v}}], "lq"), gates=gates)]
+            for v in values
+        ]
+
+    for values in ([b"1", "MQ=="], ["MQ==", b"1"]):
+        got = found(values)
+        V.REMEMBER_SPEC_ERRORS = False
+        try:
+            want = found(values)
+        finally:
+            V.REMEMBER_SPEC_ERRORS = True
+        assert got == want
+        assert want[0] != want[1]  # the values' errors differ: the test can fail

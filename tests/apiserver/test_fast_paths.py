@@ -688,6 +688,18 @@ def test_nesting_bound_bounds_the_documents_depth(value: Any, wrap: int, pretty:
     assert _depth(value) <= H._nesting_bound(body)
 
 
+@SETTINGS
+@given(st.lists(st.sampled_from([b"{", b"}", b"[", b"]", b"{}", b"[]", b"a", b'"']), max_size=260).map(b"".join),
+       st.integers(0, 110))  # fmt: skip
+def test_shallow_text_is_the_bound_within_the_limit(text: bytes, opened: int) -> None:
+    """``_shallow_text`` answers what comparing ``_nesting_bound`` with the limit answers, around
+    the limit of openings too (where it starts counting the empty pairs)."""
+    from pykueue.apiserver import handlers as H
+
+    for body in (text, b"[" * opened + text, b"{}" * opened + text, b"[" * opened + b"[]" * (opened // 2)):
+        assert H._shallow_text(body) == (H._nesting_bound(body) <= H.MAX_NESTING_DEPTH)
+
+
 def test_deep_bodies_are_refused_either_way() -> None:
     """A body nested one level too deep is refused, empty brackets in its strings and its
     containers notwithstanding."""
@@ -1023,6 +1035,22 @@ def _paths_values(value: Any) -> Iterator[Any]:
             yield from _paths_values(item)
 
 
+_BODY_BYTES = st.sampled_from([b"a", b" ", b" " * 8, b" " * 15, b" " * 16, b"\\", b"\t", b"\n", b"\r", b"\x00",
+                                b"\x1f", b"\x7e", b"\x7f", b"\x80", b"\xc3\xa9", b"\xff", b"{", b"}", b'"'])  # fmt: skip
+
+
+@SETTINGS
+@given(st.lists(_BODY_BYTES, max_size=40).map(b"".join) | st.binary(max_size=64))
+def test_not_plain_finds_what_the_regular_expression_found(body: bytes) -> None:
+    """``_not_plain``'s three scans answer as the expression they replace did: a byte outside
+    printable ASCII, a backslash, or 16 spaces in a row, anywhere in the body."""
+    import re
+
+    from pykueue.apiserver import handlers as H
+
+    assert H._not_plain(body) == (re.search(rb"[^\x20-\x7e]|\\| {16}", body) is not None)
+
+
 RUNNER_FINISHED_APPLY = (
     b'{"kind":"Workload","apiVersion":"kueue.x-k8s.io/v1beta2","metadata":{"name":"small-0-0-0",'
     b'"namespace":"cq-0-0-cohort-0","uid":"36f85cf2-f340-4a35-b1fc-88095f066e8e","resourceVersion":"165",'
@@ -1114,6 +1142,25 @@ def test_status_scoped_apply_is_the_whole_object_apply(obj: dict[str, Any], stat
         general = _outcome(apply)
     event(f"apply: {fast[0]}")
     assert fast == general
+    if fast[0] == "ok":  # the new status is the result's own: no container of the live object or the configuration
+        status = A.server_side_apply(live, config, manager, force=force, schema=node, subresource="status",
+                                     now=now).get("status")  # fmt: skip
+        assert not _containers(status) & (_containers(live) | _containers(config))
+
+
+def _containers(value: Any) -> set[int]:
+    """The ids of the dicts and lists in ``value`` (``value`` included)."""
+    found: set[int] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            found.add(id(item))
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            found.add(id(item))
+            stack.extend(item)
+    return found
 
 
 def test_check_merge_raises_what_merge_raises() -> None:

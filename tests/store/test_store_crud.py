@@ -648,3 +648,85 @@ def test_only_namespaces_are_held_by_spec_finalizers(store: Store) -> None:
     store.delete(CQ, None, "x")
     with pytest.raises(NotFound):
         store.get(CQ, None, "x")
+
+
+# --- the handlers' read before a write ------------------------------------------------------------
+
+
+def _object_reads(store: Store, action: Any) -> int:
+    """How many times ``action`` reads one object's stored JSON from SQLite."""
+    from pykueue.store.tx import SQL_GET
+
+    statements: list[str] = []
+    store._conn.set_trace_callback(statements.append)
+    try:
+        action()
+    finally:
+        store._conn.set_trace_callback(None)
+    return sum(1 for s in statements if s.startswith(SQL_GET.split("?")[0]))
+
+
+def test_a_write_after_this_threads_read_of_the_object_does_not_read_it_again(store: Store) -> None:
+    """A status write right after the same thread read the object (what every handler does) takes
+    the stored JSON it read instead of querying it again; without that read, or after a read of
+    another object, the write reads it itself, and writes as before either way."""
+    store.create(WL, wl("a"))
+    store.create(WL, wl("b"))
+
+    def read_then_write(read: str, status: str) -> None:
+        live = store.get(WL, "default", read)
+        live["status"] = {"conditions": [{"type": status}]}
+        live["metadata"]["name"] = "a"
+        live["metadata"].pop("resourceVersion")
+        store.update(WL, live, subresource="status")
+
+    assert _object_reads(store, lambda: read_then_write("a", "One")) == 1
+    assert _object_reads(store, lambda: read_then_write("b", "Two")) == 2
+    got = store.get(WL, "default", "a")
+    assert got["status"] == {"conditions": [{"type": "Two"}]} and got["spec"] == wl("a")["spec"]
+
+
+def test_a_read_that_another_write_made_stale_is_not_taken(store: Store) -> None:
+    """When another thread wrote the object after this thread read it, this thread's write reads
+    the object again: a stale resourceVersion is a Conflict, and a write without one keeps the
+    other thread's change (the status strategy takes the rest of the object from the store)."""
+    import threading
+
+    store.create(WL, wl("a", labels={"v": "1"}))
+    read: dict[str, Any] = {}
+    outcome: list[Any] = []
+    first_read, other_wrote = threading.Event(), threading.Event()
+
+    def this_thread() -> None:
+        read["obj"] = store.get(WL, "default", "a")
+        first_read.set()
+        other_wrote.wait(10)
+        stale = copy.deepcopy(read["obj"])
+        stale["status"] = {"conditions": [{"type": "Stale"}]}
+        try:
+            store.update(WL, stale, subresource="status")
+        except Conflict as err:
+            outcome.append(err)
+        store.get(WL, "default", "a")  # read again, then another write in between, no version
+        other_wrote.clear()
+        first_read.set()
+        other_wrote.wait(10)
+        unversioned = copy.deepcopy(read["obj"])
+        unversioned["metadata"].pop("resourceVersion")
+        unversioned["status"] = {"conditions": [{"type": "Mine"}]}
+        outcome.append(store.update(WL, unversioned, subresource="status"))
+
+    worker = threading.Thread(target=this_thread)
+    worker.start()
+    for value in ("2", "3"):
+        assert first_read.wait(10)
+        first_read.clear()
+        other = store.get(WL, "default", "a")
+        other["metadata"]["labels"] = {"v": value}
+        store.update(WL, other)
+        other_wrote.set()
+    worker.join(10)
+    assert isinstance(outcome[0], Conflict)
+    assert outcome[1]["metadata"]["labels"] == {"v": "3"}
+    assert outcome[1]["status"] == {"conditions": [{"type": "Mine"}]}
+    assert store.get(WL, "default", "a") == outcome[1]

@@ -1062,7 +1062,52 @@ def _schema_workload(wl: k.Workload, old: k.Workload | None) -> tuple[list[Field
     return errs, _cel_workload(wl, old)
 
 
+REMEMBER_SPEC_ERRORS = True
+"""Whether the errors of a Workload spec's own rules (its CRD schema rules here, the webhook's
+pod-set rules below) are remembered per spec. Kept as a flag so the tests can compare with the
+rules run every time."""
+
+_SPEC_MEMO_LIMIT = 4096
+_spec_schema_memo: dict[bytes, tuple[FieldError, ...]] = {}
+_spec_webhook_memo: dict[tuple[bytes, tuple[bool, ...]], tuple[FieldError, ...]] = {}
+
+
+def _spec_key(spec: k.WorkloadSpec) -> bytes | None:
+    """The spec's identity for the memos: its msgpack encoding (C speed); None when msgpack cannot
+    encode it (an integer beyond 64 bits: the rules then run unremembered). Equal encodings are
+    specs whose rules give the same errors: the typed members have their declared types, and
+    the pod templates are decoded JSON trees (lists, never tuples or sets), whose scalars msgpack
+    keeps apart by type (integers, floats including NaN, booleans, strings, bytes, null). A date
+    (an explicit YAML ``!!timestamp``) encodes as its ISO string, and every rule reads it as one:
+    the schema rules read the template through its JSON encoding, the webhook through ``str``."""
+    try:
+        return msgspec.msgpack.encode(spec)
+    except (OverflowError, TypeError, msgspec.EncodeError):
+        return None
+
+
+def _remember(memo: dict[Any, tuple[FieldError, ...]], key: Any, errs: list[FieldError]) -> None:
+    if len(memo) >= _SPEC_MEMO_LIMIT:
+        memo.clear()
+    memo[key] = tuple(errs)
+
+
 def _schema_workload_spec(spec: k.WorkloadSpec) -> list[FieldError]:
+    """The CRD schema rules of the spec, remembered per spec (:data:`REMEMBER_SPEC_ERRORS`): they
+    read the spec alone, and every status write of a Workload (the admission, ``Finished``) ran
+    them again on the spec its create checked; the Workloads of one kind of Job share theirs."""
+    key = _spec_key(spec) if REMEMBER_SPEC_ERRORS else None
+    if key is None:
+        return _schema_workload_spec_rules(spec)
+    hit = _spec_schema_memo.get(key)
+    if hit is None:
+        errs = _schema_workload_spec_rules(spec)
+        _remember(_spec_schema_memo, key, errs)
+        return errs
+    return list(hit)
+
+
+def _schema_workload_spec_rules(spec: k.WorkloadSpec) -> list[FieldError]:
     errs = schema_items("spec.podSets", spec.pod_sets, min_items=1, max_items=MAX_POD_SETS)
     errs += schema_list_map("spec.podSets", spec.pod_sets, "name")
     for i, pod_set in enumerate(spec.pod_sets):
@@ -1325,12 +1370,7 @@ MAX_GATE_NAME_LENGTH = 63
 
 
 def _webhook_workload(wl: k.Workload, old: k.Workload | None, gates: FeatureGates) -> list[FieldError]:
-    errs: list[FieldError] = []
-    for i, pod_set in enumerate(wl.spec.pod_sets):
-        errs += _webhook_pod_set(idx("spec.podSets", i), pod_set, gates)
-    variable = sum(1 for ps in wl.spec.pod_sets if ps.min_count is not None)
-    if variable > 1:
-        errs.append(invalid("spec.podSets", variable, "at most one podSet can use minCount"))
+    errs = _webhook_workload_spec(wl.spec, gates)
     if has_quota_reservation(wl):
         errs += _webhook_admission(wl, old)
     errs += validate_conditions(wl.status.conditions, "status.conditions")
@@ -1339,6 +1379,36 @@ def _webhook_workload(wl: k.Workload, old: k.Workload | None, gates: FeatureGate
     errs += _webhook_workload_annotations(wl, old, gates)
     if old is not None:
         errs += _webhook_workload_update(wl, old, gates)
+    return errs
+
+
+POD_SET_GATES = ("WorkloadValidationForPodSetMetadata", "WorkloadValidateResourcesAreNonNegative")
+"""The feature gates the webhook's spec rules (:func:`_webhook_workload_spec_rules`) read: with
+the spec, the key of their memo."""
+
+
+def _webhook_workload_spec(spec: k.WorkloadSpec, gates: FeatureGates) -> list[FieldError]:
+    """The webhook's rules of the spec alone (``ValidateWorkload``'s pod sets and their
+    ``minCount``), remembered per spec and :data:`POD_SET_GATES` as the schema's are."""
+    encoded = _spec_key(spec) if REMEMBER_SPEC_ERRORS else None
+    if encoded is None:
+        return _webhook_workload_spec_rules(spec, gates)
+    key = (encoded, tuple(gates.enabled(name) for name in POD_SET_GATES))
+    hit = _spec_webhook_memo.get(key)
+    if hit is None:
+        errs = _webhook_workload_spec_rules(spec, gates)
+        _remember(_spec_webhook_memo, key, errs)
+        return errs
+    return list(hit)
+
+
+def _webhook_workload_spec_rules(spec: k.WorkloadSpec, gates: FeatureGates) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for i, pod_set in enumerate(spec.pod_sets):
+        errs += _webhook_pod_set(idx("spec.podSets", i), pod_set, gates)
+    variable = sum(1 for ps in spec.pod_sets if ps.min_count is not None)
+    if variable > 1:
+        errs.append(invalid("spec.podSets", variable, "at most one podSet can use minCount"))
     return errs
 
 

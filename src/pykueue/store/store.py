@@ -242,9 +242,12 @@ class Store:
         with self._db_lock:
             self._check_open()
             row = self._conn.execute(SQL_GET, loc).fetchone()
+            rev = self._rev
         if row is None:
             raise e.not_found(key.group, key.resource, name)
-        result: dict[str, Any] = decode(row[0])
+        raw = bytes(row[0])
+        self._local.read = (rev, loc, raw)  # see Tx.known
+        result: dict[str, Any] = decode(raw)
         return result
 
     def list(
@@ -467,6 +470,11 @@ class Store:
             conn = self._conn
             now = format_timestamp(self._clock())
             tx = Tx(conn, self._rev, now, self._kinds, gc_enabled=self._gc, dry_run=dry_run)
+            read = getattr(self._local, "read", None)
+            if read is not None:
+                self._local.read = None
+                if read[0] == self._rev:  # nothing was committed since this thread read it
+                    tx.known = (read[1], read[2])
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 result = op(tx)

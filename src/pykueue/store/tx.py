@@ -208,11 +208,19 @@ class Tx:
         self.deltas: dict[tuple[str, str], int] = {}
         self.gc_queue: deque[tuple[str, Loc]] = deque()
         self.new_kinds: KindMap = {}
+        self.known: tuple[Loc, bytes] | None = None
+        """An object's stored JSON as this thread read it at the revision the transaction
+        starts from (``Store.get``), so that the first read of it here needs no query: the
+        handlers read the live object before they write it. Dropped at the first write."""
 
     # --- reads ----------------------------------------------------------------------------------
 
     def load_raw(self, loc: Loc) -> bytes | None:
         """The stored JSON of an object, or None."""
+        known = self.known
+        if known is not None and known[0] == loc:
+            self.known = None
+            return known[1]
         row = self.conn.execute(SQL_GET, loc).fetchone()
         return None if row is None else bytes(row[0])
 
@@ -257,6 +265,7 @@ class Tx:
 
     def insert(self, loc: Loc, obj: dict[str, Any]) -> bytes:
         """Create an object (ADDED); sets ``metadata.resourceVersion``. Raises KeyExists."""
+        self.known = None
         rev = self.rev + 1
         meta = obj["metadata"]
         meta["resourceVersion"] = str(rev)
@@ -278,6 +287,7 @@ class Tx:
 
     def replace(self, loc: Loc, old: dict[str, Any], old_raw: bytes, new: dict[str, Any]) -> bytes:
         """Overwrite an object (MODIFIED); sets ``metadata.resourceVersion``."""
+        self.known = None
         self.rev += 1
         rev = self.rev
         new["metadata"]["resourceVersion"] = str(rev)
@@ -292,6 +302,7 @@ class Tx:
 
     def remove(self, loc: Loc, old: dict[str, Any], old_raw: bytes) -> bytes:
         """Delete an object (DELETED); returns its last state with the deletion revision."""
+        self.known = None
         self.rev += 1
         rev = self.rev
         final = dict(old)

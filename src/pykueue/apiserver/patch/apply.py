@@ -64,7 +64,7 @@ from pykueue.apiserver.patch.typed import (
     created_fields_v1,
     ensure_named_fields_are_members,
     merge,
-    merge_member,
+    merge_member_without_nulls,
     remove_items,
     to_field_set,
 )
@@ -311,7 +311,7 @@ def _merge_status(base: JSONDict, applied: JSONDict, schema: SchemaNode, manager
     for name, member in applied.items():
         node = schema.field(name)
         if name == STATUS:
-            status = merge_member(base.get(STATUS, MISSING), member, node, (field_element(STATUS),))
+            status = merge_member_without_nulls(base.get(STATUS, MISSING), member, node, (field_element(STATUS),))
         else:
             check_merge(base.get(name, MISSING), member, node, (field_element(name),))
     merged: JSONDict = dict(base)
@@ -322,7 +322,8 @@ def _merge_status(base: JSONDict, applied: JSONDict, schema: SchemaNode, manager
             meta["annotations"] = dict(meta["annotations"])
     if STATUS not in applied:
         status = base.get(STATUS, MISSING)
-    _set_status(merged, {} if status is MISSING or status is None else {STATUS: drop_nulls(status)})
+        status = status if status is MISSING else drop_nulls(status)
+    _set_status(merged, {} if status is MISSING or status is None else {STATUS: status})
     return merged
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from pykueue.apiserver.patch._values import JSON, MISSING, JSONDict, deep_copy, json_equal
+from pykueue.apiserver.patch._values import JSON, MISSING, JSONDict, deep_copy, drop_nulls, json_equal
 from pykueue.apiserver.patch.fieldpath import (
     FieldSet,
     Path,
@@ -421,30 +421,48 @@ def merge_member(lhs: JSON, rhs: JSON, node: SchemaNode, path: Path) -> JSON:
     return _merge(lhs, rhs, node, path)
 
 
-def _merge(lhs: JSON, rhs: JSON, node: SchemaNode, path: Path, build: bool = True) -> JSON:
+def merge_member_without_nulls(lhs: JSON, rhs: JSON, node: SchemaNode, path: Path) -> JSON:
+    """``drop_nulls(merge_member(lhs, rhs, node, path))`` with one copy instead of two: the merge
+    shares the parts it takes whole from ``lhs`` and ``rhs`` (decoded JSON: dicts, lists and
+    immutable scalars), and ``drop_nulls`` rebuilds every dict and list of the result, so nothing
+    of either input is in it. A status apply copied the live status twice this way."""
+    return drop_nulls(_merge(lhs, rhs, node, path, share=True))
+
+
+def _same(value: JSON) -> JSON:
+    return value
+
+
+def _merge(
+    lhs: JSON, rhs: JSON, node: SchemaNode, path: Path, build: bool = True, *, share: bool = False
+) -> JSON:
+    copy = _same if share else deep_copy
     if rhs is MISSING:
-        return deep_copy(lhs) if build else None
+        return copy(lhs) if build else None
     left, right = _shape(node, lhs), _shape(node, rhs)
     if left != right or right == "leaf" or (_empty(lhs) and _empty(rhs)):
-        return deep_copy(rhs) if build else None
+        return copy(rhs) if build else None
     if right == "map":
         if not build:
             live = _as_map(lhs)
             for name, member in _as_map(rhs).items():
                 _merge(live.get(name, MISSING), member, node.field(name), (*path, field_element(name)), False)
             return None
-        result = deep_copy(_as_map(lhs))
+        result = dict(_as_map(lhs)) if share else deep_copy(_as_map(lhs))
         for name, member in _as_map(rhs).items():
             result[name] = _merge(
-                result.get(name, MISSING), member, node.field(name), (*path, field_element(name))
+                result.get(name, MISSING), member, node.field(name), (*path, field_element(name)), share=share
             )
         return result
-    return _merge_list(_as_list(lhs), _as_list(rhs), node, path, build)
+    return _merge_list(_as_list(lhs), _as_list(rhs), node, path, build, share=share)
 
 
-def _merge_list(lhs: list[Any], rhs: list[Any], node: SchemaNode, path: Path, build: bool = True) -> list[Any]:
+def _merge_list(
+    lhs: list[Any], rhs: list[Any], node: SchemaNode, path: Path, build: bool = True, *, share: bool = False
+) -> list[Any]:
     """Associative list merge keeping the live order, ported from ``mergingWalker.visitListItems``
-    (``build`` False: the same walk, nothing copied, an empty list returned)."""
+    (``build`` False: the same walk, nothing copied, an empty list returned; ``share``: the items
+    taken whole are not copied, see :func:`merge_member_without_nulls`)."""
     rhs_order, rhs_items = _index_items(node, rhs, path, unique=True)
     lhs_order, lhs_items = _index_items(node, lhs, path, unique=False)
 
@@ -453,7 +471,7 @@ def _merge_list(lhs: list[Any], rhs: list[Any], node: SchemaNode, path: Path, bu
         return found[0] if found and len(found) == 1 else MISSING
 
     def merged(element: PathElement, current: JSON) -> JSON:
-        return _merge(current, rhs_items[element][0], node.items, (*path, element), build)
+        return _merge(current, rhs_items[element][0], node.items, (*path, element), build, share=share)
 
     shared = [e for e in rhs_order if e in lhs_items]
     next_shared = shared.pop(0) if shared else None
@@ -476,7 +494,7 @@ def _merge_list(lhs: list[Any], rhs: list[Any], node: SchemaNode, path: Path, bu
             element = lhs_order[li]
             if element not in rhs_items:
                 if build:
-                    out.append(deep_copy(lhs[li]))
+                    out.append(lhs[li] if share else deep_copy(lhs[li]))
                 li += 1
                 continue
             if element in done:
