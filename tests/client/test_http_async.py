@@ -12,6 +12,7 @@ import logging
 import socket
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
@@ -286,3 +287,26 @@ def test_a_request_the_server_drops_on_a_reused_connection_is_sent_again() -> No
         assert http.connections == 2
         with pytest.raises(TransportFailure, match="connection closed"):
             io.run(http.request("PUT", "/c", b"{}")).result(5)
+
+
+def test_a_task_that_swallows_its_cancellation_does_not_keep_the_loop_thread_at_stop() -> None:
+    """``EventLoopThread.stop``'s cancellation rounds are bounded: a task that catches its
+    CancelledError and awaits again is given a few bounded turns, then the loop closes (a plain
+    gather of the cancelled tasks waited for it for good, and stop() always waited its 5 s join)."""
+    io = EventLoopThread("swallow-test")
+    started = threading.Event()
+
+    async def stubborn() -> None:
+        started.set()
+        while True:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(100)
+
+    io.run(stubborn())
+    assert started.wait(5)
+    thread = io._thread
+    assert thread is not None
+    t0 = time.monotonic()
+    io.stop()
+    assert not thread.is_alive(), "the loop thread still runs a task that ignored its cancellation"
+    assert time.monotonic() - t0 < 4.5

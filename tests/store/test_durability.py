@@ -519,7 +519,11 @@ def test_answers_under_loop_and_thread_writers_keep_the_client_visible_order(tmp
     order (Store._release_waiters says why no client can tell; bench/RESULTS.md counts them).
     What a client can see holds: its own requests are answered in order, each answer only once
     its revision and every one before it is durable and delivered, a read after an answer shows
-    the write, and watch events are in revision order."""
+    the write, and watch events are in revision order. Of these, ``not_durable`` (an answer
+    released before its revision and all earlier ones are synced and delivered) and the watch
+    order are what can catch a bug here: each loop writer waits for its answer before its next
+    request and reads only committed writes, so ``own_order`` and ``read_misses`` are guards that
+    stay 0 by construction."""
     spec = importlib.util.spec_from_file_location(
         "store_answer_order", Path(__file__).resolve().parents[2] / "bench" / "store_answer_order.py"
     )

@@ -130,19 +130,26 @@ class EventLoopThread:
             thread.join(timeout=5.0)
 
 
+_END_ROUND_SECONDS = 0.2
+
+
 def _end_tasks(loop: asyncio.AbstractEventLoop) -> None:
     """On a loop whose ``run_forever`` returned: start what was scheduled before the stop, then
     cancel every task and let it end (``asyncio.run``'s ``_cancel_all_tasks``). Closing the loop
     with a task scheduled but not started dropped its coroutine unawaited (a RuntimeWarning) and
     left whoever waited on its future (the event recorder's sender) waiting for its timeout."""
-    loop.run_until_complete(asyncio.sleep(0))  # the callbacks queued before the stop
+    # One more turn for callbacks that the callbacks queued before the stop queued in their turn
+    # (those queued before the stop already ran, in order, before the stop's own callback).
+    loop.run_until_complete(asyncio.sleep(0))
     for _ in range(10):  # a task that ignores its cancellation gets a few more turns, not forever
         tasks = [task for task in asyncio.all_tasks(loop) if not task.done()]
         if not tasks:
             return
         for task in tasks:
             task.cancel()
-        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+        # Bounded: a task that catches its cancellation and awaits again would hold a plain
+        # gather (and so the loop thread, and stop()'s join) for good.
+        loop.run_until_complete(asyncio.wait(tasks, timeout=_END_ROUND_SECONDS))
     log.warning("event loop: tasks still running after their cancellation; closing the loop anyway")
 
 
@@ -352,10 +359,11 @@ class AsyncHTTP:
 
     def close(self) -> None:
         """Close the connections and stop the loop (from any thread but the loop's)."""
-        loop = self.io._loop
-        if loop is not None and loop.is_running():
+        # Through io.run: after a racing close stopped the loop it closes the coroutine (never
+        # left unawaited) and raises, which is suppressed here.
+        if self.io._loop is not None:  # a client that never sent has no loop to start now
             with contextlib.suppress(RuntimeError, concurrent.futures.TimeoutError):
-                asyncio.run_coroutine_threadsafe(_call(self.close_idle), loop).result(timeout=2.0)
+                self.io.run(_call(self.close_idle)).result(timeout=2.0)
         self.io.stop()
 
 
