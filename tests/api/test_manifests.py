@@ -66,6 +66,23 @@ def test_timestamps_and_dates_stay_strings() -> None:
     assert obj["metadata"] == {"creationTimestamp": "2024-01-02T03:04:05Z", "labels": {"day": "2024-01-02"}}
 
 
+@pytest.mark.parametrize(
+    ("value", "want"),
+    [
+        ("!!timestamp 2001-12-14 21:59:43", "2001-12-14T21:59:43Z"),
+        ("!!timestamp 2001-12-14", "2001-12-14T00:00:00Z"),
+        ("!!timestamp 2001-12-14t21:59:43.10-05:00", "2001-12-14T21:59:43.1-05:00"),
+        ("!!timestamp 2001-12-15T02:59:43.000001+00:00", "2001-12-15T02:59:43.000001Z"),
+    ],
+)
+def test_an_explicit_timestamp_becomes_the_string_go_marshals(value: str, want: str) -> None:
+    """sigs.k8s.io/yaml decodes an explicit ``!!timestamp`` to a Go ``time.Time`` and marshals it
+    as RFC 3339 JSON; a manifest is a JSON tree (validation's spec memo relies on it: a datetime
+    and its ISO string encoded alike there, and one instant at two offsets too)."""
+    [obj] = load_manifests(f"kind: X\nmetadata: {{labels: {{at: {value}}}}}\n")
+    assert obj["metadata"]["labels"] == {"at": want}
+
+
 LOAD_ERRORS = [
     ("yaml syntax", "a: [1, 2\n", "queues.yaml: error parsing YAML: "),
     (

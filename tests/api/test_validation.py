@@ -1345,23 +1345,22 @@ def _spec_workload(pod_sets: list[dict[str, Any]], queue: str) -> k.Workload:
 @given(
     st.lists(st.lists(_spec_pod_sets, min_size=0, max_size=3), min_size=1, max_size=4),
     st.sampled_from(["lq", "Bad_Queue", ""]),
-    st.booleans(),
-    st.booleans(),
 )
-def test_remembered_spec_errors_are_the_rules_errors(
-    specs: list[list[dict[str, Any]]], queue: str, metadata_gate: bool, negative_gate: bool
-) -> None:
+def test_remembered_spec_errors_are_the_rules_errors(specs: list[list[dict[str, Any]]], queue: str) -> None:
     """A Workload spec's rules (schema and webhook) remembered per spec report what the rules
     report: several specs in a row (their values chosen to share JSON encodings: 1 / 1.0 / true,
     NaN / null), each validated twice (the second time from the memo), on create and on a status
-    update of the same spec, with the memo's two feature gates either way."""
+    update of the same spec, under every setting of the memo's two feature gates in turn (so a
+    key without the gates gives one setting's errors to another)."""
     from pykueue.api import validation as V
 
-    gates = FeatureGates(
-        {"WorkloadValidationForPodSetMetadata": metadata_gate, "WorkloadValidateResourcesAreNonNegative": negative_gate}
-    )
+    settings = [
+        FeatureGates({"WorkloadValidationForPodSetMetadata": m, "WorkloadValidateResourcesAreNonNegative": n})
+        for m in (False, True)
+        for n in (False, True)
+    ]
 
-    def found(obj: k.Workload, old: k.Workload | None) -> list[tuple[str, str, str, str]]:
+    def found(obj: k.Workload, old: k.Workload | None, gates: FeatureGates) -> list[tuple[str, str, str, str]]:
         # NaN != NaN: compare values by their repr
         return [(e.type, e.field, e.detail, repr(e.value)) for e in validate(obj, old, gates=gates)]
 
@@ -1369,13 +1368,34 @@ def test_remembered_spec_errors_are_the_rules_errors(
         wl = _spec_workload(pod_sets, queue)
         V.REMEMBER_SPEC_ERRORS = False
         try:
-            want = found(wl, None)
-            want_update = found(wl, wl)
+            want = [(found(wl, None, g), found(wl, wl, g)) for g in settings]
         finally:
             V.REMEMBER_SPEC_ERRORS = True
         for _ in range(2):
-            assert found(wl, None) == want
-            assert found(wl, wl) == want_update
+            for gates, (want_create, want_update) in zip(settings, want, strict=True):
+                assert found(wl, None, gates) == want_create
+                assert found(wl, wl, gates) == want_update
+
+
+def test_a_large_spec_is_checked_every_time_not_remembered() -> None:
+    """The spec memo and the pod-template memo keep only specs up to
+    ``_REMEMBERED_SPEC_MAX_BYTES`` (a memo bounded in entries alone kept up to 4,096 bodies of
+    3 MiB: GiBs from dry-run creates); a large spec still gets its errors."""
+    from pykueue.api import validation as V
+
+    big = "x" * (V._REMEMBERED_SPEC_MAX_BYTES + 1)
+    V._spec_schema_memo.clear()
+    V._spec_webhook_memo.clear()
+    V._pod_template_errors.cache_clear()
+    wl = _spec_workload([{"name": "m", "count": 1, "annotations": {"a": big}, "labels": {"b": "B@d"}}], "lq")
+    errs = [str(e) for e in validate(wl, gates=FeatureGates({"WorkloadValidationForPodSetMetadata": True}))]
+    assert errs and any("labels" in e for e in errs)
+    assert (len(V._spec_schema_memo), len(V._spec_webhook_memo), V._pod_template_errors.cache_info().currsize) == (
+        0, 0, 0
+    )
+    small = _spec_workload([{"name": "m", "count": 1, "labels": {"b": "B@d"}}], "lq")
+    validate(small, gates=FeatureGates({"WorkloadValidationForPodSetMetadata": True}))
+    assert len(V._spec_schema_memo) == len(V._spec_webhook_memo) == V._pod_template_errors.cache_info().currsize == 1
 
 
 def test_remembered_spec_errors_keep_each_spec_apart() -> None:

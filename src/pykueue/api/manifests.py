@@ -1,13 +1,15 @@
 """Reading and writing Kubernetes manifests (multi-document YAML / JSON).
 
 YAML is parsed with libyaml (``CSafeLoader``, falling back to the pure-Python ``SafeLoader``),
-like ``sigs.k8s.io/yaml``: timestamps stay strings (JSON has no date type). ``kind: List`` (and
+like ``sigs.k8s.io/yaml``: timestamps stay strings (JSON has no date type), an explicit
+``!!timestamp`` becomes its RFC 3339 string. ``kind: List`` (and
 ``<Kind>List``) documents are flattened into their ``items``. :func:`parse_object` turns one
 manifest into a validated, defaulted typed object the way ``kubectl apply`` + the API server would.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
@@ -43,6 +45,29 @@ KubeLoader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
 }
+
+
+def _timestamp_as_json(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
+    """An explicit ``!!timestamp`` becomes the string ``sigs.k8s.io/yaml`` gives it: the Go
+    ``time.Time`` it decodes to (no zone is UTC), marshalled as JSON (RFC 3339, nanoseconds
+    without trailing zeros, ``Z`` for UTC). A manifest is a JSON tree, as kubectl sends it."""
+    value = loader.construct_yaml_timestamp(node)
+    if not isinstance(value, datetime.datetime):  # a date alone: midnight UTC
+        value = datetime.datetime(value.year, value.month, value.day)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=datetime.UTC)
+    text = value.strftime("%Y-%m-%dT%H:%M:%S")
+    if value.microsecond:
+        text += f".{value.microsecond:06d}".rstrip("0")
+    offset = value.utcoffset() or datetime.timedelta(0)
+    if not offset:
+        return text + "Z"
+    minutes = int(offset.total_seconds()) // 60
+    sign = "+" if minutes >= 0 else "-"
+    return f"{text}{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
+KubeLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_json)
 
 
 class KubeDumper(_BaseDumper):  # type: ignore[valid-type,misc]

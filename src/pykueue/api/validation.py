@@ -16,6 +16,7 @@ apimachinery's ``field.Error`` rendering (``spec.x: Invalid value: "v": detail``
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import math
 import re
@@ -1068,22 +1069,29 @@ pod-set rules below) are remembered per spec. Kept as a flag so the tests can co
 rules run every time."""
 
 _SPEC_MEMO_LIMIT = 4096
+_REMEMBERED_SPEC_MAX_BYTES = 64 * 1024
+"""Specs (and pod templates) larger than this are checked every time: a memo bounded in entries
+alone would keep up to 4,096 request bodies of up to 3 MiB each; one of the API's Workloads is
+a few KiB."""
 _spec_schema_memo: dict[bytes, tuple[FieldError, ...]] = {}
 _spec_webhook_memo: dict[tuple[bytes, tuple[bool, ...]], tuple[FieldError, ...]] = {}
 
 
 def _spec_key(spec: k.WorkloadSpec) -> bytes | None:
-    """The spec's identity for the memos: its msgpack encoding (C speed); None when msgpack cannot
-    encode it (an integer beyond 64 bits: the rules then run unremembered). Equal encodings are
+    """The spec's identity for the memos: a 128-bit BLAKE2b digest of its msgpack encoding (C
+    speed); None when msgpack cannot encode it (an integer beyond 64 bits) or it is larger than
+    :data:`_REMEMBERED_SPEC_MAX_BYTES`: the rules then run unremembered. Equal encodings are
     specs whose rules give the same errors: the typed members have their declared types, and
-    the pod templates are decoded JSON trees (lists, never tuples or sets), whose scalars msgpack
-    keeps apart by type (integers, floats including NaN, booleans, strings, bytes, null). A date
-    (an explicit YAML ``!!timestamp``) encodes as its ISO string, and every rule reads it as one:
-    the schema rules read the template through its JSON encoding, the webhook through ``str``."""
+    the pod templates are JSON trees (as the API decodes them, and manifests load them: an
+    explicit YAML ``!!timestamp`` becomes its string), whose scalars msgpack keeps apart by type
+    (integers, floats including NaN, booleans, strings, bytes, null)."""
     try:
-        return msgspec.msgpack.encode(spec)
+        encoded = msgspec.msgpack.encode(spec)
     except (OverflowError, TypeError, msgspec.EncodeError):
         return None
+    if len(encoded) > _REMEMBERED_SPEC_MAX_BYTES:
+        return None
+    return hashlib.blake2b(encoded, digest_size=16).digest()
 
 
 def _remember(memo: dict[Any, tuple[FieldError, ...]], key: Any, errs: list[FieldError]) -> None:
@@ -1142,7 +1150,10 @@ def _schema_workload_spec_rules(spec: k.WorkloadSpec) -> list[FieldError]:
 def _schema_pod_template(path: str, template: k.PodTemplateSpec) -> list[FieldError]:
     """The OpenAPI rules of the embedded core/v1 PodTemplateSpec (required fields, list-map keys,
     quantities, ...) as kube-apiserver applies the Workload CRD's schema: that very schema is used."""
-    return list(_pod_template_errors(path, msgspec.json.encode(template)))
+    encoded = msgspec.json.encode(template)
+    if len(encoded) > _REMEMBERED_SPEC_MAX_BYTES:
+        return list(_pod_template_errors.__wrapped__(path, encoded))
+    return list(_pod_template_errors(path, encoded))
 
 
 @functools.lru_cache(maxsize=1024)
