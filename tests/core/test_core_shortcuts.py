@@ -23,7 +23,8 @@ from builders import (
 )
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
-from strategies import Scenario, hold_usage, scenario, tree_with_usage
+from strategies import Scenario, Step, hold_usage, scenario, tree_with_usage
+from test_invariants import finish_one, set_active
 
 from pykueue.api.feature_gates import DEFAULT_FEATURE_GATES
 from pykueue.api.kueue import ClusterQueue, Cohort, ResourceFlavor
@@ -361,3 +362,75 @@ def test_assignment_with_inline_quota_views_equals_the_general_path(sc: Scenario
             assert got == want, f"{wl.key} in {name}"
             assert got.message() == want.message() and got.no_fit_reason() == want.no_fit_reason()
     snapshot.close()
+
+
+# --- the scheduler's own pending writes observed as they land (branch core7) --------------------------
+
+
+def _queue_state(cluster: SimulatedCluster) -> object:
+    """Everything the queues hold, comparable between two clusters: per ClusterQueue the heap in pop
+    order, the inadmissible and inflight entries (key, generation, the whole view), the bulk-move
+    reasons and the preemptor record; per LocalQueue its views; the workloads' assignments."""
+    queues = cluster.queues
+    out: list[object] = []
+    for name in queues.cluster_queue_names():
+        cq = queues.cluster_queue(name)
+        assert cq is not None
+        out.append(
+            (
+                name,
+                [(e.info.key, e.last_evaluated_generation, e.info) for e in cq.active.sorted_items()],
+                sorted((k, e.last_evaluated_generation, e.info) for k, e in cq.inadmissible.items()),
+                sorted((k, e.last_evaluated_generation, e.info) for k, e in cq.inflight.items()),
+                sorted(cq.hash_to_bulk_move_reason.items()),
+                cq.preemptor,
+                cq.pop_cycle,
+                cq.queue_inadmissible_cycle,
+            )
+        )
+    for lq_key in sorted(queues._lqs):
+        out.append((lq_key, sorted(queues._lqs[lq_key].items.items())))
+    out.append(sorted(queues._assigned.items()))
+    out.append(sorted(queues.pending_requests().items()))
+    return out
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(scenario(max_workloads=14, max_cqs=4, max_steps=10))
+def test_own_pending_writes_observed_as_they_land_equal_observing_them_after_the_cycle(sc: Scenario) -> None:
+    """``QueueManager.observe_own_write`` (a head's pending status taken as observed when it lands)
+    and the observation that then changes nothing (``QueueManager._observed``) leave every queue
+    (heaps in pop order, inadmissible and inflight entries with their generations and whole views,
+    LocalQueue views, assignments, retry requests), every decision and every object as observing
+    each write after the cycle does, after every step of random runs: cycles, controller steps,
+    finishing, deactivating and reactivating workloads, with and without fair sharing."""
+    note(sc.describe())
+    clusters = []
+    for shortcut in (True, False):
+        cluster = SimulatedCluster(sc.options(), datetime(2026, 1, 1, tzinfo=UTC))
+        cluster.load(sc.objects())
+        cluster.scheduler.observe_own_writes = shortcut
+        clusters.append(cluster)
+    taken = 0
+    for i, step in enumerate([*sc.steps, Step("cycle"), Step("advance"), Step("cycle")]):
+        results = []
+        for cluster in clusters:
+            if step.kind == "cycle":
+                result = cluster.run_cycle()
+                results.append(
+                    (result.decisions, result.admitted, result.preempted,
+                     [(e.info.key, e.status, e.message, e.requeue_reason) for e in result.entries])
+                )  # fmt: skip
+            elif step.kind == "advance":
+                cluster.advance(1.0)
+            elif step.kind == "finish":
+                finish_one(cluster, step.pick)
+            else:
+                set_active(cluster, step.pick, step.kind == "activate")
+        fast, general = clusters
+        assert results[:1] == results[1:], f"step {i} ({step.kind})"
+        assert _queue_state(fast) == _queue_state(general), f"step {i} ({step.kind})"
+        assert [(k, fast.objects[k].obj) for k in fast.order] == [(k, general.objects[k].obj) for k in general.order]
+        assert fast.events == general.events
+        taken += sum(1 for d in fast.scheduler._result.decisions if d.status is not None)
+    event(f"pending writes in the last cycle: {min(taken, 3)}")

@@ -86,6 +86,11 @@ class RunResult:
 class SimulatedCluster:
     """Objects plus controller behaviour around one scheduler; see module docstring."""
 
+    observes_writes_as_written = True
+    """Every write lands at once and is observed, as the object written, in order, right after the
+    cycle (``run_cycle``) at the cycle's time: the core may take the scheduler's pending status
+    writes as observed when they land (``KueueCore``)."""
+
     def __init__(self, options: SchedulerOptions, now: datetime) -> None:
         self.options = options
         self.now = to_time(now)
