@@ -17,13 +17,15 @@ from builders import (
     flavor,
     flavor_quotas,
     info,
+    local_queue,
     options,
     pod_set,
     workload,
 )
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
-from strategies import Scenario, hold_usage, scenario, tree_with_usage
+from strategies import Scenario, Step, hold_usage, scenario, tree_with_usage
+from test_invariants import run_step
 
 from pykueue.api.feature_gates import DEFAULT_FEATURE_GATES
 from pykueue.api.kueue import ClusterQueue, Cohort, ResourceFlavor
@@ -361,3 +363,175 @@ def test_assignment_with_inline_quota_views_equals_the_general_path(sc: Scenario
             assert got == want, f"{wl.key} in {name}"
             assert got.message() == want.message() and got.no_fit_reason() == want.no_fit_reason()
     snapshot.close()
+
+
+# --- the scheduler's own pending writes observed as they land (branch core7) --------------------------
+
+
+def _queue_state(cluster: SimulatedCluster) -> object:
+    """Everything the queues hold, comparable between two clusters: per ClusterQueue the heap in pop
+    order, the inadmissible and inflight entries (key, generation, the whole view), the bulk-move
+    reasons and the preemptor record; per LocalQueue its views; the workloads' assignments."""
+    queues = cluster.queues
+    out: list[object] = []
+    for name in queues.cluster_queue_names():
+        cq = queues.cluster_queue(name)
+        assert cq is not None
+        out.append(
+            (
+                name,
+                [(e.info.key, e.last_evaluated_generation, e.info) for e in cq.active.sorted_items()],
+                sorted((k, e.last_evaluated_generation, e.info) for k, e in cq.inadmissible.items()),
+                sorted((k, e.last_evaluated_generation, e.info) for k, e in cq.inflight.items()),
+                sorted(cq.hash_to_bulk_move_reason.items()),
+                cq.preemptor,
+                cq.pop_cycle,
+                cq.queue_inadmissible_cycle,
+            )
+        )
+    for lq_key in sorted(queues._lqs):
+        out.append((lq_key, sorted(queues._lqs[lq_key].items.items())))
+    out.append(sorted(queues._assigned.items()))
+    out.append(sorted(queues.pending_requests().items()))
+    return out
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(scenario(max_workloads=14, max_cqs=4, max_steps=10))
+def test_own_pending_writes_observed_as_they_land_equal_observing_them_after_the_cycle(sc: Scenario) -> None:
+    """``QueueManager.observe_own_write`` (a head's pending status taken as observed when it lands)
+    and the observation that then changes nothing (``QueueManager._observed``) leave every queue
+    (heaps in pop order, inadmissible and inflight entries with their generations and whole views,
+    LocalQueue views, assignments, retry requests), every decision and every object as observing
+    each write after the cycle does, after every step of random runs: cycles, controller steps,
+    finishing, deactivating and reactivating workloads, with and without fair sharing."""
+    note(sc.describe())
+    clusters = []
+    for shortcut in (True, False):
+        cluster = SimulatedCluster(sc.options(), datetime(2026, 1, 1, tzinfo=UTC))
+        cluster.load(sc.objects())
+        cluster.scheduler.observe_own_writes = shortcut
+        clusters.append(cluster)
+    taken = 0
+    for i, step in enumerate([*sc.steps, Step("cycle"), Step("advance"), Step("cycle")]):
+        results = []
+        for cluster in clusters:
+            result = run_step(cluster, step)
+            if result is not None:
+                results.append(
+                    (result.decisions, result.admitted, result.preempted,
+                     [(e.info.key, e.status, e.message, e.requeue_reason) for e in result.entries])
+                )  # fmt: skip
+        fast, general = clusters
+        assert results[:1] == results[1:], f"step {i} ({step.kind})"
+        assert _queue_state(fast) == _queue_state(general), f"step {i} ({step.kind})"
+        assert [(k, fast.objects[k].obj) for k in fast.order] == [(k, general.objects[k].obj) for k in general.order]
+        assert fast.events == general.events
+        taken += sum(1 for d in fast.scheduler._result.decisions if d.status is not None)
+    event(f"pending status writes of the run (at most 3 told apart): {min(taken, 3)}")
+
+
+# --- the workload controller's queue rules settled without building the view (branch core7) -----------
+
+_QR_REASONS = sorted(
+    {"WaitingForQuota", "NoMatchingFlavor", "PendingEvaluation", "Pending", "OnHold", "AdmissionGated"}
+    | {"Suspended", "Misconfigured", "Deactivated", "Inadmissible", "ExceedsMaxQuota", ""}
+    | {"ClusterQueueStopped", "LocalQueueStopped"}
+)
+
+
+@st.composite
+def _queue_rule_inputs(draw: st.DrawFn) -> tuple[object, ...]:
+    """A Workload (conditions, activity, gate annotation, requests) and everything its queue view is
+    made of (LocalQueue, ClusterQueue facts, namespace labels, bulk-move reason, feature gates): each
+    aspect in the settled shape (a pending status with the scheduler's reason, queues in order)
+    five times in six, else drawn among the others, so that single and double departures are
+    common."""
+    import msgspec
+
+    from pykueue.api.meta import Condition, LabelSelector, LabelSelectorRequirement
+    from pykueue.core.workload.reconcile import QueueFacts
+
+    def usual() -> bool:
+        return draw(st.integers(0, 5)) != 0
+
+    def condition() -> Condition:
+        return Condition(
+            type=draw(st.sampled_from(["QuotaReserved", "Requeued", "QuotaReserved", "Requeued", "Finished", "Evicted"])),
+            status=draw(st.sampled_from(["True", "False"])),
+            reason=draw(st.sampled_from(_QR_REASONS)),
+            message=draw(st.sampled_from(["m", "Workload is pending evaluation in the scheduling queue"])),
+        )
+
+    cpu = "1" if usual() else draw(st.sampled_from([_HUGE, "-1"]))
+    wl = workload("a", pod_sets=[pod_set("main", draw(st.sampled_from([1, 2])), {"cpu": cpu})])
+    reason = draw(st.sampled_from(["WaitingForQuota", "NoMatchingFlavor"])) if usual() else draw(st.sampled_from(_QR_REASONS))
+    conditions = [Condition(type="QuotaReserved", status="False" if usual() else "True", reason=reason, message="m")]
+    for _ in range(draw(st.integers(0, 2))):
+        conditions.insert(draw(st.integers(0, len(conditions))), condition())
+    annotations = {} if usual() else {"kueue.x-k8s.io/admission-gated-by": "x"}
+    wl = msgspec.structs.replace(
+        wl,
+        metadata=msgspec.structs.replace(wl.metadata, annotations=annotations),
+        spec=msgspec.structs.replace(wl.spec, active=draw(st.sampled_from([None, True])) if usual() else False),
+        status=msgspec.structs.replace(wl.status, conditions=conditions),
+    )
+    lq_kind = "ok" if usual() else draw(st.sampled_from(["missing", "deleting", "stopped"]))
+    lq = None
+    if lq_kind != "missing":
+        lq = local_queue("lq", cq="cq", stop_policy="Hold" if lq_kind == "stopped" else draw(st.sampled_from(["", "None"])))
+        if lq_kind == "deleting":
+            lq.metadata.deletion_timestamp = datetime(2026, 1, 1, tzinfo=UTC)
+    selector = (
+        LabelSelector()
+        if usual()
+        else draw(
+            st.sampled_from(
+                [
+                    None,
+                    LabelSelector(match_labels={"team": "x"}),
+                    LabelSelector(match_expressions=[LabelSelectorRequirement(key="team", operator="DoesNotExist")]),
+                ]
+            )
+        )
+    )
+    facts = (
+        QueueFacts(
+            exists=usual(),
+            active=usual(),
+            stop_policy=draw(st.sampled_from(["", "None", "Hold"])),
+            namespace_selector=selector,
+        )
+        if usual()
+        else None
+    )
+    namespace_exists = usual()
+    labels = draw(st.sampled_from([{}, {"team": "x"}])) if namespace_exists else None
+    bulk = draw(st.sampled_from([None, "", "WaitingForQuota", "PendingEvaluation"]))
+    gates = {
+        "UnadmittedWorkloadsObservability": usual(),
+        "UnadmittedWorkloadsExplicitStatus": draw(st.booleans()),
+        "AdmissionGatedBy": draw(st.booleans()),
+    }
+    return wl, lq, facts, namespace_exists, labels, bulk, options(gates=gates)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_queue_rule_inputs())
+def test_queue_state_settled_only_when_queue_state_decides_nothing(inputs: tuple[object, ...]) -> None:
+    """``reconcile.queue_state_settled`` (the simulator then skips building the queue view) is true
+    only when ``queue_state`` over the view ``queue_view`` builds from the same LocalQueue and facts
+    decides nothing, for every namespace labels and bulk-move reason: random conditions (first of a
+    type counts), activity, gate annotation, valid, invalid and unaccountable requests, missing,
+    deleting and stopped LocalQueues, missing, terminating and inactive ClusterQueues, nil, empty and
+    non-matching selectors, a missing namespace, and the gates it reads."""
+    from pykueue.core.workload import reconcile
+
+    wl, lq, facts, namespace_exists, labels, bulk, opts = inputs
+    settled = reconcile.queue_state_settled(wl, lq, facts, namespace_exists, opts)  # type: ignore[arg-type]
+    view = reconcile.queue_view(wl, lq, "cq", facts, labels if facts is not None else None, bulk)  # type: ignore[arg-type]
+    outcome = reconcile.queue_state(wl, view, datetime(2026, 1, 2, tzinfo=UTC), opts)  # type: ignore[arg-type]
+    event(f"settled: {settled}")
+    if settled:
+        assert not outcome.writes, outcome.reason
+

@@ -64,6 +64,7 @@ from strategies import (
     FR,
     NOW,
     Scenario,
+    Step,
     TreeModel,
     hold_usage,
     scenario,
@@ -157,6 +158,19 @@ def set_active(cluster: SimulatedCluster, pick: int, active: bool) -> None:
     _write(cluster, updated)
 
 
+def run_step(cluster: SimulatedCluster, step: Step) -> CycleResult | None:
+    """One step of a scenario; a cycle's result."""
+    if step.kind == "cycle":
+        return cluster.run_cycle()
+    if step.kind == "advance":
+        cluster.advance(1.0)
+    elif step.kind == "finish":
+        finish_one(cluster, step.pick)
+    else:
+        set_active(cluster, step.pick, step.kind == "activate")
+    return None
+
+
 def run_steps(sc: Scenario, check: bool = True) -> SimulatedCluster:
     cluster = new_cluster(sc)
     model = sc.model()
@@ -164,18 +178,12 @@ def run_steps(sc: Scenario, check: bool = True) -> SimulatedCluster:
         check_invariants(cluster, sc, model, "after load")
     for i, step in enumerate(sc.steps):
         where = f"after step {i} ({step.kind})"
-        if step.kind == "cycle":
-            held_before = model.violated_constraints(cq_usage_from_objects(cluster))
-            result = cluster.run_cycle()
-            if check:
-                _coverage_events(cluster, result)
-                check_cycle_admissions(cluster, model, held_before, result, where)
-        elif step.kind == "advance":
-            cluster.advance(1.0)
-        elif step.kind == "finish":
-            finish_one(cluster, step.pick)
-        else:
-            set_active(cluster, step.pick, step.kind == "activate")
+        held_before = model.violated_constraints(cq_usage_from_objects(cluster)) if step.kind == "cycle" else None
+        result = run_step(cluster, step)
+        if check and result is not None:
+            assert held_before is not None
+            _coverage_events(cluster, result)
+            check_cycle_admissions(cluster, model, held_before, result, where)
         if check:
             check_invariants(cluster, sc, model, where)
     return cluster

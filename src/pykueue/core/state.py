@@ -80,6 +80,12 @@ def route_workload_change(
         elif queueable(new):
             queues.add_or_update_workload(new, to_time(now).timestamp())
         return
+    if not has_quota_reservation(old) and queues.holds_observed(new) and is_evicted(new) == is_evicted(old):
+        # The queues already hold ``new`` as observed (``QueueManager.observe_own_write``): it was
+        # admissible to them (so not finished, active, not reserved, not on hold), ``old`` held no
+        # quota, the eviction did not change, so the steps below would only call
+        # ``add_or_update_workload(new)``, which would change nothing.
+        return
     if is_evicted(new) and not is_evicted(old):
         issued_evictions.discard(new.metadata.uid)  # the expected eviction landed
     was_reserved = has_quota_reservation(old)
@@ -226,6 +232,11 @@ class KueueCore:
         # each victim whose eviction it wrote; observing that eviction forgets it.
         self.issued_evictions: set[str] = set()
         self.scheduler = Scheduler(self.cache, self.queues, self, options, self.issued_evictions)
+        # A driver that observes every write it applies as the very object written, in order, after
+        # the cycle and at the cycle's time, before anything else reads the queues, says so with
+        # ``observes_writes_as_written`` (the simulator; not the controller manager, whose watch
+        # delivers new objects later).
+        self.scheduler.observe_own_writes = bool(getattr(driver, "observes_writes_as_written", False))
         self.log = log if log is not None else TransitionLog()
 
     # --- CyclePort (the scheduler's view of the world) ---------------------------------------------------

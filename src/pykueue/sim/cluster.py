@@ -86,6 +86,11 @@ class RunResult:
 class SimulatedCluster:
     """Objects plus controller behaviour around one scheduler; see module docstring."""
 
+    observes_writes_as_written = True
+    """Every write lands at once and is observed, as the object written, in order, right after the
+    cycle (``run_cycle``) at the cycle's time: the core may take the scheduler's pending status
+    writes as observed when they land (``KueueCore``)."""
+
     def __init__(self, options: SchedulerOptions, now: datetime) -> None:
         self.options = options
         self.now = to_time(now)
@@ -326,9 +331,21 @@ class SimulatedCluster:
     def _reconcile_queue_state(self, key: ObjectKey) -> None:
         """The workload controller's queue-related writes (``pkg/controller/core/workload_controller.go``)."""
         wl: Workload = self.objects[key].obj
-        if is_finished(wl):
+        if is_finished(wl) or self._queue_state_settled(wl):
             return
         self._apply(key, reconcile.queue_state(wl, self._queue_view(wl), self.now, self.options))
+
+    def _queue_state_settled(self, wl: Workload) -> bool:
+        """``reconcile.queue_state_settled`` from what ``_queue_view`` would read (most Workloads a
+        cycle writes: a pending status with the scheduler's reason)."""
+        namespace = wl.metadata.namespace
+        lq_lo = self.objects.get(("LocalQueue", namespace, wl.spec.queue_name))
+        if lq_lo is None:
+            return False
+        cq = self.cache.cluster_queues.get(self._cq_for(wl) or "")
+        return cq is not None and reconcile.queue_state_settled(
+            wl, lq_lo.obj, cq.queue_facts(), ("Namespace", "", namespace) in self.objects, self.options
+        )
 
     def _reconcile_checks(self, key: ObjectKey) -> None:
         """Retry evicts; Rejected deactivates in upstream's three writes

@@ -27,11 +27,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
+import msgspec
+
 from pykueue.api.kueue import BEST_EFFORT_FIFO, ClusterQueue, LocalQueue, Workload
 from pykueue.api.meta import LabelSelector, label_selector_matches
 from pykueue.core.cache.cache import Cache, ClusterQueueState
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.queue.cluster_queue import AfsUsage, PendingClusterQueue
+from pykueue.core.queue.cluster_queue import AfsUsage, PendingClusterQueue, PendingEntry
 from pykueue.core.queue.local_queue import (
     LocalQueueState,
     is_stopped,
@@ -39,6 +41,8 @@ from pykueue.core.queue.local_queue import (
     local_queue_key,
 )
 from pykueue.core.workload.info import (
+    ADMITTED,
+    QUOTA_RESERVED,
     WorkloadInfo,
     is_admissible_to_queues,
     new_workload_info,
@@ -58,6 +62,8 @@ REQUEST_COHORT = "Cohort"
 _KEPT_ON_REFRESH = frozenset(
     {"last_assignment", "cluster_queue", "is_preemptor", "last_evaluated_generation"}
 )
+# The conditions the scheduler's pending status write changes (``transitions.set_pending``).
+_PENDING_WRITE_CONDITIONS = frozenset((QUOTA_RESERVED, ADMITTED))
 # The fields ``_refresh`` copies, listed once.
 _REFRESHED_FIELDS = tuple(f for f in WorkloadInfo.__struct_fields__ if f not in _KEPT_ON_REFRESH)
 
@@ -358,6 +364,10 @@ class QueueManager:
             return False
         cq = self._cqs.get(lq.cluster_queue)
         old = cq.tracked(key) if cq is not None else None
+        if cq is not None and old is not None and old.info.obj is wl and self._observed(old, lq, cq):
+            # This very object was observed already (``observe_own_write``): the steps below would
+            # put an equal view in the same places (see ``_observed``).
+            return True
         info = new_workload_info(wl, self.options, old.info if old is not None else None)
         if (
             old is not None
@@ -369,6 +379,107 @@ class QueueManager:
         if cq is None:
             return False
         cq.push_or_update(info, seconds(now))
+        return True
+
+    def _observed(self, entry: PendingEntry, lq: LocalQueueState, cq: PendingClusterQueue) -> bool:
+        """Whether ``add_or_update_workload`` of ``entry.info.obj`` (already known admissible, its
+        LocalQueue ``lq`` assigned) would leave the queues as they are.
+
+        It would build ``new_workload_info(obj, previous=entry.info)``: derived from the same object,
+        its fields equal ``entry.info``'s when those are what a fresh view has (no ClusterQueue, no
+        usage, not popped: nothing the scheduler stamps), its last assignment carried over under
+        ``FlavorFungibilityPreserveScanProgress`` (same hash) and dropped without it. It would store
+        that view in ``lq`` and ``PushOrUpdate`` it: outside ``inflight``, in ``inadmissible`` the
+        unchanged object keeps it there as a new entry of generation 0, in the heap it replaces the
+        entry at the same order. Both equal the entry held when its generation is 0 already."""
+        info = entry.info
+        key = info.key
+        return (
+            entry.last_evaluated_generation == 0
+            and lq.items.get(key) is info
+            and self._assigned.get(key) == lq.key
+            and key not in cq.inflight
+            and not info.cluster_queue
+            and not info.usage
+            and info.quota_reserved_ts == 0.0
+            and not info.is_preemptor
+            and info.last_evaluated_generation == 0
+            and info.obj.status.admission is None
+            and (info.last_assignment is None or self.options.gate("FlavorFungibilityPreserveScanProgress"))
+        )
+
+    def holds_observed(self, wl: Workload) -> bool:
+        """Whether ``add_or_update_workload(wl)`` would change nothing: the queues hold a view of this
+        very object, in its LocalQueue and in its ClusterQueue's heap or inadmissible map, as that
+        call leaves it (``_observed``). ``wl`` was admissible to the queues when its view was stored
+        (every path that stores a view of an object checks it first), and that depends on nothing
+        else, so the call would pass its first check too."""
+        key = workload_key(wl)
+        lq_key = _lq_key_of(wl)
+        if self._assigned.get(key) != lq_key:
+            return False
+        lq = self._lqs.get(lq_key)
+        cq = self._cqs.get(lq.cluster_queue) if lq is not None else None
+        if cq is None:
+            return False
+        entry = cq.inadmissible.get(key) or cq.active.get(key)
+        return entry is not None and entry.info.obj is wl and self._observed(entry, lq, cq)  # type: ignore[arg-type]
+
+    def observe_own_write(self, info: WorkloadInfo, written: Workload) -> bool:
+        """``add_or_update_workload(written)`` done now for the head ``info`` the scheduler has just
+        requeued (``requeue_workload``) into ``inadmissible`` and whose pending status ``written``
+        (``transitions.set_pending`` over a ``copy_for_status`` of ``info.obj``) has just landed, for a
+        driver that routes each write back, unchanged and in order, before anything reads the queues
+        again (``KueueCore`` decides). The observation then finds that view in place (``_observed``)
+        and changes nothing. Returns False, leaving it all to the observation, outside that shape.
+
+        ``written`` shares ``info.obj``'s metadata, spec and reclaimable pods, has no admission, and
+        differs in no condition but QuotaReserved and Admitted: what a view derives from it (key,
+        priorities, order timestamp, requests, hash) equals ``info``'s, and ``PushOrUpdate`` finds it
+        unchanged for admission (generation, spec, Evicted, Requeued, gates), so the entry becomes a
+        generation-0 entry of a fresh view: ``info`` with the written object and without what the
+        scheduler stamped (ClusterQueue, preemptor, generation; the last assignment kept under
+        ``FlavorFungibilityPreserveScanProgress``, as the observation keeps it for an equal hash)."""
+        old = info.obj
+        key = info.key
+        old_status, new_status = old.status, written.status
+        if (
+            written.metadata is not old.metadata
+            or written.spec is not old.spec
+            or old_status.admission is not None
+            or new_status.admission is not None
+            or new_status.reclaimable_pods is not old_status.reclaimable_pods
+            or new_status.preemption_gates is not old_status.preemption_gates
+        ):
+            return False
+        lq = self._lqs.get(self._assigned.get(key, ""))
+        if lq is None or lq.items.get(key) is not info:
+            return False
+        cq = self._cqs.get(lq.cluster_queue)
+        entry = cq.inadmissible.get(key) if cq is not None else None
+        if entry is None or entry.info is not info or key in cq.inflight:  # type: ignore[union-attr]
+            return False
+        generation = entry.last_evaluated_generation
+        if generation != 0 and generation != old.metadata.generation:
+            return False
+        if [c for c in old_status.conditions if c.type not in _PENDING_WRITE_CONDITIONS] != [
+            c for c in new_status.conditions if c.type not in _PENDING_WRITE_CONDITIONS
+        ] or not is_admissible_to_queues(written, self.options):
+            return False
+        fresh = msgspec.structs.replace(
+            info,
+            obj=written,
+            cluster_queue="",
+            usage={},
+            quota_reserved_ts=0.0,
+            last_assignment=(
+                info.last_assignment if self.options.gate("FlavorFungibilityPreserveScanProgress") else None
+            ),
+            is_preemptor=False,
+            last_evaluated_generation=0,
+        )
+        lq.items[key] = fresh
+        cq.inadmissible[key] = PendingEntry(fresh)  # type: ignore[union-attr]
         return True
 
     def delete_workload(self, key_or_wl: str | Workload, forget: bool = False) -> None:

@@ -128,6 +128,10 @@ class Scheduler:
         self._stimulus_of: tuple[int, str] = (-1, "")
         # The preemption oracle of the cycle's snapshot, made once per snapshot.
         self._oracle: tuple[Snapshot, Oracle] | None = None
+        # Set by a store whose driver routes each write back, unchanged and in order, right after
+        # the cycle (the simulator): the queues then take a head's pending status as observed as
+        # soon as it lands (``QueueManager.observe_own_write``).
+        self.observe_own_writes = False
 
     # --- the loop body (upstream ``Scheduler.schedule``) -----------------------------------------
 
@@ -636,7 +640,7 @@ class Scheduler:
         if reason is not None:
             # ``for_workload`` truncates the note to the event limit.
             events = (Event.for_workload(wl.metadata.namespace, wl.metadata.name, WARNING, reason, e.message),)
-        self._decide(
+        landed = self._decide(
             Decision(
                 self._stimulus,
                 to_time(now),
@@ -647,6 +651,8 @@ class Scheduler:
                 events=events,
             )
         )
+        if changed and landed and self.observe_own_writes:
+            self.queues.observe_own_write(e.info, wl)
 
     # --- decisions -------------------------------------------------------------------------------------
 

@@ -22,8 +22,15 @@ from datetime import datetime
 
 import msgspec
 
-from pykueue.api.kueue import LocalQueue, Workload
-from pykueue.api.meta import LabelSelector, find_condition, is_condition_true, remove_condition, to_time
+from pykueue.api.kueue import ADMISSION_GATED_BY_ANNOTATION, STOP_NONE, LocalQueue, Workload
+from pykueue.api.meta import (
+    Condition,
+    LabelSelector,
+    find_condition,
+    is_condition_true,
+    remove_condition,
+    to_time,
+)
 from pykueue.core.events import NORMAL, WARNING, Event
 from pykueue.core.options import SchedulerOptions
 from pykueue.core.workload import transitions
@@ -106,6 +113,61 @@ def queue_view(
         bulk_bypass_reason=bulk_bypass_reason,
         admissibility_error=admissibility,
     )
+
+
+def queue_state_settled(
+    wl: Workload,
+    local_queue: LocalQueue | None,
+    facts: QueueFacts | None,
+    namespace_exists: bool,
+    options: SchedulerOptions,
+) -> bool:
+    """True only if :func:`queue_state` would decide nothing for ``wl`` with the view
+    :func:`queue_view` gives from this LocalQueue and these ClusterQueue facts, whatever the
+    namespace's labels (when it exists) and the bulk-move reason. False says nothing.
+
+    It answers for the commonest shape only: a pending Workload whose QuotaReserved=False reason is
+    one of the scheduler's own (``SCHEDULER_REASONS``) and not bypassable (so the bulk-move rule does
+    not apply), not ``Requeued=False``, active, with no queue blocker, not gated, behind a
+    ClusterQueue with an empty namespace selector (which matches every label set, so only the
+    namespace's existence and the spec's requests decide admissibility). ``pending_condition`` then
+    leaves the condition as it is (without ``UnadmittedWorkloadsObservability`` it reads only the
+    blockers), and nothing else in :func:`queue_state` applies to a pending Workload: the caller
+    need not build the view."""
+    requeued: Condition | None = None
+    reserved: Condition | None = None
+    for c in wl.status.conditions:  # the first condition of each type, as ``find_condition``
+        if c.type == "Requeued":
+            if requeued is None:
+                requeued = c
+        elif c.type == "QuotaReserved" and reserved is None:
+            reserved = c
+    if (
+        reserved is None
+        or reserved.status != "False"
+        or reserved.reason not in transitions.SCHEDULER_REASONS
+        or reserved.reason in transitions.BYPASSABLE_REASONS
+        or (requeued is not None and requeued.status == "False")
+        or not is_active(wl)
+    ):
+        return False
+    if (
+        local_queue is None
+        or local_queue.metadata.deletion_timestamp is not None
+        or local_queue.spec.stop_policy not in ("", STOP_NONE)
+        or facts is None
+        or not facts.exists
+        or not facts.active
+        or not namespace_exists
+    ):
+        return False
+    selector = facts.namespace_selector
+    if selector is None or selector.match_labels or selector.match_expressions:
+        return False
+    if options.gate("AdmissionGatedBy") and wl.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION):
+        return False
+    # Any labels give the same outcome under an empty selector.
+    return admissibility_error(wl, selector, {}) is None
 
 
 def queue_state(wl: Workload, view: transitions.QueueView, now: datetime, options: SchedulerOptions) -> Outcome:
@@ -275,5 +337,6 @@ __all__ = [
     "deactivation",
     "evict_inactive",
     "queue_state",
+    "queue_state_settled",
     "queue_view",
 ]
