@@ -1865,9 +1865,11 @@ def walk_schema(
     top-level members named in ``skip`` are left alone.
     """
     result = WalkResult()
-    schema = _resolve(schema, resolver)
-    props = schema.get("properties")
-    props = props if _is_map(props) else {}
+    # The compiled top level keeps its members' nodes (looked up once, as :func:`_walk_object`'s
+    # are); its ``props`` are the resolved schema's properties.
+    root = _compiled(schema, resolver)
+    props = root.props
+    fast = WALK_FAST_TYPES
     for key in list(obj):
         if key in ("apiVersion", "kind") or key in skip:
             continue
@@ -1876,16 +1878,18 @@ def walk_schema(
             if isinstance(value, dict):
                 _walk_metadata(value, result)
             continue
-        sub = props.get(key)
-        if sub is None:
-            if props and not schema.get("x-kubernetes-preserve-unknown-fields"):
+        if props.get(key) is None:
+            if props and not _resolve(schema, resolver).get("x-kubernetes-preserve-unknown-fields"):
                 result.unknown.append(key)
                 del obj[key]
             continue
         if value is None:
             del obj[key]
             continue
-        _walk_value(value, _compiled(sub, resolver), key, result)
+        sub = root.prop(key)
+        if fast and type(value) in _SCALARS and type(value) in sub.ok_types:
+            continue  # :func:`_fine_scalar`, inlined: an Event's members are mostly scalars
+        _walk_value(value, sub, key, result)
     result.unknown.sort()
     return result
 
