@@ -336,3 +336,40 @@ def test_unmodelled_features_are_warned_about() -> None:
         'warning: <stdin>: document 1: ResourceFlavor "on-demand": pykueue does not implement '
         "Topology Aware Scheduling: spec.topologyName is ignored" in proc.stderr
     )
+
+
+def test_a_priority_class_value_reaches_the_queue_order() -> None:
+    """A Workload whose ``spec.priority`` disagrees with its WorkloadPriorityClass gets the class's
+    value (``WorkloadPriorityClassReconciler``) and is ordered by it: the later, higher-priority
+    Workload takes the one CPU. The value was once written into the stored object in place, and
+    the queues, which recognise an object they hold by identity, kept ordering it at 0."""
+
+    def workload(name: str, created: str, extra: str) -> str:
+        return f"""apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {{namespace: default, name: {name}, creationTimestamp: "{created}"}}
+spec:
+  queueName: lq
+{extra}  podSets:
+  - name: main
+    count: 1
+    template:
+      spec:
+        containers:
+        - {{name: c, image: busybox, resources: {{requests: {{cpu: "3"}}}}}}
+"""
+
+    high = "  priority: 0\n  priorityClassRef: {group: kueue.x-k8s.io, kind: WorkloadPriorityClass, name: high}\n"
+    manifests = "---\n".join(
+        [QUEUES, workload("a-low", "2026-01-01T00:00:00Z", ""), workload("b-high", "2026-01-01T00:00:10Z", high)]
+    )
+    proc = schedule("-f", "-", "--now", NOW, "--cycles", "1", "-o", "yaml", stdin=manifests)
+    assert proc.returncode == 0, proc.stderr
+    wls = {d["metadata"]["name"]: d for d in docs(proc.stdout) if d["kind"] == "Workload"}
+    assert wls["b-high"]["spec"]["priority"] == 1000
+
+    def reserved(wl: dict[str, Any]) -> bool:
+        conditions = (wl.get("status") or {}).get("conditions") or []
+        return any(c["type"] == "QuotaReserved" and c["status"] == "True" for c in conditions)
+
+    assert (reserved(wls["a-low"]), reserved(wls["b-high"])) == (False, True)

@@ -411,6 +411,9 @@ def test_own_pending_writes_observed_as_they_land_equal_observing_them_after_the
         cluster = SimulatedCluster(sc.options(), datetime(2026, 1, 1, tzinfo=UTC))
         cluster.load(sc.objects())
         cluster.scheduler.observe_own_writes = shortcut
+        if not shortcut:  # review3: the general side takes no short-cut at all
+            cluster.queues.holds_observed = lambda wl: False  # type: ignore[method-assign]
+            cluster.queues._observed = lambda *a: False  # type: ignore[method-assign]
         clusters.append(cluster)
     taken = 0
     for i, step in enumerate([*sc.steps, Step("cycle"), Step("advance"), Step("cycle")]):
@@ -535,3 +538,54 @@ def test_queue_state_settled_only_when_queue_state_decides_nothing(inputs: tuple
     if settled:
         assert not outcome.writes, outcome.reason
 
+
+
+def _settled_shape(
+    *,
+    reason: str = "WaitingForQuota",
+    extra: list[object] | None = None,
+    selector: object = None,
+    labels: object = None,
+    bulk: str | None = None,
+) -> tuple[object, ...]:
+    """The settled shape of ``_queue_rule_inputs`` (a pending status with the scheduler's reason,
+    queues in order) with one departure."""
+    import msgspec
+
+    from pykueue.api.meta import Condition, LabelSelector
+    from pykueue.core.workload.reconcile import QueueFacts
+
+    wl = workload("a", pod_sets=[pod_set("main", 1, {"cpu": "1"})])
+    conditions = [Condition(type="QuotaReserved", status="False", reason=reason, message="m"), *(extra or [])]
+    wl = msgspec.structs.replace(wl, status=msgspec.structs.replace(wl.status, conditions=conditions))
+    facts = QueueFacts(
+        exists=True, active=True, stop_policy="None", namespace_selector=selector if selector is not None else LabelSelector()
+    )
+    gates = {"UnadmittedWorkloadsObservability": True}
+    return wl, local_queue("lq", cq="cq"), facts, True, labels if labels is not None else {}, bulk, options(gates=gates)
+
+
+def _departures() -> list[tuple[object, ...]]:
+    from pykueue.api.meta import Condition, LabelSelector, LabelSelectorRequirement
+
+    does_not_exist = LabelSelector(match_expressions=[LabelSelectorRequirement(key="team", operator="DoesNotExist")])
+    return [
+        _settled_shape(selector=does_not_exist, labels={"team": "x"}),
+        _settled_shape(reason="PendingEvaluation", bulk="WaitingForQuota"),
+        _settled_shape(extra=[Condition(type="Requeued", status="False", reason="Deactivated", message="m")]),
+        _settled_shape(extra=[Condition(type="Requeued", status="False", reason="LocalQueueStopped", message="m")]),
+    ]
+
+
+@pytest.mark.parametrize("inputs", _departures(), ids=["selector-excludes", "pending-evaluation", "deactivated", "lq-stopped"])
+def test_queue_state_settled_is_false_for_the_departures_random_draws_rarely_reach(inputs: tuple[object, ...]) -> None:
+    """Shapes the property above reaches by chance (a review's mutants of the selector, bypassable
+    reason and ``Requeued=False`` checks survived some seeds): here ``queue_state`` writes, so the
+    short-cut must not say settled."""
+    from pykueue.core.workload import reconcile
+
+    wl, lq, facts, namespace_exists, labels, bulk, opts = inputs
+    view = reconcile.queue_view(wl, lq, "cq", facts, labels, bulk)  # type: ignore[arg-type]
+    outcome = reconcile.queue_state(wl, view, datetime(2026, 1, 2, tzinfo=UTC), opts)  # type: ignore[arg-type]
+    assert outcome.writes, outcome.reason  # the departure matters: the test can fail
+    assert not reconcile.queue_state_settled(wl, lq, facts, namespace_exists, opts)  # type: ignore[arg-type]

@@ -1548,3 +1548,35 @@ def test_scale_1000_cluster_queues_100k_workloads() -> None:
     cycles = time.perf_counter() - start
     assert sum(m.pending_count(n) for n in m.cluster_queue_names()) == 100_000
     assert fill < 20 and cycles < 10, (fill, cycles)
+
+
+def test_observing_a_refreshed_but_unobserved_object_takes_the_general_path() -> None:
+    """An object the queues already hold, but stored by ``requeue_workload``'s refresh before its
+    watch event arrived (not as ``add_or_update_workload`` leaves it), is not taken as observed
+    when that event comes: the spec changed, so ``PushOrUpdate`` moves it out of
+    ``inadmissible`` into the heap (``QueueManager._observed`` must say no)."""
+    from datetime import UTC, datetime
+
+    from pykueue.core.cache.cache import Cache
+    from pykueue.core.options import SchedulerOptions
+    from pykueue.core.queue.cluster_queue import REQUEUE_REASON_GENERIC
+    from pykueue.core.state import route_workload_change
+
+    m = manager()
+    old = wl("w", cpu="4", generation=1)
+    assert m.add_or_update_workload(old, NOW)
+    (head,) = m.heads(ACTIVE)
+    new = wl("w", cpu="1", generation=2)  # the spec changed after the pop; its event comes later
+    m.requeue_workload(head, REQUEUE_REASON_GENERIC, "", NOW, new)
+    cq = m._cqs["cq"]
+    assert "default/w" in cq.inadmissible and cq.inadmissible["default/w"].info.obj is new
+    route_workload_change(
+        old,
+        new,
+        cache=Cache(),
+        queues=m,
+        issued_evictions=set(),
+        options=SchedulerOptions(),
+        now=datetime.fromtimestamp(NOW, UTC),
+    )
+    assert "default/w" in cq.active and "default/w" not in cq.inadmissible

@@ -257,7 +257,11 @@ class SimulatedCluster:
             if ref is None or ref.kind != "WorkloadPriorityClass" or ref.name not in values:
                 continue
             if wl.spec.priority != values[ref.name]:
-                wl.spec = msgspec.structs.replace(wl.spec, priority=values[ref.name])
+                # A new object, never a change in place: the queues and the cache recognise an
+                # object they already hold by identity (QueueManager's observed own writes,
+                # new_workload_info's reused base priority) and would keep the old priority.
+                wl = msgspec.structs.replace(wl, spec=msgspec.structs.replace(wl.spec, priority=values[ref.name]))
+                self.objects[key].obj = wl
                 self._replace_in_queues(wl)
 
     def _replace_in_queues(self, wl: Workload) -> None:
