@@ -310,14 +310,16 @@ def _too_deep() -> str:
     return f"exceeded max depth: objects and arrays may be nested at most {MAX_NESTING_DEPTH} deep"
 
 
-def _nesting_bound(body: bytes) -> int:
-    """An upper bound of how deep the document of a JSON text nests, from C-speed counts.
+def _nesting_bound(body: bytes, opened: int | None = None) -> int:
+    """An upper bound of how deep the document of a JSON text nests, from C-speed counts
+    (``opened``: the text's ``{`` and ``[`` when the caller has counted them).
 
     Every container on the deepest chain but the innermost holds the next, so is not empty: the
     depth is at most one more than the non-empty containers. Each ``{}``/``[]`` in the text is an
     empty container or lies in a string, whose brackets are counted among the openings too.
     """
-    opened = body.count(b"{") + body.count(b"[")
+    if opened is None:
+        opened = body.count(b"{") + body.count(b"[")
     return opened - body.count(b"{}") - body.count(b"[]") + 1
 
 
@@ -328,7 +330,7 @@ def _shallow_text(body: bytes) -> bool:
     opened = body.count(b"{") + body.count(b"[")
     if opened < MAX_NESTING_DEPTH:
         return True
-    return opened - body.count(b"{}") - body.count(b"[]") + 1 <= MAX_NESTING_DEPTH
+    return _nesting_bound(body, opened) <= MAX_NESTING_DEPTH
 
 
 def _check_depth(body: bytes | None, doc: Any, prefix: str) -> None:
