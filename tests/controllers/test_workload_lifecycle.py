@@ -290,10 +290,11 @@ def test_reserving_workload_keeps_cluster_queue_terminating(env: Env) -> None:
 def test_flavor_in_use_is_kept_until_cluster_queue_goes(env: Env) -> None:
     setup_queues(env)
     wait(lambda: "kueue.x-k8s.io/resource-in-use" in (env.get(R.RESOURCE_FLAVORS, "f", None)["metadata"].get("finalizers") or []))
-    # The controllers must have seen the ClusterQueue (its finalizer) before the flavor is deleted:
-    # flavors and ClusterQueues come through separate watches, and a flavor no known queue uses
-    # rightly goes at once.
-    wait(lambda: "kueue.x-k8s.io/resource-in-use" in (env.get(R.CLUSTER_QUEUES, "cq", None)["metadata"].get("finalizers") or []))
+    # The controllers must have seen the ClusterQueue before the flavor is deleted: flavors and
+    # ClusterQueues come through separate watches, and a flavor no known queue uses rightly goes at
+    # once. The queue's finalizer does not show that (the API's defaulting adds it on create); its
+    # Active condition does (the ClusterQueue controller writes it from its cache).
+    wait(lambda: cond(env.get(R.CLUSTER_QUEUES, "cq", None), "Active"))
     env.client.delete(R.RESOURCE_FLAVORS, "f")
     time.sleep(0.3)
     assert env.get(R.RESOURCE_FLAVORS, "f", None)["metadata"].get("deletionTimestamp")
