@@ -1,8 +1,25 @@
 """Classical preemption (upstream ``preemption.go``, ``classical/``): target search, ordering, policies,
-oracle, eviction."""
+oracle, eviction.
+
+Upstream's tables in ``pkg/scheduler/preemption/preemption_test.go`` and
+``preemption_hierarchical_test.go``, with upstream's case names as ids:
+
+- ``TestPreemption``: every case, in ``PREEMPTION_CASES`` (targets with their reason and the preemptor
+  and preemptee paths of the Preempted condition's message).
+- ``TestHierarchicalPreemptions``: every case; "preempt with hierarchical advantage" is
+  ``test_worked_example_j_hierarchical_advantage_and_message``, and "avoid queues within nominal
+  quota", "prefer to preempt evicted workloads", "respect lending limits" and "reclaim in complex
+  hierarchy" are the ``test_<name>`` functions below; the rest are in ``HIERARCHICAL_CASES``.
+- ``TestCandidatesOrdering`` (``ORDERING_CASES``), ``TestPreemptionMessage`` (its cases are unnamed)
+  and ``TestPriorityInfo``: every case.
+
+Upstream's other functions there (``TestPreemptionWhenWorkloadModifiedConcurrently``,
+``TestIssuePreemptions*``) test the API writes of ``IssuePreemptions``, not the decision.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -19,6 +36,7 @@ from builders import (
     flavor_quotas,
     info,
     options,
+    pod_set,
     resource_group,
     workload,
 )
@@ -28,12 +46,15 @@ from pykueue.api.kueue import (
     CHECK_READY,
     CHECK_RETRY,
     JOB_UID_LABEL,
+    PRIORITY_BOOST_ANNOTATION,
     AdmissionCheckState,
     ClusterQueue,
+    PodSet,
     Workload,
 )
 from pykueue.api.meta import Condition, find_condition
 from pykueue.core.cache.cache import Cache
+from pykueue.core.options import SchedulerOptions
 from pykueue.core.scheduler.flavorassigner.assignment import (
     Assignment,
     FlavorAssignment,
@@ -50,6 +71,7 @@ from pykueue.core.scheduler.preemption.common import (
     compare_candidates,
     cq_path,
     preemption_message,
+    priority_info,
     satisfies_preemption_policy,
     sort_candidates,
 )
@@ -90,16 +112,23 @@ def incoming(cpu: str | int = 1, prio: int = 0, created: float = 0, name: str = 
     )
 
 
+def multi_incoming(pod_sets: list[PodSet], prio: int = 0) -> Workload:
+    """The incoming workload with several pod sets."""
+    return workload(
+        "in", priority=prio, pod_sets=pod_sets, created=T0, uid="wl-in", labels={JOB_UID_LABEL: "job-in"}
+    )
+
+
 def make_assignment(
-    wl: WorkloadInfo, flavors: dict[str, str], modes: dict[str, Mode] | None = None
+    wl: WorkloadInfo, flavors: dict[str, str] | list[dict[str, str]], modes: dict[str, Mode] | None = None
 ) -> Assignment:
-    """An assignment of every requested resource to ``flavors`` (mode Preempt unless overridden)."""
+    """An assignment of every requested resource to ``flavors`` (mode Preempt unless overridden);
+    ``flavors`` is one mapping for every pod set or one per pod set."""
     modes = modes or {}
+    per_ps = flavors if isinstance(flavors, list) else [flavors] * len(wl.pod_sets)
     pod_sets = []
-    for ps in wl.pod_sets:
-        fas = {
-            r: FlavorAssignment(flavors[r], modes.get(r, Mode.PREEMPT), 0) for r in ps.total if r in flavors
-        }
+    for ps, fl in zip(wl.pod_sets, per_ps, strict=True):
+        fas = {r: FlavorAssignment(fl[r], modes.get(r, Mode.PREEMPT), 0) for r in ps.total if r in fl}
         pod_sets.append(PodSetAssignmentResult(ps.name, fas, dict(ps.total), ps.count))
     return Assignment(pod_sets)
 
@@ -118,7 +147,7 @@ def run_targets(
     objs: list[object],
     wl: Workload,
     cq: str,
-    flavors: dict[str, str] | None = None,
+    flavors: dict[str, str] | list[dict[str, str]] | None = None,
     modes: dict[str, Mode] | None = None,
     fair: bool = False,
 ) -> tuple[list[Target], Cache]:
@@ -171,6 +200,24 @@ def default_cqs() -> list[ClusterQueue]:
             cohort="cohort",
             preemption=_pre(within=NEVER, reclaim=ANY),
         ),
+        cluster_queue(
+            "d1",
+            flavor_quotas("default", cpu=6, memory="3Gi"),
+            cohort="cohort-no-limits",
+            preemption=_pre(within=LP, reclaim=LP),
+        ),
+        cluster_queue(
+            "d2",
+            flavor_quotas("default", cpu=6, memory="3Gi"),
+            cohort="cohort-no-limits",
+            preemption=_pre(within=NEVER, reclaim=ANY),
+        ),
+        cluster_queue(
+            "l1",
+            flavor_quotas("default", cpu=Q(6, borrowing_limit=12), memory=Q("3Gi", borrowing_limit="6Gi")),
+            cohort="legion",
+            preemption=_pre(within=LP, reclaim=LP),
+        ),
         cluster_queue("preventStarvation", flavor_quotas("default", cpu=6), preemption=_pre(within=LONEP)),
         cluster_queue(
             "a_standard",
@@ -209,7 +256,43 @@ def default_cqs() -> list[ClusterQueue]:
             cohort="cohort-lend",
             preemption=_pre(LP, LP),
         ),
+        cluster_queue(
+            "a", flavor_quotas("default", cpu=2, memory=2), cohort="cohort-three", preemption=_pre(LP, ANY)
+        ),
+        cluster_queue("b", flavor_quotas("default", cpu=2, memory=2), cohort="cohort-three"),
+        cluster_queue("c", flavor_quotas("default", cpu=2, memory=2), cohort="cohort-three"),
     ]
+
+
+def icq(name: str, path: str) -> str:
+    """A target preempted within its own ClusterQueue at ``path``."""
+    return f"{name}:{IN_CLUSTER_QUEUE}:{path}->{path}"
+
+
+def rec(name: str, preemptor: str, preemptee: str) -> str:
+    return f"{name}:{IN_COHORT_RECLAMATION}:{preemptor}->{preemptee}"
+
+
+def rwb(name: str, preemptor: str, preemptee: str) -> str:
+    return f"{name}:{IN_COHORT_RECLAIM_WHILE_BORROWING}:{preemptor}->{preemptee}"
+
+
+def got_paths(targets: list[Target]) -> set[str]:
+    """Each target as ``name:reason:preemptor path->preemptee path`` (upstream's expected
+    Preempted condition: its reason and the two paths of its message)."""
+    return {f"{t.workload.name}:{t.reason}:{t.preemptor_path}->{t.preemptee_path}" for t in targets}
+
+
+def mem_adm(name: str, cq: str, memory: str, fl: str, prio: int = 0) -> Workload:
+    """A workload holding only memory quota in ``cq`` on flavor ``fl``."""
+    return admitted(workload(name, priority=prio, requests={"memory": memory}), cq, {"memory": fl})
+
+
+SA = "/standalone"
+C1, C2 = "/cohort/c1", "/cohort/c2"
+WS = "/with_shared_cq/"
+L1, L2 = "/cohort-lend/lend1", "/cohort-lend/lend2"
+CA, CB = "/cohort-three/a", "/cohort-three/b"
 
 
 @dataclass
@@ -218,22 +301,37 @@ class Case:
     incoming: Workload
     cq: str
     want: set[str]
-    flavors: dict[str, str] = field(default_factory=lambda: {"cpu": "default"})
+    flavors: dict[str, str] | list[dict[str, str]] = field(default_factory=lambda: {"cpu": "default"})
     modes: dict[str, Mode] = field(default_factory=dict)
+    objs: list[object] | None = None
+    """Replaces upstream's ``defaultClusterQueues`` when set (with its cohorts)."""
 
 
+def _three(cpu_mem: bool, specs: list[tuple[str, str, int]]) -> list[Workload]:
+    """Workloads of 1 cpu (and 1 byte of memory with ``cpu_mem``) in the ``cohort-three`` CQs."""
+    if cpu_mem:
+        return [adm(name, cq, 1, prio, memory="1") for name, cq, prio in specs]
+    return [adm(name, cq, 1, prio) for name, cq, prio in specs]
+
+
+_EXHAUSTED = [("a1", "a", -2), ("a2", "a", -2), ("a3", "a", -1), ("b1", "b", 0), ("b2", "b", 0), ("b3", "b", 0)]
+_CPU_MEM = {"cpu": "default", "memory": "default"}
+
+# Upstream ``TestPreemption`` (pkg/scheduler/preemption/preemption_test.go), every case. Upstream
+# checks the workloads after ``IssuePreemptions``; here the targets of ``GetTargets`` with the
+# reason and the two paths of the Preempted condition's message.
 PREEMPTION_CASES: dict[str, Case] = {
     "preempt lowest priority": Case(
         [adm("low", "standalone", 2, -1), adm("mid", "standalone", 2, 0), adm("high", "standalone", 2, 1)],
         incoming(2, 1),
         "standalone",
-        {"low:InClusterQueue"},
+        {icq("low", SA)},
     ),
     "preempt multiple": Case(
         [adm("low", "standalone", 2, -1), adm("mid", "standalone", 2, 0), adm("high", "standalone", 2, 1)],
         incoming(3, 1),
         "standalone",
-        {"low:InClusterQueue", "mid:InClusterQueue"},
+        {icq("low", SA), icq("mid", SA)},
     ),
     "no preemption for low priority": Case(
         [adm("low", "standalone", 3, -1), adm("mid", "standalone", 3, 0)],
@@ -247,27 +345,27 @@ PREEMPTION_CASES: dict[str, Case] = {
         "standalone",
         set(),
     ),
+    "some free quota, preempt low priority": Case(
+        [adm("low", "standalone", 1, -1), adm("mid", "standalone", 1, 0), adm("high", "standalone", 3, 1)],
+        incoming(2, 1),
+        "standalone",
+        {icq("low", SA)},
+    ),
     "minimal set excludes low priority": Case(
         [adm("low", "standalone", 1, -1), adm("mid", "standalone", 2, 0), adm("high", "standalone", 3, 1)],
         incoming(2, 1),
         "standalone",
-        {"mid:InClusterQueue"},
+        {icq("mid", SA)},
     ),
     "only preempt workloads using the chosen flavor": Case(
         [
-            admitted(
-                workload("low", priority=-1, requests={"memory": "2Gi"}), "standalone", {"memory": "alpha"}
-            ),
-            admitted(
-                workload("mid", priority=0, requests={"memory": "1Gi"}), "standalone", {"memory": "beta"}
-            ),
-            admitted(
-                workload("high", priority=1, requests={"memory": "1Gi"}), "standalone", {"memory": "beta"}
-            ),
+            mem_adm("low", "standalone", "2Gi", "alpha", -1),
+            mem_adm("mid", "standalone", "1Gi", "beta", 0),
+            mem_adm("high", "standalone", "1Gi", "beta", 1),
         ],
         incoming(1, 1, memory="2Gi"),
         "standalone",
-        {"mid:InClusterQueue"},
+        {icq("mid", SA)},
         flavors={"cpu": "default", "memory": "beta"},
         modes={"cpu": Mode.FIT},
     ),
@@ -275,7 +373,15 @@ PREEMPTION_CASES: dict[str, Case] = {
         [adm("c1-low", "c1", 3, -1), adm("c2-mid", "c2", 3, 0), adm("c2-high", "c2", 6, 1)],
         incoming(3, 1),
         "c1",
-        {"c2-mid:InCohortReclamation"},
+        {rec("c2-mid", C1, C2)},
+    ),
+    "reclaim quota if workload requests 0 resources for a resource at nominal quota": Case(
+        [adm("c1-low", "c1", 3, -1, memory="3Gi"), adm("c2-mid", "c2", 3, 0), adm("c2-high", "c2", 6, 1)],
+        incoming(3, 1, memory="0"),
+        "c1",
+        {rec("c2-mid", C1, C2)},
+        flavors=_CPU_MEM,
+        modes={"memory": Mode.FIT},
     ),
     "no workloads borrowing": Case(
         [adm("c1-high", "c1", 4, 1), adm("c2-low-1", "c2", 4, -1)],
@@ -289,17 +395,78 @@ PREEMPTION_CASES: dict[str, Case] = {
         "c1",
         set(),
     ),
+    "preempting locally and borrowing other resources in cohort, without cohort candidates": Case(
+        [adm("c1-low", "c1", 4, -1), adm("c2-low-1", "c2", 4, -1), adm("c2-high-2", "c2", 4, 1)],
+        incoming(4, 1, memory="5Gi"),
+        "c1",
+        {icq("c1-low", C1)},
+        flavors=_CPU_MEM,
+    ),
     "preempting locally and borrowing same resource in cohort": Case(
         [adm("c1-med", "c1", 4, 0), adm("c1-low", "c1", 4, -1), adm("c2-low-1", "c2", 4, -1)],
         incoming(4, 1),
         "c1",
-        {"c1-low:InClusterQueue"},
+        {icq("c1-low", C1)},
+    ),
+    "preempting locally and borrowing same resource in cohort; no borrowing limit in the cohort": Case(
+        [adm("d1-med", "d1", 4, 0), adm("d1-low", "d1", 4, -1), adm("d2-low-1", "d2", 4, -1)],
+        incoming(4, 1),
+        "d1",
+        {icq("d1-low", "/cohort-no-limits/d1")},
+    ),
+    "preempting locally and borrowing other resources in cohort, with cohort candidates": Case(
+        [
+            adm("c1-med", "c1", 4, 0),
+            adm("c2-low-1", "c2", 5, -1),
+            adm("c2-low-2", "c2", 1, -1),
+            adm("c2-low-3", "c2", 1, -1),
+        ],
+        incoming(2, 1, memory="5Gi"),
+        "c1",
+        {icq("c1-med", C1)},
+        flavors=_CPU_MEM,
+    ),
+    "preempting locally and not borrowing same resource in 1-queue cohort": Case(
+        [adm("l1-med", "l1", 4, 0), adm("l1-low", "l1", 2, -1)],
+        incoming(4, 1),
+        "l1",
+        {icq("l1-med", "/legion/l1")},
     ),
     "do not reclaim borrowed quota from same priority for withinCohort=ReclaimFromLowerPriority": Case(
         [adm("c1", "c1", 2, 0), adm("c2-1", "c2", 4, 0), adm("c2-2", "c2", 4, 0)],
         incoming(4, 0),
         "c1",
         set(),
+    ),
+    "reclaim borrowed quota from same priority for withinCohort=ReclaimFromAny": Case(
+        [adm("c1-1", "c1", 4, 0), adm("c1-2", "c1", 4, 1), adm("c2", "c2", 2, 0)],
+        incoming(4, 0),
+        "c2",
+        {rec("c1-1", C2, C1)},
+    ),
+    "preempt from all ClusterQueues in cohort": Case(
+        [
+            adm("c1-low", "c1", 3, -1),
+            adm("c1-mid", "c1", 2, 0),
+            adm("c2-low", "c2", 3, -1),
+            adm("c2-mid", "c2", 4, 0),
+        ],
+        incoming(4, 0),
+        "c1",
+        {icq("c1-low", C1), rec("c2-low", C1, C2)},
+    ),
+    "can't preempt workloads in ClusterQueue for withinClusterQueue=Never": Case(
+        [adm("c2-low", "c2", 3, -1)],
+        incoming(4, 1),
+        "c2",
+        set(),
+    ),
+    "each podset preempts a different flavor": Case(
+        [mem_adm("low-alpha", "standalone", "2Gi", "alpha", -1), mem_adm("low-beta", "standalone", "2Gi", "beta", -1)],
+        multi_incoming([pod_set("launcher", 1, {"memory": "2Gi"}), pod_set("workers", 2, {"memory": "1Gi"})]),
+        "standalone",
+        {icq("low-alpha", SA), icq("low-beta", SA)},
+        flavors=[{"memory": "alpha"}, {"memory": "beta"}],
     ),
     "preempt newer workloads with the same priority": Case(
         [
@@ -309,13 +476,13 @@ PREEMPTION_CASES: dict[str, Case] = {
         ],
         incoming(2, 1, created=-15),
         "preventStarvation",
-        {"wl2:InClusterQueue"},
+        {icq("wl2", "/preventStarvation")},
     ),
     "use BorrowWithinCohort; allow preempting a lower-priority workload from another ClusterQueue while borrowing": Case(
         [adm("a_best_effort_low", "a_best_effort", 10, -1), adm("b_best_effort_low", "b_best_effort", 1, -1)],
         incoming(10, 0),
         "a_standard",
-        {"a_best_effort_low:InCohortReclaimWhileBorrowing"},
+        {rwb("a_best_effort_low", WS + "a_standard", WS + "a_best_effort")},
     ),
     "use BorrowWithinCohort; don't allow preempting a lower-priority workload with priority above MaxPriorityThreshold, if borrowing is required even after the preemption": Case(
         [adm("b_standard", "b_standard", 10, 1)],
@@ -327,7 +494,24 @@ PREEMPTION_CASES: dict[str, Case] = {
         [adm("b_standard", "b_standard", 13, 1)],
         incoming(1, 2),
         "a_standard",
-        {"b_standard:InCohortReclamation"},
+        {rec("b_standard", WS + "a_standard", WS + "b_standard")},
+    ),
+    "use BorrowWithinCohort; don't allow for preemption of lower-priority workload from the same ClusterQueue": Case(
+        [adm("a_standard", "a_standard", 13, 1)],
+        incoming(1, 2),
+        "a_standard",
+        set(),
+    ),
+    "use BorrowWithinCohort; only preempt from CQ if no workloads below threshold and already above nominal": Case(
+        [
+            adm("a_standard_1", "a_standard", 10, 1),
+            adm("a_standard_2", "a_standard", 1, 1),
+            adm("b_standard_1", "b_standard", 1, 1),
+            adm("b_standard_2", "b_standard", 1, 2),
+        ],
+        incoming(1, 3),
+        "b_standard",
+        {icq("b_standard_1", WS + "b_standard")},
     ),
     "use BorrowWithinCohort; preempt from CQ and from other CQs with workloads below threshold": Case(
         [
@@ -338,13 +522,13 @@ PREEMPTION_CASES: dict[str, Case] = {
         ],
         incoming(2, 2),
         "b_standard",
-        {"b_standard_mid:InClusterQueue", "a_best_effort_lower:InCohortReclaimWhileBorrowing"},
+        {icq("b_standard_mid", WS + "b_standard"), rwb("a_best_effort_lower", WS + "b_standard", WS + "a_best_effort")},
     ),
     "reclaim quota from lender": Case(
         [adm("lend1-low", "lend1", 3, -1), adm("lend2-mid", "lend2", 3, 0), adm("lend2-high", "lend2", 4, 1)],
         incoming(3, 1),
         "lend1",
-        {"lend2-mid:InCohortReclamation"},
+        {rec("lend2-mid", L1, L2)},
     ),
     "preempt from all ClusterQueues in cohort-lend": Case(
         [
@@ -355,7 +539,7 @@ PREEMPTION_CASES: dict[str, Case] = {
         ],
         incoming(4, 0),
         "lend1",
-        {"lend1-low:InClusterQueue", "lend2-low:InCohortReclamation"},
+        {icq("lend1-low", L1), rec("lend2-low", L1, L2)},
     ),
     "cannot preempt from other ClusterQueues if exceeds requestable quota including lending limit": Case(
         [adm("lend2-low", "lend2", 10, -1)],
@@ -363,16 +547,56 @@ PREEMPTION_CASES: dict[str, Case] = {
         "lend1",
         set(),
     ),
+    "preemptions from cq when target queue is exhausted for the single requested resource": Case(
+        _three(False, _EXHAUSTED),
+        incoming(2, 0),
+        "a",
+        {icq("a1", CA), icq("a2", CA)},
+    ),
+    "preemptions from cq when target queue is exhausted for two requested resources": Case(
+        _three(True, _EXHAUSTED),
+        incoming(2, 0, memory="2"),
+        "a",
+        {icq("a1", CA), icq("a2", CA)},
+        flavors=_CPU_MEM,
+    ),
+    "preemptions from cq when target queue is exhausted for one requested resource, but not the other": Case(
+        _three(False, _EXHAUSTED),
+        incoming(2, 0, memory="2"),
+        "a",
+        {icq("a1", CA), icq("a2", CA)},
+        flavors=_CPU_MEM,
+    ),
+    "allow preemption from other cluster queues if target cq is not exhausted for the requested resource": Case(
+        _three(
+            False,
+            [("a1", "a", -1), ("b1", "b", 0), ("b2", "b", 0), ("b3", "b", 0), ("b4", "b", 0), ("b5", "b", -1)],
+        ),
+        incoming(2, 0),
+        "a",
+        {icq("a1", CA), rec("b5", CA, CB)},
+    ),
+    "long range preemption": Case(
+        [adm("to-be-preempted", "cq-right", 5, 0)],
+        incoming(8, 0),
+        "cq-left",
+        {rec("to-be-preempted", "/root/cohort-left/cq-left", "/root/cohort-right/cq-right")},
+        objs=[
+            cluster_queue("cq-left", flavor_quotas("default", cpu=10), cohort="cohort-left", preemption=_pre(reclaim=ANY)),
+            cluster_queue("cq-right", flavor_quotas("default", cpu=0), cohort="cohort-right"),
+            cohort("cohort-left", parent="root"),
+            cohort("cohort-right", parent="root"),
+        ],
+    ),
 }
 
 
 @pytest.mark.parametrize("name", list(PREEMPTION_CASES))
 def test_preemption(name: str) -> None:
     case = PREEMPTION_CASES[name]
-    targets, _ = run_targets(
-        [*default_cqs(), *case.admitted], case.incoming, case.cq, case.flavors, case.modes
-    )
-    assert got(targets) == case.want
+    cqs = default_cqs() if case.objs is None else case.objs
+    targets, _ = run_targets([*cqs, *case.admitted], case.incoming, case.cq, case.flavors, case.modes)
+    assert got_paths(targets) == case.want
 
 
 # --- worked examples H, I, J -----------------------------------------------------------------------
@@ -447,6 +671,176 @@ def test_worked_example_j_hierarchical_advantage_and_message() -> None:
 
 
 # --- hierarchical cases (upstream TestHierarchicalPreemptions) -------------------------------------
+
+_HPRE = _pre(within=LP, reclaim=ANY)
+_HPRE_BWC = _pre(LP, ANY, bwc=LP, threshold=0)
+
+
+def _hcq(name: str, parent: str, pre: dict[str, object] | None = None, cpu: int | None = None) -> ClusterQueue:
+    """A ClusterQueue of upstream's hierarchical cases: flavor ``default`` (no quota unless ``cpu``)."""
+    quotas = flavor_quotas("default") if cpu is None else flavor_quotas("default", cpu=cpu)
+    return cluster_queue(name, quotas, cohort=parent, preemption=pre or _HPRE)
+
+
+def _r_c(c_cpu: int, r_cpu: int | None = None) -> list[object]:
+    """Root cohort ``r`` (quota ``r_cpu`` if given) and its child ``c`` with ``c_cpu``."""
+    r = cohort("r") if r_cpu is None else cohort("r", flavor_quotas("default", cpu=r_cpu))
+    return [r, cohort("c", flavor_quotas("default", cpu=c_cpu), parent="r")]
+
+
+def _with_usage(wl: Workload, **usage: str) -> Workload:
+    """``wl`` whose admission charges ``usage`` instead of its requests."""
+    assert wl.status.admission is not None
+    wl.status.admission.pod_set_assignments[0].resource_usage.update(usage)
+    return wl
+
+
+Q_PATH, QB_PATH, QS_PATH = "/r/c/q", "/r/q_borrowing", "/r/c/q_same_cohort"
+
+
+@dataclass
+class HCase:
+    objs: list[object]
+    incoming: Workload
+    want: set[str]
+    flavors: dict[str, str] = field(default_factory=lambda: {"cpu": "default"})
+
+
+HIERARCHICAL_CASES: dict[str, HCase] = {
+    "preempt multiple with hierarchical advantage": HCase(
+        [
+            *_r_c(2),
+            _hcq("q", "c"),
+            _hcq("q_borrowing", "r"),
+            adm("admitted1", "q_borrowing", 1, 1),
+            adm("admitted2", "q_borrowing", 1, 2),
+        ],
+        incoming(2, 0),
+        {rec("admitted1", Q_PATH, QB_PATH), rec("admitted2", Q_PATH, QB_PATH)},
+    ),
+    "preempt in cohort and own CQ": HCase(
+        [
+            *_r_c(3),
+            _hcq("q", "c", _HPRE_BWC),
+            _hcq("q_same_cohort", "c"),
+            adm("admitted_not_preemptible", "q_same_cohort", 1, 1),
+            _with_usage(adm("admitted_preemptible", "q_same_cohort", 1, 0), cpu="2"),
+            adm("admitted_own_queue", "q", 1, -1),
+        ],
+        incoming(2, 1),
+        {icq("admitted_own_queue", Q_PATH), rwb("admitted_preemptible", Q_PATH, QS_PATH)},
+    ),
+    "prefer to preempt hierarchical candidate": HCase(
+        [
+            *_r_c(2),
+            _hcq("q", "c"),
+            _hcq("q_borrowing", "r"),
+            adm("admitted_borrowing", "q_borrowing", 1, 1),
+            adm("admitted_same_queue", "q", 1, -2),
+        ],
+        incoming(1, 0),
+        {rec("admitted_borrowing", Q_PATH, QB_PATH)},
+    ),
+    "forced to preempt priority candidate": HCase(
+        [
+            *_r_c(2),
+            _hcq("q", "c", _HPRE_BWC),
+            _hcq("q_nominal", "r", cpu=2),
+            _hcq("q_same_cohort", "c"),
+            adm("admitted_nominal", "q_nominal", 2, -10),
+            adm("admitted_same_cohort", "q_same_cohort", 2, -1),
+        ],
+        incoming(2, 0),
+        {rwb("admitted_same_cohort", Q_PATH, QS_PATH)},
+    ),
+    "incoming workload fits in CQ nominal quota": HCase(
+        [
+            *_r_c(2),
+            _hcq("q", "c", cpu=4),
+            _hcq("q_borrowing", "r"),
+            _hcq("q_same_cohort", "c"),
+            adm("admitted_borrowing", "q_borrowing", 3, 10),
+            adm("admitted_same_cohort", "q_same_cohort", 3, 10),
+        ],
+        incoming(4, 0),
+        {rec("admitted_borrowing", Q_PATH, QB_PATH), rec("admitted_same_cohort", Q_PATH, QS_PATH)},
+    ),
+    "preempt hierarchical and priority candidates": HCase(
+        [
+            *_r_c(4, r_cpu=1),
+            _hcq("q", "c", _pre(LP, LP, bwc=LP, threshold=0)),
+            _hcq("q_borrowing", "r"),
+            _hcq("q_same_cohort", "c"),
+            adm("admitted_borrowing", "q_borrowing", 2, -1),
+            adm("admitted_same_cohort_preemptible", "q_same_cohort", 1, -1),
+            adm("admitted_borrowing_not_preemptible", "q_borrowing", 2, 1),
+        ],
+        incoming(3, 0),
+        {rec("admitted_borrowing", Q_PATH, QB_PATH), rwb("admitted_same_cohort_preemptible", Q_PATH, QS_PATH)},
+    ),
+    "preempt hierarchical candidates and inside CQ": HCase(
+        [
+            *_r_c(4, r_cpu=1),
+            _hcq("q", "c", _pre(LP, LP, bwc=LP, threshold=0)),
+            _hcq("q_borrowing", "r"),
+            _hcq("q_same_cohort", "c"),
+            adm("admitted_borrowing", "q_borrowing", 2, -1),
+            adm("admitted_same_queue_preemptible", "q", 1, -1),
+            adm("admitted_borrowing_not_preemptible", "q_borrowing", 2, 1),
+        ],
+        incoming(3, 0),
+        {rec("admitted_borrowing", Q_PATH, QB_PATH), icq("admitted_same_queue_preemptible", Q_PATH)},
+    ),
+    "reclaim nominal quota from lowest priority workload, excluding non-borrowing": HCase(
+        [
+            *_r_c(3),
+            _hcq("q", "c"),
+            _hcq("q_borrowing", "r"),
+            _hcq("q_nominal", "r", cpu=2),
+            adm("admitted_borrowing_prio_8", "q_borrowing", 1, 8),
+            adm("admitted_borrowing_prio_9", "q_borrowing", 1, 9),
+            adm("admitted_borrowing_prio_10", "q_borrowing", 1, 9),
+            adm("admitted_nominal", "q_nominal", 2, -2),
+        ],
+        incoming(1, 0),
+        {rec("admitted_borrowing_prio_8", Q_PATH, QB_PATH)},
+    ),
+    "infeasible preemption all available workloads in pruned subtrees": HCase(
+        [
+            *_r_c(2),
+            cohort("c_other", flavor_quotas("default", cpu=2), parent="r"),
+            _hcq("q_other", "c_other"),
+            _hcq("q", "c"),
+            _hcq("q_same_cohort", "c"),
+            adm("admitted_other_1", "q_other", 1, -10),
+            adm("admitted_other_2", "q_other", 1, -10),
+            adm("admitted_same_cohort", "q_same_cohort", 2, 0),
+        ],
+        incoming(2, 0),
+        set(),
+    ),
+    "hiearchical preemption with multiple resources": HCase(
+        [
+            cohort("r", flavor_quotas("default", cpu=3)),
+            cohort("c", flavor_quotas("default", cpu=4, memory="4Gi"), parent="r"),
+            _hcq("q", "c"),
+            _hcq("q_borrowing", "r"),
+            _hcq("q_same_cohort", "c"),
+            adm("admitted_borrowing", "q_borrowing", 3, 0, memory="1Gi"),
+            adm("admitted_same_cohort", "q_same_cohort", 1, -2, memory="3Gi"),
+        ],
+        incoming(2, -2, memory="1Gi"),
+        {rec("admitted_borrowing", Q_PATH, QB_PATH)},
+        flavors={"cpu": "default", "memory": "default"},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(HIERARCHICAL_CASES))
+def test_hierarchical_preemptions(name: str) -> None:
+    case = HIERARCHICAL_CASES[name]
+    targets, _ = run_targets(case.objs, case.incoming, "q", case.flavors)
+    assert got_paths(targets) == case.want
 
 
 def test_avoid_queues_within_nominal_quota() -> None:
@@ -564,6 +958,100 @@ def test_candidates_ordering_admission_fair_sharing_hook() -> None:
     now = at(0).timestamp()
     assert compare_candidates(low, mid, "preemptor", now) < 0
     assert compare_candidates(low, mid, "preemptor", now, lambda w: usage[w.local_queue]) > 0
+
+
+# Upstream ``TestCandidatesOrdering`` (preemption_test.go): sorting with ``CandidatesOrdering`` for a
+# preemptor in ClusterQueue "preemptor" at time 0.
+
+_BOOST_ON = options(gates={"PriorityBoost": True})
+
+
+def _cand(
+    name: str,
+    prio: int = 0,
+    when: float = 0,
+    cq: str = "preemptor",
+    *,
+    boost: str | None = None,
+    queue: str = "lq",
+    opts: SchedulerOptions | None = None,
+) -> WorkloadInfo:
+    """A candidate reserved in ``cq`` at ``when`` (``ReserveQuotaAt``), optionally boosted."""
+    annotations = {PRIORITY_BOOST_ANNOTATION: boost} if boost is not None else None
+    wl = workload(name, priority=prio, queue=queue, annotations=annotations)
+    return info(admitted(wl, cq, {"cpu": "default"}, at_time=at(when)), opts)
+
+
+def _evicted_unreserved(name: str) -> WorkloadInfo:
+    wl = workload(name, priority=None)
+    wl.status.conditions.append(
+        Condition(type="Evicted", status="True", reason="", message="", last_transition_time=at(0))
+    )
+    return info(wl)
+
+
+_LQ_USAGE = {"low_usage_lq": 0.1, "mid_usage_lq": 0.5, "high_usage_lq_different_cq": 1.0}
+
+
+def _afs_cands() -> dict[str, WorkloadInfo]:
+    return {
+        "low": _cand("low_lq_usage", 1, queue="low_usage_lq"),
+        "mid": _cand("mid_lq_usage", 10, queue="mid_usage_lq"),
+        "high_dif_cq": _cand("high_lq_usage_different_cq", 1, cq="different_cq", queue="high_usage_lq_different_cq"),
+    }
+
+
+ORDERING_CASES: dict[str, tuple[Callable[[], list[WorkloadInfo]], list[str], bool]] = {
+    "workloads sorted by priority": (lambda: [_cand("high", 10), _cand("low", -10)], ["low", "high"], False),
+    "workloads sorted by effective priority with boost": (
+        lambda: [_cand("high-boost", 10, boost="100", opts=_BOOST_ON), _cand("low-boost", 10, boost="5", opts=_BOOST_ON)],
+        ["low-boost", "high-boost"],
+        False,
+    ),
+    "workload missing priority boost defaults to zero": (
+        lambda: [_cand("missing-boost", 10, opts=_BOOST_ON), _cand("has-boost", 10, boost="5", opts=_BOOST_ON)],
+        ["missing-boost", "has-boost"],
+        False,
+    ),
+    "invalid priority boost defaults to zero": (
+        lambda: [
+            _cand("invalid-boost", 10, boost="invalid", opts=_BOOST_ON),
+            _cand("valid-boost", 10, boost="5", opts=_BOOST_ON),
+        ],
+        ["invalid-boost", "valid-boost"],
+        False,
+    ),
+    "evicted workload first": (lambda: [_cand("other", 10), _evicted_unreserved("evicted")], ["evicted", "other"], False),
+    "workload from different CQ first": (
+        lambda: [_cand("preemptorCq", 10), _cand("other", 10, cq="other")],
+        ["other", "preemptorCq"],
+        False,
+    ),
+    "old workloads last": (
+        lambda: [_cand("older", when=-1), _cand("younger", when=1), _cand("current")],
+        ["younger", "current", "older"],
+        False,
+    ),
+    "workloads with higher LQ usage first": (
+        lambda: [_afs_cands()["low"], _afs_cands()["mid"]],
+        ["mid_lq_usage", "low_lq_usage"],
+        True,
+    ),
+    "workloads from different CQ are sorted based on priority and timestamp": (
+        lambda: [_afs_cands()["mid"], _afs_cands()["high_dif_cq"]],
+        ["high_lq_usage_different_cq", "mid_lq_usage"],
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(ORDERING_CASES))
+def test_candidates_ordering_upstream(name: str) -> None:
+    build_candidates, want, afs = ORDERING_CASES[name]
+    candidates = build_candidates()
+    lq_usage = (lambda w: _LQ_USAGE.get(w.local_queue.removeprefix("default/"))) if afs else None
+    sort_candidates(candidates, "preemptor", at(0).timestamp(), lq_usage)
+    assert [c.name for c in candidates] == want
 
 
 @pytest.mark.parametrize(
@@ -726,6 +1214,84 @@ def test_preemption_message_unknowns() -> None:
         "Preempted to accommodate a workload (UID: UNKNOWN, JobUID: UNKNOWN) due to prioritization in the "
         "ClusterQueue; preemptor path: UNKNOWN; preemptee path: UNKNOWN"
     )
+
+
+def _message_preemptor(uid: str = "", job_uid: str | None = None) -> WorkloadInfo:
+    """An info of a workload with only ``uid`` and the job-uid label set, like upstream's bare
+    ``kueue.Workload`` literals."""
+    wl = workload("x", uid="placeholder", labels={JOB_UID_LABEL: job_uid} if job_uid else None)
+    wl.metadata.uid = uid
+    p = info(wl)
+    p.uid = uid
+    return p
+
+
+@pytest.mark.parametrize(
+    ("uid", "job_uid", "reason", "paths", "want"),
+    [
+        pytest.param(
+            "", None, "", ("", ""),
+            "Preempted to accommodate a workload (UID: UNKNOWN, JobUID: UNKNOWN) due to UNKNOWN; "
+            "preemptor path: UNKNOWN; preemptee path: UNKNOWN",
+            id="empty workload",
+        ),
+        pytest.param(
+            "uid", None, "", ("", ""),
+            "Preempted to accommodate a workload (UID: uid, JobUID: UNKNOWN) due to UNKNOWN; "
+            "preemptor path: UNKNOWN; preemptee path: UNKNOWN",
+            id="uid only",
+        ),
+        pytest.param(
+            "uid", "juid", "", ("", ""),
+            "Preempted to accommodate a workload (UID: uid, JobUID: juid) due to UNKNOWN; "
+            "preemptor path: UNKNOWN; preemptee path: UNKNOWN",
+            id="uid and job uid",
+        ),
+        pytest.param(
+            "uid", "juid", IN_CLUSTER_QUEUE, ("/a", "/b"),
+            "Preempted to accommodate a workload (UID: uid, JobUID: juid) due to prioritization in the "
+            "ClusterQueue; preemptor path: /a; preemptee path: /b",
+            id="uid, job uid, reason and paths",
+        ),
+    ],
+)
+def test_preemption_message_upstream(
+    uid: str, job_uid: str | None, reason: str, paths: tuple[str, str], want: str
+) -> None:
+    """Upstream ``TestPreemptionMessage`` (its cases are unnamed; ids describe them)."""
+    assert preemption_message(_message_preemptor(uid, job_uid), reason, *paths) == want
+
+
+_INT32_MAX = 2**31 - 1
+
+
+@pytest.mark.parametrize(
+    ("priority", "boost", "gate", "want"),
+    [
+        pytest.param(None, None, True, "0 (base: 0, boost: 0)", id="empty workload"),
+        pytest.param(100, None, True, "100 (base: 100, boost: 0)", id="workload with priority only"),
+        pytest.param(200, "50", True, "250 (base: 200, boost: 50)", id="workload with priority and positive boost"),
+        pytest.param(100, "-30", True, "70 (base: 100, boost: -30)", id="workload with priority and negative boost"),
+        pytest.param(
+            100, "not-a-number", True, "100 (base: 100, boost: 0)",
+            id="workload with invalid boost annotation falls back to zero",
+        ),
+        pytest.param(
+            _INT32_MAX, "1", True, f"{_INT32_MAX + 1} (base: {_INT32_MAX}, boost: 1)",
+            id="workload with effective priority above int32 max",
+        ),
+        pytest.param(100, "50", False, "100 (base: 100, boost: 0)", id="feature disabled: boost annotation ignored"),
+        # Not upstream cases: values Python's ``int`` accepts but ``strconv.ParseInt(v, 10, 32)`` rejects.
+        pytest.param(100, " 5", True, "100 (base: 100, boost: 0)", id="pykueue: boost with a space falls back to zero"),
+        pytest.param(100, "1_0", True, "100 (base: 100, boost: 0)", id="pykueue: boost with an underscore falls back to zero"),
+        pytest.param(100, "2147483648", True, "100 (base: 100, boost: 0)", id="pykueue: boost out of int32 range falls back to zero"),
+    ],
+)
+def test_priority_info(priority: int | None, boost: str | None, gate: bool, want: str) -> None:
+    """Upstream ``TestPriorityInfo``: the ``<effective> (base: <base>, boost: <boost>)`` of the events."""
+    annotations = {PRIORITY_BOOST_ANNOTATION: boost} if boost is not None else None
+    wl = workload("w", priority=priority, annotations=annotations)
+    assert priority_info(info(wl, options(gates={"PriorityBoost": gate}))) == want
 
 
 def test_cq_without_cohort_path() -> None:

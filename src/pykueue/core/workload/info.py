@@ -22,6 +22,7 @@ from pykueue.api.kueue import (
 )
 from pykueue.api.meta import EPOCH, Condition
 from pykueue.api.quantity import sat_add, sat_mul
+from pykueue.api.strconv import INT32, parse_int
 from pykueue.core.options import SchedulerOptions
 from pykueue.core.quota.tree import FlavorResource
 from pykueue.core.workload.admissibility import spec_pod_requests
@@ -127,12 +128,10 @@ def priority_parts(wl: Workload, options: SchedulerOptions) -> tuple[int, int]:
     if options.gate("PriorityBoost"):
         raw = wl.metadata.annotations.get(PRIORITY_BOOST_ANNOTATION)
         if raw:
-            try:
-                boost = int(raw)
-            except ValueError:
-                boost = 0
-            if not -(2**31) <= boost < 2**31:
-                boost = 0
+            # ``priority.PriorityBoost``: ``strconv.ParseInt(value, 10, 32)``; on error
+            # ``EffectivePriority`` falls back to the base priority (Python's ``int`` would accept
+            # spaces, underscores and non-ASCII digits).
+            boost = parse_int(raw, INT32, "ParseInt")[0] or 0
     return base, boost
 
 
