@@ -1,30 +1,39 @@
-"""Upstream ``TestAssignFlavors`` (``pkg/scheduler/flavorassigner/flavorassigner_test.go``), every
-field of its expected ``Assignment``, with ``UnadmittedWorkloadsObservability`` on and off.
+"""Upstream ``pkg/scheduler/flavorassigner/flavorassigner_test.go``: whole assignments.
 
-The inputs are the cases of ``test_flavor_assignment.CASES`` (ported earlier, some under a shortened
-name: ``UPSTREAM_NAME`` maps them). ``WANT`` holds, per upstream case name, what upstream's
-``FlavorAssigner.Assign`` returns for it at the revision we follow: representative mode, per pod set
-the flavors (name, mode, ``TriedFlavorIdx``), the status reasons (sorted, as ``Status.Message``
-prints them), count, requests (``Quantity.String``), the flavor assignment attempts (mode,
-borrowing, preemption possibility, reasons, NoFit reason), the usage, the borrowing level, the
-NoFit reason and ``Assignment.Message()``. They were read off upstream's run of its own table
-(where its expected value lists fewer attempts than it computes, ``flexAssertConsidered`` lets the
-winning flavor stand alone; ``WANT`` has what upstream computes). With the gate off, upstream
-leaves every NoFit reason empty and the rest is the same.
+The inputs are those of ``test_flavor_assignment`` (``CASES`` for ``TestAssignFlavors``, some under
+a shortened name that ``UPSTREAM_NAME`` maps; the ``*_TABLE`` rows and ``*_case`` builders for the
+other tables). The ``WANT*`` tables hold, per upstream case name, what upstream's
+``FlavorAssigner.Assign`` returns at the revision we follow: representative mode; per pod set the
+flavors (name, mode, ``TriedFlavorIdx``), the status reasons (sorted, as ``Status.Message`` prints
+them), the error, count, requests (``Quantity.String``) and the flavor assignment attempts (mode,
+borrowing, preemption possibility, reasons, NoFit reason); the usage, the borrowing level, the
+NoFit reason and ``Assignment.Message()``. They were read off upstream's run of its own tables:
+where an upstream expectation lists more attempts than it computes (``flexAssertConsidered`` lets
+a fitting flavor stand alone), or checks only part of the result (the flavor names, the NoFit
+reasons), ``WANT*`` has everything upstream computes. With ``UnadmittedWorkloadsObservability``
+off upstream leaves every NoFit reason empty and the rest is the same.
+
+``TestIsPreferred`` is in ``test_flavor_assignment`` (all its cases); ``TestAssignment_RequiresBorrowing``
+is at the end of this file.
 
 Not ported (features pykueue does not implement):
-- "multiple flavors, leader worker set, leader and workers request the same resources fits" —
-  PodSet groups (``TopologyRequest.PodSetGroupName``, Topology Aware Scheduling).
-- "multiple flavors, leader worker set, workers request GPU, leader does not request GPU, fits" —
-  PodSet groups (Topology Aware Scheduling).
-- "multiple flavors, leader worker set, workers request GPU, leader does not request GPU, does not
-  fit, without group it would fit" — PodSet groups (Topology Aware Scheduling).
-- "workload slice preemption fits in the original workload resource flavor" — elastic workloads
-  (``ElasticJobsViaWorkloadSlices``).
-- "workload slice preemption does not fit in the original workload resource flavor" — elastic
+- TestAssignFlavors "multiple flavors, leader worker set, leader and workers request the same
+  resources fits", "multiple flavors, leader worker set, workers request GPU, leader does not
+  request GPU, fits" and "multiple flavors, leader worker set, workers request GPU, leader does not
+  request GPU, does not fit, without group it would fit" — PodSet groups
+  (``TopologyRequest.PodSetGroupName``, Topology Aware Scheduling).
+- TestAssignFlavors "workload slice preemption fits in the original workload resource flavor" and
+  "workload slice preemption does not fit in the original workload resource flavor" — elastic
   workloads (``ElasticJobsViaWorkloadSlices``).
-- "multiple TAS flavors assigned to different resources in the same PodSet leads to NoFit" —
-  Topology Aware Scheduling.
+- TestAssignFlavors "multiple TAS flavors assigned to different resources in the same PodSet leads
+  to NoFit" — Topology Aware Scheduling.
+- TestIsNoFitDueToCapacityAndLimits "TAS not supported", "TAS level not supported", "TAS only
+  flavor mismatch", "tas placement fails", "tas placement fails, cohort has no capacity", "tas
+  placement fails, but queue has available capacity (waiting for preemption)" — Topology Aware
+  Scheduling; "flavor mismatch for workload slices" — elastic workloads; "flavor not allowed by
+  annotations" — ``ConcurrentAdmission`` (the ``workload-allowed-resource-flavors`` annotation).
+- TestAssignFlavorsWithAllowedFlavors (all six cases) — ``ConcurrentAdmission`` (the gate exists,
+  the feature does not).
 """
 
 from __future__ import annotations
@@ -33,7 +42,19 @@ from typing import Any
 
 import msgspec
 import pytest
-from test_flavor_assignment import CASES, Case, run
+from test_flavor_assignment import (
+    CASES,
+    DELETED_TABLE,
+    HIERARCHICAL_TABLE,
+    NOFIT_TABLE,
+    RECLAIM_TABLE,
+    Case,
+    deleted_case,
+    hierarchical_case,
+    nofit_case,
+    reclaim_case,
+    run,
+)
 
 from pykueue.api.quantity import resource_quantity_string
 from pykueue.core.scheduler.flavorassigner.assignment import Assignment
@@ -175,7 +196,14 @@ WANT: dict[str, W] = {
                 requests={"cpu": "9", "pods": "1"},
                 attempts=[
                     A("one", "Fit", borrow=1),
-                    A("two", "NoFit", reasons=["insufficient quota for cpu in flavor two, previously considered podsets requests (0) + current podset request (9) > maximum capacity (1)"], nfr="ExceedsMaxQuota"),
+                    A(
+                        "two",
+                        "NoFit",
+                        reasons=[
+                            "insufficient quota for cpu in flavor two, previously considered podsets requests (0) + current podset request (9) > maximum capacity (1)"
+                        ],
+                        nfr="ExceedsMaxQuota",
+                    ),
                 ],
             ),
         ],
@@ -211,8 +239,18 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "2"},
                 attempts=[
-                    A("one", "NoFit", reasons=["flavor one doesn't match node affinity"], nfr="NoMatchingFlavor"),
-                    A("two", "Preempt", pp="Preempt", reasons=["insufficient unused quota for cpu in flavor two, 1 more needed"]),
+                    A(
+                        "one",
+                        "NoFit",
+                        reasons=["flavor one doesn't match node affinity"],
+                        nfr="NoMatchingFlavor",
+                    ),
+                    A(
+                        "two",
+                        "Preempt",
+                        pp="Preempt",
+                        reasons=["insufficient unused quota for cpu in flavor two, 1 more needed"],
+                    ),
                 ],
             ),
         ],
@@ -228,7 +266,12 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "2"},
                 attempts=[
-                    A("one", "Preempt", pp="NoCandidates", reasons=["insufficient unused quota for cpu in flavor one, 2 more needed"]),
+                    A(
+                        "one",
+                        "Preempt",
+                        pp="NoCandidates",
+                        reasons=["insufficient unused quota for cpu in flavor one, 2 more needed"],
+                    ),
                     A("two", "Fit", borrow=1),
                 ],
             ),
@@ -245,7 +288,12 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "2"},
                 attempts=[
-                    A("one", "Preempt", pp="NoCandidates", reasons=["insufficient unused quota for cpu in flavor one, 2 more needed"]),
+                    A(
+                        "one",
+                        "Preempt",
+                        pp="NoCandidates",
+                        reasons=["insufficient unused quota for cpu in flavor one, 2 more needed"],
+                    ),
                     A("two", "Fit", borrow=1),
                 ],
             ),
@@ -266,8 +314,18 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "2"},
                 attempts=[
-                    A("one", "Preempt", pp="Preempt", reasons=["insufficient unused quota for cpu in flavor one, 1 more needed"]),
-                    A("tainted", "NoFit", reasons=["untolerated taint {instance spot NoSchedule <nil>} in flavor tainted"], nfr="NoMatchingFlavor"),
+                    A(
+                        "one",
+                        "Preempt",
+                        pp="Preempt",
+                        reasons=["insufficient unused quota for cpu in flavor one, 1 more needed"],
+                    ),
+                    A(
+                        "tainted",
+                        "NoFit",
+                        reasons=["untolerated taint {instance spot NoSchedule <nil>} in flavor tainted"],
+                        nfr="NoMatchingFlavor",
+                    ),
                 ],
             ),
             P(
@@ -280,8 +338,20 @@ WANT: dict[str, W] = {
                 count=10,
                 requests={"cpu": "10"},
                 attempts=[
-                    A("one", "NoFit", reasons=["insufficient quota for cpu in flavor one, previously considered podsets requests (2) + current podset request (10) > maximum capacity (4)"], nfr="ExceedsMaxQuota"),
-                    A("tainted", "Preempt", pp="Preempt", reasons=["insufficient unused quota for cpu in flavor tainted, 3 more needed"]),
+                    A(
+                        "one",
+                        "NoFit",
+                        reasons=[
+                            "insufficient quota for cpu in flavor one, previously considered podsets requests (2) + current podset request (10) > maximum capacity (4)"
+                        ],
+                        nfr="ExceedsMaxQuota",
+                    ),
+                    A(
+                        "tainted",
+                        "Preempt",
+                        pp="Preempt",
+                        reasons=["insufficient unused quota for cpu in flavor tainted, 3 more needed"],
+                    ),
                 ],
             ),
         ],
@@ -313,7 +383,14 @@ WANT: dict[str, W] = {
                 requests={"cpu": "9", "pods": "1"},
                 attempts=[
                     A("one", "Fit", borrow=1),
-                    A("two", "NoFit", reasons=["insufficient quota for cpu in flavor two, previously considered podsets requests (0) + current podset request (9) > maximum capacity (1)"], nfr="ExceedsMaxQuota"),
+                    A(
+                        "two",
+                        "NoFit",
+                        reasons=[
+                            "insufficient quota for cpu in flavor two, previously considered podsets requests (0) + current podset request (9) > maximum capacity (1)"
+                        ],
+                        nfr="ExceedsMaxQuota",
+                    ),
                 ],
             ),
         ],
@@ -358,8 +435,22 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "5"},
                 attempts=[
-                    A("one", "NoFit", reasons=["insufficient quota for cpu in flavor one, previously considered podsets requests (1) + current podset request (5) > maximum capacity (2)"], nfr="ExceedsMaxQuota"),
-                    A("two", "NoFit", reasons=["insufficient quota for cpu in flavor two, previously considered podsets requests (0) + current podset request (5) > maximum capacity (2)"], nfr="ExceedsMaxQuota"),
+                    A(
+                        "one",
+                        "NoFit",
+                        reasons=[
+                            "insufficient quota for cpu in flavor one, previously considered podsets requests (1) + current podset request (5) > maximum capacity (2)"
+                        ],
+                        nfr="ExceedsMaxQuota",
+                    ),
+                    A(
+                        "two",
+                        "NoFit",
+                        reasons=[
+                            "insufficient quota for cpu in flavor two, previously considered podsets requests (0) + current podset request (5) > maximum capacity (2)"
+                        ],
+                        nfr="ExceedsMaxQuota",
+                    ),
                 ],
             ),
         ],
@@ -395,8 +486,18 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "1"},
                 attempts=[
-                    A("one", "NoFit", reasons=["flavor one doesn't match node affinity"], nfr="NoMatchingFlavor"),
-                    A("two", "NoFit", reasons=["flavor two doesn't match node affinity"], nfr="NoMatchingFlavor"),
+                    A(
+                        "one",
+                        "NoFit",
+                        reasons=["flavor one doesn't match node affinity"],
+                        nfr="NoMatchingFlavor",
+                    ),
+                    A(
+                        "two",
+                        "NoFit",
+                        reasons=["flavor two doesn't match node affinity"],
+                        nfr="NoMatchingFlavor",
+                    ),
                 ],
             ),
         ],
@@ -412,7 +513,12 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "1"},
                 attempts=[
-                    A("one", "NoFit", reasons=["flavor one doesn't match node affinity"], nfr="NoMatchingFlavor"),
+                    A(
+                        "one",
+                        "NoFit",
+                        reasons=["flavor one doesn't match node affinity"],
+                        nfr="NoMatchingFlavor",
+                    ),
                     A("two", "Fit"),
                 ],
             ),
@@ -428,7 +534,12 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "3"},
                 attempts=[
-                    A("tainted", "NoFit", reasons=["untolerated taint {instance spot NoSchedule <nil>} in flavor tainted"], nfr="NoMatchingFlavor"),
+                    A(
+                        "tainted",
+                        "NoFit",
+                        reasons=["untolerated taint {instance spot NoSchedule <nil>} in flavor tainted"],
+                        nfr="NoMatchingFlavor",
+                    ),
                     A("two", "Fit"),
                 ],
             ),
@@ -444,7 +555,12 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "1", "memory": "1Mi"},
                 attempts=[
-                    A("one", "NoFit", reasons=["flavor one doesn't match node affinity"], nfr="NoMatchingFlavor"),
+                    A(
+                        "one",
+                        "NoFit",
+                        reasons=["flavor one doesn't match node affinity"],
+                        nfr="NoMatchingFlavor",
+                    ),
                     A("two", "Fit"),
                 ],
             ),
@@ -471,12 +587,23 @@ WANT: dict[str, W] = {
         pod_sets=[
             P(
                 "main",
-                {"cpu": ("two", "Fit", -1), "example.com/gpu": ("b_one", "Fit", 0), "memory": ("two", "Fit", -1)},
+                {
+                    "cpu": ("two", "Fit", -1),
+                    "example.com/gpu": ("b_one", "Fit", 0),
+                    "memory": ("two", "Fit", -1),
+                },
                 count=1,
                 requests={"cpu": "3", "example.com/gpu": "3", "memory": "10Mi"},
                 attempts=[
                     A("b_one", "Fit"),
-                    A("one", "NoFit", reasons=["insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset request (3) > maximum capacity (2)"], nfr="ExceedsMaxQuota"),
+                    A(
+                        "one",
+                        "NoFit",
+                        reasons=[
+                            "insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset request (3) > maximum capacity (2)"
+                        ],
+                        nfr="ExceedsMaxQuota",
+                    ),
                     A("two", "Fit"),
                 ],
             ),
@@ -488,7 +615,11 @@ WANT: dict[str, W] = {
         pod_sets=[
             P(
                 "main",
-                {"cpu": ("two", "Fit", -1), "example.com/gpu": ("b_one", "Preempt", -1), "memory": ("two", "Preempt", -1)},
+                {
+                    "cpu": ("two", "Fit", -1),
+                    "example.com/gpu": ("b_one", "Preempt", -1),
+                    "memory": ("two", "Preempt", -1),
+                },
                 reasons=[
                     "insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset request (3) > maximum capacity (2)",
                     "insufficient unused quota for example.com/gpu in flavor b_one, 1 more needed",
@@ -497,9 +628,29 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "3", "example.com/gpu": "3", "memory": "10Mi"},
                 attempts=[
-                    A("b_one", "Preempt", pp="Preempt", reasons=["insufficient unused quota for example.com/gpu in flavor b_one, 1 more needed"]),
-                    A("one", "NoFit", reasons=["insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset request (3) > maximum capacity (2)"], nfr="ExceedsMaxQuota"),
-                    A("two", "Preempt", borrow=1, pp="Preempt", reasons=["insufficient unused quota for memory in flavor two, 5Mi more needed"]),
+                    A(
+                        "b_one",
+                        "Preempt",
+                        pp="Preempt",
+                        reasons=[
+                            "insufficient unused quota for example.com/gpu in flavor b_one, 1 more needed"
+                        ],
+                    ),
+                    A(
+                        "one",
+                        "NoFit",
+                        reasons=[
+                            "insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset request (3) > maximum capacity (2)"
+                        ],
+                        nfr="ExceedsMaxQuota",
+                    ),
+                    A(
+                        "two",
+                        "Preempt",
+                        borrow=1,
+                        pp="Preempt",
+                        reasons=["insufficient unused quota for memory in flavor two, 5Mi more needed"],
+                    ),
                 ],
             ),
         ],
@@ -517,7 +668,14 @@ WANT: dict[str, W] = {
                 requests={"cpu": "3", "memory": "10Mi"},
                 attempts=[
                     A("b_one", "Fit"),
-                    A("one", "NoFit", reasons=["insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset request (3) > maximum capacity (2)"], nfr="ExceedsMaxQuota"),
+                    A(
+                        "one",
+                        "NoFit",
+                        reasons=[
+                            "insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset request (3) > maximum capacity (2)"
+                        ],
+                        nfr="ExceedsMaxQuota",
+                    ),
                     A("two", "Fit"),
                 ],
             ),
@@ -536,7 +694,14 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "3", "memory": "10Mi"},
                 attempts=[
-                    A("b_one", "NoFit", reasons=["insufficient quota for memory in flavor b_one, previously considered podsets requests (0) + current podset request (10Mi) > maximum capacity (1Mi)"], nfr="ExceedsMaxQuota"),
+                    A(
+                        "b_one",
+                        "NoFit",
+                        reasons=[
+                            "insufficient quota for memory in flavor b_one, previously considered podsets requests (0) + current podset request (10Mi) > maximum capacity (1Mi)"
+                        ],
+                        nfr="ExceedsMaxQuota",
+                    ),
                 ],
             ),
         ],
@@ -556,8 +721,22 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "3", "memory": "10Mi"},
                 attempts=[
-                    A("one", "NoFit", reasons=["insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset request (3) > maximum capacity (2)"], nfr="ExceedsMaxQuota"),
-                    A("two", "NoFit", reasons=["insufficient quota for memory in flavor two, previously considered podsets requests (0) + current podset request (10Mi) > maximum capacity (5Mi)"], nfr="ExceedsMaxQuota"),
+                    A(
+                        "one",
+                        "NoFit",
+                        reasons=[
+                            "insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset request (3) > maximum capacity (2)"
+                        ],
+                        nfr="ExceedsMaxQuota",
+                    ),
+                    A(
+                        "two",
+                        "NoFit",
+                        reasons=[
+                            "insufficient quota for memory in flavor two, previously considered podsets requests (0) + current podset request (10Mi) > maximum capacity (5Mi)"
+                        ],
+                        nfr="ExceedsMaxQuota",
+                    ),
                 ],
             ),
         ],
@@ -573,7 +752,14 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "5"},
                 attempts=[
-                    A("one", "NoFit", reasons=["insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset request (5) > maximum capacity (4)"], nfr="ExceedsMaxQuota"),
+                    A(
+                        "one",
+                        "NoFit",
+                        reasons=[
+                            "insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset request (5) > maximum capacity (4)"
+                        ],
+                        nfr="ExceedsMaxQuota",
+                    ),
                     A("two", "Fit"),
                 ],
             ),
@@ -626,7 +812,14 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "2"},
                 attempts=[
-                    A("one", "NoFit", reasons=["insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset request (2) > maximum capacity (1)"], nfr="ExceedsMaxQuota"),
+                    A(
+                        "one",
+                        "NoFit",
+                        reasons=[
+                            "insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset request (2) > maximum capacity (1)"
+                        ],
+                        nfr="ExceedsMaxQuota",
+                    ),
                 ],
             ),
         ],
@@ -645,7 +838,14 @@ WANT: dict[str, W] = {
                 count=3,
                 requests={"cpu": "3", "pods": "3"},
                 attempts=[
-                    A("default", "NoFit", reasons=["insufficient quota for pods in flavor default, previously considered podsets requests (0) + current podset request (3) > maximum capacity (2)"], nfr="ExceedsMaxQuota"),
+                    A(
+                        "default",
+                        "NoFit",
+                        reasons=[
+                            "insufficient quota for pods in flavor default, previously considered podsets requests (0) + current podset request (3) > maximum capacity (2)"
+                        ],
+                        nfr="ExceedsMaxQuota",
+                    ),
                 ],
             ),
         ],
@@ -679,7 +879,13 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "2"},
                 attempts=[
-                    A("one", "Preempt", borrow=1, pp="Preempt", reasons=["insufficient unused quota for cpu in flavor one, 1 more needed"]),
+                    A(
+                        "one",
+                        "Preempt",
+                        borrow=1,
+                        pp="Preempt",
+                        reasons=["insufficient unused quota for cpu in flavor one, 1 more needed"],
+                    ),
                 ],
             ),
         ],
@@ -699,7 +905,12 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "2"},
                 attempts=[
-                    A("one", "Preempt", pp="Preempt", reasons=["insufficient unused quota for cpu in flavor one, 1 more needed"]),
+                    A(
+                        "one",
+                        "Preempt",
+                        pp="Preempt",
+                        reasons=["insufficient unused quota for cpu in flavor one, 1 more needed"],
+                    ),
                 ],
             ),
         ],
@@ -718,7 +929,13 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "2"},
                 attempts=[
-                    A("one", "Preempt", borrow=1, pp="Preempt", reasons=["insufficient unused quota for cpu in flavor one, 2 more needed"]),
+                    A(
+                        "one",
+                        "Preempt",
+                        borrow=1,
+                        pp="Preempt",
+                        reasons=["insufficient unused quota for cpu in flavor one, 2 more needed"],
+                    ),
                 ],
             ),
         ],
@@ -738,7 +955,12 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "9", "pods": "1"},
                 attempts=[
-                    A("one", "Preempt", pp="Preempt", reasons=["insufficient unused quota for cpu in flavor one, 1 more needed"]),
+                    A(
+                        "one",
+                        "Preempt",
+                        pp="Preempt",
+                        reasons=["insufficient unused quota for cpu in flavor one, 1 more needed"],
+                    ),
                 ],
             ),
         ],
@@ -757,7 +979,12 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "9", "pods": "1"},
                 attempts=[
-                    A("one", "Preempt", pp="Preempt", reasons=["insufficient unused quota for cpu in flavor one, 1 more needed"]),
+                    A(
+                        "one",
+                        "Preempt",
+                        pp="Preempt",
+                        reasons=["insufficient unused quota for cpu in flavor one, 1 more needed"],
+                    ),
                 ],
             ),
         ],
@@ -773,7 +1000,12 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "9", "pods": "1"},
                 attempts=[
-                    A("one", "Preempt", pp="Preempt", reasons=["insufficient unused quota for cpu in flavor one, 1 more needed"]),
+                    A(
+                        "one",
+                        "Preempt",
+                        pp="Preempt",
+                        reasons=["insufficient unused quota for cpu in flavor one, 1 more needed"],
+                    ),
                     A("two", "Fit"),
                 ],
             ),
@@ -792,7 +1024,13 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "9", "pods": "1"},
                 attempts=[
-                    A("one", "Preempt", borrow=1, pp="Preempt", reasons=["insufficient unused quota for cpu in flavor one, 1 more needed"]),
+                    A(
+                        "one",
+                        "Preempt",
+                        borrow=1,
+                        pp="Preempt",
+                        reasons=["insufficient unused quota for cpu in flavor one, 1 more needed"],
+                    ),
                 ],
             ),
         ],
@@ -811,8 +1049,7 @@ WANT: dict[str, W] = {
                 ],
                 count=1,
                 requests={"example.com/gpu": "2"},
-                attempts=[
-                ],
+                attempts=[],
             ),
         ],
         no_fit_reason="NoMatchingFlavor",
@@ -875,7 +1112,12 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "2"},
                 attempts=[
-                    A("default", "Preempt", pp="Preempt", reasons=["insufficient unused quota for cpu in flavor default, 1 more needed"]),
+                    A(
+                        "default",
+                        "Preempt",
+                        pp="Preempt",
+                        reasons=["insufficient unused quota for cpu in flavor default, 1 more needed"],
+                    ),
                 ],
             ),
         ],
@@ -894,7 +1136,13 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "12"},
                 attempts=[
-                    A("one", "Preempt", borrow=1, pp="Preempt", reasons=["insufficient unused quota for cpu in flavor one, 10 more needed"]),
+                    A(
+                        "one",
+                        "Preempt",
+                        borrow=1,
+                        pp="Preempt",
+                        reasons=["insufficient unused quota for cpu in flavor one, 10 more needed"],
+                    ),
                 ],
             ),
         ],
@@ -914,7 +1162,13 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "12"},
                 attempts=[
-                    A("one", "Preempt", borrow=1, pp="Preempt", reasons=["insufficient unused quota for cpu in flavor one, 10 more needed"]),
+                    A(
+                        "one",
+                        "Preempt",
+                        borrow=1,
+                        pp="Preempt",
+                        reasons=["insufficient unused quota for cpu in flavor one, 10 more needed"],
+                    ),
                 ],
             ),
         ],
@@ -931,7 +1185,13 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "12"},
                 attempts=[
-                    A("one", "NoFit", borrow=1, reasons=["insufficient unused quota for cpu in flavor one, 10 more needed"], nfr="WaitingForQuota"),
+                    A(
+                        "one",
+                        "NoFit",
+                        borrow=1,
+                        reasons=["insufficient unused quota for cpu in flavor one, 10 more needed"],
+                        nfr="WaitingForQuota",
+                    ),
                     A("two", "Fit"),
                 ],
             ),
@@ -947,7 +1207,13 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "12"},
                 attempts=[
-                    A("one", "NoFit", borrow=1, reasons=["insufficient unused quota for cpu in flavor one, 10 more needed"], nfr="WaitingForQuota"),
+                    A(
+                        "one",
+                        "NoFit",
+                        borrow=1,
+                        reasons=["insufficient unused quota for cpu in flavor one, 10 more needed"],
+                        nfr="WaitingForQuota",
+                    ),
                     A("two", "Fit"),
                 ],
             ),
@@ -966,7 +1232,13 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "12"},
                 attempts=[
-                    A("one", "Preempt", borrow=1, pp="Preempt", reasons=["insufficient unused quota for cpu in flavor one, 10 more needed"]),
+                    A(
+                        "one",
+                        "Preempt",
+                        borrow=1,
+                        pp="Preempt",
+                        reasons=["insufficient unused quota for cpu in flavor one, 10 more needed"],
+                    ),
                 ],
             ),
         ],
@@ -986,7 +1258,13 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "12"},
                 attempts=[
-                    A("one", "Preempt", borrow=1, pp="Preempt", reasons=["insufficient unused quota for cpu in flavor one, 10 more needed"]),
+                    A(
+                        "one",
+                        "Preempt",
+                        borrow=1,
+                        pp="Preempt",
+                        reasons=["insufficient unused quota for cpu in flavor one, 10 more needed"],
+                    ),
                 ],
             ),
         ],
@@ -1006,7 +1284,13 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "12"},
                 attempts=[
-                    A("one", "Preempt", borrow=1, pp="Preempt", reasons=["insufficient unused quota for cpu in flavor one, 10 more needed"]),
+                    A(
+                        "one",
+                        "Preempt",
+                        borrow=1,
+                        pp="Preempt",
+                        reasons=["insufficient unused quota for cpu in flavor one, 10 more needed"],
+                    ),
                 ],
             ),
         ],
@@ -1026,7 +1310,13 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "12"},
                 attempts=[
-                    A("one", "Preempt", borrow=1, pp="Preempt", reasons=["insufficient unused quota for cpu in flavor one, 10 more needed"]),
+                    A(
+                        "one",
+                        "Preempt",
+                        borrow=1,
+                        pp="Preempt",
+                        reasons=["insufficient unused quota for cpu in flavor one, 10 more needed"],
+                    ),
                 ],
             ),
         ],
@@ -1078,7 +1368,14 @@ WANT: dict[str, W] = {
                 count=1,
                 requests={"cpu": "12"},
                 attempts=[
-                    A("one", "NoFit", reasons=["insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset request (12) > maximum capacity (11)"], nfr="ExceedsMaxQuota"),
+                    A(
+                        "one",
+                        "NoFit",
+                        reasons=[
+                            "insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset request (12) > maximum capacity (11)"
+                        ],
+                        nfr="ExceedsMaxQuota",
+                    ),
                 ],
             ),
         ],
@@ -1145,7 +1442,6 @@ WANT: dict[str, W] = {
         ],
         usage={("default", "cpu"): 1000},
     ),
-
 }
 
 
@@ -1154,3 +1450,690 @@ WANT: dict[str, W] = {
 def test_assign_flavors_upstream(name: str, gate: bool) -> None:
     want = WANT[name] if gate else without_no_fit_reasons(WANT[name])
     assert observed(run(_case(name, gate))) == want
+
+
+WANT_RECLAIM: dict[str, W] = {
+    "Select first flavor when flavor fungibility is disabled": W(
+        mode="Preempt",
+        pod_sets=[
+            P(
+                "main",
+                {"gpu": ("uno", "Preempt", 0)},
+                reasons=[
+                    "insufficient unused quota for gpu in flavor uno, 1 more needed",
+                ],
+                count=1,
+                requests={"gpu": "10"},
+                attempts=[
+                    A(
+                        "uno",
+                        "Preempt",
+                        pp="Preempt",
+                        reasons=["insufficient unused quota for gpu in flavor uno, 1 more needed"],
+                    ),
+                ],
+            ),
+        ],
+        usage={("uno", "gpu"): 10},
+        message="couldn't assign flavors to pod set main: insufficient unused quota for gpu in flavor uno, 1 more needed",
+    ),
+    "Select first flavor when flavor fungibility is disabled; using deprecated WhenCanPreempt=MayStopSearch": W(
+        mode="Preempt",
+        pod_sets=[
+            P(
+                "main",
+                {"gpu": ("uno", "Preempt", 0)},
+                reasons=[
+                    "insufficient unused quota for gpu in flavor uno, 1 more needed",
+                ],
+                count=1,
+                requests={"gpu": "10"},
+                attempts=[
+                    A(
+                        "uno",
+                        "Preempt",
+                        pp="Preempt",
+                        reasons=["insufficient unused quota for gpu in flavor uno, 1 more needed"],
+                    ),
+                ],
+            ),
+        ],
+        usage={("uno", "gpu"): 10},
+        message="couldn't assign flavors to pod set main: insufficient unused quota for gpu in flavor uno, 1 more needed",
+    ),
+    "Select first flavor where gpu reclamation is possible": W(
+        mode="Preempt",
+        pod_sets=[
+            P(
+                "main",
+                {"gpu": ("due", "Preempt", -1)},
+                reasons=[
+                    "insufficient unused quota for gpu in flavor due, 1 more needed",
+                    "insufficient unused quota for gpu in flavor tre, 1 more needed",
+                    "insufficient unused quota for gpu in flavor uno, 1 more needed",
+                ],
+                count=1,
+                requests={"gpu": "10"},
+                attempts=[
+                    A(
+                        "due",
+                        "Preempt",
+                        pp="Reclaim",
+                        reasons=["insufficient unused quota for gpu in flavor due, 1 more needed"],
+                    ),
+                    A(
+                        "tre",
+                        "Preempt",
+                        pp="Preempt",
+                        reasons=["insufficient unused quota for gpu in flavor tre, 1 more needed"],
+                    ),
+                    A(
+                        "uno",
+                        "Preempt",
+                        pp="Preempt",
+                        reasons=["insufficient unused quota for gpu in flavor uno, 1 more needed"],
+                    ),
+                ],
+            ),
+        ],
+        usage={("due", "gpu"): 10},
+        message="couldn't assign flavors to pod set main: insufficient unused quota for gpu in flavor due, 1 more needed, insufficient unused quota for gpu in flavor tre, 1 more needed, insufficient unused quota for gpu in flavor uno, 1 more needed",
+    ),
+    "Select first flavor where priority based preemption is possible": W(
+        mode="Preempt",
+        pod_sets=[
+            P(
+                "main",
+                {"gpu": ("uno", "Preempt", -1)},
+                reasons=[
+                    "insufficient unused quota for gpu in flavor due, 1 more needed",
+                    "insufficient unused quota for gpu in flavor tre, 1 more needed",
+                    "insufficient unused quota for gpu in flavor uno, 1 more needed",
+                ],
+                count=1,
+                requests={"gpu": "10"},
+                attempts=[
+                    A(
+                        "due",
+                        "Preempt",
+                        pp="Preempt",
+                        reasons=["insufficient unused quota for gpu in flavor due, 1 more needed"],
+                    ),
+                    A(
+                        "tre",
+                        "Preempt",
+                        pp="Preempt",
+                        reasons=["insufficient unused quota for gpu in flavor tre, 1 more needed"],
+                    ),
+                    A(
+                        "uno",
+                        "Preempt",
+                        pp="Preempt",
+                        reasons=["insufficient unused quota for gpu in flavor uno, 1 more needed"],
+                    ),
+                ],
+            ),
+        ],
+        usage={("uno", "gpu"): 10},
+        message="couldn't assign flavors to pod set main: insufficient unused quota for gpu in flavor due, 1 more needed, insufficient unused quota for gpu in flavor tre, 1 more needed, insufficient unused quota for gpu in flavor uno, 1 more needed",
+    ),
+    "Select first flavor which fits": W(
+        mode="Fit",
+        pod_sets=[
+            P(
+                "main",
+                {"gpu": ("tre", "Fit", -1)},
+                count=1,
+                requests={"gpu": "10"},
+                attempts=[
+                    A(
+                        "due",
+                        "Preempt",
+                        pp="Preempt",
+                        reasons=["insufficient unused quota for gpu in flavor due, 1 more needed"],
+                    ),
+                    A("tre", "Fit"),
+                    A(
+                        "uno",
+                        "Preempt",
+                        pp="Preempt",
+                        reasons=["insufficient unused quota for gpu in flavor uno, 1 more needed"],
+                    ),
+                ],
+            ),
+        ],
+        usage={("tre", "gpu"): 10},
+    ),
+    "Select second flavor where gpu reclamation is possible, as compute Fits": W(
+        mode="Preempt",
+        pod_sets=[
+            P(
+                "main",
+                {"compute": ("tre", "Fit", -1), "gpu": ("tre", "Preempt", -1)},
+                reasons=[
+                    "insufficient unused quota for compute in flavor due, 1 more needed",
+                    "insufficient unused quota for compute in flavor uno, 1 more needed",
+                    "insufficient unused quota for gpu in flavor due, 1 more needed",
+                    "insufficient unused quota for gpu in flavor tre, 1 more needed",
+                    "insufficient unused quota for gpu in flavor uno, 1 more needed",
+                ],
+                count=1,
+                requests={"compute": "10", "gpu": "10"},
+                attempts=[
+                    A(
+                        "due",
+                        "Preempt",
+                        pp="Preempt",
+                        reasons=[
+                            "insufficient unused quota for compute in flavor due, 1 more needed",
+                            "insufficient unused quota for gpu in flavor due, 1 more needed",
+                        ],
+                    ),
+                    A(
+                        "tre",
+                        "Preempt",
+                        pp="Reclaim",
+                        reasons=["insufficient unused quota for gpu in flavor tre, 1 more needed"],
+                    ),
+                    A(
+                        "uno",
+                        "Preempt",
+                        pp="Preempt",
+                        reasons=[
+                            "insufficient unused quota for compute in flavor uno, 1 more needed",
+                            "insufficient unused quota for gpu in flavor uno, 1 more needed",
+                        ],
+                    ),
+                ],
+            ),
+        ],
+        usage={("tre", "compute"): 10, ("tre", "gpu"): 10},
+        message="couldn't assign flavors to pod set main: insufficient unused quota for compute in flavor due, 1 more needed, insufficient unused quota for compute in flavor uno, 1 more needed, insufficient unused quota for gpu in flavor due, 1 more needed, insufficient unused quota for gpu in flavor tre, 1 more needed, insufficient unused quota for gpu in flavor uno, 1 more needed",
+    ),
+}
+"""Upstream ``TestReclaimBeforePriorityPreemption``, whole assignments (upstream checks mode and flavors)."""
+
+
+WANT_HIERARCHICAL: dict[str, W] = {
+    "Select deeper-borrowing flavor that fits when shallower-borrowing flavor has no preemption candidates": W(
+        mode="Fit",
+        pod_sets=[
+            P(
+                "main",
+                {"cpu": ("two", "Fit", -1)},
+                count=1,
+                requests={"cpu": "4"},
+                attempts=[
+                    A(
+                        "one",
+                        "Preempt",
+                        borrow=1,
+                        pp="NoCandidates",
+                        reasons=["insufficient unused quota for cpu in flavor one, 4 more needed"],
+                    ),
+                    A("three", "Fit", borrow=3),
+                    A("two", "Fit", borrow=2),
+                ],
+            ),
+        ],
+        usage={("two", "cpu"): 4000},
+        borrowing=2,
+    ),
+    "Select the first flavor which fits": W(
+        mode="Fit",
+        pod_sets=[
+            P(
+                "main",
+                {"cpu": ("two", "Fit", 1)},
+                count=1,
+                requests={"cpu": "4"},
+                attempts=[
+                    A(
+                        "one",
+                        "NoFit",
+                        borrow=3,
+                        reasons=["insufficient unused quota for cpu in flavor one, 4 more needed"],
+                        nfr="WaitingForQuota",
+                    ),
+                    A("two", "Fit", borrow=2),
+                ],
+            ),
+        ],
+        usage={("two", "cpu"): 4000},
+        borrowing=2,
+    ),
+    "Select the top flavor": W(
+        mode="Fit",
+        pod_sets=[
+            P(
+                "main",
+                {"cpu": ("three", "Fit", -1)},
+                count=1,
+                requests={"cpu": "4"},
+                attempts=[
+                    A(
+                        "one",
+                        "NoFit",
+                        borrow=3,
+                        reasons=["insufficient unused quota for cpu in flavor one, 4 more needed"],
+                        nfr="WaitingForQuota",
+                    ),
+                    A("three", "Fit", borrow=3),
+                    A(
+                        "two",
+                        "NoFit",
+                        borrow=3,
+                        reasons=["insufficient unused quota for cpu in flavor two, 4 more needed"],
+                        nfr="WaitingForQuota",
+                    ),
+                ],
+            ),
+        ],
+        usage={("three", "cpu"): 4000},
+        borrowing=3,
+    ),
+}
+"""Upstream ``TestHierarchical``, whole assignments (upstream checks mode and flavors)."""
+
+
+WANT_DELETED: dict[str, W] = {
+    "flavor not found": W(
+        mode="NoFit",
+        pod_sets=[
+            P(
+                "main",
+                {},
+                reasons=[
+                    "flavor deleted-flavor not found",
+                ],
+                count=1,
+                requests={"cpu": "1"},
+                attempts=[
+                    A(
+                        "deleted-flavor",
+                        "NoFit",
+                        reasons=["flavor deleted-flavor not found"],
+                        nfr="NoMatchingFlavor",
+                    ),
+                ],
+            ),
+        ],
+        no_fit_reason="NoMatchingFlavor",
+        message="couldn't assign flavors to pod set main: flavor deleted-flavor not found",
+    ),
+    "multiple flavors, skip missing ResourceFlavor": W(
+        mode="Fit",
+        pod_sets=[
+            P(
+                "main",
+                {"cpu": ("flavor", "Fit", -1)},
+                count=1,
+                requests={"cpu": "3"},
+                attempts=[
+                    A(
+                        "deleted-flavor",
+                        "NoFit",
+                        reasons=["flavor deleted-flavor not found"],
+                        nfr="NoMatchingFlavor",
+                    ),
+                    A("flavor", "Fit"),
+                ],
+            ),
+        ],
+        usage={("flavor", "cpu"): 3000},
+    ),
+}
+"""Upstream ``TestDeletedFlavors`` (gate on; off: no NoFit reasons)."""
+
+
+WANT_NOFIT: dict[str, W] = {
+    "exceeds borrowing limit but cohort has capacity": W(
+        mode="NoFit",
+        pod_sets=[
+            P(
+                "main",
+                {},
+                reasons=[
+                    "insufficient quota for cpu in flavor flavor-a, previously considered podsets requests (0) + current podset request (4) > maximum capacity (3)",
+                    "untolerated taint {key val NoSchedule <nil>} in flavor flavor-b",
+                ],
+                count=1,
+                requests={"cpu": "4"},
+                attempts=[
+                    A(
+                        "flavor-a",
+                        "NoFit",
+                        reasons=[
+                            "insufficient quota for cpu in flavor flavor-a, previously considered podsets requests (0) + current podset request (4) > maximum capacity (3)"
+                        ],
+                        nfr="ExceedsMaxQuota",
+                    ),
+                    A(
+                        "flavor-b",
+                        "NoFit",
+                        reasons=["untolerated taint {key val NoSchedule <nil>} in flavor flavor-b"],
+                        nfr="NoMatchingFlavor",
+                    ),
+                ],
+            ),
+        ],
+        no_fit_reason="ExceedsMaxQuota",
+        message="couldn't assign flavors to pod set main: insufficient quota for cpu in flavor flavor-a, previously considered podsets requests (0) + current podset request (4) > maximum capacity (3), untolerated taint {key val NoSchedule <nil>} in flavor flavor-b",
+    ),
+    "exceeds cohort max capacity limits": W(
+        mode="NoFit",
+        pod_sets=[
+            P(
+                "main",
+                {},
+                reasons=[
+                    "insufficient quota for cpu in flavor flavor-a, previously considered podsets requests (0) + current podset request (5) > maximum capacity (4)",
+                    "untolerated taint {key val NoSchedule <nil>} in flavor flavor-b",
+                ],
+                count=1,
+                requests={"cpu": "5"},
+                attempts=[
+                    A(
+                        "flavor-a",
+                        "NoFit",
+                        reasons=[
+                            "insufficient quota for cpu in flavor flavor-a, previously considered podsets requests (0) + current podset request (5) > maximum capacity (4)"
+                        ],
+                        nfr="ExceedsMaxQuota",
+                    ),
+                    A(
+                        "flavor-b",
+                        "NoFit",
+                        reasons=["untolerated taint {key val NoSchedule <nil>} in flavor flavor-b"],
+                        nfr="NoMatchingFlavor",
+                    ),
+                ],
+            ),
+        ],
+        no_fit_reason="ExceedsMaxQuota",
+        message="couldn't assign flavors to pod set main: insufficient quota for cpu in flavor flavor-a, previously considered podsets requests (0) + current podset request (5) > maximum capacity (4), untolerated taint {key val NoSchedule <nil>} in flavor flavor-b",
+    ),
+    "exceeds max capacity limits": W(
+        mode="NoFit",
+        pod_sets=[
+            P(
+                "main",
+                {},
+                reasons=[
+                    "insufficient quota for cpu in flavor flavor-a, previously considered podsets requests (0) + current podset request (5) > maximum capacity (2)",
+                    "untolerated taint {key val NoSchedule <nil>} in flavor flavor-b",
+                ],
+                count=1,
+                requests={"cpu": "5"},
+                attempts=[
+                    A(
+                        "flavor-a",
+                        "NoFit",
+                        reasons=[
+                            "insufficient quota for cpu in flavor flavor-a, previously considered podsets requests (0) + current podset request (5) > maximum capacity (2)"
+                        ],
+                        nfr="ExceedsMaxQuota",
+                    ),
+                    A(
+                        "flavor-b",
+                        "NoFit",
+                        reasons=["untolerated taint {key val NoSchedule <nil>} in flavor flavor-b"],
+                        nfr="NoMatchingFlavor",
+                    ),
+                ],
+            ),
+        ],
+        no_fit_reason="ExceedsMaxQuota",
+        message="couldn't assign flavors to pod set main: insufficient quota for cpu in flavor flavor-a, previously considered podsets requests (0) + current podset request (5) > maximum capacity (2), untolerated taint {key val NoSchedule <nil>} in flavor flavor-b",
+    ),
+    "flavor spanning multiple resource groups": W(
+        mode="NoFit",
+        pod_sets=[
+            P(
+                "main",
+                {},
+                reasons=[
+                    "flavor flavor-shared doesn't match node affinity",
+                ],
+                count=1,
+                requests={"cpu": "3", "memory": "3Gi"},
+                attempts=[
+                    A(
+                        "flavor-shared",
+                        "NoFit",
+                        reasons=["flavor flavor-shared doesn't match node affinity"],
+                        nfr="NoMatchingFlavor",
+                    ),
+                ],
+            ),
+        ],
+        no_fit_reason="NoMatchingFlavor",
+        message="couldn't assign flavors to pod set main: flavor flavor-shared doesn't match node affinity",
+    ),
+    "insufficient capacity, cohort has available capacity (waiting for quota)": W(
+        mode="NoFit",
+        pod_sets=[
+            P(
+                "main",
+                {},
+                reasons=[
+                    "insufficient unused quota for cpu in flavor flavor-a, 1 more needed",
+                    "untolerated taint {key val NoSchedule <nil>} in flavor flavor-b",
+                ],
+                count=1,
+                requests={"cpu": "3"},
+                attempts=[
+                    A(
+                        "flavor-a",
+                        "NoFit",
+                        borrow=1,
+                        reasons=["insufficient unused quota for cpu in flavor flavor-a, 1 more needed"],
+                        nfr="WaitingForQuota",
+                    ),
+                    A(
+                        "flavor-b",
+                        "NoFit",
+                        reasons=["untolerated taint {key val NoSchedule <nil>} in flavor flavor-b"],
+                        nfr="NoMatchingFlavor",
+                    ),
+                ],
+            ),
+        ],
+        no_fit_reason="WaitingForQuota",
+        message="couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor flavor-a, 1 more needed, untolerated taint {key val NoSchedule <nil>} in flavor flavor-b",
+    ),
+    "insufficient quota": W(
+        mode="NoFit",
+        pod_sets=[
+            P(
+                "main",
+                {},
+                reasons=[
+                    "insufficient quota for cpu in flavor flavor-a, previously considered podsets requests (0) + current podset request (3) > maximum capacity (2)",
+                    "untolerated taint {key val NoSchedule <nil>} in flavor flavor-b",
+                ],
+                count=1,
+                requests={"cpu": "3"},
+                attempts=[
+                    A(
+                        "flavor-a",
+                        "NoFit",
+                        reasons=[
+                            "insufficient quota for cpu in flavor flavor-a, previously considered podsets requests (0) + current podset request (3) > maximum capacity (2)"
+                        ],
+                        nfr="ExceedsMaxQuota",
+                    ),
+                    A(
+                        "flavor-b",
+                        "NoFit",
+                        reasons=["untolerated taint {key val NoSchedule <nil>} in flavor flavor-b"],
+                        nfr="NoMatchingFlavor",
+                    ),
+                ],
+            ),
+        ],
+        no_fit_reason="ExceedsMaxQuota",
+        message="couldn't assign flavors to pod set main: insufficient quota for cpu in flavor flavor-a, previously considered podsets requests (0) + current podset request (3) > maximum capacity (2), untolerated taint {key val NoSchedule <nil>} in flavor flavor-b",
+    ),
+    "node affinity mismatch when both flavors declare same key": W(
+        mode="NoFit",
+        pod_sets=[
+            P(
+                "main",
+                {},
+                reasons=[
+                    "flavor flavor-a doesn't match node affinity",
+                    "flavor flavor-b doesn't match node affinity",
+                ],
+                count=1,
+                requests={"cpu": "1"},
+                attempts=[
+                    A(
+                        "flavor-a",
+                        "NoFit",
+                        reasons=["flavor flavor-a doesn't match node affinity"],
+                        nfr="NoMatchingFlavor",
+                    ),
+                    A(
+                        "flavor-b",
+                        "NoFit",
+                        reasons=["flavor flavor-b doesn't match node affinity"],
+                        nfr="NoMatchingFlavor",
+                    ),
+                ],
+            ),
+        ],
+        no_fit_reason="NoMatchingFlavor",
+        message="couldn't assign flavors to pod set main: flavor flavor-a doesn't match node affinity, flavor flavor-b doesn't match node affinity",
+    ),
+    "prioritization of structural mismatch over capacity mismatch": W(
+        mode="NoFit",
+        pod_sets=[
+            P(
+                "main",
+                {},
+                reasons=[
+                    "resource memory unavailable in ClusterQueue",
+                ],
+                count=1,
+                requests={"cpu": "3", "memory": "20Gi"},
+                attempts=[],
+            ),
+        ],
+        no_fit_reason="NoMatchingFlavor",
+        message="couldn't assign flavors to pod set main: resource memory unavailable in ClusterQueue",
+    ),
+    "succeeds to schedule on flavor-a": W(
+        mode="Fit",
+        pod_sets=[
+            P(
+                "main",
+                {"cpu": ("flavor-a", "Fit", 0)},
+                count=1,
+                requests={"cpu": "1"},
+                attempts=[
+                    A("flavor-a", "Fit"),
+                ],
+            ),
+        ],
+        usage={("flavor-a", "cpu"): 1000},
+    ),
+    "succeeds to schedule on flavor-b with a tolerated taint": W(
+        mode="Fit",
+        pod_sets=[
+            P(
+                "main",
+                {"cpu": ("flavor-b", "Fit", -1)},
+                count=1,
+                requests={"cpu": "1"},
+                attempts=[
+                    A(
+                        "flavor-a",
+                        "NoFit",
+                        reasons=["flavor flavor-a doesn't match node affinity"],
+                        nfr="NoMatchingFlavor",
+                    ),
+                    A("flavor-b", "Fit"),
+                ],
+            ),
+        ],
+        usage={("flavor-b", "cpu"): 1000},
+    ),
+    "taints mismatch": W(
+        mode="NoFit",
+        pod_sets=[
+            P(
+                "main",
+                {},
+                reasons=[
+                    "flavor flavor-a doesn't match node affinity",
+                    "untolerated taint {key val NoSchedule <nil>} in flavor flavor-b",
+                ],
+                count=1,
+                requests={"cpu": "1"},
+                attempts=[
+                    A(
+                        "flavor-a",
+                        "NoFit",
+                        reasons=["flavor flavor-a doesn't match node affinity"],
+                        nfr="NoMatchingFlavor",
+                    ),
+                    A(
+                        "flavor-b",
+                        "NoFit",
+                        reasons=["untolerated taint {key val NoSchedule <nil>} in flavor flavor-b"],
+                        nfr="NoMatchingFlavor",
+                    ),
+                ],
+            ),
+        ],
+        no_fit_reason="NoMatchingFlavor",
+        message="couldn't assign flavors to pod set main: flavor flavor-a doesn't match node affinity, untolerated taint {key val NoSchedule <nil>} in flavor flavor-b",
+    ),
+}
+"""Upstream ``TestIsNoFitDueToCapacityAndLimits``, whole assignments (upstream checks the NoFit
+reasons; the gate is on)."""
+
+
+def _rows(table: list[Any]) -> dict[str, tuple[Any, ...]]:
+    return {row[0]: tuple(row[1:]) for row in table}
+
+
+RECLAIM = _rows(RECLAIM_TABLE)
+HIERARCHICAL = _rows(HIERARCHICAL_TABLE)
+DELETED = _rows(DELETED_TABLE)
+NOFIT = _rows(NOFIT_TABLE)
+
+
+@pytest.mark.parametrize("name", list(WANT_RECLAIM), ids=list(WANT_RECLAIM))
+def test_reclaim_before_priority_preemption_upstream(name: str) -> None:
+    assert observed(run(reclaim_case(*RECLAIM[name][:5]))) == WANT_RECLAIM[name]
+
+
+@pytest.mark.parametrize("name", list(WANT_HIERARCHICAL), ids=list(WANT_HIERARCHICAL))
+def test_hierarchical_upstream(name: str) -> None:
+    assert observed(run(hierarchical_case(*HIERARCHICAL[name][:5]))) == WANT_HIERARCHICAL[name]
+
+
+@pytest.mark.parametrize("gate", [False, True], ids=["gate_false", "gate_true"])
+@pytest.mark.parametrize("name", list(WANT_DELETED), ids=list(WANT_DELETED))
+def test_deleted_flavors_upstream(name: str, gate: bool) -> None:
+    cq_flavors, _, want_flavor, _ = DELETED[name]
+    case = deleted_case(cq_flavors, want_flavor)
+    case.gates = {"UnadmittedWorkloadsObservability": gate}
+    want = WANT_DELETED[name] if gate else without_no_fit_reasons(WANT_DELETED[name])
+    assert observed(run(case)) == want
+
+
+@pytest.mark.parametrize("name", list(WANT_NOFIT), ids=list(WANT_NOFIT))
+def test_is_no_fit_due_to_capacity_and_limits_upstream(name: str) -> None:
+    assert observed(run(nofit_case(*NOFIT[name][:5]))) == WANT_NOFIT[name]
+
+
+@pytest.mark.parametrize(
+    ("name", "borrowing", "want"),
+    [("no borrowing", 0, False), ("borrows at level 1", 1, True), ("borrows at level 2", 2, True)],
+)
+def test_assignment_requires_borrowing(name: str, borrowing: int, want: bool) -> None:
+    """Upstream ``TestAssignment_RequiresBorrowing``."""
+    assert Assignment(pod_sets=[], borrowing=borrowing).requires_borrowing() is want
