@@ -242,6 +242,47 @@ CASES: dict[str, Case] = {
             ]
         ],
     ),
+    "multiple flavors, leader worker set, leader and workers request the same resources fits": Case(
+        cq=cq1(flavor_quotas("one", cpu=4), flavor_quotas("two", cpu=9)),
+        pod_sets=[
+            pod_set("worker", 4, {"cpu": "2"}, group="group1"),
+            pod_set("leader", 1, {"cpu": "1"}, group="group1"),
+        ],
+        want_mode=Mode.FIT,
+        want_flavors=[{"cpu": ("two", Mode.FIT, -1)}, {"cpu": ("two", Mode.FIT, -1)}],
+        want_usage={("two", "cpu"): 9000},
+    ),
+    "multiple flavors, leader worker set, workers request GPU, leader does not request GPU, fits": Case(
+        cq=cq1(
+            resource_group(flavor_quotas("one", cpu=10, memory=10)),
+            resource_group(flavor_quotas("two", {"cpu": 5, "memory": 5, GPU: 4})),
+        ),
+        pod_sets=[
+            pod_set("worker", 4, {"cpu": "1", "memory": "1", GPU: "1"}, group="group1"),
+            pod_set("leader", 1, {"cpu": "1", "memory": "1"}, group="group1"),
+        ],
+        want_mode=Mode.FIT,
+        want_flavors=[
+            {"cpu": ("two", Mode.FIT, -1), "memory": ("two", Mode.FIT, -1), GPU: ("two", Mode.FIT, -1)},
+            {"cpu": ("two", Mode.FIT, -1), "memory": ("two", Mode.FIT, -1)},
+        ],
+        want_usage={("two", "cpu"): 5000, ("two", "memory"): 5, ("two", GPU): 4},
+    ),
+    "multiple flavors, leader worker set, workers request GPU, leader does not request GPU, does not fit, without group it would fit": Case(
+        cq=cq1(flavor_quotas("one", {"cpu": 4, GPU: 4}), flavor_quotas("two", {"cpu": 5, GPU: 0})),
+        pod_sets=[
+            pod_set("worker", 4, {"cpu": "1", GPU: "1"}, group="group1"),
+            pod_set("leader", 1, {"cpu": "1"}, group="group1"),
+        ],
+        want_mode=Mode.NO_FIT,
+        want_flavors=[{}, {}],
+        want_reasons=[
+            [exceeds("cpu", "one", "0", "5", "4"), exceeds(GPU, "two", "0", "4", "0")],
+            [exceeds("cpu", "one", "0", "5", "4"), exceeds(GPU, "two", "0", "4", "0")],
+        ],
+        want_usage={},
+        want_no_fit_reason=EXCEEDS,
+    ),
     "multiple resource groups, one could fit with preemption, other doesn't fit": Case(
         cq=cq1(
             resource_group(flavor_quotas("one", cpu=3)),
@@ -796,7 +837,7 @@ CASES: dict[str, Case] = {
 }
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", list(CASES), ids=list(CASES))
 def test_assign_flavors(name: str) -> None:
     check(CASES[name], run(CASES[name]))
 

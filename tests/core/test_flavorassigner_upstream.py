@@ -17,11 +17,6 @@ off upstream leaves every NoFit reason empty and the rest is the same.
 is at the end of this file.
 
 Not ported (features pykueue does not implement):
-- TestAssignFlavors "multiple flavors, leader worker set, leader and workers request the same
-  resources fits", "multiple flavors, leader worker set, workers request GPU, leader does not
-  request GPU, fits" and "multiple flavors, leader worker set, workers request GPU, leader does not
-  request GPU, does not fit, without group it would fit" — PodSet groups
-  (``TopologyRequest.PodSetGroupName``, Topology Aware Scheduling).
 - TestAssignFlavors "workload slice preemption fits in the original workload resource flavor" and
   "workload slice preemption does not fit in the original workload resource flavor" — elastic
   workloads (``ElasticJobsViaWorkloadSlices``).
@@ -566,6 +561,139 @@ WANT: dict[str, W] = {
             ),
         ],
         usage={("two", "cpu"): 1000, ("two", "memory"): 1048576},
+    ),
+    "multiple flavors, leader worker set, leader and workers request the same resources fits": W(
+        mode="Fit",
+        pod_sets=[
+            P(
+                "worker",
+                {"cpu": ("two", "Fit", -1)},
+                count=4,
+                requests={"cpu": "8"},
+                attempts=[
+                    A(
+                        "one",
+                        "NoFit",
+                        reasons=[
+                            "insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset request (9) > maximum capacity (4)"
+                        ],
+                        nfr="ExceedsMaxQuota",
+                    ),
+                    A("two", "Fit"),
+                ],
+            ),
+            P(
+                "leader",
+                {"cpu": ("two", "Fit", -1)},
+                count=1,
+                requests={"cpu": "1"},
+                attempts=[
+                    A(
+                        "one",
+                        "NoFit",
+                        reasons=[
+                            "insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset request (9) > maximum capacity (4)"
+                        ],
+                        nfr="ExceedsMaxQuota",
+                    ),
+                    A("two", "Fit"),
+                ],
+            ),
+        ],
+        usage={("two", "cpu"): 9000},
+    ),
+    "multiple flavors, leader worker set, workers request GPU, leader does not request GPU, does not fit, without group it would fit": W(
+        mode="NoFit",
+        pod_sets=[
+            P(
+                "worker",
+                {},
+                reasons=[
+                    "insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset request (5) > maximum capacity (4)",
+                    "insufficient quota for example.com/gpu in flavor two, previously considered podsets requests (0) + current podset request (4) > maximum capacity (0)",
+                ],
+                count=4,
+                requests={"cpu": "4", "example.com/gpu": "4"},
+                attempts=[
+                    A(
+                        "one",
+                        "NoFit",
+                        reasons=[
+                            "insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset request (5) > maximum capacity (4)"
+                        ],
+                        nfr="ExceedsMaxQuota",
+                    ),
+                    A(
+                        "two",
+                        "NoFit",
+                        reasons=[
+                            "insufficient quota for example.com/gpu in flavor two, previously considered podsets requests (0) + current podset request (4) > maximum capacity (0)"
+                        ],
+                        nfr="ExceedsMaxQuota",
+                    ),
+                ],
+            ),
+            P(
+                "leader",
+                {},
+                reasons=[
+                    "insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset request (5) > maximum capacity (4)",
+                    "insufficient quota for example.com/gpu in flavor two, previously considered podsets requests (0) + current podset request (4) > maximum capacity (0)",
+                ],
+                count=1,
+                requests={"cpu": "1"},
+                attempts=[
+                    A(
+                        "one",
+                        "NoFit",
+                        reasons=[
+                            "insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset request (5) > maximum capacity (4)"
+                        ],
+                        nfr="ExceedsMaxQuota",
+                    ),
+                    A(
+                        "two",
+                        "NoFit",
+                        reasons=[
+                            "insufficient quota for example.com/gpu in flavor two, previously considered podsets requests (0) + current podset request (4) > maximum capacity (0)"
+                        ],
+                        nfr="ExceedsMaxQuota",
+                    ),
+                ],
+            ),
+        ],
+        no_fit_reason="ExceedsMaxQuota",
+        message="couldn't assign flavors to pod set worker: insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset request (5) > maximum capacity (4), insufficient quota for example.com/gpu in flavor two, previously considered podsets requests (0) + current podset request (4) > maximum capacity (0); couldn't assign flavors to pod set leader: insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset request (5) > maximum capacity (4), insufficient quota for example.com/gpu in flavor two, previously considered podsets requests (0) + current podset request (4) > maximum capacity (0)",
+    ),
+    "multiple flavors, leader worker set, workers request GPU, leader does not request GPU, fits": W(
+        mode="Fit",
+        pod_sets=[
+            P(
+                "worker",
+                {
+                    "cpu": ("two", "Fit", -1),
+                    "example.com/gpu": ("two", "Fit", -1),
+                    "memory": ("two", "Fit", -1),
+                },
+                count=4,
+                requests={"cpu": "4", "example.com/gpu": "4", "memory": "4"},
+                attempts=[
+                    A("one", "Fit"),
+                    A("two", "Fit"),
+                ],
+            ),
+            P(
+                "leader",
+                {"cpu": ("two", "Fit", -1), "memory": ("two", "Fit", -1)},
+                count=1,
+                requests={"cpu": "1", "memory": "1"},
+                attempts=[
+                    A("one", "Fit"),
+                    A("two", "Fit"),
+                ],
+            ),
+        ],
+        usage={("two", "cpu"): 5000, ("two", "example.com/gpu"): 4, ("two", "memory"): 5},
     ),
     "multiple flavors, node affinity fits any flavor": W(
         mode="Fit",

@@ -20,7 +20,7 @@ from functools import lru_cache
 import msgspec
 
 from pykueue.api import podspec
-from pykueue.api.kueue import PREEMPT_NEVER, PREEMPTION_OVER_BORROWING, TRY_NEXT_FLAVOR, Toleration
+from pykueue.api.kueue import PREEMPT_NEVER, PREEMPTION_OVER_BORROWING, TRY_NEXT_FLAVOR, PodSet, Toleration
 from pykueue.api.quantity import PODS, format_amount, resource_quantity_string, sat_add, sat_mul, sat_sub
 from pykueue.core.cache.cache import ClusterQueueState
 from pykueue.core.cache.snapshot import Snapshot
@@ -167,6 +167,22 @@ class _PodSetRequests(msgspec.Struct, gc=False):
     requests: dict[str, int]
     order: tuple[str, ...]
     tolerations: list[Toleration] | None = None
+    members: list[_PodSetRequests] | None = None
+    """The pod sets of a PodSet group whose summed requests these are (None: one pod set)."""
+
+
+def _group_keys(specs: Sequence[PodSet]) -> list[str] | None:
+    """Each pod set's group key (upstream ``assignFlavors``): its ``topologyRequest.podSetGroupName``,
+    else its index as a string. None when no pod set names a group (each is its own group)."""
+    keys: list[str] | None = None
+    for i, ps in enumerate(specs):
+        tr = ps.topology_request
+        group = tr.get("podSetGroupName") if tr else None
+        if group is not None:
+            if keys is None:
+                keys = [str(j) for j in range(len(specs))]
+            keys[i] = str(group)
+    return keys
 
 
 # --- the assigner ----------------------------------------------------------------------------------
@@ -249,18 +265,75 @@ class FlavorAssigner:
         assignment = Assignment(
             pod_sets=[], last_state=last_state, resolve_no_fit_reason=self._observability
         )
-        for index, ps in enumerate(self.wl.pod_sets):
-            result, failed = self._assign_pod_set(index, self._prepare(index, ps), assignment.usage)
-            _append(assignment, result)
-            if failed:
-                break
+        keys = _group_keys(self.wl.obj.spec.pod_sets)
+        if keys is None:
+            for index, ps in enumerate(self.wl.pod_sets):
+                result, failed = self._assign_pod_set(index, self._prepare(index, ps), assignment.usage)
+                _append(assignment, result)
+                if failed:
+                    break
+        else:
+            self._assign_groups(assignment, keys)
         # Nothing changes the pod sets' results from here on.
         assignment.final_mode = assignment.representative_mode()
         return assignment
 
-    def _assign_pod_set(
+    def _assign_groups(self, assignment: Assignment, keys: list[str]) -> None:
+        """Pod sets grouped by ``podSetGroupName`` (upstream ``assignFlavors``' ``groupedRequests``):
+        the groups in order of their first pod set; a group's summed requests get one flavor per
+        resource, each member keeps the flavors of the resources it requests, and shares the group's
+        status and attempts. Stops after the first group with a member that gets no flavor."""
+        groups: dict[str, list[int]] = {}
+        for index, key in enumerate(keys):
+            groups.setdefault(key, []).append(index)
+        pod_sets = self.wl.pod_sets
+        for indexes in groups.values():
+            members = [self._prepare(i, pod_sets[i]) for i in indexes]
+            if len(members) == 1:
+                result, failed = self._assign_pod_set(indexes[0], members[0], assignment.usage)
+                _append(assignment, result)
+                if failed:
+                    return
+                continue
+            summed: dict[str, int] = {}
+            for m in members:
+                for res, v in m.requests.items():
+                    summed[res] = sat_add(summed.get(res, 0), v)
+            names = tuple(summed)
+            combined = _PodSetRequests(
+                members[0].info,
+                members[0].count,
+                summed,
+                resource_order(names) if self._vectorized else names,
+                members=members,
+            )
+            flavors, reasons, attempts, failure = self._scan(indexes[0], combined, assignment.usage)
+            failed = False
+            for m in members:
+                # ``resolvePodSetFlavors``: the group's flavors of the resources this pod set requests.
+                own = {r: fa for r, fa in flavors.items() if r in m.requests} if failure is None else {}
+                _append(
+                    assignment,
+                    PodSetAssignmentResult(
+                        name=m.info.name,
+                        flavors=own,
+                        requests=m.requests,
+                        count=m.count,
+                        reasons=list(reasons if failure is None else failure.reasons),
+                        error=None if failure is None else failure.error,
+                        attempts=list(attempts),
+                    ),
+                )
+                if (failure is not None and failure.error is not None) or (m.requests and not own):
+                    failed = True
+            if failed:
+                return
+
+    def _scan(
         self, index: int, psr: _PodSetRequests, assumed: dict[FlavorResource, int]
-    ) -> tuple[PodSetAssignmentResult, bool]:
+    ) -> tuple[dict[str, FlavorAssignment], list[str], list[FlavorAttempt], _Scan | None]:
+        """Flavors for every requested resource of ``psr``: (flavors, reasons, attempts sorted by
+        flavor, the failing scan or None)."""
         group_of = self.cq.group_of_resource
         flavors: dict[str, FlavorAssignment] = {}
         reasons: list[str] = []
@@ -279,6 +352,13 @@ class FlavorAssigner:
                 break
             flavors.update(scan.flavors)
             reasons.extend(scan.reasons)
+        attempts = sorted(considered.values(), key=_attempt_flavor) if len(considered) > 1 else [*considered.values()]
+        return flavors, reasons, attempts, failure
+
+    def _assign_pod_set(
+        self, index: int, psr: _PodSetRequests, assumed: dict[FlavorResource, int]
+    ) -> tuple[PodSetAssignmentResult, bool]:
+        flavors, reasons, attempts, failure = self._scan(index, psr, assumed)
         result = PodSetAssignmentResult(
             name=psr.info.name,
             flavors=flavors if failure is None else {},
@@ -286,7 +366,7 @@ class FlavorAssigner:
             count=psr.count,
             reasons=reasons if failure is None else failure.reasons,
             error=None if failure is None else failure.error,
-            attempts=sorted(considered.values(), key=_attempt_flavor) if len(considered) > 1 else [*considered.values()],
+            attempts=attempts,
         )
         return result, failure is not None
 
@@ -300,8 +380,10 @@ class FlavorAssigner:
         return 0 if idx is None else idx + 1
 
     def _pinned_out(self, psr: _PodSetRequests, flavor: str, res: str) -> bool:
+        """``shouldSkipBasedOnNominationMapping``: no pod set of ``psr`` was nominated ``flavor`` for ``res``."""
         assert self._pin is not None
-        return self._pin.get(psr.info.name, {}).get(res) != flavor
+        pin = self._pin
+        return all(pin.get(m.info.name, {}).get(res) != flavor for m in psr.members or (psr,))
 
     def _find_flavor(
         self, index: int, psr: _PodSetRequests, res: str, gi: int | None, assumed: dict[FlavorResource, int]
@@ -433,10 +515,17 @@ class FlavorAssigner:
     # --- upstream ``FlavorAssigner.checkFlavorForPodSets`` ---------------------------------------
 
     def _check_flavor(self, fname: str, psr: _PodSetRequests) -> tuple[str | None, str | None]:
-        """``(ineligibility reason, error)`` of flavor ``fname`` for the pod set; both None when eligible."""
+        """``(ineligibility reason, error)`` of flavor ``fname`` for the pod set (for a PodSet group:
+        for its first member the flavor does not suit); both None when eligible."""
         flavor = self.flavors.get(fname)
         if flavor is None:
             return f"flavor {fname} not found", None
+        if psr.members is not None:
+            for member in psr.members:
+                ineligible, error = self._check_flavor(fname, member)
+                if ineligible is not None or error is not None:
+                    return ineligible, error
+            return None, None
         spec = flavor.spec
         if spec.node_taints:
             if psr.tolerations is None:
