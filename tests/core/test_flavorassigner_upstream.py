@@ -3,11 +3,11 @@
 The inputs are those of ``test_flavor_assignment`` (``CASES`` for ``TestAssignFlavors``, some under
 a shortened name that ``UPSTREAM_NAME`` maps; the ``*_TABLE`` rows and ``*_case`` builders for the
 other tables). The ``WANT*`` tables hold, per upstream case name, what upstream's
-``FlavorAssigner.Assign`` returns at the revision we follow: representative mode; per pod set the
-flavors (name, mode, ``TriedFlavorIdx``), the status reasons (sorted, as ``Status.Message`` prints
-them), the error, count, requests (``Quantity.String``) and the flavor assignment attempts (mode,
-borrowing, preemption possibility, reasons, NoFit reason); the usage, the borrowing level, the
-NoFit reason and ``Assignment.Message()``. They were read off upstream's run of its own tables:
+``FlavorAssigner.Assign`` returns at the revision we follow (ff69552e79): representative mode; per
+pod set the flavors (name, mode, ``TriedFlavorIdx``), the status reasons (sorted, as
+``Status.Message`` prints them), the error, count, requests (``Quantity.String``) and the flavor
+assignment attempts (mode, borrowing, preemption possibility, reasons, NoFit reason); the usage,
+the borrowing level, the NoFit reason and ``Assignment.Message()``. They were read off upstream's run of its own tables:
 where an upstream expectation lists more attempts than it computes (``flexAssertConsidered`` lets
 a fitting flavor stand alone), or checks only part of the result (the flavor names, the NoFit
 reasons), ``WANT*`` has everything upstream computes. With ``UnadmittedWorkloadsObservability``
