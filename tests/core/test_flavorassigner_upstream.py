@@ -6,15 +6,16 @@ other tables). The ``WANT*`` tables hold, per upstream case name, what upstream'
 ``FlavorAssigner.Assign`` returns at the revision we follow (ff69552e79): representative mode; per
 pod set the flavors (name, mode, ``TriedFlavorIdx``), the status reasons (sorted, as
 ``Status.Message`` prints them), the error, count, requests (``Quantity.String``) and the flavor
-assignment attempts (mode, borrowing, preemption possibility, reasons, NoFit reason); the usage,
-the borrowing level, the NoFit reason and ``Assignment.Message()``. They were read off upstream's run of its own tables:
-where an upstream expectation lists more attempts than it computes (``flexAssertConsidered`` lets
-a fitting flavor stand alone), or checks only part of the result (the flavor names, the NoFit
-reasons), ``WANT*`` has everything upstream computes. With ``UnadmittedWorkloadsObservability``
-off upstream leaves every NoFit reason empty and the rest is the same.
+assignment attempts (mode, borrowing, preemption possibility, reasons, NoFit reason); the usage, the
+borrowing level, the NoFit reason and ``Assignment.Message()``. They were read off upstream's run of
+its own tables: where an upstream expectation lists more attempts than it computes
+(``flexAssertConsidered`` lets a fitting flavor stand alone), or checks only part of the result (the
+flavor names, the NoFit reasons), ``WANT*`` has everything upstream computes. With
+``UnadmittedWorkloadsObservability`` off upstream leaves every NoFit reason empty and the rest is
+the same.
 
-``TestIsPreferred`` is in ``test_flavor_assignment`` (all its cases); ``TestAssignment_RequiresBorrowing``
-is at the end of this file.
+``TestIsPreferred`` is in ``test_flavor_assignment`` (all its cases);
+``TestAssignment_RequiresBorrowing`` is at the end of this file.
 
 Not ported (features pykueue does not implement):
 - TestAssignFlavors "workload slice preemption fits in the original workload resource flavor" and
