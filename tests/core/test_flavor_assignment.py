@@ -857,6 +857,16 @@ def test_assign_flavors_observability_gate_off(name: str) -> None:
 
 TRIO = [flavor("uno"), flavor("due"), flavor("tre")]
 
+_FUNGIBILITY_DISABLED = (
+    {"gpu": "10"},
+    {("uno", "gpu"): 1},
+    {("due", "gpu"): 1, ("tre", "gpu"): 1},
+    {"when_can_preempt": MAY_STOP},
+    {},
+    Mode.PREEMPT,
+    {"gpu": "uno"},
+)
+
 RECLAIM_TABLE: list[Any] = [
     (
         "Select first flavor which fits",
@@ -878,25 +888,11 @@ RECLAIM_TABLE: list[Any] = [
         Mode.PREEMPT,
         {"gpu": "due"},
     ),
-    (
-        "Select first flavor when flavor fungibility is disabled",
-        {"gpu": "10"},
-        {("uno", "gpu"): 1},
-        {("due", "gpu"): 1, ("tre", "gpu"): 1},
-        {"when_can_preempt": MAY_STOP},
-        {},
-        Mode.PREEMPT,
-        {"gpu": "uno"},
-    ),
+    ("Select first flavor when flavor fungibility is disabled", *_FUNGIBILITY_DISABLED),
+    # Upstream keeps this twin of the case above (same inputs) under the deprecated policy's name.
     (
         "Select first flavor when flavor fungibility is disabled; using deprecated WhenCanPreempt=MayStopSearch",
-        {"gpu": "10"},
-        {("uno", "gpu"): 1},
-        {("due", "gpu"): 1, ("tre", "gpu"): 1},
-        {"when_can_preempt": MAY_STOP},
-        {},
-        Mode.PREEMPT,
-        {"gpu": "uno"},
+        *_FUNGIBILITY_DISABLED,
     ),
     (
         "Select first flavor where priority based preemption is possible",

@@ -1,8 +1,8 @@
 """Upstream ``pkg/scheduler/flavorassigner/flavorassigner_test.go``: whole assignments.
 
-The inputs are those of ``test_flavor_assignment`` (``CASES`` for ``TestAssignFlavors``, some under
-a shortened name that ``UPSTREAM_NAME`` maps; the ``*_TABLE`` rows and ``*_case`` builders for the
-other tables). The ``WANT*`` tables hold, per upstream case name, what upstream's
+The inputs are those of ``test_flavor_assignment`` (``CASES`` for ``TestAssignFlavors``, where
+upstream's twins (``TWINS``) share their case's inputs; the ``*_TABLE`` rows and ``*_case`` builders
+for the other tables). The ``WANT*`` tables hold, per upstream case name, what upstream's
 ``FlavorAssigner.Assign`` returns at the revision we follow (ff69552e79): representative mode; per
 pod set the flavors (name, mode, ``TriedFlavorIdx``), the status reasons (sorted, as
 ``Status.Message`` prints them), the error, count, requests (``Quantity.String``) and the flavor
@@ -90,7 +90,7 @@ class W(msgspec.Struct, frozen=True):
     message: str = ""
 
 
-UPSTREAM_NAME = {
+TWINS = {
     "preempt before try next flavor; using WhenCanBorrow=MayStopSearch,WhenCanPreempt=MayStopSearch": (
         "preempt before try next flavor"
     ),
@@ -113,7 +113,8 @@ UPSTREAM_NAME = {
         "when borrowing while preemption is needed for flavor one, fair sharing enabled, reclaimWithinCohort=Never"
     ),
 }
-"""Upstream case name -> the name ``CASES`` has it under."""
+"""Cases upstream keeps twice, with the same inputs and expectations, the second under the name of the
+deprecated fungibility policies: twin -> the case it repeats (in ``CASES`` and ``WANT``)."""
 
 
 def observed(a: Assignment) -> W:
@@ -160,7 +161,7 @@ def without_no_fit_reasons(w: W) -> W:
 
 
 def _case(name: str, gate: bool) -> Case:
-    case = CASES[UPSTREAM_NAME.get(name, name)]
+    case = CASES[TWINS.get(name, name)]
     gates: dict[str, Any] = {**case.gates, "UnadmittedWorkloadsObservability": gate}
     return Case(**{**case.__dict__, "gates": gates})
 
@@ -254,28 +255,6 @@ WANT: dict[str, W] = {
         message="couldn't assign flavors to pod set main: flavor one doesn't match node affinity, insufficient unused quota for cpu in flavor two, 1 more needed",
     ),
     "cannot preempt in cohort (oracle returns None) for the first flavor, tries the second flavor (which fits)": W(
-        mode="Fit",
-        pod_sets=[
-            P(
-                "main",
-                {"cpu": ("two", "Fit", -1)},
-                count=1,
-                requests={"cpu": "2"},
-                attempts=[
-                    A(
-                        "one",
-                        "Preempt",
-                        pp="NoCandidates",
-                        reasons=["insufficient unused quota for cpu in flavor one, 2 more needed"],
-                    ),
-                    A("two", "Fit", borrow=1),
-                ],
-            ),
-        ],
-        usage={("two", "cpu"): 2000},
-        borrowing=1,
-    ),
-    "cannot preempt in cohort (oracle returns None) for the first flavor, tries the second flavor (which fits); using deprecated WhenCanBorrow=MayStopSearch,WhenCanPreempt=MayStopSearch": W(
         mode="Fit",
         pod_sets=[
             P(
@@ -1096,30 +1075,6 @@ WANT: dict[str, W] = {
         usage={("one", "cpu"): 9000, ("one", "pods"): 1},
         message="couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor one, 1 more needed",
     ),
-    "preempt before try next flavor; using WhenCanBorrow=MayStopSearch,WhenCanPreempt=MayStopSearch": W(
-        mode="Preempt",
-        pod_sets=[
-            P(
-                "main",
-                {"cpu": ("one", "Preempt", 0), "pods": ("one", "Fit", 0)},
-                reasons=[
-                    "insufficient unused quota for cpu in flavor one, 1 more needed",
-                ],
-                count=1,
-                requests={"cpu": "9", "pods": "1"},
-                attempts=[
-                    A(
-                        "one",
-                        "Preempt",
-                        pp="Preempt",
-                        reasons=["insufficient unused quota for cpu in flavor one, 1 more needed"],
-                    ),
-                ],
-            ),
-        ],
-        usage={("one", "cpu"): 9000, ("one", "pods"): 1},
-        message="couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor one, 1 more needed",
-    ),
     "preempt try next flavor": W(
         mode="Fit",
         pod_sets=[
@@ -1279,32 +1234,6 @@ WANT: dict[str, W] = {
         borrowing=1,
         message="couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor one, 10 more needed",
     ),
-    "when borrowing while preemption is needed for flavor one, fair sharing enabled, reclaimWithinCohort=Any; using deprecated WhenCanBorrow=MayStopSearch,WhenCanPreempt=MayStopSearch": W(
-        mode="Preempt",
-        pod_sets=[
-            P(
-                "main",
-                {"cpu": ("one", "Preempt", 0)},
-                reasons=[
-                    "insufficient unused quota for cpu in flavor one, 10 more needed",
-                ],
-                count=1,
-                requests={"cpu": "12"},
-                attempts=[
-                    A(
-                        "one",
-                        "Preempt",
-                        borrow=1,
-                        pp="Preempt",
-                        reasons=["insufficient unused quota for cpu in flavor one, 10 more needed"],
-                    ),
-                ],
-            ),
-        ],
-        usage={("one", "cpu"): 12000},
-        borrowing=1,
-        message="couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor one, 10 more needed",
-    ),
     "when borrowing while preemption is needed for flavor one, fair sharing enabled, reclaimWithinCohort=Never": W(
         mode="Fit",
         pod_sets=[
@@ -1327,55 +1256,7 @@ WANT: dict[str, W] = {
         ],
         usage={("two", "cpu"): 12000},
     ),
-    "when borrowing while preemption is needed for flavor one, fair sharing enabled, reclaimWithinCohort=Never; using deprecated WhenCanBorrow=MayStopSearch,WhenCanPreempt=MayStopSearch": W(
-        mode="Fit",
-        pod_sets=[
-            P(
-                "main",
-                {"cpu": ("two", "Fit", -1)},
-                count=1,
-                requests={"cpu": "12"},
-                attempts=[
-                    A(
-                        "one",
-                        "NoFit",
-                        borrow=1,
-                        reasons=["insufficient unused quota for cpu in flavor one, 10 more needed"],
-                        nfr="WaitingForQuota",
-                    ),
-                    A("two", "Fit"),
-                ],
-            ),
-        ],
-        usage={("two", "cpu"): 12000},
-    ),
     "when borrowing while preemption is needed for flavor one, no borrowingLimit; WhenCanBorrow=MayStopSearch": W(
-        mode="Preempt",
-        pod_sets=[
-            P(
-                "main",
-                {"cpu": ("one", "Preempt", 0)},
-                reasons=[
-                    "insufficient unused quota for cpu in flavor one, 10 more needed",
-                ],
-                count=1,
-                requests={"cpu": "12"},
-                attempts=[
-                    A(
-                        "one",
-                        "Preempt",
-                        borrow=1,
-                        pp="Preempt",
-                        reasons=["insufficient unused quota for cpu in flavor one, 10 more needed"],
-                    ),
-                ],
-            ),
-        ],
-        usage={("one", "cpu"): 12000},
-        borrowing=1,
-        message="couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor one, 10 more needed",
-    ),
-    "when borrowing while preemption is needed for flavor one, no borrowingLimit; WhenCanBorrow=MayStopSearch,WhenCanPreempt=MayStopSearch": W(
         mode="Preempt",
         pod_sets=[
             P(
@@ -1427,49 +1308,7 @@ WANT: dict[str, W] = {
         borrowing=1,
         message="couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor one, 10 more needed",
     ),
-    "when borrowing while preemption is needed for flavor one; WhenCanBorrow=MayStopSearch,WhenCanPreempt=MayStopSearch": W(
-        mode="Preempt",
-        pod_sets=[
-            P(
-                "main",
-                {"cpu": ("one", "Preempt", 0)},
-                reasons=[
-                    "insufficient unused quota for cpu in flavor one, 10 more needed",
-                ],
-                count=1,
-                requests={"cpu": "12"},
-                attempts=[
-                    A(
-                        "one",
-                        "Preempt",
-                        borrow=1,
-                        pp="Preempt",
-                        reasons=["insufficient unused quota for cpu in flavor one, 10 more needed"],
-                    ),
-                ],
-            ),
-        ],
-        usage={("one", "cpu"): 12000},
-        borrowing=1,
-        message="couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor one, 10 more needed",
-    ),
     "when borrowing while preemption is needed for flavor one; WhenCanBorrow=TryNextFlavor": W(
-        mode="Fit",
-        pod_sets=[
-            P(
-                "main",
-                {"cpu": ("two", "Fit", -1)},
-                count=1,
-                requests={"cpu": "12"},
-                attempts=[
-                    A("one", "Fit", borrow=1),
-                    A("two", "Fit"),
-                ],
-            ),
-        ],
-        usage={("two", "cpu"): 12000},
-    ),
-    "when borrowing while preemption is needed for flavor one; WhenCanBorrow=TryNextFlavor,WhenCanPreempt=MayStopSearch": W(
         mode="Fit",
         pod_sets=[
             P(
@@ -1574,6 +1413,9 @@ WANT: dict[str, W] = {
 }
 
 
+WANT.update({twin: WANT[original] for twin, original in TWINS.items()})
+
+
 @pytest.mark.parametrize("gate", [False, True], ids=["gate_false", "gate_true"])
 @pytest.mark.parametrize("name", list(WANT), ids=list(WANT))
 def test_assign_flavors_upstream(name: str, gate: bool) -> None:
@@ -1583,30 +1425,6 @@ def test_assign_flavors_upstream(name: str, gate: bool) -> None:
 
 WANT_RECLAIM: dict[str, W] = {
     "Select first flavor when flavor fungibility is disabled": W(
-        mode="Preempt",
-        pod_sets=[
-            P(
-                "main",
-                {"gpu": ("uno", "Preempt", 0)},
-                reasons=[
-                    "insufficient unused quota for gpu in flavor uno, 1 more needed",
-                ],
-                count=1,
-                requests={"gpu": "10"},
-                attempts=[
-                    A(
-                        "uno",
-                        "Preempt",
-                        pp="Preempt",
-                        reasons=["insufficient unused quota for gpu in flavor uno, 1 more needed"],
-                    ),
-                ],
-            ),
-        ],
-        usage={("uno", "gpu"): 10},
-        message="couldn't assign flavors to pod set main: insufficient unused quota for gpu in flavor uno, 1 more needed",
-    ),
-    "Select first flavor when flavor fungibility is disabled; using deprecated WhenCanPreempt=MayStopSearch": W(
         mode="Preempt",
         pod_sets=[
             P(
@@ -1781,6 +1599,12 @@ WANT_RECLAIM: dict[str, W] = {
     ),
 }
 """Upstream ``TestReclaimBeforePriorityPreemption``, whole assignments (upstream checks mode and flavors)."""
+
+
+# Upstream's twin of "Select first flavor when flavor fungibility is disabled" (same inputs).
+WANT_RECLAIM[
+    "Select first flavor when flavor fungibility is disabled; using deprecated WhenCanPreempt=MayStopSearch"
+] = WANT_RECLAIM["Select first flavor when flavor fungibility is disabled"]
 
 
 WANT_HIERARCHICAL: dict[str, W] = {
