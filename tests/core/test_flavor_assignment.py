@@ -1,7 +1,9 @@
 """Flavor assignment (upstream ``flavorassigner.go``), mirroring upstream ``flavorassigner_test.go``.
 
 Case names are the upstream ones. The preemption oracle is a fake returning fixed outcomes per
-(flavor, resource) and ``(Preempt, 0)`` otherwise, like upstream's ``testOracle``.
+(flavor, resource) and ``(Preempt, 0)`` otherwise, like upstream's ``testOracle``. Every field of
+upstream's results for these inputs is compared in ``test_flavorassigner_upstream.py`` (which also
+lists the upstream cases not ported).
 """
 
 from __future__ import annotations
