@@ -1839,3 +1839,43 @@ def test_usage_of_admitted_workloads_counts() -> None:
     a = assign_flavors(info(workload("wl", requests={"cpu": "2"}), opts), state, snap, opts, oracle)
     assert flavors_of(a) == [{"cpu": ("default", Mode.PREEMPT, -1), "pods": ("default", Mode.FIT, -1)}]
     assert oracle.calls == [(("default", "cpu"), 2000)]
+
+
+# --- PodSet groups (upstream ``assignFlavors``' ``groupedRequests``) beyond upstream's table ----------
+
+
+def _group_run(members: list[PodSet], pin: Mapping[str, Mapping[str, str]] | None = None) -> Assignment:
+    opts = options()
+    cq = cq1(flavor_quotas("one", cpu=10), flavor_quotas("tainted", cpu=10), flavor_quotas("two", cpu=10))
+    cache, snap = build([*FLAVORS, cq], opts)
+    wl = info(workload("wl", pod_sets=members), opts)
+    return assign_flavors(wl, cache.cluster_queues["test-clusterqueue"], snap, opts, FakeOracle(), pin=pin)
+
+
+def test_group_flavor_must_suit_every_member() -> None:
+    """``checkFlavorForPodSets`` checks each pod set of the group: "one" does not match the leader's
+    selector and "tainted" is not tolerated by the workers, so both go to "two"."""
+    a = _group_run(
+        [
+            pod_set("worker", 2, {"cpu": "1"}, group="g"),
+            pod_set("leader", 1, {"cpu": "1"}, group="g", node_selector={"type": "two"}),
+        ]
+    )
+    assert flavors_of(a) == [{"cpu": ("two", Mode.FIT, -1)}, {"cpu": ("two", Mode.FIT, -1)}]
+    assert a.usage == {("two", "cpu"): 3000}
+    reasons = [
+        "flavor one doesn't match node affinity",
+        "untolerated taint {instance spot NoSchedule <nil>} in flavor tainted",
+    ]
+    assert [[at.flavor for at in ps.attempts] for ps in a.pod_sets] == [["one", "tainted", "two"]] * 2
+    assert [sorted(r for at in ps.attempts for r in at.reasons) for ps in a.pod_sets] == [reasons] * 2
+
+
+def test_group_nomination_pin_keeps_a_flavor_any_member_was_nominated() -> None:
+    """``shouldSkipBasedOnNominationMapping``: a flavor is kept when any pod set of the group was
+    nominated it for the resource."""
+    members = [pod_set("worker", 2, {"cpu": "1"}, group="g"), pod_set("leader", 1, {"cpu": "1"}, group="g")]
+    a = _group_run(members, pin={"worker": {"cpu": "two"}, "leader": {"cpu": "tainted"}})
+    assert flavors_of(a) == [{"cpu": ("two", Mode.FIT, -1)}, {"cpu": ("two", Mode.FIT, -1)}]
+    # "one" (nobody's) is skipped without an attempt; "tainted" (the leader's) is tried.
+    assert [at.flavor for at in a.pod_sets[0].attempts] == ["tainted", "two"]

@@ -265,7 +265,12 @@ class FlavorAssigner:
         assignment = Assignment(
             pod_sets=[], last_state=last_state, resolve_no_fit_reason=self._observability
         )
-        keys = _group_keys(self.wl.obj.spec.pod_sets)
+        specs = self.wl.obj.spec.pod_sets
+        keys: list[str] | None = None
+        for spec in specs:
+            if spec.topology_request:
+                keys = _group_keys(specs)
+                break
         if keys is None:
             for index, ps in enumerate(self.wl.pod_sets):
                 result, failed = self._assign_pod_set(index, self._prepare(index, ps), assignment.usage)
@@ -307,11 +312,11 @@ class FlavorAssigner:
                 resource_order(names) if self._vectorized else names,
                 members=members,
             )
-            flavors, reasons, attempts, failure = self._scan(indexes[0], combined, assignment.usage)
+            group, _ = self._assign_pod_set(indexes[0], combined, assignment.usage)
             failed = False
             for m in members:
                 # ``resolvePodSetFlavors``: the group's flavors of the resources this pod set requests.
-                own = {r: fa for r, fa in flavors.items() if r in m.requests} if failure is None else {}
+                own = {r: fa for r, fa in group.flavors.items() if r in m.requests}
                 _append(
                     assignment,
                     PodSetAssignmentResult(
@@ -319,21 +324,19 @@ class FlavorAssigner:
                         flavors=own,
                         requests=m.requests,
                         count=m.count,
-                        reasons=list(reasons if failure is None else failure.reasons),
-                        error=None if failure is None else failure.error,
-                        attempts=list(attempts),
+                        reasons=list(group.reasons),
+                        error=group.error,
+                        attempts=list(group.attempts),
                     ),
                 )
-                if (failure is not None and failure.error is not None) or (m.requests and not own):
+                if group.error is not None or (m.requests and not own):
                     failed = True
             if failed:
                 return
 
-    def _scan(
+    def _assign_pod_set(
         self, index: int, psr: _PodSetRequests, assumed: dict[FlavorResource, int]
-    ) -> tuple[dict[str, FlavorAssignment], list[str], list[FlavorAttempt], _Scan | None]:
-        """Flavors for every requested resource of ``psr``: (flavors, reasons, attempts sorted by
-        flavor, the failing scan or None)."""
+    ) -> tuple[PodSetAssignmentResult, bool]:
         group_of = self.cq.group_of_resource
         flavors: dict[str, FlavorAssignment] = {}
         reasons: list[str] = []
@@ -352,13 +355,6 @@ class FlavorAssigner:
                 break
             flavors.update(scan.flavors)
             reasons.extend(scan.reasons)
-        attempts = sorted(considered.values(), key=_attempt_flavor) if len(considered) > 1 else [*considered.values()]
-        return flavors, reasons, attempts, failure
-
-    def _assign_pod_set(
-        self, index: int, psr: _PodSetRequests, assumed: dict[FlavorResource, int]
-    ) -> tuple[PodSetAssignmentResult, bool]:
-        flavors, reasons, attempts, failure = self._scan(index, psr, assumed)
         result = PodSetAssignmentResult(
             name=psr.info.name,
             flavors=flavors if failure is None else {},
@@ -366,7 +362,7 @@ class FlavorAssigner:
             count=psr.count,
             reasons=reasons if failure is None else failure.reasons,
             error=None if failure is None else failure.error,
-            attempts=attempts,
+            attempts=sorted(considered.values(), key=_attempt_flavor) if len(considered) > 1 else [*considered.values()],
         )
         return result, failure is not None
 
@@ -383,7 +379,9 @@ class FlavorAssigner:
         """``shouldSkipBasedOnNominationMapping``: no pod set of ``psr`` was nominated ``flavor`` for ``res``."""
         assert self._pin is not None
         pin = self._pin
-        return all(pin.get(m.info.name, {}).get(res) != flavor for m in psr.members or (psr,))
+        if psr.members is None:
+            return pin.get(psr.info.name, {}).get(res) != flavor
+        return all(pin.get(m.info.name, {}).get(res) != flavor for m in psr.members)
 
     def _find_flavor(
         self, index: int, psr: _PodSetRequests, res: str, gi: int | None, assumed: dict[FlavorResource, int]
