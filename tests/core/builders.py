@@ -297,14 +297,17 @@ def pod_set(
     requests: Mapping[str, QuantityValue] | None = None,
     *,
     min_count: int | None = None,
+    group: str | None = None,
     **spec_kw: Any,
 ) -> PodSet:
-    """A PodSet of ``count`` pods each requesting ``requests`` (``spec_kw`` go to ``pod_spec``)."""
+    """A PodSet of ``count`` pods each requesting ``requests`` (``spec_kw`` go to ``pod_spec``);
+    ``group``: its ``topologyRequest.podSetGroupName``."""
     return PodSet(
         name=name,
         count=count,
         min_count=min_count,
         template=PodTemplateSpec(spec=pod_spec(requests, **spec_kw)),
+        topology_request=None if group is None else {"podSetGroupName": group},
     )
 
 

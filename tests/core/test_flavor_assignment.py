@@ -1,7 +1,9 @@
 """Flavor assignment (upstream ``flavorassigner.go``), mirroring upstream ``flavorassigner_test.go``.
 
 Case names are the upstream ones. The preemption oracle is a fake returning fixed outcomes per
-(flavor, resource) and ``(Preempt, 0)`` otherwise, like upstream's ``testOracle``.
+(flavor, resource) and ``(Preempt, 0)`` otherwise, like upstream's ``testOracle``. Every field of
+upstream's results for these inputs is compared in ``test_flavorassigner_upstream.py`` (which also
+lists the upstream cases not ported).
 """
 
 from __future__ import annotations
@@ -118,11 +120,15 @@ class Case:
     gates: dict[str, bool] = field(default_factory=dict)
     reclaimable: dict[str, int] = field(default_factory=dict)
     counts: list[int] | None = None
+    deleted: list[str] = field(default_factory=list)
+    """Flavors deleted from the cache once the snapshot is taken (upstream ``TestDeletedFlavors``)."""
 
 
 def run(case: Case) -> Assignment:
     opts = options(gates=case.gates, fair_sharing=case.fair_sharing)
     cache, snap = build([*case.flavors, *case.others, case.cq], opts)
+    for name in case.deleted:
+        cache.delete_flavor(name)
     cq = cache.cluster_queues[case.cq.metadata.name]
     usage(cq, case.cq_usage)
     for name, amounts in case.other_usage.items():
@@ -237,6 +243,47 @@ CASES: dict[str, Case] = {
                 ("two", FIT, 0, (), ""),
             ]
         ],
+    ),
+    "multiple flavors, leader worker set, leader and workers request the same resources fits": Case(
+        cq=cq1(flavor_quotas("one", cpu=4), flavor_quotas("two", cpu=9)),
+        pod_sets=[
+            pod_set("worker", 4, {"cpu": "2"}, group="group1"),
+            pod_set("leader", 1, {"cpu": "1"}, group="group1"),
+        ],
+        want_mode=Mode.FIT,
+        want_flavors=[{"cpu": ("two", Mode.FIT, -1)}, {"cpu": ("two", Mode.FIT, -1)}],
+        want_usage={("two", "cpu"): 9000},
+    ),
+    "multiple flavors, leader worker set, workers request GPU, leader does not request GPU, fits": Case(
+        cq=cq1(
+            resource_group(flavor_quotas("one", cpu=10, memory=10)),
+            resource_group(flavor_quotas("two", {"cpu": 5, "memory": 5, GPU: 4})),
+        ),
+        pod_sets=[
+            pod_set("worker", 4, {"cpu": "1", "memory": "1", GPU: "1"}, group="group1"),
+            pod_set("leader", 1, {"cpu": "1", "memory": "1"}, group="group1"),
+        ],
+        want_mode=Mode.FIT,
+        want_flavors=[
+            {"cpu": ("two", Mode.FIT, -1), "memory": ("two", Mode.FIT, -1), GPU: ("two", Mode.FIT, -1)},
+            {"cpu": ("two", Mode.FIT, -1), "memory": ("two", Mode.FIT, -1)},
+        ],
+        want_usage={("two", "cpu"): 5000, ("two", "memory"): 5, ("two", GPU): 4},
+    ),
+    "multiple flavors, leader worker set, workers request GPU, leader does not request GPU, does not fit, without group it would fit": Case(
+        cq=cq1(flavor_quotas("one", {"cpu": 4, GPU: 4}), flavor_quotas("two", {"cpu": 5, GPU: 0})),
+        pod_sets=[
+            pod_set("worker", 4, {"cpu": "1", GPU: "1"}, group="group1"),
+            pod_set("leader", 1, {"cpu": "1"}, group="group1"),
+        ],
+        want_mode=Mode.NO_FIT,
+        want_flavors=[{}, {}],
+        want_reasons=[
+            [exceeds("cpu", "one", "0", "5", "4"), exceeds(GPU, "two", "0", "4", "0")],
+            [exceeds("cpu", "one", "0", "5", "4"), exceeds(GPU, "two", "0", "4", "0")],
+        ],
+        want_usage={},
+        want_no_fit_reason=EXCEEDS,
     ),
     "multiple resource groups, one could fit with preemption, other doesn't fit": Case(
         cq=cq1(
@@ -792,7 +839,7 @@ CASES: dict[str, Case] = {
 }
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", list(CASES), ids=list(CASES))
 def test_assign_flavors(name: str) -> None:
     check(CASES[name], run(CASES[name]))
 
@@ -812,72 +859,76 @@ def test_assign_flavors_observability_gate_off(name: str) -> None:
 
 TRIO = [flavor("uno"), flavor("due"), flavor("tre")]
 
-
-@pytest.mark.parametrize(
-    ("name", "requests", "test_usage", "other_usage", "fungibility", "oracle", "want_mode", "want"),
-    [
-        (
-            "Select first flavor which fits",
-            {"gpu": "10"},
-            {("uno", "gpu"): 1},
-            {("due", "gpu"): 1},
-            None,
-            {},
-            Mode.FIT,
-            {"gpu": "tre"},
-        ),
-        (
-            "Select first flavor where gpu reclamation is possible",
-            {"gpu": "10"},
-            {("uno", "gpu"): 1},
-            {("due", "gpu"): 1, ("tre", "gpu"): 1},
-            None,
-            {("uno", "gpu"): (PREEMPT, 0), ("due", "gpu"): (RECLAIM, 0)},
-            Mode.PREEMPT,
-            {"gpu": "due"},
-        ),
-        (
-            "Select first flavor when flavor fungibility is disabled",
-            {"gpu": "10"},
-            {("uno", "gpu"): 1},
-            {("due", "gpu"): 1, ("tre", "gpu"): 1},
-            {"when_can_preempt": MAY_STOP},
-            {},
-            Mode.PREEMPT,
-            {"gpu": "uno"},
-        ),
-        (
-            "Select first flavor where priority based preemption is possible",
-            {"gpu": "10"},
-            {("uno", "gpu"): 1, ("due", "gpu"): 1, ("tre", "gpu"): 1},
-            {},
-            None,
-            {},
-            Mode.PREEMPT,
-            {"gpu": "uno"},
-        ),
-        (
-            "Select second flavor where gpu reclamation is possible, as compute Fits",
-            {"gpu": "10", "compute": "10"},
-            {("uno", "gpu"): 1, ("uno", "compute"): 1, ("due", "compute"): 1},
-            {("due", "gpu"): 1, ("tre", "gpu"): 1},
-            None,
-            {("uno", "gpu"): (PREEMPT, 0), ("due", "gpu"): (RECLAIM, 0), ("tre", "gpu"): (RECLAIM, 0)},
-            Mode.PREEMPT,
-            {"gpu": "tre", "compute": "tre"},
-        ),
-    ],
+_FUNGIBILITY_DISABLED = (
+    {"gpu": "10"},
+    {("uno", "gpu"): 1},
+    {("due", "gpu"): 1, ("tre", "gpu"): 1},
+    {"when_can_preempt": MAY_STOP},
+    {},
+    Mode.PREEMPT,
+    {"gpu": "uno"},
 )
-def test_reclaim_before_priority_preemption(
-    name: str,
+
+RECLAIM_TABLE: list[Any] = [
+    (
+        "Select first flavor which fits",
+        {"gpu": "10"},
+        {("uno", "gpu"): 1},
+        {("due", "gpu"): 1},
+        None,
+        {},
+        Mode.FIT,
+        {"gpu": "tre"},
+    ),
+    (
+        "Select first flavor where gpu reclamation is possible",
+        {"gpu": "10"},
+        {("uno", "gpu"): 1},
+        {("due", "gpu"): 1, ("tre", "gpu"): 1},
+        None,
+        {("uno", "gpu"): (PREEMPT, 0), ("due", "gpu"): (RECLAIM, 0)},
+        Mode.PREEMPT,
+        {"gpu": "due"},
+    ),
+    ("Select first flavor when flavor fungibility is disabled", *_FUNGIBILITY_DISABLED),
+    # Upstream keeps this twin of the case above (same inputs) under the deprecated policy's name.
+    (
+        "Select first flavor when flavor fungibility is disabled; using deprecated WhenCanPreempt=MayStopSearch",
+        *_FUNGIBILITY_DISABLED,
+    ),
+    (
+        "Select first flavor where priority based preemption is possible",
+        {"gpu": "10"},
+        {("uno", "gpu"): 1, ("due", "gpu"): 1, ("tre", "gpu"): 1},
+        {},
+        None,
+        {},
+        Mode.PREEMPT,
+        {"gpu": "uno"},
+    ),
+    (
+        "Select second flavor where gpu reclamation is possible, as compute Fits",
+        {"gpu": "10", "compute": "10"},
+        {("uno", "gpu"): 1, ("uno", "compute"): 1, ("due", "compute"): 1},
+        {("due", "gpu"): 1, ("tre", "gpu"): 1},
+        None,
+        {("uno", "gpu"): (PREEMPT, 0), ("due", "gpu"): (RECLAIM, 0), ("tre", "gpu"): (RECLAIM, 0)},
+        Mode.PREEMPT,
+        {"gpu": "tre", "compute": "tre"},
+    ),
+]
+"""Upstream ``TestReclaimBeforePriorityPreemption``: (name, requests, test-clusterqueue usage,
+other-clusterqueue usage, flavor fungibility, oracle, want mode, want flavors)."""
+
+
+def reclaim_case(
     requests: dict[str, str],
     test_usage: dict[FlavorResource, int],
     other_usage: dict[FlavorResource, int],
     fungibility: dict[str, str] | None,
     oracle: dict[FlavorResource, tuple[PreemptionMode, int]],
-    want_mode: Mode,
-    want: dict[str, str],
-) -> None:
+) -> Case:
+    """The inputs of a ``TestReclaimBeforePriorityPreemption`` case."""
     test_cq = cluster_queue(
         "test-clusterqueue",
         *(flavor_quotas(f, compute=10, gpu=10) for f in ("uno", "due", "tre")),
@@ -890,19 +941,34 @@ def test_reclaim_before_priority_preemption(
         *(flavor_quotas(f, compute=0, gpu=0) for f in ("uno", "due", "tre")),
         cohort="cohort",
     )
-    a = run(
-        Case(
-            cq=test_cq,
-            others=[other_cq],
-            flavors=TRIO,
-            cq_usage=test_usage,
-            other_usage={"other-clusterqueue": other_usage},
-            oracle=oracle,
-            pod_sets=[pod_set("main", 1, requests)],
-            want_mode=want_mode,
-            want_flavors=[],
-        )
+    return Case(
+        cq=test_cq,
+        others=[other_cq],
+        flavors=TRIO,
+        cq_usage=test_usage,
+        other_usage={"other-clusterqueue": other_usage},
+        oracle=oracle,
+        pod_sets=[pod_set("main", 1, requests)],
+        want_mode=Mode.FIT,
+        want_flavors=[],
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "requests", "test_usage", "other_usage", "fungibility", "oracle", "want_mode", "want"),
+    RECLAIM_TABLE,
+)
+def test_reclaim_before_priority_preemption(
+    name: str,
+    requests: dict[str, str],
+    test_usage: dict[FlavorResource, int],
+    other_usage: dict[FlavorResource, int],
+    fungibility: dict[str, str] | None,
+    oracle: dict[FlavorResource, tuple[PreemptionMode, int]],
+    want_mode: Mode,
+    want: dict[str, str],
+) -> None:
+    a = run(reclaim_case(requests, test_usage, other_usage, fungibility, oracle))
     assert a.representative_mode() is want_mode
     assert {res: fa.name for res, fa in a.pod_sets[0].flavors.items()} == want
 
@@ -910,47 +976,47 @@ def test_reclaim_before_priority_preemption(
 # --- TestHierarchical (three nested cohorts, each lending 4 cpu of its own flavor) ----------------
 
 
-@pytest.mark.parametrize(
-    ("name", "cq_flavors", "test_usage", "other_usage", "fungibility", "oracle", "want"),
-    [
-        (
-            "Select the top flavor",
-            None,
-            {("one", "cpu"): 4},
-            {("two", "cpu"): 4},
-            None,
-            {},
-            "three",
-        ),
-        ("Select the first flavor which fits", None, {("one", "cpu"): 4}, {}, None, {}, "two"),
-        (
-            "Select deeper-borrowing flavor that fits when shallower-borrowing flavor has no preemption candidates",
-            [
-                flavor_quotas("one", cpu=Q(4, borrowing_limit=0)),
-                flavor_quotas("two", cpu=0),
-                flavor_quotas("three", cpu=0),
-            ],
-            {("one", "cpu"): 4},
-            {},
-            {
-                "when_can_borrow": TRY_NEXT,
-                "when_can_preempt": TRY_NEXT,
-                "preference": "PreemptionOverBorrowing",
-            },
-            {("one", "cpu"): (NO_CAND, 1)},
-            "two",
-        ),
-    ],
-)
-def test_hierarchical(
-    name: str,
+HIERARCHICAL_TABLE: list[Any] = [
+    (
+        "Select the top flavor",
+        None,
+        {("one", "cpu"): 4},
+        {("two", "cpu"): 4},
+        None,
+        {},
+        "three",
+    ),
+    ("Select the first flavor which fits", None, {("one", "cpu"): 4}, {}, None, {}, "two"),
+    (
+        "Select deeper-borrowing flavor that fits when shallower-borrowing flavor has no preemption candidates",
+        [
+            flavor_quotas("one", cpu=Q(4, borrowing_limit=0)),
+            flavor_quotas("two", cpu=0),
+            flavor_quotas("three", cpu=0),
+        ],
+        {("one", "cpu"): 4},
+        {},
+        {
+            "when_can_borrow": TRY_NEXT,
+            "when_can_preempt": TRY_NEXT,
+            "preference": "PreemptionOverBorrowing",
+        },
+        {("one", "cpu"): (NO_CAND, 1)},
+        "two",
+    ),
+]
+"""Upstream ``TestHierarchical``: (name, test-clusterqueue flavors, its usage, other-clusterqueue
+usage, flavor fungibility, oracle, want cpu flavor)."""
+
+
+def hierarchical_case(
     cq_flavors: list[Any] | None,
     test_usage: dict[FlavorResource, int],
     other_usage: dict[FlavorResource, int],
     fungibility: dict[str, str] | None,
     oracle: dict[FlavorResource, tuple[PreemptionMode, int]],
-    want: str,
-) -> None:
+) -> Case:
+    """The inputs of a ``TestHierarchical`` case."""
     zero = [flavor_quotas(f, cpu=0) for f in ("one", "two", "three")]
     cohorts = [
         cohort("three", flavor_quotas("three", cpu=4)),
@@ -965,19 +1031,32 @@ def test_hierarchical(
         fungibility=fungibility or {"when_can_preempt": TRY_NEXT},
     )
     other_cq = cluster_queue("other-clusterqueue", *zero, cohort="two")
-    a = run(
-        Case(
-            cq=test_cq,
-            others=[*cohorts, other_cq],
-            flavors=[flavor("one"), flavor("two"), flavor("three")],
-            cq_usage=test_usage,
-            other_usage={"other-clusterqueue": other_usage},
-            oracle=oracle,
-            pod_sets=[ps(cpu="4")],
-            want_mode=Mode.FIT,
-            want_flavors=[],
-        )
+    return Case(
+        cq=test_cq,
+        others=[*cohorts, other_cq],
+        flavors=[flavor("one"), flavor("two"), flavor("three")],
+        cq_usage=test_usage,
+        other_usage={"other-clusterqueue": other_usage},
+        oracle=oracle,
+        pod_sets=[ps(cpu="4")],
+        want_mode=Mode.FIT,
+        want_flavors=[],
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "cq_flavors", "test_usage", "other_usage", "fungibility", "oracle", "want"), HIERARCHICAL_TABLE
+)
+def test_hierarchical(
+    name: str,
+    cq_flavors: list[Any] | None,
+    test_usage: dict[FlavorResource, int],
+    other_usage: dict[FlavorResource, int],
+    fungibility: dict[str, str] | None,
+    oracle: dict[FlavorResource, tuple[PreemptionMode, int]],
+    want: str,
+) -> None:
+    a = run(hierarchical_case(cq_flavors, test_usage, other_usage, fungibility, oracle))
     assert a.representative_mode() is Mode.FIT
     assert a.pod_sets[0].flavors["cpu"].name == want
 
@@ -985,34 +1064,43 @@ def test_hierarchical(
 # --- TestDeletedFlavors ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("name", "cq_flavors", "want_mode", "want_flavor", "want_message"),
-    [
-        (
-            "multiple flavors, skip missing ResourceFlavor",
-            ["deleted-flavor", "flavor"],
-            Mode.FIT,
-            "flavor",
-            "",
-        ),
-        (
-            "flavor not found",
-            ["deleted-flavor"],
-            Mode.NO_FIT,
-            None,
-            "couldn't assign flavors to pod set main: flavor deleted-flavor not found",
-        ),
-    ],
-)
+DELETED_TABLE: list[Any] = [
+    (
+        "multiple flavors, skip missing ResourceFlavor",
+        ["deleted-flavor", "flavor"],
+        Mode.FIT,
+        "flavor",
+        "",
+    ),
+    (
+        "flavor not found",
+        ["deleted-flavor"],
+        Mode.NO_FIT,
+        None,
+        "couldn't assign flavors to pod set main: flavor deleted-flavor not found",
+    ),
+]
+"""Upstream ``TestDeletedFlavors``: (name, the ClusterQueue's flavors, want mode, want cpu flavor,
+want message)."""
+
+
+def deleted_case(cq_flavors: list[str], want_flavor: str | None) -> Case:
+    """The inputs of a ``TestDeletedFlavors`` case: "deleted-flavor" goes after the snapshot."""
+    return Case(
+        cq=cluster_queue("test-clusterqueue", *(flavor_quotas(f, cpu=4) for f in cq_flavors)),
+        flavors=[flavor("flavor"), flavor("deleted-flavor")],
+        deleted=["deleted-flavor"],
+        pod_sets=[ps(cpu="3" if want_flavor else "1")],
+        want_mode=Mode.FIT,
+        want_flavors=[],
+    )
+
+
+@pytest.mark.parametrize(("name", "cq_flavors", "want_mode", "want_flavor", "want_message"), DELETED_TABLE)
 def test_deleted_flavors(
     name: str, cq_flavors: list[str], want_mode: Mode, want_flavor: str | None, want_message: str
 ) -> None:
-    cq = cluster_queue("test-clusterqueue", *(flavor_quotas(f, cpu=4) for f in cq_flavors))
-    opts = options()
-    cache, snap = build([flavor("flavor"), flavor("deleted-flavor"), cq], opts)
-    cache.delete_flavor("deleted-flavor")
-    wl = info(workload("wl", requests={"cpu": "3" if want_flavor else "1"}), opts)
-    a = assign_flavors(wl, cache.cluster_queues["test-clusterqueue"], snap, opts, FakeOracle())
+    a = run(deleted_case(cq_flavors, want_flavor))
     assert a.representative_mode() is want_mode
     assert a.message() == want_message
     deleted = next(at for at in a.pod_sets[0].attempts if at.flavor == "deleted-flavor")
@@ -1138,126 +1226,151 @@ SHARED_SIBLING = cluster_queue(
 )
 
 
+NOFIT_TABLE: list[Any] = [
+    (
+        "succeeds to schedule on flavor-a",
+        pod_set("main", 1, {"cpu": "1"}),
+        None,
+        [],
+        None,
+        {},
+        "",
+        {"flavor-a": ""},
+    ),
+    (
+        "insufficient quota",
+        pod_set("main", 1, {"cpu": "3"}),
+        None,
+        [],
+        None,
+        {},
+        EXCEEDS,
+        {"flavor-a": EXCEEDS, "flavor-b": NMF},
+    ),
+    (
+        "exceeds max capacity limits",
+        pod_set("main", 1, {"cpu": "5"}),
+        None,
+        [],
+        None,
+        {},
+        EXCEEDS,
+        {"flavor-a": EXCEEDS, "flavor-b": NMF},
+    ),
+    (
+        "taints mismatch",
+        pod_set("main", 1, {"cpu": "1"}, node_selector={"type": "wrong"}),
+        None,
+        [],
+        None,
+        {},
+        NMF,
+        {"flavor-a": NMF, "flavor-b": NMF},
+    ),
+    (
+        "succeeds to schedule on flavor-b with a tolerated taint",
+        pod_set(
+            "main",
+            1,
+            {"cpu": "1"},
+            node_selector={"type": "non-existent"},
+            tolerations=[toleration("key", "val", "NoSchedule")],
+        ),
+        None,
+        [],
+        None,
+        {},
+        "",
+        {"flavor-a": NMF, "flavor-b": ""},
+    ),
+    (
+        "node affinity mismatch when both flavors declare same key",
+        pod_set("main", 1, {"cpu": "1"}, node_selector={"type": "non-existent"}),
+        None,
+        [],
+        [flavor("flavor-a", {"type": "a"}), flavor("flavor-b", {"type": "b"})],
+        {},
+        NMF,
+        {"flavor-a": NMF, "flavor-b": NMF},
+    ),
+    (
+        "prioritization of structural mismatch over capacity mismatch",
+        pod_set("main", 1, {"cpu": "3", "memory": "20Gi"}, node_selector={"type": "wrong"}),
+        None,
+        [],
+        None,
+        {},
+        NMF,
+        {},
+    ),
+    (
+        "insufficient capacity, cohort has available capacity (waiting for quota)",
+        pod_set("main", 1, {"cpu": "3"}),
+        _nofit_cq("cohort", bl=2),
+        [_sibling(2, 2)],
+        None,
+        {("flavor-a", "cpu"): 2, ("flavor-b", "cpu"): 2},
+        WAITING,
+        {"flavor-a": WAITING, "flavor-b": NMF},
+    ),
+    (
+        "exceeds cohort max capacity limits",
+        pod_set("main", 1, {"cpu": "5"}),
+        _nofit_cq("cohort", bl=2),
+        [_sibling(2, 2)],
+        None,
+        {},
+        EXCEEDS,
+        {"flavor-a": EXCEEDS, "flavor-b": NMF},
+    ),
+    (
+        "exceeds borrowing limit but cohort has capacity",
+        pod_set("main", 1, {"cpu": "4"}),
+        _nofit_cq("cohort", bl=1),
+        [_sibling(5, 5)],
+        None,
+        {},
+        EXCEEDS,
+        {"flavor-a": EXCEEDS, "flavor-b": NMF},
+    ),
+    (
+        "flavor spanning multiple resource groups",
+        pod_set("main", 1, {"cpu": "3", "memory": "3Gi"}, node_selector={"type": "a"}),
+        SHARED_CQ,
+        [SHARED_SIBLING],
+        [flavor("flavor-shared", {"type": "shared"}), flavor("flavor-a", {"type": "a"})],
+        {("flavor-shared", "cpu"): 2, ("flavor-shared", "memory"): "2Gi", ("flavor-a", "cpu"): 2},
+        NMF,
+        {"flavor-shared": NMF},
+    ),
+]
+"""Upstream ``TestIsNoFitDueToCapacityAndLimits``: (name, pod set, ClusterQueue (None: "cq"),
+sibling ClusterQueues, flavors (None: ``NOFIT_FLAVORS``), sibling usage, want NoFit reason, want
+NoFit reason per attempted flavor)."""
+
+
+def nofit_case(
+    pod: PodSet,
+    cq: ClusterQueue | None,
+    others: list[ClusterQueue],
+    flavors: list[ResourceFlavor] | None,
+    sibling_usage: dict[FlavorResource, Any],
+) -> Case:
+    """The inputs of a ``TestIsNoFitDueToCapacityAndLimits`` case."""
+    return Case(
+        cq=cq or _nofit_cq(),
+        others=list(others),
+        flavors=flavors or NOFIT_FLAVORS,
+        other_usage={"sibling": sibling_usage} if sibling_usage else {},
+        oracle={fr: (NO_CAND, 0) for fr in sibling_usage},
+        pod_sets=[pod],
+        want_mode=Mode.FIT,
+        want_flavors=[],
+    )
+
+
 @pytest.mark.parametrize(
-    ("name", "pod", "cq", "others", "flavors", "sibling_usage", "want_reason", "want_attempts"),
-    [
-        (
-            "succeeds to schedule on flavor-a",
-            pod_set("main", 1, {"cpu": "1"}),
-            None,
-            [],
-            None,
-            {},
-            "",
-            {"flavor-a": ""},
-        ),
-        (
-            "insufficient quota",
-            pod_set("main", 1, {"cpu": "3"}),
-            None,
-            [],
-            None,
-            {},
-            EXCEEDS,
-            {"flavor-a": EXCEEDS, "flavor-b": NMF},
-        ),
-        (
-            "exceeds max capacity limits",
-            pod_set("main", 1, {"cpu": "5"}),
-            None,
-            [],
-            None,
-            {},
-            EXCEEDS,
-            {"flavor-a": EXCEEDS, "flavor-b": NMF},
-        ),
-        (
-            "taints mismatch",
-            pod_set("main", 1, {"cpu": "1"}, node_selector={"type": "wrong"}),
-            None,
-            [],
-            None,
-            {},
-            NMF,
-            {"flavor-a": NMF, "flavor-b": NMF},
-        ),
-        (
-            "succeeds to schedule on flavor-b with a tolerated taint",
-            pod_set(
-                "main",
-                1,
-                {"cpu": "1"},
-                node_selector={"type": "non-existent"},
-                tolerations=[toleration("key", "val", "NoSchedule")],
-            ),
-            None,
-            [],
-            None,
-            {},
-            "",
-            {"flavor-a": NMF, "flavor-b": ""},
-        ),
-        (
-            "node affinity mismatch when both flavors declare same key",
-            pod_set("main", 1, {"cpu": "1"}, node_selector={"type": "non-existent"}),
-            None,
-            [],
-            [flavor("flavor-a", {"type": "a"}), flavor("flavor-b", {"type": "b"})],
-            {},
-            NMF,
-            {"flavor-a": NMF, "flavor-b": NMF},
-        ),
-        (
-            "prioritization of structural mismatch over capacity mismatch",
-            pod_set("main", 1, {"cpu": "3", "memory": "20Gi"}, node_selector={"type": "wrong"}),
-            None,
-            [],
-            None,
-            {},
-            NMF,
-            {},
-        ),
-        (
-            "insufficient capacity, cohort has available capacity (waiting for quota)",
-            pod_set("main", 1, {"cpu": "3"}),
-            _nofit_cq("cohort", bl=2),
-            [_sibling(2, 2)],
-            None,
-            {("flavor-a", "cpu"): 2, ("flavor-b", "cpu"): 2},
-            WAITING,
-            {"flavor-a": WAITING, "flavor-b": NMF},
-        ),
-        (
-            "exceeds cohort max capacity limits",
-            pod_set("main", 1, {"cpu": "5"}),
-            _nofit_cq("cohort", bl=2),
-            [_sibling(2, 2)],
-            None,
-            {},
-            EXCEEDS,
-            {"flavor-a": EXCEEDS, "flavor-b": NMF},
-        ),
-        (
-            "exceeds borrowing limit but cohort has capacity",
-            pod_set("main", 1, {"cpu": "4"}),
-            _nofit_cq("cohort", bl=1),
-            [_sibling(5, 5)],
-            None,
-            {},
-            EXCEEDS,
-            {"flavor-a": EXCEEDS, "flavor-b": NMF},
-        ),
-        (
-            "flavor spanning multiple resource groups",
-            pod_set("main", 1, {"cpu": "3", "memory": "3Gi"}, node_selector={"type": "a"}),
-            SHARED_CQ,
-            [SHARED_SIBLING],
-            [flavor("flavor-shared", {"type": "shared"}), flavor("flavor-a", {"type": "a"})],
-            {("flavor-shared", "cpu"): 2, ("flavor-shared", "memory"): "2Gi", ("flavor-a", "cpu"): 2},
-            NMF,
-            {"flavor-shared": NMF},
-        ),
-    ],
+    ("name", "pod", "cq", "others", "flavors", "sibling_usage", "want_reason", "want_attempts"), NOFIT_TABLE
 )
 def test_is_no_fit_due_to_capacity_and_limits(
     name: str,
@@ -1269,18 +1382,7 @@ def test_is_no_fit_due_to_capacity_and_limits(
     want_reason: str,
     want_attempts: dict[str, str],
 ) -> None:
-    a = run(
-        Case(
-            cq=cq or _nofit_cq(),
-            others=list(others),
-            flavors=flavors or NOFIT_FLAVORS,
-            other_usage={"sibling": sibling_usage} if sibling_usage else {},
-            oracle={fr: (NO_CAND, 0) for fr in sibling_usage},
-            pod_sets=[pod],
-            want_mode=Mode.FIT,
-            want_flavors=[],
-        )
-    )
+    a = run(nofit_case(pod, cq, others, flavors, sibling_usage))
     assert a.no_fit_reason() == want_reason
     assert {at.flavor: at.no_fit_reason for at in a.pod_sets[0].attempts} == want_attempts
 
@@ -1737,3 +1839,43 @@ def test_usage_of_admitted_workloads_counts() -> None:
     a = assign_flavors(info(workload("wl", requests={"cpu": "2"}), opts), state, snap, opts, oracle)
     assert flavors_of(a) == [{"cpu": ("default", Mode.PREEMPT, -1), "pods": ("default", Mode.FIT, -1)}]
     assert oracle.calls == [(("default", "cpu"), 2000)]
+
+
+# --- PodSet groups (upstream ``assignFlavors``' ``groupedRequests``) beyond upstream's table ----------
+
+
+def _group_run(members: list[PodSet], pin: Mapping[str, Mapping[str, str]] | None = None) -> Assignment:
+    opts = options()
+    cq = cq1(flavor_quotas("one", cpu=10), flavor_quotas("tainted", cpu=10), flavor_quotas("two", cpu=10))
+    cache, snap = build([*FLAVORS, cq], opts)
+    wl = info(workload("wl", pod_sets=members), opts)
+    return assign_flavors(wl, cache.cluster_queues["test-clusterqueue"], snap, opts, FakeOracle(), pin=pin)
+
+
+def test_group_flavor_must_suit_every_member() -> None:
+    """``checkFlavorForPodSets`` checks each pod set of the group: "one" does not match the leader's
+    selector and "tainted" is not tolerated by the workers, so both go to "two"."""
+    a = _group_run(
+        [
+            pod_set("worker", 2, {"cpu": "1"}, group="g"),
+            pod_set("leader", 1, {"cpu": "1"}, group="g", node_selector={"type": "two"}),
+        ]
+    )
+    assert flavors_of(a) == [{"cpu": ("two", Mode.FIT, -1)}, {"cpu": ("two", Mode.FIT, -1)}]
+    assert a.usage == {("two", "cpu"): 3000}
+    reasons = [
+        "flavor one doesn't match node affinity",
+        "untolerated taint {instance spot NoSchedule <nil>} in flavor tainted",
+    ]
+    assert [[at.flavor for at in ps.attempts] for ps in a.pod_sets] == [["one", "tainted", "two"]] * 2
+    assert [sorted(r for at in ps.attempts for r in at.reasons) for ps in a.pod_sets] == [reasons] * 2
+
+
+def test_group_nomination_pin_keeps_a_flavor_any_member_was_nominated() -> None:
+    """``shouldSkipBasedOnNominationMapping``: a flavor is kept when any pod set of the group was
+    nominated it for the resource."""
+    members = [pod_set("worker", 2, {"cpu": "1"}, group="g"), pod_set("leader", 1, {"cpu": "1"}, group="g")]
+    a = _group_run(members, pin={"worker": {"cpu": "two"}, "leader": {"cpu": "tainted"}})
+    assert flavors_of(a) == [{"cpu": ("two", Mode.FIT, -1)}, {"cpu": ("two", Mode.FIT, -1)}]
+    # "one" (nobody's) is skipped without an attempt; "tainted" (the leader's) is tried.
+    assert [at.flavor for at in a.pod_sets[0].attempts] == ["tainted", "two"]

@@ -20,7 +20,7 @@ from functools import lru_cache
 import msgspec
 
 from pykueue.api import podspec
-from pykueue.api.kueue import PREEMPT_NEVER, PREEMPTION_OVER_BORROWING, TRY_NEXT_FLAVOR, Toleration
+from pykueue.api.kueue import PREEMPT_NEVER, PREEMPTION_OVER_BORROWING, TRY_NEXT_FLAVOR, PodSet, Toleration
 from pykueue.api.quantity import PODS, format_amount, resource_quantity_string, sat_add, sat_mul, sat_sub
 from pykueue.core.cache.cache import ClusterQueueState
 from pykueue.core.cache.snapshot import Snapshot
@@ -167,6 +167,22 @@ class _PodSetRequests(msgspec.Struct, gc=False):
     requests: dict[str, int]
     order: tuple[str, ...]
     tolerations: list[Toleration] | None = None
+    members: list[_PodSetRequests] | None = None
+    """The pod sets of a PodSet group whose summed requests these are (None: one pod set)."""
+
+
+def _group_keys(specs: Sequence[PodSet]) -> list[str] | None:
+    """Each pod set's group key (upstream ``assignFlavors``): its ``topologyRequest.podSetGroupName``,
+    else its index as a string. None when no pod set names a group (each is its own group)."""
+    keys: list[str] | None = None
+    for i, ps in enumerate(specs):
+        tr = ps.topology_request
+        group = tr.get("podSetGroupName") if tr else None
+        if group is not None:
+            if keys is None:
+                keys = [str(j) for j in range(len(specs))]
+            keys[i] = str(group)
+    return keys
 
 
 # --- the assigner ----------------------------------------------------------------------------------
@@ -249,14 +265,74 @@ class FlavorAssigner:
         assignment = Assignment(
             pod_sets=[], last_state=last_state, resolve_no_fit_reason=self._observability
         )
-        for index, ps in enumerate(self.wl.pod_sets):
-            result, failed = self._assign_pod_set(index, self._prepare(index, ps), assignment.usage)
-            _append(assignment, result)
-            if failed:
+        specs = self.wl.obj.spec.pod_sets
+        keys: list[str] | None = None
+        for spec in specs:
+            if spec.topology_request:
+                keys = _group_keys(specs)
                 break
+        if keys is None:
+            for index, ps in enumerate(self.wl.pod_sets):
+                result, failed = self._assign_pod_set(index, self._prepare(index, ps), assignment.usage)
+                _append(assignment, result)
+                if failed:
+                    break
+        else:
+            self._assign_groups(assignment, keys)
         # Nothing changes the pod sets' results from here on.
         assignment.final_mode = assignment.representative_mode()
         return assignment
+
+    def _assign_groups(self, assignment: Assignment, keys: list[str]) -> None:
+        """Pod sets grouped by ``podSetGroupName`` (upstream ``assignFlavors``' ``groupedRequests``):
+        the groups in order of their first pod set; a group's summed requests get one flavor per
+        resource, each member keeps the flavors of the resources it requests, and shares the group's
+        status and attempts. Stops after the first group with a member that gets no flavor."""
+        groups: dict[str, list[int]] = {}
+        for index, key in enumerate(keys):
+            groups.setdefault(key, []).append(index)
+        pod_sets = self.wl.pod_sets
+        for indexes in groups.values():
+            members = [self._prepare(i, pod_sets[i]) for i in indexes]
+            if len(members) == 1:
+                result, failed = self._assign_pod_set(indexes[0], members[0], assignment.usage)
+                _append(assignment, result)
+                if failed:
+                    return
+                continue
+            summed: dict[str, int] = {}
+            for m in members:
+                for res, v in m.requests.items():
+                    summed[res] = sat_add(summed.get(res, 0), v)
+            names = tuple(summed)
+            combined = _PodSetRequests(
+                members[0].info,
+                members[0].count,
+                summed,
+                resource_order(names) if self._vectorized else names,
+                members=members,
+            )
+            group, _ = self._assign_pod_set(indexes[0], combined, assignment.usage)
+            failed = False
+            for m in members:
+                # ``resolvePodSetFlavors``: the group's flavors of the resources this pod set requests.
+                own = {r: fa for r, fa in group.flavors.items() if r in m.requests}
+                _append(
+                    assignment,
+                    PodSetAssignmentResult(
+                        name=m.info.name,
+                        flavors=own,
+                        requests=m.requests,
+                        count=m.count,
+                        reasons=list(group.reasons),
+                        error=group.error,
+                        attempts=list(group.attempts),
+                    ),
+                )
+                if group.error is not None or (m.requests and not own):
+                    failed = True
+            if failed:
+                return
 
     def _assign_pod_set(
         self, index: int, psr: _PodSetRequests, assumed: dict[FlavorResource, int]
@@ -300,8 +376,12 @@ class FlavorAssigner:
         return 0 if idx is None else idx + 1
 
     def _pinned_out(self, psr: _PodSetRequests, flavor: str, res: str) -> bool:
+        """``shouldSkipBasedOnNominationMapping``: no pod set of ``psr`` was nominated ``flavor`` for ``res``."""
         assert self._pin is not None
-        return self._pin.get(psr.info.name, {}).get(res) != flavor
+        pin = self._pin
+        if psr.members is None:
+            return pin.get(psr.info.name, {}).get(res) != flavor
+        return all(pin.get(m.info.name, {}).get(res) != flavor for m in psr.members)
 
     def _find_flavor(
         self, index: int, psr: _PodSetRequests, res: str, gi: int | None, assumed: dict[FlavorResource, int]
@@ -433,10 +513,17 @@ class FlavorAssigner:
     # --- upstream ``FlavorAssigner.checkFlavorForPodSets`` ---------------------------------------
 
     def _check_flavor(self, fname: str, psr: _PodSetRequests) -> tuple[str | None, str | None]:
-        """``(ineligibility reason, error)`` of flavor ``fname`` for the pod set; both None when eligible."""
+        """``(ineligibility reason, error)`` of flavor ``fname`` for the pod set (for a PodSet group:
+        for its first member the flavor does not suit); both None when eligible."""
         flavor = self.flavors.get(fname)
         if flavor is None:
             return f"flavor {fname} not found", None
+        if psr.members is not None:
+            for member in psr.members:
+                ineligible, error = self._check_flavor(fname, member)
+                if ineligible is not None or error is not None:
+                    return ineligible, error
+            return None, None
         spec = flavor.spec
         if spec.node_taints:
             if psr.tolerations is None:

@@ -167,6 +167,10 @@ class Assignment:
     """The representative mode, set by the flavor assigner once it has built the assignment (it is
     read two or three times per head); None: computed on each call."""
 
+    def requires_borrowing(self) -> bool:
+        """Whether the assignment borrows at any level (upstream ``Assignment.RequiresBorrowing``)."""
+        return self.borrowing > 0
+
     def representative_mode(self) -> Mode:
         if self.final_mode is not None:
             return self.final_mode
