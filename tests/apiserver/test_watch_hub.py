@@ -126,8 +126,8 @@ def test_a_busy_watch_stream_keeps_its_bookmarks_and_timeout_without_a_timer_per
         # 4 s: the writer's 40 posts (about 1 s) end well before the timeout on a busy machine.
         query = {"watch": ["true"], "allowWatchBookmarks": ["true"], "timeoutSeconds": ["4"]}
         req = APIRequest("GET", G, "v1beta2", "workloads", namespace="default", query=query)
+        started = time.monotonic()  # before the handler starts the stream's timeout, not after
         resp = await app.handlers.handle_async(req)
-        started = time.monotonic()
 
         def writer() -> None:  # on a thread of its own: its pauses make no timers on the loop
             for i in range(40):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime
 import json
-import socket
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -106,12 +106,6 @@ def front_proxy_flags(pki: Path) -> str:
     )
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def adapted_manifests(port: int, ca_bundle: bytes) -> str:
     """config/visibility's APIServices and Service for a cluster without kube-proxy (see above)."""
     import base64
@@ -136,19 +130,26 @@ def aggregated(tmp_path_factory: pytest.TempPathFactory) -> Any:
     base = tmp_path_factory.mktemp("aggregator")
     pki = base / "pki"
     make_pki(pki)
-    port = free_port()
+    # Port 0: the controller binds a free port and names it (a port found free here and closed
+    # again could be taken by another socket, an outgoing connection's, before the controller binds).
     k = start_real_kueue(
         base,
         [
-            "--visibility-bind-address", "127.0.0.1", "--visibility-port", str(port),
+            "--visibility-bind-address", "127.0.0.1", "--visibility-port", "0",
             "--visibility-cert-dir", str(pki / "serving"),
         ],
         run_jobs=False,
         extra_users=("viewer", "stranger"),
         apiserver_flags=front_proxy_flags(pki),
     )  # fmt: skip
-    k.visibility = (port, pki)  # type: ignore[attr-defined]
     try:
+        served = support.wait_for(
+            lambda: re.search(r"visibility API on https://127\.0\.0\.1:(\d+)", k.controller_log()),
+            timeout=60,
+            what="the visibility API's port in the controller's log",
+        )
+        port = int(served.group(1))
+        k.visibility = (port, pki)  # type: ignore[attr-defined]
         k.kubectl("apply", "-f", str(VISIBILITY / "pending_workloads_viewer_roles.yaml"))
         k.kubectl("apply", "-f", "-", stdin=VIEWER_BINDING)
         k.kubectl("apply", "-f", "-", stdin=adapted_manifests(port, (pki / "visibility-ca.crt").read_bytes()))

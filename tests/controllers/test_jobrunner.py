@@ -206,13 +206,28 @@ def test_job_completes_with_kubernetes_status(env: Env) -> None:
     assert len(env.pods("ok")) == 1
 
 
+def started_together(trace: Path, count: int, go: Path) -> None:
+    """Wait until ``count`` pods of a :data:`GATED` script run at once, then let them all end
+    (pods that overlap for a fixed time may not, on a busy machine: a pod's start can take longer)."""
+    wait_for(lambda: trace.exists() and trace.read_text().split().count("+") >= count)
+    go.touch()
+
+
+GATED = 'echo + >> "$TRACE"; while [ ! -e "$GO" ]; do sleep 0.05; done; echo - >> "$TRACE"'
+"""A pod that logs its start and end, and ends once the ``$GO`` file exists."""
+
+
 def test_parallelism_two_until_four_completions(env: Env, tmp_path: Path) -> None:
     env.runner()
-    log = tmp_path / "trace"
-    script = 'echo + >> "$TRACE"; sleep 0.2; echo - >> "$TRACE"'
+    log, go = tmp_path / "trace", tmp_path / "go"
     env.create(
-        "par", ["sh", "-c", script], parallelism=2, completions=4, env=[{"name": "TRACE", "value": str(log)}]
+        "par",
+        ["sh", "-c", GATED],
+        parallelism=2,
+        completions=4,
+        env=[{"name": "TRACE", "value": str(log)}, {"name": "GO", "value": str(go)}],
     )
+    started_together(log, 2, go)
     st = env.wait_condition("par", "Complete")
     assert st["succeeded"] == 4 and "failed" not in st
     running = peak = 0
@@ -640,14 +655,13 @@ def admit(env: Env, job: dict[str, Any], count: int) -> None:
 
 def test_pods_are_bounded_by_the_admitted_count(env: Env, tmp_path: Path) -> None:
     env.runner(run_unmanaged_jobs=False)
-    trace = tmp_path / "trace"
-    script = 'echo + >> "$TRACE"; sleep 0.3; echo - >> "$TRACE"'
+    trace, go = tmp_path / "trace", tmp_path / "go"
     job = env.create(
         "wide",
-        ["sh", "-c", script],
+        ["sh", "-c", GATED],
         parallelism=40,
         completions=6,
-        env=[{"name": "TRACE", "value": str(trace)}],
+        env=[{"name": "TRACE", "value": str(trace)}, {"name": "GO", "value": str(go)}],
         labels={QUEUE_NAME_LABEL: "lq"},
     )
     assert job["spec"]["suspend"] is True  # Kueue's webhook suspends it until admission
@@ -655,6 +669,7 @@ def test_pods_are_bounded_by_the_admitted_count(env: Env, tmp_path: Path) -> Non
     time.sleep(0.5)
     assert env.pods("wide") == []  # not admitted (no Workload yet): nothing runs
     admit(env, job, 3)
+    started_together(trace, 3, go)
     st = env.wait_condition("wide", "Complete")
     assert st["succeeded"] == 6
     running = peak = 0

@@ -418,6 +418,27 @@ def test_a_workload_change_asks_for_each_of_its_queues_status_once(env: Env, mon
     setup_queues(env)
     env.create(R.WORKLOADS, workload("a"))
     wait(has(env, "a", "Admitted"))
+
+    def admission_routed() -> bool:
+        # The API shows the admission before the manager has run the write's completion (or seen
+        # its watch event) and routed that change, which asks for the same two refreshes: record
+        # only once the manager holds the version the API serves, with no write of its own
+        # pending, and nothing left to route or reconcile.
+        version = env.get(R.WORKLOADS, "a")["metadata"]["resourceVersion"]
+
+        def check() -> bool:
+            env.mgr.cluster.deliver_updates()
+            held = env.mgr.cluster.workloads.get("default/a")
+            return (
+                held is not None
+                and held.metadata.resource_version == version
+                and env.mgr.writes.pending() == 0
+                and env.mgr.work.idle()
+            )
+
+        return env.mgr.call_in_manager_thread(check)
+
+    wait(admission_routed)
     requested: list[tuple[str, object]] = []
     real = env.mgr.cluster.schedule_status
 

@@ -35,7 +35,9 @@ class SlowClient(InProcessClient):
     def __init__(self, handlers: Any, delay: float) -> None:
         super().__init__(handlers)
         self.delay = delay
-        self.cq_delay = 0.0
+        self.cq_open = threading.Event()
+        """ClusterQueue status writes wait while this is clear (held as long as a test needs)."""
+        self.cq_open.set()
         self.cq_writes_in_flight = 0
         self.cq_status_writes = 0
         self.lock = threading.Lock()
@@ -53,7 +55,7 @@ class SlowClient(InProcessClient):
                 self.cq_writes_in_flight += 1
                 self.cq_status_writes += 1
             try:
-                time.sleep(self.cq_delay)
+                self.cq_open.wait(30)
                 return super().replace(res, obj, subresource=subresource)
             finally:
                 with self.lock:
@@ -115,6 +117,7 @@ class Env:
         assert self.mgr.wait_ready(10)
 
     def close(self) -> None:
+        self.client.cq_open.set()
         self.mgr.stop()
         self.store.close()
 
@@ -330,10 +333,11 @@ def test_a_manager_thread_stuck_past_the_stop_keeps_its_completions_and_runs_the
 
 
 def test_queue_status_writes_do_not_hold_up_admissions(make_env: Callable[..., Env]) -> None:
-    # A ClusterQueue status write that takes 1.5 s: the manager goes on admitting meanwhile (it
-    # used to wait for it on its own thread), and the status is written again afterwards.
+    # A ClusterQueue status write held until the admissions are done: the manager goes on admitting
+    # meanwhile (it used to wait for it on its own thread), and the status is written again
+    # afterwards. (Held, not slowed by 1.5 s: three admissions in 1.2 s was a wall-clock bound.)
     env = make_env(delay=0.0, cpu=8)
-    env.client.cq_delay = 1.5
+    env.client.cq_open.clear()
     env.start()
     env.api.create(R.WORKLOADS, workload("w0"))
     wait(lambda: env.reserved() == {"w0"})
@@ -341,9 +345,9 @@ def test_queue_status_writes_do_not_hold_up_admissions(make_env: Callable[..., E
     wait(lambda: env.client.cq_writes_in_flight == 1)
     for i in (1, 2, 3):
         env.api.create(R.WORKLOADS, workload(f"w{i}"))
-    wait(lambda: len(env.reserved()) == 4, timeout=1.2)
+    wait(lambda: len(env.reserved()) == 4)
     assert env.client.cq_writes_in_flight == 1  # still in flight
-    env.client.cq_delay = 0.0
+    env.client.cq_open.set()
 
     def status_counts_all() -> bool:
         env.clock.advance(0.5)
@@ -531,11 +535,11 @@ def _two_queues_each_reserving_one(env: Env) -> None:
 
 
 def test_many_queue_status_writes_do_not_take_the_admissions_slots(make_env: Callable[..., Env]) -> None:
-    # Two write slots and two ClusterQueues whose status writes take 1.5 s: both status writes
+    # Two write slots and two ClusterQueues whose status writes are held: both status writes
     # used to be in flight at once, and the next admission waited on the manager thread for one
     # of them to end. Now one at most is in flight; the other is written a batch period later.
     env = make_env(delay=0.0, cpu=8, max_in_flight=2)
-    env.client.cq_delay = 1.5
+    env.client.cq_open.clear()
     _two_queues_each_reserving_one(env)
     env.clock.advance(1.1)  # both queues' status batch period is due
     wait(lambda: env.client.cq_writes_in_flight == 1)
@@ -543,9 +547,9 @@ def test_many_queue_status_writes_do_not_take_the_admissions_slots(make_env: Cal
     assert env.client.cq_writes_in_flight == 1
     for i in (1, 2, 3):
         env.api.create(R.WORKLOADS, workload(f"w{i}"))
-    wait(lambda: len(env.reserved()) == 5, timeout=1.0)
+    wait(lambda: len(env.reserved()) == 5)
     assert env.client.cq_writes_in_flight == 1
-    env.client.cq_delay = 0.0
+    env.client.cq_open.set()
 
     def both_written() -> bool:
         env.clock.advance(0.5)
@@ -574,9 +578,9 @@ def test_a_queue_status_refused_a_slot_is_not_encoded(make_env: Callable[..., En
     monkeypatch.setattr(context, "to_external", counting)
     monkeypatch.setattr(queue_controllers, "to_external", counting)
     env = make_env(delay=0.0, cpu=8, max_in_flight=2)  # one background slot
-    env.client.cq_delay = 1.5
     _two_queues_each_reserving_one(env)
     wait(lambda: env.client.cq_writes_in_flight == 0)
+    env.client.cq_open.clear()  # the status write sent next stays in flight
     encoded.clear()
     sent = env.client.cq_status_writes
     env.clock.advance(1.1)  # both queues' status batch period is due: one is sent, one refused
@@ -584,7 +588,7 @@ def test_a_queue_status_refused_a_slot_is_not_encoded(make_env: Callable[..., En
     wait(lambda: any(key[0] == CLUSTER_QUEUE for key in env.mgr.work.delayed()))
     assert env.client.cq_status_writes == sent + 1
     assert len(encoded) == 1, f"encoded {encoded}, sent one"
-    env.client.cq_delay = 0.0
+    env.client.cq_open.set()
 
 
 def test_async_writes_run_together_on_one_loop_thread_bounded_and_batched_back() -> None:

@@ -182,10 +182,12 @@ def test_live_dashboard(driver: Any, kueue: Any, tmp_path: Path) -> None:
     for row, wl in ((row_b, wl_b), (row_c, wl_c)):
         shown = str(api_positions[wl] + 1)  # the page counts from 1 ("1" = next)
         wait(driver, lambda d, row=row, shown=shown: text_of(d, row + " .position") == shown, f"{wl} at position {shown}")
+    # A Workload is listed pending once it is queued; the scheduler's reason is written after its
+    # evaluation (PendingEvaluation may come first): wait for the page to show that reason.
+    wait(driver, lambda d: "insufficient unused quota for cpu" in text_of(d, row_b + " .why"), f"why {wl_b} waits")
     reason = support.condition(kueue.get("workload", wl_b), "QuotaReserved")
     assert reason is not None and reason["status"] == "False"
     assert reason["reason"] in text_of(driver, row_b + " .why")
-    assert "insufficient unused quota for cpu" in text_of(driver, row_b + " .why")
     save_artifact(driver, tmp_path, "dashboard-pending.png")
 
     # More quota: the first in line is admitted, the page follows without a reload.

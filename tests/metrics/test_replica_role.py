@@ -10,6 +10,7 @@ from conftest import MetricsEnv, scrape_until, wait
 from test_controller_metrics import bare_workload, true
 
 from pykueue.client import resources as R
+from pykueue.client.interface import Conflict
 from pykueue.metrics import KueueMetrics
 from pykueue.metrics.families import ROLE_FOLLOWER, ROLE_LEADER, ROLE_STANDALONE
 
@@ -92,8 +93,17 @@ def test_role_follows_a_real_election_and_returns_to_follower_when_the_lease_is_
         assert started.wait(10)
         metrics.preempted("cq", "InClusterQueue")
         # Somebody else takes the Lease: renewals fail until the renew deadline, then it is lost.
-        lease = client.get(LEASES, config.name, "kueue-system")
-        client.replace(LEASES, {**lease, "spec": {**lease["spec"], "holderIdentity": "other"}})
+        # The holder renews every 0.2 s: a renewal between the read and the write makes the write
+        # a Conflict, and the contender reads again.
+        def take_the_lease() -> bool:
+            lease = client.get(LEASES, config.name, "kueue-system")
+            try:
+                client.replace(LEASES, {**lease, "spec": {**lease["spec"], "holderIdentity": "other"}})
+            except Conflict:
+                return False
+            return True
+
+        wait(take_the_lease, what="the Lease taken by another holder")
         assert lost.wait(10)
         metrics.preempted("cq", "InClusterQueue")
         samples = {

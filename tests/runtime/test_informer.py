@@ -20,6 +20,7 @@ from pykueue.runtime.informer import (
     Change,
     Informer,
     InformerView,
+    ObjectKey,
     OwnWrites,
     strip_managed_fields,
 )
@@ -56,6 +57,23 @@ class Sink:
     def after(self, mark: int) -> list[Change]:
         with self.lock:
             return self.changes[mark:]
+
+
+class HeldOwnWrites(OwnWrites):
+    """:class:`OwnWrites` whose :meth:`echo` waits while the test holds :attr:`writing`.
+
+    The consumer records its write's version after the write answered; the informer's thread may
+    read that write's watch event first (a busy machine), and then rightly delivers it. A test of
+    the skip holds :attr:`writing` over its write and :meth:`expect`, as if the consumer had been
+    quicker than the watch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writing = threading.Lock()
+
+    def echo(self, plural: str, key: ObjectKey, version: str) -> bool:
+        with self.writing:
+            return super().echo(plural, key, version)
 
 
 def wait(pred: Callable[[], bool], timeout: float = 10.0) -> None:
@@ -128,7 +146,7 @@ def test_the_echo_of_a_version_the_consumer_applied_itself_is_neither_transforme
     # the informer; someone else's later version and deletions still get through.
     client.create(R.POD_TEMPLATES, pod_template("a"))
     sink = Sink()
-    own = OwnWrites()
+    own = HeldOwnWrites()
     transformed: list[str] = []
 
     def transform(obj: dict[str, Any]) -> dict[str, Any]:
@@ -140,8 +158,9 @@ def test_the_echo_of_a_version_the_consumer_applied_itself_is_neither_transforme
     try:
         assert inf.wait_synced(10)
         mark = len(sink.after(0))
-        ours = client.patch(R.POD_TEMPLATES, "a", {"metadata": {"labels": {"v": "2"}}}, "default")
-        own.expect(R.POD_TEMPLATES.plural, ("default", "a"), ours["metadata"]["resourceVersion"])
+        with own.writing:
+            ours = client.patch(R.POD_TEMPLATES, "a", {"metadata": {"labels": {"v": "2"}}}, "default")
+            own.expect(R.POD_TEMPLATES.plural, ("default", "a"), ours["metadata"]["resourceVersion"])
         theirs = client.patch(R.POD_TEMPLATES, "a", {"metadata": {"labels": {"v": "3"}}}, "default")
         client.delete(R.POD_TEMPLATES, "a", "default")
         wait(lambda: len(sink.after(mark)) == 2)
@@ -179,7 +198,7 @@ def test_a_view_of_a_shared_informer_sees_every_change_with_its_own_cache(client
     client.create(R.POD_TEMPLATES, pod_template("a"))
     client.create(R.POD_TEMPLATES, pod_template("b"))
     owner, other = Sink(), Sink()
-    own = OwnWrites()
+    own = HeldOwnWrites()
     inf = Informer(client, R.POD_TEMPLATES, owner, transform=strip_managed_fields, cache_objects=False, own_writes=own)
 
     def labels_only(obj: dict[str, Any]) -> dict[str, Any]:
@@ -197,8 +216,9 @@ def test_a_view_of_a_shared_informer_sees_every_change_with_its_own_cache(client
         assert sorted(o["metadata"]["name"] for o in view.items()) == ["a", "b"]
 
         mark_owner, mark = len(owner.after(0)), len(other.after(0))
-        ours = client.patch(R.POD_TEMPLATES, "a", {"metadata": {"labels": {"v": "2"}}}, "default")
-        own.expect(R.POD_TEMPLATES.plural, ("default", "a"), ours["metadata"]["resourceVersion"])
+        with own.writing:
+            ours = client.patch(R.POD_TEMPLATES, "a", {"metadata": {"labels": {"v": "2"}}}, "default")
+            own.expect(R.POD_TEMPLATES.plural, ("default", "a"), ours["metadata"]["resourceVersion"])
         client.patch(R.POD_TEMPLATES, "b", {"metadata": {"labels": {"v": "3"}}}, "default")
         client.delete(R.POD_TEMPLATES, "b", "default")
         wait(lambda: len(other.after(mark)) == 3)

@@ -8,6 +8,7 @@ import importlib.util
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -131,14 +132,17 @@ def pending_names(k: Any, path: str) -> list[str]:
     return [item["metadata"]["name"] for item in doc["items"]]
 
 
-def run_scenario(k: Any) -> dict[str, str]:
+def run_scenario(k: Any, pending: Callable[[str], list[str]] | None = None) -> dict[str, str]:
     """Borrowing, a reclaim preemption, then pending work; returns job name → Workload name.
 
     1. ``b1`` (3 cpu) in cq-b borrows 1 cpu of cq-a; 2. ``a-hi`` (2 cpu, priority high) in cq-a
     reclaims it: ``b1`` is preempted (InCohortReclamation) and pending again; ``b2`` (3 cpu)
     queues behind it in cq-b; 3. four 3-cpu jobs that cannot fit queue in cq-a over two
     LocalQueues: ``p-low-1`` (lq-a1, low), ``p-mid`` (lq-a2, mid), ``p-low-2`` (lq-a2, low),
-    ``p-low-3`` (lq-a1, low), each low one created in a later second than the one before."""
+    ``p-low-3`` (lq-a1, low), each low one created in a later second than the one before.
+    ``pending``: the names a visibility API path lists (default: through the API server)."""
+    if pending is None:
+        pending = lambda path: pending_names(k, path)  # noqa: E731
     k.apply(SETUP)
     k.apply(job("b1", "lq-b", 3))
     b1 = admitted(k, "b1")
@@ -165,4 +169,11 @@ def run_scenario(k: Any) -> dict[str, str]:
         time.sleep(1.1)
         k.apply(job(j, "lq-a2" if j == "p-low-2" else "lq-a1", 3, "low"))
         names[j] = workload_of(k, j)["metadata"]["name"]
+    # The API shows a Workload before the controllers have queued it, and the visibility API lists
+    # only what they hold: wait until it lists every pending one.
+    queued = {"cq-a": ("p-mid", "p-low-1", "p-low-2", "p-low-3"), "cq-b": ("b1", "b2")}
+    for cq, jobs in queued.items():
+        path = f"/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/{cq}/pendingworkloads"
+        expected = sorted(names[j] for j in jobs)
+        wait_for(lambda path=path, expected=expected: sorted(pending(path)) == expected, what=f"{cq}'s pending workloads")
     return names

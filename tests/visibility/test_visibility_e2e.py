@@ -183,7 +183,6 @@ def test_controller_serves_visibility_on_its_own_https_port(tmp_path: Path) -> N
             lambda: re.search(r"visibility API on (https://\S+)", k.controller_log()), what="visibility server up"
         )
         url = line.group(1)
-        names = run_scenario(k)
         ca = tmp_path / "pods" / "visibility-certs" / "ca.crt"
 
         def kubectl_raw(path: str, check: bool = True) -> Any:
@@ -194,6 +193,9 @@ def test_controller_serves_visibility_on_its_own_https_port(tmp_path: Path) -> N
                 "get", "--raw", path, check=check,
             )  # fmt: skip
 
+        names = run_scenario(
+            k, lambda path: [i["metadata"]["name"] for i in json.loads(kubectl_raw(path).stdout)["items"]]
+        )
         doc = json.loads(kubectl_raw(CQ_A.format(v="v1beta2")).stdout)
         assert [i["metadata"]["name"] for i in doc["items"]] == [
             names["p-mid"], names["p-low-1"], names["p-low-2"], names["p-low-3"]
