@@ -3,6 +3,11 @@
 
 Mirrors upstream ``TestScheduleForFairSharing`` (``scheduler_fs_test.go``), the fair-sharing cases of
 ``TestScheduleRecomputePreemptionTargets`` and worked examples L and M.
+
+Not ported: ``TestScheduleForAFS`` and ``TestShouldApplyEntryPenalty`` (``scheduler_afs_test.go``) —
+admission fair sharing is not implemented: pykueue has the queue-ordering hook (``afs_usage``) but no
+LocalQueue usage tracking (``admissionFairSharingStatus.consumedResources``, half-life decay) nor the
+entry penalty, and nothing supplies the hook.
 """
 
 from __future__ import annotations
@@ -484,6 +489,34 @@ CASES = [
                 "c",
                 "A",
                 fair_weight=0,
+                preemption={"reclaim_within_cohort": ANY, "within_cluster_queue": "Never"},
+            ),
+            local_queue("lq-b", "eng-alpha", "b"),
+            local_queue("lq-c", "eng-alpha", "c"),
+            running("b0", "lq-b", "b", 4),
+            wl("b1", "eng-alpha", "lq-b", prio=9001, sets=one(4)),
+            wl("c1", "eng-alpha", "lq-c", sets=one(4)),
+        ],
+        opts=FS,
+        scheduled={"eng-alpha/c1"},
+        assignments={"eng-alpha/b0": A("b", od("4")), "eng-alpha/c1": A("c", od("4"))},
+        left={"b": ["eng-alpha/b1"]},
+        conditions={"eng-alpha/b1": skipped(), "eng-alpha/c1": admitted_in("c")},
+    ),
+    Case(
+        "fair sharing two queues with high weight schedules workload which borrows less",
+        [
+            cohort("A", flavor_quotas("on-demand", cpu=8)),
+            zero_cq(
+                "b",
+                "A",
+                fair_weight="123456789",
+                preemption={"reclaim_within_cohort": ANY, "within_cluster_queue": "Never"},
+            ),
+            zero_cq(
+                "c",
+                "A",
+                fair_weight="123456789",
                 preemption={"reclaim_within_cohort": ANY, "within_cluster_queue": "Never"},
             ),
             local_queue("lq-b", "eng-alpha", "b"),
