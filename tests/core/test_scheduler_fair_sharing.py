@@ -1300,3 +1300,42 @@ def test_worked_example_m(incoming: int, reason: str, human: str) -> None:
         )
     )
     assert [e[2] for e in events(cluster, "default/b2")] == ["EvictedDueToPreempted", "Preempted"]
+
+
+# --- FairSharingPrioritizeNonBorrowing: a zero request is not borrowing (``DRS.IsBorrowingOn``) ----
+
+
+def test_zero_request_does_not_count_as_borrowing_in_tournament() -> None:
+    """Upstream ``entryComparer.less`` asks ``DRS.IsBorrowingOn(requestedFRs)``, which only counts an FR
+    the entry requests a positive amount of. ``a``'s head requests cpu 0 (its cpu flavor is still
+    assigned, so the FR is in the assignment's usage) and memory within its nominal; ``a`` already
+    borrows cpu. The head therefore does not borrow in what it requests and goes before ``b``'s head,
+    which borrows memory (with a lower DRS than ``a``). Only one of the two fits: ``a``'s."""
+    objs = [
+        flavor("default"),
+        cohort("root"),
+        cluster_queue("a", flavor_quotas("default", cpu=1, memory="10Gi"), cohort="root"),
+        cluster_queue("b", flavor_quotas("default", cpu=1, memory="10Gi"), cohort="root"),
+        local_queue("a", "default", "a"),
+        local_queue("b", "default", "b"),
+        holding(workload("a0", "default", "a", requests={"cpu": 2}), "a", {"cpu": "default"}),
+        holding(workload("b0", "default", "b", requests={"memory": "10Gi"}), "b", {"memory": "default"}),
+        workload("a1", "default", "a", requests={"cpu": 0, "memory": "10Gi"}, created=at(2)),
+        workload("b1", "default", "b", requests={"memory": "5Gi"}, created=at(1)),
+    ]
+    run_case(
+        Case(
+            "zero request is not borrowing",
+            objs,
+            base=False,
+            opts=FS,
+            scheduled={"default/a1"},
+            assignments={
+                "default/a0": A("a", cpu("default", "2")),
+                "default/b0": A("b", ps("main", {"memory": "default"}, {"memory": "10Gi"})),
+                "default/a1": A("a", ps("main", {"cpu": "default", "memory": "default"}, {"cpu": "0", "memory": "10Gi"})),
+            },
+            left={"b": ["default/b1"]},
+            conditions={"default/a1": admitted_in("a"), "default/b1": skipped()},
+        )
+    )
