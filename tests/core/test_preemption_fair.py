@@ -5,7 +5,8 @@ upstream's name, except "hierarchical preemption" and "borrowing cq in non-borro
 protected", which are ``test_hierarchical_fair_preemption`` and
 ``test_borrowing_cq_in_non_borrowing_cohort_is_protected``. Upstream
 ``TestFairPreemptionSkipsUnsatisfiableTournament`` is
-``test_fair_preemption_skips_unsatisfiable_tournament``.
+``test_fair_preemption_skips_unsatisfiable_tournament``; upstream ``TestMakeClusterQueueOrdering``
+(``fairsharing/ordering_test.go``) is ``test_make_cluster_queue_ordering``.
 """
 
 from __future__ import annotations
@@ -850,3 +851,116 @@ def test_property_get_targets_restores_usage_and_makes_room(
         for t in targets:
             snap.add_workload(t.workload)
     assert usage_state(cache) == before
+
+
+# --- upstream TestMakeClusterQueueOrdering (fairsharing/ordering_test.go) --------------------------
+
+
+@dataclass
+class OrderingCase:
+    cqs: list[ClusterQueue]
+    admitted: list[Workload]
+    preemptor: str
+    candidate_cqs: set[str]
+    want: list[str]
+    actions: list[str] = field(default_factory=list)
+    cohorts: list[Cohort] = field(default_factory=list)
+
+
+def plain_cq(name: str, cpu: int, parent: str = "") -> ClusterQueue:
+    return cluster_queue(name, flavor_quotas("default", cpu=cpu), cohort=parent)
+
+
+def three_in_all() -> list[ClusterQueue]:
+    return [plain_cq("preemptor", 4, "all"), plain_cq("high", 2, "all"), plain_cq("low", 2, "all")]
+
+
+ORDERING_CASES: dict[str, OrderingCase] = {
+    "no cohort: preemptor CQ yielded for in-CQ preemption; repro for nil pointer panic issue": OrderingCase(
+        [plain_cq("preemptor", 4)], [adm("wl1", "preemptor")], "preemptor", {"preemptor"}, ["preemptor"]
+    ),
+    "no cohort: DropQueue ends the iteration with candidates remaining": OrderingCase(
+        [plain_cq("preemptor", 4)],
+        [adm("wl1", "preemptor"), adm("wl2", "preemptor")],
+        "preemptor",
+        {"preemptor"},
+        ["preemptor"],
+        actions=["drop"],
+    ),
+    "non-borrowing CQ is pruned even with candidates": OrderingCase(
+        [plain_cq("preemptor", 4, "all"), plain_cq("target", 5, "all")],
+        [adm("t1", "target", 2)],
+        "preemptor",
+        {"target"},
+        [],
+    ),
+    "higher DRS CQ returned before lower DRS CQ": OrderingCase(
+        three_in_all(),
+        [adm("h1", "high", 5), adm("l1", "low", 3)],
+        "preemptor",
+        {"high", "low"},
+        ["high", "low"],
+    ),
+    "CQ with highest DRS returned again while it still has candidates": OrderingCase(
+        three_in_all(),
+        [adm("h1", "high", 3), adm("h2", "high", 2), adm("l1", "low", 3)],
+        "preemptor",
+        {"high", "low"},
+        ["high", "high", "low"],
+    ),
+    "drop queue prevents CQ from being returned again": OrderingCase(
+        three_in_all(),
+        [adm("h1", "high", 3), adm("h2", "high", 2), adm("l1", "low", 3)],
+        "preemptor",
+        {"high", "low"},
+        ["high", "low"],
+        actions=["drop", "pop"],
+    ),
+    "hierarchical cohorts: higher-DRS subtree visited first": OrderingCase(
+        [
+            plain_cq("preemptor-cq", 4, "root"),
+            plain_cq("left-cq", 2, "left-cohort"),
+            plain_cq("right-cq", 2, "right-cohort"),
+        ],
+        [adm("lc1", "left-cq", 5), adm("rc1", "right-cq", 3)],
+        "preemptor-cq",
+        {"left-cq", "right-cq"},
+        ["left-cq", "right-cq"],
+        cohorts=[cohort("root"), cohort("left-cohort", parent="root"), cohort("right-cohort", parent="root")],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(ORDERING_CASES))
+def test_make_cluster_queue_ordering(name: str) -> None:
+    """Upstream ``TestMakeClusterQueueOrdering``: the CQs ``TargetClusterQueueOrdering`` yields, popping a
+    candidate after each (or dropping the CQ where the case says so)."""
+    from pykueue.core.cache.cache import cache_weight_of
+    from pykueue.core.scheduler.preemption.common import PreemptionContext
+
+    case = ORDERING_CASES[name]
+    cache, snap = build([flavor("default"), *case.cohorts, *case.cqs, *case.admitted])  # type: ignore[list-item]
+    p = info(workload("preemptor-wl", requests={"cpu": 1}))
+    p.cluster_queue = case.preemptor
+    ctx = PreemptionContext(
+        p,
+        cache.cluster_queues[case.preemptor],
+        snap,
+        frozenset({("default", "cpu")}),
+        {("default", "cpu"): 1000},
+        NOW.timestamp(),
+        options(fair_sharing=True),
+    )
+    # Upstream hands the candidates over in the order the workloads were listed.
+    candidates = [info(w) for w in case.admitted if w.status.admission is not None]
+    candidates = [c for c in candidates if c.cluster_queue in case.candidate_cqs]
+    ordering = TargetOrdering(ctx, candidates, ShareCalculator(cache_weight_of(cache)))
+    got_order: list[str] = []
+    for i, cq in enumerate(ordering):
+        got_order.append(cq)
+        if i < len(case.actions) and case.actions[i] == "drop":
+            ordering.drop(cq)
+        else:
+            ordering.pop(cq)
+        assert len(got_order) <= 50, "exceeded 50 iterations, likely an infinite loop"
+    assert got_order == case.want
