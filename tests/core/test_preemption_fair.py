@@ -356,16 +356,25 @@ def lp_any_cqs(a_weight: int | None = None) -> list[ClusterQueue]:
     ]
 
 
-def two_cqs(a_weight: int, b_weight: int, b_nominal: int) -> list[ClusterQueue]:
+def two_cqs(
+    a_weight: str | int,
+    b_weight: str | int,
+    b_nominal: int,
+    *,
+    a_nominal: int = 1,
+    a_parent: str = "all",
+    b_parent: str = "all",
+) -> list[ClusterQueue]:
+    """Preemptor ``a`` (reclaimWithinCohort Any) and target ``b``, with fair weights."""
     return [
         cluster_queue(
             "a",
-            flavor_quotas("default", cpu=1),
-            cohort="all",
+            flavor_quotas("default", cpu=a_nominal),
+            cohort=a_parent,
             fair_weight=a_weight,
             preemption={"reclaim_within_cohort": ANY},
         ),
-        cluster_queue("b", flavor_quotas("default", cpu=b_nominal), cohort="all", fair_weight=b_weight),
+        cluster_queue("b", flavor_quotas("default", cpu=b_nominal), cohort=b_parent, fair_weight=b_weight),
     ]
 
 
@@ -478,32 +487,14 @@ FAIR_CASES.update(
             workload("a1", requests={"cpu": 1}),
             "a",
             {f"b1:{RECLAIM}"},
-            cqs=[
-                cluster_queue(
-                    "a",
-                    flavor_quotas("default", cpu=1),
-                    cohort="ROOT",
-                    fair_weight="0.0",
-                    preemption={"reclaim_within_cohort": ANY},
-                ),
-                cluster_queue("b", flavor_quotas("default", cpu=0), cohort="ROOT", fair_weight="1.0"),
-            ],
+            cqs=two_cqs("0.0", "1.0", 0, a_parent="ROOT", b_parent="ROOT"),
         ),
         "cohort with zero weight can reclaim nominal quota": Case(
             [adm("b1", "b")],
             workload("a1", requests={"cpu": 1}),
             "a",
             {f"b1:{FS}"},
-            cqs=[
-                cluster_queue(
-                    "a",
-                    flavor_quotas("default", cpu=0),
-                    cohort="A",
-                    fair_weight="0.0",
-                    preemption={"reclaim_within_cohort": ANY},
-                ),
-                cluster_queue("b", flavor_quotas("default", cpu=0), cohort="ROOT", fair_weight="1.0"),
-            ],
+            cqs=two_cqs("0.0", "1.0", 0, a_nominal=0, a_parent="A", b_parent="ROOT"),
             cohorts=[cohort("A", flavor_quotas("default", cpu=1), parent="ROOT", fair_weight="0.0")],
         ),
         "nominal first: workload fitting within nominal can preempt despite high aggregate DRS": Case(

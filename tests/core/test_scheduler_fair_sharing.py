@@ -258,6 +258,30 @@ def overlap_cases() -> list[Case]:
     ]
 
 
+def two_queues_borrow_less(name: str, weight: int | str) -> Case:
+    """Upstream "fair sharing two queues with weight 0 / with high weight schedules workload which
+    borrows less": b and c (same weight, no quota) share cohort A's 8 cpus; b already holds 4."""
+    reclaim_only = {"reclaim_within_cohort": ANY, "within_cluster_queue": "Never"}
+    return Case(
+        name,
+        [
+            cohort("A", flavor_quotas("on-demand", cpu=8)),
+            zero_cq("b", "A", fair_weight=weight, preemption=reclaim_only),
+            zero_cq("c", "A", fair_weight=weight, preemption=reclaim_only),
+            local_queue("lq-b", "eng-alpha", "b"),
+            local_queue("lq-c", "eng-alpha", "c"),
+            running("b0", "lq-b", "b", 4),
+            wl("b1", "eng-alpha", "lq-b", prio=9001, sets=one(4)),
+            wl("c1", "eng-alpha", "lq-c", sets=one(4)),
+        ],
+        opts=FS,
+        scheduled={"eng-alpha/c1"},
+        assignments={"eng-alpha/b0": A("b", od("4")), "eng-alpha/c1": A("c", od("4"))},
+        left={"b": ["eng-alpha/b1"]},
+        conditions={"eng-alpha/b1": skipped(), "eng-alpha/c1": admitted_in("c")},
+    )
+
+
 CASES = [
     Case(
         "with fair sharing: schedule workload with lowest share first",
@@ -475,62 +499,12 @@ CASES = [
         left={"c": ["eng-alpha/c1"]},
         conditions={"eng-alpha/b1": admitted_in("b"), "eng-alpha/c1": skipped()},
     ),
-    Case(
-        "fair sharing two queues with weight 0 schedules workload which borrows less",
-        [
-            cohort("A", flavor_quotas("on-demand", cpu=8)),
-            zero_cq(
-                "b",
-                "A",
-                fair_weight=0,
-                preemption={"reclaim_within_cohort": ANY, "within_cluster_queue": "Never"},
-            ),
-            zero_cq(
-                "c",
-                "A",
-                fair_weight=0,
-                preemption={"reclaim_within_cohort": ANY, "within_cluster_queue": "Never"},
-            ),
-            local_queue("lq-b", "eng-alpha", "b"),
-            local_queue("lq-c", "eng-alpha", "c"),
-            running("b0", "lq-b", "b", 4),
-            wl("b1", "eng-alpha", "lq-b", prio=9001, sets=one(4)),
-            wl("c1", "eng-alpha", "lq-c", sets=one(4)),
-        ],
-        opts=FS,
-        scheduled={"eng-alpha/c1"},
-        assignments={"eng-alpha/b0": A("b", od("4")), "eng-alpha/c1": A("c", od("4"))},
-        left={"b": ["eng-alpha/b1"]},
-        conditions={"eng-alpha/b1": skipped(), "eng-alpha/c1": admitted_in("c")},
-    ),
-    Case(
-        "fair sharing two queues with high weight schedules workload which borrows less",
-        [
-            cohort("A", flavor_quotas("on-demand", cpu=8)),
-            zero_cq(
-                "b",
-                "A",
-                fair_weight="123456789",
-                preemption={"reclaim_within_cohort": ANY, "within_cluster_queue": "Never"},
-            ),
-            zero_cq(
-                "c",
-                "A",
-                fair_weight="123456789",
-                preemption={"reclaim_within_cohort": ANY, "within_cluster_queue": "Never"},
-            ),
-            local_queue("lq-b", "eng-alpha", "b"),
-            local_queue("lq-c", "eng-alpha", "c"),
-            running("b0", "lq-b", "b", 4),
-            wl("b1", "eng-alpha", "lq-b", prio=9001, sets=one(4)),
-            wl("c1", "eng-alpha", "lq-c", sets=one(4)),
-        ],
-        opts=FS,
-        scheduled={"eng-alpha/c1"},
-        assignments={"eng-alpha/b0": A("b", od("4")), "eng-alpha/c1": A("c", od("4"))},
-        left={"b": ["eng-alpha/b1"]},
-        conditions={"eng-alpha/b1": skipped(), "eng-alpha/c1": admitted_in("c")},
-    ),
+    *[
+        two_queues_borrow_less(
+            f"fair sharing two queues with {label} schedules workload which borrows less", weight
+        )
+        for label, weight in (("weight 0", 0), ("high weight", "123456789"))
+    ],
     Case(
         "fair sharing schedule singleton cqs and cq without cohort",
         [
@@ -1333,7 +1307,9 @@ def test_zero_request_does_not_count_as_borrowing_in_tournament() -> None:
             assignments={
                 "default/a0": A("a", cpu("default", "2")),
                 "default/b0": A("b", ps("main", {"memory": "default"}, {"memory": "10Gi"})),
-                "default/a1": A("a", ps("main", {"cpu": "default", "memory": "default"}, {"cpu": "0", "memory": "10Gi"})),
+                "default/a1": A(
+                    "a", ps("main", {"cpu": "default", "memory": "default"}, {"cpu": "0", "memory": "10Gi"})
+                ),
             },
             left={"b": ["default/b1"]},
             conditions={"default/a1": admitted_in("a"), "default/b1": skipped()},
