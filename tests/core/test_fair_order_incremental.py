@@ -39,7 +39,7 @@ def _levels(e: Entry, snapshot: Snapshot) -> Levels:
     try:
         node = e.cq.node
         while node.parent is not None:
-            borrows = any(node.is_borrowing(fr) for fr in usage)
+            borrows = any(v > 0 and node.is_borrowing(fr) for fr, v in usage.items())
             out[node.parent.name] = (dominant_resource_share(node, weight_of=weight_of), borrows)
             node = node.parent
     finally:

@@ -1,4 +1,8 @@
-"""Dominant Resource Share (upstream ``fair_sharing.go`` ``dominantResourceShare``)."""
+"""Dominant Resource Share (upstream ``fair_sharing.go`` ``dominantResourceShare``).
+
+``DRS_CASES`` are upstream ``TestDominantResourceShare``'s cases under their names; its "multiple
+flavors" case is ``test_worked_example_k``.
+"""
 
 from __future__ import annotations
 
@@ -113,6 +117,32 @@ DRS_CASES: dict[str, DrsCase] = {
         ],
         {GPU_D: 10},
         {"cq": (100, GPU, True), "child-cohort": (50, GPU, True), "root": (0, "", False)},
+    ),
+    "usage way above nominal in a cohort with large quotas and weights": DrsCase(
+        [gpu_cq("cq", 500, "300"), gpu_cq("lending-cq", 1000, "300")],
+        {GPU_D: 800},
+        {"cq": (1, GPU, True), "lending-cq": (0, "", False), "test-cohort": (0, "", False)},
+    ),
+    "resource share defined for resources only available at the root cohort": DrsCase(
+        [
+            gpu_cq("cq", 0, cohort_name="child-cohort"),
+            cohort("child-cohort", parent="root", fair_weight="2"),
+            cohort("root", flavor_quotas("default", {GPU: 50})),
+        ],
+        {GPU_D: 10},
+        {"cq": (200, GPU, True), "child-cohort": (100, GPU, True), "root": (0, "", False)},
+    ),
+    # "1E" cpu does not fit int64 milli-cpu: the lendable amount saturates, the ratio is tiny but
+    # positive and rounds up to 1.
+    "borrowing against unlimited lendable capacity (exabyte-scale quota)": DrsCase(
+        [
+            cluster_queue("cq", flavor_quotas("default", cpu=0), cohort="test-cohort", fair_weight="1"),
+            cluster_queue(
+                "lending-cq", flavor_quotas("default", cpu="1E"), cohort="test-cohort", fair_weight="1"
+            ),
+        ],
+        {CPU_D: 1},
+        {"cq": (1, "cpu", True), "lending-cq": (0, "", False), "test-cohort": (0, "", False)},
     ),
     "resource share affected by borrowing limit": DrsCase(
         [

@@ -3,6 +3,11 @@
 
 Mirrors upstream ``TestScheduleForFairSharing`` (``scheduler_fs_test.go``), the fair-sharing cases of
 ``TestScheduleRecomputePreemptionTargets`` and worked examples L and M.
+
+Not ported: ``TestScheduleForAFS`` and ``TestShouldApplyEntryPenalty`` (``scheduler_afs_test.go``) —
+admission fair sharing is not implemented: pykueue has the queue-ordering hook (``afs_usage``) but no
+LocalQueue usage tracking (``admissionFairSharingStatus.consumedResources``, half-life decay) nor the
+entry penalty, and nothing supplies the hook.
 """
 
 from __future__ import annotations
@@ -253,6 +258,30 @@ def overlap_cases() -> list[Case]:
     ]
 
 
+def two_queues_borrow_less(name: str, weight: int | str) -> Case:
+    """Upstream "fair sharing two queues with weight 0 / with high weight schedules workload which
+    borrows less": b and c (same weight, no quota) share cohort A's 8 cpus; b already holds 4."""
+    reclaim_only = {"reclaim_within_cohort": ANY, "within_cluster_queue": "Never"}
+    return Case(
+        name,
+        [
+            cohort("A", flavor_quotas("on-demand", cpu=8)),
+            zero_cq("b", "A", fair_weight=weight, preemption=reclaim_only),
+            zero_cq("c", "A", fair_weight=weight, preemption=reclaim_only),
+            local_queue("lq-b", "eng-alpha", "b"),
+            local_queue("lq-c", "eng-alpha", "c"),
+            running("b0", "lq-b", "b", 4),
+            wl("b1", "eng-alpha", "lq-b", prio=9001, sets=one(4)),
+            wl("c1", "eng-alpha", "lq-c", sets=one(4)),
+        ],
+        opts=FS,
+        scheduled={"eng-alpha/c1"},
+        assignments={"eng-alpha/b0": A("b", od("4")), "eng-alpha/c1": A("c", od("4"))},
+        left={"b": ["eng-alpha/b1"]},
+        conditions={"eng-alpha/b1": skipped(), "eng-alpha/c1": admitted_in("c")},
+    )
+
+
 CASES = [
     Case(
         "with fair sharing: schedule workload with lowest share first",
@@ -470,34 +499,12 @@ CASES = [
         left={"c": ["eng-alpha/c1"]},
         conditions={"eng-alpha/b1": admitted_in("b"), "eng-alpha/c1": skipped()},
     ),
-    Case(
-        "fair sharing two queues with weight 0 schedules workload which borrows less",
-        [
-            cohort("A", flavor_quotas("on-demand", cpu=8)),
-            zero_cq(
-                "b",
-                "A",
-                fair_weight=0,
-                preemption={"reclaim_within_cohort": ANY, "within_cluster_queue": "Never"},
-            ),
-            zero_cq(
-                "c",
-                "A",
-                fair_weight=0,
-                preemption={"reclaim_within_cohort": ANY, "within_cluster_queue": "Never"},
-            ),
-            local_queue("lq-b", "eng-alpha", "b"),
-            local_queue("lq-c", "eng-alpha", "c"),
-            running("b0", "lq-b", "b", 4),
-            wl("b1", "eng-alpha", "lq-b", prio=9001, sets=one(4)),
-            wl("c1", "eng-alpha", "lq-c", sets=one(4)),
-        ],
-        opts=FS,
-        scheduled={"eng-alpha/c1"},
-        assignments={"eng-alpha/b0": A("b", od("4")), "eng-alpha/c1": A("c", od("4"))},
-        left={"b": ["eng-alpha/b1"]},
-        conditions={"eng-alpha/b1": skipped(), "eng-alpha/c1": admitted_in("c")},
-    ),
+    *[
+        two_queues_borrow_less(
+            f"fair sharing two queues with {label} schedules workload which borrows less", weight
+        )
+        for label, weight in (("weight 0", 0), ("high weight", "123456789"))
+    ],
     Case(
         "fair sharing schedule singleton cqs and cq without cohort",
         [
@@ -1267,3 +1274,44 @@ def test_worked_example_m(incoming: int, reason: str, human: str) -> None:
         )
     )
     assert [e[2] for e in events(cluster, "default/b2")] == ["EvictedDueToPreempted", "Preempted"]
+
+
+# --- FairSharingPrioritizeNonBorrowing: a zero request is not borrowing (``DRS.IsBorrowingOn``) ----
+
+
+def test_zero_request_does_not_count_as_borrowing_in_tournament() -> None:
+    """Upstream ``entryComparer.less`` asks ``DRS.IsBorrowingOn(requestedFRs)``, which only counts an FR
+    the entry requests a positive amount of. ``a``'s head requests cpu 0 (its cpu flavor is still
+    assigned, so the FR is in the assignment's usage) and memory within its nominal; ``a`` already
+    borrows cpu. The head therefore does not borrow in what it requests and goes before ``b``'s head,
+    which borrows memory (with a lower DRS than ``a``). Only one of the two fits: ``a``'s."""
+    objs = [
+        flavor("default"),
+        cohort("root"),
+        cluster_queue("a", flavor_quotas("default", cpu=1, memory="10Gi"), cohort="root"),
+        cluster_queue("b", flavor_quotas("default", cpu=1, memory="10Gi"), cohort="root"),
+        local_queue("a", "default", "a"),
+        local_queue("b", "default", "b"),
+        holding(workload("a0", "default", "a", requests={"cpu": 2}), "a", {"cpu": "default"}),
+        holding(workload("b0", "default", "b", requests={"memory": "10Gi"}), "b", {"memory": "default"}),
+        workload("a1", "default", "a", requests={"cpu": 0, "memory": "10Gi"}, created=at(2)),
+        workload("b1", "default", "b", requests={"memory": "5Gi"}, created=at(1)),
+    ]
+    run_case(
+        Case(
+            "zero request is not borrowing",
+            objs,
+            base=False,
+            opts=FS,
+            scheduled={"default/a1"},
+            assignments={
+                "default/a0": A("a", cpu("default", "2")),
+                "default/b0": A("b", ps("main", {"memory": "default"}, {"memory": "10Gi"})),
+                "default/a1": A(
+                    "a", ps("main", {"cpu": "default", "memory": "default"}, {"cpu": "0", "memory": "10Gi"})
+                ),
+            },
+            left={"b": ["default/b1"]},
+            conditions={"default/a1": admitted_in("a"), "default/b1": skipped()},
+        )
+    )

@@ -142,8 +142,10 @@ class TargetOrdering:
 
     def __iter__(self) -> Iterator[str]:
         if self._preemptor.parent is None:
+            # Upstream ``TargetClusterQueueOrdering.Iter``: respect ``DropQueue``, as a caller may drop
+            # the queue without popping a workload.
             name = self._preemptor.name
-            while self.has(name):
+            while name not in self._pruned_cqs and self.has(name):
                 yield name
             return
         root = self._preemptor.root()
