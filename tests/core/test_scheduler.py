@@ -36,12 +36,13 @@ from builders import (
     pod_set,
     queued,
     resource_group,
+    taint,
     simulate,
     workload,
 )
 from builders import usage as charge
 
-from pykueue.api.kueue import JOB_UID_LABEL, ReclaimablePod, Workload
+from pykueue.api.kueue import JOB_UID_LABEL, AdmissionCheckState, ReclaimablePod, Workload
 from pykueue.api.meta import Condition, LabelSelector, LabelSelectorRequirement
 from pykueue.core.options import SchedulerOptions
 from pykueue.core.scheduler.cycle import Scheduler
@@ -2641,3 +2642,349 @@ def test_ongoing_preemption_is_not_issued_again() -> None:
     victim = cluster.get_workload("default/victim")
     assert victim is not None and victim.status.scheduling_stats is not None
     assert [(e.reason, e.count) for e in victim.status.scheduling_stats.evictions] == [("Preempted", 1)]
+
+
+# --- TestSchedule: the rest of upstream's table ------------------------------------------------------
+
+
+def tainted_flavors() -> list[Any]:
+    """``spot-tainted`` and ``spot-tainted-2`` of upstream's ``TestSchedule`` fixture."""
+    return [
+        flavor("spot-tainted", taints=[taint("key", "val")]),
+        flavor("spot-tainted-2", taints=[taint("key", "val2")]),
+    ]
+
+
+def waiting(reason: str, message: str) -> dict[str, Cond]:
+    """``QuotaReserved=False`` with ``reason``/``message`` and ``Admitted=False`` (no reservation)."""
+    return {"QuotaReserved": ("False", reason, message), "Admitted": NO_RESERVATION}
+
+
+def admitted_in(cq: str) -> dict[str, Cond]:
+    return {"QuotaReserved": reserved(cq), "Admitted": ADMITTED}
+
+
+def lender_borrower(lending: int) -> list[Any]:
+    """ROOT / CHILD / {cq-lender (10, lendingLimit ``lending``), cq-borrower (5, borrowingLimit 10)}."""
+    return [
+        cohort("root"),
+        cohort("child", parent="root"),
+        cluster_queue(
+            "cq-lender",
+            flavor_quotas("on-demand", cpu=Q(10, None, lending)),
+            cohort="child",
+            namespace_selector=dep("eng"),
+        ),
+        cluster_queue(
+            "cq-borrower",
+            flavor_quotas("on-demand", cpu=Q(5, 10)),
+            cohort="child",
+            namespace_selector=dep("eng"),
+        ),
+        local_queue("lq-lender", "eng-alpha", "cq-lender"),
+        local_queue("lq-borrower", "eng-alpha", "cq-borrower"),
+        holding(wl("wl-existing", "eng-alpha", "", 5), "cq-borrower", {"cpu": "on-demand"}),
+    ]
+
+
+MORE_CASES = [
+    Case(
+        "flavors with mixed misconfiguration and insufficient quota",
+        [
+            *tainted_flavors(),
+            cluster_queue(
+                "custom-cq",
+                flavor_quotas("spot-tainted", cpu=Q(20, 20)),
+                flavor_quotas("on-demand", cpu=Q(15, 15)),
+                queueing_strategy="StrictFIFO",
+            ),
+            local_queue("custom-q", "sales", "custom-cq"),
+            holding(
+                wl("existing-on-demand-job", "sales", "custom-q", 10),
+                "custom-cq",
+                {"cpu": "on-demand"},
+                admitted_condition=True,
+            ),
+            wl("new-job", "sales", "custom-q", 10),
+        ],
+        assignments={"sales/existing-on-demand-job": A("custom-cq", cpu("on-demand", "10"))},
+        left={"custom-cq": ["sales/new-job"]},
+        conditions={
+            "sales/new-job": waiting(
+                "WaitingForQuota",
+                "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor on-demand, "
+                "5 more needed, untolerated taint {key val NoSchedule <nil>} in flavor spot-tainted",
+            )
+        },
+    ),
+    Case(
+        "flavors with mixed taint mismatch and exceeding limits",
+        [
+            *tainted_flavors(),
+            cluster_queue(
+                "custom-cq2",
+                flavor_quotas("spot-tainted", cpu=Q(20, 20)),
+                flavor_quotas("on-demand", cpu=Q(5, 5)),
+                queueing_strategy="StrictFIFO",
+            ),
+            local_queue("custom-q2", "sales", "custom-cq2"),
+            wl("new-job2", "sales", "custom-q2", 10),
+        ],
+        left={"custom-cq2": ["sales/new-job2"]},
+        conditions={
+            "sales/new-job2": waiting(
+                "ExceedsMaxQuota",
+                "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor on-demand, previously "
+                "considered podsets requests (0) + current podset request (10) > maximum capacity (5), untolerated "
+                "taint {key val NoSchedule <nil>} in flavor spot-tainted",
+            )
+        },
+    ),
+    Case(
+        "flavors are structurally incompatible",
+        [
+            *tainted_flavors(),
+            cluster_queue(
+                "custom-cq3",
+                flavor_quotas("spot-tainted", cpu=Q(20, 20)),
+                flavor_quotas("spot-tainted-2", cpu=Q(5, 5)),
+                queueing_strategy="StrictFIFO",
+            ),
+            local_queue("custom-q3", "sales", "custom-cq3"),
+            wl("new-job3", "sales", "custom-q3", 1),
+        ],
+        left={"custom-cq3": ["sales/new-job3"]},
+        conditions={
+            "sales/new-job3": waiting(
+                "NoMatchingFlavor",
+                "couldn't assign flavors to pod set main: untolerated taint {key val NoSchedule <nil>} in flavor "
+                "spot-tainted, untolerated taint {key val2 NoSchedule <nil>} in flavor spot-tainted-2",
+            )
+        },
+    ),
+    Case(
+        "hierarchical cohort respects lending limit when borrowing",
+        [*lender_borrower(3), wl("wl-pending", "eng-alpha", "lq-borrower", 4)],
+        assignments={"eng-alpha/wl-existing": A("cq-borrower", cpu("on-demand", "5"))},
+        inadmissible={"cq-borrower": ["eng-alpha/wl-pending"]},
+        conditions={
+            "eng-alpha/wl-pending": waiting(
+                "WaitingForQuota",
+                "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor on-demand, "
+                "1 more needed",
+            )
+        },
+    ),
+    Case(
+        "hierarchical cohort allows borrowing up to lending limit",
+        [*lender_borrower(5), wl("wl-borrowing", "eng-alpha", "lq-borrower", 5)],
+        scheduled={"eng-alpha/wl-borrowing"},
+        assignments={
+            "eng-alpha/wl-existing": A("cq-borrower", cpu("on-demand", "5")),
+            "eng-alpha/wl-borrowing": A("cq-borrower", cpu("on-demand", "5")),
+        },
+        conditions={"eng-alpha/wl-borrowing": admitted_in("cq-borrower")},
+    ),
+]
+
+
+
+def _pending_check(cluster: SimulatedCluster) -> None:
+    """Upstream's table has no workload controller: the Pending state of a check the ClusterQueue does
+    not name stays in the status (pykueue's simulated controller would drop it when loading)."""
+    lo = cluster.objects[("Workload", "eng-beta", "pending-check")]
+    wl = transitions.copy_for_status(lo.obj)
+    wl.status.admission_checks = [
+        AdmissionCheckState(name="check", state="Pending", last_transition_time=NOW, message="")
+    ]
+    lo.obj = wl
+    cluster.queues.add_or_update_workload(wl, NOW.timestamp())
+
+
+def _kinds(cluster: SimulatedCluster) -> list[tuple[str, str, str]]:
+    """The recorded events without their messages (upstream's ``ignoreEventMessageCmpOpts``)."""
+    return [(k, t, r) for k, t, r, _ in events(cluster)]
+
+
+MORE_CASES += [
+    Case(
+        "use second flavor when the first has no preemption candidates; WhenCanPreempt: MayStopSearch",
+        [
+            cluster_queue(
+                "other-alpha",
+                flavor_quotas("on-demand", cpu=Q(50, 50)),
+                flavor_quotas("spot", cpu=Q(100, 0)),
+                preemption={"within_cluster_queue": LP},
+                fungibility={"when_can_preempt": "MayStopSearch"},
+            ),
+            local_queue("other", "eng-alpha", "other-alpha"),
+            holding(
+                wl("admitted", "eng-alpha", "other", 50), "other-alpha", {"cpu": "on-demand"}, admitted_condition=True
+            ),
+            wl("new", "eng-alpha", "other", 20),
+        ],
+        scheduled={"eng-alpha/new"},
+        assignments={
+            "eng-alpha/admitted": A("other-alpha", cpu("on-demand", "50")),
+            "eng-alpha/new": A("other-alpha", cpu("spot", "20")),
+        },
+        conditions={"eng-alpha/new": admitted_in("other-alpha")},
+        opts=options(gates={"PartialAdmission": True}),
+    ),
+    Case(
+        "pending admission check with nofit and fit flavors",
+        [wl("pending-check", "eng-beta", "main", 80)],
+        scheduled={"eng-beta/pending-check"},
+        assignments={"eng-beta/pending-check": A("eng-beta", cpu("spot", "80"))},
+        # The conditions the scheduler writes are checked in ``test_pending_admission_check_status``
+        # (after the write, the simulated workload controller drops the check the ClusterQueue does
+        # not name and admits the workload, as upstream's would).
+        tweak=_pending_check,
+    ),
+    Case(
+        "admit to second flavor when first needs preemption; WhenCanPreempt: TryNextFlavor",
+        [
+            cluster_queue(
+                "preempt-attempts-cq",
+                flavor_quotas("on-demand", cpu=1),
+                flavor_quotas("spot", cpu=1),
+                preemption={"within_cluster_queue": LP},
+                fungibility={"when_can_preempt": "TryNextFlavor"},
+            ),
+            local_queue("preempt-attempts-lq", "eng-alpha", "preempt-attempts-cq"),
+            holding(
+                wl("blocker", "eng-alpha", "preempt-attempts-lq", 1, prio=50),
+                "preempt-attempts-cq",
+                {"cpu": "on-demand"},
+                admitted_condition=True,
+            ),
+            wl("test-wl", "eng-alpha", "preempt-attempts-lq", 1, prio=100),
+        ],
+        scheduled={"eng-alpha/test-wl"},
+        assignments={
+            "eng-alpha/test-wl": A("preempt-attempts-cq", cpu("spot", "1")),
+            "eng-alpha/blocker": A("preempt-attempts-cq", cpu("on-demand", "1")),
+        },
+        conditions={"eng-alpha/test-wl": admitted_in("preempt-attempts-cq")},
+        events=[
+            (
+                "eng-alpha/test-wl",
+                "Normal",
+                "QuotaReserved",
+                "Quota reserved in ClusterQueue preempt-attempts-cq, wait time since queued was 0s; Flavors "
+                "considered: main: on-demand(preemptionMode=Preempt;insufficient unused quota for cpu in flavor "
+                "on-demand, 1 more needed)",
+            ),
+            (
+                "eng-alpha/test-wl",
+                "Normal",
+                "Admitted",
+                "Admitted by ClusterQueue preempt-attempts-cq, wait time since reservation was 0s",
+            ),
+        ],
+    ),
+    Case(
+        "admit workload with zero-quantity request for resource not in ClusterQueue",
+        [wl("zero-resource-wl", "sales", "main", 1, req={"example.com/gpu": 0})],
+        scheduled={"sales/zero-resource-wl"},
+        assignments={"sales/zero-resource-wl": A("sales", cpu("default", "1"))},
+        conditions={"sales/zero-resource-wl": admitted_in("sales")},
+    ),
+    Case(
+        "preempt when workload requests zero of a resource not defined in ClusterQueue",
+        [
+            cluster_queue(
+                "preempt-zero-gpu-cq", flavor_quotas("default", cpu=4), preemption={"within_cluster_queue": LP}
+            ),
+            local_queue("preempt-zero-gpu-lq", "sales", "preempt-zero-gpu-cq"),
+            wl(
+                "preemptor",
+                "sales",
+                "preempt-zero-gpu-lq",
+                2,
+                req={"example.com/gpu": 0},
+                uid="wl-preemptor",
+                job_uid="job-preemptor",
+            ),
+            holding(wl("low-priority", "sales", "preempt-zero-gpu-lq", 4, prio=-1), "preempt-zero-gpu-cq", {"cpu": "default"}),
+        ],
+        preempted={"sales/low-priority"},
+        assignments={"sales/low-priority": A("preempt-zero-gpu-cq", cpu("default", "4"))},
+        left={"preempt-zero-gpu-cq": ["sales/preemptor"]},
+        conditions={
+            "sales/low-priority": {
+                "QuotaReserved": reserved("preempt-zero-gpu-cq"),
+                "Evicted": (
+                    "True",
+                    "Preempted",
+                    "Preempted to accommodate a workload (UID: wl-preemptor, JobUID: job-preemptor) due to "
+                    "prioritization in the ClusterQueue; preemptor path: /preempt-zero-gpu-cq; preemptee path: "
+                    "/preempt-zero-gpu-cq",
+                ),
+                "Preempted": (
+                    "True",
+                    "InClusterQueue",
+                    "Preempted to accommodate a workload (UID: wl-preemptor, JobUID: job-preemptor) due to "
+                    "prioritization in the ClusterQueue; preemptor path: /preempt-zero-gpu-cq; preemptee path: "
+                    "/preempt-zero-gpu-cq",
+                ),
+            },
+            "sales/preemptor": waiting(
+                "WaitingForPreemptedWorkloads",
+                "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, "
+                "2 more needed. Pending the preemption of 1 workload(s)",
+            ),
+        },
+    ),
+]
+
+ZERO_EVENTS = {
+    "admit workload with zero-quantity request for resource not in ClusterQueue": [
+        ("sales/zero-resource-wl", "Normal", "QuotaReserved"),
+        ("sales/zero-resource-wl", "Normal", "Admitted"),
+    ],
+    "preempt when workload requests zero of a resource not defined in ClusterQueue": [
+        ("sales/low-priority", "Normal", "EvictedDueToPreempted"),
+        ("sales/low-priority", "Normal", "Preempted"),
+        ("sales/preemptor", "Normal", "PreemptedWorkload"),
+        ("sales/preemptor", "Warning", "WaitingForPreemptedWorkloads"),
+    ],
+}
+
+@pytest.mark.parametrize("case", MORE_CASES, ids=lambda c: c.name)
+def test_schedule_upstream(case: Case) -> None:
+    """Mirrors the rest of upstream ``TestSchedule``: one cycle over the shared fixture."""
+    cluster = run_case(case)
+    if case.name in ZERO_EVENTS:
+        assert _kinds(cluster) == ZERO_EVENTS[case.name]
+
+
+def test_pending_admission_check_status() -> None:
+    """``pending admission check with nofit and fit flavors``: the scheduler's status write reserves
+    quota but leaves Admitted=False while a check is Pending (``prepareWorkload``,
+    ``SyncAdmittedCondition``)."""
+    case = next(c for c in MORE_CASES if c.name == "pending admission check with nofit and fit flavors")
+    cluster = simulate(base_objects() + case.objects, case.opts, NOW)
+    assert case.tweak is not None
+    case.tweak(cluster)
+    result = cluster.run(cycles=1).cycles[0]
+    [written] = [d.status for d in result.decisions if d.workload == "eng-beta/pending-check" and d.status]
+    assert conditions(written) == {
+        "QuotaReserved": reserved("eng-beta"),
+        "Admitted": ("False", "UnsatisfiedAdmissionChecks", "The workload has not all checks ready"),
+    }
+    assert [(c.name, c.state) for c in written.status.admission_checks] == [("check", "Pending")]
+    # Upstream's wait time (9223372037s) comes from its workload's zero creation time; the rest of the
+    # message is upstream's.
+    scheduler_events = [
+        (e.reason, e.type, e.note) for d in result.decisions if d.workload == "eng-beta/pending-check" for e in d.events
+    ]
+    assert scheduler_events == [
+        (
+            "QuotaReserved",
+            "Normal",
+            "Quota reserved in ClusterQueue eng-beta, wait time since queued was 0s; Flavors considered: main: "
+            "on-demand(NoFit;insufficient quota for cpu in flavor on-demand, previously considered podsets "
+            "requests (0) + current podset request (80) > maximum capacity (60)), spot(Fit;borrow=1)",
+        )
+    ]
