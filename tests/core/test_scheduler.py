@@ -42,7 +42,7 @@ from builders import (
 )
 from builders import usage as charge
 
-from pykueue.api.kueue import JOB_UID_LABEL, AdmissionCheckState, ReclaimablePod, Workload
+from pykueue.api.kueue import JOB_UID_LABEL, AdmissionCheckState, PreemptionGate, ReclaimablePod, Workload
 from pykueue.api.meta import Condition, LabelSelector, LabelSelectorRequirement
 from pykueue.core.options import SchedulerOptions
 from pykueue.core.scheduler.cycle import Scheduler
@@ -204,6 +204,8 @@ class Case:
     opts: SchedulerOptions = field(default_factory=SchedulerOptions)
     base: bool = True
     tweak: Callable[[SimulatedCluster], None] | None = None
+    decided: dict[str, dict[str, Cond]] = field(default_factory=dict)
+    """Conditions of the scheduler's own status write (before any controller reacts to it)."""
 
 
 def run_case(case: Case) -> SimulatedCluster:
@@ -222,6 +224,10 @@ def run_case(case: Case) -> SimulatedCluster:
         assert conditions(got) == want, key
     if case.events is not None:
         assert events(cluster) == case.events
+    for key, want in case.decided.items():
+        written = [d.status for d in result.decisions if d.workload == key and d.status is not None]
+        assert written, key
+        assert conditions(written[-1]) == want, key
     return cluster
 
 
@@ -2938,7 +2944,162 @@ MORE_CASES += [
     ),
 ]
 
+
+def gated(w: Workload) -> Workload:
+    """``w`` with the closed preemption gate ``gate`` (``PreemptionGates``)."""
+    w.spec.preemption_gates = [PreemptionGate(name="gate")]
+    return w
+
+
+GATES = options(gates={"MultiKueueOrchestratedPreemption": True})
+GATED_MESSAGE = "Workload requires preemption, but it's gated"
+
+MORE_CASES += [
+    Case(
+        "PreemptionOverBorrowing preference: select fitting second flavor over first flavor with no preemption "
+        "candidates",
+        [
+            cohort("nopc-root", flavor_quotas("on-demand", cpu=0), flavor_quotas("spot", cpu=5)),
+            cohort("nopc-mid", parent="nopc-root"),
+            cluster_queue(
+                "nopc-cq",
+                flavor_quotas("on-demand", cpu=Q(5, 0)),
+                flavor_quotas("spot", cpu=0),
+                cohort="nopc-mid",
+                preemption={"within_cluster_queue": LP},
+                fungibility={
+                    "when_can_borrow": "TryNextFlavor",
+                    "when_can_preempt": "TryNextFlavor",
+                    "preference": "PreemptionOverBorrowing",
+                },
+            ),
+            cluster_queue(
+                "nopc-sibling", flavor_quotas("on-demand", cpu=5), flavor_quotas("spot", cpu=0), cohort="nopc-mid"
+            ),
+            local_queue("nopc-queue", "default", "nopc-cq"),
+            holding(
+                wl("admitted-nopc", "default", "nopc-queue", 5), "nopc-cq", {"cpu": "on-demand"}, admitted_condition=True
+            ),
+            wl("pending-nopc", "default", "nopc-queue", 5),
+        ],
+        scheduled={"default/pending-nopc"},
+        assignments={
+            "default/admitted-nopc": A("nopc-cq", cpu("on-demand", "5")),
+            "default/pending-nopc": A("nopc-cq", cpu("spot", "5")),
+        },
+        conditions={"default/pending-nopc": admitted_in("nopc-cq")},
+    ),
+    Case(
+        "block preemptions and signal `BlockedOnPreemptionGates` when a preemption gate is present",
+        [
+            gated(
+                wl("preemptor", "eng-beta", "main", req={"example.com/gpu": 20}, uid="wl-preemptor", job_uid="job-preemptor")
+            ),
+            holding(
+                wl("low-priority", "eng-beta", "", req={"example.com/gpu": 20}, prio=-1, uid="low-priority"),
+                "eng-beta",
+                {"example.com/gpu": "model-a"},
+            ),
+        ],
+        assignments={"eng-beta/low-priority": A("eng-beta", ps("main", {"example.com/gpu": "model-a"}, {"example.com/gpu": "20"}))},
+        left={"eng-beta": ["eng-beta/preemptor"]},
+        # After this write the workload controller takes the AdmissionGated reason for a cleared
+        # AdmissionGatedBy annotation and rewrites it (upstream ``mayUpdateConditionForAdmissionGatedBy``
+        # does the same), so the scheduler's write is what is compared.
+        decided={
+            "eng-beta/preemptor": {
+                "QuotaReserved": ("False", "AdmissionGated", GATED_MESSAGE),
+                "BlockedOnPreemptionGates": ("True", "PreemptionGated", GATED_MESSAGE),
+                "Admitted": NO_RESERVATION,
+            },
+        },
+        conditions={"eng-beta/low-priority": {"QuotaReserved": reserved("eng-beta")}},
+        opts=GATES,
+    ),
+    Case(
+        "do not signal `BlockedOnPreemptionGates` when a preemption gate is present, but the workload fits without "
+        "preemption",
+        [
+            gated(
+                wl("preemptor", "eng-beta", "main", req={"example.com/gpu": 20}, uid="wl-preemptor", job_uid="job-preemptor")
+            ),
+        ],
+        scheduled={"eng-beta/preemptor"},
+        assignments={"eng-beta/preemptor": A("eng-beta", ps("main", {"example.com/gpu": "model-a"}, {"example.com/gpu": "20"}))},
+        conditions={"eng-beta/preemptor": admitted_in("eng-beta")},
+        opts=GATES,
+    ),
+    Case(
+        "do not signal `BlockedOnPreemptionGates` when a preemption gate is present, but the workload had nothing "
+        "to preempt",
+        [
+            gated(
+                wl("preemptor", "eng-beta", "main", req={"example.com/gpu": 20}, uid="wl-preemptor", job_uid="job-preemptor")
+            ),
+            holding(
+                wl("high-priority", "eng-beta", "", req={"example.com/gpu": 20}, prio=1, uid="high-priority"),
+                "eng-beta",
+                {"example.com/gpu": "model-a"},
+            ),
+        ],
+        assignments={"eng-beta/high-priority": A("eng-beta", ps("main", {"example.com/gpu": "model-a"}, {"example.com/gpu": "20"}))},
+        left={"eng-beta": ["eng-beta/preemptor"]},
+        conditions={
+            "eng-beta/preemptor": waiting(
+                "WaitingForQuota",
+                "couldn't assign flavors to pod set main: insufficient unused quota for example.com/gpu in flavor "
+                "model-a, 20 more needed",
+            )
+        },
+        opts=GATES,
+    ),
+    Case(
+        "prevent integer overflow when sum of requests over podsets exceeds MaxInt64",
+        [
+            cluster_queue("overflow-cq", flavor_quotas("default", cpu=10000)),
+            local_queue("overflow-queue", "default", "overflow-cq"),
+            wl(
+                "vuln-wl",
+                "default",
+                "overflow-queue",
+                sets=[pod_set("ps1", 1, {"cpu": "1000000m"}), pod_set("ps2", 1, {"cpu": "9223372036854775000m"})],
+            ),
+        ],
+        inadmissible={"overflow-cq": ["default/vuln-wl"]},
+        conditions={
+            "default/vuln-wl": waiting(
+                "ExceedsMaxQuota",
+                "couldn't assign flavors to pod set ps2: insufficient quota for cpu in flavor default, previously "
+                "considered podsets requests (1k) + current podset request (9223372036854775) > maximum capacity (10k)",
+            )
+        },
+    ),
+    Case(
+        "prevent integer overflow in ResourceValue conversion to MilliValue",
+        [
+            cluster_queue("overflow-cq", flavor_quotas("default", cpu=10)),
+            local_queue("overflow-queue", "default", "overflow-cq"),
+            wl("vuln-wl", "default", "overflow-queue", sets=[pod_set("ps1", 1, {"cpu": "9223372036854776"})]),
+        ],
+        inadmissible={"overflow-cq": ["default/vuln-wl"]},
+        conditions={
+            "default/vuln-wl": waiting(
+                "ExceedsMaxQuota",
+                "couldn't assign flavors to pod set ps1: insufficient quota for cpu in flavor default, previously "
+                "considered podsets requests (0) + current podset request (9223372036854775807m) > maximum capacity "
+                "(10)",
+            )
+        },
+    ),
+]
+
 ZERO_EVENTS = {
+    "prevent integer overflow when sum of requests over podsets exceeds MaxInt64": [
+        ("default/vuln-wl", "Warning", "ExceedsMaxQuota")
+    ],
+    "prevent integer overflow in ResourceValue conversion to MilliValue": [
+        ("default/vuln-wl", "Warning", "ExceedsMaxQuota")
+    ],
     "admit workload with zero-quantity request for resource not in ClusterQueue": [
         ("sales/zero-resource-wl", "Normal", "QuotaReserved"),
         ("sales/zero-resource-wl", "Normal", "Admitted"),
@@ -2951,7 +3112,24 @@ ZERO_EVENTS = {
     ],
 }
 
-@pytest.mark.parametrize("case", MORE_CASES, ids=lambda c: c.name)
+# pykueue refuses a pod set whose requests x count leave int64 (commit f16d5cc, ``request_overflow_errors``:
+# Misconfigured, "the largest quantity Kueue can account for") where upstream saturates the request to
+# MaxInt64 and reports NoFit/ExceedsMaxQuota. A known, deliberate difference: the case stays here so it
+# fails loudly (strict) once pykueue follows upstream.
+_DELIBERATE = {
+    "prevent integer overflow in ResourceValue conversion to MilliValue": "pykueue's request_overflow_errors "
+    "refuses requests past int64 (Misconfigured) where upstream saturates them (ExceedsMaxQuota)",
+}
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(c, marks=pytest.mark.xfail(reason=_DELIBERATE[c.name], strict=True)) if c.name in _DELIBERATE else c
+        for c in MORE_CASES
+    ],
+    ids=lambda c: c.name,
+)
 def test_schedule_upstream(case: Case) -> None:
     """Mirrors the rest of upstream ``TestSchedule``: one cycle over the shared fixture."""
     cluster = run_case(case)
