@@ -1566,6 +1566,19 @@ def preempted_ordering_input(opts: SchedulerOptions) -> list[Entry]:
     return entries
 
 
+def preemptor_ordering_input(opts: SchedulerOptions) -> list[Entry]:
+    entries = [
+        _entry("preemptor-borrowing", 1, prio=1, borrowing=1),
+        _entry("preemptor-not-borrowing", 2, prio=1),
+        _entry("not-preemptor-not-borrowing", 0, prio=2),
+    ]
+    for e in entries:
+        e.info = info(e.info.obj, opts)
+    entries[0].info.is_preemptor = True
+    entries[1].info.is_preemptor = True
+    return entries
+
+
 ORDERING_CASES = [
     (
         "Priority sorting is enabled (default) using pods-ready Eviction timestamp (default)",
@@ -1664,9 +1677,26 @@ ORDERING_CASES = [
 ]
 
 
+ORDERING_CASES += [
+    (
+        f"Some workloads are preemptors; PrioritizePreemptorWorkloads is {'enabled' if on else 'disabled'}",
+        preemptor_ordering_input,
+        True,
+        True,
+        (
+            ["preemptor-not-borrowing", "preemptor-borrowing", "not-preemptor-not-borrowing"]
+            if on
+            else ["not-preemptor-not-borrowing", "preemptor-not-borrowing", "preemptor-borrowing"]
+        ),
+        on,
+    )
+    for on in (False, True)
+]
+
+
 @pytest.mark.parametrize(
-    ("make_input", "priority_sorting", "eviction_timestamp", "want"),
-    [c[1:] for c in ORDERING_CASES],
+    ("make_input", "priority_sorting", "eviction_timestamp", "want", "preemptor_first"),
+    [(*c[1:], *([] if len(c) > 5 else [None])) for c in ORDERING_CASES],
     ids=[c[0] for c in ORDERING_CASES],
 )
 def test_entry_ordering(
@@ -1674,11 +1704,13 @@ def test_entry_ordering(
     priority_sorting: bool,
     eviction_timestamp: bool,
     want: list[str],
+    preemptor_first: bool | None,
 ) -> None:
     """Mirrors upstream ``TestEntryOrdering``: the classical iterator's order."""
-    opts = options(
-        gates={"PrioritySortingWithinCohort": priority_sorting}, requeue_timestamp_eviction=eviction_timestamp
-    )
+    gates = {"PrioritySortingWithinCohort": priority_sorting}
+    if preemptor_first is not None:
+        gates["PrioritizePreemptorWorkloads"] = preemptor_first
+    opts = options(gates=gates, requeue_timestamp_eviction=eviction_timestamp)
     cluster = simulate([], opts)
     entries = make_input(opts)
     got = [e.info.name for e in cluster.scheduler._iterate(entries, None)]  # type: ignore[arg-type]
@@ -1769,6 +1801,105 @@ def test_resources_to_reserve(
 ) -> None:
     """Mirrors upstream ``TestResourcesToReserve``."""
     assert _reserve(usage, request_, mode, borrowing) == want
+
+
+def _upstream_reserve(
+    mode: Mode, borrowing: int, request: dict[tuple[str, str], int], cq_usage: dict[tuple[str, str], int]
+) -> dict[tuple[str, str], int]:
+    """``resourcesToReserve`` on upstream ``TestResourcesToReserve``'s ClusterQueue."""
+    cq_obj = cluster_queue(
+        "cq",
+        resource_group(flavor_quotas("on-demand", memory=100), flavor_quotas("spot", memory=Q(0, 100))),
+        resource_group(flavor_quotas("model-a", gpu=Q(10, 0)), flavor_quotas("model-b", gpu=Q(10, 5))),
+        cohort="eng",
+        queueing_strategy="StrictFIFO",
+    )
+    cluster = simulate([flavor("on-demand"), flavor("spot"), flavor("model-a"), flavor("model-b"), cq_obj])
+    cq = cluster.cache.cluster_queues["cq"]
+    charge(cq, cq_usage)
+    pod_sets = [
+        PodSetAssignmentResult(
+            name=res,
+            flavors={res: FlavorAssignment(f, mode, 0, borrowing)},
+            requests={res: v},
+            count=1,
+            reasons=[] if mode is Mode.FIT else ["needs to preempt"],
+        )
+        for (f, res), v in request.items()
+    ]
+    entry = Entry(info(workload("w")), cq, Assignment(pod_sets=pod_sets, borrowing=borrowing, usage=dict(request)))
+    scheduler: Scheduler = cluster.scheduler
+    return scheduler._resources_to_reserve(entry, cq)
+
+
+OD, SPOT, MA, MB = ("on-demand", "memory"), ("spot", "memory"), ("model-a", "gpu"), ("model-b", "gpu")
+
+UPSTREAM_RESERVE_CASES = [
+    (
+        "Reserved memory and gpu less than assignment usage, assignment preempts",
+        Mode.PREEMPT,
+        0,
+        {OD: 50, MA: 6},
+        {OD: 60, SPOT: 50, MA: 6, MB: 2},
+        {OD: 40, MA: 4},
+    ),
+    (
+        "Reserved memory equal assignment usage, assignment preempts",
+        Mode.PREEMPT,
+        0,
+        {OD: 30, MA: 2},
+        {OD: 60, SPOT: 50, MA: 2, MB: 2},
+        {OD: 30, MA: 2},
+    ),
+    (
+        "Reserved memory equal assignment usage, assignment fits",
+        Mode.FIT,
+        0,
+        {OD: 50, MA: 2},
+        {OD: 60, SPOT: 50, MA: 2, MB: 2},
+        {OD: 50, MA: 2},
+    ),
+    (
+        "Reserved memory is 0, CQ is borrowing, assignment preempts without borrowing",
+        Mode.PREEMPT,
+        0,
+        {SPOT: 50, MB: 2},
+        {OD: 60, SPOT: 60, MA: 2, MB: 10},
+        {SPOT: 0, MB: 0},
+    ),
+    (
+        "Reserved memory cut by nominal+borrowing quota, assignment preempts and borrows",
+        Mode.PREEMPT,
+        1,
+        {SPOT: 50, MB: 2},
+        {OD: 60, SPOT: 60, MA: 2, MB: 10},
+        {SPOT: 40, MB: 2},
+    ),
+    (
+        "Reserved memory equal assignment usage, CQ borrowing limit is nil",
+        Mode.PREEMPT,
+        1,
+        {OD: 50, MB: 2},
+        {OD: 60, SPOT: 60, MA: 2, MB: 10},
+        {OD: 50, MB: 2},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("mode", "borrowing", "request_", "cq_usage", "want"),
+    [c[1:] for c in UPSTREAM_RESERVE_CASES],
+    ids=[c[0] for c in UPSTREAM_RESERVE_CASES],
+)
+def test_resources_to_reserve_upstream(
+    mode: Mode,
+    borrowing: int,
+    request_: dict[tuple[str, str], int],
+    cq_usage: dict[tuple[str, str], int],
+    want: dict[tuple[str, str], int],
+) -> None:
+    """Upstream ``TestResourcesToReserve``, verbatim."""
+    assert _upstream_reserve(mode, borrowing, request_, cq_usage) == want
 
 
 # --- worked examples (fungibility, classical preemption) as one-cycle scenarios ---------------------
