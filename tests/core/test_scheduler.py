@@ -36,23 +36,27 @@ from builders import (
     pod_set,
     queued,
     resource_group,
-    taint,
     simulate,
+    taint,
     workload,
 )
 from builders import usage as charge
 
 from pykueue.api.kueue import JOB_UID_LABEL, AdmissionCheckState, PreemptionGate, ReclaimablePod, Workload
 from pykueue.api.meta import Condition, LabelSelector, LabelSelectorRequirement
+from pykueue.core.cache.snapshot import Snapshot
 from pykueue.core.options import SchedulerOptions
+from pykueue.core.quota.drs import DEFAULT_WEIGHT, DRS
 from pykueue.core.scheduler.cycle import Scheduler
-from pykueue.core.scheduler.entry import Entry
+from pykueue.core.scheduler.entry import ASSUMED, NOMINATED, NOT_NOMINATED, PREEMPTION_GATED, SKIPPED, Entry
+from pykueue.core.scheduler.fair_order import _Gates, _level_key
 from pykueue.core.scheduler.flavorassigner.assignment import (
     Assignment,
     FlavorAssignment,
     Mode,
     PodSetAssignmentResult,
 )
+from pykueue.core.scheduler.preemption.common import Target
 from pykueue.core.workload import transitions
 from pykueue.sim.cluster import SimulatedCluster
 
@@ -3297,3 +3301,245 @@ def test_pending_admission_check_status() -> None:
             "requests (0) + current podset request (80) > maximum capacity (60)), spot(Fit;borrow=1)",
         )
     ]
+
+
+def test_fits_dedups_overlapping_victims() -> None:
+    """Upstream ``TestFitsDedupsOverlappingVictims``: a victim both already preempted in the cycle and
+    a target of the entry frees its usage once (``fits``, ``MergeWithTargets``)."""
+    cluster = simulate(
+        [
+            flavor("default"),
+            cluster_queue("cq", flavor_quotas("default", cpu=10)),
+            local_queue("lq", "ns", "cq"),
+            holding(workload("victim", "ns", "", requests={"cpu": 6}), "cq", {"cpu": "default"}),
+            holding(workload("other", "ns", "", requests={"cpu": 2}), "cq", {"cpu": "default"}),
+        ]
+    )
+    scheduler: Scheduler = cluster.scheduler
+    cq = cluster.cache.cluster_queues["cq"]
+    victim = cluster.cache.workload("ns/victim")
+    assert victim is not None
+    target = Target(victim, "InClusterQueue")
+    pod_set_result = PodSetAssignmentResult(
+        name="main", flavors={"cpu": FlavorAssignment("default", Mode.PREEMPT, 0)}, requests={"cpu": 9000}, count=1
+    )
+    entry = Entry(
+        info(workload("incoming", "ns", "lq", requests={"cpu": 9})),
+        cq,
+        Assignment(pod_sets=[pod_set_result], usage={("default", "cpu"): 9000}),
+        targets=[target],
+    )
+    snapshot = Snapshot(cluster.cache)
+    try:
+        # Usage 8 (victim 6 + other 2); without the victim 2 is used and 8 free: 9 does not fit.
+        assert not scheduler._fits(entry, cq, snapshot, {"ns/victim": target})
+    finally:
+        snapshot.close()
+
+
+# --- TestEntryComparerLess (upstream ``fair_sharing_iterator.go`` ``entryComparer.less``) ----------------
+
+CPU_DEFAULT = ("default", "cpu")
+NOMINAL_DRS = DRS(0.0, DEFAULT_WEIGHT, False, "")
+BORROWING_DRS = DRS(0.0, DEFAULT_WEIGHT, True, "", frozenset({CPU_DEFAULT}))
+NEGATIVE_DRS = DRS(-1.0, DEFAULT_WEIGHT, False, "")
+
+
+def _cmp_entry(name: str, created: float = 0, preemptor: bool = False) -> Entry:
+    e = Entry(info(workload(name, created=at(created))), None)
+    e.info.is_preemptor = preemptor
+    return e
+
+
+COMPARER_CASES = [
+    # name, a, b, (a's DRS, a requests cpu), (b's DRS, b requests cpu), PrioritizePreemptorWorkloads, want
+    (
+        "non-borrowing subtree preferred over borrowing subtree",
+        ("nominal", 1, False),
+        ("borrowing", 0, False),
+        (NOMINAL_DRS, True),
+        (BORROWING_DRS, True),
+        None,
+        True,
+    ),
+    (
+        "both borrowing on requested flavors falls through to FIFO",
+        ("borrow-a", 1, False),
+        ("borrow-b", 0, False),
+        (BORROWING_DRS, True),
+        (BORROWING_DRS, True),
+        None,
+        False,
+    ),
+    (
+        "lower DRS preferred over higher DRS",
+        ("lower-drs", 1, False),
+        ("higher-drs", 0, False),
+        (NEGATIVE_DRS, False),
+        (NOMINAL_DRS, False),
+        None,
+        True,
+    ),
+    (
+        "both non-borrowing falls through to FIFO",
+        ("older", 0, False),
+        ("newer", 1, False),
+        (NOMINAL_DRS, False),
+        (NOMINAL_DRS, False),
+        None,
+        True,
+    ),
+    (
+        "a is preemptor, b not, feature enabled",
+        ("preemptor-borrowing", 0, True),
+        ("not-preemptor-nominal", 0, False),
+        (BORROWING_DRS, True),
+        (NOMINAL_DRS, True),
+        True,
+        True,
+    ),
+    (
+        "a is preemptor, b not, feature disabled",
+        ("preemptor-borrowing", 0, True),
+        ("not-preemptor-nominal", 0, False),
+        (BORROWING_DRS, True),
+        (NOMINAL_DRS, True),
+        False,
+        False,
+    ),
+    (
+        "both are preemptors, feature enabled",
+        ("preemptor-borrowing", 0, True),
+        ("preemptor-nominal", 0, True),
+        (BORROWING_DRS, True),
+        (NOMINAL_DRS, True),
+        True,
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "a_drs", "b_drs", "preemptor_gate", "want"),
+    [c[1:] for c in COMPARER_CASES],
+    ids=[c[0] for c in COMPARER_CASES],
+)
+def test_entry_comparer_less(
+    a: tuple[str, float, bool],
+    b: tuple[str, float, bool],
+    a_drs: tuple[DRS, bool],
+    b_drs: tuple[DRS, bool],
+    preemptor_gate: bool | None,
+    want: bool,
+) -> None:
+    """Upstream ``TestEntryComparerLess``: the tournament's order at one cohort (``_level_key``, lower
+    wins). Upstream's ``IsBorrowingOn(requestedFRs)`` is the DRS's borrowed FRs met by the requested
+    ones (pykueue computes the same flag from the node while ranking)."""
+    gate_overrides = {} if preemptor_gate is None else {"PrioritizePreemptorWorkloads": preemptor_gate}
+    opts = options(gates=gate_overrides)
+    gates = _Gates(
+        opts.gate("PrioritizePreemptorWorkloads"),
+        opts.gate("FairSharingPrioritizeNonBorrowing"),
+        opts.gate("PrioritySortingWithinCohort"),
+    )
+    ea, eb = _cmp_entry(*a), _cmp_entry(*b)
+    (da, ra), (db, rb) = a_drs, b_drs
+    ka = _level_key(ea, da, da.is_borrowing_on({CPU_DEFAULT} if ra else None), gates)
+    kb = _level_key(eb, db, db.is_borrowing_on({CPU_DEFAULT} if rb else None), gates)
+    assert (ka < kb) is want
+
+
+# --- TestRequeueAndUpdate (upstream ``Scheduler.requeueAndUpdate``) ---------------------------------------
+REQUEUE_CASES = [
+    # name, status, message, quotaReservedReason, heap, inadmissible, conditions (observability on), writes
+    (
+        "workload didn't fit",
+        NOT_NOMINATED,
+        "didn't fit",
+        "WaitingForQuota",
+        {},
+        {"cq": ["ns1/w1"]},
+        {"QuotaReserved": ("False", "WaitingForQuota", "didn't fit"), "Admitted": NO_RESERVATION},
+        1,
+    ),
+    ("assumed", ASSUMED, "", "", {"cq": ["ns1/w1"]}, {}, {}, 0),
+    ("nominated", NOMINATED, "failed to admit workload", "", {"cq": ["ns1/w1"]}, {}, {}, 0),
+    (
+        "skipped with summary",
+        SKIPPED,
+        "cohort used in this cycle",
+        "WaitingForQuota",
+        {"cq": ["ns1/w1"]},
+        {},
+        {"QuotaReserved": ("False", "WaitingForQuota", "cohort used in this cycle"), "Admitted": NO_RESERVATION},
+        1,
+    ),
+    (
+        "preemption gated",
+        PREEMPTION_GATED,
+        "preemption gated",
+        "AdmissionGated",
+        {"cq": ["ns1/w1"]},
+        {},
+        {
+            "QuotaReserved": ("False", "AdmissionGated", "preemption gated"),
+            "BlockedOnPreemptionGates": ("True", "PreemptionGated", "preemption gated"),
+            "Admitted": NO_RESERVATION,
+        },
+        1,
+    ),
+]
+
+
+def _without_observability(conds: dict[str, Cond]) -> dict[str, Cond]:
+    """Upstream ``AdjustConditionsForDisabledObservabilityInScheduler``."""
+    out: dict[str, Cond] = {}
+    for ctype, (status, reason, message) in conds.items():
+        if ctype == "Admitted" and status == "False":
+            continue
+        if ctype == "QuotaReserved" and status == "False":
+            reason = "Waiting" if reason == "WaitingForPodsReady" else "Pending"
+        out[ctype] = (status, reason, message)
+    return out
+
+
+@pytest.mark.parametrize("observability", [False, True], ids=lambda o: f"observability_{str(o).lower()}")
+@pytest.mark.parametrize(
+    ("status", "message", "reason", "heap", "inadmissible", "want", "writes"),
+    [c[1:] for c in REQUEUE_CASES],
+    ids=[c[0] for c in REQUEUE_CASES],
+)
+def test_requeue_and_update(
+    status: str,
+    message: str,
+    reason: str,
+    heap: dict[str, list[str]],
+    inadmissible: dict[str, list[str]],
+    want: dict[str, Cond],
+    writes: int,
+    observability: bool,
+) -> None:
+    """Upstream ``TestRequeueAndUpdate``: where the head goes back, its status, and that a second call
+    writes nothing more."""
+    cluster = simulate(
+        [
+            cluster_queue("cq"),
+            local_queue("q1", "ns1", "cq"),
+            namespace("ns1"),
+            workload("w1", "ns1", "q1", pod_sets=[pod_set("main", 1, {})]),
+        ],
+        options(gates={"UnadmittedWorkloadsObservability": observability}),
+        NOW,
+    )
+    scheduler: Scheduler = cluster.scheduler
+    [head] = cluster.queues.heads(scheduler._cq_active)
+    entry = Entry(head, cluster.cache.cluster_queues["cq"], status=status, message=message, quota_reserved_reason=reason)
+    scheduler._requeue_and_update(entry, NOW)
+    assert queued(cluster) == (heap, inadmissible)
+    got = cluster.get_workload("ns1/w1")
+    assert got is not None
+    assert conditions(got) == (want if observability else _without_observability(want))
+    if want:
+        assert [r.name for r in got.status.resource_requests] == ["main"]
+    scheduler._requeue_and_update(entry, NOW)
+    assert sum(1 for d in scheduler._result.decisions if d.status is not None) == writes
