@@ -414,13 +414,7 @@ class Scheduler:
         if mode is Mode.PREEMPT:
             e.quota_reserved_reason = "WaitingForPreemptedWorkloads"
             count, errors = self._issue_preemptions(e, now, result)
-            e.info.last_assignment = None
-            if count > 0:
-                e.message += f". Pending the preemption of {count} workload(s)"
-                e.requeue_reason = REQUEUE_REASON_PENDING_PREEMPTION
-            elif errors > 0:
-                e.message += f". Preempting {errors} workload(s) failed, will retry."
-                e.requeue_reason = REQUEUE_REASON_PREEMPTION_FAILED
+            self._mark_preemption_outcome(e, count, errors)
             return
         if self.options.block_admission and self._blocked_on_pods_ready():
             self._wait_for_pods_ready(e, now)
@@ -444,6 +438,18 @@ class Scheduler:
             assert e.cq is not None
             snapshot.book(e.cq, self._resources_to_reserve(e, e.cq, Mode.PREEMPT))
         self._reserve_later = []
+
+    @staticmethod
+    def _mark_preemption_outcome(e: Entry, count: int, errors: int) -> None:
+        """``markPreemptionOutcome``: note the preemptions issued (or failed) and forget the flavor
+        progress, so the next cycle reconsiders every flavor."""
+        e.info.last_assignment = None
+        if count > 0:
+            e.message += f". Pending the preemption of {count} workload(s)"
+            e.requeue_reason = REQUEUE_REASON_PENDING_PREEMPTION
+        elif errors > 0:
+            e.message += f". Preempting {errors} workload(s) failed, will retry."
+            e.requeue_reason = REQUEUE_REASON_PREEMPTION_FAILED
 
     def _skip(self, e: Entry, message: str) -> None:
         e.status = SKIPPED
