@@ -12,6 +12,7 @@ entry penalty, and nothing supplies the hook.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -1159,6 +1160,16 @@ RECOMPUTE_CASES = [
             },
         },
     ),
+]
+
+# Upstream repeats the flavor-stickiness case with the TAS gates off, and with TAS on but its in-cycle
+# recomputation off: its workloads request no topology, so the inputs and expectations are the same
+# (pykueue has no TAS; the recompute gate is what matters).
+RECOMPUTE_CASES += [
+    dataclasses.replace(c, name=c.name + suffix)
+    for c in RECOMPUTE_CASES
+    if c.name == "flavor stickiness with RecomputePreemptionTargetsUponOverlap"
+    for suffix in (" and TAS disabled", " and TAS recomputation disabled")
 ]
 
 

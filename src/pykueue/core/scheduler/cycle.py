@@ -27,9 +27,11 @@ from pykueue.core.queue import (
     REQUEUE_REASON_NO_FIT,
     REQUEUE_REASON_PENDING_PREEMPTION,
     REQUEUE_REASON_PREEMPTION_FAILED,
+    REQUEUE_REASON_PREEMPTION_GATED,
     REQUEUE_REASON_PREEMPTION_NO_CANDIDATES,
     REQUEUE_REASON_UNACCOUNTABLE,
     QueueManager,
+    has_closed_preemption_gate,
 )
 from pykueue.core.quota.tree import FlavorResource, available
 from pykueue.core.scheduler.entry import (
@@ -54,7 +56,7 @@ from pykueue.core.scheduler.preemption.common import Target
 from pykueue.core.scheduler.preemption.preemptor import Preemptor, apply_eviction_for_preemption
 from pykueue.core.workload import transitions
 from pykueue.core.workload.admissibility import Problem, admissibility_problem
-from pykueue.core.workload.info import REQUEUED, WorkloadInfo, has_failed_checks
+from pykueue.core.workload.info import BLOCKED_ON_PREEMPTION_GATES, REQUEUED, WorkloadInfo, has_failed_checks
 
 DEFERRED_FIT_MESSAGE = (
     "Workload has overlapping preemption targets with another workload, but will fit after these "
@@ -386,6 +388,18 @@ class Scheduler:
                     # none does (every entry NoFit or PreemptionNoCandidates).
                     self._reserve_later.append(e)
             return
+        if (
+            mode is Mode.PREEMPT
+            and (self.options.gate("ConcurrentAdmission") or self.options.gate("MultiKueueOrchestratedPreemption"))
+            and has_closed_preemption_gate(e.info.obj)
+        ):
+            # ``processEntry``: a preemption behind a closed gate is not issued (``markPreemptionGated``).
+            e.quota_reserved_reason = "AdmissionGated"
+            e.status = PREEMPTION_GATED
+            e.message = "Workload requires preemption, but it's gated"
+            e.requeue_reason = REQUEUE_REASON_PREEMPTION_GATED
+            e.info.last_assignment = None
+            return
         if preempted and any(t.workload.key in preempted for t in e.targets):
             self._skip(e, "Workload has overlapping preemption targets with another workload")
             return
@@ -400,13 +414,7 @@ class Scheduler:
         if mode is Mode.PREEMPT:
             e.quota_reserved_reason = "WaitingForPreemptedWorkloads"
             count, errors = self._issue_preemptions(e, now, result)
-            e.info.last_assignment = None
-            if count > 0:
-                e.message += f". Pending the preemption of {count} workload(s)"
-                e.requeue_reason = REQUEUE_REASON_PENDING_PREEMPTION
-            elif errors > 0:
-                e.message += f". Preempting {errors} workload(s) failed, will retry."
-                e.requeue_reason = REQUEUE_REASON_PREEMPTION_FAILED
+            self._mark_preemption_outcome(e, count, errors)
             return
         if self.options.block_admission and self._blocked_on_pods_ready():
             self._wait_for_pods_ready(e, now)
@@ -430,6 +438,18 @@ class Scheduler:
             assert e.cq is not None
             snapshot.book(e.cq, self._resources_to_reserve(e, e.cq, Mode.PREEMPT))
         self._reserve_later = []
+
+    @staticmethod
+    def _mark_preemption_outcome(e: Entry, count: int, errors: int) -> None:
+        """``markPreemptionOutcome``: note the preemptions issued (or failed) and forget the flavor
+        progress, so the next cycle reconsiders every flavor."""
+        e.info.last_assignment = None
+        if count > 0:
+            e.message += f". Pending the preemption of {count} workload(s)"
+            e.requeue_reason = REQUEUE_REASON_PENDING_PREEMPTION
+        elif errors > 0:
+            e.message += f". Preempting {errors} workload(s) failed, will retry."
+            e.requeue_reason = REQUEUE_REASON_PREEMPTION_FAILED
 
     def _skip(self, e: Entry, message: str) -> None:
         e.status = SKIPPED
@@ -634,6 +654,12 @@ class Scheduler:
         # Upstream patches only when the condition or the requests changed, but emits the Warning
         # on every attempt (its event recorder aggregates repeats into one Event's count).
         changed = wl.status != latest.status
+        if e.status == PREEMPTION_GATED:
+            # ``requeueAndUpdate``: for a gated preemptor, whether to patch is whether
+            # ``SetBlockedOnPreemptionGatesCondition`` changed the condition (it overrides ``updated``).
+            changed = transitions.set_condition(
+                wl, BLOCKED_ON_PREEMPTION_GATES, "True", REQUEUE_REASON_PREEMPTION_GATED, e.message, now
+            )
         if not changed and reason is None:
             return
         events: tuple[Event, ...] = ()
