@@ -1879,3 +1879,55 @@ def test_group_nomination_pin_keeps_a_flavor_any_member_was_nominated() -> None:
     assert flavors_of(a) == [{"cpu": ("two", Mode.FIT, -1)}, {"cpu": ("two", Mode.FIT, -1)}]
     # "one" (nobody's) is skipped without an attempt; "tainted" (the leader's) is tried.
     assert [at.flavor for at in a.pod_sets[0].attempts] == ["tainted", "two"]
+
+
+def test_groups_are_assigned_in_order_of_their_first_pod_set() -> None:
+    """A group's pod sets need not be adjacent: upstream assigns the group at its first pod set, so
+    the assignment lists ``a`` and ``c`` (3 cpu together, more than "one" holds) before ``b``."""
+    opts = options()
+    cq = cq1(flavor_quotas("one", cpu=2), flavor_quotas("two", cpu=10))
+    cache, snap = build([*FLAVORS, cq], opts)
+    members = [pod_set("a", 1, {"cpu": "1"}, group="g"), pod_set("b", 1, {"cpu": "1"}), pod_set("c", 2, {"cpu": "1"}, group="g")]
+    a = assign_flavors(info(workload("wl", pod_sets=members), opts), cache.cluster_queues["test-clusterqueue"], snap, opts, FakeOracle())
+    assert [ps.name for ps in a.pod_sets] == ["a", "c", "b"]
+    assert flavors_of(a) == [{"cpu": ("two", Mode.FIT, -1)}, {"cpu": ("two", Mode.FIT, -1)}, {"cpu": ("one", Mode.FIT, 0)}]
+    assert a.usage == {("two", "cpu"): 3000, ("one", "cpu"): 1000}
+
+
+def test_a_groups_scan_resumes_from_its_first_pod_sets_memory() -> None:
+    """Flavor fungibility resumes a group's search from the remembered index of its first pod set
+    (upstream ``findFlavorForPodSets`` reads ``psIDs[0]``): gpu was last tried on "b_one" for the
+    worker, so the group goes on to "b_two"."""
+    gpu = "example.com/gpu"
+    opts = options()
+    cq = cluster_queue(
+        "test-clusterqueue",
+        resource_group(flavor_quotas("one", cpu=10)),
+        resource_group(flavor_quotas("b_one", {gpu: 10}), flavor_quotas("b_two", {gpu: 10})),
+    )
+    cache, snap = build([*FLAVORS, cq], opts)
+    state = cache.cluster_queues["test-clusterqueue"]
+    members = [pod_set("w", 1, {"cpu": "1", gpu: "1"}, group="g"), pod_set("l", 1, {"cpu": "1"}, group="g")]
+    wl = info(workload("wl", pod_sets=members), opts)
+    wl.last_assignment = LastAssignment([{"cpu": -1, gpu: 0}, {"cpu": -1}], state.generation, 0, wl.scheduling_hash)
+    a = assign_flavors(wl, state, snap, opts, FakeOracle())
+    assert flavors_of(a)[0][gpu][0] == "b_two"
+
+
+def test_a_group_whose_requests_are_all_ignored_does_not_end_the_assignment() -> None:
+    """With ``IgnoreUndeclared``, pod sets requesting only undeclared resources get no flavor and
+    no failure, grouped or not, and the pod sets after them are still assigned (upstream stops
+    there and leaves them without an assignment, which the API refuses)."""
+    opts = options(gates={"QuotaCheckStrategy": True}, ignore_undeclared_resources=True)
+    cq = cq1(flavor_quotas("one", cpu=10))
+    cache, snap = build([*FLAVORS, cq], opts)
+    for first in (
+        [pod_set("p0", 1, {"foo": "1"})],
+        [pod_set("p0", 1, {"foo": "1"}, group="g")],
+        [pod_set("p0", 1, {"foo": "1"}, group="g"), pod_set("q", 1, {"foo": "1"}, group="g")],
+    ):
+        wl = info(workload("wl", pod_sets=[*first, pod_set("p1", 1, {"cpu": "100"})]), opts)
+        a = assign_flavors(wl, cache.cluster_queues["test-clusterqueue"], snap, opts, FakeOracle())
+        assert [ps.name for ps in a.pod_sets] == [*(ps.name for ps in first), "p1"]
+        assert a.representative_mode() == Mode.NO_FIT
+        assert a.message().startswith("couldn't assign flavors to pod set p1: insufficient quota for cpu in flavor one")

@@ -287,19 +287,16 @@ class FlavorAssigner:
         """Pod sets grouped by ``podSetGroupName`` (upstream ``assignFlavors``' ``groupedRequests``):
         the groups in order of their first pod set; a group's summed requests get one flavor per
         resource, each member keeps the flavors of the resources it requests, and shares the group's
-        status and attempts. Stops after the first group with a member that gets no flavor."""
+        status and attempts. Stops after the first group whose flavor search fails, as an ungrouped
+        pod set does. Upstream also stops after a pod set whose requests were all skipped (undeclared
+        resources it ignores): the pod sets after it then get no assignment, an admission the API
+        refuses; pykueue goes on, grouped or not."""
         groups: dict[str, list[int]] = {}
         for index, key in enumerate(keys):
             groups.setdefault(key, []).append(index)
         pod_sets = self.wl.pod_sets
         for indexes in groups.values():
             members = [self._prepare(i, pod_sets[i]) for i in indexes]
-            if len(members) == 1:
-                result, failed = self._assign_pod_set(indexes[0], members[0], assignment.usage)
-                _append(assignment, result)
-                if failed:
-                    return
-                continue
             summed: dict[str, int] = {}
             for m in members:
                 for res, v in m.requests.items():
@@ -312,8 +309,7 @@ class FlavorAssigner:
                 resource_order(names) if self._vectorized else names,
                 members=members,
             )
-            group, _ = self._assign_pod_set(indexes[0], combined, assignment.usage)
-            failed = False
+            group, failed = self._assign_pod_set(indexes[0], combined, assignment.usage)
             for m in members:
                 # ``resolvePodSetFlavors``: the group's flavors of the resources this pod set requests.
                 own = {r: fa for r, fa in group.flavors.items() if r in m.requests}
@@ -329,8 +325,6 @@ class FlavorAssigner:
                         attempts=list(group.attempts),
                     ),
                 )
-                if group.error is not None or (m.requests and not own):
-                    failed = True
             if failed:
                 return
 
