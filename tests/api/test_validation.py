@@ -919,12 +919,29 @@ def test_workload_create(manifest: str, expected: list[str]) -> None:
     assert errors(manifest) == expected
 
 
+BOOST = 'metadata.annotations[kueue.x-k8s.io/priority-boost]: Invalid value: "{}": must be a valid signed integer'
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("10", []),  # upstream workload_webhook_test.go: "valid priority-boost"
+        ("0", []),  # "valid priority-boost zero"
+        ("-5", []),  # "valid priority-boost negative"
+        ("invalid", [BOOST.format("invalid")]),  # "invalid priority-boost"
+        ("", [BOOST.format("") + '; use "0" explicitly, empty string is not allowed']),  # "empty string priority-boost"
+        ("2147483648", [BOOST.format("2147483648")]),  # ParseInt(v, 10, 32): out of range
+        (" 5", [BOOST.format(" 5")]),  # no spaces, underscores or non-ASCII digits
+    ],
+)
+def test_priority_boost_annotation(value: str, expected: list[str]) -> None:
+    manifest = wl(annotations="{kueue.x-k8s.io/priority-boost: '" + value + "'}")
+    assert errors(manifest, gates=FeatureGates({"PriorityBoost": True})) == expected
+
+
 def test_priority_boost_parsed_only_with_gate() -> None:
-    manifest = wl(annotations="{kueue.x-k8s.io/priority-boost: 'high'}")
-    assert errors(manifest) == []
-    assert errors(manifest, gates=FeatureGates({"PriorityBoost": True})) == [
-        'metadata.annotations[kueue.x-k8s.io/priority-boost]: Invalid value: "high": strconv.ParseInt: parsing "high": invalid syntax'
-    ]
+    # upstream workload_webhook_test.go: "invalid priority-boost when feature off"
+    assert errors(wl(annotations="{kueue.x-k8s.io/priority-boost: 'high'}")) == []
 
 
 RESERVED = "  conditions:\n" + QR + admission()

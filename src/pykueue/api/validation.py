@@ -33,6 +33,7 @@ from pykueue.api import kueue as k
 from pykueue.api.feature_gates import DEFAULT_GATES, FeatureGates
 from pykueue.api.meta import EPOCH, Condition, LabelSelector, is_condition_true
 from pykueue.api.quantity import Quantity, is_valid_quantity, resource_value
+from pykueue.api.strconv import INT32, parse_int
 from pykueue.kube.validation import (
     DNS1123_LABEL_FMT,
     DNS1123_SUBDOMAIN_FMT,
@@ -1575,13 +1576,12 @@ def _gated_by_format(value: str) -> list[FieldError]:
 
 
 def _priority_boost(value: str) -> list[FieldError]:
-    stripped = value[1:] if value[:1] in "+-" else value
-    if not stripped.isascii() or not stripped.isdigit():
-        return [invalid(PRIORITY_BOOST_PATH, value, f'strconv.ParseInt: parsing "{value}": invalid syntax')]
-    if not -(2**31) <= int(value) < 2**31:
-        return [
-            invalid(PRIORITY_BOOST_PATH, value, f'strconv.ParseInt: parsing "{value}": value out of range')
-        ]
+    """Upstream ``workload_webhook.go`` ``validateWorkload``: the annotation, when present, must parse
+    as ``priority.PriorityBoost`` does (``strconv.ParseInt(v, 10, 32)``)."""
+    if value == "":
+        return [invalid(PRIORITY_BOOST_PATH, value, 'must be a valid signed integer; use "0" explicitly, empty string is not allowed')]
+    if parse_int(value, INT32, "ParseInt")[0] is None:
+        return [invalid(PRIORITY_BOOST_PATH, value, "must be a valid signed integer")]
     return []
 
 
