@@ -30,6 +30,7 @@ from pykueue.api.kueue import (
     WorkloadSchedulingStatsEviction,
 )
 from pykueue.api.meta import (
+    EPOCH,
     Condition,
     find_condition,
     format_time,
@@ -110,8 +111,10 @@ def sync_admitted_condition(wl: Workload, now: datetime, options: SchedulerOptio
     """``SyncAdmittedCondition``. Returns whether Admitted became True."""
     reserved = has_quota_reservation(wl)
     checks_ready = all(c.state == CHECK_READY for c in wl.status.admission_checks)
-    topology_ready = wl.status.admission is None or all(
-        psa.delayed_topology_request != "Pending" for psa in wl.status.admission.pod_set_assignments
+    # ``HasTopologyAssignmentsPending``: a delayed request still Pending and no assignment yet.
+    topology_ready = wl.status.admission is None or not any(
+        psa.topology_assignment is None and psa.delayed_topology_request == "Pending"
+        for psa in wl.status.admission.pod_set_assignments
     )
     current = find_condition(wl.status.conditions, ADMITTED)
     was_admitted = current is not None and current.status == "True"
@@ -316,10 +319,12 @@ def set_requeue_at(wl: Workload, when: datetime) -> None:
 
 
 def retry_check_requeue_at(wl: Workload) -> datetime | None:
-    """Latest ``lastTransitionTime + requeueAfterSeconds`` over Retry checks (``GetMaxRetryTime``)."""
+    """Latest ``lastTransitionTime + requeueAfterSeconds`` over Retry checks; None for upstream's zero
+    time (``admissionchecks.go`` ``GetMaxRetryTime``: a check without ``requeueAfterSeconds`` or with
+    a zero ``lastTransitionTime`` is skipped; ``requeueAfterSeconds: 0`` counts)."""
     best: datetime | None = None
     for c in wl.status.admission_checks:
-        if c.state != CHECK_RETRY or not c.requeue_after_seconds:
+        if c.requeue_after_seconds is None or c.last_transition_time == EPOCH or c.state != CHECK_RETRY:
             continue
         at = to_time(c.last_transition_time) + timedelta(seconds=math.floor(c.requeue_after_seconds))
         if best is None or at > best:
