@@ -107,7 +107,10 @@ def queue_view(
         local_queue_exists=local_queue is not None and local_queue.metadata.deletion_timestamp is None,
         local_queue_stop_policy=local_queue.spec.stop_policy if local_queue is not None else "",
         cluster_queue=cluster_queue,
-        cluster_queue_exists=facts is not None and facts.exists,
+        # A terminating ClusterQueue still exists for upstream's API reads (``getQueueBlocker`` then
+        # finds it inactive); only the reservation rule treats it as missing.
+        cluster_queue_exists=facts is not None,
+        cluster_queue_terminating=facts is not None and not facts.exists,
         cluster_queue_active=facts is not None and facts.active,
         cluster_queue_stop_policy=facts.stop_policy if facts is not None else "",
         bulk_bypass_reason=bulk_bypass_reason,
@@ -166,6 +169,8 @@ def queue_state_settled(
         return False
     if options.gate("AdmissionGatedBy") and wl.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION):
         return False
+    if transitions.unreserved_admitted_stale(wl, options):
+        return False
     # Any labels give the same outcome under an empty selector.
     return admissibility_error(wl, selector, {}) is None
 
@@ -194,19 +199,14 @@ def queue_state(wl: Workload, view: transitions.QueueView, now: datetime, option
                 updated = transitions.copy_for_status(wl)
             transitions.release_reservation(updated, target[0], target[1], now, options)
             changed, reason = True, target[0]
-    elif (
-        wl.spec.queue_name  # a workload without a queue name is not managed by any LocalQueue
-        and not is_admitted(wl)
-        and (not view.local_queue_exists or not view.cluster_queue_exists)
-    ):
-        kind, name = (
-            ("LocalQueue", wl.spec.queue_name) if not view.local_queue_exists else ("ClusterQueue", view.cluster_queue)
-        )
-        if updated is None:
-            updated = transitions.copy_for_status(wl)
-        transitions.release_reservation(updated, "Misconfigured", f"{kind} {name} is terminating or missing", now, options)
-        changed, reason = True, "Misconfigured"
-    else:
+        elif not is_admitted(wl) and transitions.unreserved_admitted_stale(wl, options):
+            # ``Reconcile``: a Workload that is not admitted gets ``SyncAdmittedCondition`` in the
+            # same patch as its QuotaReserved=False condition.
+            if updated is None:
+                updated = transitions.copy_for_status(wl)
+            transitions.sync_admitted_condition(updated, now, options)
+            changed = True
+    elif wl.spec.queue_name or is_admitted(wl):  # without a queue name no LocalQueue manages it
         action = transitions.stopped_queue_action(wl, view)
         if action is not None:
             if updated is None:

@@ -158,6 +158,25 @@ def sync_admitted_condition(wl: Workload, now: datetime, options: SchedulerOptio
     return status == "True" and not was_admitted
 
 
+def unreserved_admitted_stale(wl: Workload, options: SchedulerOptions) -> bool:
+    """Whether :func:`sync_admitted_condition` would change a Workload holding no quota and not
+    admitted (only ``Admitted=False NoReservation`` is then possible, and only with
+    ``UnadmittedWorkloadsObservability``); read-only, so callers copy the status only to write."""
+    if not options.gate("UnadmittedWorkloadsObservability"):
+        return False
+    current = find_condition(wl.status.conditions, ADMITTED)
+    if current is None:
+        return find_condition(wl.status.conditions, QUOTA_RESERVED) is not None or options.gate(
+            "UnadmittedWorkloadsExplicitStatus"
+        )
+    return (current.status, current.reason, current.message, current.observed_generation) != (
+        "False",
+        "NoReservation",
+        "The workload has no reservation",
+        _gen(wl),
+    )
+
+
 # --- pending status (upstream ``Scheduler.requeueAndUpdate``) -----------------------------------
 
 
@@ -390,6 +409,7 @@ class QueueView(msgspec.Struct, frozen=True, gc=False):
     cluster_queue_stop_policy: str
     bulk_bypass_reason: str | None = None
     admissibility_error: str | None = None
+    cluster_queue_terminating: bool = False
 
 
 def pending_condition(wl: Workload, view: QueueView, options: SchedulerOptions) -> tuple[str, str] | None:
@@ -440,18 +460,32 @@ def _queue_blocker(wl: Workload, view: QueueView) -> tuple[str, str] | None:
 
 
 def stopped_queue_action(wl: Workload, view: QueueView) -> tuple[str, str, str] | None:
-    """For a workload holding quota: ("release"|"evict", reason, message) when a queue is stopped."""
+    """For a workload holding quota: ("release"|"evict", reason, message) when its LocalQueue or
+    ClusterQueue is stopped, missing or terminating; None: nothing to do.
+
+    Upstream ``workload_controller.go``: ``reconcileOnLocalQueueActiveState`` first, then
+    ``reconcileOnClusterQueueActiveState``. An admitted workload is only ever evicted, by a
+    HoldAndDrain stop policy (the LocalQueue's first) and only once; a reserved one that is not
+    admitted is released when its queue is missing or terminating, then when it is stopped.
+    """
     lq, cq = wl.spec.queue_name, view.cluster_queue
-    if view.local_queue_stop_policy not in ("", STOP_NONE):
-        kind, name, policy, evict_reason = "LocalQueue", lq, view.local_queue_stop_policy, "LocalQueueStopped"
-    elif view.cluster_queue_stop_policy not in ("", STOP_NONE):
-        kind, name, policy, evict_reason = "ClusterQueue", cq, view.cluster_queue_stop_policy, "ClusterQueueStopped"
-    else:
+    lq_policy, cq_policy = view.local_queue_stop_policy or STOP_NONE, view.cluster_queue_stop_policy or STOP_NONE
+    if is_admitted(wl):
+        if is_evicted(wl):
+            return None
+        if lq_policy == STOP_HOLD_AND_DRAIN:
+            return "evict", "LocalQueueStopped", "The LocalQueue is stopped"
+        if cq_policy == STOP_HOLD_AND_DRAIN:
+            return "evict", "ClusterQueueStopped", "The ClusterQueue is stopped"
         return None
-    if not is_admitted(wl):
-        return "release", "Suspended", f"{kind} {name} is stopped"
-    if policy == STOP_HOLD_AND_DRAIN and not is_evicted(wl):
-        return "evict", evict_reason, f"The {kind} is stopped"
+    if not view.local_queue_exists:
+        return "release", "Misconfigured", f"LocalQueue {lq} is terminating or missing"
+    if lq_policy != STOP_NONE:
+        return "release", "Suspended", f"LocalQueue {lq} is stopped"
+    if not view.cluster_queue_exists or view.cluster_queue_terminating:
+        return "release", "Misconfigured", f"ClusterQueue {cq} is terminating or missing"
+    if cq_policy != STOP_NONE:
+        return "release", "Suspended", f"ClusterQueue {cq} is stopped"
     return None
 
 
