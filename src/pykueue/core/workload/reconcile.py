@@ -253,9 +253,15 @@ def admission_checks(
 # --- check-based eviction and deactivation (upstream: reconcileCheckBasedEviction, Reconcile) -------
 
 
-def check_based_eviction(wl: Workload, now: datetime) -> Outcome:
+def check_based_eviction(wl: Workload, now: datetime, options: SchedulerOptions) -> Outcome:
     """A rejected check starts deactivation (phase 1); a check to retry evicts the Workload, after
-    the check's retry delay if it asks for one."""
+    the check's retry delay if it asks for one.
+
+    Upstream ``Reconcile``: ``NeedsRequeueAtUpdate`` first moves ``requeueState.requeueAt`` to the
+    latest retry time; while ``requeueAt`` is ahead the reconciler only waits ("Waiting for backoff
+    to finish"), so the Workload keeps its reservation until then; ``reconcileCheckBasedEviction``
+    runs after the ``SyncAdmittedCondition`` of a Workload that is not admitted, in the same pass.
+    """
     if not has_quota_reservation(wl) or is_evicted(wl) or is_finished(wl):
         return NOTHING
     rejected = transitions.rejected_checks_message(wl)
@@ -263,18 +269,25 @@ def check_based_eviction(wl: Workload, now: datetime) -> Outcome:
         if is_condition_true(wl.status.conditions, DEACTIVATION_TARGET):
             return NOTHING
         updated = transitions.copy_for_status(wl)
+        if not is_admitted(wl):
+            transitions.sync_admitted_condition(updated, now, options)
         transitions.set_condition(updated, DEACTIVATION_TARGET, "True", "AdmissionCheck", rejected, now)
         event = _event(wl, WARNING, "AdmissionCheckRejected", f"Deactivated due to {rejected}")
         return Outcome(status=updated, events=(event,), reason="AdmissionCheckRejected")
     retry = transitions.retry_checks_message(wl)
     if retry is None:
         return NOTHING
-    updated = transitions.copy_for_status(wl)
     at = transitions.retry_check_requeue_at(wl)
     current = transitions.requeue_at(wl)
     if at is not None and at > now and (current is None or at > current):
+        updated = transitions.copy_for_status(wl)
         transitions.set_requeue_at(updated, at)
         return Outcome(status=updated, reason="AdmissionCheckRetryDelayed")
+    if current is not None and current > now:
+        return Outcome(requeue_after=(current - now).total_seconds(), reason="AdmissionCheckRetryWaiting")
+    updated = transitions.copy_for_status(wl)
+    if not is_admitted(wl):
+        transitions.sync_admitted_condition(updated, now, options)
     transitions.evict(updated, "AdmissionCheck", retry, now)
     return Outcome(
         status=updated,
