@@ -52,6 +52,7 @@ from pykueue.core.workload.info import (
     is_active,
     is_admitted,
     is_evicted,
+    is_finished,
 )
 
 
@@ -353,7 +354,9 @@ def retry_check_requeue_at(wl: Workload) -> datetime | None:
 
 def finish_backoff(wl: Workload, now: datetime) -> bool:
     """Clear an expired requeueAt and flip Requeued=False to BackoffFinished
-    (``WorkloadReconciler.Reconcile``)."""
+    (``WorkloadReconciler.Reconcile``, which returns first for a finished workload)."""
+    if is_finished(wl):
+        return False
     rs = wl.status.requeue_state
     changed = False
     if rs is not None and rs.requeue_at is not None and to_time(now) >= rs.requeue_at:
