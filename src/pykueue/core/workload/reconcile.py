@@ -199,6 +199,9 @@ def queue_state(wl: Workload, view: transitions.QueueView, now: datetime, option
                 updated = transitions.copy_for_status(wl)
             transitions.release_reservation(updated, target[0], target[1], now, options)
             changed, reason = True, target[0]
+            gate_event = transitions.admission_gate_event(current, target)
+            if gate_event is not None:
+                events = (_event(wl, NORMAL, *gate_event),)
         elif not is_admitted(wl) and transitions.unreserved_admitted_stale(wl, options):
             # ``Reconcile``: a Workload that is not admitted gets ``SyncAdmittedCondition`` in the
             # same patch as its QuotaReserved=False condition.
@@ -206,6 +209,15 @@ def queue_state(wl: Workload, view: transitions.QueueView, now: datetime, option
                 updated = transitions.copy_for_status(wl)
             transitions.sync_admitted_condition(updated, now, options)
             changed = True
+    elif (gated := transitions.admission_gate(wl, options)) and not transitions.is_admission_gated(wl):
+        # ``mayUpdateConditionForAdmissionGatedBy`` runs before the queue rules, for a Workload
+        # holding quota too: the reservation is released (``UnsetQuotaReservationWithCondition``).
+        if updated is None:
+            updated = transitions.copy_for_status(wl)
+        target = (transitions.ADMISSION_GATED, f"Admission is gated by: {gated}")
+        transitions.release_reservation(updated, *target, now, options)
+        events = (_event(wl, NORMAL, transitions.ADMISSION_GATED, f"Workload admission is gated by: {gated}"),)
+        changed, reason = True, transitions.ADMISSION_GATED
     elif wl.spec.queue_name or is_admitted(wl):  # without a queue name no LocalQueue manages it
         action = transitions.stopped_queue_action(wl, view)
         if action is not None:

@@ -415,6 +415,35 @@ class QueueView(msgspec.Struct, frozen=True, gc=False):
     cluster_queue_terminating: bool = False
 
 
+ADMISSION_GATED = "AdmissionGated"
+ADMISSION_GATE_CLEARED_MESSAGE = "AdmissionGatedBy cleared, waiting for quota reservation"
+
+
+def admission_gate(wl: Workload, options: SchedulerOptions) -> str:
+    """The gates in the ``admission-gated-by`` annotation ("" when none or the feature is off;
+    ``workload.HasAdmissionGate``)."""
+    if not options.gate("AdmissionGatedBy"):
+        return ""
+    return wl.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION) or ""
+
+
+def is_admission_gated(wl: Workload) -> bool:
+    """QuotaReserved carries the AdmissionGated reason (``hasAdmissionGatedCondition``)."""
+    current = find_condition(wl.status.conditions, QUOTA_RESERVED)
+    return current is not None and current.reason == ADMISSION_GATED
+
+
+def admission_gate_event(before: Condition | None, after: tuple[str, str]) -> tuple[str, str] | None:
+    """The Normal event upstream's ``mayUpdateConditionForAdmissionGatedBy`` records when the
+    QuotaReserved reason moves to or from AdmissionGated: (reason, note), or None."""
+    was_gated = before is not None and before.reason == ADMISSION_GATED
+    if after[0] == ADMISSION_GATED and not was_gated:
+        return ADMISSION_GATED, "Workload admission is gated by: " + after[1].removeprefix("Admission is gated by: ")
+    if was_gated and after[1] == ADMISSION_GATE_CLEARED_MESSAGE:
+        return "AdmissionGateCleared", "Admission gate cleared, workload is now admissible"
+    return None
+
+
 def pending_condition(wl: Workload, view: QueueView, options: SchedulerOptions) -> tuple[str, str] | None:
     """``syncQuotaReservedFalseCondition`` for a workload without reservation; None: leave as is."""
     if not options.gate("UnadmittedWorkloadsObservability"):
@@ -430,14 +459,16 @@ def pending_condition(wl: Workload, view: QueueView, options: SchedulerOptions) 
         return blocker
     if view.admissibility_error is not None:
         return "Misconfigured", view.admissibility_error
-    gated = wl.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION)
-    if gated and options.gate("AdmissionGatedBy"):
-        return "AdmissionGated", f"Admission is gated by: {gated}"
+    gated = admission_gate(wl, options)
+    if gated:
+        return ADMISSION_GATED, f"Admission is gated by: {gated}"
     reason = current.reason if current is not None else ""
-    if reason == "AdmissionGated":  # gate annotation removed (``mayUpdateConditionForAdmissionGatedBy``)
-        return "PendingEvaluation", "AdmissionGatedBy cleared, waiting for quota reservation"
+    if reason == ADMISSION_GATED and options.gate("AdmissionGatedBy"):
+        # gate annotation removed (``mayUpdateConditionForAdmissionGatedBy``)
+        return "PendingEvaluation", ADMISSION_GATE_CLEARED_MESSAGE
     if (
         view.bulk_bypass_reason is not None
+        and options.gate("SchedulingEquivalenceHashing")  # ``shouldCheckEquivalenceHash``
         and reason in BYPASSABLE_REASONS
         and (current is not None or options.gate("UnadmittedWorkloadsExplicitStatus"))
     ):
