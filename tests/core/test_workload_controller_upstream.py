@@ -39,7 +39,16 @@ from typing import Any
 
 import msgspec
 import pytest
-from builders import admitted, build_cache, cluster_queue, flavor, flavor_quotas, options, resource_group, workload
+from builders import (
+    admitted,
+    build_cache,
+    cluster_queue,
+    flavor,
+    flavor_quotas,
+    options,
+    resource_group,
+    workload,
+)
 
 from pykueue.api.kueue import AdmissionCheckState, Workload
 from pykueue.api.meta import Condition
