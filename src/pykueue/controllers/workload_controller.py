@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from pykueue.api.kueue import JOB_UID_LABEL, RequeueState, Workload
+from pykueue.api.kueue import JOB_UID_LABEL, Workload
 from pykueue.api.kueue import RESOURCE_IN_USE_FINALIZER as RESOURCE_IN_USE
 from pykueue.api.meta import find_condition, is_condition_true, to_time
 from pykueue.client import resources as R
@@ -266,13 +266,8 @@ class WorkloadController:
         message = f"Exceeded the PodsReady timeout {wl.metadata.namespace}/{wl.metadata.name}"
         transitions.evict(updated, "PodsReadyTimeout", message, now, cause)
         delay = transitions.backoff_seconds(count + 1, self.options.backoff_base_seconds, self.options.backoff_max_seconds)
-        at = (now + timedelta(seconds=delay)).replace(microsecond=0)
-        old_at = transitions.requeue_at(wl)
-        updated.status.requeue_state = msgspec.structs.replace(
-            updated.status.requeue_state or _requeue_state(),
-            count=count + 1,
-            requeue_at=at if old_at is None or at > old_at else old_at,
-        )
+        # ``workload.UpdateRequeueState``: a later requeueAt already set is kept.
+        transitions.set_requeue_state(updated, now + timedelta(seconds=delay), increment_count=True)
         if self.ctx.write_workload(updated):
             self._event(wl, NORMAL, "EvictedDueToPodsReadyTimeout", message)
         return None
@@ -299,10 +294,6 @@ class WorkloadController:
         if self.ctx.write_workload(updated):
             self._event(wl, WARNING, "MaximumExecutionTimeExceeded", f"The maximum execution time ({limit}s) exceeded")
         return None
-
-
-def _requeue_state() -> RequeueState:
-    return RequeueState()
 
 
 def _condition_true(wl: Workload, ctype: str) -> bool:

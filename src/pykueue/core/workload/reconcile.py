@@ -293,7 +293,7 @@ def check_based_eviction(wl: Workload, now: datetime, options: SchedulerOptions)
     current = transitions.requeue_at(wl)
     if at is not None and at > now and (current is None or at > current):
         updated = transitions.copy_for_status(wl)
-        transitions.set_requeue_at(updated, at)
+        transitions.set_requeue_state(updated, at, increment_count=False)
         return Outcome(status=updated, reason="AdmissionCheckRetryDelayed")
     if current is not None and current > now:
         return Outcome(requeue_after=(current - now).total_seconds(), reason="AdmissionCheckRetryWaiting")

@@ -98,9 +98,8 @@ def set_quota_reservation(wl: Workload, admission: Admission, now: datetime) -> 
     for ctype in (EVICTED, PREEMPTED, BLOCKED_ON_PREEMPTION_GATES):
         old = find_condition(wl.status.conditions, ctype)
         if old is not None and old.status == "True":
-            set_condition(
-                wl, ctype, "False", "QuotaReserved", f"Previously: {old.message}", now, observed=ctype != PREEMPTED
-            )
+            # ``resetActiveCondition``: observedGeneration is the workload's, Preempted's too.
+            set_condition(wl, ctype, "False", "QuotaReserved", f"Previously: {old.message}", now)
 
 
 def all_checks_listed(wl: Workload, required: list[str]) -> bool:
@@ -333,9 +332,21 @@ def backoff_seconds(n: int, base: float, cap: float) -> float:
     return d
 
 
-def set_requeue_at(wl: Workload, when: datetime) -> None:
+def set_requeue_state(wl: Workload, wait_until: datetime, increment_count: bool) -> bool:
+    """``workload.SetRequeueState``: move ``requeueAt`` to ``wait_until`` unless it is already at
+    or past it (the state is shared, a later requeue is never overwritten), and count one more
+    requeue if asked. Returns whether anything changed."""
     rs = wl.status.requeue_state or RequeueState()
-    wl.status.requeue_state = RequeueState(count=rs.count, requeue_at=to_time(when))
+    when = to_time(wait_until)
+    updated = False
+    at = rs.requeue_at
+    if at is None or at < when:
+        at, updated = when, True
+    count = rs.count
+    if increment_count:
+        count, updated = (count or 0) + 1, True
+    wl.status.requeue_state = RequeueState(count=count, requeue_at=at)
+    return updated
 
 
 def retry_check_requeue_at(wl: Workload) -> datetime | None:
