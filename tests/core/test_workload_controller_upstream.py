@@ -24,17 +24,21 @@ not ported:
   implemented (pykueue has no spec.preemptionGates sync).
 - "inadmissible workload due to broken ClusterQueue namespace selector (observability enabled)" —
   the API server's validation rejects such a selector before it reaches the controllers.
-- TestAdmittedNotReadyWorkload, TestUpdateSkipsRequeueForOnHoldWorkload,
-  TestUpdateRemovesStaleQueueEntryForOnHoldWorkload and the AdmissionFairSharing entry-penalty
-  tests (TestUpdateSettlesAfsEntryPenalty, TestUpdateAfsConsumedUsage,
-  TestDeleteSubtractsPendingAfsEntryPenalty, TestUpdateDropsUnsettleableAfsEntryPenalty,
-  TestRepeatedAfsSettlementFoldsPenaltyOnce) — the PodsReady timeout is computed in the controller,
-  OnHold comes from integrations pykueue does not have, and AdmissionFairSharing is not implemented.
+- TestUpdateSkipsRequeueForOnHoldWorkload, TestUpdateRemovesStaleQueueEntryForOnHoldWorkload and
+  the AdmissionFairSharing entry-penalty tests (TestUpdateSettlesAfsEntryPenalty,
+  TestUpdateAfsConsumedUsage, TestDeleteSubtractsPendingAfsEntryPenalty,
+  TestUpdateDropsUnsettleableAfsEntryPenalty, TestRepeatedAfsSettlementFoldsPenaltyOnce) — OnHold
+  comes from integrations pykueue does not have, and AdmissionFairSharing is not implemented.
+
+TestAdmittedNotReadyWorkload is ported on ``transitions.admitted_not_ready``, which the controller
+calls only with waitForPodsReady configured (``WorkloadController._pods_ready_timeout``): "workload
+without Admitted condition; not counting" runs with a timeout (it must still not count); "workload
+with Admitted=True, no PodsReady, but no timeout configured; not counting" is that guard, not ported.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
@@ -328,3 +332,93 @@ def test_reconcile_queue_state(
         assert got.status.admission is None
     assert [(e.type, e.reason, e.note) for e in outcome.events] == want_events
     assert msgspec.json.encode(wl) == before  # the input is not changed
+
+
+# --- TestAdmittedNotReadyWorkload (``admittedNotReadyWorkload``) --------------------------------------
+
+MINUTE_AGO = NOW - timedelta(minutes=1)
+
+
+def _timed(*conds: tuple[str, str, str, datetime]) -> Workload:
+    wl = workload("wl", "ns")
+    wl.status.conditions = [
+        Condition(type=t, status=s, reason=r, message="", last_transition_time=when) for t, s, r, when in conds
+    ]
+    return wl
+
+
+ADMITTED_AGO = ("Admitted", "True", "", MINUTE_AGO)
+
+# name, workload, timeout (s), recoveryTimeout (s), want cause, want recheckAfter (s)
+NOT_READY_CASES: list[tuple[str, Workload, float, float | None, str, float]] = [
+    ("workload without Admitted condition; not counting", _timed(), 300, None, "", 0),
+    ("workload with Admitted=True, no PodsReady; counting", _timed(ADMITTED_AGO), 300, None, "WaitForStart", 240),
+    (
+        "workload with Admitted=True, no PodsReady; timeout exceeded",
+        _timed(("Admitted", "True", "", NOW - timedelta(minutes=7))),
+        300,
+        None,
+        "WaitForStart",
+        0,
+    ),
+    (
+        "with reason WorkloadWaitForPodsReadyStart; workload with Admitted=True, PodsReady=False; counting since "
+        "admitted.LastTransitionTime",
+        _timed(ADMITTED_AGO, ("PodsReady", "False", "WaitForStart", NOW)),
+        300,
+        None,
+        "WaitForStart",
+        240,
+    ),
+    (
+        "with reason PodsReady; workload with Admitted=True, PodsReady=False; counting since admitted.LastTransitionTime",
+        _timed(ADMITTED_AGO, ("PodsReady", "False", "PodsReady", NOW)),
+        300,
+        None,
+        "WaitForStart",
+        240,
+    ),
+    (
+        "workload with Admitted=True, PodsReady=False, Reason=WorkloadWaitForPodsReadyRecovery",
+        _timed(ADMITTED_AGO, ("PodsReady", "False", "WaitForRecovery", NOW)),
+        0,
+        180,
+        "WaitForRecovery",
+        180,
+    ),
+    (
+        "workload with Admitted=True, PodsReady=False, Reason=WorkloadWaitForPodsReadyRecovery, recoveryTimeout not "
+        "configured",
+        _timed(ADMITTED_AGO, ("PodsReady", "False", "WaitForRecovery", NOW)),
+        0,
+        None,
+        "",
+        0,
+    ),
+    (
+        "workload with Admitted=Unknown; not counting",
+        _timed(("Admitted", "Unknown", "", MINUTE_AGO)),
+        300,
+        None,
+        "",
+        0,
+    ),
+    ("workload with Admitted=False, not counting", _timed(("Admitted", "Unknown", "", MINUTE_AGO)), 300, None, "", 0),
+    (
+        "workload with Admitted=True, PodsReady=True; not counting",
+        _timed(ADMITTED_AGO, ("PodsReady", "True", "", NOW)),
+        300,
+        None,
+        "",
+        0,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "wl", "timeout", "recovery", "want_cause", "want_after"), NOT_READY_CASES, ids=[c[0] for c in NOT_READY_CASES]
+)
+def test_admitted_not_ready_workload(
+    name: str, wl: Workload, timeout: float, recovery: float | None, want_cause: str, want_after: float
+) -> None:
+    assert transitions.admitted_not_ready(wl, NOW, timeout, recovery) == (want_cause, want_after)

@@ -233,20 +233,12 @@ class WorkloadController:
         opts = self.ctx.options
         if not self.options.wait_for_pods_ready or not opts.pods_ready_timeout_seconds:
             return None
-        ready = find_condition(wl.status.conditions, "PodsReady")
-        if ready is not None and ready.status == "True":
-            return None
-        admitted = find_condition(wl.status.conditions, "Admitted")
-        if admitted is None:
-            return None
-        if ready is None or ready.reason in ("WaitForStart", "PodsReady"):
-            cause, since, limit = "WaitForStart", admitted.last_transition_time, opts.pods_ready_timeout_seconds
-        elif ready.reason == "WaitForRecovery" and opts.pods_ready_recovery_timeout_seconds:
-            cause, since, limit = "WaitForRecovery", ready.last_transition_time, opts.pods_ready_recovery_timeout_seconds
-        else:
-            return None
         now = self.ctx.now()
-        remaining = limit - (now - to_time(since)).total_seconds()
+        cause, remaining = transitions.admitted_not_ready(
+            wl, now, opts.pods_ready_timeout_seconds, opts.pods_ready_recovery_timeout_seconds or None
+        )
+        if not cause:
+            return None
         if remaining > 0:
             return remaining
         count = (wl.status.requeue_state.count or 0) if wl.status.requeue_state else 0

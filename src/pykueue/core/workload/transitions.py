@@ -44,6 +44,7 @@ from pykueue.core.workload.info import (
     ADMITTED,
     BLOCKED_ON_PREEMPTION_GATES,
     EVICTED,
+    PODS_READY,
     PREEMPTED,
     QUOTA_RESERVED,
     REQUEUED,
@@ -361,6 +362,27 @@ def retry_check_requeue_at(wl: Workload) -> datetime | None:
         if best is None or at > best:
             best = at
     return best
+
+
+def admitted_not_ready(
+    wl: Workload, now: datetime, timeout: float, recovery_timeout: float | None
+) -> tuple[str, float]:
+    """Upstream ``WorkloadReconciler.admittedNotReadyWorkload`` with waitForPodsReady configured:
+    the eviction's underlying cause ("" when the workload is not timed) and the seconds left
+    before it times out (0 once exceeded)."""
+    admitted = find_condition(wl.status.conditions, ADMITTED)
+    if admitted is None or admitted.status != "True":
+        return "", 0.0
+    ready = find_condition(wl.status.conditions, PODS_READY)
+    if ready is not None and ready.status == "True":
+        return "", 0.0
+    if ready is None or ready.reason in ("WaitForStart", "PodsReady"):
+        elapsed = (to_time(now) - admitted.last_transition_time).total_seconds()
+        return "WaitForStart", max(timeout - elapsed, 0.0)
+    if ready.reason == "WaitForRecovery" and recovery_timeout is not None:
+        elapsed = (to_time(now) - ready.last_transition_time).total_seconds()
+        return "WaitForRecovery", max(recovery_timeout - elapsed, 0.0)
+    return "", 0.0
 
 
 def finish_backoff(wl: Workload, now: datetime) -> bool:
