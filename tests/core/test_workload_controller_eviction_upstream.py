@@ -308,34 +308,23 @@ CASES: list[tuple[str, str, Any, dict[str, Any]]] = [
             "events": [],
         },
     ),
-    (
-        "should set the Evicted condition with ClusterQueueStopped reason when the StopPolicy is HoldAndDrain",
-        "queue:cluster_queue_stop_policy",
-        lambda: _wl(cq="cq", admitted_=True, active=True),
-        {
-            "conditions": {
-                "QuotaReserved": ("True", "QuotaReserved", "Quota reserved in ClusterQueue cq"),
-                "Admitted": ADMITTED,
-                "Evicted": ("True", "ClusterQueueStopped", "The ClusterQueue is stopped"),
+    *[
+        (
+            f"should set the Evicted condition with {kind}Stopped reason when the StopPolicy is HoldAndDrain",
+            f"queue:{field}",
+            lambda: _wl(cq="cq", admitted_=True, active=True),
+            {
+                "conditions": {
+                    "QuotaReserved": ("True", "QuotaReserved", "Quota reserved in ClusterQueue cq"),
+                    "Admitted": ADMITTED,
+                    "Evicted": ("True", f"{kind}Stopped", f"The {kind} is stopped"),
+                },
+                "stats": [(f"{kind}Stopped", "", 1)],
+                "events": [("Normal", f"EvictedDueTo{kind}Stopped", f"The {kind} is stopped")],
             },
-            "stats": [("ClusterQueueStopped", "", 1)],
-            "events": [("Normal", "EvictedDueToClusterQueueStopped", "The ClusterQueue is stopped")],
-        },
-    ),
-    (
-        "should set the Evicted condition with LocalQueueStopped reason when the StopPolicy is HoldAndDrain",
-        "queue:local_queue_stop_policy",
-        lambda: _wl(cq="cq", admitted_=True, active=True),
-        {
-            "conditions": {
-                "QuotaReserved": ("True", "QuotaReserved", "Quota reserved in ClusterQueue cq"),
-                "Admitted": ADMITTED,
-                "Evicted": ("True", "LocalQueueStopped", "The LocalQueue is stopped"),
-            },
-            "stats": [("LocalQueueStopped", "", 1)],
-            "events": [("Normal", "EvictedDueToLocalQueueStopped", "The LocalQueue is stopped")],
-        },
-    ),
+        )
+        for kind, field in (("ClusterQueue", "cluster_queue_stop_policy"), ("LocalQueue", "local_queue_stop_policy"))
+    ],
 ]
 
 
