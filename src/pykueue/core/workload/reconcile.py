@@ -139,12 +139,16 @@ def queue_state_settled(
     need not build the view."""
     requeued: Condition | None = None
     reserved: Condition | None = None
+    admitted: Condition | None = None
     for c in wl.status.conditions:  # the first condition of each type, as ``find_condition``
         if c.type == "Requeued":
             if requeued is None:
                 requeued = c
-        elif c.type == "QuotaReserved" and reserved is None:
-            reserved = c
+        elif c.type == "QuotaReserved":
+            if reserved is None:
+                reserved = c
+        elif c.type == "Admitted" and admitted is None:
+            admitted = c
     if (
         reserved is None
         or reserved.status != "False"
@@ -169,7 +173,15 @@ def queue_state_settled(
         return False
     if options.gate("AdmissionGatedBy") and wl.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION):
         return False
-    if transitions.unreserved_admitted_stale(wl, options):
+    # ``SyncAdmittedCondition`` of a pending Workload (``unreserved_admitted_stale``, from the
+    # condition found above): with QuotaReserved present only Admitted=False NoReservation is settled.
+    if options.gate("UnadmittedWorkloadsObservability") and (
+        admitted is None
+        or admitted.reason != "NoReservation"
+        or admitted.status != "False"
+        or admitted.message != "The workload has no reservation"
+        or admitted.observed_generation != wl.metadata.generation
+    ):
         return False
     # Any labels give the same outcome under an empty selector.
     return admissibility_error(wl, selector, {}) is None
