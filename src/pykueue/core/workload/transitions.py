@@ -537,6 +537,14 @@ def stopped_queue_action(wl: Workload, view: QueueView) -> tuple[str, str, str] 
     """
     lq, cq = wl.spec.queue_name, view.cluster_queue
     lq_policy, cq_policy = view.local_queue_stop_policy or STOP_NONE, view.cluster_queue_stop_policy or STOP_NONE
+    if (
+        lq_policy == STOP_NONE
+        and cq_policy == STOP_NONE
+        and view.local_queue_exists
+        and view.cluster_queue_exists
+        and not view.cluster_queue_terminating
+    ):
+        return None  # the common case, decided without reading the conditions
     if is_admitted(wl):
         if is_evicted(wl):
             return None
