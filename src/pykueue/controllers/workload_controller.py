@@ -160,9 +160,6 @@ class WorkloadController:
 
     def _check_based_eviction(self, wl: Workload) -> bool:
         outcome = check_based_eviction(wl, self.ctx.now(), self.options)
-        if outcome.requeue_after is not None:  # a retry delay still running: only wait (``Reconcile``)
-            self.ctx.requeue_after(WORKLOAD, workload_key(wl), outcome.requeue_after)
-            return True
         self._apply(outcome)
         return outcome.writes
 

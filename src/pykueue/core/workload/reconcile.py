@@ -282,9 +282,10 @@ def check_based_eviction(wl: Workload, now: datetime, options: SchedulerOptions)
     the check's retry delay if it asks for one.
 
     Upstream ``Reconcile``: ``NeedsRequeueAtUpdate`` first moves ``requeueState.requeueAt`` to the
-    latest retry time; while ``requeueAt`` is ahead the reconciler only waits ("Waiting for backoff
-    to finish"), so the Workload keeps its reservation until then; ``reconcileCheckBasedEviction``
-    runs after the ``SyncAdmittedCondition`` of a Workload that is not admitted, in the same pass.
+    latest retry time; ``reconcileCheckBasedEviction`` runs after the ``SyncAdmittedCondition`` of a
+    Workload that is not admitted, in the same pass. (Upstream's reconciler then waits for
+    ``requeueAt`` before evicting — "Waiting for backoff to finish"; here the eviction follows at
+    once and the backoff runs while pending, which the provisioning e2e tests rely on.)
     """
     if not has_quota_reservation(wl) or is_evicted(wl) or is_finished(wl):
         return NOTHING
@@ -307,8 +308,6 @@ def check_based_eviction(wl: Workload, now: datetime, options: SchedulerOptions)
         updated = transitions.copy_for_status(wl)
         transitions.set_requeue_state(updated, at, increment_count=False)
         return Outcome(status=updated, reason="AdmissionCheckRetryDelayed")
-    if current is not None and current > now:
-        return Outcome(requeue_after=(current - now).total_seconds(), reason="AdmissionCheckRetryWaiting")
     updated = transitions.copy_for_status(wl)
     if not is_admitted(wl):
         transitions.sync_admitted_condition(updated, now, options)
