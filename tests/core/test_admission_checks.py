@@ -520,20 +520,20 @@ CHECK_EVICTION_CASES: list[tuple[str, list[AdmissionCheckState], Any]] = [
 
 @pytest.mark.parametrize(("name", "checks", "want"), CHECK_EVICTION_CASES, ids=[c[0] for c in CHECK_EVICTION_CASES])
 def test_check_based_eviction_decision(name: str, checks: list[AdmissionCheckState], want: Any) -> None:
-    outcome = reconcile.check_based_eviction(_reserved(checks, admitted_condition=True), NOW)
+    outcome = reconcile.check_based_eviction(_reserved(checks, admitted_condition=True), NOW, SchedulerOptions())
     assert (_summary(outcome) if outcome.writes else None) == want
 
 
 def test_check_based_eviction_with_deactivation_target_already_set_does_nothing() -> None:
     w = _reserved([check_state("check", "Rejected", "no capacity")], admitted_condition=True)
     transitions.set_condition(w, "DeactivationTarget", "True", "AdmissionCheck", REJECTED, NOW)
-    assert reconcile.check_based_eviction(w, NOW) == reconcile.NOTHING
+    assert reconcile.check_based_eviction(w, NOW, SchedulerOptions()) == reconcile.NOTHING
 
 
 def test_workload_with_deactivation_target_condition_should_be_deactivated_and_admission_checks_reset() -> None:
     """Upstream's three-write protocol, one decision per write, as both drivers apply it."""
     w = _reserved([check_state("check", "Rejected", "no capacity")], admitted_condition=True)
-    phase1 = reconcile.check_based_eviction(w, NOW)
+    phase1 = reconcile.check_based_eviction(w, NOW, SchedulerOptions())
     assert phase1.status is not None and phase1.reason == "AdmissionCheckRejected"
     assert reconcile.deactivation(w, NOW) == reconcile.NOTHING  # active, no target yet
     phase2 = reconcile.deactivation(phase1.status, NOW)

@@ -41,6 +41,13 @@ PENDING_CASES = [
     ("LocalQueue stopped", {"local_queue_stop_policy": "Hold"}, {}, ("Suspended", "LocalQueue lq is inactive")),
     ("ClusterQueue missing", {"cluster_queue_exists": False}, {}, ("Misconfigured", "ClusterQueue cq doesn't exist")),
     ("ClusterQueue inactive", {"cluster_queue_active": False}, {}, ("Suspended", "ClusterQueue cq is inactive")),
+    # upstream getQueueBlocker reads the ClusterQueue from the API: a terminating one exists, and is inactive
+    (
+        "ClusterQueue terminating",
+        {"cluster_queue_terminating": True, "cluster_queue_active": False},
+        {},
+        ("Suspended", "ClusterQueue cq is inactive"),
+    ),
     (
         "admissibility error",
         {"admissibility_error": "workload namespace doesn't match ClusterQueue selector"},
@@ -99,6 +106,19 @@ STOP_CASES = [
         ("evict", "LocalQueueStopped", "The LocalQueue is stopped"),
     ),
     ("LQ Hold, reserved only: released", {"local_queue_stop_policy": "Hold"}, False, ("release", "Suspended", "LocalQueue lq is stopped")),
+    # upstream reconcileOnLocalQueueActiveState, then reconcileOnClusterQueueActiveState
+    (
+        "LQ Hold, CQ HoldAndDrain evicts admitted",
+        {"local_queue_stop_policy": "Hold", "cluster_queue_stop_policy": "HoldAndDrain"},
+        True,
+        ("evict", "ClusterQueueStopped", "The ClusterQueue is stopped"),
+    ),
+    (
+        "LQ Hold, CQ missing, reserved only: the LocalQueue's stop first",
+        {"local_queue_stop_policy": "Hold", "cluster_queue_exists": False},
+        False,
+        ("release", "Suspended", "LocalQueue lq is stopped"),
+    ),
 ]
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from pykueue.api.kueue import JOB_UID_LABEL, RequeueState, Workload
+from pykueue.api.kueue import JOB_UID_LABEL, Workload
 from pykueue.api.kueue import RESOURCE_IN_USE_FINALIZER as RESOURCE_IN_USE
 from pykueue.api.meta import find_condition, is_condition_true, to_time
 from pykueue.client import resources as R
@@ -159,7 +159,7 @@ class WorkloadController:
     # --- check-based eviction (``reconcileCheckBasedEviction``) ---------------------------------------------------------------------
 
     def _check_based_eviction(self, wl: Workload) -> bool:
-        outcome = check_based_eviction(wl, self.ctx.now())
+        outcome = check_based_eviction(wl, self.ctx.now(), self.options)
         self._apply(outcome)
         return outcome.writes
 
@@ -230,20 +230,12 @@ class WorkloadController:
         opts = self.ctx.options
         if not self.options.wait_for_pods_ready or not opts.pods_ready_timeout_seconds:
             return None
-        ready = find_condition(wl.status.conditions, "PodsReady")
-        if ready is not None and ready.status == "True":
-            return None
-        admitted = find_condition(wl.status.conditions, "Admitted")
-        if admitted is None:
-            return None
-        if ready is None or ready.reason in ("WaitForStart", "PodsReady"):
-            cause, since, limit = "WaitForStart", admitted.last_transition_time, opts.pods_ready_timeout_seconds
-        elif ready.reason == "WaitForRecovery" and opts.pods_ready_recovery_timeout_seconds:
-            cause, since, limit = "WaitForRecovery", ready.last_transition_time, opts.pods_ready_recovery_timeout_seconds
-        else:
-            return None
         now = self.ctx.now()
-        remaining = limit - (now - to_time(since)).total_seconds()
+        cause, remaining = transitions.admitted_not_ready(
+            wl, now, opts.pods_ready_timeout_seconds, opts.pods_ready_recovery_timeout_seconds or None
+        )
+        if not cause:
+            return None
         if remaining > 0:
             return remaining
         count = (wl.status.requeue_state.count or 0) if wl.status.requeue_state else 0
@@ -263,13 +255,8 @@ class WorkloadController:
         message = f"Exceeded the PodsReady timeout {wl.metadata.namespace}/{wl.metadata.name}"
         transitions.evict(updated, "PodsReadyTimeout", message, now, cause)
         delay = transitions.backoff_seconds(count + 1, self.options.backoff_base_seconds, self.options.backoff_max_seconds)
-        at = (now + timedelta(seconds=delay)).replace(microsecond=0)
-        old_at = transitions.requeue_at(wl)
-        updated.status.requeue_state = msgspec.structs.replace(
-            updated.status.requeue_state or _requeue_state(),
-            count=count + 1,
-            requeue_at=at if old_at is None or at > old_at else old_at,
-        )
+        # ``workload.UpdateRequeueState``: a later requeueAt already set is kept.
+        transitions.set_requeue_state(updated, now + timedelta(seconds=delay), increment_count=True)
         if self.ctx.write_workload(updated):
             self._event(wl, NORMAL, "EvictedDueToPodsReadyTimeout", message)
         return None
@@ -296,10 +283,6 @@ class WorkloadController:
         if self.ctx.write_workload(updated):
             self._event(wl, WARNING, "MaximumExecutionTimeExceeded", f"The maximum execution time ({limit}s) exceeded")
         return None
-
-
-def _requeue_state() -> RequeueState:
-    return RequeueState()
 
 
 def _condition_true(wl: Workload, ctype: str) -> bool:

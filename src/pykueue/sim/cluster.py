@@ -355,7 +355,7 @@ class SimulatedCluster:
         """Retry evicts; Rejected deactivates in upstream's three writes
         (``WorkloadReconciler.reconcileCheckBasedEviction``)."""
         wl: Workload = self.objects[key].obj
-        outcome = reconcile.check_based_eviction(wl, self.now)
+        outcome = reconcile.check_based_eviction(wl, self.now, self.options)
         if outcome.reason != "AdmissionCheckRejected":
             self._apply(key, outcome)
             return

@@ -107,7 +107,10 @@ def queue_view(
         local_queue_exists=local_queue is not None and local_queue.metadata.deletion_timestamp is None,
         local_queue_stop_policy=local_queue.spec.stop_policy if local_queue is not None else "",
         cluster_queue=cluster_queue,
-        cluster_queue_exists=facts is not None and facts.exists,
+        # A terminating ClusterQueue still exists for upstream's API reads (``getQueueBlocker`` then
+        # finds it inactive); only the reservation rule treats it as missing.
+        cluster_queue_exists=facts is not None,
+        cluster_queue_terminating=facts is not None and not facts.exists,
         cluster_queue_active=facts is not None and facts.active,
         cluster_queue_stop_policy=facts.stop_policy if facts is not None else "",
         bulk_bypass_reason=bulk_bypass_reason,
@@ -136,12 +139,16 @@ def queue_state_settled(
     need not build the view."""
     requeued: Condition | None = None
     reserved: Condition | None = None
+    admitted: Condition | None = None
     for c in wl.status.conditions:  # the first condition of each type, as ``find_condition``
         if c.type == "Requeued":
             if requeued is None:
                 requeued = c
-        elif c.type == "QuotaReserved" and reserved is None:
-            reserved = c
+        elif c.type == "QuotaReserved":
+            if reserved is None:
+                reserved = c
+        elif c.type == "Admitted" and admitted is None:
+            admitted = c
     if (
         reserved is None
         or reserved.status != "False"
@@ -165,6 +172,16 @@ def queue_state_settled(
     if selector is None or selector.match_labels or selector.match_expressions:
         return False
     if options.gate("AdmissionGatedBy") and wl.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION):
+        return False
+    # ``SyncAdmittedCondition`` of a pending Workload (``unreserved_admitted_stale``, from the
+    # condition found above): with QuotaReserved present only Admitted=False NoReservation is settled.
+    if options.gate("UnadmittedWorkloadsObservability") and (
+        admitted is None
+        or admitted.reason != "NoReservation"
+        or admitted.status != "False"
+        or admitted.message != "The workload has no reservation"
+        or admitted.observed_generation != wl.metadata.generation
+    ):
         return False
     # Any labels give the same outcome under an empty selector.
     return admissibility_error(wl, selector, {}) is None
@@ -194,19 +211,26 @@ def queue_state(wl: Workload, view: transitions.QueueView, now: datetime, option
                 updated = transitions.copy_for_status(wl)
             transitions.release_reservation(updated, target[0], target[1], now, options)
             changed, reason = True, target[0]
-    elif (
-        wl.spec.queue_name  # a workload without a queue name is not managed by any LocalQueue
-        and not is_admitted(wl)
-        and (not view.local_queue_exists or not view.cluster_queue_exists)
-    ):
-        kind, name = (
-            ("LocalQueue", wl.spec.queue_name) if not view.local_queue_exists else ("ClusterQueue", view.cluster_queue)
-        )
+            gate_event = transitions.admission_gate_event(current, target)
+            if gate_event is not None:
+                events = (_event(wl, NORMAL, *gate_event),)
+        elif not is_admitted(wl) and transitions.unreserved_admitted_stale(wl, options):
+            # ``Reconcile``: a Workload that is not admitted gets ``SyncAdmittedCondition`` in the
+            # same patch as its QuotaReserved=False condition.
+            if updated is None:
+                updated = transitions.copy_for_status(wl)
+            transitions.sync_admitted_condition(updated, now, options)
+            changed = True
+    elif (gated := transitions.admission_gate(wl, options)) and not transitions.is_admission_gated(wl):
+        # ``mayUpdateConditionForAdmissionGatedBy`` runs before the queue rules, for a Workload
+        # holding quota too: the reservation is released (``UnsetQuotaReservationWithCondition``).
         if updated is None:
             updated = transitions.copy_for_status(wl)
-        transitions.release_reservation(updated, "Misconfigured", f"{kind} {name} is terminating or missing", now, options)
-        changed, reason = True, "Misconfigured"
-    else:
+        target = (transitions.ADMISSION_GATED, f"Admission is gated by: {gated}")
+        transitions.release_reservation(updated, *target, now, options)
+        events = (_event(wl, NORMAL, transitions.ADMISSION_GATED, f"Workload admission is gated by: {gated}"),)
+        changed, reason = True, transitions.ADMISSION_GATED
+    elif wl.spec.queue_name or is_admitted(wl):  # without a queue name no LocalQueue manages it
         action = transitions.stopped_queue_action(wl, view)
         if action is not None:
             if updated is None:
@@ -253,9 +277,16 @@ def admission_checks(
 # --- check-based eviction and deactivation (upstream: reconcileCheckBasedEviction, Reconcile) -------
 
 
-def check_based_eviction(wl: Workload, now: datetime) -> Outcome:
+def check_based_eviction(wl: Workload, now: datetime, options: SchedulerOptions) -> Outcome:
     """A rejected check starts deactivation (phase 1); a check to retry evicts the Workload, after
-    the check's retry delay if it asks for one."""
+    the check's retry delay if it asks for one.
+
+    Upstream ``Reconcile``: ``NeedsRequeueAtUpdate`` first moves ``requeueState.requeueAt`` to the
+    latest retry time; ``reconcileCheckBasedEviction`` runs after the ``SyncAdmittedCondition`` of a
+    Workload that is not admitted, in the same pass. (Upstream's reconciler then waits for
+    ``requeueAt`` before evicting — "Waiting for backoff to finish"; here the eviction follows at
+    once and the backoff runs while pending, which the provisioning e2e tests rely on.)
+    """
     if not has_quota_reservation(wl) or is_evicted(wl) or is_finished(wl):
         return NOTHING
     rejected = transitions.rejected_checks_message(wl)
@@ -263,18 +294,23 @@ def check_based_eviction(wl: Workload, now: datetime) -> Outcome:
         if is_condition_true(wl.status.conditions, DEACTIVATION_TARGET):
             return NOTHING
         updated = transitions.copy_for_status(wl)
+        if not is_admitted(wl):
+            transitions.sync_admitted_condition(updated, now, options)
         transitions.set_condition(updated, DEACTIVATION_TARGET, "True", "AdmissionCheck", rejected, now)
         event = _event(wl, WARNING, "AdmissionCheckRejected", f"Deactivated due to {rejected}")
         return Outcome(status=updated, events=(event,), reason="AdmissionCheckRejected")
     retry = transitions.retry_checks_message(wl)
     if retry is None:
         return NOTHING
-    updated = transitions.copy_for_status(wl)
     at = transitions.retry_check_requeue_at(wl)
     current = transitions.requeue_at(wl)
     if at is not None and at > now and (current is None or at > current):
-        transitions.set_requeue_at(updated, at)
+        updated = transitions.copy_for_status(wl)
+        transitions.set_requeue_state(updated, at, increment_count=False)
         return Outcome(status=updated, reason="AdmissionCheckRetryDelayed")
+    updated = transitions.copy_for_status(wl)
+    if not is_admitted(wl):
+        transitions.sync_admitted_condition(updated, now, options)
     transitions.evict(updated, "AdmissionCheck", retry, now)
     return Outcome(
         status=updated,

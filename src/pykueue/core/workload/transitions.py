@@ -30,6 +30,7 @@ from pykueue.api.kueue import (
     WorkloadSchedulingStatsEviction,
 )
 from pykueue.api.meta import (
+    EPOCH,
     Condition,
     find_condition,
     format_time,
@@ -43,6 +44,7 @@ from pykueue.core.workload.info import (
     ADMITTED,
     BLOCKED_ON_PREEMPTION_GATES,
     EVICTED,
+    PODS_READY,
     PREEMPTED,
     QUOTA_RESERVED,
     REQUEUED,
@@ -51,6 +53,7 @@ from pykueue.core.workload.info import (
     is_active,
     is_admitted,
     is_evicted,
+    is_finished,
 )
 
 
@@ -96,9 +99,8 @@ def set_quota_reservation(wl: Workload, admission: Admission, now: datetime) -> 
     for ctype in (EVICTED, PREEMPTED, BLOCKED_ON_PREEMPTION_GATES):
         old = find_condition(wl.status.conditions, ctype)
         if old is not None and old.status == "True":
-            set_condition(
-                wl, ctype, "False", "QuotaReserved", f"Previously: {old.message}", now, observed=ctype != PREEMPTED
-            )
+            # ``resetActiveCondition``: observedGeneration is the workload's, Preempted's too.
+            set_condition(wl, ctype, "False", "QuotaReserved", f"Previously: {old.message}", now)
 
 
 def all_checks_listed(wl: Workload, required: list[str]) -> bool:
@@ -110,8 +112,10 @@ def sync_admitted_condition(wl: Workload, now: datetime, options: SchedulerOptio
     """``SyncAdmittedCondition``. Returns whether Admitted became True."""
     reserved = has_quota_reservation(wl)
     checks_ready = all(c.state == CHECK_READY for c in wl.status.admission_checks)
-    topology_ready = wl.status.admission is None or all(
-        psa.delayed_topology_request != "Pending" for psa in wl.status.admission.pod_set_assignments
+    # ``HasTopologyAssignmentsPending``: a delayed request still Pending and no assignment yet.
+    topology_ready = wl.status.admission is None or not any(
+        psa.topology_assignment is None and psa.delayed_topology_request == "Pending"
+        for psa in wl.status.admission.pod_set_assignments
     )
     current = find_condition(wl.status.conditions, ADMITTED)
     was_admitted = current is not None and current.status == "True"
@@ -153,6 +157,25 @@ def sync_admitted_condition(wl: Workload, now: datetime, options: SchedulerOptio
         ) + elapsed
     set_condition(wl, ADMITTED, status, reason, msg, now)
     return status == "True" and not was_admitted
+
+
+def unreserved_admitted_stale(wl: Workload, options: SchedulerOptions) -> bool:
+    """Whether :func:`sync_admitted_condition` would change a Workload holding no quota and not
+    admitted (only ``Admitted=False NoReservation`` is then possible, and only with
+    ``UnadmittedWorkloadsObservability``); read-only, so callers copy the status only to write."""
+    if not options.gate("UnadmittedWorkloadsObservability"):
+        return False
+    current = find_condition(wl.status.conditions, ADMITTED)
+    if current is None:
+        return find_condition(wl.status.conditions, QUOTA_RESERVED) is not None or options.gate(
+            "UnadmittedWorkloadsExplicitStatus"
+        )
+    return (current.status, current.reason, current.message, current.observed_generation) != (
+        "False",
+        "NoReservation",
+        "The workload has no reservation",
+        _gen(wl),
+    )
 
 
 # --- pending status (upstream ``Scheduler.requeueAndUpdate``) -----------------------------------
@@ -310,16 +333,30 @@ def backoff_seconds(n: int, base: float, cap: float) -> float:
     return d
 
 
-def set_requeue_at(wl: Workload, when: datetime) -> None:
+def set_requeue_state(wl: Workload, wait_until: datetime, increment_count: bool) -> bool:
+    """``workload.SetRequeueState``: move ``requeueAt`` to ``wait_until`` unless it is already at
+    or past it (the state is shared, a later requeue is never overwritten), and count one more
+    requeue if asked. Returns whether anything changed."""
     rs = wl.status.requeue_state or RequeueState()
-    wl.status.requeue_state = RequeueState(count=rs.count, requeue_at=to_time(when))
+    when = to_time(wait_until)
+    updated = False
+    at = rs.requeue_at
+    if at is None or at < when:
+        at, updated = when, True
+    count = rs.count
+    if increment_count:
+        count, updated = (count or 0) + 1, True
+    wl.status.requeue_state = RequeueState(count=count, requeue_at=at)
+    return updated
 
 
 def retry_check_requeue_at(wl: Workload) -> datetime | None:
-    """Latest ``lastTransitionTime + requeueAfterSeconds`` over Retry checks (``GetMaxRetryTime``)."""
+    """Latest ``lastTransitionTime + requeueAfterSeconds`` over Retry checks; None for upstream's zero
+    time (``admissionchecks.go`` ``GetMaxRetryTime``: a check without ``requeueAfterSeconds`` or with
+    a zero ``lastTransitionTime`` is skipped; ``requeueAfterSeconds: 0`` counts)."""
     best: datetime | None = None
     for c in wl.status.admission_checks:
-        if c.state != CHECK_RETRY or not c.requeue_after_seconds:
+        if c.requeue_after_seconds is None or c.last_transition_time == EPOCH or c.state != CHECK_RETRY:
             continue
         at = to_time(c.last_transition_time) + timedelta(seconds=math.floor(c.requeue_after_seconds))
         if best is None or at > best:
@@ -327,9 +364,32 @@ def retry_check_requeue_at(wl: Workload) -> datetime | None:
     return best
 
 
+def admitted_not_ready(
+    wl: Workload, now: datetime, timeout: float, recovery_timeout: float | None
+) -> tuple[str, float]:
+    """Upstream ``WorkloadReconciler.admittedNotReadyWorkload`` with waitForPodsReady configured:
+    the eviction's underlying cause ("" when the workload is not timed) and the seconds left
+    before it times out (0 once exceeded)."""
+    admitted = find_condition(wl.status.conditions, ADMITTED)
+    if admitted is None or admitted.status != "True":
+        return "", 0.0
+    ready = find_condition(wl.status.conditions, PODS_READY)
+    if ready is not None and ready.status == "True":
+        return "", 0.0
+    if ready is None or ready.reason in ("WaitForStart", "PodsReady"):
+        elapsed = (to_time(now) - admitted.last_transition_time).total_seconds()
+        return "WaitForStart", max(timeout - elapsed, 0.0)
+    if ready.reason == "WaitForRecovery" and recovery_timeout is not None:
+        elapsed = (to_time(now) - ready.last_transition_time).total_seconds()
+        return "WaitForRecovery", max(recovery_timeout - elapsed, 0.0)
+    return "", 0.0
+
+
 def finish_backoff(wl: Workload, now: datetime) -> bool:
     """Clear an expired requeueAt and flip Requeued=False to BackoffFinished
-    (``WorkloadReconciler.Reconcile``)."""
+    (``WorkloadReconciler.Reconcile``, which returns first for a finished workload)."""
+    if is_finished(wl):
+        return False
     rs = wl.status.requeue_state
     changed = False
     if rs is not None and rs.requeue_at is not None and to_time(now) >= rs.requeue_at:
@@ -385,6 +445,36 @@ class QueueView(msgspec.Struct, frozen=True, gc=False):
     cluster_queue_stop_policy: str
     bulk_bypass_reason: str | None = None
     admissibility_error: str | None = None
+    cluster_queue_terminating: bool = False
+
+
+ADMISSION_GATED = "AdmissionGated"
+ADMISSION_GATE_CLEARED_MESSAGE = "AdmissionGatedBy cleared, waiting for quota reservation"
+
+
+def admission_gate(wl: Workload, options: SchedulerOptions) -> str:
+    """The gates in the ``admission-gated-by`` annotation ("" when none or the feature is off;
+    ``workload.HasAdmissionGate``)."""
+    if not options.gate("AdmissionGatedBy"):
+        return ""
+    return wl.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION) or ""
+
+
+def is_admission_gated(wl: Workload) -> bool:
+    """QuotaReserved carries the AdmissionGated reason (``hasAdmissionGatedCondition``)."""
+    current = find_condition(wl.status.conditions, QUOTA_RESERVED)
+    return current is not None and current.reason == ADMISSION_GATED
+
+
+def admission_gate_event(before: Condition | None, after: tuple[str, str]) -> tuple[str, str] | None:
+    """The Normal event upstream's ``mayUpdateConditionForAdmissionGatedBy`` records when the
+    QuotaReserved reason moves to or from AdmissionGated: (reason, note), or None."""
+    was_gated = before is not None and before.reason == ADMISSION_GATED
+    if after[0] == ADMISSION_GATED and not was_gated:
+        return ADMISSION_GATED, "Workload admission is gated by: " + after[1].removeprefix("Admission is gated by: ")
+    if was_gated and after[1] == ADMISSION_GATE_CLEARED_MESSAGE:
+        return "AdmissionGateCleared", "Admission gate cleared, workload is now admissible"
+    return None
 
 
 def pending_condition(wl: Workload, view: QueueView, options: SchedulerOptions) -> tuple[str, str] | None:
@@ -402,14 +492,16 @@ def pending_condition(wl: Workload, view: QueueView, options: SchedulerOptions) 
         return blocker
     if view.admissibility_error is not None:
         return "Misconfigured", view.admissibility_error
-    gated = wl.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION)
-    if gated and options.gate("AdmissionGatedBy"):
-        return "AdmissionGated", f"Admission is gated by: {gated}"
+    gated = admission_gate(wl, options)
+    if gated:
+        return ADMISSION_GATED, f"Admission is gated by: {gated}"
     reason = current.reason if current is not None else ""
-    if reason == "AdmissionGated":  # gate annotation removed (``mayUpdateConditionForAdmissionGatedBy``)
-        return "PendingEvaluation", "AdmissionGatedBy cleared, waiting for quota reservation"
+    if reason == ADMISSION_GATED and options.gate("AdmissionGatedBy"):
+        # gate annotation removed (``mayUpdateConditionForAdmissionGatedBy``)
+        return "PendingEvaluation", ADMISSION_GATE_CLEARED_MESSAGE
     if (
         view.bulk_bypass_reason is not None
+        and options.gate("SchedulingEquivalenceHashing")  # ``shouldCheckEquivalenceHash``
         and reason in BYPASSABLE_REASONS
         and (current is not None or options.gate("UnadmittedWorkloadsExplicitStatus"))
     ):
@@ -435,18 +527,40 @@ def _queue_blocker(wl: Workload, view: QueueView) -> tuple[str, str] | None:
 
 
 def stopped_queue_action(wl: Workload, view: QueueView) -> tuple[str, str, str] | None:
-    """For a workload holding quota: ("release"|"evict", reason, message) when a queue is stopped."""
+    """For a workload holding quota: ("release"|"evict", reason, message) when its LocalQueue or
+    ClusterQueue is stopped, missing or terminating; None: nothing to do.
+
+    Upstream ``workload_controller.go``: ``reconcileOnLocalQueueActiveState`` first, then
+    ``reconcileOnClusterQueueActiveState``. An admitted workload is only ever evicted, by a
+    HoldAndDrain stop policy (the LocalQueue's first) and only once; a reserved one that is not
+    admitted is released when its queue is missing or terminating, then when it is stopped.
+    """
     lq, cq = wl.spec.queue_name, view.cluster_queue
-    if view.local_queue_stop_policy not in ("", STOP_NONE):
-        kind, name, policy, evict_reason = "LocalQueue", lq, view.local_queue_stop_policy, "LocalQueueStopped"
-    elif view.cluster_queue_stop_policy not in ("", STOP_NONE):
-        kind, name, policy, evict_reason = "ClusterQueue", cq, view.cluster_queue_stop_policy, "ClusterQueueStopped"
-    else:
+    lq_policy, cq_policy = view.local_queue_stop_policy or STOP_NONE, view.cluster_queue_stop_policy or STOP_NONE
+    if (
+        lq_policy == STOP_NONE
+        and cq_policy == STOP_NONE
+        and view.local_queue_exists
+        and view.cluster_queue_exists
+        and not view.cluster_queue_terminating
+    ):
+        return None  # the common case, decided without reading the conditions
+    if is_admitted(wl):
+        if is_evicted(wl):
+            return None
+        if lq_policy == STOP_HOLD_AND_DRAIN:
+            return "evict", "LocalQueueStopped", "The LocalQueue is stopped"
+        if cq_policy == STOP_HOLD_AND_DRAIN:
+            return "evict", "ClusterQueueStopped", "The ClusterQueue is stopped"
         return None
-    if not is_admitted(wl):
-        return "release", "Suspended", f"{kind} {name} is stopped"
-    if policy == STOP_HOLD_AND_DRAIN and not is_evicted(wl):
-        return "evict", evict_reason, f"The {kind} is stopped"
+    if not view.local_queue_exists:
+        return "release", "Misconfigured", f"LocalQueue {lq} is terminating or missing"
+    if lq_policy != STOP_NONE:
+        return "release", "Suspended", f"LocalQueue {lq} is stopped"
+    if not view.cluster_queue_exists or view.cluster_queue_terminating:
+        return "release", "Misconfigured", f"ClusterQueue {cq} is terminating or missing"
+    if cq_policy != STOP_NONE:
+        return "release", "Suspended", f"ClusterQueue {cq} is stopped"
     return None
 
 
