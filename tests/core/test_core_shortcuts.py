@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
 
+import msgspec
 import pytest
 from builders import (
     build,
@@ -31,7 +32,7 @@ from pykueue.api.feature_gates import DEFAULT_FEATURE_GATES
 from pykueue.api.kueue import ClusterQueue, Cohort, ResourceFlavor
 from pykueue.api.meta import to_time
 from pykueue.api.podspec import per_pod_integer_requests
-from pykueue.core.cache.cache import ClusterQueueState
+from pykueue.core.cache.cache import Cache, ClusterQueueState
 from pykueue.core.cache.snapshot import Snapshot
 from pykueue.core.options import SchedulerOptions
 from pykueue.core.quota.tree import add_usage_map, available, remove_usage_map
@@ -589,3 +590,49 @@ def test_queue_state_settled_is_false_for_the_departures_random_draws_rarely_rea
     outcome = reconcile.queue_state(wl, view, datetime(2026, 1, 2, tzinfo=UTC), opts)  # type: ignore[arg-type]
     assert outcome.writes, outcome.reason  # the departure matters: the test can fail
     assert not reconcile.queue_state_settled(wl, lq, facts, namespace_exists, opts)  # type: ignore[arg-type]
+
+
+# --- a cache view replaced with the same usage (branch core8) -----------------------------------------
+
+
+def _cache_state(cache: Cache) -> object:
+    return (
+        {name: (dict(cq.node.usage), list(cq.workloads.items()), cq.generation) for name, cq in cache.cluster_queues.items()},
+        {name: dict(c.usage) for name, c in cache.cohorts.items()},
+        list(cache.workload_cq.items()),
+    )
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(tree_with_usage(), st.integers(0, 10), st.data())
+def test_view_with_the_same_usage_replaced_equals_delete_and_add(
+    case: tuple[Scenario, dict[str, dict[tuple[str, str], int]]], extra: int, data: st.DataObject
+) -> None:
+    """``Cache.add_workload`` of a new view of a held workload with equal usage in the same
+    ClusterQueue (the observed write of an assumed admission) leaves the tree, the records, their
+    order and the generations as deleting the held view and adding the new one does; on every tree
+    shape, within quota and with one ClusterQueue borrowing."""
+    sc, held = case
+    note(sc.describe())
+    objs = [obj for obj, _ in sc.objects() if isinstance(obj, ResourceFlavor | Cohort | ClusterQueue)]
+    frs = sorted({(f, r) for f in sc.flavors for r in sc.resources})
+    over = sc.cqs[extra % len(sc.cqs)].name
+    # ``over`` holds two workloads (the first not last in its records), the first over its quota.
+    holders = [(over, {fr: extra * 1000 for fr in frs}), *((cq, dict(u)) for cq, u in sorted(held.items()) if u)]
+    holders.append((over, {frs[0]: 1000}))
+    pick = data.draw(st.integers(0, len(holders) - 1))
+    caches = []
+    for general in (False, True):
+        cache = build_cache(objs)
+        views = []
+        for i, (cq, usage) in enumerate(holders):
+            view = info(workload(f"w{i}"))
+            view.cluster_queue, view.usage = cq, dict(usage)
+            assert cache.add_workload(view)
+            views.append(view)
+        fresh = msgspec.structs.replace(views[pick], usage=dict(views[pick].usage))
+        if general:
+            cache.delete_workload(fresh.key)
+        assert cache.add_workload(fresh)
+        caches.append(_cache_state(cache))
+    assert caches[0] == caches[1]

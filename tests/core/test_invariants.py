@@ -287,6 +287,10 @@ def check_invariants(cluster: SimulatedCluster, sc: Scenario, model: TreeModel, 
     assert set(cache.workload_cq) <= {workload_key(w) for w in cluster.workloads()}, (
         f"{ctx} unknown keys cached"
     )
+    # The queue manager's set of ClusterQueues with a non-empty heap is exact (``heads`` counts
+    # an empty heap's pop cycle from it without popping).
+    queues = cluster.queues
+    assert queues._nonempty == {name for name, pq in queues._cqs.items() if pq.active}, f"{ctx} _nonempty"
 
     # 3a. Every CQ's usage equals the sum of its quota-holding workloads' admitted usage.
     cq_usage = cq_usage_from_objects(cluster)

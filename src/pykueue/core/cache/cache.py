@@ -383,8 +383,21 @@ class Cache:
         cq = self.cluster_queues.get(info.cluster_queue)
         if cq is None:
             return False
-        if info.key in cq.workloads:
-            self.delete_workload(info.key)
+        key = info.key
+        held = cq.workloads.get(key)
+        if held is not None and not usage_held and held.usage == info.usage and self.workload_cq.get(key) == cq.name:
+            # A new view with the same usage in the same ClusterQueue (e.g. the observed write of an
+            # admission the cycle assumed): ``delete_workload`` and adding it back would remove and
+            # add the same usage, which leaves the tree as it was (exact inverses); only the
+            # records change, with the same generation step and insertion order.
+            del cq.workloads[key]
+            cq.generation += 1
+            cq.workloads[key] = info
+            del self.workload_cq[key]
+            self.workload_cq[key] = cq.name
+            return True
+        if key in cq.workloads:
+            self.delete_workload(key)
         cq.workloads[info.key] = info
         if not usage_held:
             add_usage_map(cq.node, info.usage)

@@ -519,10 +519,16 @@ class QueueManager:
         ``cluster_queue`` set, leaves its LocalQueue's pending set, and — if ``WorkloadInfo``
         declares them — ``last_evaluated_generation`` and ``is_preemptor`` stamped."""
         out: list[WorkloadInfo] = []
+        nonempty = self._nonempty
         for name in self._cq_names():
             if not cache_is_active(name):
                 continue
             cq = self._cqs[name]
+            if name not in nonempty:
+                # An empty heap (``_nonempty`` is exactly the ClusterQueues whose heap holds a live
+                # entry): the pop only counts its pop cycle.
+                cq.pop_cycle += 1
+                continue
             entry = cq.pop()
             if entry is None:
                 continue

@@ -129,7 +129,12 @@ def add_usage(node: QuotaNode, fr: FlavorResource, value: int) -> None:
         q = node.quotas.get(fr)
         # ``local_available`` inlined for its common case (no lending limit, usage not negative).
         la = 0 if (q is None or q.lending_limit is None) and used >= 0 else node.local_available(fr)
-        node.usage[fr] = sat_add(used, value)
+        # ``sat_add`` inlined (a Python call per node of every usage change otherwise).
+        if used == UNLIMITED or value == UNLIMITED:
+            node.usage[fr] = UNLIMITED
+        else:
+            total = used + value
+            node.usage[fr] = UNLIMITED if total > UNLIMITED else MIN_INT64 if total < MIN_INT64 else total
         node.version += 1
         parent = node.parent
         if parent is None or value <= la:
@@ -145,12 +150,18 @@ def remove_usage(node: QuotaNode, fr: FlavorResource, value: int) -> None:
         q = node.quotas.get(fr)
         # ``local_quota`` inlined for its common case (no lending limit: 0).
         stored = current if q is None or q.lending_limit is None else current - node.local_quota(fr)
-        node.usage[fr] = sat_sub(current, value)
+        # ``sat_sub`` inlined for amounts other than the sentinel.
+        if current == UNLIMITED or value == UNLIMITED:
+            node.usage[fr] = sat_sub(current, value)
+        else:
+            rest = current - value
+            node.usage[fr] = UNLIMITED if rest > UNLIMITED else MIN_INT64 if rest < MIN_INT64 else rest
         node.version += 1
         parent = node.parent
         if parent is None or stored <= 0:
             return
-        value = min(value, stored)
+        if stored < value:
+            value = stored
         node = parent
 
 

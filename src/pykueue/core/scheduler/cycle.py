@@ -99,6 +99,15 @@ class CyclePort(Protocol):
 
 
 
+def _fits_now(cq: ClusterQueueState, usage: dict[FlavorResource, int]) -> bool:
+    """Every amount of ``usage`` is available to ``cq`` now (a loop: no generator per admission)."""
+    node = cq.node
+    for fr, v in usage.items():  # noqa: SIM110 (a loop: no generator per admission)
+        if available(node, fr) < v:
+            return False
+    return True
+
+
 class Scheduler:
     """Runs scheduling cycles over a cache and queue manager."""
 
@@ -233,8 +242,12 @@ class Scheduler:
             not self.options.exclude_resource_prefixes
             and not self.options.transformations
             and len(spec_pod_sets) == len(pod_sets)
-            and all(ps.count == count for ps, (count, _) in zip(spec_pod_sets, pod_sets, strict=True))
         )
+        if spec_derived:  # every count equal (a loop: no generator per head)
+            for ps, (count, _) in zip(spec_pod_sets, pod_sets, strict=True):
+                if ps.count != count:
+                    spec_derived = False
+                    break
         problem = admissibility_problem(
             info.obj, cq.namespace_selector, labels, pod_sets, spec_derived=spec_derived
         )
@@ -332,10 +345,10 @@ class Scheduler:
         assert e.assignment is not None
         usage = e.assignment.usage
         if not preempted and not e.targets:
-            return all(available(cq.node, fr) >= v for fr, v in usage.items())
+            return _fits_now(cq, usage)
         victims = [t.workload for t in preempted.values()] + [t.workload for t in e.targets]
         with self._without(snapshot, victims):
-            return all(available(cq.node, fr) >= v for fr, v in usage.items())
+            return _fits_now(cq, usage)
 
     def _process_entry(
         self,

@@ -150,8 +150,11 @@ def request_overflow_errors(pod_sets: PodSetRequests) -> list[str]:
     """
     errors: list[str] = []
     for i, (count, per_pod) in enumerate(pod_sets):
-        if all(v * count <= MAX_BOUNDED for v in per_pod.values()):
-            continue  # the common case, without sorting the names
+        for v in per_pod.values():
+            if v * count > MAX_BOUNDED:
+                break
+        else:
+            continue  # the common case, without sorting the names (a loop: no generator per pod set)
         for name in sorted(per_pod):
             if per_pod[name] * count > MAX_BOUNDED:
                 bound = resource_quantity_string(name, MAX_BOUNDED)

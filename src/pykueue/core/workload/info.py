@@ -174,7 +174,11 @@ class LastAssignment(msgspec.Struct, gc=False):
     scheduling_hash: str
 
     def pending_flavors(self) -> bool:
-        return any(idx != -1 for per_ps in self.last_tried_flavor_idx for idx in per_ps.values())
+        for per_ps in self.last_tried_flavor_idx:  # loops: no generator per requeue
+            for idx in per_ps.values():
+                if idx != -1:
+                    return True
+        return False
 
 
 class WorkloadInfo(msgspec.Struct):
