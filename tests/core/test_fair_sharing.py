@@ -218,16 +218,17 @@ def test_lendable_by_resource_sums_flavors_of_root() -> None:
 @pytest.mark.parametrize(
     ("usage_amounts", "requested", "want_on", "want_borrowing"),
     [
-        pytest.param({CPU_D: 3}, {CPU_D}, True, True, id="borrows on requested flavor"),
-        pytest.param({CPU_D: 1, GPU_D: 7}, {CPU_D}, False, True, id="borrows on unrequested flavor only"),
-        pytest.param({CPU_D: 3, GPU_D: 7}, {GPU_D}, True, True, id="borrows on both, requests one"),
-        pytest.param({CPU_D: 1, GPU_D: 2}, {CPU_D}, False, False, id="no borrowing"),
+        pytest.param({CPU_D: 3}, {CPU_D: 1}, True, True, id="borrows on requested flavor"),
+        pytest.param({CPU_D: 1, GPU_D: 7}, {CPU_D: 1}, False, True, id="borrows on unrequested flavor only"),
+        pytest.param({CPU_D: 3, GPU_D: 7}, {GPU_D: 1}, True, True, id="borrows on both, requests one"),
+        pytest.param({CPU_D: 1, GPU_D: 2}, {CPU_D: 1}, False, False, id="no borrowing"),
+        pytest.param({CPU_D: 3}, {CPU_D: 0}, False, True, id="borrows on a flavor requested at zero"),
         pytest.param({CPU_D: 3}, None, False, True, id="nil requestedFRs"),
     ],
 )
 def test_is_borrowing_on(
     usage_amounts: dict[tuple[str, str], int],
-    requested: set[tuple[str, str]] | None,
+    requested: dict[tuple[str, str], int] | None,
     want_on: bool,
     want_borrowing: bool,
 ) -> None:

@@ -603,6 +603,9 @@ def test_fair_preemption_skips_unsatisfiable_tournament(
 
     def counting_compute_shares(self: Any, ordering: TargetOrdering, cq: str) -> Any:
         (shares_in_first if phase[0] == "first" else second_evals).append(cq)
+        # A skip that leaves the CQ's candidates in place would spin (upstream's comment warns of it):
+        # fail instead of hanging.
+        assert len(shares_in_first) + len(second_evals) < 50, "the tournament does not progress"
         return compute_shares(self, ordering, cq)
 
     def counting_after_removal(self: Any, ordering: TargetOrdering, cq: str, wl: WorkloadInfo) -> Any:

@@ -3466,8 +3466,8 @@ def test_entry_comparer_less(
     )
     ea, eb = _cmp_entry(*a), _cmp_entry(*b)
     (da, ra), (db, rb) = a_drs, b_drs
-    ka = _level_key(ea, da, da.is_borrowing_on({CPU_DEFAULT} if ra else None), gates)
-    kb = _level_key(eb, db, db.is_borrowing_on({CPU_DEFAULT} if rb else None), gates)
+    ka = _level_key(ea, da, da.is_borrowing_on({CPU_DEFAULT: 1} if ra else None), gates)
+    kb = _level_key(eb, db, db.is_borrowing_on({CPU_DEFAULT: 1} if rb else None), gates)
     assert (ka < kb) is want
 
 

@@ -1290,17 +1290,21 @@ def test_worked_example_m(incoming: int, reason: str, human: str) -> None:
 # --- FairSharingPrioritizeNonBorrowing: a zero request is not borrowing (``DRS.IsBorrowingOn``) ----
 
 
-def test_zero_request_does_not_count_as_borrowing_in_tournament() -> None:
+@pytest.mark.parametrize("nested", [False, True], ids=["CQs below the root", "CQs below child cohorts"])
+def test_zero_request_does_not_count_as_borrowing_in_tournament(nested: bool) -> None:
     """Upstream ``entryComparer.less`` asks ``DRS.IsBorrowingOn(requestedFRs)``, which only counts an FR
     the entry requests a positive amount of. ``a``'s head requests cpu 0 (its cpu flavor is still
     assigned, so the FR is in the assignment's usage) and memory within its nominal; ``a`` already
     borrows cpu. The head therefore does not borrow in what it requests and goes before ``b``'s head,
-    which borrows memory (with a lower DRS than ``a``). Only one of the two fits: ``a``'s."""
+    which borrows memory (with a lower DRS than ``a``). Only one of the two fits: ``a``'s. Both of
+    the fair order's paths: a CQ right below the root, and the general one (child cohorts)."""
+    parents = ("left", "right") if nested else ("root", "root")
     objs = [
         flavor("default"),
         cohort("root"),
-        cluster_queue("a", flavor_quotas("default", cpu=1, memory="10Gi"), cohort="root"),
-        cluster_queue("b", flavor_quotas("default", cpu=1, memory="10Gi"), cohort="root"),
+        *([cohort("left", parent="root"), cohort("right", parent="root")] if nested else []),
+        cluster_queue("a", flavor_quotas("default", cpu=1, memory="10Gi"), cohort=parents[0]),
+        cluster_queue("b", flavor_quotas("default", cpu=1, memory="10Gi"), cohort=parents[1]),
         local_queue("a", "default", "a"),
         local_queue("b", "default", "b"),
         holding(workload("a0", "default", "a", requests={"cpu": 2}), "a", {"cpu": "default"}),

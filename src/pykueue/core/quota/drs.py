@@ -9,7 +9,7 @@ upstream computes them in float64; everything else is integer.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 
 import msgspec
 
@@ -53,11 +53,12 @@ class DRS(msgspec.Struct, frozen=True, gc=False):
             return math.inf
         return self.ratio / self.weight
 
-    def is_borrowing_on(self, frs: Collection[FlavorResource] | None) -> bool:
-        """Whether the node borrows in any of ``frs``."""
-        if not frs or not self.borrowed:
+    def is_borrowing_on(self, requested: Mapping[FlavorResource, int] | None) -> bool:
+        """Whether the node borrows in an FR ``requested`` asks a positive amount of (upstream
+        ``DRS.IsBorrowingOn``: a zero request keeps its flavor in the usage but borrows nothing)."""
+        if not requested or not self.borrowed:
             return False
-        return any(fr in self.borrowed for fr in frs)
+        return any(v > 0 and fr in self.borrowed for fr, v in requested.items())
 
 
 ZERO_DRS = DRS(0.0, DEFAULT_WEIGHT, False, "")

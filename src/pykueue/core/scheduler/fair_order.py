@@ -181,8 +181,8 @@ def _refresh(
     _unrank(ranked, parent, cq_name, shares)
     path = _path(node)
     usage = e.assignment.usage
-    # ``borrows``: upstream ``DRS.IsBorrowingOn(requestedFRs)`` (``fair_sharing.go``) counts only the
-    # FRs the entry requests a positive amount of; a zero request keeps its flavor in the usage.
+    # The borrowing flag is upstream's ``DRS.IsBorrowingOn(requestedFRs)`` (``fair_sharing.go``): the
+    # DRS's borrowed FRs the entry requests a positive amount of.
     keys: dict[str, _LevelKey] = {}
     if len(path) == 1 and _small(node, usage):
         # A CQ right below its root: adding ``usage`` (as ``add_usage`` would, far from the int64
@@ -192,10 +192,8 @@ def _refresh(
         lend = lendable.get(id(parent))
         if lend is None:
             lend = lendable[id(parent)] = lendable_by_resource(parent)
-        sq, used = node.subtree_quota, node.usage
-        borrows = any(v > 0 and sq.get(fr, 0) < used.get(fr, 0) + v for fr, v in usage.items())
         drs = dominant_resource_share(node, usage, weight_of=weight_of, lendable=lend)
-        keys[parent.name] = _level_key(e, drs, borrows, gates)
+        keys[parent.name] = _level_key(e, drs, drs.is_borrowing_on(usage), gates)
         shares[cq_name] = _Shares(keys, path, node.version)
         bisect.insort(ranked.setdefault(id(parent), []), (keys[parent.name], cq_name))
         return
@@ -204,12 +202,11 @@ def _refresh(
         for n in path:
             above = n.parent
             assert above is not None
-            borrows = any(v > 0 and n.is_borrowing(fr) for fr, v in usage.items())
             lend = lendable.get(id(above))
             if lend is None:
                 lend = lendable[id(above)] = lendable_by_resource(above)
             drs = dominant_resource_share(n, weight_of=weight_of, lendable=lend)
-            keys[above.name] = _level_key(e, drs, borrows, gates)
+            keys[above.name] = _level_key(e, drs, drs.is_borrowing_on(usage), gates)
     finally:
         snapshot.remove_usage(e.cq, usage)
     shares[cq_name] = _Shares(keys, path, sum(n.version for n in path))
