@@ -12,9 +12,11 @@ from datetime import UTC, datetime, timedelta, timezone
 import msgspec
 import pytest
 from builders import (
+    Q,
     build,
     build_cache,
     cluster_queue,
+    cohort,
     flavor,
     flavor_quotas,
     info,
@@ -631,6 +633,41 @@ def test_view_with_the_same_usage_replaced_equals_delete_and_add(
             assert cache.add_workload(view)
             views.append(view)
         fresh = msgspec.structs.replace(views[pick], usage=dict(views[pick].usage))
+        if general:
+            cache.delete_workload(fresh.key)
+        assert cache.add_workload(fresh)
+        caches.append(_cache_state(cache))
+    assert caches[0] == caches[1]
+
+
+def test_view_with_the_same_usage_replaced_at_saturation_equals_delete_and_add() -> None:
+    """At the int64 bounds removing and adding the same usage no longer cancel out (a review's
+    differential fuzz found 357 of 4,000 trees where the swap and delete-and-add left the cohorts'
+    usage different; this is one): the swap is taken only where nothing on the path is saturated."""
+    from pykueue.api.quantity import MAX_BOUNDED
+
+    def quota(nominal: int, lending_limit: int) -> object:
+        return flavor_quotas("f", cpu=Q(nominal, lending_limit=lending_limit))
+
+    objs = [
+        flavor("f"),
+        cohort("root", quota(10, 0)),
+        cohort("mid", quota(0, 0), parent="root"),
+        cluster_queue("a", quota(10, 500), cohort="mid"),
+        cluster_queue("b", quota(1000, 5), cohort="mid"),
+        cluster_queue("c", quota(MAX_BOUNDED, 5), cohort="root"),
+    ]
+    holders = [("c", 0), ("b", 5), ("c", 1000), ("b", 0), ("b", MAX_BOUNDED - 3)]
+    caches = []
+    for general in (False, True):
+        cache = build_cache(objs)
+        views = []
+        for i, (cq, amount) in enumerate(holders):
+            view = info(workload(f"w{i}"))
+            view.cluster_queue, view.usage = cq, {("f", "cpu"): amount}
+            assert cache.add_workload(view)
+            views.append(view)
+        fresh = msgspec.structs.replace(views[-1], usage=dict(views[-1].usage))
         if general:
             cache.delete_workload(fresh.key)
         assert cache.add_workload(fresh)

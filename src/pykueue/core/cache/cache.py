@@ -36,6 +36,7 @@ from pykueue.core.quota.tree import (
     add_usage_map,
     recompute_tree,
     remove_usage_map,
+    saturated_on_path,
 )
 from pykueue.core.workload.info import WorkloadInfo
 from pykueue.core.workload.reconcile import QueueFacts
@@ -385,11 +386,18 @@ class Cache:
             return False
         key = info.key
         held = cq.workloads.get(key)
-        if held is not None and not usage_held and held.usage == info.usage and self.workload_cq.get(key) == cq.name:
+        if (
+            held is not None
+            and not usage_held
+            and held.usage == info.usage
+            and self.workload_cq.get(key) == cq.name
+            and not saturated_on_path(cq.node, held.usage)
+        ):
             # A new view with the same usage in the same ClusterQueue (e.g. the observed write of an
             # admission the cycle assumed): ``delete_workload`` and adding it back would remove and
-            # add the same usage, which leaves the tree as it was (exact inverses); only the
-            # records change, with the same generation step and insertion order.
+            # add the same usage, which leaves the tree as it was (exact inverses away from the
+            # int64 bounds, hence the saturation check); only the records change, with the same
+            # generation step and insertion order.
             del cq.workloads[key]
             cq.generation += 1
             cq.workloads[key] = info

@@ -165,6 +165,21 @@ def remove_usage(node: QuotaNode, fr: FlavorResource, value: int) -> None:
         node = parent
 
 
+def saturated_on_path(node: QuotaNode, frs: Iterable[FlavorResource]) -> bool:
+    """Whether ``node`` or an ancestor holds a saturated amount (the int64 bounds) of one of ``frs``:
+    there ``remove_usage`` and ``add_usage`` of the same amount no longer cancel out."""
+    frs = tuple(frs)
+    n: QuotaNode | None = node
+    while n is not None:
+        usage = n.usage
+        for fr in frs:
+            v = usage.get(fr, 0)
+            if v in (UNLIMITED, MIN_INT64):
+                return True
+        n = n.parent
+    return False
+
+
 def add_usage_map(node: QuotaNode, usage: dict[FlavorResource, int]) -> None:
     for fr, v in usage.items():
         add_usage(node, fr, v)
