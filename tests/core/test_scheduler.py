@@ -3111,6 +3111,57 @@ def gated(w: Workload) -> Workload:
 GATES = options(gates={"MultiKueueOrchestratedPreemption": True})
 GATED_MESSAGE = "Workload requires preemption, but it's gated"
 
+def _gated_preemption(gates: dict[str, bool], strategy: str = "") -> SimulatedCluster:
+    """``preemptor`` (a closed preemption gate) needs ``low``'s 1 cpu, which it may preempt."""
+    return simulate(
+        [
+            flavor("default"),
+            cluster_queue(
+                "gq", flavor_quotas("default", cpu=1), preemption={"within_cluster_queue": LP}, queueing_strategy=strategy
+            ),
+            local_queue("gq", "default", "gq"),
+            holding(wl("low", "default", "gq", 1, prio=-1), "gq", {"cpu": "default"}),
+            gated(wl("preemptor", "default", "gq", 1, created=1)),
+        ],
+        options(gates=gates),
+        NOW,
+    )
+
+
+@pytest.mark.parametrize(
+    ("gates", "blocked"),
+    [
+        ({}, False),
+        ({"ConcurrentAdmission": True}, True),
+        ({"MultiKueueOrchestratedPreemption": True}, True),
+    ],
+    ids=["both gates off", "ConcurrentAdmission", "MultiKueueOrchestratedPreemption"],
+)
+def test_a_preemption_gate_blocks_only_with_either_gate(gates: dict[str, bool], blocked: bool) -> None:
+    """Upstream ``processEntry`` consults ``spec.preemptionGates`` only when ConcurrentAdmission or
+    MultiKueueOrchestratedPreemption is on; otherwise the gate changes nothing."""
+    result = _gated_preemption(gates).run(cycles=1).cycles[0]
+    assert set(result.preempted) == (set() if blocked else {"default/low"})
+    written = [d.status for d in result.decisions if d.workload == "default/preemptor" and d.status is not None]
+    blocked_conditions = [c for st in written for c in st.status.conditions if c.type == "BlockedOnPreemptionGates"]
+    assert bool(blocked_conditions) is blocked
+
+
+@pytest.mark.parametrize("strategy", ["StrictFIFO", "BestEffortFIFO"])
+def test_a_gated_preemptor_is_written_once_and_settles(strategy: str) -> None:
+    """``requeueAndUpdate`` patches a gated preemptor only when ``BlockedOnPreemptionGates`` changes:
+    after the workload controller has rewritten QuotaReserved (``mayUpdateConditionForAdmissionGatedBy``)
+    the scheduler does not write it back each cycle, so the two do not take turns for ever."""
+    cluster = _gated_preemption({"MultiKueueOrchestratedPreemption": True}, strategy)
+    run = cluster.run(cycles=10)
+    writes = [
+        d for r in run.cycles for d in r.decisions if d.workload == "default/preemptor" and d.status is not None
+    ]
+    assert len(writes) == 1
+    assert [e[2] for e in events(cluster, "default/preemptor")].count("AdmissionGateCleared") <= 1
+    assert not any(r.preempted for r in run.cycles)
+
+
 MORE_CASES += [
     Case(
         "PreemptionOverBorrowing preference: select fitting second flavor over first flavor with no preemption "
