@@ -919,6 +919,20 @@ def test_workload_create(manifest: str, expected: list[str]) -> None:
     assert errors(manifest) == expected
 
 
+GATE_STATE = "{name: a, position: %s, lastTransitionTime: '2024-01-01T00:00:00Z'}"
+
+
+def test_preemption_gates_are_list_maps_keyed_by_name() -> None:
+    """Upstream's CRD: ``spec.preemptionGates`` and ``status.preemptionGates`` are
+    ``x-kubernetes-list-type: map`` keyed by ``name``; a name twice is a duplicate (a second, Closed
+    state of a gate recorded Open would otherwise be read as open)."""
+    spec = f"  podSets:\n  - count: 2\n    template: {{spec: {{{CONTAINERS}}}}}\n  preemptionGates: [{{name: a}}, {{name: a}}]\n"
+    assert errors(wl(spec)) == ['spec.preemptionGates[1]: Duplicate value: {"name":"a"}']
+    states = f"  preemptionGates: [{GATE_STATE % 'Open'}, {GATE_STATE % 'Closed'}]\n"
+    assert errors(wl(status=states)) == ['status.preemptionGates[1]: Duplicate value: {"name":"a"}']
+    assert errors(wl(status=f"  preemptionGates: [{GATE_STATE % 'Open'}]\n")) == []
+
+
 BOOST = 'metadata.annotations[kueue.x-k8s.io/priority-boost]: Invalid value: "{}": must be a valid signed integer'
 
 

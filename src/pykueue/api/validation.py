@@ -1143,6 +1143,7 @@ def _schema_workload_spec_rules(spec: k.WorkloadSpec) -> list[FieldError]:
         )
     errs += schema_minimum("spec.maximumExecutionTimeSeconds", spec.maximum_execution_time_seconds, 1)
     errs += schema_items("spec.preemptionGates", spec.preemption_gates, max_items=8)
+    errs += schema_list_map("spec.preemptionGates", spec.preemption_gates, "name")
     for i, gate in enumerate(spec.preemption_gates):
         errs += schema_string(f"{idx('spec.preemptionGates', i)}.name", gate.name, max_len=63, min_len=1)
     return errs
@@ -1205,6 +1206,14 @@ def _schema_workload_status(status: k.WorkloadStatus) -> list[FieldError]:
         evictions = status.scheduling_stats.evictions
         errs += schema_items("status.schedulingStats.evictions", evictions, max_items=256)
         errs += schema_list_map("status.schedulingStats.evictions", evictions, "reason", "underlyingCause")
+    seen_gates: set[Any] = set()
+    for i, gate in enumerate(status.preemption_gates):
+        # ``x-kubernetes-list-type: map`` keyed by name (the items are kept as untyped maps).
+        name = gate.get("name") if isinstance(gate, Mapping) else None
+        if isinstance(name, str):
+            if name in seen_gates:
+                errs.append(duplicate(idx("status.preemptionGates", i), list_map_key_value({"name": name})))
+            seen_gates.add(name)
     errs += schema_items("status.nominatedClusterNames", status.nominated_cluster_names, max_items=20)
     for i, name in enumerate(status.nominated_cluster_names):
         errs += schema_string(idx("status.nominatedClusterNames", i), name, max_len=256)
