@@ -549,3 +549,38 @@ def test_workload_with_deactivation_target_condition_should_be_deactivated_and_a
     )
     assert phase3.status is not None and phase3.status.status.requeue_state is None
     assert reconcile.deactivation(phase3.status, NOW) == reconcile.NOTHING  # done
+
+
+@pytest.mark.parametrize("how", ["spec.active=false", "DeactivationTarget"])
+def test_workload_deactivated_between_cycles_is_evicted_and_its_quota_released(how: str) -> None:
+    # The deactivation protocol runs on every workload the simulated controllers see change
+    # (``_sync_touched``), as upstream ``WorkloadReconciler.Reconcile`` on each watch event.
+    c = cluster()
+    c.run(cycles=1)
+    assert c.cache.has_workload(KEY)
+    w = get(c)
+    if how == "spec.active=false":
+        c.update_workload(msgspec.structs.replace(w, spec=msgspec.structs.replace(w.spec, active=False)))
+        reason, message = "Deactivated", "The workload is deactivated"
+    else:
+        updated = transitions.copy_for_status(w)
+        transitions.set_condition(updated, "DeactivationTarget", "True", "AdmissionCheck", "x", c.now)
+        c.update_workload(updated)
+        reason, message = "DeactivatedDueToAdmissionCheck", "The workload is deactivated due to x"
+    c.advance(1)
+    w = get(c)
+    assert w.spec.active is False
+    assert conditions(w)["Evicted"] == ("True", reason, message)
+    # The job integration releases the quota on its next pass, as for any other eviction.
+    c.advance(1)
+    w = get(c)
+    assert conditions(w) == {
+        "QuotaReserved": ("False", "Deactivated", "The workload is deactivated"),
+        "Admitted": NO_RESERVATION,
+        "Evicted": ("True", reason, message),
+        "Requeued": ("False", reason, message),
+    }
+    assert w.status.admission is None
+    assert [(e.reason, e.count) for e in w.status.scheduling_stats.evictions] == [("Deactivated", 1)]  # type: ignore[union-attr]
+    assert not c.cache.has_workload(KEY)
+    assert c.run_cycle().heads == 0

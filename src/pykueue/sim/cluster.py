@@ -200,11 +200,14 @@ class SimulatedCluster:
         self._propagate_priority_classes()
         for key in self._workload_keys():
             self._index(key, self.objects[key].obj)
-            self._reconcile_queue_state(key)
-            self._sync_checks(key)
+            # The workload controller's first reconcile: a check already Retry or Rejected evicts
+            # (or deactivates) at once, before the queue-state rules, as upstream ``Reconcile``
+            # runs ``reconcileCheckBasedEviction`` before ``reconcileOnLocalQueueActiveState``.
+            self._reconcile_workload(key, checks=True)
         self._deliver_updates()
-        # Evictions the controllers just issued (e.g. stopPolicy HoldAndDrain): on a live cluster
-        # the job integration completes them before the scheduler's first cycle runs.
+        # Evictions the controllers just issued (e.g. stopPolicy HoldAndDrain, deactivation,
+        # a check to retry): on a live cluster the job integration completes them before the
+        # scheduler's first cycle runs.
         self._complete_evictions()
         self._deliver_updates()
 
@@ -351,18 +354,33 @@ class SimulatedCluster:
             wl, lq_lo.obj, cq.queue_facts(), ("Namespace", "", namespace) in self.objects, self.options
         )
 
+    def _reconcile_workload(self, key: ObjectKey, checks: bool = False) -> None:
+        """The workload controller's rules for one workload, in upstream ``WorkloadReconciler.Reconcile``'s
+        order: deactivation, then (with ``checks``) check-based eviction, then the queue-state rules
+        and the check-list sync."""
+        wl: Workload = self.objects[key].obj
+        if is_finished(wl):
+            return
+        self._deactivate(key)
+        if checks and key in self._failed_checks:
+            self._reconcile_checks(key)
+        self._reconcile_queue_state(key)
+        self._sync_checks(key)
+
+    def _deactivate(self, key: ObjectKey) -> None:
+        """The deactivation protocol (``reconcile.deactivation``): DeactivationTarget=True makes
+        ``spec.active`` false, an inactive workload is evicted. Each write's watch event makes the
+        workload controller take the next step before the next cycle, until nothing is left."""
+        while self._apply(key, reconcile.deactivation(self.objects[key].obj, self.now)):
+            pass
+
     def _reconcile_checks(self, key: ObjectKey) -> None:
         """Retry evicts; Rejected deactivates in upstream's three writes
         (``WorkloadReconciler.reconcileCheckBasedEviction``)."""
-        wl: Workload = self.objects[key].obj
-        outcome = reconcile.check_based_eviction(wl, self.now, self.options)
-        if outcome.reason != "AdmissionCheckRejected":
-            self._apply(key, outcome)
-            return
-        # DeactivationTarget, then spec.active=false, then the eviction: each write's watch event
-        # makes the workload controller take the next step before the next cycle.
-        while self._apply(key, outcome):
-            outcome = reconcile.deactivation(self.objects[key].obj, self.now)
+        outcome = reconcile.check_based_eviction(self.objects[key].obj, self.now, self.options)
+        if self._apply(key, outcome) and outcome.reason == "AdmissionCheckRejected":
+            # DeactivationTarget, then spec.active=false, then the eviction.
+            self._deactivate(key)
 
     def _complete_evictions(self) -> None:
         for key in sorted(self._evicted_reserved):
@@ -427,8 +445,7 @@ class SimulatedCluster:
         keys = self._touched
         self._touched = set()
         for key in sorted(keys):
-            self._reconcile_queue_state(key)
-            self._sync_checks(key)
+            self._reconcile_workload(key)
 
     def run(self, cycles: int = 1, until_quiet: bool = False, cap: int = 60) -> RunResult:
         """Run ``cycles`` cycles (or until quiet, at most ``cap``), advancing 1s between cycles."""

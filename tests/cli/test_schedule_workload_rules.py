@@ -1,0 +1,212 @@
+"""``pykueue schedule`` applies the workload controller's rules to the Workloads it loads, as
+upstream ``WorkloadReconciler.Reconcile`` (``pkg/controller/core/workload_controller.go``) does on
+its first reconcile: an inactive Workload, or one whose ``DeactivationTarget`` is True, is
+deactivated and evicted; a Workload holding quota with a check in ``Retry`` is evicted and one with a
+``Rejected`` check is deactivated, before the queue-state rules — also under ``--until-quiet``,
+which used to stop after cycle 0 with nothing done.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+NOW = "2026-01-01T00:01:00Z"
+
+QUEUES = """
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: default-flavor}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: AdmissionCheck
+metadata: {name: chk}
+spec: {controllerName: example.com/manual}
+status:
+  conditions:
+  - {type: Active, status: "True", reason: Active, message: active, lastTransitionTime: "2026-01-01T00:00:00Z"}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  namespaceSelector: {}
+  admissionChecks: [chk]
+  resourceGroups:
+  - coveredResources: ["cpu"]
+    flavors:
+    - name: default-flavor
+      resources: [{name: cpu, nominalQuota: 9}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {namespace: default, name: lq}
+spec: {clusterQueue: cq}
+"""
+
+
+def workload(*, active: bool = True, check: dict[str, Any] | None = None, conditions: tuple[Any, ...] = ()) -> str:
+    """Workload ``res``: holding quota in ``cq`` when ``check`` is given, pending otherwise."""
+    doc: dict[str, Any] = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"namespace": "default", "name": "res", "creationTimestamp": "2026-01-01T00:00:01Z"},
+        "spec": {
+            "queueName": "lq",
+            "active": active,
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {
+                            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    if check is not None:
+        reserved = {
+            "type": "QuotaReserved",
+            "status": "True",
+            "reason": "QuotaReserved",
+            "message": "Quota reserved in ClusterQueue cq",
+            "lastTransitionTime": "2026-01-01T00:00:10Z",
+        }
+        doc["status"] = {
+            "conditions": [reserved, *conditions],
+            "admission": {
+                "clusterQueue": "cq",
+                "podSetAssignments": [
+                    {"name": "main", "flavors": {"cpu": "default-flavor"}, "resourceUsage": {"cpu": "1"}, "count": 1}
+                ],
+            },
+            "admissionChecks": [{"name": "chk", "lastTransitionTime": "2026-01-01T00:00:20Z", **check}],
+        }
+    return yaml.safe_dump(doc)
+
+
+def schedule(state: str, tmp_path: Path, *args: str) -> dict[str, Any]:
+    path = tmp_path / "state.yaml"
+    path.write_text(QUEUES + "---\n" + state)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pykueue", "schedule", "-f", str(path), "--now", NOW, *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (wl,) = [d for d in yaml.safe_load_all(proc.stdout) if d and d["kind"] == "Workload"]
+    return wl  # type: ignore[no-any-return]
+
+
+def conds(wl: dict[str, Any]) -> dict[str, tuple[str, str, str, str]]:
+    return {
+        c["type"]: (c["status"], c["reason"], c["message"], c["lastTransitionTime"]) for c in wl["status"]["conditions"]
+    }
+
+
+def evictions(wl: dict[str, Any]) -> list[dict[str, Any]]:
+    return list((wl["status"].get("schedulingStats") or {}).get("evictions") or [])
+
+
+RETRY_MSG = 'Evicted due to AdmissionCheck in Retry state: "chk" (try later)'
+
+
+@pytest.mark.parametrize(
+    ("mode", "evicted"),
+    [
+        # Evicted at the start and, with no retry delay, reserved again one cycle later.
+        (("--until-quiet",), ("False", "QuotaReserved", f"Previously: {RETRY_MSG}")),
+        # Evicted before cycle 0, which therefore does not see it holding quota.
+        (("--cycles", "1"), ("True", "AdmissionCheck", RETRY_MSG)),
+    ],
+)
+def test_loaded_retry_check_evicts_before_the_first_cycle(
+    tmp_path: Path, mode: tuple[str, ...], evicted: tuple[str, str, str]
+) -> None:
+    wl = schedule(workload(check={"state": "Retry", "message": "try later"}), tmp_path, *mode)
+    # Evicted on the controller's first reconcile; the check reset to Pending with its retry counted.
+    assert evictions(wl) == [{"reason": "AdmissionCheck", "count": 1, "underlyingCause": ""}]
+    assert conds(wl)["Evicted"][:3] == evicted
+    (chk,) = wl["status"]["admissionChecks"]
+    assert (chk["state"], chk["retryCount"], chk["lastTransitionTime"]) == ("Pending", 1, "2026-01-01T00:01:00Z")
+
+
+def test_loaded_retry_check_with_delay_is_evicted_and_waited_for(tmp_path: Path) -> None:
+    # requeueAt = lastTransitionTime + requeueAfterSeconds = 00:01:05: --until-quiet waits for it.
+    check = {"state": "Retry", "message": "try later", "requeueAfterSeconds": 45}
+    wl = schedule(workload(check=check), tmp_path, "--until-quiet")
+    assert evictions(wl) == [{"reason": "AdmissionCheck", "count": 1, "underlyingCause": ""}]
+    assert conds(wl)["Requeued"] == ("True", "BackoffFinished", "The workload backoff was finished", "2026-01-01T00:01:05Z")
+    assert conds(wl)["QuotaReserved"][:2] == ("True", "QuotaReserved")
+    assert wl["status"].get("requeueState") is None
+
+
+def test_loaded_rejected_check_deactivates_before_the_first_cycle(tmp_path: Path) -> None:
+    wl = schedule(workload(check={"state": "Rejected", "message": "no way"}), tmp_path, "--until-quiet")
+    assert wl["spec"]["active"] is False
+    c = conds(wl)
+    msg = 'The workload is deactivated due to AdmissionCheck in Rejected state: "chk" (no way)'
+    assert c["Evicted"] == ("True", "DeactivatedDueToAdmissionCheck", msg, "2026-01-01T00:01:00Z")
+    assert c["QuotaReserved"][:2] == ("False", "Deactivated")
+    assert "DeactivationTarget" not in c
+    assert wl["status"].get("admission") is None
+    assert evictions(wl) == [{"reason": "Deactivated", "count": 1, "underlyingCause": "AdmissionCheck"}]
+
+
+DEACTIVATED = "The workload is deactivated"
+
+
+def test_loaded_inactive_workload_holding_quota_is_evicted(tmp_path: Path) -> None:
+    wl = schedule(workload(active=False, check={"state": "Pending", "message": ""}), tmp_path, "--until-quiet")
+    at = "2026-01-01T00:01:00Z"
+    assert conds(wl) == {
+        "QuotaReserved": ("False", "Deactivated", DEACTIVATED, at),
+        "Evicted": ("True", "Deactivated", DEACTIVATED, at),
+        "Admitted": ("False", "NoReservation", "The workload has no reservation", at),
+        "Requeued": ("False", "Deactivated", DEACTIVATED, at),
+    }
+    assert wl["status"].get("admission") is None
+    assert evictions(wl) == [{"reason": "Deactivated", "count": 1, "underlyingCause": ""}]
+
+
+def test_loaded_deactivation_target_deactivates_and_evicts(tmp_path: Path) -> None:
+    target = {
+        "type": "DeactivationTarget",
+        "status": "True",
+        "reason": "AdmissionCheck",
+        "message": "x",
+        "lastTransitionTime": "2026-01-01T00:00:10Z",
+    }
+    wl = schedule(workload(check={"state": "Pending", "message": ""}, conditions=(target,)), tmp_path, "--until-quiet")
+    assert wl["spec"]["active"] is False
+    c = conds(wl)
+    assert c["Evicted"][:3] == ("True", "DeactivatedDueToAdmissionCheck", f"{DEACTIVATED} due to x")
+    assert c["Requeued"][:2] == ("False", "DeactivatedDueToAdmissionCheck")
+    assert "DeactivationTarget" not in c
+    assert wl["status"].get("admission") is None
+    assert evictions(wl) == [{"reason": "Deactivated", "count": 1, "underlyingCause": "AdmissionCheck"}]
+
+
+def test_loaded_pending_inactive_workload_is_evicted(tmp_path: Path) -> None:
+    # The embedded controllers' outcome for the same Workload (tests/controllers): Evicted=True
+    # Deactivated, QuotaReserved=False Deactivated, Admitted=False NoReservation, one eviction counted.
+    wl = schedule(workload(active=False), tmp_path, "--until-quiet")
+    at = "2026-01-01T00:01:00Z"
+    assert conds(wl) == {
+        "Evicted": ("True", "Deactivated", DEACTIVATED, at),
+        "QuotaReserved": ("False", "Deactivated", DEACTIVATED, at),
+        "Admitted": ("False", "NoReservation", "The workload has no reservation", at),
+    }
+    assert list(conds(wl)) == ["Evicted", "QuotaReserved", "Admitted"]
+    assert evictions(wl) == [{"reason": "Deactivated", "count": 1, "underlyingCause": ""}]
