@@ -121,3 +121,42 @@ def test_gated_workload_stays_gated_and_quiet(observability: bool) -> None:
         second = reconcile.queue_state(first.status, view, NOW, _opts(observability))
         assert not second.writes and second.events == ()
 
+
+# --- observedGeneration of QuotaReserved=False (``newQuotaReservedCondition``) -------------------
+
+
+@pytest.mark.parametrize(
+    ("blocker", "reason", "message"),
+    [
+        ({"local_queue_stop_policy": "Hold"}, "Suspended", "LocalQueue lq is inactive"),
+        ({}, "WaitingForQuota", "m"),  # a scheduler reason is kept, re-stamped
+        ({}, "OnHold", "m"),  # ``IsOnHold``: kept, re-stamped
+    ],
+    ids=["LocalQueue on Hold", "scheduler reason", "on hold"],
+)
+def test_quota_reserved_is_restamped_with_the_workload_generation(
+    blocker: dict[str, object], reason: str, message: str
+) -> None:
+    """After a spec change (generation 2) with both conditions at observedGeneration 1, upstream's
+    ``syncQuotaReservedFalseCondition`` writes QuotaReserved with ``wl.Generation`` even when reason
+    and message stay (``apimeta.SetStatusCondition``), as ``SyncAdmittedCondition`` does Admitted."""
+    wl = workload("wl", "ns")
+    wl.metadata.generation = 2
+    wl.status.conditions = [
+        Condition(type="QuotaReserved", status="False", reason=reason, message=message, observed_generation=1, last_transition_time=NOW),
+        Condition(
+            type="Admitted",
+            status="False",
+            reason="NoReservation",
+            message="The workload has no reservation",
+            observed_generation=1,
+            last_transition_time=NOW,
+        ),
+    ]
+    out = reconcile.queue_state(wl, msgspec.structs.replace(OK, **blocker), datetime(2025, 6, 1, 13, tzinfo=UTC), _opts(True))
+    assert out.status is not None
+    got = {c.type: (c.reason, c.message, c.observed_generation, c.last_transition_time) for c in out.status.status.conditions}
+    assert got["QuotaReserved"] == (reason, message, 2, NOW)
+    assert got["Admitted"] == ("NoReservation", "The workload has no reservation", 2, NOW)
+    again = reconcile.queue_state(out.status, msgspec.structs.replace(OK, **blocker), NOW, _opts(True))
+    assert not again.writes

@@ -61,7 +61,8 @@ PENDING_CASES = [
         {"gated": "example.com/gate"},
         ("AdmissionGated", "Admission is gated by: example.com/gate"),
     ),
-    ("scheduler reason kept", {}, {"reason": "WaitingForQuota"}, None),
+    # kept: written again only for a new generation (``newQuotaReservedCondition``)
+    ("scheduler reason kept", {}, {"reason": "WaitingForQuota"}, ("WaitingForQuota", "msg")),
     (
         "bypassed by an equivalent workload",
         {"bulk_bypass_reason": "NoMatchingFlavor"},

@@ -152,6 +152,8 @@ def queue_state_settled(
     if (
         reserved is None
         or reserved.status != "False"
+        # ``newQuotaReservedCondition`` re-stamps a kept reason with the generation (granular rule)
+        or (reserved.observed_generation != wl.metadata.generation and options.gate("UnadmittedWorkloadsObservability"))
         or reserved.reason not in transitions.SCHEDULER_REASONS
         or reserved.reason in transitions.BYPASSABLE_REASONS
         or (requeued is not None and requeued.status == "False")
@@ -211,7 +213,11 @@ def queue_state(wl: Workload, view: transitions.QueueView, now: datetime, option
         current = find_condition(wl.status.conditions, "QuotaReserved")
         if gate is not None:
             events = (_event(wl, NORMAL, *transitions.admission_gate_event(gate)),)
-        if target is not None and (current is None or (current.reason, current.message) != target):
+        if target is not None and (
+            current is None
+            or (current.reason, current.message) != target
+            or current.observed_generation != wl.metadata.generation
+        ):
             if updated is None:
                 updated = transitions.copy_for_status(wl)
             transitions.release_reservation(updated, target[0], target[1], now, options)

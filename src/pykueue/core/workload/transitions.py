@@ -495,6 +495,8 @@ def pending_condition(
     wl: Workload, view: QueueView, options: SchedulerOptions, gate: tuple[str, str] | None = None
 ) -> tuple[str, str] | None:
     """``syncQuotaReservedFalseCondition`` for a workload without reservation; None: leave as is.
+    A (reason, message) is written with the Workload's generation (``newQuotaReservedCondition``),
+    also when it is the current condition's.
 
     ``gate`` is the condition :func:`admission_gate_transition` just wrote (upstream writes it in
     the previous reconcile, which then reads it as the current condition). While the gate
@@ -519,7 +521,7 @@ def pending_condition(
     if not is_active(wl):
         return "Deactivated", "The workload is deactivated"
     if current is not None and current.status == "False" and current.reason == "OnHold":
-        return None
+        return current.reason, current.message  # kept, re-stamped with the generation
     blocker = _queue_blocker(wl, view)
     if blocker is not None:
         return blocker
@@ -533,7 +535,7 @@ def pending_condition(
     ):
         return view.bulk_bypass_reason or "PendingEvaluation", BYPASSED_MESSAGE
     if current is not None and reason in SCHEDULER_REASONS:
-        return None
+        return current.reason, current.message  # the scheduler's feedback kept, re-stamped
     if current is None and not options.gate("UnadmittedWorkloadsExplicitStatus"):
         return None
     return PENDING_EVALUATION, PENDING_EVALUATION_MESSAGE
