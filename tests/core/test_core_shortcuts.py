@@ -472,7 +472,26 @@ def _queue_rule_inputs(draw: st.DrawFn) -> tuple[object, ...]:
     cpu = "1" if usual() else draw(st.sampled_from([_HUGE, "-1"]))
     wl = workload("a", pod_sets=[pod_set("main", draw(st.sampled_from([1, 2])), {"cpu": cpu})])
     reason = draw(st.sampled_from(["WaitingForQuota", "NoMatchingFlavor"])) if usual() else draw(st.sampled_from(_QR_REASONS))
-    conditions = [Condition(type="QuotaReserved", status="False" if usual() else "True", reason=reason, message="m")]
+    generation = wl.metadata.generation if usual() else wl.metadata.generation + 1  # stale after a spec change
+    conditions = [
+        Condition(
+            type="QuotaReserved",
+            status="False" if usual() else "True",
+            reason=reason,
+            message="m",
+            observed_generation=generation,
+        )
+    ]
+    if usual():  # ``SyncAdmittedCondition``'s settled Admitted condition of a pending Workload
+        conditions.append(
+            Condition(
+                type="Admitted",
+                status="False",
+                reason="NoReservation",
+                message="The workload has no reservation",
+                observed_generation=wl.metadata.generation if usual() else 0,
+            )
+        )
     for _ in range(draw(st.integers(0, 2))):
         conditions.insert(draw(st.integers(0, len(conditions))), condition())
     annotations = {} if usual() else {"kueue.x-k8s.io/admission-gated-by": "x"}

@@ -61,7 +61,8 @@ PENDING_CASES = [
         {"gated": "example.com/gate"},
         ("AdmissionGated", "Admission is gated by: example.com/gate"),
     ),
-    ("scheduler reason kept", {}, {"reason": "WaitingForQuota"}, None),
+    # kept: written again only for a new generation (``newQuotaReservedCondition``)
+    ("scheduler reason kept", {}, {"reason": "WaitingForQuota"}, ("WaitingForQuota", "msg")),
     (
         "bypassed by an equivalent workload",
         {"bulk_bypass_reason": "NoMatchingFlavor"},
@@ -86,7 +87,9 @@ def test_pending_condition(name: str, view_kw: dict[str, Any], wl_kw: dict[str, 
         wl.metadata.annotations["kueue.x-k8s.io/admission-gated-by"] = wl_kw["gated"]
     if wl_kw.get("reason"):
         transitions.set_condition(wl, "QuotaReserved", "False", wl_kw["reason"], "msg", wl.metadata.creation_timestamp)  # type: ignore[arg-type]
-    assert transitions.pending_condition(wl, view(**view_kw), SchedulerOptions()) == expected
+    # ``mayUpdateConditionForAdmissionGatedBy`` first, then ``syncQuotaReservedFalseCondition``
+    gate = transitions.admission_gate_transition(wl, SchedulerOptions())
+    assert (transitions.pending_condition(wl, view(**view_kw), SchedulerOptions(), gate) or gate) == expected
 
 
 STOP_CASES = [

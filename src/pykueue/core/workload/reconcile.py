@@ -152,6 +152,8 @@ def queue_state_settled(
     if (
         reserved is None
         or reserved.status != "False"
+        # ``newQuotaReservedCondition`` re-stamps a kept reason with the generation (granular rule)
+        or (reserved.observed_generation != wl.metadata.generation and options.gate("UnadmittedWorkloadsObservability"))
         or reserved.reason not in transitions.SCHEDULER_REASONS
         or reserved.reason in transitions.BYPASSABLE_REASONS
         or (requeued is not None and requeued.status == "False")
@@ -204,16 +206,22 @@ def queue_state(wl: Workload, view: transitions.QueueView, now: datetime, option
     events: tuple[Event, ...] = ()
     reason = "QueueState"
     if not has_quota_reservation(wl):
-        target = transitions.pending_condition(wl, view, options)
+        # ``mayUpdateConditionForAdmissionGatedBy`` first (its write and event), then
+        # ``syncQuotaReservedFalseCondition`` on what it wrote (upstream's next reconcile).
+        gate = transitions.admission_gate_transition(wl, options)
+        target = transitions.pending_condition(wl, view, options, gate) or gate
         current = find_condition(wl.status.conditions, "QuotaReserved")
-        if target is not None and (current is None or (current.reason, current.message) != target):
+        if gate is not None:
+            events = (_event(wl, NORMAL, *transitions.admission_gate_event(gate)),)
+        if target is not None and (
+            current is None
+            or (current.reason, current.message) != target
+            or current.observed_generation != wl.metadata.generation
+        ):
             if updated is None:
                 updated = transitions.copy_for_status(wl)
             transitions.release_reservation(updated, target[0], target[1], now, options)
             changed, reason = True, target[0]
-            gate_event = transitions.admission_gate_event(current, target)
-            if gate_event is not None:
-                events = (_event(wl, NORMAL, *gate_event),)
         elif not is_admitted(wl) and transitions.unreserved_admitted_stale(wl, options):
             # ``Reconcile``: a Workload that is not admitted gets ``SyncAdmittedCondition`` in the
             # same patch as its QuotaReserved=False condition.
@@ -221,15 +229,14 @@ def queue_state(wl: Workload, view: transitions.QueueView, now: datetime, option
                 updated = transitions.copy_for_status(wl)
             transitions.sync_admitted_condition(updated, now, options)
             changed = True
-    elif (gated := transitions.admission_gate(wl, options)) and not transitions.is_admission_gated(wl):
+    elif (gate := transitions.admission_gate_transition(wl, options)) is not None:
         # ``mayUpdateConditionForAdmissionGatedBy`` runs before the queue rules, for a Workload
         # holding quota too: the reservation is released (``UnsetQuotaReservationWithCondition``).
         if updated is None:
             updated = transitions.copy_for_status(wl)
-        target = (transitions.ADMISSION_GATED, f"Admission is gated by: {gated}")
-        transitions.release_reservation(updated, *target, now, options)
-        events = (_event(wl, NORMAL, transitions.ADMISSION_GATED, f"Workload admission is gated by: {gated}"),)
-        changed, reason = True, transitions.ADMISSION_GATED
+        transitions.release_reservation(updated, *gate, now, options)
+        events = (_event(wl, NORMAL, *transitions.admission_gate_event(gate)),)
+        changed, reason = True, gate[0]
     elif wl.spec.queue_name or is_admitted(wl):  # without a queue name no LocalQueue manages it
         action = transitions.stopped_queue_action(wl, view)
         if action is not None:

@@ -466,39 +466,67 @@ def is_admission_gated(wl: Workload) -> bool:
     return current is not None and current.reason == ADMISSION_GATED
 
 
-def admission_gate_event(before: Condition | None, after: tuple[str, str]) -> tuple[str, str] | None:
-    """The Normal event upstream's ``mayUpdateConditionForAdmissionGatedBy`` records when the
-    QuotaReserved reason moves to or from AdmissionGated: (reason, note), or None."""
-    was_gated = before is not None and before.reason == ADMISSION_GATED
-    if after[0] == ADMISSION_GATED and not was_gated:
-        return ADMISSION_GATED, "Workload admission is gated by: " + after[1].removeprefix("Admission is gated by: ")
-    if was_gated and after[1] == ADMISSION_GATE_CLEARED_MESSAGE:
-        return "AdmissionGateCleared", "Admission gate cleared, workload is now admissible"
+def admission_gate_transition(wl: Workload, options: SchedulerOptions) -> tuple[str, str] | None:
+    """The QuotaReserved=False (reason, message) upstream's ``mayUpdateConditionForAdmissionGatedBy``
+    writes, or None. It runs before ``syncQuotaReservedFalseCondition`` and is gated only by
+    AdmissionGatedBy: a gate first seen sets AdmissionGated; a removed gate writes
+    ``UnadmittedWorkloadReasonWithFallback("PendingEvaluation", "Pending")``."""
+    if not options.gate("AdmissionGatedBy"):
+        return None
+    gated = admission_gate(wl, options)
+    was_gated = is_admission_gated(wl)
+    if gated and not was_gated:
+        return ADMISSION_GATED, f"Admission is gated by: {gated}"
+    if not gated and was_gated:
+        reason = PENDING_EVALUATION if options.gate("UnadmittedWorkloadsObservability") else "Pending"
+        return reason, ADMISSION_GATE_CLEARED_MESSAGE
     return None
 
 
-def pending_condition(wl: Workload, view: QueueView, options: SchedulerOptions) -> tuple[str, str] | None:
-    """``syncQuotaReservedFalseCondition`` for a workload without reservation; None: leave as is."""
+def admission_gate_event(transition: tuple[str, str]) -> tuple[str, str]:
+    """The Normal event (reason, note) ``mayUpdateConditionForAdmissionGatedBy`` records after
+    writing ``transition`` (from :func:`admission_gate_transition`)."""
+    if transition[0] == ADMISSION_GATED:
+        return ADMISSION_GATED, "Workload admission is gated by: " + transition[1].removeprefix("Admission is gated by: ")
+    return "AdmissionGateCleared", "Admission gate cleared, workload is now admissible"
+
+
+def pending_condition(
+    wl: Workload, view: QueueView, options: SchedulerOptions, gate: tuple[str, str] | None = None
+) -> tuple[str, str] | None:
+    """``syncQuotaReservedFalseCondition`` for a workload without reservation; None: leave as is.
+    A (reason, message) is written with the Workload's generation (``newQuotaReservedCondition``),
+    also when it is the current condition's.
+
+    ``gate`` is the condition :func:`admission_gate_transition` just wrote (upstream writes it in
+    the previous reconcile, which then reads it as the current condition). While the gate
+    annotation is present and QuotaReserved says AdmissionGated, the queue blockers (and
+    Deactivated) are not applied: upstream's ``syncQuotaReservedFalseCondition`` would write them
+    and its next ``mayUpdateConditionForAdmissionGatedBy`` gate the Workload again, alternating
+    without end; here the gate's write is the settled state."""
+    current = find_condition(wl.status.conditions, QUOTA_RESERVED)
+    if gate is not None:
+        current = Condition(type=QUOTA_RESERVED, status="False", reason=gate[0], message=gate[1])
+    reason = current.reason if current is not None else ""
+    gated = admission_gate(wl, options)
+    if gated and reason == ADMISSION_GATED:
+        # Without blockers upstream's granular rule writes the same reason (with the gates' current
+        # list); the legacy rule leaves it.
+        if not options.gate("UnadmittedWorkloadsObservability"):
+            return None
+        return ADMISSION_GATED, f"Admission is gated by: {gated}"
     if not options.gate("UnadmittedWorkloadsObservability"):
         blocker = _queue_blocker(wl, view)
         return ("Inadmissible", blocker[1]) if blocker else None
-    current = find_condition(wl.status.conditions, QUOTA_RESERVED)
     if not is_active(wl):
         return "Deactivated", "The workload is deactivated"
     if current is not None and current.status == "False" and current.reason == "OnHold":
-        return None
+        return current.reason, current.message  # kept, re-stamped with the generation
     blocker = _queue_blocker(wl, view)
     if blocker is not None:
         return blocker
     if view.admissibility_error is not None:
         return "Misconfigured", view.admissibility_error
-    gated = admission_gate(wl, options)
-    if gated:
-        return ADMISSION_GATED, f"Admission is gated by: {gated}"
-    reason = current.reason if current is not None else ""
-    if reason == ADMISSION_GATED and options.gate("AdmissionGatedBy"):
-        # gate annotation removed (``mayUpdateConditionForAdmissionGatedBy``)
-        return "PendingEvaluation", ADMISSION_GATE_CLEARED_MESSAGE
     if (
         view.bulk_bypass_reason is not None
         and options.gate("SchedulingEquivalenceHashing")  # ``shouldCheckEquivalenceHash``
@@ -507,7 +535,7 @@ def pending_condition(wl: Workload, view: QueueView, options: SchedulerOptions) 
     ):
         return view.bulk_bypass_reason or "PendingEvaluation", BYPASSED_MESSAGE
     if current is not None and reason in SCHEDULER_REASONS:
-        return None
+        return current.reason, current.message  # the scheduler's feedback kept, re-stamped
     if current is None and not options.gate("UnadmittedWorkloadsExplicitStatus"):
         return None
     return PENDING_EVALUATION, PENDING_EVALUATION_MESSAGE
