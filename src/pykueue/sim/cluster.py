@@ -427,6 +427,11 @@ class SimulatedCluster:
         keys = self._touched
         self._touched = set()
         for key in sorted(keys):
+            wl: Workload = self.objects[key].obj
+            if wl.status.admission_checks and not has_quota_reservation(wl):
+                # ``NeedsRequeueAtUpdate`` for a Workload without quota (a reserved one gets it in
+                # ``_reconcile_checks``).
+                self._apply(key, reconcile.requeue_at_update(wl, self.now))
             self._reconcile_queue_state(key)
             self._sync_checks(key)
 
