@@ -238,6 +238,24 @@ def test_retry_without_delay_requeues_immediately() -> None:
     assert c.run_cycle().admitted == [KEY]
 
 
+def test_retry_check_with_a_delay_sets_requeue_at_of_a_pending_workload() -> None:
+    """Upstream ``Reconcile`` runs ``NeedsRequeueAtUpdate`` before looking at the quota: a Retry
+    check's delay moves ``requeueAt`` of a pending workload too, and the backoff ends there."""
+    c = cluster(checks={"check": []})
+    set_checks(c, check_state("check", "Retry", "capacity not available", requeue_after=5, when=NOW))
+    c.advance(1)
+    w = get(c)
+    assert w.status.admission is None
+    assert w.status.requeue_state is not None and w.status.requeue_state.requeue_at == at(3605)
+    assert w.status.requeue_state.count is None
+    while c.now < at(3604):
+        c.advance(1)
+        assert transitions.requeue_at(get(c)) == at(3605)
+    c.advance(1)
+    assert get(c).status.requeue_state is None
+    assert events(c) == []
+
+
 def test_pending_workload_with_retry_check_is_not_scheduled() -> None:
     """``Scheduler.nominate``: a queued workload with a Retry/Rejected check is inadmissible."""
     w = workload("w", requests={"cpu": 3}, created=at(3590))
