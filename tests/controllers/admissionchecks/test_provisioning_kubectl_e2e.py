@@ -437,7 +437,8 @@ def test_failed_request_is_retried_after_backoff(kueue: Kueue) -> None:
     wl = _wait_wl(
         kueue,
         wl_name,
-        lambda w: _reserved(w) and (_entry(w, "flaky-prov") or {}).get("state") != "Retry",
+        # (the eviction itself is a write that still shows the quota: Evicted=True, check Pending)
+        lambda w: _reserved(w) and condition(w, "Evicted") is not None and not is_true(w, "Evicted"),
         "re-reserved after the eviction",
     )
     requeued = condition(wl, "Requeued")
