@@ -453,3 +453,20 @@ def test_a_workload_change_asks_for_each_of_its_queues_status_once(env: Env, mon
     assert requested == [("cq", "cq"), ("lq", "default/lq")]
     # It still refreshes them: the batch period later, from the manager's timer.
     assert ("cq", "cq") in env.mgr.work.delayed() and ("lq", "default/lq") in env.mgr.work.delayed()
+
+
+def test_retry_check_delay_sets_requeue_at_of_a_workload_without_quota(env: Env) -> None:
+    """Upstream ``Reconcile`` runs ``NeedsRequeueAtUpdate`` before it looks at the quota: a Retry
+    check with a delay on a pending Workload moves ``requeueState.requeueAt`` too."""
+    setup_queues(env)
+    env.create(R.WORKLOADS, workload("w", queue="nope"))  # stays pending: no LocalQueue
+    wl = wait(has(env, "w", "QuotaReserved", status="False", reason="Misconfigured"))
+    when = env.clock.now
+    stamp = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    wl["status"]["admissionChecks"] = [
+        {"name": "check", "state": "Retry", "message": "later", "lastTransitionTime": stamp, "requeueAfterSeconds": 30}
+    ]
+    env.client.replace(R.WORKLOADS, wl, subresource="status")
+    state = wait(lambda: (env.get(R.WORKLOADS, "w").get("status") or {}).get("requeueState"))
+    assert state == {"requeueAt": (when + timedelta(seconds=30)).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    assert cond(env.get(R.WORKLOADS, "w"), "QuotaReserved")["reason"] == "Misconfigured"  # type: ignore[index]

@@ -179,43 +179,44 @@ def test_retry_evicts_and_requeues_after_backoff() -> None:
     retry_at = c.now
     set_checks(c, check_state("check", "Retry", "capacity not available", requeue_after=10, when=retry_at))
 
-    # First reconcile: requeueAt = lastTransitionTime + requeueAfterSeconds; the eviction follows.
+    # First reconcile: requeueAt = lastTransitionTime + requeueAfterSeconds (``NeedsRequeueAtUpdate``);
+    # until then the workload controller only waits ("Waiting for backoff to finish" in upstream's
+    # ``Reconcile``): the workload keeps its reservation.
     c.advance(1)
     w = get(c)
     assert w.status.requeue_state is not None and w.status.requeue_state.requeue_at == at(3610)
     assert conditions(w) == {"QuotaReserved": RESERVED, "Admitted": UNSATISFIED}
+    while c.now < at(3609):
+        c.advance(1)
+        assert c.run_cycle().heads == 0
+        assert conditions(get(c)) == {"QuotaReserved": RESERVED, "Admitted": UNSATISFIED}
+    assert events(c) == []
+    assert c.cache.has_workload(KEY)
+
+    # At requeueAt the check evicts (``reconcileCheckBasedEviction``), the job integration releases
+    # the quota, the expired backoff finishes and the workload is reserved again in the same second.
     c.advance(1)
+    assert c.now == at(3610)
     w = get(c)
+    assert w.status.admission is None
     assert conditions(w) == {
         "QuotaReserved": ("False", "PendingEvaluation", RETRY_MSG),
         "Admitted": NO_RESERVATION,
         "Evicted": ("True", "AdmissionCheck", RETRY_MSG),
-        "Requeued": ("False", "AdmissionCheck", RETRY_MSG),
+        "Requeued": ("True", "BackoffFinished", "The workload backoff was finished"),
     }
-    assert w.status.admission is None
     assert checks(w) == [("check", "Pending", "Reset to Pending after eviction. Previously: Retry", 1)]
     assert [(e.reason, e.count) for e in w.status.scheduling_stats.evictions] == [("AdmissionCheck", 1)]  # type: ignore[union-attr]
     assert events(c) == [(KEY, "Normal", "EvictedDueToAdmissionCheck", RETRY_MSG)]
-    assert not c.cache.has_workload(KEY)
-    # With the backoff running it is not requeued at all; the workload controller requeues it at
-    # requeueAt (``WorkloadReconciler.Update``, quota-reserved/admitted→pending).
-    assert queued(c) == ({}, {})
-
-    heads = []
-    while c.now < at(3610):
-        c.advance(1)
-        heads.append(c.run_cycle().heads)
-    assert heads[:-1] == [0] * (len(heads) - 1)
+    assert w.status.requeue_state is None
+    assert c.run_cycle().heads == 1
     w = get(c)
-    # At requeueAt the backoff finishes; the workload is reserved again in the same second.
-    assert c.now == at(3610)
     assert conditions(w) == {
         "QuotaReserved": RESERVED,
         "Admitted": UNSATISFIED,
         "Evicted": ("False", "QuotaReserved", f"Previously: {RETRY_MSG}"),
         "Requeued": ("True", "BackoffFinished", "The workload backoff was finished"),
     }
-    assert w.status.requeue_state is None
     assert events(c)[-1] == (
         KEY,
         "Normal",
@@ -235,6 +236,24 @@ def test_retry_without_delay_requeues_immediately() -> None:
     c.advance(1)
     assert conditions(get(c))["Requeued"] == ("True", "BackoffFinished", "The workload backoff was finished")
     assert c.run_cycle().admitted == [KEY]
+
+
+def test_retry_check_with_a_delay_sets_requeue_at_of_a_pending_workload() -> None:
+    """Upstream ``Reconcile`` runs ``NeedsRequeueAtUpdate`` before looking at the quota: a Retry
+    check's delay moves ``requeueAt`` of a pending workload too, and the backoff ends there."""
+    c = cluster(checks={"check": []})
+    set_checks(c, check_state("check", "Retry", "capacity not available", requeue_after=5, when=NOW))
+    c.advance(1)
+    w = get(c)
+    assert w.status.admission is None
+    assert w.status.requeue_state is not None and w.status.requeue_state.requeue_at == at(3605)
+    assert w.status.requeue_state.count is None
+    while c.now < at(3604):
+        c.advance(1)
+        assert transitions.requeue_at(get(c)) == at(3605)
+    c.advance(1)
+    assert get(c).status.requeue_state is None
+    assert events(c) == []
 
 
 def test_pending_workload_with_retry_check_is_not_scheduled() -> None:

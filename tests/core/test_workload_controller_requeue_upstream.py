@@ -120,22 +120,18 @@ def _reserved(checks: list[AdmissionCheckState], requeue_at: datetime | None = N
 # (None: no write), want wait in seconds (None: no wait)). Upstream's comparison ignores
 # ``RequeueState.RequeueAt`` (``workloadCmpOpts``), so its "biggest delay" case lists now+10s for
 # delays of 5 s and 7 s; the value here is what ``GetMaxRetryTime`` computes (now+7s).
-REQUEUE_AT_CASES: list[Any] = [
+REQUEUE_AT_CASES: list[tuple[str, Any, datetime | None, float | None]] = [
     (
         "should update requeueState.requeueAt when admission check sets a delay",
         lambda: _reserved([_retry("check", 10, NOW)], NOW + timedelta(seconds=5)),
         NOW + timedelta(seconds=10),
         None,
     ),
-    pytest.param(
+    (
         "should not update requeueState.requeueAt when admission check delay is smaller",
         lambda: _reserved([_retry("check", 5, NOW)], NOW + timedelta(seconds=10)),
         None,
         10.0,
-        # Known difference: upstream's Reconcile waits for requeueAt ("Waiting for backoff to
-        # finish") before evicting a reserved workload; pykueue evicts at once (see
-        # reconcile.check_based_eviction).
-        marks=pytest.mark.xfail(strict=True, reason="pykueue evicts before requeueAt; upstream waits"),
     ),
     (
         "should always use the biggest admission check delay",
@@ -152,11 +148,7 @@ REQUEUE_AT_CASES: list[Any] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("name", "make", "want_at", "want_wait"),
-    REQUEUE_AT_CASES,
-    ids=[c.values[0] if hasattr(c, "values") else c[0] for c in REQUEUE_AT_CASES],
-)
+@pytest.mark.parametrize(("name", "make", "want_at", "want_wait"), REQUEUE_AT_CASES, ids=[c[0] for c in REQUEUE_AT_CASES])
 def test_reconcile_requeue_at_of_a_reserved_workload(
     name: str, make: Any, want_at: datetime | None, want_wait: float | None
 ) -> None:
@@ -168,3 +160,16 @@ def test_reconcile_requeue_at_of_a_reserved_workload(
     assert outcome.status is not None and not outcome.events
     assert transitions.requeue_at(outcome.status) == want_at
     assert not any(c.type == "Evicted" for c in outcome.status.status.conditions)
+
+
+def test_requeue_at_is_set_from_a_retry_check_on_a_workload_without_quota() -> None:
+    """Upstream ``Reconcile`` runs ``NeedsRequeueAtUpdate`` before looking at the quota: a pending
+    Workload's Retry check moves ``requeueAt`` too, once, and not after the delay is over."""
+    w = workload("wl", "ns")
+    w.status.admission_checks = [_retry("check", 10, NOW)]
+    outcome = reconcile.requeue_at_update(w, NOW)
+    assert outcome.status is not None and not outcome.events
+    assert transitions.requeue_at(outcome.status) == NOW + timedelta(seconds=10)
+    assert outcome.status.status.requeue_state is not None and outcome.status.status.requeue_state.count is None
+    assert reconcile.requeue_at_update(outcome.status, NOW) == reconcile.NOTHING
+    assert reconcile.requeue_at_update(w, NOW + timedelta(seconds=10)) == reconcile.NOTHING

@@ -40,6 +40,7 @@ from pykueue.core.workload.reconcile import (
     evict_inactive,
     queue_state,
     queue_view,
+    requeue_at_update,
 )
 
 if TYPE_CHECKING:
@@ -68,6 +69,10 @@ class WorkloadController:
             self._retention(wl)
             return
         if wl.metadata.deletion_timestamp is not None:
+            return
+        delayed = requeue_at_update(wl, self.ctx.now())  # ``NeedsRequeueAtUpdate``, with or without quota
+        if delayed.writes:
+            self._apply(delayed)
             return
         if is_active(wl) and _condition_true(wl, DEACTIVATION_TARGET):
             self._deactivate(wl)
@@ -160,6 +165,9 @@ class WorkloadController:
 
     def _check_based_eviction(self, wl: Workload) -> bool:
         outcome = check_based_eviction(wl, self.ctx.now(), self.options)
+        if outcome.requeue_after is not None:  # a retry delay still running: only wait (``Reconcile``)
+            self.ctx.requeue_after(WORKLOAD, workload_key(wl), outcome.requeue_after)
+            return True
         self._apply(outcome)
         return outcome.writes
 

@@ -356,11 +356,15 @@ class SimulatedCluster:
 
     def _reconcile_workload(self, key: ObjectKey, checks: bool = False) -> None:
         """The workload controller's rules for one workload, in upstream ``WorkloadReconciler.Reconcile``'s
-        order: deactivation, then (with ``checks``) check-based eviction, then the queue-state rules
-        and the check-list sync."""
+        order: the checks' requeueAt, deactivation, then (with ``checks``) check-based eviction, then
+        the queue-state rules and the check-list sync."""
         wl: Workload = self.objects[key].obj
         if is_finished(wl):
             return
+        if wl.status.admission_checks and not has_quota_reservation(wl):
+            # ``NeedsRequeueAtUpdate`` for a Workload without quota (a reserved one gets it in
+            # ``_reconcile_checks``).
+            self._apply(key, reconcile.requeue_at_update(wl, self.now))
         self._deactivate(key)
         if checks and key in self._failed_checks:
             self._reconcile_checks(key)

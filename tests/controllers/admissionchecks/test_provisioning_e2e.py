@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -192,6 +193,16 @@ def _check(wl: dict[str, Any], name: str) -> dict[str, Any]:
     return entry
 
 
+def _evictions(client: HTTPClient, wl: dict[str, Any]) -> list[str]:
+    """Messages of the workload's ``EvictedDueToAdmissionCheck`` events."""
+    name = wl["metadata"]["name"]
+    return [
+        str(e.get("message"))
+        for e in client.list(r.EVENTS, NS)[0]
+        if e.get("reason") == "EvictedDueToAdmissionCheck" and (e.get("involvedObject") or {}).get("name") == name
+    ]
+
+
 def test_job_admitted_after_provisioning(kueue: tuple[Any, HTTPClient, Path]) -> None:
     _srv, client, _offset = kueue
     _provisioning_check(client, "prov", CLASS)
@@ -229,22 +240,36 @@ def test_failed_attempt_is_retried_after_backoff(kueue: tuple[Any, HTTPClient, P
     _provisioning_check(client, "flaky", "flaky." + CLASS)
     _queue(client, "cq-flaky", ["flaky"])
     _job(client, "job-flaky", "cq-flaky")
-    # Attempt 1 fails: Retry for 60 s, Kueue evicts and releases the quota.
+    # Attempt 1 fails: Retry for 60 s; requeueAt follows the check (``NeedsRequeueAtUpdate``) and
+    # the workload controller waits for it ("Waiting for backoff to finish"): the quota is kept.
     wl = _wait_workload(
         client,
         "job-flaky",
         lambda w: (
-            (st.find_check(w, "flaky") or {}).get("retryCount") == 1 and not st.has_quota_reservation(w)
+            (st.find_check(w, "flaky") or {}).get("state") == "Retry"
+            and bool((w["status"].get("requeueState") or {}).get("requeueAt"))
         ),
     )
-    assert (wl["status"].get("requeueState") or {}).get("requeueAt")
     assert _check(wl, "flaky")["requeueAfterSeconds"] == 60
+    assert "retryCount" not in _check(wl, "flaky")  # counted when the eviction resets the check
+    requeue_at = wl["status"]["requeueState"]["requeueAt"]
+    time.sleep(1.5)  # wall time only (the controllers' clock stands still): a chance to (wrongly) evict
+    wl = _workload_of(client, "job-flaky") or {}
+    assert st.has_quota_reservation(wl) and not st.condition_true(wl, "Evicted"), wl.get("status")
+    assert wl["status"]["requeueState"]["requeueAt"] == requeue_at
+    assert not _evictions(client, wl)
     name = wl["metadata"]["name"]
     # After the backoff the workload is admitted with the second attempt.
     offset.write_text(str(float(offset.read_text()) + 120))
     wl = _wait_workload(client, "job-flaky", lambda w: st.is_admitted(w))
     entry = _check(wl, "flaky")
     assert entry["state"] == "Ready"
+    # In between, evicted once for the check, then requeued at once (requeueAt had passed).
+    assert [(e["reason"], e["count"]) for e in wl["status"]["schedulingStats"]["evictions"]] == [("AdmissionCheck", 1)]
+    assert _evictions(client, wl) == [
+        'Evicted due to AdmissionCheck in Retry state: "flaky" (Retrying after failure: no nodes yet)'
+    ]
+    assert not (wl["status"].get("requeueState") or {}).get("requeueAt")
     assert (
         entry["podSetUpdates"][0]["annotations"]["autoscaling.x-k8s.io/consume-provisioning-request"]
         == f"{name}-flaky-2"

@@ -19,6 +19,7 @@ import re
 import sys
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -252,18 +253,26 @@ def _reserved(wl: dict[str, Any]) -> bool:
     return bool(is_true(wl, "QuotaReserved"))
 
 
-def _evicted_for_retry(count: int) -> Any:
+def _retrying(check: str, attempt: int) -> Any:
+    """The check is in Retry after attempt ``attempt`` failed (``retryCount`` counts the evictions
+    that reset it) and the Workload still holds its quota: the workload controller waits for
+    ``requeueAt`` before evicting (upstream ``Reconcile``, "Waiting for backoff to finish")."""
+
     def pred(wl: dict[str, Any]) -> bool:
-        ev = condition(wl, "Evicted")
+        entry = _entry(wl, check) or {}
         return bool(
-            ev
-            and ev["status"] == "True"
-            and ev["reason"] == "AdmissionCheck"
-            and not _reserved(wl)
-            and any(e.get("retryCount") == count for e in wl["status"].get("admissionChecks") or [])
+            entry.get("state") == "Retry"
+            and entry.get("retryCount", 0) == attempt - 1
+            and _reserved(wl)
+            and not is_true(wl, "Evicted")
+            and (wl["status"].get("requeueState") or {}).get("requeueAt")
         )
 
     return pred
+
+
+def _seconds(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
 # --- 1. the seed AdmissionCheck becomes Active once its ProvisioningRequestConfig exists -------------
@@ -396,41 +405,56 @@ def test_failed_request_is_retried_after_backoff(kueue: Kueue) -> None:
     wl_name = _workload(kueue, "retry-job")
     first, second = f"{wl_name}-flaky-prov-1", f"{wl_name}-flaky-prov-2"
 
-    wl = _wait_wl(kueue, wl_name, _evicted_for_retry(1), "evicted by the Retry check")
-    ev = condition(wl, "Evicted")
-    assert ev is not None
-    assert ev["message"] == (
-        'Evicted due to AdmissionCheck in Retry state: "flaky-prov" (Retrying after failure: simulated stockout)'
-    )
-    qr = condition(wl, "QuotaReserved")
-    assert qr is not None and qr["status"] == "False"
+    # Attempt 1 fails: the check goes to Retry for 60 s and requeueAt follows it
+    # (``NeedsRequeueAtUpdate``); the Workload keeps its quota until then.
+    wl = _wait_wl(kueue, wl_name, _retrying("flaky-prov", 1), "Retry with the quota kept")
     entry = _entry(wl, "flaky-prov") or {}
     assert entry["requeueAfterSeconds"] == 60
-    assert (entry["state"], entry["retryCount"]) == ("Pending", 1)
-    assert entry["message"] == "Reset to Pending after eviction. Previously: Retry"
-    assert wl["status"]["requeueState"]["requeueAt"]
+    assert entry["message"] == "Retrying after failure: simulated stockout"
+    requeue_at = wl["status"]["requeueState"]["requeueAt"]
+    assert _seconds(requeue_at) == _seconds(entry["lastTransitionTime"]) + 60
+    assert not is_true(wl, "Admitted")
     events = _describe(kueue, wl_name)
     assert (
         "updated state from Pending to Retry with message: Retrying after failure: simulated stockout"
         in events
     )
-    assert "EvictedDueToAdmissionCheck" in events
-    assert kueue.get("job", "retry-job")["spec"]["suspend"] is True
-    # Eviction cleans the failed request up.
-    wait_for(lambda: first not in _requests(kueue), what="failed request deleted")
+    assert "EvictedDueToAdmissionCheck" not in events
 
-    # Half the backoff: still queued.
+    # Half the backoff: still reserved, still Retry, not evicted.
     kueue.advance(30)
-    time.sleep(1.5)  # give the scheduler a chance to (wrongly) reserve
+    time.sleep(1.5)  # give the workload controller a chance to (wrongly) evict
     wl = kueue.get("workload", wl_name)
-    assert not _reserved(wl), wl["status"]
+    assert _retrying("flaky-prov", 1)(wl), wl["status"]
+    assert wl["status"]["requeueState"]["requeueAt"] == requeue_at
+    assert "EvictedDueToAdmissionCheck" not in _describe(kueue, wl_name)
     assert second not in _requests(kueue)
+    assert kueue.get("job", "retry-job")["spec"]["suspend"] is True
 
-    # Past the backoff: reserved again, the second attempt is provisioned.
+    # Past requeueAt: evicted ("Evicted due to ..."), the quota released, requeued at once (the
+    # backoff is over: requeueAt cleared, Requeued=True BackoffFinished) and reserved again.
     kueue.advance(31)
-    wl = _wait_wl(kueue, wl_name, _reserved, "re-reserved after the backoff")
+    wl = _wait_wl(
+        kueue,
+        wl_name,
+        # (the eviction itself is a write that still shows the quota: Evicted=True, check Pending)
+        lambda w: _reserved(w) and condition(w, "Evicted") is not None and not is_true(w, "Evicted"),
+        "re-reserved after the eviction",
+    )
     requeued = condition(wl, "Requeued")
-    assert requeued is not None and requeued["reason"] == "BackoffFinished"
+    assert requeued is not None and (requeued["status"], requeued["reason"]) == ("True", "BackoffFinished")
+    assert not (wl["status"].get("requeueState") or {}).get("requeueAt")
+    ev = condition(wl, "Evicted")
+    assert ev is not None and ev["status"] == "False"
+    assert ev["message"] == (
+        'Previously: Evicted due to AdmissionCheck in Retry state: "flaky-prov" '
+        "(Retrying after failure: simulated stockout)"
+    )
+    assert [(e["reason"], e["count"]) for e in wl["status"]["schedulingStats"]["evictions"]] == [("AdmissionCheck", 1)]
+    events = _describe(kueue, wl_name)
+    assert "EvictedDueToAdmissionCheck" in events
+    # Eviction cleans the failed request up; the second attempt is provisioned.
+    wait_for(lambda: first not in _requests(kueue), what="failed request deleted")
     wait_for(lambda: second in _requests(kueue), what="second request created")
     wl = _wait_wl(kueue, wl_name, lambda w: is_true(w, "Admitted"), "admitted with the second attempt")
     entry = _entry(wl, "flaky-prov") or {}
@@ -455,11 +479,14 @@ def test_exhausted_retries_reject_and_deactivate(kueue: Kueue) -> None:
     kueue.apply(job_manifest("reject-job", "reject-lq", cpu="1"))
     wl_name = _workload(kueue, "reject-job")
 
-    # Attempt 1 fails: Retry after 60 s; attempt 2 fails: Retry after 120 s (backoff base 60).
+    # Attempt 1 fails: Retry after 60 s; attempt 2 fails: Retry after 120 s (backoff base 60). Each
+    # time the Workload keeps its quota until requeueAt and is evicted (then re-reserved) only then.
     for attempt, backoff in ((1, 60), (2, 120)):
-        wl = _wait_wl(kueue, wl_name, _evicted_for_retry(attempt), f"attempt {attempt} retried")
+        wl = _wait_wl(kueue, wl_name, _retrying("broken-prov", attempt), f"attempt {attempt} in Retry")
         entry = _entry(wl, "broken-prov") or {}
         assert entry["requeueAfterSeconds"] == backoff, entry
+        evictions = (wl["status"].get("schedulingStats") or {}).get("evictions") or []
+        assert [(e["reason"], e["count"]) for e in evictions] == ([("AdmissionCheck", attempt - 1)] if attempt > 1 else [])
         kueue.advance(backoff + 1)
 
     # Attempt 3 > backoffLimitCount 2: Rejected, deactivated.

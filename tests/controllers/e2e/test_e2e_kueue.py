@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -290,40 +291,54 @@ spec:
     wait_for(lambda: is_true(kueue.get("workload", ready_wl), "Admitted"), what="admitted after Ready")
     wait_for(lambda: is_true(kueue.get("job", "ac-ready"), "Complete"), timeout=30, what="job ran")
 
-    # Pending -> Retry: evicted, requeued, re-admitted after the backoff.
+    # Pending -> Retry with a 60 s delay: requeueAt follows the check (``NeedsRequeueAtUpdate``) and
+    # the workload keeps its quota until then (upstream ``Reconcile``: "Waiting for backoff to
+    # finish"); at requeueAt it is evicted, requeued at once and reserved again.
     kueue.apply(job("ac-retry", "ac-lq", command="sleep 1"))
     retry_wl = _workload_name(kueue, "ac-retry")
     wait_for(lambda: is_true(kueue.get("workload", retry_wl), "QuotaReserved"), what="reserved for retry")
     external.set_state(retry_wl, "Retry", "capacity not there yet", requeue_after=60)
 
-    def evicted_and_released() -> dict[str, Any] | None:
+    def retrying() -> dict[str, Any] | None:
         w = kueue.get("workload", retry_wl)
-        ev = condition(w, "Evicted")
-        if ev and ev["status"] == "True" and not is_true(w, "QuotaReserved"):
+        entry = _check_state(kueue, retry_wl) or {}
+        if (
+            entry.get("state") == "Retry"
+            and (w["status"].get("requeueState") or {}).get("requeueAt")
+            and is_true(w, "QuotaReserved")
+            and not is_true(w, "Evicted")
+        ):
             return w
         return None
 
-    w = wait_for(evicted_and_released, what="evicted by the Retry check")
+    w = wait_for(retrying, what="Retry with the quota kept")
+    requeue_at = w["status"]["requeueState"]["requeueAt"]
+    time.sleep(1.5)  # wall time only (the controllers' clock stands still): a chance to (wrongly) evict
+    w = kueue.get("workload", retry_wl)
+    assert retrying() is not None, w["status"]
+    assert w["status"]["requeueState"]["requeueAt"] == requeue_at
+    described = str(kueue.kubectl("describe", "workload", retry_wl, "-n", "default").stdout)
+    assert "EvictedDueToAdmissionCheck" not in described
+    assert kueue.get("job", "ac-retry")["spec"]["suspend"] is True
+    kueue.advance(61)
+
+    def backoff_finished() -> dict[str, Any] | None:
+        w = kueue.get("workload", retry_wl)
+        rq = condition(w, "Requeued")
+        if rq is not None and rq["reason"] == "BackoffFinished" and is_true(w, "QuotaReserved"):
+            return w
+        return None
+
+    w = wait_for(backoff_finished, what="evicted and re-reserved at requeueAt")
     ev = condition(w, "Evicted")
-    assert ev is not None and ev["reason"] == "AdmissionCheck"
-    assert ev["message"] == f'Evicted due to AdmissionCheck in Retry state: "{CHECK}" (capacity not there yet)'
-    requeued = condition(w, "Requeued")
-    assert requeued is not None and (requeued["status"], requeued["reason"]) == ("False", "AdmissionCheck")
+    assert ev is not None and (ev["status"], ev["reason"]) == ("False", "QuotaReserved")
+    assert ev["message"] == f'Previously: Evicted due to AdmissionCheck in Retry state: "{CHECK}" (capacity not there yet)'
+    assert not (w["status"].get("requeueState") or {}).get("requeueAt")
+    assert [(e["reason"], e["count"]) for e in w["status"]["schedulingStats"]["evictions"]] == [("AdmissionCheck", 1)]
     entry = _check_state(kueue, retry_wl) or {}
     assert entry.get("state") == "Pending" and entry.get("retryCount") == 1
     assert entry.get("message") == "Reset to Pending after eviction. Previously: Retry"
-    assert w["status"]["requeueState"]["requeueAt"]
     _events(kueue, "workload", retry_wl, "EvictedDueToAdmissionCheck")
-    # Still backing off: not reserved again.
-    assert not is_true(kueue.get("workload", retry_wl), "QuotaReserved")
-    kueue.advance(61)
-
-    def backoff_finished() -> bool:
-        w = kueue.get("workload", retry_wl)
-        rq = condition(w, "Requeued")
-        return rq is not None and rq["reason"] == "BackoffFinished" and is_true(w, "QuotaReserved")
-
-    wait_for(backoff_finished, what="re-reserved after backoff")
     external.set_state(retry_wl, "Ready", "now it fits")
     wait_for(lambda: is_true(kueue.get("workload", retry_wl), "Admitted"), what="re-admitted")
 

@@ -284,18 +284,41 @@ def admission_checks(
 # --- check-based eviction and deactivation (upstream: reconcileCheckBasedEviction, Reconcile) -------
 
 
+def requeue_at_update(wl: Workload, now: datetime) -> Outcome:
+    """Upstream ``Reconcile`` with ``workload.NeedsRequeueAtUpdate``: a Retry check's delay
+    (``GetMaxRetryTime``, the latest ``lastTransitionTime + requeueAfterSeconds``) still ahead and
+    past the current ``requeueState.requeueAt`` moves ``requeueAt`` there (``SetRequeueState``
+    without counting a requeue). Upstream runs it for every Workload that is not finished, with or
+    without quota."""
+    if is_finished(wl):
+        return NOTHING
+    at = transitions.retry_check_requeue_at(wl)
+    current = transitions.requeue_at(wl)
+    if at is None or at <= now or (current is not None and current >= at):
+        return NOTHING
+    updated = transitions.copy_for_status(wl)
+    transitions.set_requeue_state(updated, at, increment_count=False)
+    return Outcome(status=updated, reason="AdmissionCheckRetryDelayed")
+
+
 def check_based_eviction(wl: Workload, now: datetime, options: SchedulerOptions) -> Outcome:
     """A rejected check starts deactivation (phase 1); a check to retry evicts the Workload, after
     the check's retry delay if it asks for one.
 
     Upstream ``Reconcile``: ``NeedsRequeueAtUpdate`` first moves ``requeueState.requeueAt`` to the
-    latest retry time; ``reconcileCheckBasedEviction`` runs after the ``SyncAdmittedCondition`` of a
-    Workload that is not admitted, in the same pass. (Upstream's reconciler then waits for
-    ``requeueAt`` before evicting — "Waiting for backoff to finish"; here the eviction follows at
-    once and the backoff runs while pending, which the provisioning e2e tests rely on.)
+    latest retry time (:func:`requeue_at_update`); while ``requeueAt`` is ahead an active Workload
+    only waits ("Waiting for backoff to finish"), so a reserved Workload keeps its reservation until
+    then and ``reconcileCheckBasedEviction`` evicts it at ``requeueAt``; that runs after the
+    ``SyncAdmittedCondition`` of a Workload that is not admitted, in the same pass.
     """
     if not has_quota_reservation(wl) or is_evicted(wl) or is_finished(wl):
         return NOTHING
+    delayed = requeue_at_update(wl, now)
+    if delayed.writes:
+        return delayed
+    current = transitions.requeue_at(wl)
+    if is_active(wl) and current is not None and current > now:
+        return Outcome(requeue_after=(current - now).total_seconds(), reason="AdmissionCheckRetryWaiting")
     rejected = transitions.rejected_checks_message(wl)
     if rejected is not None:
         if is_condition_true(wl.status.conditions, DEACTIVATION_TARGET):
@@ -309,12 +332,6 @@ def check_based_eviction(wl: Workload, now: datetime, options: SchedulerOptions)
     retry = transitions.retry_checks_message(wl)
     if retry is None:
         return NOTHING
-    at = transitions.retry_check_requeue_at(wl)
-    current = transitions.requeue_at(wl)
-    if at is not None and at > now and (current is None or at > current):
-        updated = transitions.copy_for_status(wl)
-        transitions.set_requeue_state(updated, at, increment_count=False)
-        return Outcome(status=updated, reason="AdmissionCheckRetryDelayed")
     updated = transitions.copy_for_status(wl)
     if not is_admitted(wl):
         transitions.sync_admitted_condition(updated, now, options)
@@ -382,4 +399,5 @@ __all__ = [
     "queue_state",
     "queue_state_settled",
     "queue_view",
+    "requeue_at_update",
 ]
