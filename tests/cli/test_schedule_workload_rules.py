@@ -152,6 +152,19 @@ def test_loaded_retry_check_with_delay_is_evicted_and_waited_for(tmp_path: Path)
     assert wl["status"].get("requeueState") is None
 
 
+def test_a_reserved_workload_waiting_for_its_retry_delay_is_left_alone(tmp_path: Path) -> None:
+    """Upstream ``Reconcile`` returns at "Waiting for backoff to finish" before the check sync and
+    the Admitted sync: until requeueAt (00:01:05) only requeueAt is written; Admitted is first
+    stamped when the eviction comes, at requeueAt."""
+    check = {"state": "Retry", "message": "try later", "requeueAfterSeconds": 45}
+    waiting = schedule(workload(check=check), tmp_path, "--cycles", "1")
+    assert "Admitted" not in conds(waiting) and "Evicted" not in conds(waiting)
+    assert waiting["status"]["requeueState"]["requeueAt"] == "2026-01-01T00:01:05Z"
+    assert waiting["status"]["admission"]["clusterQueue"] == "cq"
+    settled = schedule(workload(check=check), tmp_path, "--until-quiet")
+    assert conds(settled)["Admitted"][3] == "2026-01-01T00:01:05Z"
+
+
 def test_loaded_rejected_check_deactivates_before_the_first_cycle(tmp_path: Path) -> None:
     wl = schedule(workload(check={"state": "Rejected", "message": "no way"}), tmp_path, "--until-quiet")
     assert wl["spec"]["active"] is False

@@ -357,7 +357,8 @@ class SimulatedCluster:
     def _reconcile_workload(self, key: ObjectKey, checks: bool = False) -> None:
         """The workload controller's rules for one workload, in upstream ``WorkloadReconciler.Reconcile``'s
         order: the checks' requeueAt, deactivation, then (with ``checks``) check-based eviction, then
-        the queue-state rules and the check-list sync."""
+        (unless a reserved workload waits for its checks' retry delay) the queue-state rules and the
+        check-list sync."""
         wl: Workload = self.objects[key].obj
         if is_finished(wl):
             return
@@ -368,6 +369,13 @@ class SimulatedCluster:
         self._deactivate(key)
         if checks and key in self._failed_checks:
             self._reconcile_checks(key)
+        wl = self.objects[key].obj
+        if has_quota_reservation(wl) and not is_evicted(wl) and is_active(wl):
+            retry_at = transitions.requeue_at(wl)
+            if retry_at is not None and retry_at > self.now:
+                # "Waiting for backoff to finish": a check's retry delay is running; upstream returns
+                # before the queue rules and the check sync (as the controller's check eviction does).
+                return
         self._reconcile_queue_state(key)
         self._sync_checks(key)
 
