@@ -17,12 +17,13 @@ from typing import Protocol
 
 import msgspec
 
-from pykueue.api.kueue import Workload
+from pykueue.api.kueue import LocalQueue, Workload
 from pykueue.api.meta import to_time
 from pykueue.core.cache.cache import Cache
 from pykueue.core.decision import Decision
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.queue import REQUEUE_REASON_FAILED_AFTER_NOMINATION, QueueManager, seconds
+from pykueue.core.queue.afs.fair_sharing import AfsSample, admission_fair_sharing_status
+from pykueue.core.queue import REQUEUE_REASON_FAILED_AFTER_NOMINATION, QueueManager, local_queue_key, seconds
 from pykueue.core.scheduler.cycle import Scheduler
 from pykueue.core.scheduler.entry import CycleResult
 from pykueue.core.workload import transitions
@@ -65,6 +66,21 @@ def route_workload_change(
     requeuer (``workqueueRequeuer``) waits on a precise clock, while ``now`` is also compared
     with the API's whole-second timestamps.
     """
+    _route(old, new, cache, queues, issued_evictions, options, now, retry_from)
+    if queues.afs.enabled:
+        _reconcile_afs_penalties(old, new, cache, queues, seconds(now))
+
+
+def _route(
+    old: Workload | None,
+    new: Workload | None,
+    cache: Cache,
+    queues: QueueManager,
+    issued_evictions: set[str],
+    options: SchedulerOptions,
+    now: datetime,
+    retry_from: datetime | None,
+) -> None:
     wl = new if new is not None else old
     assert wl is not None
     key = workload_key(wl)
@@ -128,6 +144,41 @@ def route_workload_change(
         cq = cache.workload_cq.get(key)
         if cq:
             queues.queue_inadmissible_workloads({cq}, retry_ts)
+
+
+def _status(wl: Workload) -> str:
+    """Upstream ``workload.Status`` as far as AFS reads it."""
+    if is_finished(wl):
+        return "finished"
+    if is_admitted(wl):
+        return "admitted"
+    return "reserved" if has_quota_reservation(wl) else "pending"
+
+
+def _reconcile_afs_penalties(old: Workload | None, new: Workload | None, cache: Cache, queues: QueueManager, now: float) -> None:
+    """The workload controller's AFS steps: a deleted Workload's penalty is dropped
+    (``WorkloadReconciler.Delete``); an update runs ``reconcileAfsPenaltiesOnUpdate``."""
+    afs = queues.afs
+    if new is None:
+        assert old is not None
+        afs.sub_penalty(local_queue_key(old.metadata.namespace, old.spec.queue_name), workload_key(old))
+        return
+    if old is None:
+        return
+    key = workload_key(new)
+    lq_key = local_queue_key(new.metadata.namespace, new.spec.queue_name)
+    active, status, prev_status = is_active(new), _status(new), _status(old)
+    if active and status == "admitted" and prev_status != "admitted" and new.status.admission is not None:
+        cq = cache.cluster_queues.get(new.status.admission.cluster_queue)
+        if cq is not None and cq.afs:
+            # ``updateAfsConsumedUsage``, after the cache accounts for the workload's usage.
+            afs.settle(lq_key, key, cache.local_queue_admitted_usage(cq.name, lq_key), now)
+    if old.spec.queue_name != new.spec.queue_name:
+        afs.sub_penalty(local_queue_key(old.metadata.namespace, old.spec.queue_name), key)
+    inactive_unreserved = not active and not has_quota_reservation(new)
+    was_active_or_reserved = is_active(old) or has_quota_reservation(old)
+    if (inactive_unreserved and was_active_or_reserved) or (status == "finished" and prev_status != "finished"):
+        afs.sub_penalty(lq_key, key)
 
 
 def _cache_info(wl: Workload, key: str, cache: Cache, options: SchedulerOptions) -> None:
@@ -333,12 +384,32 @@ class KueueCore:
             # usage is retried now, as the release of that change would have (upstream's handlers
             # requeue the ClusterQueue's inadmissible workloads on such changes).
             self.queues.queue_inadmissible_workloads({cq}, seconds(now))
+        if latest is not None:
+            # ``Scheduler.admit``'s failure path rolls back the entry penalty pushed at assume (a
+            # deleted Workload's is dropped by the delete event).
+            self.queues.afs.sub_penalty(local_queue_key(latest.metadata.namespace, latest.spec.queue_name), key)
         if deleted:
             return
         info = self.queues.inflight(key)
         if info is None:  # no longer the popped head (its LocalQueue changed or it was deleted)
             return
         self.queues.requeue_workload(info, REQUEUE_REASON_FAILED_AFTER_NOMINATION, "", now, latest)
+
+    def sample_local_queue_usage(self, lq: LocalQueue, now: datetime) -> AfsSample | None:
+        """The Admission Fair Sharing branch of upstream ``LocalQueueReconciler.Reconcile`` for an
+        active LocalQueue of an active ClusterQueue: None unless AFS is configured; otherwise the
+        ``status.fairSharing`` to write (when the sampling interval elapsed or a penalty is
+        pending) and when to reconcile again. The ClusterQueue's heap is re-sorted
+        (``RebuildClusterQueue``)."""
+        afs = self.queues.afs
+        if not afs.enabled:
+            return None
+        key = local_queue_key(lq.metadata.namespace, lq.metadata.name)
+        admitted = self.cache.local_queue_admitted_usage(lq.spec.cluster_queue, key)
+        sample = afs.sample(key, admission_fair_sharing_status(lq), admitted, seconds(now))
+        if sample.consumed_resources is not None:
+            self.queues.rebuild_heap(lq.spec.cluster_queue)
+        return sample
 
     def story(self, workload_key: str) -> list[Transition]:
         """The recent decisions about ``workload_key`` (``namespace/name``), oldest first."""

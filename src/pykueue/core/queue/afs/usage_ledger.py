@@ -82,6 +82,10 @@ class AfsUsageLedger:
         self._entries[lq_key] = new
         return new
 
+    def copy(self) -> dict[str, UsageLedgerEntry]:
+        """A point-in-time copy (entries are immutable, so a shallow copy is consistent)."""
+        return dict(self._entries)
+
     def get(self, lq_key: str) -> UsageLedgerEntry | None:
         """Upstream ``Get``."""
         return self._entries.get(lq_key)
