@@ -22,8 +22,8 @@ from pykueue.api.meta import to_time
 from pykueue.core.cache.cache import Cache
 from pykueue.core.decision import Decision
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.queue.afs.fair_sharing import AfsSample, admission_fair_sharing_status
 from pykueue.core.queue import REQUEUE_REASON_FAILED_AFTER_NOMINATION, QueueManager, local_queue_key, seconds
+from pykueue.core.queue.afs.fair_sharing import AfsSample, admission_fair_sharing_status
 from pykueue.core.scheduler.cycle import Scheduler
 from pykueue.core.scheduler.entry import CycleResult
 from pykueue.core.workload import transitions

@@ -33,9 +33,9 @@ from pykueue.api.kueue import BEST_EFFORT_FIFO, ClusterQueue, LocalQueue, Worklo
 from pykueue.api.meta import LabelSelector, label_selector_matches
 from pykueue.core.cache.cache import Cache, ClusterQueueState
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.queue.cluster_queue import AfsUsage, PendingClusterQueue, PendingEntry
 from pykueue.core.queue.afs.admission_fair_sharing import lq_weight_as_float
 from pykueue.core.queue.afs.fair_sharing import AdmissionFairSharing
+from pykueue.core.queue.cluster_queue import AfsUsage, PendingClusterQueue, PendingEntry
 from pykueue.core.queue.local_queue import (
     LocalQueueState,
     is_stopped,

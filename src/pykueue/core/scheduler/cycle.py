@@ -20,7 +20,6 @@ from pykueue.core.cache.snapshot import Snapshot
 from pykueue.core.decision import Decision, cycle_stimulus
 from pykueue.core.events import NORMAL, WARNING, Event
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.queue.afs.usage_ledger import UsageLedgerEntry
 from pykueue.core.queue import (
     REQUEUE_REASON_FAILED_AFTER_NOMINATION,
     REQUEUE_REASON_GENERIC,
@@ -34,6 +33,7 @@ from pykueue.core.queue import (
     QueueManager,
     has_closed_preemption_gate,
 )
+from pykueue.core.queue.afs.usage_ledger import UsageLedgerEntry
 from pykueue.core.quota.tree import FlavorResource, available
 from pykueue.core.scheduler.entry import (
     ASSUMED,
