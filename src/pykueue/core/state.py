@@ -173,6 +173,9 @@ def _reconcile_afs_penalties(old: Workload | None, new: Workload | None, cache: 
         if cq is not None and cq.afs:
             # ``updateAfsConsumedUsage``, after the cache accounts for the workload's usage.
             afs.settle(lq_key, key, cache.local_queue_admitted_usage(cq.name, lq_key), now)
+            # The assume notified the LocalQueue's watchers, whose reconcile ends in
+            # ``RebuildClusterQueue``: the settled usage orders the heap from here on.
+            queues.rebuild_heap(cq.name)
     if old.spec.queue_name != new.spec.queue_name:
         afs.sub_penalty(local_queue_key(old.metadata.namespace, old.spec.queue_name), key)
     inactive_unreserved = not active and not has_quota_reservation(new)
