@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 
@@ -22,8 +22,14 @@ from pykueue.api.meta import to_time
 from pykueue.core.cache.cache import Cache
 from pykueue.core.decision import Decision
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.queue import REQUEUE_REASON_FAILED_AFTER_NOMINATION, QueueManager, local_queue_key, seconds
-from pykueue.core.queue.afs.fair_sharing import AfsSample, admission_fair_sharing_status
+from pykueue.core.queue import (
+    REQUEUE_REASON_FAILED_AFTER_NOMINATION,
+    QueueManager,
+    is_stopped,
+    local_queue_key,
+    seconds,
+)
+from pykueue.core.queue.afs.fair_sharing import admission_fair_sharing_status, fair_sharing_status
 from pykueue.core.scheduler.cycle import Scheduler
 from pykueue.core.scheduler.entry import CycleResult
 from pykueue.core.workload import transitions
@@ -398,21 +404,25 @@ class KueueCore:
             return
         self.queues.requeue_workload(info, REQUEUE_REASON_FAILED_AFTER_NOMINATION, "", now, latest)
 
-    def sample_local_queue_usage(self, lq: LocalQueue, now: datetime) -> AfsSample | None:
-        """The Admission Fair Sharing branch of upstream ``LocalQueueReconciler.Reconcile`` for an
-        active LocalQueue of an active ClusterQueue: None unless AFS is configured; otherwise the
-        ``status.fairSharing`` to write (when the sampling interval elapsed or a penalty is
-        pending) and when to reconcile again. The ClusterQueue's heap is re-sorted
-        (``RebuildClusterQueue``)."""
+    def reconcile_local_queue_usage(self, lq: LocalQueue, now: datetime) -> tuple[dict[str, Any] | None, float | None]:
+        """The Admission Fair Sharing branch of upstream ``LocalQueueReconciler.Reconcile``:
+        (the ``status.fairSharing`` to write, or None to leave it; seconds until the next
+        reconcile, or None). It runs only with AFS configured, for a LocalQueue that is not stopped
+        and whose ClusterQueue exists and is active (the earlier returns of ``Reconcile``); a
+        sample re-sorts the ClusterQueue's heap (``RebuildClusterQueue``)."""
         afs = self.queues.afs
-        if not afs.enabled:
-            return None
+        if not afs.enabled or is_stopped(lq):
+            return None, None
+        cq = self.cache.cluster_queues.get(lq.spec.cluster_queue)
+        if cq is None or not cq.is_active():
+            return None, None
         key = local_queue_key(lq.metadata.namespace, lq.metadata.name)
-        admitted = self.cache.local_queue_admitted_usage(lq.spec.cluster_queue, key)
+        admitted = self.cache.local_queue_admitted_usage(cq.name, key)
         sample = afs.sample(key, admission_fair_sharing_status(lq), admitted, seconds(now))
-        if sample.consumed_resources is not None:
-            self.queues.rebuild_heap(lq.spec.cluster_queue)
-        return sample
+        if sample.consumed_resources is None:
+            return None, sample.requeue_after
+        self.queues.rebuild_heap(cq.name)
+        return fair_sharing_status(lq, sample), sample.requeue_after
 
     def story(self, workload_key: str) -> list[Transition]:
         """The recent decisions about ``workload_key`` (``namespace/name``), oldest first."""
