@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pykueue.api.unmodelled import AFS, MULTIKUEUE, TAS, unmodelled_features
+from pykueue.api.unmodelled import MULTIKUEUE, TAS, unmodelled_features
 
 KUEUE = "kueue.x-k8s.io"
 
@@ -64,21 +64,6 @@ CASES: list[tuple[str, str, str, dict[str, Any], list[tuple[str, str]]]] = [
     ),
     ("multikueue config", KUEUE, "MultiKueueConfig", {"spec": {"clusters": ["c"]}}, [(MULTIKUEUE, "MultiKueueConfig")]),
     ("multikueue cluster", KUEUE, "MultiKueueCluster", {"spec": {}}, [(MULTIKUEUE, "MultiKueueCluster")]),
-    (
-        "usage-based admission fair sharing cluster queue",
-        KUEUE,
-        "ClusterQueue",
-        {"spec": {"admissionScope": {"admissionMode": "UsageBasedAdmissionFairSharing"}}},
-        [(AFS, "spec.admissionScope.admissionMode: UsageBasedAdmissionFairSharing")],
-    ),
-    (
-        "no admission fair sharing cluster queue",
-        KUEUE,
-        "ClusterQueue",
-        {"spec": {"admissionScope": {"admissionMode": "NoAdmissionFairSharing"}}},
-        [],
-    ),
-    ("cluster queue without admission scope", KUEUE, "ClusterQueue", {"spec": {}}, []),
     ("another group's Topology", "example.com", "Topology", {"spec": {}}, []),
 ]
 

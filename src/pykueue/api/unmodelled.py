@@ -18,8 +18,6 @@ from pykueue.api.jobs import TOPOLOGY_REQUEST_ANNOTATIONS, sub
 
 TAS: Final = "Topology Aware Scheduling"
 MULTIKUEUE: Final = "MultiKueue"
-AFS: Final = "Admission Fair Sharing"
-AFS_MODE: Final = "UsageBasedAdmissionFairSharing"
 MULTIKUEUE_CONTROLLER: Final = "kueue.x-k8s.io/multikueue"
 EVENT_REASON: Final = "UnsupportedFeature"
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
@@ -62,15 +60,6 @@ def unmodelled_features(group: str, kind: str, obj: Mapping[str, Any]) -> list[U
                 MULTIKUEUE,
                 f"spec.controllerName: {MULTIKUEUE_CONTROLLER}",
                 "no controller sets this check's state, so workloads that need it stay pending",
-            )
-        ]
-    if kind == "ClusterQueue" and sub(spec, "admissionScope").get("admissionMode") == AFS_MODE:
-        return [
-            Unmodelled(
-                AFS,
-                f"spec.admissionScope.admissionMode: {AFS_MODE}",
-                "pending workloads are ordered by priority and creation time, not by their LocalQueue's"
-                " usage, and preemption does not compare LocalQueue usage",
             )
         ]
     if kind in ("MultiKueueConfig", "MultiKueueCluster"):
