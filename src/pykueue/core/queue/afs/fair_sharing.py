@@ -52,6 +52,8 @@ def fair_sharing_status(lq: LocalQueue, sample: AfsSample) -> dict[str, Any]:
     ``admissionFairSharingStatus`` (upstream ``updateAdmissionFsStatus``)."""
     assert sample.consumed_resources is not None
     out = dict((lq.status.fair_sharing if lq.status is not None else None) or {})
+    # ``LocalQueueFairSharingStatus.WeightedShare`` is an int64 without omitempty: always written.
+    out.setdefault("weightedShare", 0)
     out["admissionFairSharingStatus"] = {
         "consumedResources": {
             name: format_quantity(v, QuantityFormat.DECIMAL_SI) for name, v in sorted(sample.consumed_resources.items())
