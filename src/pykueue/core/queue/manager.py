@@ -312,6 +312,12 @@ class QueueManager:
         state = self._lqs.pop(key, None)
         if state is not None:
             self._release(state)
+        # ``ClusterQueue.deleteLocalQueue`` drops the weight; the usage history stays until the
+        # LocalQueue object is deleted (:meth:`forget_local_queue_usage`), e.g. across a stop.
+        self.afs.weights.pop(key, None)
+
+    def forget_local_queue_usage(self, key: str) -> None:
+        """``LocalQueueReconciler.Delete``: a deleted LocalQueue's AFS ledger entry goes."""
         self.afs.forget_local_queue(key)
 
     def _adopt(self, state: LocalQueueState) -> None:

@@ -158,7 +158,6 @@ class AdmissionFairSharing:
 
     def forget_local_queue(self, lq_key: str) -> None:
         """Upstream ``LocalQueueReconciler.Delete``: drop the ledger entry."""
-        self.weights.pop(lq_key, None)
         if self.config is not None:
             self.ledger.delete(lq_key)
 
