@@ -413,21 +413,21 @@ apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
 metadata: {name: lq-b, namespace: default}
 spec: {clusterQueue: cq}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: Workload
-metadata: {name: a1, namespace: default, creationTimestamp: "2026-01-01T00:00:00Z"}
-spec:
-  queueName: lq-a
-  podSets: [{name: main, count: 1, template: {spec: {containers: [{name: c, resources: {requests: {cpu: "4"}}}]}}}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: Workload
-metadata: {name: b1, namespace: default, creationTimestamp: "2026-01-01T00:00:01Z"}
-spec:
-  queueName: lq-b
-  podSets: [{name: main, count: 1, template: {spec: {containers: [{name: c, resources: {requests: {cpu: "4"}}}]}}}]
 """
+
+
+def afs_workload(name: str, queue: str, created: str) -> str:
+    return f"""---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {{name: {name}, namespace: default, creationTimestamp: "{created}"}}
+spec:
+  queueName: {queue}
+  podSets: [{{name: main, count: 1, template: {{spec: {{containers: [{{name: c, resources: {{requests: {{cpu: "4"}}}}}}]}}}}}}]
+"""
+
+
+AFS_STATE += afs_workload("a1", "lq-a", "2026-01-01T00:00:00Z") + afs_workload("b1", "lq-b", "2026-01-01T00:00:01Z")
 
 
 def test_admission_fair_sharing_orders_by_local_queue_usage(tmp_path: Path) -> None:

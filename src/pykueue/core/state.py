@@ -72,21 +72,6 @@ def route_workload_change(
     requeuer (``workqueueRequeuer``) waits on a precise clock, while ``now`` is also compared
     with the API's whole-second timestamps.
     """
-    _route(old, new, cache, queues, issued_evictions, options, now, retry_from)
-    if queues.afs.enabled:
-        _reconcile_afs_penalties(old, new, cache, queues, seconds(now))
-
-
-def _route(
-    old: Workload | None,
-    new: Workload | None,
-    cache: Cache,
-    queues: QueueManager,
-    issued_evictions: set[str],
-    options: SchedulerOptions,
-    now: datetime,
-    retry_from: datetime | None,
-) -> None:
     wl = new if new is not None else old
     assert wl is not None
     key = workload_key(wl)
@@ -346,6 +331,8 @@ class KueueCore:
             now=now,
             retry_from=retry_from,
         )
+        if self.queues.afs.enabled:
+            _reconcile_afs_penalties(old, new, self.cache, self.queues, seconds(now))
 
     def cycle(self, now: datetime) -> CycleResult:
         """One scheduling cycle; its decisions are applied as they are taken and returned in order."""
