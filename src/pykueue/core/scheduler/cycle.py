@@ -648,7 +648,7 @@ class Scheduler:
             e.skip_status_update = True
             return "Could not admit Workload and assign flavors in apiserver"
         self._assumed.append(assumed)
-        if self._should_apply_entry_penalty(info, cq):
+        if cq.afs and self._should_apply_entry_penalty(info, cq):
             self._push_entry_penalty(info, cq, now)
         return None
 

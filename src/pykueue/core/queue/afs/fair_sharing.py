@@ -84,17 +84,15 @@ class AfsSample:
 class AdmissionFairSharing:
     """The AFS configuration, the usage ledger and the LocalQueue weights."""
 
-    __slots__ = ("config", "ledger", "weights")
+    __slots__ = ("config", "enabled", "ledger", "weights")
 
     def __init__(self, config: AdmissionFairSharingConfig | None) -> None:
         self.config = config
+        # Upstream ``admissionfairsharing.Enabled`` (the gate is applied when the config is read);
+        # a plain attribute, read on every observed change.
+        self.enabled = config is not None
         self.ledger = AfsUsageLedger()
         self.weights: dict[str, float] = {}
-
-    @property
-    def enabled(self) -> bool:
-        """Upstream ``admissionfairsharing.Enabled`` (the gate is applied when the config is read)."""
-        return self.config is not None
 
     def applies_to(self, admission_mode: str) -> bool:
         """Upstream ``ResourceWeights``'s first result: AFS on and the ClusterQueue opted in."""
