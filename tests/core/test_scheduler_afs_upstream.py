@@ -16,6 +16,11 @@ from the API client only (the queue manager keeps it, and the heap reads cached 
 core reads no API client, so those cases run with the LocalQueue in place, which is what upstream's
 queue manager sees. Upstream runs each case under four ``WorkloadRequestUseMergePatch`` /
 ``UnadmittedWorkloadsObservability`` scenarios that do not change these outcomes; pykueue runs it once.
+
+Not ported: ``scheduler_afs_secondpass_test.go`` ``TestSecondPassDoesNotRepushEntryPenalty`` — the
+second scheduling pass (delayed topology assignment, node-failure replacement) belongs to Topology
+Aware Scheduling, which pykueue does not implement; the rule it pins (a workload that already holds
+a reservation pushes no second penalty) is the last ``TestShouldApplyEntryPenalty`` case below.
 """
 
 from __future__ import annotations
