@@ -247,3 +247,44 @@ def test_should_apply_entry_penalty(config: bool, mode: str, reserved: bool, wan
     if reserved:
         wl = admitted(wl, "cq", {"cpu": "default"}, at_time=NOW)
     assert cluster.scheduler._should_apply_entry_penalty(info(wl), cluster.cache.cluster_queues["cq"]) is want
+
+
+@pytest.mark.parametrize(
+    ("afs_on", "want_victim"), [(True, "a-old"), (False, "b-new")], ids=["afs", "no afs"]
+)
+def test_preemption_prefers_candidates_of_the_busier_local_queue(afs_on: bool, want_victim: str) -> None:
+    """Not an upstream table: ``CandidatesOrdering``'s AFS rule through a whole cycle. Of two
+    equal-priority candidates in the preemptor's ClusterQueue, the one whose LocalQueue has the
+    higher usage goes first (upstream ``snapshotClusterQueue`` gives each an ``LocalQueueFSUsage``);
+    without AFS the more recently admitted one does."""
+    cq = cluster_queue(
+        "cq1", flavor_quotas("default", cpu="2"), preemption={"within_cluster_queue": "LowerPriority"}
+    )
+    cq.spec.admission_scope = AdmissionScope(admission_mode="UsageBasedAdmissionFairSharing")
+    victims = [
+        admitted(
+            workload(name, queue=queue, priority=0, requests={"cpu": "1"}),
+            "cq1",
+            {"cpu": "default"},
+            at_time=when,
+            admitted_condition=True,
+        )
+        for name, queue, when in (
+            ("a-old", "lq-a", NOW - timedelta(hours=1)),
+            ("b-new", "lq-b", NOW - timedelta(minutes=1)),
+        )
+    ]
+    preemptor = workload("high", queue="lq-c", priority=100, created=NOW, requests={"cpu": "1"})
+    cluster = simulate(
+        [namespace("default"), flavor("default"), cq, *QUEUES, *victims, preemptor], _options(afs_on), NOW
+    )
+    cluster.queues.afs.ledger.set_for_test(
+        "default/lq-a", {"cpu": parse_quantity("8").value}, NOW.timestamp()
+    )
+    cluster.run_cycle()
+    evicted = [
+        wl.metadata.name
+        for wl in cluster.workloads()
+        if conditions(wl).get("Evicted", ("False",))[0] == "True"
+    ]
+    assert evicted == [want_victim]
