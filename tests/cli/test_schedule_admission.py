@@ -373,3 +373,87 @@ spec:
         return any(c["type"] == "QuotaReserved" and c["status"] == "True" for c in conditions)
 
     assert (reserved(wls["a-low"]), reserved(wls["b-high"])) == (False, True)
+
+
+AFS_CONFIG = """apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+admissionFairSharing:
+  usageHalfLifeTime: 10m
+  usageSamplingInterval: 1m
+"""
+
+AFS_STATE = """apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: default}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  namespaceSelector: {}
+  admissionScope: {admissionMode: UsageBasedAdmissionFairSharing}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: default
+      resources: [{name: cpu, nominalQuota: "4"}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: lq-a, namespace: default}
+spec: {clusterQueue: cq}
+status:
+  fairSharing:
+    weightedShare: 0
+    admissionFairSharingStatus:
+      consumedResources: {cpu: "8"}
+      lastUpdate: "2026-01-01T00:00:00Z"
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: lq-b, namespace: default}
+spec: {clusterQueue: cq}
+"""
+
+
+def afs_workload(name: str, queue: str, created: str) -> str:
+    return f"""---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {{name: {name}, namespace: default, creationTimestamp: "{created}"}}
+spec:
+  queueName: {queue}
+  podSets: [{{name: main, count: 1, template: {{spec: {{containers: [{{name: c, resources: {{requests: {{cpu: "4"}}}}}}]}}}}}}]
+"""
+
+
+AFS_STATE += afs_workload("a1", "lq-a", "2026-01-01T00:00:00Z") + afs_workload("b1", "lq-b", "2026-01-01T00:00:01Z")
+
+
+def test_admission_fair_sharing_orders_by_local_queue_usage(tmp_path: Path) -> None:
+    """A ClusterQueue with ``admissionMode: UsageBasedAdmissionFairSharing`` and the
+    Configuration's ``admissionFairSharing`` admits from the LocalQueue with the lower decayed
+    usage (lq-b, none) before the older workload of lq-a (8 CPU persisted in its status), and
+    writes each LocalQueue's ``status.fairSharing.admissionFairSharingStatus``; without the
+    configuration the older workload goes first."""
+    config = tmp_path / "config.yaml"
+    config.write_text(AFS_CONFIG)
+    now = "2026-01-01T00:00:05Z"
+    proc = schedule("-f", "-", "--now", now, "--config", str(config), stdin=AFS_STATE)
+    assert proc.returncode == 0, proc.stderr
+    out = {(d["kind"], d["metadata"]["name"]): d for d in docs(proc.stdout)}
+    assert out[("Workload", "b1")]["status"]["admission"]["clusterQueue"] == "cq"
+    assert "admission" not in out[("Workload", "a1")].get("status", {})
+    assert out[("LocalQueue", "lq-a")]["status"]["fairSharing"] == {
+        "weightedShare": 0,
+        "admissionFairSharingStatus": {"consumedResources": {"cpu": "8"}, "lastUpdate": now},
+    }
+    assert out[("LocalQueue", "lq-b")]["status"]["fairSharing"]["admissionFairSharingStatus"] == {
+        "consumedResources": {},
+        "lastUpdate": now,
+    }
+    plain = schedule("-f", "-", "--now", now, stdin=AFS_STATE)
+    assert plain.returncode == 0, plain.stderr
+    out = {(d["kind"], d["metadata"]["name"]): d for d in docs(plain.stdout)}
+    assert out[("Workload", "a1")]["status"]["admission"]["clusterQueue"] == "cq"
+    assert "admission" not in out[("Workload", "b1")].get("status", {})

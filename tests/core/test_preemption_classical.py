@@ -950,14 +950,19 @@ def test_candidates_ordering() -> None:
 
 
 def test_candidates_ordering_admission_fair_sharing_hook() -> None:
-    low = _reserved("low_lq_usage", "preemptor", 1, 0)
-    low.local_queue = "low"
-    mid = _reserved("mid_lq_usage", "preemptor", 10, 0)
-    mid.local_queue = "mid"
-    usage = {"low": 0.1, "mid": 0.5}
+    low = info(admitted(workload("low_lq_usage", priority=1, queue="low"), "preemptor", {"cpu": "default"}, at_time=at(0)))
+    mid = info(admitted(workload("mid_lq_usage", priority=10, queue="mid"), "preemptor", {"cpu": "default"}, at_time=at(0)))
+    usage = {"default/low": 0.1, "default/mid": 0.5}
     now = at(0).timestamp()
     assert compare_candidates(low, mid, "preemptor", now) < 0
     assert compare_candidates(low, mid, "preemptor", now, lambda w: usage[w.local_queue]) > 0
+    # ``resourceUsagePreemptionEnabled`` compares queue names, not namespaces: the same queue name
+    # in another namespace is not compared by usage.
+    other_ns = info(
+        admitted(workload("other_ns", "team-b", priority=10, queue="low"), "preemptor", {"cpu": "default"}, at_time=at(0))
+    )
+    usage["team-b/low"] = 0.9
+    assert compare_candidates(low, other_ns, "preemptor", now, lambda w: usage[w.local_queue]) < 0
 
 
 # Upstream ``TestCandidatesOrdering`` (preemption_test.go): sorting with ``CandidatesOrdering`` for a

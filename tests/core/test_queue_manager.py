@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from msgspec.structs import replace as sreplace
 
+from pykueue.api.config import AdmissionFairSharingConfig, Duration
 from pykueue.api.feature_gates import DEFAULT_GATES
 from pykueue.api.kueue import (
     BEST_EFFORT_FIFO,
@@ -24,6 +26,7 @@ from pykueue.api.kueue import (
     ClusterQueueSpec,
     Cohort,
     CohortSpec,
+    FairSharing,
     LocalQueue,
     LocalQueueSpec,
     PodSet,
@@ -1460,6 +1463,31 @@ def test_afs_hook_orders_before_priority_and_sticky() -> None:
     usage["default/lq-b"] = 10.0
     m.rebuild_heap("cq")
     assert head_names(m.heads(ACTIVE)) == ["high"]
+
+
+def test_afs_ledger_orders_heap_and_weight_change_resorts() -> None:
+    """With ``admissionFairSharing`` configured the heap reads the ledger (no hook needed); a
+    LocalQueue weight change re-sorts (``UpdateLocalQueueWeight``); stopping a LocalQueue keeps its
+    history, deleting the object drops it (``LocalQueueReconciler.Delete``)."""
+    afs_cfg = AdmissionFairSharingConfig(usage_half_life_time=Duration.parse("10m"))
+    m = QueueManager(SchedulerOptions(admission_fair_sharing=afs_cfg))
+    m.set_namespace_labels(NS, {})
+    m.add_cluster_queue(cq_obj("cq", admission_mode="UsageBasedAdmissionFairSharing"))
+    m.add_local_queue(lq_obj("lq-a", "cq"))
+    m.add_local_queue(lq_obj("lq-b", "cq"))
+    m.afs.ledger.set_for_test("default/lq-a", {"cpu": Fraction(4)}, 0.0)
+    m.afs.ledger.set_for_test("default/lq-b", {"cpu": Fraction(2)}, 0.0)
+    m.add_or_update_workload(wl("a", queue="lq-a"), NOW)
+    m.add_or_update_workload(wl("b", queue="lq-b", cpu="2"), NOW)
+    assert [i.name for i in m.pending_workloads("cq")] == ["b", "a"]
+    heavy_b = lq_obj("lq-b", "cq")
+    heavy_b.spec.fair_sharing = FairSharing(weight="0.25")  # usage 2 / 0.25 = 8 > 4
+    m.update_local_queue(heavy_b)
+    assert [i.name for i in m.pending_workloads("cq")] == ["a", "b"]
+    m.update_local_queue(lq_obj("lq-b", "cq", stop_policy="Hold"))
+    assert m.afs.ledger.get("default/lq-b") is not None
+    m.forget_local_queue_usage("default/lq-b")
+    assert m.afs.ledger.get("default/lq-b") is None
 
 
 def test_time_may_be_a_datetime() -> None:

@@ -376,6 +376,7 @@ class ClusterCache:
             key = f"{ns}/{name}"
             gone = self.local_queues.pop(key, None)
             self.queues.delete_local_queue(key)
+            self.queues.forget_local_queue_usage(key)
             if self.metrics is not None:
                 self.metrics.metrics.clear_local_queue(ns, name)
             if gone is not None and gone.spec.cluster_queue:

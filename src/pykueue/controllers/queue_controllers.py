@@ -112,6 +112,11 @@ class QueueControllers:
         if lq is None:
             return
         status = local_queue_status(lq, ctx.cache, ctx.queues.pending_count_local_queue(key), ctx.now())
+        fair_sharing, requeue_after = ctx.core.reconcile_local_queue_usage(lq, ctx.now())
+        if fair_sharing is not None:
+            status = msgspec.structs.replace(status, fair_sharing=fair_sharing)
+        if requeue_after is not None:
+            ctx.requeue_after(LOCAL_QUEUE, key, requeue_after)
         if status != lq.status:
             self._write_status(R.LOCAL_QUEUES, msgspec.structs.replace(lq, status=status), (LOCAL_QUEUE, key))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pykueue.api.config import KueueConfig
+from pykueue.api.config import AdmissionFairSharingConfig, KueueConfig
 from pykueue.api.feature_gates import DEFAULT_GATES, FeatureGates
 from pykueue.api.podspec import ResourceTransformation
 
@@ -33,6 +33,8 @@ class SchedulerOptions:
     backoff_base_seconds: int = 60
     backoff_max_seconds: int = 3600
     backoff_limit_count: int | None = None
+    admission_fair_sharing: AdmissionFairSharingConfig | None = field(default=None, compare=False, hash=False)
+    """The Configuration's ``admissionFairSharing`` when the ``AdmissionFairSharing`` gate allows it."""
 
     _gate_values: dict[str, bool] = field(init=False, repr=False, compare=False, hash=False)
 
@@ -83,4 +85,5 @@ def options_from_config(cfg: KueueConfig) -> SchedulerOptions:
         backoff_base_seconds=(rs.backoff_base_seconds if rs and rs.backoff_base_seconds is not None else 60),
         backoff_max_seconds=(rs.backoff_max_seconds if rs and rs.backoff_max_seconds is not None else 3600),
         backoff_limit_count=rs.backoff_limit_count if rs else None,
+        admission_fair_sharing=cfg.admission_fair_sharing,
     )

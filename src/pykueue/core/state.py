@@ -13,16 +13,23 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 
-from pykueue.api.kueue import Workload
+from pykueue.api.kueue import LocalQueue, Workload
 from pykueue.api.meta import to_time
 from pykueue.core.cache.cache import Cache
 from pykueue.core.decision import Decision
 from pykueue.core.options import SchedulerOptions
-from pykueue.core.queue import REQUEUE_REASON_FAILED_AFTER_NOMINATION, QueueManager, seconds
+from pykueue.core.queue import (
+    REQUEUE_REASON_FAILED_AFTER_NOMINATION,
+    QueueManager,
+    is_stopped,
+    local_queue_key,
+    seconds,
+)
+from pykueue.core.queue.afs.fair_sharing import admission_fair_sharing_status, fair_sharing_status
 from pykueue.core.scheduler.cycle import Scheduler
 from pykueue.core.scheduler.entry import CycleResult
 from pykueue.core.workload import transitions
@@ -128,6 +135,44 @@ def route_workload_change(
         cq = cache.workload_cq.get(key)
         if cq:
             queues.queue_inadmissible_workloads({cq}, retry_ts)
+
+
+def _status(wl: Workload) -> str:
+    """Upstream ``workload.Status`` as far as AFS reads it."""
+    if is_finished(wl):
+        return "finished"
+    if is_admitted(wl):
+        return "admitted"
+    return "reserved" if has_quota_reservation(wl) else "pending"
+
+
+def _reconcile_afs_penalties(old: Workload | None, new: Workload | None, cache: Cache, queues: QueueManager, now: float) -> None:
+    """The workload controller's AFS steps: a deleted Workload's penalty is dropped
+    (``WorkloadReconciler.Delete``); an update runs ``reconcileAfsPenaltiesOnUpdate``."""
+    afs = queues.afs
+    if new is None:
+        assert old is not None
+        afs.sub_penalty(local_queue_key(old.metadata.namespace, old.spec.queue_name), workload_key(old))
+        return
+    if old is None:
+        return
+    key = workload_key(new)
+    lq_key = local_queue_key(new.metadata.namespace, new.spec.queue_name)
+    active, status, prev_status = is_active(new), _status(new), _status(old)
+    if active and status == "admitted" and prev_status != "admitted" and new.status.admission is not None:
+        cq = cache.cluster_queues.get(new.status.admission.cluster_queue)
+        if cq is not None and cq.afs:
+            # ``updateAfsConsumedUsage``, after the cache accounts for the workload's usage.
+            afs.settle(lq_key, key, cache.local_queue_admitted_usage(cq.name, lq_key), now)
+            # The assume notified the LocalQueue's watchers, whose reconcile ends in
+            # ``RebuildClusterQueue``: the settled usage orders the heap from here on.
+            queues.rebuild_heap(cq.name)
+    if old.spec.queue_name != new.spec.queue_name:
+        afs.sub_penalty(local_queue_key(old.metadata.namespace, old.spec.queue_name), key)
+    inactive_unreserved = not active and not has_quota_reservation(new)
+    was_active_or_reserved = is_active(old) or has_quota_reservation(old)
+    if (inactive_unreserved and was_active_or_reserved) or (status == "finished" and prev_status != "finished"):
+        afs.sub_penalty(lq_key, key)
 
 
 def _cache_info(wl: Workload, key: str, cache: Cache, options: SchedulerOptions) -> None:
@@ -286,6 +331,8 @@ class KueueCore:
             now=now,
             retry_from=retry_from,
         )
+        if self.queues.afs.enabled:
+            _reconcile_afs_penalties(old, new, self.cache, self.queues, seconds(now))
 
     def cycle(self, now: datetime) -> CycleResult:
         """One scheduling cycle; its decisions are applied as they are taken and returned in order."""
@@ -333,12 +380,36 @@ class KueueCore:
             # usage is retried now, as the release of that change would have (upstream's handlers
             # requeue the ClusterQueue's inadmissible workloads on such changes).
             self.queues.queue_inadmissible_workloads({cq}, seconds(now))
+        if latest is not None:
+            # ``Scheduler.admit``'s failure path rolls back the entry penalty pushed at assume (a
+            # deleted Workload's is dropped by the delete event).
+            self.queues.afs.sub_penalty(local_queue_key(latest.metadata.namespace, latest.spec.queue_name), key)
         if deleted:
             return
         info = self.queues.inflight(key)
         if info is None:  # no longer the popped head (its LocalQueue changed or it was deleted)
             return
         self.queues.requeue_workload(info, REQUEUE_REASON_FAILED_AFTER_NOMINATION, "", now, latest)
+
+    def reconcile_local_queue_usage(self, lq: LocalQueue, now: datetime) -> tuple[dict[str, Any] | None, float | None]:
+        """The Admission Fair Sharing branch of upstream ``LocalQueueReconciler.Reconcile``:
+        (the ``status.fairSharing`` to write, or None to leave it; seconds until the next
+        reconcile, or None). It runs only with AFS configured, for a LocalQueue that is not stopped
+        and whose ClusterQueue exists and is active (the earlier returns of ``Reconcile``); a
+        sample re-sorts the ClusterQueue's heap (``RebuildClusterQueue``)."""
+        afs = self.queues.afs
+        if not afs.enabled or is_stopped(lq):
+            return None, None
+        cq = self.cache.cluster_queues.get(lq.spec.cluster_queue)
+        if cq is None or not cq.is_active():
+            return None, None
+        key = local_queue_key(lq.metadata.namespace, lq.metadata.name)
+        admitted = self.cache.local_queue_admitted_usage(cq.name, key)
+        sample = afs.sample(key, admission_fair_sharing_status(lq), admitted, seconds(now))
+        if sample.consumed_resources is None:
+            return None, sample.requeue_after
+        self.queues.rebuild_heap(cq.name)
+        return fair_sharing_status(lq, sample), sample.requeue_after
 
     def story(self, workload_key: str) -> list[Transition]:
         """The recent decisions about ``workload_key`` (``namespace/name``), oldest first."""

@@ -132,8 +132,11 @@ def local_queue_status(
             observed_generation=gen,
         )
     set_status_condition(conditions, cond, now)
+    # ``status.fairSharing`` (Admission Fair Sharing's consumed usage) is written by the AFS
+    # branch of the reconcile (``KueueCore.reconcile_local_queue_usage``) and kept here.
+    fair_sharing = lq.status.fair_sharing if lq.status else None
     if cq is None:
-        return LocalQueueStatus(conditions=conditions)
+        return LocalQueueStatus(conditions=conditions, fair_sharing=fair_sharing)
     mine = [w for w in cq.workloads.values() if w.local_queue == key]
     admitted = [w for w in mine if is_admitted(w.obj)]
 
@@ -152,6 +155,7 @@ def local_queue_status(
         admitted_workloads=len(admitted),
         flavors_reservation=lq_usage(_sum_usage(mine)),
         flavors_usage=lq_usage(_sum_usage(admitted)),
+        fair_sharing=fair_sharing,
     )
 
 

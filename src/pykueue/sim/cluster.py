@@ -24,6 +24,7 @@ from pykueue.api.kueue import (
     ClusterQueue,
     Cohort,
     LocalQueue,
+    LocalQueueStatus,
     Namespace,
     ResourceFlavor,
     Workload,
@@ -114,6 +115,8 @@ class SimulatedCluster:
         self._backing_off: set[ObjectKey] = set()
         # While catching up between cycles: the previous cycle's time (see ``advance``).
         self._retry_from: datetime | None = None
+        # Admission Fair Sharing: when each LocalQueue's reconcile is next due (epoch seconds).
+        self._afs_due: dict[str, float] = {}
 
     # --- the core's Driver ----------------------------------------------------------------------
 
@@ -441,11 +444,39 @@ class SimulatedCluster:
             self._deliver_updates()
         finally:
             self._retry_from = None
+        self._reconcile_local_queue_usage()
         self.core.requeue_due(self.now)
+
+    def _reconcile_local_queue_usage(self) -> None:
+        """Admission Fair Sharing: each LocalQueue's reconcile when its ``RequeueAfter`` is due or
+        an entry penalty of it is pending (the assume notifies its watchers), as upstream's
+        ``LocalQueueReconciler`` does; it writes ``status.fairSharing``."""
+        afs = self.queues.afs
+        if not afs.enabled:
+            return
+        now = self.now.timestamp()
+        for key in self.order:
+            if key[0] != "LocalQueue":
+                continue
+            lq = self.objects[key].obj
+            assert isinstance(lq, LocalQueue)
+            lq_key = f"{key[1]}/{key[2]}"
+            due = self._afs_due.get(lq_key)
+            if due is not None and due > now and not afs.ledger.has_pending_penalty(lq_key):
+                continue
+            fair_sharing, requeue_after = self.core.reconcile_local_queue_usage(lq, self.now)
+            if fair_sharing is not None:
+                status = lq.status if lq.status is not None else LocalQueueStatus()
+                lq.status = msgspec.structs.replace(status, fair_sharing=fair_sharing)
+            if requeue_after is None:
+                self._afs_due.pop(lq_key, None)
+            else:
+                self._afs_due[lq_key] = now + requeue_after
 
     # --- running --------------------------------------------------------------------------------
 
     def run_cycle(self) -> CycleResult:
+        self._reconcile_local_queue_usage()
         result = self.core.cycle(self.now)
         self._deliver_updates()
         self._sync_touched()

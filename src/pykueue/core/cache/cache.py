@@ -438,6 +438,23 @@ class Cache:
         for cq in self.cluster_queues.values():
             yield from cq.workloads.values()
 
+    def local_queue_admitted_usage(self, cq_name: str, lq_key: str) -> dict[str, int]:
+        """Upstream ``LocalQueue.GetAdmittedUsage``: the usage of the LocalQueue's admitted
+        workloads in ``cq_name``, summed over flavors per resource.
+
+        Only Admission Fair Sharing reads it (on an admission and on a LocalQueue's sampling
+        tick), so it is summed on demand rather than kept up to date."""
+        out: dict[str, int] = {}
+        cq = self.cluster_queues.get(cq_name)
+        if cq is None:
+            return out
+        for info in cq.workloads.values():
+            if info.local_queue != lq_key or not is_condition_true(info.obj.status.conditions, "Admitted"):
+                continue
+            for (_flavor, resource), v in info.usage.items():
+                out[resource] = out.get(resource, 0) + v
+        return out
+
 
 def _cycle_members(parents: dict[str, str]) -> set[str]:
     """Cohorts that lie on a parent cycle."""

@@ -33,6 +33,8 @@ from pykueue.api.kueue import BEST_EFFORT_FIFO, ClusterQueue, LocalQueue, Worklo
 from pykueue.api.meta import LabelSelector, label_selector_matches
 from pykueue.core.cache.cache import Cache, ClusterQueueState
 from pykueue.core.options import SchedulerOptions
+from pykueue.core.queue.afs.admission_fair_sharing import lq_weight_as_float
+from pykueue.core.queue.afs.fair_sharing import AdmissionFairSharing
 from pykueue.core.queue.cluster_queue import AfsUsage, PendingClusterQueue, PendingEntry
 from pykueue.core.queue.local_queue import (
     LocalQueueState,
@@ -178,6 +180,10 @@ class QueueManager:
     ) -> None:
         self.options = options or SchedulerOptions()
         self.tree: CohortTree = self._make_tree(tree)
+        # Admission Fair Sharing (upstream ``Manager.AfsUsageLedger``); inert unless configured.
+        self.afs = AdmissionFairSharing(self.options.admission_fair_sharing)
+        if afs_usage is None and self.afs.enabled:
+            afs_usage = self._lq_fs_usage
         self._afs_usage = afs_usage
         self._cqs: dict[str, PendingClusterQueue] = {}
         self._sorted_cq_names: list[str] | None = None
@@ -186,6 +192,10 @@ class QueueManager:
         self._assigned: dict[str, str] = {}
         self._namespaces: dict[str, dict[str, str]] = {}
         self._requests: dict[RetryRequest, float] = {}
+
+    def _lq_fs_usage(self, info: WorkloadInfo) -> float:
+        """Upstream ``Info.ComputeLocalQueueFSUsage`` with the cached LocalQueue weight."""
+        return self.afs.usage(info.local_queue)
 
     def _make_tree(self, tree: CohortTree | Cache | Callable[[str], str | None] | None) -> CohortTree:
         if tree is None:
@@ -268,6 +278,7 @@ class QueueManager:
             return
         state = LocalQueueState.from_api(lq)
         self._lqs[key] = state
+        self.afs.set_weight(key, lq_weight_as_float(lq))
         for wl in workloads:
             if _lq_key_of(wl) != key:
                 continue
@@ -291,6 +302,9 @@ class QueueManager:
             self._release(state)
             state.cluster_queue = lq.spec.cluster_queue
             self._adopt(state)
+        if self.afs.set_weight(key, lq_weight_as_float(lq)):
+            # ``ClusterQueue.UpdateLocalQueueWeight``: the LocalQueue's workloads all move at once.
+            self.rebuild_heap(state.cluster_queue)
 
     def delete_local_queue(self, lq_or_key: LocalQueue | str) -> None:
         """Forget a LocalQueue and remove its workloads from its ClusterQueue."""
@@ -298,6 +312,13 @@ class QueueManager:
         state = self._lqs.pop(key, None)
         if state is not None:
             self._release(state)
+        # ``ClusterQueue.deleteLocalQueue`` drops the weight; the usage history stays until the
+        # LocalQueue object is deleted (:meth:`forget_local_queue_usage`), e.g. across a stop.
+        self.afs.weights.pop(key, None)
+
+    def forget_local_queue_usage(self, key: str) -> None:
+        """``LocalQueueReconciler.Delete``: a deleted LocalQueue's AFS ledger entry goes."""
+        self.afs.forget_local_queue(key)
 
     def _adopt(self, state: LocalQueueState) -> None:
         """``AddFromLocalQueue``: push the LocalQueue's workloads not yet tracked by its CQ."""
@@ -529,6 +550,11 @@ class QueueManager:
                 # entry): the pop only counts its pop cycle.
                 cq.pop_cycle += 1
                 continue
+            if cq.afs_usage is not None and self.afs.has_pending_penalty(
+                lq.key for lq in self._local_queues_of(name)
+            ):
+                # ``ClusterQueue.Pop``: a pending penalty moves all of a LocalQueue's workloads.
+                cq.rebuild_heap()
             entry = cq.pop()
             if entry is None:
                 continue

@@ -8,7 +8,7 @@ time comes in as ``now`` and every write leaves as a ``Decision`` through the in
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Protocol
@@ -33,6 +33,7 @@ from pykueue.core.queue import (
     QueueManager,
     has_closed_preemption_gate,
 )
+from pykueue.core.queue.afs.usage_ledger import UsageLedgerEntry
 from pykueue.core.quota.tree import FlavorResource, available
 from pykueue.core.scheduler.entry import (
     ASSUMED,
@@ -56,7 +57,13 @@ from pykueue.core.scheduler.preemption.common import Target
 from pykueue.core.scheduler.preemption.preemptor import Preemptor, apply_eviction_for_preemption
 from pykueue.core.workload import transitions
 from pykueue.core.workload.admissibility import Problem, admissibility_problem
-from pykueue.core.workload.info import BLOCKED_ON_PREEMPTION_GATES, REQUEUED, WorkloadInfo, has_failed_checks
+from pykueue.core.workload.info import (
+    BLOCKED_ON_PREEMPTION_GATES,
+    REQUEUED,
+    WorkloadInfo,
+    has_failed_checks,
+    has_quota_reservation,
+)
 
 DEFERRED_FIT_MESSAGE = (
     "Workload has overlapping preemption targets with another workload, but will fit after these "
@@ -125,6 +132,13 @@ class Scheduler:
         self.options = options
         self._now_ts = 0.0
         self.preemptor = Preemptor(options, clock=lambda: self._now_ts)
+        # Admission Fair Sharing: the LocalQueue usage the snapshot gives each candidate of an AFS
+        # ClusterQueue (upstream ``snapshotClusterQueue`` sets ``LocalQueueFSUsage``), read from the
+        # ledger as it was when the cycle's snapshot was taken.
+        self._afs_usage_at_snapshot: dict[str, float] = {}
+        self._afs_ledger_at_snapshot: Mapping[str, UsageLedgerEntry] = {}
+        if queues.afs.enabled:
+            self.preemptor.lq_usage = self._candidate_lq_usage
         self.cycle = 0
         self._result = CycleResult(0)
         # Preemption expectations: uids of victims whose eviction was written but not yet observed
@@ -157,6 +171,9 @@ class Scheduler:
         if not heads:
             return result
         snapshot = Snapshot(self.cache)
+        if self.preemptor.lq_usage is not None:
+            self._afs_ledger_at_snapshot = self.queues.afs.ledger.copy()
+            self._afs_usage_at_snapshot = {}
         entries, inadmissible = self._nominate(heads, snapshot, now)
         preempted: dict[str, Target] = {}
         self._assumed = []
@@ -631,7 +648,37 @@ class Scheduler:
             e.skip_status_update = True
             return "Could not admit Workload and assign flavors in apiserver"
         self._assumed.append(assumed)
+        if cq.afs and self._should_apply_entry_penalty(info, cq):
+            self._push_entry_penalty(info, cq, now)
         return None
+
+    def _candidate_lq_usage(self, wl: WorkloadInfo) -> float | None:
+        """``Info.LocalQueueFSUsage`` of a preemption candidate: set only in an AFS ClusterQueue."""
+        cq = self.cache.cluster_queues.get(wl.cluster_queue)
+        if cq is None or not cq.afs:
+            return None
+        usage = self._afs_usage_at_snapshot.get(wl.local_queue)
+        if usage is None:
+            usage = self.queues.afs.usage(wl.local_queue, self._afs_ledger_at_snapshot)
+            self._afs_usage_at_snapshot[wl.local_queue] = usage
+        return usage
+
+    def _should_apply_entry_penalty(self, info: WorkloadInfo, cq: ClusterQueueState) -> bool:
+        """Upstream ``Scheduler.shouldApplyEntryPenalty``: AFS on, the ClusterQueue opted in, and the
+        workload held no reservation before (one reservation pushes at most one penalty)."""
+        return self.queues.afs.enabled and cq.afs and not has_quota_reservation(info.obj)
+
+    def _push_entry_penalty(self, info: WorkloadInfo, cq: ClusterQueueState, now: datetime) -> None:
+        """Upstream ``Scheduler.updateEntryPenalty`` (add): the penalty of the workload's total
+        requests (only the ClusterQueue's covered resources under ``IgnoreUndeclared``)."""
+        total: dict[str, int] = {}
+        for ps in info.pod_sets:
+            for name, v in ps.total.items():
+                total[name] = total.get(name, 0) + v
+        if self.options.ignore_undeclared_resources:
+            covered = {r for rg in cq.resource_groups for r in rg.covered}
+            total = {k: v for k, v in total.items() if k in covered}
+        self.queues.afs.push_entry_penalty(info.local_queue, info.key, total, to_time(now).timestamp())
 
     def _admission_events(
         self, e: Entry, wl: Workload, cq: ClusterQueueState, now: datetime, admitted_now: bool

@@ -127,7 +127,8 @@ def compare_candidates(
     kb = candidates_ordering_key(b, preemptor_cq, now)
     if ka[:2] != kb[:2]:
         return -1 if ka[:2] < kb[:2] else 1
-    if lq_usage is not None and a.cluster_queue == b.cluster_queue and a.local_queue != b.local_queue:
+    # ``resourceUsagePreemptionEnabled`` compares the queue names only (not the namespaces).
+    if lq_usage is not None and a.cluster_queue == b.cluster_queue and a.obj.spec.queue_name != b.obj.spec.queue_name:
         ua, ub = lq_usage(a), lq_usage(b)
         if ua is not None and ub is not None and ua != ub:
             return -1 if ua > ub else 1
