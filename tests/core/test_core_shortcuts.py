@@ -23,6 +23,7 @@ from builders import (
     local_queue,
     options,
     pod_set,
+    simulate,
     workload,
 )
 from hypothesis import HealthCheck, event, given, note, settings
@@ -692,3 +693,38 @@ def test_view_with_the_same_usage_replaced_at_saturation_equals_delete_and_add()
         assert cache.add_workload(fresh)
         caches.append(_cache_state(cache))
     assert caches[0] == caches[1]
+
+
+def _applied_outcome(outcome_of: str, short_cut: bool) -> tuple[bool, list[object], list[object], object]:
+    """Apply one reconcile outcome to a fresh one-workload cluster, through ``SimulatedCluster._apply``
+    (``short_cut``) or straight through ``KueueCore.apply_outcome`` (the general path it stands for)."""
+    from pykueue.core.events import Event
+    from pykueue.core.workload import reconcile
+
+    wl = workload("a", pod_sets=[pod_set("main", 1, {"cpu": "1"})])
+    cluster = simulate([flavor("f"), cluster_queue("cq", flavor_quotas("f", cpu=4)), local_queue("lq", cq="cq"), wl])
+    key = ("Workload", "default", "a")
+    stored = cluster.objects[key].obj
+    event = Event.for_workload("default", "a", "Normal", "Probe", "probe")
+    outcome = {
+        "nothing": reconcile.NOTHING,
+        "events only": reconcile.Outcome(events=(event,), reason="Probe"),
+        "status": reconcile.Outcome(status=msgspec.structs.replace(stored), events=(event,), reason="Probe"),
+        "spec": reconcile.Outcome(spec=msgspec.structs.replace(stored), events=(event,), reason="Probe"),
+    }[outcome_of]
+    if short_cut:
+        landed = cluster._apply(key, outcome)
+    else:
+        landed = cluster.core.apply_outcome("default/a", outcome, cluster._stimulus(key), cluster.now)
+    return landed, list(cluster.events), cluster.core.story("default/a"), cluster.objects[key].obj
+
+
+@pytest.mark.parametrize("outcome_of", ["nothing", "events only", "status", "spec"])
+def test_simulator_apply_of_an_outcome_without_a_write_equals_the_core_path(outcome_of: str) -> None:
+    """``SimulatedCluster._apply`` returns before formatting its arguments for an outcome without a
+    write; the result, the events, the transition log and the stored object are those of
+    ``KueueCore.apply_outcome``, with or without a write."""
+    short = _applied_outcome(outcome_of, short_cut=True)
+    general = _applied_outcome(outcome_of, short_cut=False)
+    assert short == general
+    assert short[0] is (outcome_of in ("status", "spec"))
