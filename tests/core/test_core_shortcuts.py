@@ -23,6 +23,7 @@ from builders import (
     local_queue,
     options,
     pod_set,
+    simulate,
     workload,
 )
 from hypothesis import HealthCheck, event, given, note, settings
@@ -692,3 +693,93 @@ def test_view_with_the_same_usage_replaced_at_saturation_equals_delete_and_add()
         assert cache.add_workload(fresh)
         caches.append(_cache_state(cache))
     assert caches[0] == caches[1]
+
+
+def _applied_outcome(outcome_of: str, short_cut: bool) -> tuple[bool, list[object], list[object], object]:
+    """Apply one reconcile outcome to a fresh one-workload cluster, through ``SimulatedCluster._apply``
+    (``short_cut``) or straight through ``KueueCore.apply_outcome`` (the general path it stands for)."""
+    from pykueue.core.events import Event
+    from pykueue.core.workload import reconcile
+
+    wl = workload("a", pod_sets=[pod_set("main", 1, {"cpu": "1"})])
+    cluster = simulate([flavor("f"), cluster_queue("cq", flavor_quotas("f", cpu=4)), local_queue("lq", cq="cq"), wl])
+    key = ("Workload", "default", "a")
+    stored = cluster.objects[key].obj
+    event = Event.for_workload("default", "a", "Normal", "Probe", "probe")
+    outcome = {
+        "nothing": reconcile.NOTHING,
+        "events only": reconcile.Outcome(events=(event,), reason="Probe"),
+        "status": reconcile.Outcome(status=msgspec.structs.replace(stored), events=(event,), reason="Probe"),
+        "spec": reconcile.Outcome(spec=msgspec.structs.replace(stored), events=(event,), reason="Probe"),
+    }[outcome_of]
+    if short_cut:
+        landed = cluster._apply(key, outcome)
+    else:
+        landed = cluster.core.apply_outcome("default/a", outcome, cluster._stimulus(key), cluster.now)
+    return landed, list(cluster.events), cluster.core.story("default/a"), cluster.objects[key].obj
+
+
+@pytest.mark.parametrize("outcome_of", ["nothing", "events only", "status", "spec"])
+def test_simulator_apply_of_an_outcome_without_a_write_equals_the_core_path(outcome_of: str) -> None:
+    """``SimulatedCluster._apply`` returns before formatting its arguments for an outcome without a
+    write; the result, the events, the transition log and the stored object are those of
+    ``KueueCore.apply_outcome``, with or without a write."""
+    short = _applied_outcome(outcome_of, short_cut=True)
+    general = _applied_outcome(outcome_of, short_cut=False)
+    assert short == general
+    assert short[0] is (outcome_of in ("status", "spec"))
+
+
+_INDEX_TIME = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@st.composite
+def _indexed_status(draw: st.DrawFn) -> tuple[list[object], list[object], object]:
+    """Conditions (repeated types, any order), check states and a requeue state for ``_index``."""
+    from pykueue.api.kueue import AdmissionCheckState, RequeueState
+    from pykueue.api.meta import Condition
+
+    conds = [
+        Condition(
+            type=draw(st.sampled_from(["QuotaReserved", "Evicted", "Requeued", "Admitted", "Finished"])),
+            status=draw(st.sampled_from(["True", "False", "Unknown"])),
+            reason=draw(st.sampled_from(["PodsReadyTimeout", "AdmissionCheck", "QuotaReserved", "Other"])),
+            message="",
+        )
+        for _ in range(draw(st.integers(0, 5)))
+    ]
+    checks = [
+        AdmissionCheckState(name=f"c{i}", state=draw(st.sampled_from(["Pending", "Ready", "Retry", "Rejected"])), last_transition_time=_INDEX_TIME)
+        for i in range(draw(st.integers(0, 2)))
+    ]
+    requeue = draw(st.sampled_from([None, RequeueState(count=1), RequeueState(count=1, requeue_at=_INDEX_TIME)]))
+    return conds, checks, requeue
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(status=_indexed_status())
+def test_simulator_index_in_one_pass_equals_the_predicates(status: tuple[list[object], list[object], object]) -> None:
+    """``SimulatedCluster._index`` reads the first QuotaReserved, Evicted and Requeued conditions in
+    one pass; the sets it keeps are those the predicates give, each of which scans for itself."""
+    from pykueue.api.meta import find_condition
+    from pykueue.core.workload import transitions
+    from pykueue.core.workload.info import has_failed_checks, has_quota_reservation, is_evicted
+
+    conds, checks, requeue = status
+    wl = workload("a", pod_sets=[pod_set("main", 1, {"cpu": "1"})])
+    wl = msgspec.structs.replace(
+        wl,
+        status=msgspec.structs.replace(wl.status, conditions=conds, admission_checks=checks, requeue_state=requeue),
+    )
+    cluster = simulate([flavor("f"), cluster_queue("cq", flavor_quotas("f", cpu=4)), local_queue("lq", cq="cq")])
+    key = ("Workload", "default", "a")
+    cluster._index(key, wl)  # type: ignore[arg-type]
+    rq = find_condition(wl.status.conditions, "Requeued")
+    assert (key in cluster._failed_checks) is (
+        has_quota_reservation(wl) and not is_evicted(wl) and has_failed_checks(wl)
+    )
+    assert (key in cluster._evicted_reserved) is transitions.is_evicted_and_reserved(wl)
+    assert (key in cluster._backing_off) is (
+        transitions.requeue_at(wl) is not None
+        or (rq is not None and rq.status == "False" and rq.reason in ("PodsReadyTimeout", "AdmissionCheck"))
+    )

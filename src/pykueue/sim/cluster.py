@@ -30,7 +30,7 @@ from pykueue.api.kueue import (
     Workload,
     WorkloadPriorityClass,
 )
-from pykueue.api.meta import ObjectMeta, find_condition, to_time
+from pykueue.api.meta import Condition, ObjectMeta, to_time
 from pykueue.core.cache.cache import cache_weight_of
 from pykueue.core.decision import Decision, watch_stimulus
 from pykueue.core.events import Event
@@ -140,13 +140,22 @@ class SimulatedCluster:
         return True
 
     def _index(self, key: ObjectKey, wl: Workload) -> None:
-        _mark(
-            self._failed_checks,
-            key,
-            has_quota_reservation(wl) and not is_evicted(wl) and has_failed_checks(wl),
-        )
-        _mark(self._evicted_reserved, key, transitions.is_evicted_and_reserved(wl))
-        rq = find_condition(wl.status.conditions, "Requeued")
+        # Every write comes here. The first QuotaReserved, Evicted and Requeued conditions are found
+        # in one pass (each predicate reads the first condition of its type, as ``find_condition``):
+        # the same sets as ``has_quota_reservation``, ``is_evicted``, ``is_evicted_and_reserved``
+        # and ``find_condition(.., "Requeued")`` give, compared with them by
+        # tests/core/test_core_shortcuts.py::test_simulator_index_in_one_pass_equals_the_predicates.
+        first: dict[str, Condition] = {}
+        for c in wl.status.conditions:
+            if c.type not in first:
+                first[c.type] = c
+        qr = first.get("QuotaReserved")
+        ev = first.get("Evicted")
+        rq = first.get("Requeued")
+        reserved = qr is not None and qr.status == "True"
+        evicted = ev is not None and ev.status == "True"
+        _mark(self._failed_checks, key, reserved and not evicted and has_failed_checks(wl))
+        _mark(self._evicted_reserved, key, evicted and reserved)
         _mark(
             self._backing_off,
             key,
@@ -308,6 +317,11 @@ class SimulatedCluster:
 
     def _apply(self, key: ObjectKey, outcome: reconcile.Outcome) -> bool:
         """Apply a decision of :mod:`pykueue.core.workload.reconcile` through the core (so it is logged)."""
+        if outcome.status is None and outcome.spec is None:
+            # ``KueueCore.apply_outcome`` does nothing for an outcome without a write (not even log
+            # it); most calls are such (``NOTHING`` from the deactivation and queue rules on every
+            # touched workload), so the key and the watch stimulus are not formatted for them.
+            return False
         return self.core.apply_outcome(f"{key[1]}/{key[2]}", outcome, self._stimulus(key), self.now)
 
     def _sync_checks(self, key: ObjectKey) -> None:
