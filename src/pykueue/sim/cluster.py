@@ -317,7 +317,7 @@ class SimulatedCluster:
 
     def _apply(self, key: ObjectKey, outcome: reconcile.Outcome) -> bool:
         """Apply a decision of :mod:`pykueue.core.workload.reconcile` through the core (so it is logged)."""
-        if outcome.status is None and outcome.spec is None:
+        if not outcome.writes:
             # ``KueueCore.apply_outcome`` does nothing for an outcome without a write (not even log
             # it); most calls are such (``NOTHING`` from the deactivation and queue rules on every
             # touched workload), so the key and the watch stimulus are not formatted for them.
