@@ -385,9 +385,14 @@ class SimulatedCluster:
         # Upstream's order: ``reconcileSyncAdmissionChecks`` and ``SyncAdmittedCondition`` come
         # before ``reconcileOnLocalQueueActiveState`` / ``reconcileOnClusterQueueActiveState``, so a
         # reserved Workload whose checks are all Ready is admitted first, and then a HoldAndDrain
-        # stop policy evicts it (``workloadevict.Evict``) instead of releasing it silently.
-        self._sync_checks(key)
-        self._reconcile_queue_state(key)
+        # stop policy evicts it (``workloadevict.Evict``) instead of releasing it silently. Only
+        # ``mayUpdateConditionForAdmissionGatedBy`` (part of the queue rules here) comes before them.
+        if transitions.admission_gate_transition(wl, self.options) is not None:
+            self._reconcile_queue_state(key)
+            self._sync_checks(key)
+        else:
+            self._sync_checks(key)
+            self._reconcile_queue_state(key)
 
     def _deactivate(self, key: ObjectKey) -> None:
         """The deactivation protocol (``reconcile.deactivation``): DeactivationTarget=True makes
