@@ -137,8 +137,18 @@ def test_preemption_writes_upstream_conditions_and_events() -> None:
     assert evicted["message"].endswith(
         "due to prioritization in the ClusterQueue; preemptor path: /team-a-cq; preemptee path: /team-a-cq"
     )
-    # After one cycle the victim still holds quota (nothing completes the eviction).
-    assert low["status"]["admission"]["clusterQueue"] == "team-a-cq"
+    # The job integration completes the eviction at the cycle's time, not one cycle later: upstream
+    # ``JobReconciler.ReconcileGenericJob`` ("6. handle eviction") stops the job and, the job no
+    # longer active, clears the reservation in the same reconcile, at ``r.clock.Now()``.
+    assert "admission" not in low["status"]
+    reserved = next(c for c in low["status"]["conditions"] if c["type"] == "QuotaReserved")
+    assert (reserved["status"], reserved["lastTransitionTime"]) == ("False", evicted["lastTransitionTime"])
+    requeued = next(c for c in low["status"]["conditions"] if c["type"] == "Requeued")
+    assert (requeued["status"], requeued["reason"], requeued["lastTransitionTime"]) == (
+        "True",
+        "Preempted",
+        evicted["lastTransitionTime"],
+    )
     reasons = [(d["reason"], d["regarding"]["name"]) for d in docs if d["kind"] == "Event"]
     assert ("EvictedDueToPreempted", "low-1") in reasons
     assert ("Preempted", "low-1") in reasons

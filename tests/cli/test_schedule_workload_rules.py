@@ -95,8 +95,14 @@ def workload(*, active: bool = True, check: dict[str, Any] | None = None, condit
 
 
 def schedule(state: str, tmp_path: Path, *args: str) -> dict[str, Any]:
+    (wl,) = [d for d in schedule_docs(QUEUES + "---\n" + state, tmp_path, *args) if d["kind"] == "Workload"]
+    return wl
+
+
+def schedule_docs(text: str, tmp_path: Path, *args: str) -> list[dict[str, Any]]:
+    """Every document ``pykueue schedule`` prints for the state ``text``."""
     path = tmp_path / "state.yaml"
-    path.write_text(QUEUES + "---\n" + state)
+    path.write_text(text)
     proc = subprocess.run(
         [sys.executable, "-m", "pykueue", "schedule", "-f", str(path), "--now", NOW, *args],
         capture_output=True,
@@ -105,8 +111,7 @@ def schedule(state: str, tmp_path: Path, *args: str) -> dict[str, Any]:
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    (wl,) = [d for d in yaml.safe_load_all(proc.stdout) if d and d["kind"] == "Workload"]
-    return wl  # type: ignore[no-any-return]
+    return [d for d in yaml.safe_load_all(proc.stdout) if d]
 
 
 def conds(wl: dict[str, Any]) -> dict[str, tuple[str, str, str, str]]:
@@ -223,3 +228,94 @@ def test_loaded_pending_inactive_workload_is_evicted(tmp_path: Path) -> None:
     }
     assert list(conds(wl)) == ["Evicted", "QuotaReserved", "Admitted"]
     assert evictions(wl) == [{"reason": "Deactivated", "count": 1, "underlyingCause": ""}]
+
+
+def test_a_long_retry_delay_is_waited_for_by_skipping_idle_time(tmp_path: Path) -> None:
+    """``--until-quiet`` is discrete-event: with nothing else to do before requeueAt (00:00:20 +
+    120 s = 00:02:20), the clock skips there instead of running idle cycles 1 s apart into the
+    60-cycle cap (which stopped at 00:01:59 with the workload still waiting). The queues' Active
+    condition keeps the time of the controllers' first reconcile, the load, whatever the run's length."""
+    check = {"state": "Retry", "message": "try later", "requeueAfterSeconds": 120}
+    docs = schedule_docs(QUEUES + "---\n" + workload(check=check), tmp_path, "--until-quiet")
+    (wl,) = [d for d in docs if d["kind"] == "Workload"]
+    assert evictions(wl) == [{"reason": "AdmissionCheck", "count": 1, "underlyingCause": ""}]
+    assert conds(wl)["Requeued"] == ("True", "BackoffFinished", "The workload backoff was finished", "2026-01-01T00:02:20Z")
+    assert conds(wl)["QuotaReserved"] == ("True", "QuotaReserved", "Quota reserved in ClusterQueue cq", "2026-01-01T00:02:20Z")
+    assert "requeueState" not in wl["status"]
+    for queue in (d for d in docs if d["kind"] in ("ClusterQueue", "LocalQueue")):
+        (active,) = queue["status"]["conditions"]
+        assert (active["type"], active["status"], active["lastTransitionTime"]) == ("Active", "True", NOW)
+
+
+ADMITTED = {
+    "type": "Admitted",
+    "status": "True",
+    "reason": "Admitted",
+    "message": "The workload is admitted",
+    "lastTransitionTime": "2026-01-01T00:00:20Z",
+}
+
+
+@pytest.mark.parametrize("admitted", [True, False], ids=["admitted", "all-checks-ready"])
+@pytest.mark.parametrize(
+    ("kind", "reason", "message"),
+    [("ClusterQueue", "ClusterQueueStopped", "The ClusterQueue is stopped"),
+     ("LocalQueue", "LocalQueueStopped", "The LocalQueue is stopped")],
+)
+def test_loaded_workload_of_a_hold_and_drain_queue_is_evicted(
+    tmp_path: Path, kind: str, reason: str, message: str, admitted: bool
+) -> None:
+    """Upstream ``Reconcile`` syncs the checks and ``SyncAdmittedCondition`` (all checks Ready:
+    Admitted, with its event) before ``reconcileOnLocalQueueActiveState`` /
+    ``reconcileOnClusterQueueActiveState``, which evict an admitted Workload of a HoldAndDrain
+    queue (``workloadevict.Evict``: Evicted, its event, schedulingStats); the job integration then
+    clears the reservation. A Workload holding quota with its checks Ready but no Admitted condition
+    lost its reservation silently ("ClusterQueue cq is stopped", no eviction)."""
+    queues = (
+        QUEUES.replace("  namespaceSelector: {}\n", "  namespaceSelector: {}\n  stopPolicy: HoldAndDrain\n")
+        if kind == "ClusterQueue"
+        else QUEUES.replace("spec: {clusterQueue: cq}", "spec: {clusterQueue: cq, stopPolicy: HoldAndDrain}")
+    )
+    state = workload(check={"state": "Ready", "message": "ok"}, conditions=(ADMITTED,) if admitted else ())
+    docs = schedule_docs(queues + "---\n" + state, tmp_path, "--cycles", "1", "--show-events")
+    (wl,) = [d for d in docs if d["kind"] == "Workload"]
+    assert conds(wl)["Evicted"] == ("True", reason, message, NOW)
+    assert conds(wl)["Requeued"] == ("False", reason, message, NOW)
+    assert conds(wl)["QuotaReserved"][0] == "False"
+    assert "admission" not in wl["status"]
+    assert evictions(wl) == [{"reason": reason, "count": 1, "underlyingCause": ""}]
+    events = [(d["reason"], d["note"]) for d in docs if d["kind"] == "Event"]
+    admitted_event = ("Admitted", "Admitted by ClusterQueue cq, wait time since reservation was 50s")
+    assert events == [*([] if admitted else [admitted_event]), (f"EvictedDueTo{reason}", message)]
+
+
+def test_a_pending_workload_waiting_out_its_backoff_is_left_alone(tmp_path: Path) -> None:
+    """Upstream ``Reconcile`` returns at "Waiting for backoff to finish" for an active Workload whose
+    requeueAt is ahead, pending as well as reserved: no Admitted=False NoReservation, no check sync
+    before 00:02:00 (it was written at once, at 00:01:00); the backoff then finishes."""
+    retry = 'Evicted due to AdmissionCheck in Retry state: "chk" (try later)'
+    doc = yaml.safe_load(workload())
+    doc["status"] = {
+        "conditions": [
+            {"type": t, "status": st, "reason": r, "message": retry, "lastTransitionTime": "2026-01-01T00:00:30Z"}
+            for t, st, r in (
+                ("QuotaReserved", "False", "PendingEvaluation"),
+                ("Evicted", "True", "AdmissionCheck"),
+                ("Requeued", "False", "AdmissionCheck"),
+            )
+        ],
+        "requeueState": {"requeueAt": "2026-01-01T00:02:00Z"},
+        "admissionChecks": [
+            {
+                "name": "chk",
+                "state": "Pending",
+                "message": "Reset to Pending after eviction. Previously: Retry",
+                "lastTransitionTime": "2026-01-01T00:00:30Z",
+                "retryCount": 1,
+            }
+        ],
+    }
+    waiting = schedule(yaml.safe_dump(doc), tmp_path, "--cycles", "2")
+    assert waiting["status"] == doc["status"]
+    settled = schedule(yaml.safe_dump(doc), tmp_path, "--until-quiet")
+    assert conds(settled)["Requeued"][1:] == ("BackoffFinished", "The workload backoff was finished", "2026-01-01T00:02:00Z")

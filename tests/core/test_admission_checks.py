@@ -141,7 +141,8 @@ def test_workload_fits_in_single_cluster_queue_with_check_state_pending() -> Non
 
 
 def test_check_becomes_ready_admits_with_event() -> None:
-    """Flipping the check to Ready makes the workload controller write Admitted=True and the Admitted event."""
+    """Flipping the check to Ready makes the workload controller write Admitted=True and the Admitted
+    event, reacting at the time of the check's write (t+2s), not at the next cycle's."""
     c = cluster(checks={"check": []})
     c.run(cycles=1)
     c.events.clear()
@@ -150,7 +151,7 @@ def test_check_becomes_ready_admits_with_event() -> None:
     c.advance(1)
     assert conditions(get(c)) == {"QuotaReserved": RESERVED, "Admitted": ADMITTED}
     assert events(c) == [
-        (KEY, "Normal", "Admitted", "Admitted by ClusterQueue q, wait time since reservation was 3s")
+        (KEY, "Normal", "Admitted", "Admitted by ClusterQueue q, wait time since reservation was 2s")
     ]
     c.finalize_status()
     status = c.objects[("ClusterQueue", "", "q")].obj.status
@@ -417,7 +418,9 @@ def test_preempted_workload_keeps_admitted_until_quota_is_released() -> None:
     c.advance(1)
     w = get(c, "default/victim")
     assert conditions(w)["Admitted"] == NO_RESERVATION
-    assert w.status.accumulated_past_execution_time_seconds == 2
+    # Admitted at 3599, released at 3600 when the job integration completed the eviction, at the
+    # preempting cycle's time (``JobReconciler.ReconcileGenericJob``), not at the next cycle's.
+    assert w.status.accumulated_past_execution_time_seconds == 1
     assert c.run_cycle().admitted == ["default/high"]
     # The preemptor reserves quota; its check (on every flavor) is still pending.
     assert conditions(get(c, "default/high")) == {"QuotaReserved": RESERVED, "Admitted": UNSATISFIED}

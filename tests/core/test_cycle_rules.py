@@ -178,7 +178,8 @@ def test_restarted_local_queue_requeues_a_workload_it_stopped() -> None:
 
 
 def test_until_quiet_waits_for_a_running_backoff() -> None:
-    """``schedule --until-quiet``: a workload backing off is still "left to try"."""
+    """``schedule --until-quiet``: a workload backing off is still "left to try"; with nothing else
+    to do, the clock skips to its requeueAt (now+5s): cycle 1 runs then and admits it."""
     now = at(3600)
     msg = "Exceeded the PodsReady timeout default/w"
     w = workload("w", queue="qa", requests={"cpu": "1"})
@@ -191,7 +192,9 @@ def test_until_quiet_waits_for_a_running_backoff() -> None:
     c = simulate([flavor("f1"), cluster_queue("a", flavor_quotas("f1", cpu=10)), local_queue("qa", cq="a"), w], now=now)
     run = c.run(until_quiet=True)
     admitted_at = [i for i, r in enumerate(run.cycles) if r.admitted]
-    assert admitted_at == [5]
+    assert admitted_at == [1]
+    reserved = next(x for x in c.get_workload("default/w").status.conditions if x.type == "QuotaReserved")  # type: ignore[union-attr]
+    assert (reserved.status, reserved.last_transition_time) == ("True", now + timedelta(seconds=5))
     assert _cond(c, "w", "Requeued") == ("True", "BackoffFinished", "The workload backoff was finished")
 
 

@@ -15,7 +15,8 @@ flavor names, the NoFit reasons), ``WANT*`` has everything upstream computes. Wi
 the same.
 
 ``TestIsPreferred`` is in ``test_flavor_assignment`` (all its cases);
-``TestAssignment_RequiresBorrowing`` is at the end of this file.
+``TestAssignment_RequiresBorrowing`` and ``TestAssignment_TotalRequestsFor`` are at the end of this
+file.
 
 Not ported (features pykueue does not implement):
 - TestAssignFlavors "workload slice preemption fits in the original workload resource flavor" and
@@ -30,6 +31,9 @@ Not ported (features pykueue does not implement):
   annotations" — ``ConcurrentAdmission`` (the ``workload-allowed-resource-flavors`` annotation).
 - TestAssignFlavorsWithAllowedFlavors (all six cases) — ``ConcurrentAdmission`` (the gate exists,
   the feature does not).
+- TestAssignment_TotalRequestsFor "WorkloadWithReplacement" and
+  "WorkloadWithMultiplePodSetsOneUnchangedReplacement" — the replaced workload slice
+  (``replaceWorkloadSlice``) of elastic workloads (``ElasticJobsViaWorkloadSlices``).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from builders import pod_set, workload
 from test_flavor_assignment import (
     CASES,
     DELETED_TABLE,
@@ -53,7 +58,14 @@ from test_flavor_assignment import (
 )
 
 from pykueue.api.quantity import resource_quantity_string
-from pykueue.core.scheduler.flavorassigner.assignment import Assignment
+from pykueue.core.options import SchedulerOptions
+from pykueue.core.scheduler.flavorassigner.assignment import (
+    Assignment,
+    FlavorAssignment,
+    Mode,
+    PodSetAssignmentResult,
+)
+from pykueue.core.workload.info import new_workload_info
 
 
 class A(msgspec.Struct, frozen=True):
@@ -2090,3 +2102,33 @@ def test_is_no_fit_due_to_capacity_and_limits_upstream(name: str) -> None:
 def test_assignment_requires_borrowing(name: str, borrowing: int, want: bool) -> None:
     """Upstream ``TestAssignment_RequiresBorrowing``."""
     assert Assignment(pod_sets=[], borrowing=borrowing).requires_borrowing() is want
+
+
+MI = 1048576
+# name: (assigned count, the workload's pod count, the workload's requests per pod, want)
+TOTAL_REQUESTS_FOR: dict[str, tuple[int, int, dict[str, str], dict[tuple[str, str], int]]] = {
+    # Regular workload without replacement workload-slice and with full admission (vs. partial).
+    "RegularWorkload": (2, 2, {"cpu": "1", "memory": "1Mi"}, {("default", "cpu"): 2 * 1000, ("default", "memory"): 2 * MI}),
+    "WorkloadWithPartialAdmission": (1, 2, {"cpu": "1", "memory": "1Mi"}, {("default", "cpu"): 1000, ("default", "memory"): MI}),
+    "WorkloadWithZeroQuantityResourceNotInClusterQueueSkipsResourceWithoutFlavor": (
+        2,
+        2,
+        {"cpu": "1", "memory": "1Mi", "example.com/gpu": "0"},
+        {("default", "cpu"): 2 * 1000, ("default", "memory"): 2 * MI},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(TOTAL_REQUESTS_FOR), ids=list(TOTAL_REQUESTS_FOR))
+def test_assignment_total_requests_for(name: str) -> None:
+    """Upstream ``TestAssignment_TotalRequestsFor``: the workload's requests, scaled to each pod set's
+    assigned count, on the assigned flavors; zero requests (which may have no flavor) are left out.
+    As upstream's, the assignment's own per-pod-set requests are those of one pod: only the
+    workload's requests and the assigned count decide."""
+    assigned, pods, requests, want = TOTAL_REQUESTS_FOR[name]
+    flavors = {res: FlavorAssignment("default", Mode.FIT, -1) for res in ("cpu", "memory")}
+    assignment = Assignment(
+        pod_sets=[PodSetAssignmentResult("main", flavors, {"cpu": 1000, "memory": MI}, assigned)]
+    )
+    wl = new_workload_info(workload("test", pod_sets=[pod_set("main", pods, requests)]), SchedulerOptions())
+    assert assignment.total_requests_for(wl) == want

@@ -2398,13 +2398,14 @@ def test_preemption_eviction_and_readmission() -> None:
         "Preempted": ("False", "QuotaReserved", f"Previously: {PREEMPT_MSG}"),
         "Requeued": ("True", "Preempted", PREEMPT_MSG),
     }
-    # Requeued became True when the eviction completed (t+1s); re-admitted at t+3s.
+    # Requeued became True when the eviction completed, at the preempting cycle's time t (the job
+    # integration completes it at once: ``JobReconciler.ReconcileGenericJob``); re-admitted at t+3s.
     assert events(cluster) == [
         (
             "default/w1",
             "Normal",
             "QuotaReserved",
-            "Quota reserved in ClusterQueue q, wait time since queued was 2s",
+            "Quota reserved in ClusterQueue q, wait time since queued was 3s",
         ),
         (
             "default/w1",

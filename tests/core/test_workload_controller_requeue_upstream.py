@@ -173,3 +173,18 @@ def test_requeue_at_is_set_from_a_retry_check_on_a_workload_without_quota() -> N
     assert outcome.status.status.requeue_state is not None and outcome.status.status.requeue_state.count is None
     assert reconcile.requeue_at_update(outcome.status, NOW) == reconcile.NOTHING
     assert reconcile.requeue_at_update(w, NOW + timedelta(seconds=10)) == reconcile.NOTHING
+
+
+@pytest.mark.parametrize(("count", "want"), [(None, None), (2, RequeueState(count=2))], ids=["no-count", "count"])
+def test_finished_backoff_stores_requeue_state_as_upstream(count: int | None, want: RequeueState | None) -> None:
+    """Upstream ``Reconcile`` only sets ``RequeueState.RequeueAt = nil`` and keeps the struct, but the
+    stored object is what its Server-Side Apply leaves (``WorkloadRequestUseMergePatch`` is off by
+    default): ``PatchAdmissionStatus`` → ``admissionStatusPatch`` (pkg/workload/patching) puts
+    ``requeueState`` in the patch only with a count or a requeueAt, and the field manager's prune
+    (structured-merge-diff ``Updater.prune``, ``EnsureNamedFieldsAreMembers``) then removes the whole
+    ``requeueState`` it owned: without a count the field is absent, not ``requeueState: {}``."""
+    w = _requeued_false(*CHECK, None)
+    w.status.requeue_state = RequeueState(count=count, requeue_at=NOW - timedelta(seconds=1))
+    updated = transitions.copy_for_status(w)
+    assert transitions.finish_backoff(updated, NOW)
+    assert updated.status.requeue_state == want

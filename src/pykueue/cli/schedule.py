@@ -38,7 +38,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("-f", "--filename", action="append", required=True, help="state file (YAML/JSON); '-' for stdin")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--cycles", type=int, default=1, help="number of scheduling cycles (default 1)")
-    group.add_argument("--until-quiet", action="store_true", help="run until nothing changes (at most 60 cycles)")
+    group.add_argument(
+        "--until-quiet",
+        action="store_true",
+        help="run until nothing changes and nothing is due any more; idle time before the next "
+        "backoff or retry delay is skipped (at most 60 cycles)",
+    )
     p.add_argument("--now", help="RFC3339 time of the first cycle (default: now)")
     p.add_argument("--feature-gates", default="", help="NAME=BOOL,... overrides of feature-gate defaults")
     p.add_argument("--config", help="Kueue Configuration manifest (config.kueue.x-k8s.io v1beta1 or v1beta2)")
@@ -125,6 +130,7 @@ def _run(args: argparse.Namespace) -> int:
     cycles = "until quiet (at most 60 cycles)" if args.until_quiet else f"{args.cycles} cycle(s)"
     with progress(f"scheduling {len(cluster.objects)} objects, {cycles}"):
         run_result = cluster.run(cycles=args.cycles, until_quiet=args.until_quiet)
+        cluster.settle()
         cluster.finalize_status()
     with progress("writing the result"):
         docs = [to_external(obj, version) for obj, version in cluster.output()]

@@ -222,6 +222,11 @@ class SimulatedCluster:
         # scheduler's first cycle runs.
         self._complete_evictions()
         self._deliver_updates()
+        # The queue controllers' first reconcile, at load time: ``Active`` gets its
+        # lastTransitionTime now and keeps it after the run (``apimeta.SetStatusCondition`` keeps
+        # it while the status stays), as upstream's ClusterQueue and LocalQueue reconcilers write
+        # it when the queue is created, however long the run lasts.
+        self.finalize_status()
 
     def _fill_metadata(self, obj: Any) -> None:
         md = obj.metadata
@@ -387,14 +392,24 @@ class SimulatedCluster:
         if checks and key in self._failed_checks:
             self._reconcile_checks(key)
         wl = self.objects[key].obj
-        if has_quota_reservation(wl) and not is_evicted(wl) and is_active(wl):
+        if is_active(wl):
             retry_at = transitions.requeue_at(wl)
             if retry_at is not None and retry_at > self.now:
-                # "Waiting for backoff to finish": a check's retry delay is running; upstream returns
-                # before the queue rules and the check sync (as the controller's check eviction does).
+                # "Waiting for backoff to finish": upstream ``Reconcile`` returns for any active
+                # Workload whose requeueAt is ahead (a check's retry delay or a requeue backoff),
+                # pending or reserved, before the check sync, the Admitted sync and the queue rules.
                 return
-        self._reconcile_queue_state(key)
-        self._sync_checks(key)
+        # Upstream's order: ``reconcileSyncAdmissionChecks`` and ``SyncAdmittedCondition`` come
+        # before ``reconcileOnLocalQueueActiveState`` / ``reconcileOnClusterQueueActiveState``, so a
+        # reserved Workload whose checks are all Ready is admitted first, and then a HoldAndDrain
+        # stop policy evicts it (``workloadevict.Evict``) instead of releasing it silently. Only
+        # ``mayUpdateConditionForAdmissionGatedBy`` (part of the queue rules here) comes before them.
+        if transitions.admission_gate_transition(wl, self.options) is not None:
+            self._reconcile_queue_state(key)
+            self._sync_checks(key)
+        else:
+            self._sync_checks(key)
+            self._reconcile_queue_state(key)
 
     def _deactivate(self, key: ObjectKey) -> None:
         """The deactivation protocol (``reconcile.deactivation``): DeactivationTarget=True makes
@@ -411,7 +426,13 @@ class SimulatedCluster:
             # DeactivationTarget, then spec.active=false, then the eviction.
             self._deactivate(key)
 
-    def _complete_evictions(self) -> None:
+    def _complete_evictions(self) -> bool:
+        """The job integration's step for every evicted Workload still holding quota: stop the job,
+        then clear the reservation, in one reconcile at the eviction's time (upstream
+        ``JobReconciler.ReconcileGenericJob``, "6. handle eviction": ``stopJob``, then, the job no
+        longer active, ``UnsetQuotaReservationWithCondition`` at ``r.clock.Now()``). Returns whether
+        one was completed."""
+        completed = False
         for key in sorted(self._evicted_reserved):
             wl: Workload = self.objects[key].obj
             if transitions.is_evicted_and_reserved(wl):
@@ -423,7 +444,20 @@ class SimulatedCluster:
                         transitions.set_condition(
                             updated, "QuotaReserved", "False", "Deactivated", "The workload is deactivated", self.now
                         )
-                    self.write_workload_status(updated)
+                    completed = self.write_workload_status(updated) or completed
+        return completed
+
+    def _settle(self) -> None:
+        """The controllers react to every write at the current time: the workload controller's
+        rules for each changed Workload, the job integration's completion of each eviction they (or
+        the cycle) issued, and the workload controller again on what that wrote, until nothing is
+        left; evictions never wait for the next cycle's clock."""
+        while True:
+            self._deliver_updates()
+            self._sync_touched()
+            self._deliver_updates()
+            if not self._complete_evictions():
+                return
 
     def _finish_backoffs(self) -> None:
         for key in sorted(self._backing_off):
@@ -434,26 +468,28 @@ class SimulatedCluster:
             if transitions.finish_backoff(updated, self.now):
                 self.write_workload_status(updated)
 
-    def advance(self, seconds: float = 1.0) -> None:
+    def advance(self, seconds: float = 1.0, *, idle: bool = False) -> None:
         """Move time forward and let the controllers catch up before the next cycle.
 
         The clock advances, failed checks evict, evictions complete (quota released, Requeued
         set), backoffs finish, then every retry due at the new time is processed. A change made
-        between cycles happened, on a live cluster, right after the previous cycle (the job
-        integration completes an eviction at once), so the 1 s batched retry of parked workloads
-        it requests (upstream's requeuer, ``QueueAssociatedInadmissibleWorkloadsAfter``) runs from
-        the previous cycle's time and, with cycles 1 s apart, is due when the next cycle starts.
+        between cycles 1 s apart happened, on a live cluster, right after the previous cycle, so the
+        1 s batched retry of parked workloads it requests (upstream's requeuer,
+        ``QueueAssociatedInadmissibleWorkloadsAfter``) runs from the previous cycle's time and is
+        due when the next cycle starts. After ``idle`` time (nothing happened since the previous
+        cycle, the clock skips to the next due time: see :meth:`run`) the changes happen at the new
+        time and their batched retry is due 1 s later.
         """
         previous = self.now
+        # The previous cycle's evictions (preemptions) complete at that cycle's time, as the job
+        # integration completes them at once, not at the next cycle's.
+        self._settle()
         self.now = previous + timedelta(seconds=seconds)
-        self._retry_from = previous
+        self._retry_from = None if idle else previous
         try:
             for key in sorted(self._failed_checks):
                 self._reconcile_checks(key)
-            self._deliver_updates()
-            self._complete_evictions()
-            self._deliver_updates()
-            self._sync_touched()
+            self._settle()
             self._finish_backoffs()
             self._deliver_updates()
         finally:
@@ -505,28 +541,50 @@ class SimulatedCluster:
             self._reconcile_workload(key)
 
     def run(self, cycles: int = 1, until_quiet: bool = False, cap: int = 60) -> RunResult:
-        """Run ``cycles`` cycles (or until quiet, at most ``cap``), advancing 1s between cycles."""
+        """Run ``cycles`` cycles 1 s apart, or (``until_quiet``) until a cycle changes nothing and
+        nothing is due any more, at most ``cap`` cycles.
+
+        Until quiet, the simulation is discrete-event: after a cycle that changed nothing, while a
+        workload waits out a requeue backoff or a check's retry delay (``requeueState.requeueAt``)
+        and no batched retry is pending, nothing can happen before that time, so the clock skips
+        to it (as upstream's reconciler, which returns ``RequeueAfter`` at "Waiting for backoff to
+        finish", is woken then) instead of running idle cycles 1 s apart."""
         out = RunResult()
         n = cap if until_quiet else cycles
+        step: timedelta | None = None
         for i in range(n):
             writes = self._writes
             if i > 0:
-                self.advance(1.0)
+                idle = step is not None
+                self.advance((step or timedelta(seconds=1)).total_seconds(), idle=idle)
             result = self.run_cycle()
             out.cycles.append(result)
             for e in result.entries:
                 out.last_entry[e.info.key] = e
-            if until_quiet and result.heads == 0 and self._writes == writes and not self._waiting():
-                break
+            step = None
+            if until_quiet and result.heads == 0 and self._writes == writes:
+                if self.queues.has_pending_requests():
+                    continue  # a batched retry is due within 1 s
+                due = self._next_requeue_at()
+                if due is None:
+                    break
+                if due - self.now > timedelta(seconds=1):
+                    step = due - self.now
         return out
 
-    def _waiting(self) -> bool:
-        """Something is still due later: a batched requeue or a workload backing off."""
-        if self.queues.has_pending_requests():
-            return True
-        return any(
-            (at := transitions.requeue_at(self.objects[k].obj)) is not None and at > self.now for k in self._backing_off
-        )
+    def settle(self) -> None:
+        """Let the controllers finish reacting at the current time: the last cycle's evictions
+        (preemptions) complete as the job integration completes them, at once (upstream
+        ``JobReconciler.ReconcileGenericJob``, "6. handle eviction"). ``pykueue schedule`` calls
+        it after the run; a test of the scheduler's cycle alone reads the state before it."""
+        self._settle()
+
+    def _next_requeue_at(self) -> datetime | None:
+        """The earliest ``requeueAt`` still ahead among the workloads backing off."""
+        ahead = [
+            at for k in self._backing_off if (at := transitions.requeue_at(self.objects[k].obj)) is not None and at > self.now
+        ]
+        return min(ahead, default=None)
 
     # --- final status ------------------------------------------------------------------------
 

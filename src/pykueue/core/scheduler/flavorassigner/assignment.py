@@ -13,9 +13,9 @@ from enum import IntEnum
 import msgspec
 
 from pykueue.api.kueue import Admission, PodSetAssignment
-from pykueue.api.quantity import resource_quantity_string, sat_add
+from pykueue.api.quantity import resource_quantity_string, sat_add, sat_mul
 from pykueue.core.quota.tree import FlavorResource
-from pykueue.core.workload.info import LastAssignment
+from pykueue.core.workload.info import LastAssignment, WorkloadInfo
 
 
 class Mode(IntEnum):
@@ -232,16 +232,27 @@ class Assignment:
             if fa.mode is Mode.PREEMPT
         }
 
-    def total_requests_for_preemption(self) -> dict[FlavorResource, int]:
-        """Quota request mapped to chosen flavors, excluding ``pods`` and zero requests
-        (``Assignment.TotalRequestsFor``)."""
+    def total_requests_for(self, wl: WorkloadInfo) -> dict[FlavorResource, int]:
+        """The workload's requests on the assigned flavors (upstream ``Assignment.TotalRequestsFor``):
+        each pod set's requests (``wl.TotalRequests``) scaled to its assigned count
+        (``PodSetResources.ScaledTo``: unscaled when the pod set has no pods or the count is the
+        same), zero requests left out (they may have no flavor); a resource without a flavor is
+        skipped (upstream's ``IgnoreUndeclaredResources`` path). Pods are not a request here: the
+        flavor assigner adds them to the assignment's requests, not to the workload's."""
         out: dict[FlavorResource, int] = {}
-        for ps in self.pod_sets:
-            for res, fa in ps.flavors.items():
-                if res == "pods":
-                    continue
-                v = ps.requests.get(res, 0)
+        for i, ps in enumerate(wl.pod_sets):
+            assigned = self.pod_sets[i]
+            count = assigned.count
+            requests = (
+                ps.total
+                if ps.count == 0 or ps.count == count
+                else {res: sat_mul(v, count) for res, v in ps.per_pod.items()}
+            )
+            for res, v in requests.items():
                 if v == 0:
+                    continue
+                fa = assigned.flavors.get(res)
+                if fa is None:
                     continue
                 fr = (fa.name, res)
                 out[fr] = sat_add(out.get(fr, 0), v)

@@ -70,7 +70,7 @@ class Preemptor:
         frs = frozenset(assignment.preempt_frs())
         if not frs:
             return []
-        ctx = self._context(wl, cq, snapshot, frs, assignment.total_requests_for_preemption(), now)
+        ctx = self._context(wl, cq, snapshot, frs, assignment.total_requests_for(wl), now)
         targets = self._search(ctx)
         if not targets:
             return targets
