@@ -83,11 +83,16 @@ class WorkloadController:
                 return
         if has_quota_reservation(wl) and not is_evicted(wl) and self._check_based_eviction(wl):
             return
-        if self._queue_state(wl):
+        if is_active(wl) and self._backoff(wl):
             return
-        if self._sync_checks(wl):
-            return
-        if self._backoff(wl):
+        # Upstream's order (as the simulator's ``SimulatedCluster._reconcile_workload``):
+        # ``reconcileSyncAdmissionChecks`` and ``SyncAdmittedCondition`` before
+        # ``reconcileOnLocalQueueActiveState`` / ``reconcileOnClusterQueueActiveState``; only
+        # ``mayUpdateConditionForAdmissionGatedBy`` (part of the queue rules here) comes before them.
+        if transitions.admission_gate_transition(wl, self.options) is not None:
+            if self._queue_state(wl) or self._sync_checks(wl):
+                return
+        elif self._sync_checks(wl) or self._queue_state(wl):
             return
         self._timeouts(wl)
 
@@ -212,12 +217,16 @@ class WorkloadController:
     # --- requeue backoff (``Reconcile``: ``status.requeueState``) ---------------------------------------------------------------------------------
 
     def _backoff(self, wl: Workload) -> bool:
-        if has_quota_reservation(wl) or not is_active(wl):
-            return False
+        """For an active Workload: wait while ``requeueAt`` is ahead, pending or holding quota
+        (upstream ``Reconcile``, "Waiting for backoff to finish", returns before the check sync,
+        the Admitted sync and the queue rules); then end a pending one's backoff. True: this
+        reconcile is done."""
         now = self.ctx.now()
         at = transitions.requeue_at(wl)
         if at is not None and at > now:
             self.ctx.requeue_after(WORKLOAD, workload_key(wl), (at - now).total_seconds())
+            return True
+        if has_quota_reservation(wl):
             return False
         updated = transitions.copy_for_status(wl)
         if transitions.finish_backoff(updated, now):
