@@ -45,7 +45,6 @@ from pykueue.core.workload.info import (
     has_failed_checks,
     has_quota_reservation,
     is_active,
-    is_evicted,
     is_finished,
     new_workload_info,
     workload_key,
