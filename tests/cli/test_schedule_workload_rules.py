@@ -319,3 +319,19 @@ def test_a_pending_workload_waiting_out_its_backoff_is_left_alone(tmp_path: Path
     assert waiting["status"] == doc["status"]
     settled = schedule(yaml.safe_dump(doc), tmp_path, "--until-quiet")
     assert conds(settled)["Requeued"][1:] == ("BackoffFinished", "The workload backoff was finished", "2026-01-01T00:02:00Z")
+
+
+def test_loaded_reserved_workload_without_checks_is_admitted(tmp_path: Path) -> None:
+    """Upstream ``Reconcile``'s ``SyncAdmittedCondition``: a Workload holding quota in a ClusterQueue
+    without admission checks has no check that is not Ready, so it is admitted (with upstream's
+    event), however it was loaded; the simulator's check-sync fast path skipped it, and the
+    Workload stayed reserved without Admitted, as no controller leaves it."""
+    queues = QUEUES.replace("  admissionChecks: [chk]\n", "")
+    doc = yaml.safe_load(workload(check={"state": "Ready", "message": "ok"}))
+    del doc["status"]["admissionChecks"]
+    docs = schedule_docs(queues + "---\n" + yaml.safe_dump(doc), tmp_path, "--cycles", "1", "--show-events")
+    (wl,) = [d for d in docs if d["kind"] == "Workload"]
+    assert conds(wl)["Admitted"] == ("True", "Admitted", "The workload is admitted", NOW)
+    assert conds(wl)["QuotaReserved"][0] == "True"
+    events = [(d["reason"], d["note"]) for d in docs if d["kind"] == "Event"]
+    assert events == [("Admitted", "Admitted by ClusterQueue cq, wait time since reservation was 50s")]
