@@ -335,3 +335,22 @@ def test_loaded_reserved_workload_without_checks_is_admitted(tmp_path: Path) -> 
     assert conds(wl)["QuotaReserved"][0] == "True"
     events = [(d["reason"], d["note"]) for d in docs if d["kind"] == "Event"]
     assert events == [("Admitted", "Admitted by ClusterQueue cq, wait time since reservation was 50s")]
+
+
+def test_after_a_skip_the_batched_retry_counts_from_the_new_time(tmp_path: Path) -> None:
+    """After the clock skips to requeueAt (00:02:20), the eviction there releases quota and the
+    batched retry of parked Workloads it requests (upstream's requeuer,
+    ``QueueInadmissibleWorkloads`` after 1 s) is due at 00:02:21, not at once: the retried
+    Workload (``res``, alone in the queue at 00:02:20) gets the quota back before the parked
+    higher-priority ``big`` is retried. Counting the retry from the last cycle, 80 s before, put
+    ``big`` in the same cycle as ``res``, and it took the quota."""
+    check = {"state": "Retry", "message": "try later", "requeueAfterSeconds": 120}
+    big = yaml.safe_load(workload())
+    big["metadata"]["name"] = "big"
+    big["spec"]["priority"] = 100
+    big["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "9"
+    state = QUEUES + "---\n" + workload(check=check) + "---\n" + yaml.safe_dump(big)
+    docs = schedule_docs(state, tmp_path, "--until-quiet")
+    wls = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Workload"}
+    assert conds(wls["res"])["QuotaReserved"][::3] == ("True", "2026-01-01T00:02:20Z")
+    assert conds(wls["big"])["QuotaReserved"][0] == "False"
