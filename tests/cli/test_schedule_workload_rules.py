@@ -354,3 +354,19 @@ def test_after_a_skip_the_batched_retry_counts_from_the_new_time(tmp_path: Path)
     wls = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Workload"}
     assert conds(wls["res"])["QuotaReserved"][::3] == ("True", "2026-01-01T00:02:20Z")
     assert conds(wls["big"])["QuotaReserved"][0] == "False"
+
+
+@pytest.mark.parametrize("state", ["Retry", "Rejected"])
+def test_a_failed_check_the_cluster_queue_does_not_require_is_dropped_not_evicting(tmp_path: Path, state: str) -> None:
+    """Upstream ``Reconcile`` runs ``reconcileSyncAdmissionChecks`` and ``SyncAdmittedCondition``
+    before ``reconcileCheckBasedEviction``: a failed check the ClusterQueue does not require is
+    removed first, so the Workload holding quota is admitted (no check left that is not Ready), not
+    evicted or deactivated. The simulator evicted it, then admitted the evicted Workload."""
+    queues = QUEUES.replace("  admissionChecks: [chk]\n", "")
+    docs = schedule_docs(queues + "---\n" + workload(check={"state": state, "message": "no"}), tmp_path, "--show-events")
+    (wl,) = [d for d in docs if d["kind"] == "Workload"]
+    assert "admissionChecks" not in wl["status"]
+    assert set(conds(wl)) == {"QuotaReserved", "Admitted"}
+    assert conds(wl)["Admitted"] == ("True", "Admitted", "The workload is admitted", NOW)
+    events = [(d["reason"], d["note"]) for d in docs if d["kind"] == "Event"]
+    assert events == [("Admitted", "Admitted by ClusterQueue cq, wait time since reservation was 50s")]

@@ -536,3 +536,20 @@ def test_a_reserved_workload_with_its_checks_ready_is_admitted_before_a_hold_and
     evicted = wait(has(env, "w", "Evicted", reason="LocalQueueStopped"))
     assert cond(evicted, "Evicted")["message"] == "The LocalQueue is stopped"  # type: ignore[index]
     assert cond(evicted, "Admitted")["status"] == "True"  # type: ignore[index]
+
+
+def test_a_retry_check_the_cluster_queue_does_not_require_is_dropped_not_evicting(env: Env) -> None:
+    """Upstream ``Reconcile`` runs ``reconcileSyncAdmissionChecks`` before
+    ``reconcileCheckBasedEviction``: a check in Retry that the ClusterQueue does not require is
+    removed from the Workload's status first, so it evicts nothing. The controller evicted first."""
+    setup_queues(env)
+    env.create(R.WORKLOADS, workload("w"))
+    wl = wait(has(env, "w", "Admitted", reason="Admitted"))
+    stamp = env.clock.now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    wl["status"]["admissionChecks"] = [{"name": "chk", "state": "Retry", "message": "later", "lastTransitionTime": stamp}]
+    env.client.replace(R.WORKLOADS, wl, subresource="status")
+    synced = wait(lambda: (w := env.get(R.WORKLOADS, "w"))["status"].get("admissionChecks") is None and w)
+    wait(lambda: env.mgr.call_in_manager_thread(env.mgr.work.idle))
+    synced = env.get(R.WORKLOADS, "w")
+    assert cond(synced, "Evicted") is None
+    assert cond(synced, "Admitted")["status"] == "True"  # type: ignore[index]

@@ -81,18 +81,22 @@ class WorkloadController:
             self._evict_inactive(wl)
             if has_quota_reservation(wl):
                 return
-        if has_quota_reservation(wl) and not is_evicted(wl) and self._check_based_eviction(wl):
-            return
         if is_active(wl) and self._backoff(wl):
             return
         # Upstream's order (as the simulator's ``SimulatedCluster._reconcile_workload``):
-        # ``reconcileSyncAdmissionChecks`` and ``SyncAdmittedCondition`` before
-        # ``reconcileOnLocalQueueActiveState`` / ``reconcileOnClusterQueueActiveState``; only
-        # ``mayUpdateConditionForAdmissionGatedBy`` (part of the queue rules here) comes before them.
-        if transitions.admission_gate_transition(wl, self.options) is not None:
-            if self._queue_state(wl) or self._sync_checks(wl):
-                return
-        elif self._sync_checks(wl) or self._queue_state(wl):
+        # ``reconcileSyncAdmissionChecks`` and ``SyncAdmittedCondition``, then
+        # ``reconcileCheckBasedEviction`` (a check the ClusterQueue no longer requires is dropped
+        # first, it evicts nothing), then ``reconcileOnLocalQueueActiveState`` /
+        # ``reconcileOnClusterQueueActiveState``; only ``mayUpdateConditionForAdmissionGatedBy``
+        # (part of the queue rules here) comes before them.
+        gated = transitions.admission_gate_transition(wl, self.options) is not None
+        if gated and self._queue_state(wl):
+            return
+        if self._sync_checks(wl):
+            return
+        if has_quota_reservation(wl) and not is_evicted(wl) and self._check_based_eviction(wl):
+            return
+        if not gated and self._queue_state(wl):
             return
         self._timeouts(wl)
 

@@ -435,6 +435,13 @@ class SimulatedCluster:
         """Retry evicts; Rejected deactivates in upstream's three writes
         (``WorkloadReconciler.reconcileCheckBasedEviction``)."""
         outcome = reconcile.check_based_eviction(self.objects[key].obj, self.now, self.options)
+        if outcome.reason in ("EvictedDueToAdmissionCheck", "AdmissionCheckRejected"):
+            # Past ``NeedsRequeueAtUpdate`` and the wait for requeueAt, upstream ``Reconcile`` runs
+            # ``reconcileSyncAdmissionChecks`` and ``SyncAdmittedCondition`` before
+            # ``reconcileCheckBasedEviction``: a failed check the ClusterQueue no longer requires is
+            # dropped first and evicts nothing.
+            self._sync_checks(key)
+            outcome = reconcile.check_based_eviction(self.objects[key].obj, self.now, self.options)
         if self._apply(key, outcome) and outcome.reason == "AdmissionCheckRejected":
             # DeactivationTarget, then spec.active=false, then the eviction.
             self._deactivate(key)
