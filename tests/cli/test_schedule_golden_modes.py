@@ -25,7 +25,11 @@ EXAMPLES = ROOT / "examples"
 GOLDEN = Path(__file__).resolve().parent / "golden" / "schedule"
 NOW = "2026-01-01T00:01:00Z"
 
-# every YAML file under examples/, the goldens of test_schedule_cli excepted (they are outputs)
+# every YAML file under examples/, the goldens of test_schedule_cli excepted (they are outputs);
+# two are inputs of other options, not states, and their goldens pin schedule's error for a
+# document that is not a Kubernetes object or not a state kind: checks/provisioner-capacity.yaml
+# (``pykueue serve --provisioner``, README "A local provisioner") and fair-sharing-config.yaml
+# (``--config``)
 FILES = sorted(
     p.relative_to(ROOT).as_posix() for p in EXAMPLES.rglob("*.yaml") if "golden" not in p.relative_to(EXAMPLES).parts
 )

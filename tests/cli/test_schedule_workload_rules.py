@@ -319,3 +319,54 @@ def test_a_pending_workload_waiting_out_its_backoff_is_left_alone(tmp_path: Path
     assert waiting["status"] == doc["status"]
     settled = schedule(yaml.safe_dump(doc), tmp_path, "--until-quiet")
     assert conds(settled)["Requeued"][1:] == ("BackoffFinished", "The workload backoff was finished", "2026-01-01T00:02:00Z")
+
+
+def test_loaded_reserved_workload_without_checks_is_admitted(tmp_path: Path) -> None:
+    """Upstream ``Reconcile``'s ``SyncAdmittedCondition``: a Workload holding quota in a ClusterQueue
+    without admission checks has no check that is not Ready, so it is admitted (with upstream's
+    event), however it was loaded; the simulator's check-sync fast path skipped it, and the
+    Workload stayed reserved without Admitted, as no controller leaves it."""
+    queues = QUEUES.replace("  admissionChecks: [chk]\n", "")
+    doc = yaml.safe_load(workload(check={"state": "Ready", "message": "ok"}))
+    del doc["status"]["admissionChecks"]
+    docs = schedule_docs(queues + "---\n" + yaml.safe_dump(doc), tmp_path, "--cycles", "1", "--show-events")
+    (wl,) = [d for d in docs if d["kind"] == "Workload"]
+    assert conds(wl)["Admitted"] == ("True", "Admitted", "The workload is admitted", NOW)
+    assert conds(wl)["QuotaReserved"][0] == "True"
+    events = [(d["reason"], d["note"]) for d in docs if d["kind"] == "Event"]
+    assert events == [("Admitted", "Admitted by ClusterQueue cq, wait time since reservation was 50s")]
+
+
+def test_after_a_skip_the_batched_retry_counts_from_the_new_time(tmp_path: Path) -> None:
+    """After the clock skips to requeueAt (00:02:20), the eviction there releases quota and the
+    batched retry of parked Workloads it requests (upstream's requeuer,
+    ``QueueInadmissibleWorkloads`` after 1 s) is due at 00:02:21, not at once: the retried
+    Workload (``res``, alone in the queue at 00:02:20) gets the quota back before the parked
+    higher-priority ``big`` is retried. Counting the retry from the last cycle, 80 s before, put
+    ``big`` in the same cycle as ``res``, and it took the quota."""
+    check = {"state": "Retry", "message": "try later", "requeueAfterSeconds": 120}
+    big = yaml.safe_load(workload())
+    big["metadata"]["name"] = "big"
+    big["spec"]["priority"] = 100
+    big["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "9"
+    state = QUEUES + "---\n" + workload(check=check) + "---\n" + yaml.safe_dump(big)
+    docs = schedule_docs(state, tmp_path, "--until-quiet")
+    wls = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Workload"}
+    assert conds(wls["res"])["QuotaReserved"][::3] == ("True", "2026-01-01T00:02:20Z")
+    assert conds(wls["big"])["QuotaReserved"][0] == "False"
+
+
+@pytest.mark.parametrize("state", ["Retry", "Rejected"])
+def test_a_failed_check_the_cluster_queue_does_not_require_is_dropped_not_evicting(tmp_path: Path, state: str) -> None:
+    """Upstream ``Reconcile`` runs ``reconcileSyncAdmissionChecks`` and ``SyncAdmittedCondition``
+    before ``reconcileCheckBasedEviction``: a failed check the ClusterQueue does not require is
+    removed first, so the Workload holding quota is admitted (no check left that is not Ready), not
+    evicted or deactivated. The simulator evicted it, then admitted the evicted Workload."""
+    queues = QUEUES.replace("  admissionChecks: [chk]\n", "")
+    docs = schedule_docs(queues + "---\n" + workload(check={"state": state, "message": "no"}), tmp_path, "--show-events")
+    (wl,) = [d for d in docs if d["kind"] == "Workload"]
+    assert "admissionChecks" not in wl["status"]
+    assert set(conds(wl)) == {"QuotaReserved", "Admitted"}
+    assert conds(wl)["Admitted"] == ("True", "Admitted", "The workload is admitted", NOW)
+    events = [(d["reason"], d["note"]) for d in docs if d["kind"] == "Event"]
+    assert events == [("Admitted", "Admitted by ClusterQueue cq, wait time since reservation was 50s")]

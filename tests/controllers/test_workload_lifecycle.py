@@ -470,3 +470,86 @@ def test_retry_check_delay_sets_requeue_at_of_a_workload_without_quota(env: Env)
     state = wait(lambda: (env.get(R.WORKLOADS, "w").get("status") or {}).get("requeueState"))
     assert state == {"requeueAt": (when + timedelta(seconds=30)).strftime("%Y-%m-%dT%H:%M:%SZ")}
     assert cond(env.get(R.WORKLOADS, "w"), "QuotaReserved")["reason"] == "Misconfigured"  # type: ignore[index]
+
+
+def test_a_pending_workload_waiting_out_its_backoff_is_left_alone(env: Env) -> None:
+    """Upstream ``Reconcile`` returns at "Waiting for backoff to finish" for an active Workload whose
+    ``requeueAt`` is ahead, before ``syncQuotaReservedFalseCondition``: a stale QuotaReserved=False
+    reason is kept until the backoff ends (the controller used to rewrite it at once), then the
+    timer clears ``requeueAt`` and the queue rules run."""
+    setup_queues(env)
+    env.create(R.WORKLOADS, workload("w", queue="nope"))  # stays pending: no LocalQueue
+    wl = wait(has(env, "w", "QuotaReserved", status="False", reason="Misconfigured"))
+    stamp = env.clock.now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    requeue_at = (env.clock.now + timedelta(seconds=60)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stale = {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": "stale", "lastTransitionTime": stamp}
+    wl["status"]["conditions"] = [c if c["type"] != "QuotaReserved" else stale for c in wl["status"]["conditions"]]
+    wl["status"]["requeueState"] = {"count": 1, "requeueAt": requeue_at}
+    env.client.replace(R.WORKLOADS, wl, subresource="status")
+    wait(lambda: ("workload", "default/w") in env.mgr.work.delayed())  # the controller armed its timer
+    wait(lambda: env.mgr.call_in_manager_thread(env.mgr.work.idle))
+    waiting = env.get(R.WORKLOADS, "w")
+    assert cond(waiting, "QuotaReserved") == stale
+    assert waiting["status"]["requeueState"] == {"count": 1, "requeueAt": requeue_at}
+    env.clock.advance(61)
+    done = wait(has(env, "w", "QuotaReserved", status="False", reason="Misconfigured"))
+    assert done["status"]["requeueState"] == {"count": 1}
+
+
+def test_a_reserved_workload_with_its_checks_ready_is_admitted_before_a_hold_and_drain_evicts_it(env: Env) -> None:
+    """Upstream ``Reconcile`` syncs the checks and ``SyncAdmittedCondition`` (all checks Ready:
+    Admitted) before ``reconcileOnLocalQueueActiveState``, which then evicts the admitted Workload of
+    a HoldAndDrain LocalQueue (``workloadevict.Evict``). The controller ran the queue rules first
+    and released the reservation silently ("LocalQueue lq is stopped", no Admitted, no eviction)."""
+    env.create(
+        R.ADMISSION_CHECKS,
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "AdmissionCheck",
+            "metadata": {"name": "chk"},
+            "spec": {"controllerName": "example.com/nobody"},
+        },
+    )
+    env.client.patch(
+        R.ADMISSION_CHECKS,
+        "chk",
+        {"status": {"conditions": [
+            {"type": "Active", "status": "True", "reason": "Active", "message": "ok", "lastTransitionTime": "2026-11-22T12:00:00Z"}
+        ]}},
+        None,
+        subresource="status",
+    )  # fmt: skip
+    setup_queues(env)
+    env.patch(R.CLUSTER_QUEUES, "cq", {"spec": {"admissionChecksStrategy": {"admissionChecks": [{"name": "chk"}]}}}, None)
+    env.create(R.WORKLOADS, workload("w"))
+    wl = wait(lambda: (w := has(env, "w", "QuotaReserved")()) and (w["status"].get("admissionChecks") or []) and w)
+    assert cond(wl, "Admitted") is None or cond(wl, "Admitted")["status"] == "False"  # type: ignore[index]
+    wl["status"]["admissionChecks"] = [dict(c, state="Ready", message="ok") for c in wl["status"]["admissionChecks"]]
+
+    def both_at_once() -> None:
+        # In one manager step: the LocalQueue stops and the check turns Ready, so the Workload's
+        # next reconcile sees both.
+        env.patch(R.LOCAL_QUEUES, "lq", {"spec": {"stopPolicy": "HoldAndDrain"}})
+        env.client.replace(R.WORKLOADS, wl, subresource="status")
+
+    env.mgr.call_in_manager_thread(both_at_once)
+    evicted = wait(has(env, "w", "Evicted", reason="LocalQueueStopped"))
+    assert cond(evicted, "Evicted")["message"] == "The LocalQueue is stopped"  # type: ignore[index]
+    assert cond(evicted, "Admitted")["status"] == "True"  # type: ignore[index]
+
+
+def test_a_retry_check_the_cluster_queue_does_not_require_is_dropped_not_evicting(env: Env) -> None:
+    """Upstream ``Reconcile`` runs ``reconcileSyncAdmissionChecks`` before
+    ``reconcileCheckBasedEviction``: a check in Retry that the ClusterQueue does not require is
+    removed from the Workload's status first, so it evicts nothing. The controller evicted first."""
+    setup_queues(env)
+    env.create(R.WORKLOADS, workload("w"))
+    wl = wait(has(env, "w", "Admitted", reason="Admitted"))
+    stamp = env.clock.now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    wl["status"]["admissionChecks"] = [{"name": "chk", "state": "Retry", "message": "later", "lastTransitionTime": stamp}]
+    env.client.replace(R.WORKLOADS, wl, subresource="status")
+    synced = wait(lambda: (w := env.get(R.WORKLOADS, "w"))["status"].get("admissionChecks") is None and w)
+    wait(lambda: env.mgr.call_in_manager_thread(env.mgr.work.idle))
+    synced = env.get(R.WORKLOADS, "w")
+    assert cond(synced, "Evicted") is None
+    assert cond(synced, "Admitted")["status"] == "True"  # type: ignore[index]

@@ -466,8 +466,12 @@ def admission_check(
 def simulate(
     objs: Iterable[Any], opts: SchedulerOptions | None = None, now: datetime | None = None
 ) -> SimulatedCluster:
-    """A ``SimulatedCluster`` at ``now`` (default ``T0 + 1h``) with typed v1beta2 ``objs`` loaded."""
-    cluster = SimulatedCluster(opts or SchedulerOptions(), now or at(3600))
+    """A ``SimulatedCluster`` at ``now`` (default ``T0 + 1h``) with typed v1beta2 ``objs`` loaded.
+
+    As upstream's scheduler tests, whose cases are ported here, a Workload holding quota without
+    Admitted in a ClusterQueue without checks is not admitted by the workload controller
+    (``sync_admitted_without_checks=False``; ``pykueue schedule`` admits it)."""
+    cluster = SimulatedCluster(opts or SchedulerOptions(), now or at(3600), sync_admitted_without_checks=False)
     cluster.load((o, V1BETA2 if o.kind != "Namespace" else "v1") for o in objs)
     return cluster
 

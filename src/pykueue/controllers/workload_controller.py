@@ -81,13 +81,22 @@ class WorkloadController:
             self._evict_inactive(wl)
             if has_quota_reservation(wl):
                 return
-        if has_quota_reservation(wl) and not is_evicted(wl) and self._check_based_eviction(wl):
+        if is_active(wl) and self._backoff(wl):
             return
-        if self._queue_state(wl):
+        # Upstream's order (as the simulator's ``SimulatedCluster._reconcile_workload``):
+        # ``reconcileSyncAdmissionChecks`` and ``SyncAdmittedCondition``, then
+        # ``reconcileCheckBasedEviction`` (a check the ClusterQueue no longer requires is dropped
+        # first, it evicts nothing), then ``reconcileOnLocalQueueActiveState`` /
+        # ``reconcileOnClusterQueueActiveState``; only ``mayUpdateConditionForAdmissionGatedBy``
+        # (part of the queue rules here) comes before them.
+        gated = transitions.admission_gate_transition(wl, self.options) is not None
+        if gated and self._queue_state(wl):
             return
         if self._sync_checks(wl):
             return
-        if self._backoff(wl):
+        if has_quota_reservation(wl) and not is_evicted(wl) and self._check_based_eviction(wl):
+            return
+        if not gated and self._queue_state(wl):
             return
         self._timeouts(wl)
 
@@ -212,12 +221,16 @@ class WorkloadController:
     # --- requeue backoff (``Reconcile``: ``status.requeueState``) ---------------------------------------------------------------------------------
 
     def _backoff(self, wl: Workload) -> bool:
-        if has_quota_reservation(wl) or not is_active(wl):
-            return False
+        """For an active Workload: wait while ``requeueAt`` is ahead, pending or holding quota
+        (upstream ``Reconcile``, "Waiting for backoff to finish", returns before the check sync,
+        the Admitted sync and the queue rules); then end a pending one's backoff. True: this
+        reconcile is done."""
         now = self.ctx.now()
         at = transitions.requeue_at(wl)
         if at is not None and at > now:
             self.ctx.requeue_after(WORKLOAD, workload_key(wl), (at - now).total_seconds())
+            return True
+        if has_quota_reservation(wl):
             return False
         updated = transitions.copy_for_status(wl)
         if transitions.finish_backoff(updated, now):

@@ -45,7 +45,7 @@ from pykueue.core.workload.info import (
     has_failed_checks,
     has_quota_reservation,
     is_active,
-    is_evicted,
+    is_admitted,
     is_finished,
     new_workload_info,
     workload_key,
@@ -92,8 +92,16 @@ class SimulatedCluster:
     cycle (``run_cycle``) at the cycle's time: the core may take the scheduler's pending status
     writes as observed when they land (``KueueCore``)."""
 
-    def __init__(self, options: SchedulerOptions, now: datetime) -> None:
+    def __init__(self, options: SchedulerOptions, now: datetime, *, sync_admitted_without_checks: bool = True) -> None:
+        """``sync_admitted_without_checks``: the workload controller's ``SyncAdmittedCondition`` for
+        a Workload holding quota in a ClusterQueue without admission checks (it is Admitted: no
+        check is not Ready). Only a loaded Workload can need it (the scheduler writes Admitted
+        with the reservation when there is no check). Off for the ports of upstream's scheduler
+        tests (``pkg/scheduler/scheduler_test.go`` ``TestSchedule``), which run the scheduler
+        without the workload controller on Workloads that hold quota without Admitted
+        (``ReserveQuota``) and expect no Admitted condition or event."""
         self.options = options
+        self._sync_admitted_without_checks = sync_admitted_without_checks
         self.now = to_time(now)
         self.objects: dict[ObjectKey, LoadedObject] = {}
         self.order: list[ObjectKey] = []
@@ -334,8 +342,13 @@ class SimulatedCluster:
         Admitted condition."""
         wl: Workload = self.objects[key].obj
         cq = self.cache.cluster_queues.get(self._cq_for(wl) or "")
-        # Fast path: nothing to sync without checks on either side (the scheduler wrote Admitted).
-        if cq is None or (not cq.check_flavors and not wl.status.admission_checks):
+        # Fast path: nothing to sync without checks on either side, unless the Workload holds quota
+        # without Admitted (loaded so): ``SyncAdmittedCondition`` admits it (no checks: all Ready).
+        if cq is None or (
+            not cq.check_flavors
+            and not wl.status.admission_checks
+            and (not self._sync_admitted_without_checks or wl.status.admission is None or is_admitted(wl))
+        ):
             return
         if wl.status.admission is not None:
             flavors = {f for psa in wl.status.admission.pod_set_assignments for f in psa.flavors.values()}
@@ -422,6 +435,13 @@ class SimulatedCluster:
         """Retry evicts; Rejected deactivates in upstream's three writes
         (``WorkloadReconciler.reconcileCheckBasedEviction``)."""
         outcome = reconcile.check_based_eviction(self.objects[key].obj, self.now, self.options)
+        if outcome.reason in ("EvictedDueToAdmissionCheck", "AdmissionCheckRejected"):
+            # Past ``NeedsRequeueAtUpdate`` and the wait for requeueAt, upstream ``Reconcile`` runs
+            # ``reconcileSyncAdmissionChecks`` and ``SyncAdmittedCondition`` before
+            # ``reconcileCheckBasedEviction``: a failed check the ClusterQueue no longer requires is
+            # dropped first and evicts nothing.
+            self._sync_checks(key)
+            outcome = reconcile.check_based_eviction(self.objects[key].obj, self.now, self.options)
         if self._apply(key, outcome) and outcome.reason == "AdmissionCheckRejected":
             # DeactivationTarget, then spec.active=false, then the eviction.
             self._deactivate(key)
