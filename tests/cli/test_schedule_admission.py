@@ -457,3 +457,28 @@ def test_admission_fair_sharing_orders_by_local_queue_usage(tmp_path: Path) -> N
     out = {(d["kind"], d["metadata"]["name"]): d for d in docs(plain.stdout)}
     assert out[("Workload", "a1")]["status"]["admission"]["clusterQueue"] == "cq"
     assert "admission" not in out[("Workload", "b1")].get("status", {})
+
+
+def test_admission_fair_sharing_samples_while_the_clock_skips_a_backoff(tmp_path: Path) -> None:
+    """``--until-quiet`` skips the clock over a backoff (b1's requeueAt, +150 s), but not over a
+    LocalQueue's Admission Fair Sharing sample: upstream's ``LocalQueueReconciler`` is woken every
+    ``usageSamplingInterval`` (1 m), so lq-a's usage decays at +60 s and +120 s and its last
+    sample is at +120 s (a skip straight to +150 s would sample once, there)."""
+    config = tmp_path / "config.yaml"
+    config.write_text(AFS_CONFIG)
+    now = "2026-01-01T00:00:05Z"
+    msg = "Exceeded the PodsReady timeout default/b1"
+    state = AFS_STATE.replace(afs_workload("a1", "lq-a", "2026-01-01T00:00:00Z"), "") + f"""status:
+  conditions:
+  - {{type: QuotaReserved, status: "False", reason: PendingEvaluation, message: "{msg}", lastTransitionTime: "{now}"}}
+  - {{type: Evicted, status: "True", reason: PodsReadyTimeout, message: "{msg}", lastTransitionTime: "{now}"}}
+  - {{type: Requeued, status: "False", reason: PodsReadyTimeout, message: "{msg}", lastTransitionTime: "{now}"}}
+  requeueState: {{count: 1, requeueAt: "2026-01-01T00:02:35Z"}}
+"""
+    proc = schedule("-f", "-", "--now", now, "--config", str(config), "--until-quiet", stdin=state)
+    assert proc.returncode == 0, proc.stderr
+    out = {(d["kind"], d["metadata"]["name"]): d for d in docs(proc.stdout)}
+    reserved = [c for c in out[("Workload", "b1")]["status"]["conditions"] if c["type"] == "QuotaReserved"]
+    assert (reserved[0]["status"], reserved[0]["lastTransitionTime"]) == ("True", "2026-01-01T00:02:35Z")
+    status = out[("LocalQueue", "lq-a")]["status"]["fairSharing"]["admissionFairSharingStatus"]
+    assert status["lastUpdate"] == "2026-01-01T00:02:05Z"

@@ -14,7 +14,7 @@ import uuid
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
@@ -588,6 +588,11 @@ class SimulatedCluster:
                 due = self._next_requeue_at()
                 if due is None:
                     break
+                # A LocalQueue's Admission Fair Sharing sample due before it is woken first (its
+                # reconcile's ``RequeueAfter``), so the decay steps are the sampling interval's.
+                sample = self._next_local_queue_sample()
+                if sample is not None and sample < due:
+                    due = sample
                 if due - self.now > timedelta(seconds=1):
                     step = due - self.now
         return out
@@ -598,6 +603,12 @@ class SimulatedCluster:
         ``JobReconciler.ReconcileGenericJob``, "6. handle eviction"). ``pykueue schedule`` calls
         it after the run; a test of the scheduler's cycle alone reads the state before it."""
         self._settle()
+
+    def _next_local_queue_sample(self) -> datetime | None:
+        """The earliest Admission Fair Sharing reconcile of a LocalQueue still ahead."""
+        now = self.now.timestamp()
+        ahead = [t for t in self._afs_due.values() if t > now]
+        return datetime.fromtimestamp(min(ahead), UTC) if ahead else None
 
     def _next_requeue_at(self) -> datetime | None:
         """The earliest ``requeueAt`` still ahead among the workloads backing off."""
