@@ -288,3 +288,68 @@ def test_preemption_prefers_candidates_of_the_busier_local_queue(afs_on: bool, w
         if conditions(wl).get("Evicted", ("False",))[0] == "True"
     ]
     assert evicted == [want_victim]
+
+
+def test_settlement_skips_a_local_queue_not_in_the_admitting_cluster_queue() -> None:
+    """Not an upstream table: ``WorkloadReconciler.updateAfsConsumedUsage`` settles nothing when
+    ``Cache.GetCacheLocalQueue(admission.clusterQueue, lq)`` fails, here because the LocalQueue now
+    names another ClusterQueue: the workload's entry penalty stays pending (it goes when the
+    workload finishes or is deleted), and no history is folded. With the LocalQueue in place the
+    same transition settles it."""
+    cq2 = cluster_queue("cq2", flavor_quotas("default", cpu="8"))
+    pending = workload("wl", queue="lq-a", created=NOW, requests={"cpu": "4"})
+    cluster = simulate(
+        [namespace("default"), flavor("default"), _cq(), cq2, *QUEUES, pending], _options(True), NOW
+    )
+    afs = cluster.queues.afs
+    for moved in (False, True):
+        afs.push_entry_penalty("default/lq-a", "default/wl", {"cpu": 4000}, NOW.timestamp())
+        lq = _lq("lq-a", "1")
+        if moved:
+            lq.spec.cluster_queue = "cq2"
+        cluster.queues.update_local_queue(lq)
+        done = admitted(pending, "cq1", {"cpu": "default"}, at_time=NOW, admitted_condition=True)
+        old = workload("wl", queue="lq-a", created=NOW, requests={"cpu": "4"})
+        cluster.core.observe(old, done, NOW)
+        entry = afs.ledger.get("default/lq-a")
+        assert entry is not None
+        assert entry.has_penalty_record("default/wl") is moved, moved
+        cluster.core.observe(done, None, NOW)  # deleted: the penalty goes either way
+        assert not afs.ledger.has_pending_penalty("default/lq-a")
+
+
+def test_preemption_candidate_usage_reads_a_stopped_local_queue_weight() -> None:
+    """Upstream ``snapshotClusterQueue`` gives each candidate ``CalcLocalQueueFSUsage``, whose weight
+    is the LocalQueue object's (``ResolveLQWeight``), stopped or not; the heap's weights are only of
+    LocalQueues not stopped. lq-a (stopped, weight 4, consumed 8) has usage 2, lq-b (weight 1,
+    consumed 3) usage 3: lq-b's candidate goes first although lq-a's is the newer."""
+    cq = cluster_queue(
+        "cq1", flavor_quotas("default", cpu="2"), preemption={"within_cluster_queue": "LowerPriority"}
+    )
+    cq.spec.admission_scope = AdmissionScope(admission_mode="UsageBasedAdmissionFairSharing")
+    stopped = _lq("lq-a", "4")
+    stopped.spec.stop_policy = "Hold"
+    victims = [
+        admitted(
+            workload(name, queue=queue, priority=0, requests={"cpu": "1"}),
+            "cq1",
+            {"cpu": "default"},
+            at_time=when,
+            admitted_condition=True,
+        )
+        for name, queue, when in (
+            ("a-new", "lq-a", NOW - timedelta(minutes=1)),
+            ("b-old", "lq-b", NOW - timedelta(hours=1)),
+        )
+    ]
+    preemptor = workload("high", queue="lq-c", priority=100, created=NOW, requests={"cpu": "1"})
+    cluster = simulate(
+        [namespace("default"), flavor("default"), cq, stopped, _lq("lq-b", "1"), _lq("lq-c", "1"), *victims, preemptor],
+        _options(True),
+        NOW,
+    )
+    for lq, cpu in (("lq-a", "8"), ("lq-b", "3")):
+        cluster.queues.afs.ledger.set_for_test(f"default/{lq}", {"cpu": parse_quantity(cpu).value}, NOW.timestamp())
+    cluster.run_cycle()
+    evicted = [wl.metadata.name for wl in cluster.workloads() if conditions(wl).get("Evicted", ("False",))[0] == "True"]
+    assert evicted == ["b-old"]
