@@ -352,3 +352,25 @@ def test_calculate_usage_with_non_positive_weight(consumed: dict[str, Fraction],
     got = calculate_usage(consumed, {}, lq_weight, {})
     assert not math.isnan(got)
     assert got == math.inf
+
+
+@pytest.mark.parametrize(
+    ("consumed", "weight", "want"),
+    [
+        ({"cpu": q("3n")}, 1.0, 3 * 1e-9),  # 3.0000000000000004e-09, Go's float64(3) * 1e-9
+        ({"cpu": q("15")}, 1.0, 15_000_000_000 * 1e-9),  # scale nine: 15.000000000000002
+    ],
+)
+def test_calculate_usage_reads_amounts_as_approximate_float64(
+    consumed: dict[str, Fraction], weight: float, want: float
+) -> None:
+    """``CalculateUsage`` sums ``Quantity.AsApproximateFloat64`` of scale-nine decimals (what
+    ``MulByFloat`` leaves), which is not the correctly rounded value."""
+    assert calculate_usage(consumed, None, weight, {}) == want
+
+
+@pytest.mark.parametrize(("weight", "want"), [("0.7", 700 * 0.001), ("2.3", 2300 * 0.001), ("2", 2.0), ("1k", 1000.0)])
+def test_lq_weight_as_approximate_float64_of_the_stored_form(weight: str, want: float) -> None:
+    """``LQWeightAsFloat64`` of a weight as the API server stores it (canonical ``700m``)."""
+    lq = LocalQueue(metadata=ObjectMeta(name="lq", namespace="ns"), spec=LocalQueueSpec(fair_sharing=FairSharing(weight=weight)))
+    assert lq_weight_as_float(lq) == want

@@ -353,3 +353,25 @@ def test_preemption_candidate_usage_reads_a_stopped_local_queue_weight() -> None
     cluster.run_cycle()
     evicted = [wl.metadata.name for wl in cluster.workloads() if conditions(wl).get("Evicted", ("False",))[0] == "True"]
     assert evicted == ["b-old"]
+
+
+def test_usage_is_read_as_upstream_as_approximate_float64() -> None:
+    """Not an upstream table: ``CalculateUsage`` reads each amount with ``AsApproximateFloat64``
+    (``unscaled * 10^-scale``; the ledger's amounts are ``inf.Dec`` of scale nine) and
+    ``LQWeightAsFloat64`` the stored weight (``0.7`` is stored as ``700m``, read as ``700 * 1e-3``),
+    not as correctly rounded floats. lq-a (weight 0.7, consumed 7) then has usage
+    9.999999999999998, below lq-b's 10 (weight 1, consumed 10): lq-a's workload goes first
+    although lq-b's is older (correctly rounded, both are 10 and the older one would go)."""
+    queues = [_lq("lq-a", "0.7"), _lq("lq-b", "1")]
+    wls = [
+        workload("wl-b1", queue="lq-b", created=NOW, requests={"cpu": "8"}),
+        workload("wl-a1", queue="lq-a", created=NOW + timedelta(seconds=1), requests={"cpu": "8"}),
+    ]
+    cluster = simulate([namespace("default"), flavor("default"), _cq(), *queues, *wls], _options(True), NOW)
+    for lq, cpu in (("lq-a", "7"), ("lq-b", "10")):
+        cluster.queues.afs.ledger.set_for_test(f"default/{lq}", {"cpu": parse_quantity(cpu).value}, NOW.timestamp())
+    cluster.queues.rebuild_heap("cq1")
+    assert cluster.queues.afs.usage("default/lq-a") == 9.999999999999998
+    cluster.run_cycle()
+    admitted_names = [wl.metadata.name for wl in cluster.workloads() if wl.status.admission is not None]
+    assert admitted_names == ["wl-a1"]
