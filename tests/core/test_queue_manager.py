@@ -1608,3 +1608,21 @@ def test_observing_a_refreshed_but_unobserved_object_takes_the_general_path() ->
         now=datetime.fromtimestamp(NOW, UTC),
     )
     assert "default/w" in cq.active and "default/w" not in cq.inadmissible
+
+
+def test_afs_pending_penalty_resorts_the_heap_at_pop() -> None:
+    """Upstream ``ClusterQueue.Pop``: while a LocalQueue of the ClusterQueue has a pending entry
+    penalty the heap is rebuilt before the pop (``hasPendingPenalties``), so the penalised
+    LocalQueue's other workloads move behind the others'. No LocalQueue reconcile runs here."""
+    afs_cfg = AdmissionFairSharingConfig(
+        usage_half_life_time=Duration.parse("10m"), usage_sampling_interval=Duration.parse("5m")
+    )
+    m = QueueManager(SchedulerOptions(admission_fair_sharing=afs_cfg))
+    m.set_namespace_labels(NS, {})
+    m.add_cluster_queue(cq_obj("cq", admission_mode="UsageBasedAdmissionFairSharing"))
+    m.add_local_queue(lq_obj("lq-a", "cq"))
+    m.add_local_queue(lq_obj("lq-b", "cq"))
+    m.add_or_update_workload(wl("a", queue="lq-a", created=0.0), NOW)
+    m.add_or_update_workload(wl("b", queue="lq-b", created=1.0), NOW)
+    m.afs.push_entry_penalty("default/lq-a", "default/other", {"cpu": 4000}, 0.0)
+    assert head_names(m.heads(ACTIVE)) == ["b"]

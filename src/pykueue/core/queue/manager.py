@@ -555,7 +555,7 @@ class QueueManager:
                 cq.pop_cycle += 1
                 continue
             if cq.afs_usage is not None and self.afs.has_pending_penalty(
-                lq.key for lq in self._local_queues_of(name)
+                key for key, lq in self._lqs.items() if lq.cluster_queue == name
             ):
                 # ``ClusterQueue.Pop``: a pending penalty moves all of a LocalQueue's workloads.
                 cq.rebuild_heap()
