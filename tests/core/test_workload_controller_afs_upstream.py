@@ -26,7 +26,17 @@ from fractions import Fraction
 
 import msgspec
 import pytest
-from builders import admitted, at, cluster_queue, flavor, flavor_quotas, namespace, options, simulate, workload
+from builders import (
+    admitted,
+    at,
+    cluster_queue,
+    flavor,
+    flavor_quotas,
+    namespace,
+    options,
+    simulate,
+    workload,
+)
 
 from pykueue.api.config import AdmissionFairSharingConfig, Duration
 from pykueue.api.kueue import AdmissionScope, LocalQueue, LocalQueueSpec, Workload
