@@ -1626,3 +1626,22 @@ def test_afs_pending_penalty_resorts_the_heap_at_pop() -> None:
     m.add_or_update_workload(wl("b", queue="lq-b", created=1.0), NOW)
     m.afs.push_entry_penalty("default/lq-a", "default/other", {"cpu": 4000}, 0.0)
     assert head_names(m.heads(ACTIVE)) == ["b"]
+
+
+def test_afs_weight_change_resorts_the_heap_heads() -> None:
+    """``ClusterQueue.UpdateLocalQueueWeight`` re-heapifies: the next pop reflects a new weight
+    (the pending listing sorts afresh, so it alone cannot tell)."""
+    afs_cfg = AdmissionFairSharingConfig(usage_half_life_time=Duration.parse("10m"))
+    m = QueueManager(SchedulerOptions(admission_fair_sharing=afs_cfg))
+    m.set_namespace_labels(NS, {})
+    m.add_cluster_queue(cq_obj("cq", admission_mode="UsageBasedAdmissionFairSharing"))
+    m.add_local_queue(lq_obj("lq-a", "cq"))
+    m.add_local_queue(lq_obj("lq-b", "cq"))
+    m.afs.ledger.set_for_test("default/lq-a", {"cpu": Fraction(4)}, 0.0)
+    m.afs.ledger.set_for_test("default/lq-b", {"cpu": Fraction(2)}, 0.0)
+    m.add_or_update_workload(wl("a", queue="lq-a"), NOW)
+    m.add_or_update_workload(wl("b", queue="lq-b", cpu="2"), NOW)
+    heavy_b = lq_obj("lq-b", "cq")
+    heavy_b.spec.fair_sharing = FairSharing(weight="0.25")  # usage 2 / 0.25 = 8 > 4
+    m.update_local_queue(heavy_b)
+    assert head_names(m.heads(ACTIVE)) == ["a"]

@@ -375,3 +375,21 @@ def test_usage_is_read_as_upstream_as_approximate_float64() -> None:
     cluster.run_cycle()
     admitted_names = [wl.metadata.name for wl in cluster.workloads() if wl.status.admission is not None]
     assert admitted_names == ["wl-a1"]
+
+
+def test_entry_penalty_covers_only_declared_resources_when_undeclared_are_ignored() -> None:
+    """Upstream ``Scheduler.updateEntryPenalty``: with ``IgnoreUndeclared`` the penalty is of the
+    requests of the ClusterQueue's covered resources only (``filterByNames``)."""
+    wl = workload("wl", queue="lq-a", created=NOW, requests={"cpu": "4", "example.com/gpu": "1"})
+    opts = options(
+        gates={"AdmissionFairSharing": True},
+        admission_fair_sharing=AFS_CONFIG,
+        ignore_undeclared_resources=True,
+    )
+    cluster = simulate([namespace("default"), flavor("default"), _cq(), *QUEUES, wl], opts, NOW)
+    cluster.run_cycle()
+    got = cluster.get_workload("default/wl")
+    assert got is not None and got.status.admission is not None
+    entry = cluster.queues.afs.ledger.get("default/lq-a")
+    assert entry is not None
+    assert set(entry.resources) == {"cpu"}
