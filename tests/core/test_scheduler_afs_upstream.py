@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from builders import (
@@ -45,7 +45,7 @@ from builders import (
 )
 
 from pykueue.api.config import AdmissionFairSharingConfig, Duration
-from pykueue.api.kueue import AdmissionScope, FairSharing, LocalQueue, LocalQueueSpec
+from pykueue.api.kueue import AdmissionScope, ClusterQueue, FairSharing, LocalQueue, LocalQueueSpec, Workload
 from pykueue.api.meta import ObjectMeta
 from pykueue.api.quantity import parse_quantity
 from pykueue.core.options import SchedulerOptions
@@ -249,14 +249,12 @@ def test_should_apply_entry_penalty(config: bool, mode: str, reserved: bool, wan
     assert cluster.scheduler._should_apply_entry_penalty(info(wl), cluster.cache.cluster_queues["cq"]) is want
 
 
-@pytest.mark.parametrize(
-    ("afs_on", "want_victim"), [(True, "a-old"), (False, "b-new")], ids=["afs", "no afs"]
-)
-def test_preemption_prefers_candidates_of_the_busier_local_queue(afs_on: bool, want_victim: str) -> None:
-    """Not an upstream table: ``CandidatesOrdering``'s AFS rule through a whole cycle. Of two
-    equal-priority candidates in the preemptor's ClusterQueue, the one whose LocalQueue has the
-    higher usage goes first (upstream ``snapshotClusterQueue`` gives each an ``LocalQueueFSUsage``);
-    without AFS the more recently admitted one does."""
+def _preemption_setup(
+    victim_a: tuple[str, datetime], victim_b: tuple[str, datetime]
+) -> tuple[ClusterQueue, list[Workload], Workload]:
+    """An AFS ClusterQueue of 2 cpu (preemption within it by lower priority) full with one
+    admitted 1-cpu victim from lq-a and one from lq-b (name, admission time), and a high-priority
+    1-cpu preemptor in lq-c."""
     cq = cluster_queue(
         "cq1", flavor_quotas("default", cpu="2"), preemption={"within_cluster_queue": "LowerPriority"}
     )
@@ -269,12 +267,21 @@ def test_preemption_prefers_candidates_of_the_busier_local_queue(afs_on: bool, w
             at_time=when,
             admitted_condition=True,
         )
-        for name, queue, when in (
-            ("a-old", "lq-a", NOW - timedelta(hours=1)),
-            ("b-new", "lq-b", NOW - timedelta(minutes=1)),
-        )
+        for queue, (name, when) in (("lq-a", victim_a), ("lq-b", victim_b))
     ]
     preemptor = workload("high", queue="lq-c", priority=100, created=NOW, requests={"cpu": "1"})
+    return cq, victims, preemptor
+
+
+@pytest.mark.parametrize(
+    ("afs_on", "want_victim"), [(True, "a-old"), (False, "b-new")], ids=["afs", "no afs"]
+)
+def test_preemption_prefers_candidates_of_the_busier_local_queue(afs_on: bool, want_victim: str) -> None:
+    """Not an upstream table: ``CandidatesOrdering``'s AFS rule through a whole cycle. Of two
+    equal-priority candidates in the preemptor's ClusterQueue, the one whose LocalQueue has the
+    higher usage goes first (upstream ``snapshotClusterQueue`` gives each an ``LocalQueueFSUsage``);
+    without AFS the more recently admitted one does."""
+    cq, victims, preemptor = _preemption_setup(("a-old", NOW - timedelta(hours=1)), ("b-new", NOW - timedelta(minutes=1)))
     cluster = simulate(
         [namespace("default"), flavor("default"), cq, *QUEUES, *victims, preemptor], _options(afs_on), NOW
     )
@@ -323,26 +330,9 @@ def test_preemption_candidate_usage_reads_a_stopped_local_queue_weight() -> None
     is the LocalQueue object's (``ResolveLQWeight``), stopped or not; the heap's weights are only of
     LocalQueues not stopped. lq-a (stopped, weight 4, consumed 8) has usage 2, lq-b (weight 1,
     consumed 3) usage 3: lq-b's candidate goes first although lq-a's is the newer."""
-    cq = cluster_queue(
-        "cq1", flavor_quotas("default", cpu="2"), preemption={"within_cluster_queue": "LowerPriority"}
-    )
-    cq.spec.admission_scope = AdmissionScope(admission_mode="UsageBasedAdmissionFairSharing")
     stopped = _lq("lq-a", "4")
     stopped.spec.stop_policy = "Hold"
-    victims = [
-        admitted(
-            workload(name, queue=queue, priority=0, requests={"cpu": "1"}),
-            "cq1",
-            {"cpu": "default"},
-            at_time=when,
-            admitted_condition=True,
-        )
-        for name, queue, when in (
-            ("a-new", "lq-a", NOW - timedelta(minutes=1)),
-            ("b-old", "lq-b", NOW - timedelta(hours=1)),
-        )
-    ]
-    preemptor = workload("high", queue="lq-c", priority=100, created=NOW, requests={"cpu": "1"})
+    cq, victims, preemptor = _preemption_setup(("a-new", NOW - timedelta(minutes=1)), ("b-old", NOW - timedelta(hours=1)))
     cluster = simulate(
         [namespace("default"), flavor("default"), cq, stopped, _lq("lq-b", "1"), _lq("lq-c", "1"), *victims, preemptor],
         _options(True),
