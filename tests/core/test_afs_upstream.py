@@ -40,6 +40,7 @@ from pykueue.core.queue.afs import (
     calculate_entry_penalty,
     calculate_usage,
     lq_weight_as_float,
+    mul_by_float,
 )
 
 LQ = "ns/lq"
@@ -352,3 +353,68 @@ def test_calculate_usage_with_non_positive_weight(consumed: dict[str, Fraction],
     got = calculate_usage(consumed, {}, lq_weight, {})
     assert not math.isnan(got)
     assert got == math.inf
+
+
+@pytest.mark.parametrize(
+    ("consumed", "weight", "want"),
+    [
+        ({"cpu": q("3n")}, 1.0, 3 * 1e-9),  # 3.0000000000000004e-09, Go's float64(3) * 1e-9
+        ({"cpu": q("15")}, 1.0, 15_000_000_000 * 1e-9),  # scale nine: 15.000000000000002
+    ],
+)
+def test_calculate_usage_reads_amounts_as_approximate_float64(
+    consumed: dict[str, Fraction], weight: float, want: float
+) -> None:
+    """``CalculateUsage`` sums ``Quantity.AsApproximateFloat64`` of scale-nine decimals (what
+    ``MulByFloat`` leaves), which is not the correctly rounded value."""
+    assert calculate_usage(consumed, None, weight, {}) == want
+
+
+@pytest.mark.parametrize(("weight", "want"), [("0.7", 700 * 0.001), ("2.3", 2300 * 0.001), ("2", 2.0), ("1k", 1000.0)])
+def test_lq_weight_as_approximate_float64_of_the_stored_form(weight: str, want: float) -> None:
+    """``LQWeightAsFloat64`` of a weight as the API server stores it (canonical ``700m``)."""
+    lq = LocalQueue(metadata=ObjectMeta(name="lq", namespace="ns"), spec=LocalQueueSpec(fair_sharing=FairSharing(weight=weight)))
+    assert lq_weight_as_float(lq) == want
+
+
+# --- pkg/util/resource/resource_test.go (MulByFloat) -------------------------------------------
+
+LONG_HALF_LIFE_DECAY_FACTOR = 0.00034376390587387284
+
+MUL_BY_FLOAT_CASES: dict[str, tuple[dict[str, Fraction] | None, float, dict[str, Fraction] | None]] = {
+    "large quantity does not overflow": (
+        {"memory": q("64Ti")},
+        LONG_HALF_LIFE_DECAY_FACTOR,
+        {"memory": q("24190234349953124739n")},
+    ),
+    "sub-milli results are preserved for every resource": (
+        {"cpu": q("2"), "memory": q("16Gi"), "nvidia.com/gpu": q("1")},
+        LONG_HALF_LIFE_DECAY_FACTOR,
+        {"cpu": q("687527n"), "memory": q("5905818933094024n"), "nvidia.com/gpu": q("343763n")},
+    ),
+    "scaling by one is lossless": ({"cpu": q("1500m")}, 1, {"cpu": q("1500m")}),
+    "nil list stays nil": (None, 0.5, None),
+    "empty list stays empty": ({}, 0.5, {}),
+    "scaling by zero": ({"cpu": q("2")}, 0, {"cpu": q("0")}),
+}
+
+
+@pytest.mark.parametrize(("rl", "f", "want"), MUL_BY_FLOAT_CASES.values(), ids=list(MUL_BY_FLOAT_CASES))
+def test_mul_by_float(rl: dict[str, Fraction] | None, f: float, want: dict[str, Fraction] | None) -> None:
+    got = mul_by_float(rl, f)
+    # pykueue returns an empty list for upstream's nil; both have no amounts.
+    assert got == (want or {})
+
+
+@pytest.mark.parametrize(
+    "factor", [1 - LONG_HALF_LIFE_DECAY_FACTOR, 0.94387431268169349], ids=["168h half-life", "1h half-life"]
+)
+def test_mul_by_float_decays_to_zero(factor: float) -> None:
+    """``TestMulByFloatDecaysToZero``: rounding toward zero, repeated decay reaches zero (rounding
+    to nearest would settle on a non-zero fixed point)."""
+    rl = {"cpu": q("2")}
+    for _ in range(200_000):
+        rl = mul_by_float(rl, factor)
+        if rl["cpu"] == 0:
+            return
+    pytest.fail(f"residual usage {rl['cpu']}")

@@ -1465,10 +1465,9 @@ def test_afs_hook_orders_before_priority_and_sticky() -> None:
     assert head_names(m.heads(ACTIVE)) == ["high"]
 
 
-def test_afs_ledger_orders_heap_and_weight_change_resorts() -> None:
-    """With ``admissionFairSharing`` configured the heap reads the ledger (no hook needed); a
-    LocalQueue weight change re-sorts (``UpdateLocalQueueWeight``); stopping a LocalQueue keeps its
-    history, deleting the object drops it (``LocalQueueReconciler.Delete``)."""
+def _afs_manager_a4_b2() -> QueueManager:
+    """A queue manager with AFS configured: ClusterQueue cq (UsageBasedAdmissionFairSharing),
+    LocalQueues lq-a (consumed 4 cpu) and lq-b (consumed 2 cpu), workload a in lq-a and b in lq-b."""
     afs_cfg = AdmissionFairSharingConfig(usage_half_life_time=Duration.parse("10m"))
     m = QueueManager(SchedulerOptions(admission_fair_sharing=afs_cfg))
     m.set_namespace_labels(NS, {})
@@ -1479,6 +1478,14 @@ def test_afs_ledger_orders_heap_and_weight_change_resorts() -> None:
     m.afs.ledger.set_for_test("default/lq-b", {"cpu": Fraction(2)}, 0.0)
     m.add_or_update_workload(wl("a", queue="lq-a"), NOW)
     m.add_or_update_workload(wl("b", queue="lq-b", cpu="2"), NOW)
+    return m
+
+
+def test_afs_ledger_orders_heap_and_weight_change_resorts() -> None:
+    """With ``admissionFairSharing`` configured the heap reads the ledger (no hook needed); a
+    LocalQueue weight change re-sorts (``UpdateLocalQueueWeight``); stopping a LocalQueue keeps its
+    history, deleting the object drops it (``LocalQueueReconciler.Delete``)."""
+    m = _afs_manager_a4_b2()
     assert [i.name for i in m.pending_workloads("cq")] == ["b", "a"]
     heavy_b = lq_obj("lq-b", "cq")
     heavy_b.spec.fair_sharing = FairSharing(weight="0.25")  # usage 2 / 0.25 = 8 > 4
@@ -1608,3 +1615,31 @@ def test_observing_a_refreshed_but_unobserved_object_takes_the_general_path() ->
         now=datetime.fromtimestamp(NOW, UTC),
     )
     assert "default/w" in cq.active and "default/w" not in cq.inadmissible
+
+
+def test_afs_pending_penalty_resorts_the_heap_at_pop() -> None:
+    """Upstream ``ClusterQueue.Pop``: while a LocalQueue of the ClusterQueue has a pending entry
+    penalty the heap is rebuilt before the pop (``hasPendingPenalties``), so the penalised
+    LocalQueue's other workloads move behind the others'. No LocalQueue reconcile runs here."""
+    afs_cfg = AdmissionFairSharingConfig(
+        usage_half_life_time=Duration.parse("10m"), usage_sampling_interval=Duration.parse("5m")
+    )
+    m = QueueManager(SchedulerOptions(admission_fair_sharing=afs_cfg))
+    m.set_namespace_labels(NS, {})
+    m.add_cluster_queue(cq_obj("cq", admission_mode="UsageBasedAdmissionFairSharing"))
+    m.add_local_queue(lq_obj("lq-a", "cq"))
+    m.add_local_queue(lq_obj("lq-b", "cq"))
+    m.add_or_update_workload(wl("a", queue="lq-a", created=0.0), NOW)
+    m.add_or_update_workload(wl("b", queue="lq-b", created=1.0), NOW)
+    m.afs.push_entry_penalty("default/lq-a", "default/other", {"cpu": 4000}, 0.0)
+    assert head_names(m.heads(ACTIVE)) == ["b"]
+
+
+def test_afs_weight_change_resorts_the_heap_heads() -> None:
+    """``ClusterQueue.UpdateLocalQueueWeight`` re-heapifies: the next pop reflects a new weight
+    (the pending listing sorts afresh, so it alone cannot tell)."""
+    m = _afs_manager_a4_b2()
+    heavy_b = lq_obj("lq-b", "cq")
+    heavy_b.spec.fair_sharing = FairSharing(weight="0.25")  # usage 2 / 0.25 = 8 > 4
+    m.update_local_queue(heavy_b)
+    assert head_names(m.heads(ACTIVE)) == ["a"]

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from builders import (
@@ -45,7 +45,7 @@ from builders import (
 )
 
 from pykueue.api.config import AdmissionFairSharingConfig, Duration
-from pykueue.api.kueue import AdmissionScope, FairSharing, LocalQueue, LocalQueueSpec
+from pykueue.api.kueue import AdmissionScope, ClusterQueue, FairSharing, LocalQueue, LocalQueueSpec, Workload
 from pykueue.api.meta import ObjectMeta
 from pykueue.api.quantity import parse_quantity
 from pykueue.core.options import SchedulerOptions
@@ -249,14 +249,12 @@ def test_should_apply_entry_penalty(config: bool, mode: str, reserved: bool, wan
     assert cluster.scheduler._should_apply_entry_penalty(info(wl), cluster.cache.cluster_queues["cq"]) is want
 
 
-@pytest.mark.parametrize(
-    ("afs_on", "want_victim"), [(True, "a-old"), (False, "b-new")], ids=["afs", "no afs"]
-)
-def test_preemption_prefers_candidates_of_the_busier_local_queue(afs_on: bool, want_victim: str) -> None:
-    """Not an upstream table: ``CandidatesOrdering``'s AFS rule through a whole cycle. Of two
-    equal-priority candidates in the preemptor's ClusterQueue, the one whose LocalQueue has the
-    higher usage goes first (upstream ``snapshotClusterQueue`` gives each an ``LocalQueueFSUsage``);
-    without AFS the more recently admitted one does."""
+def _preemption_setup(
+    victim_a: tuple[str, datetime], victim_b: tuple[str, datetime]
+) -> tuple[ClusterQueue, list[Workload], Workload]:
+    """An AFS ClusterQueue of 2 cpu (preemption within it by lower priority) full with one
+    admitted 1-cpu victim from lq-a and one from lq-b (name, admission time), and a high-priority
+    1-cpu preemptor in lq-c."""
     cq = cluster_queue(
         "cq1", flavor_quotas("default", cpu="2"), preemption={"within_cluster_queue": "LowerPriority"}
     )
@@ -269,12 +267,21 @@ def test_preemption_prefers_candidates_of_the_busier_local_queue(afs_on: bool, w
             at_time=when,
             admitted_condition=True,
         )
-        for name, queue, when in (
-            ("a-old", "lq-a", NOW - timedelta(hours=1)),
-            ("b-new", "lq-b", NOW - timedelta(minutes=1)),
-        )
+        for queue, (name, when) in (("lq-a", victim_a), ("lq-b", victim_b))
     ]
     preemptor = workload("high", queue="lq-c", priority=100, created=NOW, requests={"cpu": "1"})
+    return cq, victims, preemptor
+
+
+@pytest.mark.parametrize(
+    ("afs_on", "want_victim"), [(True, "a-old"), (False, "b-new")], ids=["afs", "no afs"]
+)
+def test_preemption_prefers_candidates_of_the_busier_local_queue(afs_on: bool, want_victim: str) -> None:
+    """Not an upstream table: ``CandidatesOrdering``'s AFS rule through a whole cycle. Of two
+    equal-priority candidates in the preemptor's ClusterQueue, the one whose LocalQueue has the
+    higher usage goes first (upstream ``snapshotClusterQueue`` gives each an ``LocalQueueFSUsage``);
+    without AFS the more recently admitted one does."""
+    cq, victims, preemptor = _preemption_setup(("a-old", NOW - timedelta(hours=1)), ("b-new", NOW - timedelta(minutes=1)))
     cluster = simulate(
         [namespace("default"), flavor("default"), cq, *QUEUES, *victims, preemptor], _options(afs_on), NOW
     )
@@ -288,3 +295,91 @@ def test_preemption_prefers_candidates_of_the_busier_local_queue(afs_on: bool, w
         if conditions(wl).get("Evicted", ("False",))[0] == "True"
     ]
     assert evicted == [want_victim]
+
+
+def test_settlement_skips_a_local_queue_not_in_the_admitting_cluster_queue() -> None:
+    """Not an upstream table: ``WorkloadReconciler.updateAfsConsumedUsage`` settles nothing when
+    ``Cache.GetCacheLocalQueue(admission.clusterQueue, lq)`` fails, here because the LocalQueue now
+    names another ClusterQueue: the workload's entry penalty stays pending (it goes when the
+    workload finishes or is deleted), and no history is folded. With the LocalQueue in place the
+    same transition settles it."""
+    cq2 = cluster_queue("cq2", flavor_quotas("default", cpu="8"))
+    pending = workload("wl", queue="lq-a", created=NOW, requests={"cpu": "4"})
+    cluster = simulate(
+        [namespace("default"), flavor("default"), _cq(), cq2, *QUEUES, pending], _options(True), NOW
+    )
+    afs = cluster.queues.afs
+    for moved in (False, True):
+        afs.push_entry_penalty("default/lq-a", "default/wl", {"cpu": 4000}, NOW.timestamp())
+        lq = _lq("lq-a", "1")
+        if moved:
+            lq.spec.cluster_queue = "cq2"
+        cluster.queues.update_local_queue(lq)
+        done = admitted(pending, "cq1", {"cpu": "default"}, at_time=NOW, admitted_condition=True)
+        old = workload("wl", queue="lq-a", created=NOW, requests={"cpu": "4"})
+        cluster.core.observe(old, done, NOW)
+        entry = afs.ledger.get("default/lq-a")
+        assert entry is not None
+        assert entry.has_penalty_record("default/wl") is moved, moved
+        cluster.core.observe(done, None, NOW)  # deleted: the penalty goes either way
+        assert not afs.ledger.has_pending_penalty("default/lq-a")
+
+
+def test_preemption_candidate_usage_reads_a_stopped_local_queue_weight() -> None:
+    """Upstream ``snapshotClusterQueue`` gives each candidate ``CalcLocalQueueFSUsage``, whose weight
+    is the LocalQueue object's (``ResolveLQWeight``), stopped or not; the heap's weights are only of
+    LocalQueues not stopped. lq-a (stopped, weight 4, consumed 8) has usage 2, lq-b (weight 1,
+    consumed 3) usage 3: lq-b's candidate goes first although lq-a's is the newer."""
+    stopped = _lq("lq-a", "4")
+    stopped.spec.stop_policy = "Hold"
+    cq, victims, preemptor = _preemption_setup(("a-new", NOW - timedelta(minutes=1)), ("b-old", NOW - timedelta(hours=1)))
+    cluster = simulate(
+        [namespace("default"), flavor("default"), cq, stopped, _lq("lq-b", "1"), _lq("lq-c", "1"), *victims, preemptor],
+        _options(True),
+        NOW,
+    )
+    for lq, cpu in (("lq-a", "8"), ("lq-b", "3")):
+        cluster.queues.afs.ledger.set_for_test(f"default/{lq}", {"cpu": parse_quantity(cpu).value}, NOW.timestamp())
+    cluster.run_cycle()
+    evicted = [wl.metadata.name for wl in cluster.workloads() if conditions(wl).get("Evicted", ("False",))[0] == "True"]
+    assert evicted == ["b-old"]
+
+
+def test_usage_is_read_as_upstream_as_approximate_float64() -> None:
+    """Not an upstream table: ``CalculateUsage`` reads each amount with ``AsApproximateFloat64``
+    (``unscaled * 10^-scale``; the ledger's amounts are ``inf.Dec`` of scale nine) and
+    ``LQWeightAsFloat64`` the stored weight (``0.7`` is stored as ``700m``, read as ``700 * 1e-3``),
+    not as correctly rounded floats. lq-a (weight 0.7, consumed 7) then has usage
+    9.999999999999998, below lq-b's 10 (weight 1, consumed 10): lq-a's workload goes first
+    although lq-b's is older (correctly rounded, both are 10 and the older one would go)."""
+    queues = [_lq("lq-a", "0.7"), _lq("lq-b", "1")]
+    wls = [
+        workload("wl-b1", queue="lq-b", created=NOW, requests={"cpu": "8"}),
+        workload("wl-a1", queue="lq-a", created=NOW + timedelta(seconds=1), requests={"cpu": "8"}),
+    ]
+    cluster = simulate([namespace("default"), flavor("default"), _cq(), *queues, *wls], _options(True), NOW)
+    for lq, cpu in (("lq-a", "7"), ("lq-b", "10")):
+        cluster.queues.afs.ledger.set_for_test(f"default/{lq}", {"cpu": parse_quantity(cpu).value}, NOW.timestamp())
+    cluster.queues.rebuild_heap("cq1")
+    assert cluster.queues.afs.usage("default/lq-a") == 9.999999999999998
+    cluster.run_cycle()
+    admitted_names = [wl.metadata.name for wl in cluster.workloads() if wl.status.admission is not None]
+    assert admitted_names == ["wl-a1"]
+
+
+def test_entry_penalty_covers_only_declared_resources_when_undeclared_are_ignored() -> None:
+    """Upstream ``Scheduler.updateEntryPenalty``: with ``IgnoreUndeclared`` the penalty is of the
+    requests of the ClusterQueue's covered resources only (``filterByNames``)."""
+    wl = workload("wl", queue="lq-a", created=NOW, requests={"cpu": "4", "example.com/gpu": "1"})
+    opts = options(
+        gates={"AdmissionFairSharing": True},
+        admission_fair_sharing=AFS_CONFIG,
+        ignore_undeclared_resources=True,
+    )
+    cluster = simulate([namespace("default"), flavor("default"), _cq(), *QUEUES, wl], opts, NOW)
+    cluster.run_cycle()
+    got = cluster.get_workload("default/wl")
+    assert got is not None and got.status.admission is not None
+    entry = cluster.queues.afs.ledger.get("default/lq-a")
+    assert entry is not None
+    assert set(entry.resources) == {"cpu"}

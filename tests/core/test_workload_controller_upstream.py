@@ -24,11 +24,11 @@ not ported:
   implemented (pykueue has no spec.preemptionGates sync).
 - "inadmissible workload due to broken ClusterQueue namespace selector (observability enabled)" —
   the API server's validation rejects such a selector before it reaches the controllers.
-- TestUpdateSkipsRequeueForOnHoldWorkload, TestUpdateRemovesStaleQueueEntryForOnHoldWorkload and
-  the AdmissionFairSharing entry-penalty tests (TestUpdateSettlesAfsEntryPenalty,
-  TestUpdateAfsConsumedUsage, TestDeleteSubtractsPendingAfsEntryPenalty,
-  TestUpdateDropsUnsettleableAfsEntryPenalty, TestRepeatedAfsSettlementFoldsPenaltyOnce) — OnHold
-  comes from integrations pykueue does not have, and AdmissionFairSharing is not implemented.
+- TestUpdateSkipsRequeueForOnHoldWorkload, TestUpdateRemovesStaleQueueEntryForOnHoldWorkload — OnHold
+  comes from integrations pykueue does not have. The AdmissionFairSharing entry-penalty tests
+  (TestUpdateSettlesAfsEntryPenalty, TestUpdateAfsConsumedUsage,
+  TestDeleteSubtractsPendingAfsEntryPenalty, TestUpdateDropsUnsettleableAfsEntryPenalty,
+  TestRepeatedAfsSettlementFoldsPenaltyOnce) are ported in test_workload_controller_afs_upstream.py.
 
 TestAdmittedNotReadyWorkload is ported on ``transitions.admitted_not_ready``, which the controller
 calls only with waitForPodsReady configured (``WorkloadController._pods_ready_timeout``): "workload

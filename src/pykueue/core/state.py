@@ -161,8 +161,10 @@ def _reconcile_afs_penalties(old: Workload | None, new: Workload | None, cache: 
     active, status, prev_status = is_active(new), _status(new), _status(old)
     if active and status == "admitted" and prev_status != "admitted" and new.status.admission is not None:
         cq = cache.cluster_queues.get(new.status.admission.cluster_queue)
-        if cq is not None and cq.afs:
-            # ``updateAfsConsumedUsage``, after the cache accounts for the workload's usage.
+        if cq is not None and cq.afs and afs.in_cluster_queue(lq_key, cq.name):
+            # ``updateAfsConsumedUsage``, after the cache accounts for the workload's usage; it
+            # settles nothing when the cache has no such LocalQueue in that ClusterQueue
+            # (``GetCacheLocalQueue`` fails: the LocalQueue is gone or names another one).
             afs.settle(lq_key, key, cache.local_queue_admitted_usage(cq.name, lq_key), now)
             # The assume notified the LocalQueue's watchers, whose reconcile ends in
             # ``RebuildClusterQueue``: the settled usage orders the heap from here on.

@@ -269,6 +269,8 @@ class QueueManager:
         """Track ``lq`` with its existing ``workloads`` (the informer's list; others are ignored).
 
         A stopped LocalQueue (``stopPolicy`` other than ``None``) is not tracked."""
+        if self.afs.enabled:
+            self.afs.observe_local_queue(key_of_local_queue(lq), lq)
         if is_stopped(lq):
             self.delete_local_queue(lq)
             return
@@ -291,6 +293,8 @@ class QueueManager:
     def update_local_queue(self, lq: LocalQueue, workloads: Iterable[Workload] = ()) -> None:
         """Apply a LocalQueue update: stop/restart it or move its workloads to a new ClusterQueue."""
         key = key_of_local_queue(lq)
+        if self.afs.enabled:
+            self.afs.observe_local_queue(key, lq)
         state = self._lqs.get(key)
         if state is None:
             self.add_local_queue(lq, workloads)
@@ -551,7 +555,7 @@ class QueueManager:
                 cq.pop_cycle += 1
                 continue
             if cq.afs_usage is not None and self.afs.has_pending_penalty(
-                lq.key for lq in self._local_queues_of(name)
+                key for key, lq in self._lqs.items() if lq.cluster_queue == name
             ):
                 # ``ClusterQueue.Pop``: a pending penalty moves all of a LocalQueue's workloads.
                 cq.rebuild_heap()

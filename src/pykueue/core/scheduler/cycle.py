@@ -659,7 +659,7 @@ class Scheduler:
             return None
         usage = self._afs_usage_at_snapshot.get(wl.local_queue)
         if usage is None:
-            usage = self.queues.afs.usage(wl.local_queue, self._afs_ledger_at_snapshot)
+            usage = self.queues.afs.candidate_usage(wl.local_queue, self._afs_ledger_at_snapshot)
             self._afs_usage_at_snapshot[wl.local_queue] = usage
         return usage
 

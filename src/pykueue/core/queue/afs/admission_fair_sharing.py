@@ -68,10 +68,66 @@ def calculate_entry_penalty(
     return mul_by_float(total_requests, alpha)
 
 
+def _pow10(n: int) -> float:
+    """Go ``math.Pow10``: a product (or, for a negative ``n``, a quotient) of its correctly
+    rounded tables of 1e0..1e31 and 1e0, 1e32, ..., 1e288 (1e-0, 1e-32, ..., 1e-320)."""
+    if n > 308:
+        return math.inf
+    if n < -323:
+        return 0.0
+    if n >= 0:
+        return float(10 ** (32 * (n // 32))) * float(10 ** (n % 32))
+    m = -n
+    return float(Fraction(1, 10 ** (32 * (m // 32)))) / float(10 ** (m % 32))
+
+
+def as_approximate_float64(unscaled: int, exponent: int) -> float:
+    """Go ``resource.Quantity.AsApproximateFloat64`` of ``unscaled * 10**exponent`` held in that
+    representation: ``float64(unscaled) * math.Pow10(exponent)``, two roundings (so ``3n`` is
+    ``3.0000000000000004e-09``, not the correctly rounded ``3e-09``)."""
+    try:
+        base = float(unscaled)
+    except OverflowError:
+        base = math.inf if unscaled > 0 else -math.inf
+    if exponent == 0:
+        return base
+    return base * _pow10(exponent)
+
+
+def amount_as_float(v: Fraction) -> float:
+    """``AsApproximateFloat64`` of a ledger amount. Every amount upstream's arithmetic produces is
+    an ``inf.Dec`` of scale nine (``MulByFloat`` rounds to :data:`MUL_BY_FLOAT_SCALE`, and sums keep
+    the larger scale), so it is read as ``unscaled * 1e-9``. (A history seeded from the persisted
+    status keeps the status string's own scale until its first decay, in the same reconcile; that
+    transient is read at scale nine too.)"""
+    n = v * 10**MUL_BY_FLOAT_SCALE
+    if n.denominator != 1:
+        return float(v)
+    return as_approximate_float64(n.numerator, -MUL_BY_FLOAT_SCALE)
+
+
+def canonical_as_float(v: Fraction) -> float:
+    """``AsApproximateFloat64`` of a quantity read back from the API server, which stores the
+    canonical form (``DecimalSI``: the largest exponent, a multiple of three, with an integer
+    mantissa; ``700m`` for 0.7, read as ``700 * 1e-3``)."""
+    if v == 0:
+        return 0.0
+    exponent = -9
+    while (v / Fraction(10) ** exponent).denominator != 1 and exponent < 0:
+        exponent += 3
+    while (v / Fraction(10) ** (exponent + 3)).denominator == 1:
+        exponent += 3
+    mantissa = v / Fraction(10) ** exponent
+    if mantissa.denominator != 1:  # finer than nano: the API rounds up to nano, not modelled
+        return float(v)
+    return as_approximate_float64(mantissa.numerator, exponent)
+
+
 def lq_weight_as_float(lq: LocalQueue | None) -> float:
-    """Upstream ``LQWeightAsFloat64``; a missing LocalQueue weighs 1 (``ResolveLQWeight``)."""
+    """Upstream ``LQWeightAsFloat64`` (``Weight.AsApproximateFloat64`` of the stored quantity); a
+    missing LocalQueue weighs 1 (``ResolveLQWeight``)."""
     if lq is not None and lq.spec.fair_sharing is not None and lq.spec.fair_sharing.weight is not None:
-        return float(parse_quantity(lq.spec.fair_sharing.weight).value)
+        return canonical_as_float(parse_quantity(lq.spec.fair_sharing.weight).value)
     return 1.0
 
 
@@ -86,7 +142,7 @@ def calculate_usage(
     all_resources = merge_keep_sum(consumed, penalty)
     usage = 0.0
     for name in sorted(all_resources):
-        usage += res_weights.get(name, 1.0) * float(all_resources[name])
+        usage += res_weights.get(name, 1.0) * amount_as_float(all_resources[name])
     if lq_weight <= 0:
         return math.inf
     return usage / lq_weight

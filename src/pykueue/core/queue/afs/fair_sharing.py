@@ -28,6 +28,7 @@ from pykueue.core.queue.afs.admission_fair_sharing import (
     calculate_entry_penalty,
     calculate_usage,
     duration_seconds,
+    lq_weight_as_float,
     merge_keep_sum,
 )
 from pykueue.core.queue.afs.usage_ledger import AfsUsageLedger, UsageLedgerEntry
@@ -84,7 +85,7 @@ class AfsSample:
 class AdmissionFairSharing:
     """The AFS configuration, the usage ledger and the LocalQueue weights."""
 
-    __slots__ = ("config", "enabled", "ledger", "weights")
+    __slots__ = ("config", "enabled", "ledger", "local_queues", "weights")
 
     def __init__(self, config: AdmissionFairSharingConfig | None) -> None:
         self.config = config
@@ -92,7 +93,12 @@ class AdmissionFairSharing:
         # a plain attribute, read on every observed change.
         self.enabled = config is not None
         self.ledger = AfsUsageLedger()
+        # The heap's LocalQueue weights (upstream ``ClusterQueue.lqWeights``: LocalQueues not stopped).
         self.weights: dict[str, float] = {}
+        # Every LocalQueue object, stopped or not: its ``spec.clusterQueue`` (upstream's scheduler
+        # cache lists it under that ClusterQueue, ``Cache.GetCacheLocalQueue``) and its weight (what
+        # ``ResolveLQWeight`` reads from the API).
+        self.local_queues: dict[str, tuple[str, float]] = {}
 
     def applies_to(self, admission_mode: str) -> bool:
         """Upstream ``ResourceWeights``'s first result: AFS on and the ClusterQueue opted in."""
@@ -107,6 +113,21 @@ class AdmissionFairSharing:
         penalty = entry.pending_penalty if entry is not None else None
         weights = self.config.resource_weights if self.config is not None else {}
         return calculate_usage(consumed, penalty, self.weights.get(lq_key, 1.0), weights)
+
+    def candidate_usage(self, lq_key: str, ledger: Mapping[str, UsageLedgerEntry]) -> float:
+        """Upstream ``Info.CalcLocalQueueFSUsage`` (the snapshot's ``LocalQueueFSUsage``): the weight
+        is the LocalQueue object's (``ResolveLQWeight``; 1 when it is missing), stopped or not."""
+        entry = ledger.get(lq_key)
+        consumed = entry.resources if entry is not None else None
+        penalty = entry.pending_penalty if entry is not None else None
+        weights = self.config.resource_weights if self.config is not None else {}
+        known = self.local_queues.get(lq_key)
+        return calculate_usage(consumed, penalty, known[1] if known is not None else 1.0, weights)
+
+    def in_cluster_queue(self, lq_key: str, cq_name: str) -> bool:
+        """Upstream ``Cache.GetCacheLocalQueue`` succeeds: the LocalQueue exists and names ``cq_name``."""
+        known = self.local_queues.get(lq_key)
+        return known is not None and known[0] == cq_name
 
     def has_pending_penalty(self, lq_keys: Iterable[str]) -> bool:
         """Upstream ``ClusterQueue.hasPendingPenalties`` over the ClusterQueue's LocalQueues."""
@@ -154,8 +175,14 @@ class AdmissionFairSharing:
         self.weights[lq_key] = weight
         return changed
 
+    def observe_local_queue(self, lq_key: str, lq: LocalQueue) -> None:
+        """A LocalQueue object created or updated, stopped or not (upstream ``Cache.AddLocalQueue`` /
+        ``UpdateLocalQueue``)."""
+        self.local_queues[lq_key] = (lq.spec.cluster_queue, lq_weight_as_float(lq))
+
     def forget_local_queue(self, lq_key: str) -> None:
-        """Upstream ``LocalQueueReconciler.Delete``: drop the ledger entry."""
+        """Upstream ``LocalQueueReconciler.Delete``: drop the ledger entry (and ``Cache.DeleteLocalQueue``)."""
+        self.local_queues.pop(lq_key, None)
         if self.config is not None:
             self.ledger.delete(lq_key)
 
