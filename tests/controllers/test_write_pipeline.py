@@ -381,7 +381,7 @@ def _extra_queue(env: Env, name: str, cpu: int, preemption: dict[str, str] | Non
 
 def test_a_preemptors_victims_are_evicted_together(make_env: Callable[..., Env]) -> None:
     # Four low-priority Workloads fill a ClusterQueue; a high-priority one needs all of it. The
-    # four evictions used to be written one after another in the cycle (4 x 0.3 s); upstream's
+    # four evictions used to be written one after another in the cycle (4 x 1 s); upstream's
     # IssuePreemptions writes them in parallel (parallelPreemptions = 8) and waits for all.
     env = make_env(delay=0.0, cpu=0)
     _extra_queue(env, "pq", 4, {"withinClusterQueue": "LowerPriority"})
@@ -389,7 +389,9 @@ def test_a_preemptors_victims_are_evicted_together(make_env: Callable[..., Env])
         env.api.create(R.WORKLOADS, workload(f"low{i}", queue="pq", priority=0))
     env.start()
     wait(lambda: len(env.reserved()) == 4)
-    env.client.delay = 0.3
+    # 1 s per write (not 0.3): the four must overlap even when a loaded machine starts the
+    # pipeline's threads late (seen failing at 2 of 4 under a parallel suite's load).
+    env.client.delay = 1.0
     env.client.max_in_flight = 0
     env.api.create(R.WORKLOADS, workload("high", cpu="4", queue="pq", priority=100))
 

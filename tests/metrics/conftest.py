@@ -144,7 +144,7 @@ ABSENT = None
 Expected = dict[str | tuple[str, frozenset[tuple[str, str]]], Any]
 
 
-def scrape_until(scrape: Callable[[], Samples], expected: Expected, what: str, timeout: float = 10.0) -> Samples:
+def scrape_until(scrape: Callable[[], Samples], expected: Expected, what: str, timeout: float = 30.0) -> Samples:
     """A scrape (``scrape()``) in which every expectation holds at once; an AssertionError naming ``what`` and the
     expectations the last scrape missed when none does in ``timeout``.
 
