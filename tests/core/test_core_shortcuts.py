@@ -303,6 +303,48 @@ def test_assignment_without_asking_the_oracle_equals_asking_it(sc: Scenario, cyc
     note(f"compared {compared}")
 
 
+# --- the flavor assigner's gates computed once per options (branch core10) -----------------------------
+
+_ASSIGNER_GATES = (
+    "RecomputeAssignmentUponPreemptionTargetsOverlap",
+    "FlavorFungibility",
+    "UnadmittedWorkloadsObservability",
+    "VectorizedResourceRequests",
+    "QuotaCheckStrategy",
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.fixed_dictionaries({name: st.booleans() for name in _ASSIGNER_GATES}),
+    st.booleans(),
+    st.sampled_from([None, {}, {"main": {"cpu": "default"}}]),
+)
+def test_assigner_gates_once_per_options_equal_asking_the_gates(
+    gates: dict[str, bool], ignore_undeclared: bool, pin: dict[str, dict[str, str]] | None
+) -> None:
+    """``SchedulerOptions.assigner_gates`` gives the ``FlavorAssigner`` what it asked ``options.gate``
+    for on every head before: each gate in its place, the pin kept only when non-empty and
+    ``RecomputeAssignmentUponPreemptionTargetsOverlap`` is on, undeclared resources ignored only
+    with ``QuotaCheckStrategy``."""
+    opts = options(gates=gates, ignore_undeclared_resources=ignore_undeclared)
+    cache = build_cache([flavor("default"), cluster_queue("cq", flavor_quotas("default", cpu="4"))], opts)
+    snapshot = Snapshot(cache)
+    wl = info(workload("wl", requests={"cpu": "1"}), opts)
+
+    def oracle(cq: ClusterQueueState, wl: WorkloadInfo, fr: tuple[str, str], val: int) -> tuple[PreemptionMode, int]:
+        return PreemptionMode.NO_FIT, 0
+
+    fa = FlavorAssigner(wl, cache.cluster_queues["cq"], snapshot, opts, oracle, nomination_pin=pin)
+    gate = opts.gate
+    assert fa._pin == (pin if pin and gate("RecomputeAssignmentUponPreemptionTargetsOverlap") else None)
+    assert fa._fungibility == gate("FlavorFungibility")
+    assert fa._observability == gate("UnadmittedWorkloadsObservability")
+    assert fa._vectorized == gate("VectorizedResourceRequests")
+    assert fa._ignore_undeclared == (ignore_undeclared and gate("QuotaCheckStrategy"))
+    snapshot.close()
+
+
 # --- quota_views read inline by the flavor assigner (branch core5) ------------------------------------
 
 
