@@ -303,6 +303,48 @@ def test_assignment_without_asking_the_oracle_equals_asking_it(sc: Scenario, cyc
     note(f"compared {compared}")
 
 
+# --- the flavor assigner's gates computed once per options (branch core10) -----------------------------
+
+_ASSIGNER_GATES = (
+    "RecomputeAssignmentUponPreemptionTargetsOverlap",
+    "FlavorFungibility",
+    "UnadmittedWorkloadsObservability",
+    "VectorizedResourceRequests",
+    "QuotaCheckStrategy",
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.fixed_dictionaries({name: st.booleans() for name in _ASSIGNER_GATES}),
+    st.booleans(),
+    st.sampled_from([None, {}, {"main": {"cpu": "default"}}]),
+)
+def test_assigner_gates_once_per_options_equal_asking_the_gates(
+    gates: dict[str, bool], ignore_undeclared: bool, pin: dict[str, dict[str, str]] | None
+) -> None:
+    """``SchedulerOptions.assigner_gates`` gives the ``FlavorAssigner`` what it asked ``options.gate``
+    for on every head before: each gate in its place, the pin kept only when non-empty and
+    ``RecomputeAssignmentUponPreemptionTargetsOverlap`` is on, undeclared resources ignored only
+    with ``QuotaCheckStrategy``."""
+    opts = options(gates=gates, ignore_undeclared_resources=ignore_undeclared)
+    cache = build_cache([flavor("default"), cluster_queue("cq", flavor_quotas("default", cpu="4"))], opts)
+    snapshot = Snapshot(cache)
+    wl = info(workload("wl", requests={"cpu": "1"}), opts)
+
+    def oracle(cq: ClusterQueueState, wl: WorkloadInfo, fr: tuple[str, str], val: int) -> tuple[PreemptionMode, int]:
+        return PreemptionMode.NO_FIT, 0
+
+    fa = FlavorAssigner(wl, cache.cluster_queues["cq"], snapshot, opts, oracle, nomination_pin=pin)
+    gate = opts.gate
+    assert fa._pin == (pin if pin and gate("RecomputeAssignmentUponPreemptionTargetsOverlap") else None)
+    assert fa._fungibility == gate("FlavorFungibility")
+    assert fa._observability == gate("UnadmittedWorkloadsObservability")
+    assert fa._vectorized == gate("VectorizedResourceRequests")
+    assert fa._ignore_undeclared == (ignore_undeclared and gate("QuotaCheckStrategy"))
+    snapshot.close()
+
+
 # --- quota_views read inline by the flavor assigner (branch core5) ------------------------------------
 
 
@@ -448,12 +490,12 @@ _QR_REASONS = sorted(
 
 
 @st.composite
-def _queue_rule_inputs(draw: st.DrawFn) -> tuple[object, ...]:
+def _queue_rule_inputs(draw: st.DrawFn, reserved: bool = False) -> tuple[object, ...]:
     """A Workload (conditions, activity, gate annotation, requests) and everything its queue view is
     made of (LocalQueue, ClusterQueue facts, namespace labels, bulk-move reason, feature gates): each
-    aspect in the settled shape (a pending status with the scheduler's reason, queues in order)
-    five times in six, else drawn among the others, so that single and double departures are
-    common."""
+    aspect in the settled shape (a pending status with the scheduler's reason, queues in order;
+    with ``reserved``, a QuotaReserved=True status, admitted or not) five times in six, else drawn
+    among the others, so that single and double departures are common."""
     import msgspec
 
     from pykueue.api.meta import Condition, LabelSelector, LabelSelectorRequirement
@@ -472,12 +514,13 @@ def _queue_rule_inputs(draw: st.DrawFn) -> tuple[object, ...]:
 
     cpu = "1" if usual() else draw(st.sampled_from([_HUGE, "-1"]))
     wl = workload("a", pod_sets=[pod_set("main", draw(st.sampled_from([1, 2])), {"cpu": cpu})])
-    reason = draw(st.sampled_from(["WaitingForQuota", "NoMatchingFlavor"])) if usual() else draw(st.sampled_from(_QR_REASONS))
+    usual_reasons = ["QuotaReserved"] if reserved else ["WaitingForQuota", "NoMatchingFlavor"]
+    reason = draw(st.sampled_from(usual_reasons)) if usual() else draw(st.sampled_from(_QR_REASONS))
     generation = wl.metadata.generation if usual() else wl.metadata.generation + 1  # stale after a spec change
     conditions = [
         Condition(
             type="QuotaReserved",
-            status="False" if usual() else "True",
+            status=("True" if reserved else "False") if usual() else ("False" if reserved else "True"),
             reason=reason,
             message="m",
             observed_generation=generation,
@@ -487,7 +530,7 @@ def _queue_rule_inputs(draw: st.DrawFn) -> tuple[object, ...]:
         conditions.append(
             Condition(
                 type="Admitted",
-                status="False",
+                status=draw(st.sampled_from(["True", "False"])) if reserved else "False",
                 reason="NoReservation",
                 message="The workload has no reservation",
                 observed_generation=wl.metadata.generation if usual() else 0,
@@ -505,7 +548,8 @@ def _queue_rule_inputs(draw: st.DrawFn) -> tuple[object, ...]:
     lq_kind = "ok" if usual() else draw(st.sampled_from(["missing", "deleting", "stopped"]))
     lq = None
     if lq_kind != "missing":
-        lq = local_queue("lq", cq="cq", stop_policy="Hold" if lq_kind == "stopped" else draw(st.sampled_from(["", "None"])))
+        stopped = draw(st.sampled_from(["Hold", "HoldAndDrain"]))
+        lq = local_queue("lq", cq="cq", stop_policy=stopped if lq_kind == "stopped" else draw(st.sampled_from(["", "None"])))
         if lq_kind == "deleting":
             lq.metadata.deletion_timestamp = datetime(2026, 1, 1, tzinfo=UTC)
     selector = (
@@ -525,7 +569,7 @@ def _queue_rule_inputs(draw: st.DrawFn) -> tuple[object, ...]:
         QueueFacts(
             exists=usual(),
             active=usual(),
-            stop_policy=draw(st.sampled_from(["", "None", "Hold"])),
+            stop_policy=draw(st.sampled_from(["", "None", "Hold", "HoldAndDrain"])),
             namespace_selector=selector,
         )
         if usual()
@@ -561,6 +605,29 @@ def test_queue_state_settled_only_when_queue_state_decides_nothing(inputs: tuple
     if settled:
         assert not outcome.writes, outcome.reason
 
+
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_queue_rule_inputs(reserved=True))
+def test_queue_state_settled_for_a_reserved_workload_only_when_queue_state_decides_nothing(
+    inputs: tuple[object, ...],
+) -> None:
+    """The same for Workloads drawn around the reserved shape (``_reserved_queue_state_settled``,
+    branch core10): QuotaReserved=True with or without Admitted=True, and each departure (a
+    Requeued=False condition first or not, the gate annotation or an AdmissionGated reason under
+    either AdmissionGatedBy setting, missing, deleting, Hold and HoldAndDrain LocalQueues, missing,
+    terminating, Hold and HoldAndDrain ClusterQueues, QuotaReserved=False)."""
+    from pykueue.core.workload import reconcile
+
+    wl, lq, facts, namespace_exists, labels, bulk, opts = inputs
+    settled = reconcile.queue_state_settled(wl, lq, facts, namespace_exists, opts)  # type: ignore[arg-type]
+    view = reconcile.queue_view(wl, lq, "cq", facts, labels if facts is not None else None, bulk)  # type: ignore[arg-type]
+    outcome = reconcile.queue_state(wl, view, datetime(2026, 1, 2, tzinfo=UTC), opts)  # type: ignore[arg-type]
+    event(f"settled: {settled}")
+    event(f"reserved: {reconcile.has_quota_reservation(wl)}, writes: {outcome.writes}")  # type: ignore[arg-type]
+    if settled:
+        assert not outcome.writes, outcome.reason
 
 
 def _settled_shape(
@@ -613,6 +680,57 @@ def test_queue_state_settled_is_false_for_the_departures_random_draws_rarely_rea
     assert outcome.writes, outcome.reason  # the departure matters: the test can fail
     assert not reconcile.queue_state_settled(wl, lq, facts, namespace_exists, opts)  # type: ignore[arg-type]
 
+
+def _reserved_departures() -> list[tuple[object, ...]]:
+    """The reserved shape (QuotaReserved=True, queues in order) with one departure each."""
+    import msgspec
+
+    from pykueue.api.meta import Condition, LabelSelector
+    from pykueue.core.workload.reconcile import QueueFacts
+
+    def shape(
+        *,
+        reason: str = "QuotaReserved",
+        admitted: bool = False,
+        extra: list[Condition] | None = None,
+        annotations: dict[str, str] | None = None,
+        lq_stop: str = "None",
+        exists: bool = True,
+        cq_stop: str = "None",
+    ) -> tuple[object, ...]:
+        wl = workload("a", pod_sets=[pod_set("main", 1, {"cpu": "1"})])
+        conditions = [*(extra or []), Condition(type="QuotaReserved", status="True", reason=reason, message="m")]
+        if admitted:
+            conditions.append(Condition(type="Admitted", status="True", reason="Admitted", message="m"))
+        wl = msgspec.structs.replace(
+            wl,
+            metadata=msgspec.structs.replace(wl.metadata, annotations=annotations or {}),
+            status=msgspec.structs.replace(wl.status, conditions=conditions),
+        )
+        facts = QueueFacts(exists=exists, active=True, stop_policy=cq_stop, namespace_selector=LabelSelector())
+        gates = {"AdmissionGatedBy": True}
+        return wl, local_queue("lq", cq="cq", stop_policy=lq_stop), facts, True, {}, None, options(gates=gates)
+
+    return [
+        shape(reason="AdmissionGated"),
+        shape(annotations={"kueue.x-k8s.io/admission-gated-by": "x"}),
+        shape(extra=[Condition(type="Requeued", status="False", reason="Deactivated", message="m")]),
+        shape(lq_stop="Hold"),
+        shape(admitted=True, cq_stop="HoldAndDrain"),
+        shape(exists=False),
+    ]
+
+
+@pytest.mark.parametrize(
+    "inputs",
+    _reserved_departures(),
+    ids=["gate-cleared", "gate-annotation", "requeued-false", "lq-stopped", "cq-drained", "cq-terminating"],
+)
+def test_reserved_queue_state_settled_is_false_for_each_departure(inputs: tuple[object, ...]) -> None:
+    """Each departure from the reserved settled shape makes ``queue_state`` write (so the test can
+    fail), and the short-cut does not say settled (the property above draws the AdmissionGated
+    reason of a reserved Workload rarely: a mutant without that check survived it)."""
+    test_queue_state_settled_is_false_for_the_departures_random_draws_rarely_reach(inputs)
 
 # --- a cache view replaced with the same usage (branch core8) -----------------------------------------
 

@@ -37,10 +37,30 @@ class SchedulerOptions:
     """The Configuration's ``admissionFairSharing`` when the ``AdmissionFairSharing`` gate allows it."""
 
     _gate_values: dict[str, bool] = field(init=False, repr=False, compare=False, hash=False)
+    assigner_gates: tuple[bool, bool, bool, bool, bool] = field(
+        init=False, repr=False, compare=False, hash=False
+    )
+    """What the flavor assigner reads of these options for every head it assigns (``FlavorAssigner``):
+    the gates ``RecomputeAssignmentUponPreemptionTargetsOverlap``, ``FlavorFungibility``,
+    ``UnadmittedWorkloadsObservability`` and ``VectorizedResourceRequests``, then
+    ``ignore_undeclared_resources`` under ``QuotaCheckStrategy``. Computed once: the options are
+    immutable."""
 
     def __post_init__(self) -> None:
         # ``gate`` is asked a dozen times per scheduling decision; the gates are immutable.
         object.__setattr__(self, "_gate_values", {name: self.gates[name] for name in self.gates})
+        gate = self.gate
+        object.__setattr__(
+            self,
+            "assigner_gates",
+            (
+                gate("RecomputeAssignmentUponPreemptionTargetsOverlap"),
+                gate("FlavorFungibility"),
+                gate("UnadmittedWorkloadsObservability"),
+                gate("VectorizedResourceRequests"),
+                self.ignore_undeclared_resources and gate("QuotaCheckStrategy"),
+            ),
+        )
 
     def gate(self, name: str) -> bool:
         value = self._gate_values.get(name)

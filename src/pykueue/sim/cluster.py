@@ -379,7 +379,7 @@ class SimulatedCluster:
 
     def _queue_state_settled(self, wl: Workload) -> bool:
         """``reconcile.queue_state_settled`` from what ``_queue_view`` would read (most Workloads a
-        cycle writes: a pending status with the scheduler's reason)."""
+        cycle writes: a pending status with the scheduler's reason, or a reservation)."""
         namespace = wl.metadata.namespace
         lq_lo = self.objects.get(("LocalQueue", namespace, wl.spec.queue_name))
         if lq_lo is None:

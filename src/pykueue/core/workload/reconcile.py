@@ -129,9 +129,11 @@ def queue_state_settled(
     :func:`queue_view` gives from this LocalQueue and these ClusterQueue facts, whatever the
     namespace's labels (when it exists) and the bulk-move reason. False says nothing.
 
-    It answers for the commonest shape only: a pending Workload whose QuotaReserved=False reason is
-    one of the scheduler's own (``SCHEDULER_REASONS``) and not bypassable (so the bulk-move rule does
-    not apply), not ``Requeued=False``, active, with no queue blocker, not gated, behind a
+    It answers for the two commonest shapes only. A Workload holding quota (the scheduler has just
+    reserved it) with its queues in order: see :func:`_reserved_queue_state_settled`. And a pending
+    Workload whose QuotaReserved=False reason is one of the scheduler's own (``SCHEDULER_REASONS``)
+    and not bypassable (so the bulk-move rule does not apply), not ``Requeued=False``, active, with
+    no queue blocker, not gated, behind a
     ClusterQueue with an empty namespace selector (which matches every label set, so only the
     namespace's existence and the spec's requests decide admissibility). ``pending_condition`` then
     leaves the condition as it is (without ``UnadmittedWorkloadsObservability`` it reads only the
@@ -149,6 +151,8 @@ def queue_state_settled(
                 reserved = c
         elif c.type == "Admitted" and admitted is None:
             admitted = c
+    if reserved is not None and reserved.status == "True":
+        return _reserved_queue_state_settled(wl, reserved, requeued, local_queue, facts, options)
     if (
         reserved is None
         or reserved.status != "False"
@@ -187,6 +191,37 @@ def queue_state_settled(
         return False
     # Any labels give the same outcome under an empty selector.
     return admissibility_error(wl, selector, {}) is None
+
+
+def _reserved_queue_state_settled(
+    wl: Workload,
+    reserved: Condition,
+    requeued: Condition | None,
+    local_queue: LocalQueue | None,
+    facts: QueueFacts | None,
+    options: SchedulerOptions,
+) -> bool:
+    """:func:`queue_state_settled` for a Workload holding quota (``reserved``, its first QuotaReserved
+    condition, is True; ``requeued`` its first Requeued condition): not ``Requeued=False`` (no
+    reactivation nor restart), no admission-gate transition (no gate annotation and not
+    AdmissionGated, or the feature off), and ``stopped_queue_action``'s common case: LocalQueue
+    present, not being deleted, not stopped, ClusterQueue known, not terminating, not stopped.
+    :func:`queue_state` then decides nothing whatever the view's other fields (activity, namespace
+    labels, admissibility, bulk-move reason), which it does not read for such a Workload."""
+    if requeued is not None and requeued.status == "False":
+        return False
+    if options.gate("AdmissionGatedBy") and (
+        wl.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION) or reserved.reason == transitions.ADMISSION_GATED
+    ):
+        return False
+    return (
+        local_queue is not None
+        and local_queue.metadata.deletion_timestamp is None
+        and local_queue.spec.stop_policy in ("", STOP_NONE)
+        and facts is not None
+        and facts.exists
+        and facts.stop_policy in ("", STOP_NONE)
+    )
 
 
 def queue_state(wl: Workload, view: transitions.QueueView, now: datetime, options: SchedulerOptions) -> Outcome:

@@ -216,16 +216,11 @@ class FlavorAssigner:
         self.oracle = oracle
         self.counts = counts
         self.cycle = cycle
-        gate = options.gate
-        self._pin = (
-            nomination_pin
-            if nomination_pin and gate("RecomputeAssignmentUponPreemptionTargetsOverlap")
-            else None
+        # The gates read per head, computed once per options (``SchedulerOptions.assigner_gates``).
+        pin_gate, self._fungibility, self._observability, self._vectorized, self._ignore_undeclared = (
+            options.assigner_gates
         )
-        self._fungibility = gate("FlavorFungibility")
-        self._observability = gate("UnadmittedWorkloadsObservability")
-        self._vectorized = gate("VectorizedResourceRequests")
-        self._ignore_undeclared = options.ignore_undeclared_resources and gate("QuotaCheckStrategy")
+        self._pin = nomination_pin if nomination_pin and pin_gate else None
         self._preemption_over_borrowing = cq.preference == PREEMPTION_OVER_BORROWING
         self._try_next_on_preempt = cq.when_can_preempt == TRY_NEXT_FLAVOR
         self._try_next_on_borrow = cq.when_can_borrow == TRY_NEXT_FLAVOR
