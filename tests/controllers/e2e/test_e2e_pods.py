@@ -223,8 +223,12 @@ def _pid_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().split(")")[-1].split()[0] != "Z"
+    # Read once, without an exists() first: the process may be reaped between the two.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.split(")")[-1].split()[0] != "Z"
 
 
 def test_delete_pod_kills_the_process_and_the_job_counts_the_failure(kueue: Kueue, tmp_path: Path) -> None:
