@@ -363,3 +363,106 @@ def test_deleting_queues_clears_their_series(env: MetricsEnv) -> None:
         },
         what="the ClusterQueue's series cleared",
     )
+
+
+# --- kueue_local_queue_admission_fair_sharing_usage ------------------------------------------------------
+
+AFS_CONFIG = """apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+admissionFairSharing:
+  usageHalfLifeTime: 5m
+  usageSamplingInterval: 5m
+  resourceWeights:
+    cpu: 2
+    GPU: 10
+"""
+
+AFS_SERIES = "kueue_local_queue_admission_fair_sharing_usage"
+
+
+def _afs_env(metrics: KueueMetrics | None = None, labels_: dict[str, str] | None = None) -> MetricsEnv:
+    from pykueue.api.config import load_config
+    from pykueue.controllers.options import ControllerOptions
+
+    env = MetricsEnv(metrics, options=ControllerOptions.from_config(load_config(AFS_CONFIG)))
+    env.create(R.RESOURCE_FLAVORS, {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "f"}})
+    spec: dict[str, Any] = {
+        "namespaceSelector": {},
+        "resourceGroups": [
+            {"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": 1}]}]}
+        ],
+    }
+    env.create(R.CLUSTER_QUEUES, {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": "cq-afs"}, "spec": spec})
+    env.create(
+        R.LOCAL_QUEUES,
+        {
+            "apiVersion": KUEUE,
+            "kind": "LocalQueue",
+            "metadata": {"name": "lq-afs", "namespace": "default", "labels": labels_ or {}},
+            "spec": {"clusterQueue": "cq-afs", "fairSharing": {"weight": "2"}},
+        },
+    )
+    return env
+
+
+def _seed_ledger_and_reconcile(env: MetricsEnv) -> None:
+    """Upstream's test fixture, on the manager thread: a history of cpu 8, GPU 4 one half-life old
+    and a pending penalty of cpu 1, GPU 1; then a reconcile of the LocalQueue."""
+    from fractions import Fraction
+
+    from pykueue.controllers.cluster_cache import LOCAL_QUEUE
+
+    def seed() -> None:
+        now = env.clock.now.timestamp()
+        ledger = env.mgr.queues.afs.ledger
+        ledger.set_for_test("default/lq-afs", {"cpu": Fraction(8), "GPU": Fraction(4)}, now - 300)
+        ledger.push_penalty("default/lq-afs", "default/pending", {"cpu": Fraction(1), "GPU": Fraction(1)}, now)
+        env.mgr.work.add((LOCAL_QUEUE, "default/lq-afs"))
+
+    env.mgr.call_in_manager_thread(seed)
+
+
+def test_local_queue_afs_usage_is_reported_by_the_local_queue_reconcile_and_cleared_on_delete() -> None:
+    # Upstream pkg/controller/core/localqueue_controller_test.go
+    # TestLocalQueueReconcileReportsAdmissionFairSharingUsageMetric, through the controller manager.
+    env = _afs_env()
+    try:
+        series = labels(name="lq-afs", namespace="default", cluster_queue="cq-afs")
+        # The first reconcile writes an empty history: usage 0.
+        scrape_until(env.scrape, {AFS_SERIES: {series: 0.0}}, what="the first reconcile's usage")
+        _seed_ledger_and_reconcile(env)
+        # One half-life decays the history to cpu 4, GPU 2; the pending penalty adds cpu 1, GPU 1:
+        # ((4+1)*2 + (2+1)*10) / 2 = 20.
+        scrape_until(env.scrape, {AFS_SERIES: {series: 20.0}}, what="the decayed usage with the pending penalty")
+        afs = ((env.get(R.LOCAL_QUEUES, "lq-afs").get("status") or {}).get("fairSharing") or {}).get(
+            "admissionFairSharingStatus"
+        )
+        assert afs is not None and afs["consumedResources"] == {"GPU": "2", "cpu": "4"}  # the status written with it
+        env.client.delete(R.LOCAL_QUEUES, "lq-afs", "default")
+        scrape_until(env.scrape, {AFS_SERIES: ABSENT}, what="the deleted LocalQueue's usage series cleared")
+    finally:
+        env.close()
+
+
+def test_local_queue_afs_usage_follows_the_local_queue_selector() -> None:
+    metrics = KueueMetrics()
+    from pykueue.api.meta import LabelSelector
+
+    metrics.local_queue_selector = LabelSelector(match_labels={"env": "prod"})
+    env = _afs_env(metrics, {"env": "prod"})
+    try:
+        series = labels(name="lq-afs", namespace="default", cluster_queue="cq-afs")
+        scrape_until(env.scrape, {AFS_SERIES: {series: 0.0}}, what="the first reconcile's usage")
+        _seed_ledger_and_reconcile(env)
+        scrape_until(env.scrape, {AFS_SERIES: {series: 20.0}}, what="the seeded usage")
+        # No longer selected: the LocalQueue's series are cleared (upstream Update: clearLocalQueueMetrics).
+        env.patch(R.LOCAL_QUEUES, "lq-afs", {"metadata": {"labels": {"env": "dev"}}})
+        scrape_until(env.scrape, {AFS_SERIES: ABSENT}, what="the unselected LocalQueue's usage cleared")
+        # Selected again: reported at once from the ledger (resyncLocalQueueGaugeMetrics), with no reconcile.
+        env.mgr.call_in_manager_thread(lambda: env.mgr.queues.afs.ledger.sub_penalty("default/lq-afs", "default/pending"))
+        env.patch(R.LOCAL_QUEUES, "lq-afs", {"metadata": {"labels": {"env": "prod"}}})
+        # The ledger holds the decayed history (cpu 4, GPU 2) without the dropped penalty: (4*2 + 2*10) / 2 = 14.
+        scrape_until(env.scrape, {AFS_SERIES: {series: 14.0}}, what="the reselected LocalQueue's usage from the ledger")
+    finally:
+        env.close()
+

@@ -274,7 +274,7 @@ class KueueMetrics:
         # --- LocalQueue counters and histograms (gate LocalQueueMetrics) -----------------------------
         self.lq: LocalQueueFamilies | None = None
         if local_queue_metrics:
-            self.lq = LocalQueueFamilies(counter, histogram)
+            self.lq = LocalQueueFamilies(counter, histogram, r)
 
         # ``ClearClusterQueueMetrics`` / ``ClearLocalQueueMetrics``: the series a deleted queue leaves.
         self._cq_scoped: dict[int, Any] = {
@@ -443,6 +443,11 @@ class KueueMetrics:
             if admitted is not None:
                 self.child(self.lq.admitted_until_ready_wait_time, *lq, priority_class).observe(admitted)
 
+    def local_queue_afs_usage(self, lq: tuple[str, str], cq: str, usage: float) -> None:
+        """``ReportLocalQueueAdmissionFairSharingUsage``."""
+        if self.lq is not None:
+            self.child(self.lq.admission_fair_sharing_usage, *lq, cq).set(usage)
+
     def exposition(self) -> bytes:
         """The text exposition format of every family."""
         return prometheus_client.generate_latest(self.registry)
@@ -460,7 +465,7 @@ def _version() -> str:
 class LocalQueueFamilies:
     """The ``local_queue_*`` counters and histograms (``RegisterLQMetrics``)."""
 
-    def __init__(self, counter: Any, histogram: Any) -> None:
+    def __init__(self, counter: Any, histogram: Any, registry: CollectorRegistry) -> None:
         lq_pc = ["name", "namespace", "priority_class"]
         self.quota_reserved_workloads_total: Counter = counter(
             "local_queue_quota_reserved_workloads_total", "The total number of quota reserved workloads per 'local_queue'", lq_pc
@@ -512,4 +517,14 @@ class LocalQueueFamilies:
             "local_queue_evicted_workloads_total",
             "The number of evicted workloads per 'local_queue'," + _REASON_HELP + _CAUSE_HELP,
             ["name", "namespace", "reason", "underlying_cause", "priority_class"],
+        )
+        # A gauge set when reported (not computed at scrape): upstream reports it after the
+        # LocalQueue controller's status write, from that reconcile's ledger read.
+        self.admission_fair_sharing_usage: Gauge = Gauge(
+            f"{SUBSYSTEM}_local_queue_admission_fair_sharing_usage",
+            "Reports a value representing the LocalQueue's Admission Fair Sharing usage,\n"
+            "calculated from the resource-weighted sum of consumed resources and pending\n"
+            "admission penalties, divided by the LocalQueue's fair sharing weight",
+            ["name", "namespace", "cluster_queue", "replica_role"],
+            registry=registry,
         )
