@@ -253,6 +253,11 @@ def test_state_gauges_quota_usage_and_status() -> None:
                 ("kueue_cluster_queue_lending_limit", labels(**a)): float("inf"),
                 "kueue_cluster_queue_resource_reservation": {labels(**a): 2.0, labels(**b): 0.0},
                 "kueue_cluster_queue_resource_usage": {labels(**a): 2.0, labels(**b): 0.0},
+                # The waiter's request, not yet on a flavor; cq-b's covered cpu at 0.
+                "kueue_cluster_queue_resource_pending": {
+                    labels(cluster_queue="cq-a", resource="cpu"): 1.0,
+                    labels(cluster_queue="cq-b", resource="cpu"): 0.0,
+                },
                 "kueue_pending_workloads": {
                     labels(cluster_queue="cq-a", status="active"): 0.0,
                     labels(cluster_queue="cq-a", status="inadmissible"): 1.0,
@@ -466,3 +471,32 @@ def test_local_queue_afs_usage_follows_the_local_queue_selector() -> None:
     finally:
         env.close()
 
+
+def test_cluster_queue_resource_pending_sums_the_pending_total_requests() -> None:
+    # Upstream pkg/cache/queue/metrics.go reportCQPendingWorkloads: every pod set's requests times
+    # its count, for each resource requested, covered by the ClusterQueue or not.
+    env = MetricsEnv(KueueMetrics(cluster_queue_resources=True))
+    try:
+        env.queues(names=("cq-a",))
+        wl = bare_workload("big", "lq-a")
+        main = wl["spec"]["podSets"][0]
+        main["count"] = 3
+        main["template"]["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "500m", "memory": "1Gi"}
+        side = {"name": "side", "count": 2, "template": {"spec": {"containers": [{"name": "s", "resources": {"requests": {"cpu": "250m"}}}]}}}
+        wl["spec"]["podSets"].append(side)
+        env.create(R.WORKLOADS, wl)
+        cpu = labels(cluster_queue="cq-a", resource="cpu")
+        memory = labels(cluster_queue="cq-a", resource="memory")
+        # 3 x 500m + 2 x 250m = 2 cpu (nominal 1: it stays pending); memory is not covered and is counted.
+        scrape_until(
+            env.scrape,
+            {"kueue_cluster_queue_resource_pending": {cpu: 2.0, memory: 3.0 * 2**30}},
+            what="the pending workload's total requests",
+        )
+        env.client.delete(R.WORKLOADS, "big", "default")
+        scrape_until(env.scrape, {("kueue_cluster_queue_resource_pending", cpu): 0.0}, what="nothing pending")
+        env.client.delete(R.LOCAL_QUEUES, "lq-a", "default")
+        env.client.delete(R.CLUSTER_QUEUES, "cq-a")
+        scrape_until(env.scrape, {"kueue_cluster_queue_resource_pending": ABSENT}, what="the ClusterQueue's series cleared")
+    finally:
+        env.close()
