@@ -168,6 +168,18 @@ class KueueMetrics:
             ["cluster_queue", "replica_role"],
             registry=r,
         )
+        self.preemption_target_recomputations_total = counter(
+            "preemption_target_recomputations_total",
+            "The total number of preemption target recomputations triggered when a workload's preemption\n"
+            "targets overlap with targets selected by another workload in the same scheduling cycle.\n"
+            "The label 'result' can have the following values:\n"
+            "- 'new_targets' means the recomputation resolved the overlap by selecting non-overlapping targets.\n"
+            "- 'deferred_fit' means the workload will fit only after earlier preemptions in the cycle complete.\n"
+            "- 'skipped' means recomputation produced neither a deferred fit nor a fit with non-overlapping "
+            "targets, including cases where overlap is removed but the workload still fails the fit check.\n"
+            "Globally configured custom ClusterQueue labels are also appended to the base labels.",
+            ["cluster_queue", "result"],
+        )
         # Gate MetricForWorkloadCreationLatency (registered only when on, as upstream's Register).
         self.workload_creation_latency: Histogram | None = None
         if creation_latency:
@@ -295,6 +307,7 @@ class KueueMetrics:
                 self.preempted_workloads_total,
                 self.workload_eviction_latency,
                 self.admission_cycle_preemption_skips,
+                self.preemption_target_recomputations_total,
             )
         }
         self._lq_scoped: dict[int, Any] = {}
@@ -360,6 +373,10 @@ class KueueMetrics:
     def preemption_skips(self, cq: str, count: int) -> None:
         """``ReportAdmissionCyclePreemptionSkips``."""
         self.child(self.admission_cycle_preemption_skips, cq).set(count)
+
+    def preemption_target_recomputation(self, cq: str, result: str) -> None:
+        """``ReportPreemptionTargetRecomputation``."""
+        self.child(self.preemption_target_recomputations_total, cq, result).inc()
 
     def workload_creation(self, job_kind: str, seconds: float) -> None:
         """``RecordWorkloadCreationLatency``."""

@@ -259,7 +259,8 @@ class ControllerMetrics:
     # --- scheduling cycles -------------------------------------------------------------------------------
 
     def cycle(self, result: Any, seconds: float) -> None:
-        """``AdmissionAttempt`` for a cycle that had heads, and ``ReportPreemption`` per issued preemption.
+        """``AdmissionAttempt`` for a cycle that had heads, ``ReportPreemption`` per issued preemption
+        and ``ReportPreemptionTargetRecomputation`` per recomputed assignment.
 
         ``result`` is the core's ``CycleResult``: success when a workload was assumed; a preemption
         is counted for the entry whose issued targets it names (an entry skipped for overlapping
@@ -269,6 +270,8 @@ class ControllerMetrics:
             return
         skips: dict[str, int] | None = None
         for entry in result.entries:
+            if entry.overlap_recomputation:
+                self.metrics.preemption_target_recomputation(entry.info.cluster_queue, entry.overlap_recomputation)
             # scheduler.go processEntry: skipped for overlapping targets, or no longer fitting
             # while it needed preemption.
             if entry.status == "skipped" and (entry.message == OVERLAPPING_TARGETS or entry.mode is Mode.PREEMPT):
