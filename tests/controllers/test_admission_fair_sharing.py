@@ -5,7 +5,7 @@ ClusterQueue's workloads by their LocalQueue's usage."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -39,16 +39,21 @@ def _lq(name: str) -> dict[str, Any]:
     }
 
 
-def test_local_queue_usage_orders_admission_and_is_written_to_status(env: Env) -> None:
-    env.create(R.RESOURCE_FLAVORS, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "f"}})
+def _afs_cluster_queue(create: Callable[[Any, dict[str, Any]], Any], cpu: int) -> None:
+    """Flavor ``f`` and ClusterQueue ``cq`` (``cpu`` cpus) in UsageBasedAdmissionFairSharing mode."""
+    create(R.RESOURCE_FLAVORS, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "f"}})
     spec: dict[str, Any] = {
         "namespaceSelector": {},
         "admissionScope": {"admissionMode": "UsageBasedAdmissionFairSharing"},
         "resourceGroups": [
-            {"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": 1}]}]}
+            {"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": cpu}]}]}
         ],
     }
-    env.create(R.CLUSTER_QUEUES, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": spec})
+    create(R.CLUSTER_QUEUES, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": spec})
+
+
+def test_local_queue_usage_orders_admission_and_is_written_to_status(env: Env) -> None:
+    _afs_cluster_queue(env.create, cpu=1)
     for name in ("lq-a", "lq-b"):
         env.create(R.LOCAL_QUEUES, _lq(name))
     # The first reconcile of each LocalQueue writes an empty consumed usage.
@@ -111,15 +116,7 @@ def test_entry_penalty_is_rolled_back_when_the_admission_write_fails() -> None:
     parts.bootstrap()
     client = SlowClient(parts.handlers, 0.05)
     api = InProcessClient(parts.handlers)
-    api.create(R.RESOURCE_FLAVORS, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "f"}})
-    spec: dict[str, Any] = {
-        "namespaceSelector": {},
-        "admissionScope": {"admissionMode": "UsageBasedAdmissionFairSharing"},
-        "resourceGroups": [
-            {"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": 4}]}]}
-        ],
-    }
-    api.create(R.CLUSTER_QUEUES, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": spec})
+    _afs_cluster_queue(api.create, cpu=4)
     api.create(R.LOCAL_QUEUES, _lq("lq-a"))
     api.create(R.WORKLOADS, workload("a", queue="lq-a"))
     conflicted: list[str] = []
