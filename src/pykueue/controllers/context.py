@@ -181,8 +181,9 @@ class ReconcileContext:
         result through; a failure (a Conflict: the watch is bringing a newer version) retries
         ``item`` after its backoff, as a failed reconcile would be. ``typed`` (the object with its
         new status) is encoded only when the write is sent: most such writes found no free slot
-        and were encoded for nothing (≈ 15,000 of 17,800 on bench/large-scale-20.yaml). ``on_written`` runs (on the
-        manager thread) once the write succeeded, as code after upstream's ``Status().Update`` does."""
+        and were encoded for nothing (≈ 15,000 of 17,800 on bench/large-scale-20.yaml).
+        ``on_written`` runs (on the manager thread) once the write succeeded, as the code after
+        upstream's ``Status().Update`` does (``LocalQueueReconciler.updateAdmissionFsStatus``)."""
         if self.writes is None:
             self.write(res, to_external(typed), subresource="status")
             if on_written is not None:
