@@ -16,7 +16,7 @@ import msgspec
 
 from pykueue.api.conversion import to_external
 from pykueue.api.kueue import RESOURCE_IN_USE_FINALIZER as RESOURCE_IN_USE
-from pykueue.api.kueue import ClusterQueue
+from pykueue.api.kueue import ClusterQueue, LocalQueue
 from pykueue.client import resources as R
 from pykueue.client.interface import Resource
 from pykueue.controllers.cluster_cache import CHECK, CLUSTER_QUEUE, COHORT, FLAVOR, LOCAL_QUEUE, WorkKey
@@ -49,10 +49,13 @@ class QueueControllers:
     def _write(self, res: Resource, typed: Any, status: bool) -> None:
         self.ctx.write(res, to_external(typed), subresource="status" if status else None)
 
-    def _write_status(self, res: Resource, typed: Any, item: WorkKey) -> None:
+    def _write_status(
+        self, res: Resource, typed: Any, item: WorkKey, on_written: Callable[[], None] | None = None
+    ) -> None:
         """A status summary recomputed from the caches: sent off the manager thread (nothing here
-        depends on its answer; a failure retries the reconcile)."""
-        self.ctx.write_status_pipelined(res, typed, item)
+        depends on its answer but ``on_written``, run once it succeeded; a failure retries the
+        reconcile)."""
+        self.ctx.write_status_pipelined(res, typed, item, on_written)
 
     def _set_finalizer(self, res: Resource, typed: Any, present: bool) -> bool:
         finalizers = list(typed.metadata.finalizers)
@@ -113,12 +116,27 @@ class QueueControllers:
             return
         status = local_queue_status(lq, ctx.cache, ctx.queues.pending_count_local_queue(key), ctx.now())
         fair_sharing, requeue_after = ctx.core.reconcile_local_queue_usage(lq, ctx.now())
+        report: Callable[[], None] | None = None
         if fair_sharing is not None:
             status = msgspec.structs.replace(status, fair_sharing=fair_sharing)
+            report = self._afs_usage_report(lq, key)
         if requeue_after is not None:
             ctx.requeue_after(LOCAL_QUEUE, key, requeue_after)
         if status != lq.status:
-            self._write_status(R.LOCAL_QUEUES, msgspec.structs.replace(lq, status=status), (LOCAL_QUEUE, key))
+            self._write_status(R.LOCAL_QUEUES, msgspec.structs.replace(lq, status=status), (LOCAL_QUEUE, key), report)
+        elif report is not None:
+            report()
+
+    def _afs_usage_report(self, lq: LocalQueue, key: str) -> Callable[[], None] | None:
+        """``updateAdmissionFsStatus`` reports the AFS usage after its status write succeeded, with
+        the value of that reconcile's ledger read: computed now, set once the write succeeded."""
+        metrics = self.ctx.metrics
+        if metrics is None or metrics.metrics.lq is None:
+            return None
+        usage = self.ctx.queues.afs.reported_usage(key, lq)
+        if usage is None:
+            return None
+        return lambda: metrics.local_queue_afs_usage(lq, usage)
 
     # --- Cohort (cohort_controller.go) ---------------------------------------------------------------------------------------
 
