@@ -1,6 +1,7 @@
 """Upstream ``pkg/cache/scheduler/snapshot_test.go`` (``TestSnapshot``, ``TestSnapshotAddRemoveWorkload``,
 ``TestSnapshotAddRemoveWorkloadWithLendingLimit``) and ``clusterqueue_test.go``
-(``TestClusterQueueUpdate``), ported case by case (ids are upstream's case names) on
+(``TestClusterQueueUpdate``), and ``pkg/scheduler/scheduler_test.go`` ``TestLastAssignmentOutdated``
+(the reader of the generation), ported case by case (ids are upstream's case names) on
 :mod:`pykueue.core.cache`.
 
 Upstream compares whole ``Snapshot`` structs; pykueue's snapshot is the live cache plus undoable
@@ -18,6 +19,14 @@ not ported:
   the usage of their node (#10659)", "overlapping flavor that moved to other nodes still counts on
   the node holding its usage" — Topology Aware Scheduling is not implemented.
 - TestSnapshotLog — log formatting of the snapshot.
+- pkg/scheduler/scheduler_test.go TestSchedulerWhenWorkloadModifiedConcurrently — the scheduler's
+  status write when another controller changed the Workload meanwhile (a Go client interceptor
+  updates its labels before the patch lands). Upstream writes the admission with a loose apply
+  (no resourceVersion) and retries on conflict, so the Workload is admitted in that cycle;
+  pykueue's controllers write the status with the cached resourceVersion, so the concurrent change
+  makes the admission conflict, be forgotten and requeued (tests/controllers/test_write_pipeline.py
+  ``test_a_conflicting_admission_is_forgotten_requeued_and_never_over_commits``): a difference in
+  the controllers' write path, not in the core, left as is here.
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ from builders import (
     flavor,
     flavor_quotas,
     info,
+    options,
     pod_set,
     resource_group,
     workload,
@@ -46,6 +56,8 @@ from pykueue.api.quantity import quota_amount
 from pykueue.core.cache.cache import Cache
 from pykueue.core.cache.snapshot import Snapshot
 from pykueue.core.quota.tree import FlavorResource, QuotaNode
+from pykueue.core.scheduler.flavorassigner.assigner import last_assignment_outdated
+from pykueue.core.workload.info import LastAssignment
 
 GI = 1024**3
 
@@ -480,3 +492,48 @@ def test_cluster_queue_update(name: str, new: ClusterQueue, want: int) -> None:
     got = Snapshot(cache).cluster_queue("eng-alpha")
     assert got is not None and got.generation == want
     assert got.node.quotas[("on-demand", "cpu")].nominal == quota_amount("cpu", 100 if want == 2 else 50)
+
+
+# --- pkg/scheduler/scheduler_test.go TestLastAssignmentOutdated ----------------------------------------
+# The reader of ``AllocatableResourceGeneration``: whether a workload's remembered flavor-scan
+# progress is dropped (cycle 5 now; hashes as upstream's, "" where upstream sets none).
+
+# name, gate FlavorFungibilityPreserveScanProgress, recorded (generation, cycle, hash),
+# current generation, current hash, want
+OUTDATED_CASES: list[tuple[str, bool, tuple[int, int, str], int, str, bool]] = [
+    ("Cluster queue allocatableResourceIncreasedGen increased", False, (0, 1, ""), 1, "", True),
+    ("AllocatableResourceGeneration not increased", False, (0, 1, ""), 0, "", False),
+    ("assignment from the immediately preceding cycle survives a generation bump", True, (0, 4, ""), 1, "", False),
+    ("assignment from the current cycle survives a generation bump", True, (0, 5, ""), 1, "", False),
+    ("assignment older than one cycle falls back to the generation check", True, (0, 3, ""), 1, "", True),
+    (
+        "a changed scheduling shape starts the scan over even in the preceding cycle",
+        True,
+        (0, 4, "shape-a"),
+        0,
+        "shape-b",
+        True,
+    ),
+    ("an unchanged scheduling shape keeps the preceding cycle's assignment", True, (0, 4, "shape-a"), 1, "shape-a", False),
+    ("an unknown hash is not treated as a shape change", True, (0, 4, "unknown"), 1, "shape-b", False),
+    ("without the gate a changed scheduling shape is ignored", False, (0, 4, "shape-a"), 0, "shape-b", False),
+    ("without the gate the preceding cycle gets no special treatment", False, (0, 4, ""), 1, "", True),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "preserve", "recorded", "generation", "current_hash", "want"),
+    OUTDATED_CASES,
+    ids=[c[0] for c in OUTDATED_CASES],
+)
+def test_last_assignment_outdated(
+    name: str, preserve: bool, recorded: tuple[int, int, str], generation: int, current_hash: str, want: bool
+) -> None:
+    opts = options(gates={"FlavorFungibilityPreserveScanProgress": preserve})
+    cache = build_cache([flavor("default"), cluster_queue("cq", flavor_quotas("default", cpu=1))], opts)
+    cq = cache.cluster_queues["cq"]
+    cq.generation = generation
+    wl = info(workload("wl"), opts)
+    wl.scheduling_hash = current_hash
+    wl.last_assignment = LastAssignment([{"cpu": 0}], *recorded)
+    assert last_assignment_outdated(wl, cq, 5, opts) is want

@@ -430,6 +430,11 @@ class Cache:
         if cq is None:
             return False
         key = info.key
+        previous = self.workload_cq.get(key)
+        if previous is not None and previous != cq.name:
+            # Upstream ``Cache.addOrUpdateWorkloadWithoutLock``: a workload now reserving in
+            # another ClusterQueue leaves the one it was assigned to (``deleteFromQueueIfPresent``).
+            self.delete_workload(key)
         held = cq.workloads.get(key)
         if (
             held is not None
