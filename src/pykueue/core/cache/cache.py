@@ -232,9 +232,10 @@ class Cache:
         kept = self.cohorts.get(name)
         self._recompute_trees(old_root, kept.root() if kept is not None else None)
 
-    def _recompute_trees(self, *roots: QuotaNode | None) -> None:
+    def _recompute_trees(self, *nodes: QuotaNode | None) -> None:
+        """Recompute the trees holding ``nodes`` (each once), then the ClusterQueues' activity."""
         seen: set[int] = set()
-        for node in roots:
+        for node in nodes:
             # A node that lost its place in the trees (an implicit cohort left without children)
             # has nothing to recompute.
             if node is None or not self._in_trees(node):
