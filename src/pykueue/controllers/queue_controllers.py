@@ -16,7 +16,7 @@ import msgspec
 
 from pykueue.api.conversion import to_external
 from pykueue.api.kueue import RESOURCE_IN_USE_FINALIZER as RESOURCE_IN_USE
-from pykueue.api.kueue import ClusterQueue, LocalQueue
+from pykueue.api.kueue import LocalQueue
 from pykueue.client import resources as R
 from pykueue.client.interface import Resource
 from pykueue.controllers.cluster_cache import CHECK, CLUSTER_QUEUE, COHORT, FLAVOR, LOCAL_QUEUE, WorkKey
@@ -68,14 +68,6 @@ class QueueControllers:
         meta = msgspec.structs.replace(typed.metadata, finalizers=finalizers)
         self._write(res, msgspec.structs.replace(typed, metadata=meta), status=False)
         return True
-
-    def _referencing_cqs(self, attr: str, name: str) -> list[ClusterQueue]:
-        out = []
-        for cq in self.ctx.cluster_queues.values():
-            state = self.ctx.cache.cluster_queues.get(cq.metadata.name)
-            if state is not None and name in getattr(state, attr):
-                out.append(cq)
-        return out
 
     # --- ClusterQueue (clusterqueue_controller.go) ---------------------------------------------------------------------------
 
@@ -158,7 +150,7 @@ class QueueControllers:
             return
         if rf.metadata.deletion_timestamp is None:
             self._set_finalizer(R.RESOURCE_FLAVORS, rf, True)
-        elif not self._referencing_cqs("all_flavors", name):
+        elif not self.ctx.cache.cluster_queues_using_flavor(name):
             self._set_finalizer(R.RESOURCE_FLAVORS, rf, False)
 
     def _reconcile_ac(self, name: str) -> None:
@@ -167,5 +159,5 @@ class QueueControllers:
             return
         if ac.metadata.deletion_timestamp is None:
             self._set_finalizer(R.ADMISSION_CHECKS, ac, True)
-        elif not self._referencing_cqs("check_flavors", name):
+        elif not self.ctx.cache.cluster_queues_using_admission_check(name):
             self._set_finalizer(R.ADMISSION_CHECKS, ac, False)
