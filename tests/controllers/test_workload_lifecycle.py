@@ -159,7 +159,7 @@ def test_admit(env: Env) -> None:
     env.clock.advance(1.1)  # queue status is refreshed within the 1s batch period (``UpdatesBatchPeriod``)
     cq = wait(lambda: (c := env.get(R.CLUSTER_QUEUES, "cq")).get("status", {}).get("admittedWorkloads") == 1 and c)
     assert cq["status"]["reservingWorkloads"] == 1
-    assert cq["status"]["flavorsUsage"] == [{"name": "f", "resources": [{"name": "cpu", "total": "1"}]}]
+    assert cq["status"]["flavorsUsage"] == [{"name": "f", "resources": [{"name": "cpu", "total": "1", "borrowed": "0"}]}]
     assert "kueue.x-k8s.io/resource-in-use" in cq["metadata"]["finalizers"]
 
 

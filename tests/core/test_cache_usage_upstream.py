@@ -92,15 +92,16 @@ def _partial(name: str, *, admit: bool) -> Workload:
     return admitted(wl, "foo", {"cpu": "default"}, counts=[2], admitted_condition=admit)
 
 
-VF: list[RU] = [("example.com/vf-0", "0", None), ("example.com/vf-1", "0", None), ("example.com/vf-2", "0", None)]
+# Upstream leaves Borrowed a zero Quantity where nothing is borrowed; it compares (and serialises) as "0".
+VF: list[RU] = [("example.com/vf-0", "0", "0"), ("example.com/vf-1", "0", "0"), ("example.com/vf-2", "0", "0")]
 
 
 def _fu(cpu: RU, model_a: RU, model_b: RU) -> FU:
     return [("default", [cpu]), ("model_a", [model_a]), ("model_b", [model_b]), ("interconnect_a", VF)]
 
 
-GPU0: RU = ("example.com/gpu", "0", None)
-USED_8_5 = _fu(("cpu", "8", None), ("example.com/gpu", "5", None), GPU0)
+GPU0: RU = ("example.com/gpu", "0", "0")
+USED_8_5 = _fu(("cpu", "8", "0"), ("example.com/gpu", "5", "0"), GPU0)
 
 # name, cohort, workloads, reserved, reserving count, used, admitted count
 CQ_USAGE_CASES: list[tuple[str, str, Callable[[], list[Workload]], FU, int, FU, int]] = [
@@ -117,7 +118,7 @@ CQ_USAGE_CASES: list[tuple[str, str, Callable[[], list[Workload]], FU, int, FU, 
         "clusterQueue with cohort; multiple borrowing",
         "one",
         lambda: [_one(), _two()],
-        _fu(("cpu", "13", "3"), ("example.com/gpu", "5", None), ("example.com/gpu", "6", "1")),
+        _fu(("cpu", "13", "3"), ("example.com/gpu", "5", "0"), ("example.com/gpu", "6", "1")),
         2,
         USED_8_5,
         1,
@@ -126,7 +127,7 @@ CQ_USAGE_CASES: list[tuple[str, str, Callable[[], list[Workload]], FU, int, FU, 
         "clusterQueue without cohort; multiple borrowing",
         "",
         lambda: [_one(), _two()],
-        _fu(("cpu", "13", None), ("example.com/gpu", "5", None), ("example.com/gpu", "6", None)),
+        _fu(("cpu", "13", "0"), ("example.com/gpu", "5", "0"), ("example.com/gpu", "6", "0")),
         2,
         USED_8_5,
         1,
@@ -135,9 +136,9 @@ CQ_USAGE_CASES: list[tuple[str, str, Callable[[], list[Workload]], FU, int, FU, 
         "clusterQueue with cohort; partial admission",
         "one",
         lambda: [_partial("partial-one", admit=True), _partial("partial-two", admit=False)],
-        _fu(("cpu", "8", None), GPU0, GPU0),
+        _fu(("cpu", "8", "0"), GPU0, GPU0),
         2,
-        _fu(("cpu", "4", None), GPU0, GPU0),
+        _fu(("cpu", "4", "0"), GPU0, GPU0),
         1,
     ),
 ]

@@ -2267,7 +2267,7 @@ def test_worked_example_c_best_effort_fifo() -> None:
     cluster.finalize_status()
     status = cluster.objects[("ClusterQueue", "", "q")].obj.status
     assert [(r.name, str(r.total), r.borrowed) for r in status.flavors_reservation[0].resources] == [
-        ("cpu", "5", None)
+        ("cpu", "5", "0")
     ]
     assert (status.pending_workloads, status.reserving_workloads, status.admitted_workloads) == (0, 2, 2)
 

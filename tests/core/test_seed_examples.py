@@ -137,7 +137,7 @@ def test_sample_cluster_queue_counts_pods() -> None:
     )
     assert cq_status(cluster, "cluster-queue") == {
         "reservation": {
-            "default-flavor": {"cpu": ("500m", None), "memory": ("5Mi", None), "pods": ("5", None)}
+            "default-flavor": {"cpu": ("500m", "0"), "memory": ("5Mi", "0"), "pods": ("5", "0")}
         },
         "counts": (1, 5, 5),
     }
@@ -284,7 +284,7 @@ def test_borrowing_team_a_uses_21_cpus_when_team_b_is_idle() -> None:
         "counts": (1, 3, 3),
     }
     assert cq_status(cluster, "team-b-cq") == {
-        "reservation": {"default-flavor": {"cpu": ("0", None), "memory": ("0", None)}},
+        "reservation": {"default-flavor": {"cpu": ("0", "0"), "memory": ("0", "0")}},
         "counts": (0, 0, 0),
     }
     lq = cluster.objects[("LocalQueue", "team-a", "team-a-queue")].obj.status
@@ -310,7 +310,7 @@ def test_borrowing_team_a_uses_84gi_when_team_b_is_idle() -> None:
     cluster = run(objs, cycles=2)
     assert admitted_keys(cluster) == {"team-a/all-memory"}
     assert cq_status(cluster, "team-a-cq")["reservation"] == {
-        "default-flavor": {"cpu": ("1", None), "memory": ("84Gi", "48Gi")}
+        "default-flavor": {"cpu": ("1", "0"), "memory": ("84Gi", "48Gi")}
     }
 
 
@@ -491,7 +491,7 @@ def test_lending_limit_team_a_can_use_10_team_b_keeps_11() -> None:
     cluster = run(objs, cycles=3)
     assert admitted_keys(cluster) == {"team-a/a-10", "team-b/b-11"}
     assert cq_status(cluster, "team-a-cq")["reservation"] == {"default-flavor": {"cpu": ("10", "1")}}
-    assert cq_status(cluster, "team-b-cq")["reservation"] == {"default-flavor": {"cpu": ("11", None)}}
+    assert cq_status(cluster, "team-b-cq")["reservation"] == {"default-flavor": {"cpu": ("11", "0")}}
     for key in ("team-a/a-more", "team-b/b-more"):
         assert conditions(cluster.get_workload(key))["QuotaReserved"] == (  # type: ignore[arg-type]
             "False",

@@ -42,7 +42,10 @@ def _flavor_usage(
             resources: list[ResourceUsage] = []
             for res in sorted(rg.covered):
                 total = usage.get((flavor, res), 0)
-                borrowed: str | None = None
+                # Upstream's ``Cache.getUsage`` leaves ``Borrowed`` a zero Quantity unless the
+                # ClusterQueue borrows, and Go's encoding/json writes a struct field despite
+                # ``omitempty``: the status always shows ``borrowed: "0"`` then, cohort or not.
+                borrowed: str | None = "0" if with_borrowed else None
                 if with_borrowed and cq.cohort_name:
                     q = cq.node.quotas.get((flavor, res))
                     over = total - (q.nominal if q else 0)
