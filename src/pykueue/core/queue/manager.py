@@ -440,7 +440,10 @@ class QueueManager:
             and not info.is_preemptor
             and info.last_evaluated_generation == 0
             and info.obj.status.admission is None
-            and info.last_assignment is self._carried_assignment(info, info.scheduling_hash)
+            and (
+                info.last_assignment is None
+                or info.last_assignment is self._carried_assignment(info, info.scheduling_hash)
+            )
         )
 
     def holds_observed(self, wl: Workload) -> bool:
