@@ -10,8 +10,8 @@ TestStrictFIFORequeueIfNotPresent (test_strict_fifo_requeue_if_not_present), Tes
 (test_fifo_cluster_queue_update_reorders), TestStrictFIFO (test_strict_fifo), Test_PushOrUpdate
 (test_push_or_update), TestPushOrUpdateGenerationChanged, TestPushOrUpdateSkipsInflightWorkload
 (test_push_or_update_while_inflight_is_ignored), TestQueueInadmissibleWorkloadsDuringScheduling,
-TestBackoffWaitingTimeExpired, TestRequeueHashTriggerByReason, TestClusterQueueImpl,
-TestBestEffortFIFORequeueIfNotPresent (test_best_effort_fifo_requeue_if_not_present, with
+TestBackoffWaitingTimeExpired, TestRequeueHashTriggerByReason, TestClusterQueueImpl (but for
+the three flush-count cases below), TestBestEffortFIFORequeueIfNotPresent (test_best_effort_fifo_requeue_if_not_present, with
 upstream's wantSticky), TestRequeueWorkloadsCohortCycle, TestUpdateClusterQueue
 (test_update_cluster_queue_moves_to_cohort_and_retries), TestUpdateWorkload, TestHeads,
 TestUpdateLocalQueue (test_update_local_queue_moves_workloads), TestDeleteWorkload and
@@ -26,6 +26,10 @@ not ported:
   TestSnapshotConcurrentWithRequeueNoDataRace, TestAddLocalQueue_DRAReconcileChannelGuaranteedDelivery
   — Go condition variables, channels and data races; pykueue's ``heads`` takes the ClusterQueue's
   activeness from the cache and never blocks.
+- TestSnapshotDeterministicOrder, TestSnapshotConsistentUnderConcurrentStickyChange — the lock-free
+  Snapshot sort of Kueue#12740; pykueue's ``sorted_pending`` is one sort by a total key (ties end on
+  the workload key), whose agreement with the heap test_cluster_queue_invariants checks. Test_Info —
+  the heap lookup, ``PendingClusterQueue.active.get``, used by every test here.
 - TestQueueSecondPassIfNeeded — Topology Aware Scheduling's second pass (delayed topology requests)
   is not implemented.
 - TestResync*GaugeMetrics, TestPendingResourceMetrics, TestUpdateUnadmittedWorkload*,
@@ -37,8 +41,13 @@ not ported:
   wrapper ``inadmissibleWorkloads``; pykueue's is a plain ``dict``. TestNewRequeuer — the batch period
   option (pykueue's is the constant ``RETRY_BATCH_PERIOD``, checked by the retry tests of
   test_queue_manager.py).
+- scheduling_hash_counts_test.go — the per-hash pending counts behind a metric (the bulk-move
+  decisions they accompany are TestRecordInadmissibleHash and the tests after it).
 - TestAddOrUpdateWorkloadCarriesLastAssignment's "carried by reference" check — Go aliasing; pykueue
   never mutates a recorded ``LastAssignment`` (each cycle builds a new one).
+
+The last two tests are not upstream cases: each is a manager-level scenario of an upstream rule
+that pykueue did not follow (see their docstrings).
 """
 
 from __future__ import annotations
@@ -50,8 +59,11 @@ import pytest
 from msgspec.structs import replace as sreplace
 from test_queue_manager import (
     ACTIVE,
+    NAMESPACE_LABELS,
     NOW,
     OPTS,
+    SELECTOR,
+    W,
     cohort_obj,
     cond,
     cq_obj,
@@ -65,6 +77,7 @@ from test_queue_manager import (
 
 from pykueue.api.config import AdmissionFairSharingConfig
 from pykueue.api.kueue import Admission, FairSharing, LocalQueue, Workload
+from pykueue.api.meta import label_selector_matches
 from pykueue.core.cache.cache import Cache
 from pykueue.core.options import SchedulerOptions
 from pykueue.core.queue import (
@@ -150,6 +163,78 @@ def test_delete() -> None:
     assert cq.pending_total() == 1
     changed = sreplace(wl2, spec=sreplace(wl2.spec, queue_name="default"))
     cq.delete(info(changed).key)
+    assert cq.pending_total() == 0
+
+
+@pytest.mark.parametrize(
+    ("add", "inadmissible", "want_moved", "want_active", "want_pending"),
+    [
+        pytest.param(
+            [],
+            ["w1", "w2"],
+            2,
+            ["w1", "w2"],
+            2,
+            id="re-queue multiple inadmissible workloads and count",
+        ),
+        pytest.param(
+            ["w1"],
+            ["w2", "w3"],
+            1,
+            ["w1", "w2"],
+            3,
+            id="count only workloads that actually moved",
+        ),
+        pytest.param(
+            ["w2"],
+            ["w2"],
+            0,
+            ["w2"],
+            1,
+            id="workload already on heap is not made inadmissible",
+        ),
+    ],
+)
+def test_cluster_queue_impl_flush_counts(
+    add: list[str], inadmissible: list[str], want_moved: int, want_active: list[str], want_pending: int
+) -> None:
+    """``TestClusterQueueImpl``'s cases on how many workloads ``queueInadmissibleWorkloads`` moved
+    (the namespace selector admits ns1 and ns2, not ns3)."""
+    cq = pending_cq(selector=SELECTOR)
+    for k in add:
+        cq.push_or_update(info(W[k]), NOW)
+    for k in inadmissible:
+        cq.requeue_if_not_present(info(W[k]), REQUEUE_REASON_GENERIC, "", NOW)
+    namespace_matches = lambda ns: label_selector_matches(SELECTOR, NAMESPACE_LABELS[ns])  # noqa: E731
+    assert cq.flush_inadmissible(namespace_matches, NOW) == want_moved
+    assert sorted(cq.active.keys()) == sorted(info(W[k]).key for k in want_active)
+    assert cq.pending_total() == want_pending
+
+
+def test_add_from_local_queue() -> None:
+    """``Test_AddFromLocalQueue``: a tracked workload is not added again (``PushActiveIfNotPresent``)."""
+    cq = pending_cq()
+    w_info = info(wl("workload-1"))
+    cq.push_or_update(w_info, NOW)
+    assert not cq.push_if_absent(w_info)
+    cq.delete(w_info.key)
+    assert cq.push_if_absent(w_info)
+
+
+def test_delete_from_local_queue() -> None:
+    """``Test_DeleteFromLocalQueue``: deleting a LocalQueue drops its heap and inadmissible workloads."""
+    m = bare_manager()
+    m.add_cluster_queue(cq_obj("cq"))
+    lq = lq_obj("foo", "cq", ns="")
+    m.add_local_queue(lq)
+    for name in ("wl1", "wl2"):
+        assert m.add_or_update_workload(wl(name, ns="", queue="foo"), NOW)
+    for name in ("wl3", "wl4"):
+        w = wl(name, ns="", queue="foo")
+        assert m.requeue_workload(info(w), REQUEUE_REASON_GENERIC, "", NOW, w)
+    cq = cq_of(m, "cq")
+    assert cq.pending_total() == 4 and len(cq.inadmissible) == 2
+    m.delete_local_queue(lq)
     assert cq.pending_total() == 0
 
 
