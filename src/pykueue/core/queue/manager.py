@@ -395,7 +395,7 @@ class QueueManager:
             # put an equal view in the same places (see ``_observed``).
             return True
         info = new_workload_info(wl, self.options, old.info if old is not None else None)
-        if old is not None:
+        if old is not None and old.info.last_assignment is not None:
             info.last_assignment = self._carried_assignment(old.info, info.scheduling_hash)
         self._assign(info, lq)
         if cq is None:
@@ -510,7 +510,11 @@ class QueueManager:
             cluster_queue="",
             usage={},
             quota_reserved_ts=0.0,
-            last_assignment=self._carried_assignment(info, info.scheduling_hash),
+            last_assignment=(
+                None
+                if info.last_assignment is None
+                else self._carried_assignment(info, info.scheduling_hash)
+            ),
             is_preemptor=False,
             last_evaluated_generation=0,
         )
