@@ -408,11 +408,11 @@ class QueueManager:
         (``AddOrUpdateWorkloadWithoutLock``: under ``FlavorFungibilityPreserveScanProgress``, when
         ``MatchesSchedulingShape`` of the hash the progress was recorded for)."""
         last = tracked.last_assignment
-        if (
-            last is not None
-            and self.options.gate("FlavorFungibilityPreserveScanProgress")
-            and last.matches_scheduling_shape(scheduling_hash)
-        ):
+        if last is None or not self.options.gate("FlavorFungibilityPreserveScanProgress"):
+            return None
+        # ``MatchesSchedulingShape`` (inline: asked for every observed update of a requeued head).
+        recorded = last.scheduling_hash
+        if recorded == scheduling_hash or recorded == "unknown" or scheduling_hash == "unknown":
             return last
         return None
 

@@ -173,12 +173,6 @@ class LastAssignment(msgspec.Struct, gc=False):
     scheduling_cycle: int
     scheduling_hash: str
 
-    def matches_scheduling_shape(self, current: str) -> bool:
-        """``AssignmentClusterQueueState.MatchesSchedulingShape``: recorded for the scheduling shape
-        ``current`` (or either hash is unknown)."""
-        recorded = self.scheduling_hash
-        return recorded == current or recorded == "unknown" or current == "unknown"
-
     def pending_flavors(self) -> bool:
         for per_ps in self.last_tried_flavor_idx:  # loops: no generator per requeue
             for idx in per_ps.values():

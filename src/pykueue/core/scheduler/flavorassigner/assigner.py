@@ -97,7 +97,8 @@ def last_assignment_outdated(
     generation_moved = cq.generation > last.cluster_queue_generation
     if not options.gate("FlavorFungibilityPreserveScanProgress"):
         return generation_moved
-    if not last.matches_scheduling_shape(wl.scheduling_hash):
+    recorded, current = last.scheduling_hash, wl.scheduling_hash
+    if recorded != current and "unknown" not in (recorded, current):
         return True
     if last.scheduling_cycle >= cycle - 1:
         return False
