@@ -18,10 +18,10 @@ TestUpdateLocalQueue (test_update_local_queue_moves_workloads), TestDeleteWorklo
 TestDeleteAndForgetWorkload (test_delete_workload_keeps_or_forgets_assignment).
 
 not ported:
-- TestPendingResources, TestPendingResourcesAfterLocalQueueResync, TestClusterQueuePendingTrackers,
-  TestPendingInLocalQueueCountsInflight — pykueue keeps no pending-resources total nor per-label
-  trackers (they feed upstream's metrics, not a decision); the bucket invariant they also check is
-  test_queue_manager.py::test_cluster_queue_invariants.
+- TestPendingResourcesAfterLocalQueueResync, TestClusterQueuePendingTrackers,
+  TestPendingInLocalQueueCountsInflight — upstream's incremental pending-resources total and
+  per-label trackers (metrics); pykueue computes the total when metrics are read (TestPendingResources
+  below), and the one-bucket invariant they also check is test_queue_manager.py::test_cluster_queue_invariants.
 - TestClusterQueueToActive, TestHeadsAsync, TestHeadsCancelled*, TestSnapshot*Concurrent*,
   TestSnapshotConcurrentWithRequeueNoDataRace, TestAddLocalQueue_DRAReconcileChannelGuaranteedDelivery
   — Go condition variables, channels and data races; pykueue's ``heads`` takes the ClusterQueue's
@@ -54,6 +54,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from fractions import Fraction
+from types import SimpleNamespace
 
 import pytest
 from msgspec.structs import replace as sreplace
@@ -90,6 +91,7 @@ from pykueue.core.queue import (
     QueueManager,
 )
 from pykueue.core.workload.info import LastAssignment, WorkloadInfo
+from pykueue.metrics.state import _pending_requests
 
 EVERYTHING: Callable[[str], bool] = lambda _ns: True  # noqa: E731  (``labels.Everything()``)
 
@@ -236,6 +238,25 @@ def test_delete_from_local_queue() -> None:
     assert cq.pending_total() == 4 and len(cq.inadmissible) == 2
     m.delete_local_queue(lq)
     assert cq.pending_total() == 0
+
+
+def test_pending_resources() -> None:
+    """``TestPendingResources``: the requests of the heap, inadmissible and inflight workloads
+    (``PendingResources``, pykueue's ``metrics.state._pending_requests``; cpu in millis)."""
+    no_resource_groups = SimpleNamespace(resource_groups=[])
+    cq = pending_cq()
+    assert _pending_requests(no_resource_groups, cq) == {}
+
+    def with_memory(name: str, cpu: str, memory: str) -> WorkloadInfo:
+        w = wl(name, cpu=cpu)
+        w.spec.pod_sets[0].template.spec["containers"][0]["resources"]["requests"]["memory"] = memory
+        return info(w)
+
+    cq.push_or_update(with_memory("wl1", "2", "1Gi"), NOW)
+    cq.push_or_update(with_memory("wl3", "3", "2Gi"), NOW)
+    cq.requeue_if_not_present(with_memory("wl2", "1", "512Mi"), REQUEUE_REASON_GENERIC, "", NOW)
+    assert cq.pop() is not None
+    assert _pending_requests(no_resource_groups, cq) == {"cpu": 6000, "memory": (3 * 1024 + 512) * 2**20}
 
 
 def test_cluster_queue_is_preemptor() -> None:
