@@ -278,6 +278,10 @@ def test_best_effort_fifo_requeue_if_not_present(
     assert cq.requeue_if_not_present(i, reason, "", NOW), name
     assert ("default/workload-1" in cq.inadmissible) == want_inadmissible
     assert ("default/workload-1" in cq.active) != want_inadmissible
+    # Upstream's wantSticky (``stickyMatches``): only a preemptor of a BestEffortFIFO queue.
+    want_sticky = reason in (REQUEUE_REASON_PENDING_PREEMPTION, REQUEUE_REASON_PENDING_MIGRATION)
+    pre = cq.preemptor
+    assert (pre is not None and pre.sticky and pre.key == "default/workload-1") == want_sticky
     assert not cq.requeue_if_not_present(info(wl("workload-1")), reason, "", NOW), "already present"
 
 
@@ -1142,7 +1146,9 @@ def test_add_or_update_workload_carries_last_assignment() -> None:
         w = wl("a")
         m.add_or_update_workload(w, NOW)
         (head,) = m.heads(ACTIVE)
-        head.last_assignment = PENDING_FLAVORS
+        # A cycle records its progress for the head's scheduling shape.
+        recorded = sreplace(PENDING_FLAVORS, scheduling_hash=head.scheduling_hash)
+        head.last_assignment = recorded
         assert m.requeue_workload(head, REQUEUE_REASON_GENERIC, "", NOW, w)  # pending flavors → heap
         updated = wl("a")
         mutate(updated)
@@ -1151,7 +1157,7 @@ def test_add_or_update_workload_carries_last_assignment() -> None:
         assert cq is not None
         entry = cq.tracked("default/a")
         assert entry is not None and entry.info.obj is updated
-        assert (entry.info.last_assignment is PENDING_FLAVORS) == want_carried
+        assert (entry.info.last_assignment is recorded) == want_carried
 
 
 @pytest.mark.parametrize(

@@ -313,7 +313,12 @@ class PendingClusterQueue:
         """``requeueIfNotPresent``; returns whether the workload was inserted."""
         key = info.key
         popped = self.inflight.pop(key, None)
-        generation = popped.last_evaluated_generation if popped is not None else 0
+        # Upstream records ``wInfo.LastEvaluatedGeneration`` (stamped by ``PopActive``, kept by
+        # ``Info.Update``), also when the head was popped from another ClusterQueue (its LocalQueue
+        # moved meanwhile): ``PushOrUpdate``'s ``specChangedSinceEval`` then compares against it.
+        generation = (
+            popped.last_evaluated_generation if popped is not None else info.last_evaluated_generation
+        )
         if reason in _PREEMPTOR_REASONS:
             sticky = self.queueing_strategy == BEST_EFFORT_FIFO
             self._set_preemptor(PreemptorRecord(key, generation, sticky))

@@ -45,6 +45,7 @@ from pykueue.core.queue.local_queue import (
 from pykueue.core.workload.info import (
     ADMITTED,
     QUOTA_RESERVED,
+    LastAssignment,
     WorkloadInfo,
     is_admissible_to_queues,
     new_workload_info,
@@ -394,17 +395,26 @@ class QueueManager:
             # put an equal view in the same places (see ``_observed``).
             return True
         info = new_workload_info(wl, self.options, old.info if old is not None else None)
-        if (
-            old is not None
-            and self.options.gate("FlavorFungibilityPreserveScanProgress")
-            and old.info.scheduling_hash == info.scheduling_hash
-        ):
-            info.last_assignment = old.info.last_assignment
+        if old is not None and old.info.last_assignment is not None:
+            info.last_assignment = self._carried_assignment(old.info, info.scheduling_hash)
         self._assign(info, lq)
         if cq is None:
             return False
         cq.push_or_update(info, seconds(now))
         return True
+
+    def _carried_assignment(self, tracked: WorkloadInfo, scheduling_hash: str) -> LastAssignment | None:
+        """The flavor-scan progress a rebuilt view of ``tracked`` with ``scheduling_hash`` keeps
+        (``AddOrUpdateWorkloadWithoutLock``: under ``FlavorFungibilityPreserveScanProgress``, when
+        ``MatchesSchedulingShape`` of the hash the progress was recorded for)."""
+        last = tracked.last_assignment
+        if last is None or not self.options.gate("FlavorFungibilityPreserveScanProgress"):
+            return None
+        # ``MatchesSchedulingShape`` (inline: asked for every observed update of a requeued head).
+        recorded = last.scheduling_hash
+        if recorded == scheduling_hash or recorded == "unknown" or scheduling_hash == "unknown":
+            return last
+        return None
 
     def _observed(self, entry: PendingEntry, lq: LocalQueueState, cq: PendingClusterQueue) -> bool:
         """Whether ``add_or_update_workload`` of ``entry.info.obj`` (already known admissible, its
@@ -412,8 +422,8 @@ class QueueManager:
 
         It would build ``new_workload_info(obj, previous=entry.info)``: derived from the same object,
         its fields equal ``entry.info``'s when those are what a fresh view has (no ClusterQueue, no
-        usage, not popped: nothing the scheduler stamps), its last assignment carried over under
-        ``FlavorFungibilityPreserveScanProgress`` (same hash) and dropped without it. It would store
+        usage, not popped: nothing the scheduler stamps), its last assignment as ``_carried_assignment``
+        keeps it (the same hash, so the same answer as for ``entry.info``). It would store
         that view in ``lq`` and ``PushOrUpdate`` it: outside ``inflight``, in ``inadmissible`` the
         unchanged object keeps it there as a new entry of generation 0, in the heap it replaces the
         entry at the same order. Both equal the entry held when its generation is 0 already."""
@@ -430,7 +440,10 @@ class QueueManager:
             and not info.is_preemptor
             and info.last_evaluated_generation == 0
             and info.obj.status.admission is None
-            and (info.last_assignment is None or self.options.gate("FlavorFungibilityPreserveScanProgress"))
+            and (
+                info.last_assignment is None
+                or info.last_assignment is self._carried_assignment(info, info.scheduling_hash)
+            )
         )
 
     def holds_observed(self, wl: Workload) -> bool:
@@ -463,8 +476,8 @@ class QueueManager:
         priorities, order timestamp, requests, hash) equals ``info``'s, and ``PushOrUpdate`` finds it
         unchanged for admission (generation, spec, Evicted, Requeued, gates), so the entry becomes a
         generation-0 entry of a fresh view: ``info`` with the written object and without what the
-        scheduler stamped (ClusterQueue, preemptor, generation; the last assignment kept under
-        ``FlavorFungibilityPreserveScanProgress``, as the observation keeps it for an equal hash)."""
+        scheduler stamped (ClusterQueue, preemptor, generation; the last assignment as
+        ``_carried_assignment`` keeps it, as the observation would for the equal hash)."""
         old = info.obj
         key = info.key
         old_status, new_status = old.status, written.status
@@ -498,7 +511,9 @@ class QueueManager:
             usage={},
             quota_reserved_ts=0.0,
             last_assignment=(
-                info.last_assignment if self.options.gate("FlavorFungibilityPreserveScanProgress") else None
+                None
+                if info.last_assignment is None
+                else self._carried_assignment(info, info.scheduling_hash)
             ),
             is_preemptor=False,
             last_evaluated_generation=0,
