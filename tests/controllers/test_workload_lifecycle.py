@@ -556,3 +556,47 @@ def test_a_retry_check_the_cluster_queue_does_not_require_is_dropped_not_evictin
     synced = env.get(R.WORKLOADS, "w")
     assert cond(synced, "Evicted") is None
     assert cond(synced, "Admitted")["status"] == "True"  # type: ignore[index]
+
+
+def _check_finalizers(env: Env) -> list[str]:
+    return list(env.get(R.ADMISSION_CHECKS, "check", None)["metadata"].get("finalizers") or [])
+
+
+def _gone(env: Env, res: Any, name: str) -> Callable[[], bool]:
+    def check() -> bool:
+        try:
+            env.get(res, name, None)
+        except Exception:
+            return True
+        return False
+
+    return check
+
+
+@pytest.mark.parametrize("release", ["delete the ClusterQueue", "drop the check from the ClusterQueue"])
+def test_admission_check_in_use_is_kept_until_no_cluster_queue_names_it(env: Env, release: str) -> None:
+    # Upstream ``AdmissionCheckReconciler.Reconcile`` (pkg/controller/core/admissioncheck_controller.go):
+    # a deleted AdmissionCheck keeps its finalizer while ``Cache.ClusterQueuesUsingAdmissionCheck``
+    # names a ClusterQueue; dropping the check from the ClusterQueue's spec (quota unchanged) or
+    # deleting the ClusterQueue lets it go.
+    env.create(
+        R.ADMISSION_CHECKS,
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck", "metadata": {"name": "check"}, "spec": {"controllerName": "example.com/none"}},
+    )
+    setup_queues(env)
+    wait(lambda: "kueue.x-k8s.io/resource-in-use" in _check_finalizers(env))
+    cq = env.get(R.CLUSTER_QUEUES, "cq", None)
+    cq["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "check"}]}
+    env.client.replace(R.CLUSTER_QUEUES, cq)
+    # The ClusterQueue controller has seen the check once the Active condition names it.
+    wait(lambda: "check" in (cond(env.get(R.CLUSTER_QUEUES, "cq", None), "Active") or {}).get("message", ""))
+    env.client.delete(R.ADMISSION_CHECKS, "check")
+    time.sleep(0.3)
+    assert env.get(R.ADMISSION_CHECKS, "check", None)["metadata"].get("deletionTimestamp")
+    if release == "delete the ClusterQueue":
+        env.client.delete(R.CLUSTER_QUEUES, "cq")
+    else:
+        cq = env.get(R.CLUSTER_QUEUES, "cq", None)
+        cq["spec"].pop("admissionChecksStrategy")
+        env.client.replace(R.CLUSTER_QUEUES, cq)
+    wait(_gone(env, R.ADMISSION_CHECKS, "check"))

@@ -186,9 +186,9 @@ class Cache:
             state = ClusterQueueState(cq)
             self.cluster_queues[state.name] = state
         else:
-            old_shape = (state.resource_groups, state.node.quotas, state.cohort_name)
+            old_shape = _allocatable_shape(state)
             state.update_spec(cq)
-            if old_shape == (state.resource_groups, state.node.quotas, state.cohort_name):
+            if old_shape == _allocatable_shape(state):
                 # Upstream ``clusterQueue.updateClusterQueue``: the cohort tree (and with it the
                 # ``AllocatableResourceGeneration``) is only updated when the resource groups,
                 # the quotas or the parent changed.
@@ -505,6 +505,17 @@ class Cache:
             for (_flavor, resource), v in info.usage.items():
                 out[resource] = out.get(resource, 0) + v
         return out
+
+
+def _allocatable_shape(
+    cq: ClusterQueueState,
+) -> tuple[list[tuple[frozenset[str], tuple[str, ...]]], dict[FlavorResource, Quota], str]:
+    """What moves the ``AllocatableResourceGeneration`` on an update (upstream
+    ``updateQuotasAndResourceGroups`` and the parent): the resource groups as
+    ``createdResourceGroups`` keeps them (covered resources as a set, flavors in order), the
+    quotas and the cohort."""
+    groups = [(frozenset(rg.covered), rg.flavors) for rg in cq.resource_groups]
+    return groups, cq.node.quotas, cq.cohort_name
 
 
 def _cycle_members(parents: dict[str, str]) -> set[str]:
