@@ -345,6 +345,100 @@ def test_assigner_gates_once_per_options_equal_asking_the_gates(
     snapshot.close()
 
 
+# --- gates read per decision as attributes; the ClusterQueue's assigner flags (branch core11) ---------
+
+_HOT_GATES = (
+    "AdmissionGatedBy",
+    "UnadmittedWorkloadsObservability",
+    "FlavorFungibilityPreserveScanProgress",
+    "PartialAdmission",
+    "SchedulingEquivalenceHashing",
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.fixed_dictionaries({name: st.booleans() for name in _HOT_GATES}))
+def test_gate_attributes_equal_asking_the_gates(gates: dict[str, bool]) -> None:
+    """Each ``SchedulerOptions.gate_*`` attribute the core reads instead of ``gate(name)`` holds that
+    gate's value, for all 32 settings of the five gates (names spelled here, not taken from the
+    options' own table)."""
+    opts = options(gates=gates)
+    assert opts.gate_admission_gated_by == opts.gate("AdmissionGatedBy") == gates["AdmissionGatedBy"]
+    assert (
+        opts.gate_unadmitted_observability
+        == opts.gate("UnadmittedWorkloadsObservability")
+        == gates["UnadmittedWorkloadsObservability"]
+    )
+    assert (
+        opts.gate_preserve_scan_progress
+        == opts.gate("FlavorFungibilityPreserveScanProgress")
+        == gates["FlavorFungibilityPreserveScanProgress"]
+    )
+    assert opts.gate_partial_admission == opts.gate("PartialAdmission") == gates["PartialAdmission"]
+    assert (
+        opts.gate_equivalence_hashing
+        == opts.gate("SchedulingEquivalenceHashing")
+        == gates["SchedulingEquivalenceHashing"]
+    )
+
+
+_POLICIES = ("", "Never", "LowerPriority", "Any", "LowerOrNewerEqualPriority")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(("", "Borrow", "MayStopSearch", "TryNextFlavor")),
+    st.sampled_from(("", "Preempt", "MayStopSearch", "TryNextFlavor")),
+    st.sampled_from(("", "BorrowingOverPreemption", "PreemptionOverBorrowing")),
+    st.sampled_from(_POLICIES),
+    st.sampled_from(_POLICIES),
+    st.booleans(),
+    st.booleans(),
+)
+def test_assigner_flags_once_per_spec_equal_the_comparisons(
+    when_can_borrow: str,
+    when_can_preempt: str,
+    preference: str,
+    borrow_within_cohort: str,
+    reclaim_within_cohort: str,
+    fair_sharing: bool,
+    update: bool,
+) -> None:
+    """``ClusterQueueState.assigner_flags`` (made per spec, also after a spec update) gives the
+    ``FlavorAssigner`` the comparisons it made on every head before: PreemptionOverBorrowing,
+    TryNextFlavor on preemption and on borrowing (defaults and the deprecated spellings
+    included), and whether it may preempt while borrowing (borrowWithinCohort, or
+    reclaimWithinCohort under fair sharing)."""
+    fungibility = {"when_can_borrow": when_can_borrow, "when_can_preempt": when_can_preempt, "preference": preference}
+    preemption: dict[str, str] = {"reclaim_within_cohort": reclaim_within_cohort}
+    if borrow_within_cohort:
+        preemption["borrow_within_cohort"] = borrow_within_cohort
+    objs: list[object] = [flavor("default")]
+    spec = cluster_queue("cq", flavor_quotas("default", cpu="4"), fungibility=fungibility, preemption=preemption)
+    if update:  # first built with the defaults, then updated to the drawn spec
+        objs.append(cluster_queue("cq", flavor_quotas("default", cpu="4")))
+    else:
+        objs.append(spec)
+    opts = options(fair_sharing=fair_sharing)
+    cache = build_cache(objs, opts)
+    if update:
+        cache.add_or_update_cluster_queue(spec)
+    cq = cache.cluster_queues["cq"]
+    snapshot = Snapshot(cache)
+
+    def oracle(cq: ClusterQueueState, wl: WorkloadInfo, fr: tuple[str, str], val: int) -> tuple[PreemptionMode, int]:
+        return PreemptionMode.NO_FIT, 0
+
+    fa = FlavorAssigner(info(workload("wl", requests={"cpu": "1"}), opts), cq, snapshot, opts, oracle)
+    assert fa._preemption_over_borrowing == (preference == "PreemptionOverBorrowing")
+    assert fa._try_next_on_preempt == (when_can_preempt in ("", "TryNextFlavor"))
+    assert fa._try_next_on_borrow == (when_can_borrow == "TryNextFlavor")
+    assert fa._can_preempt_while_borrowing == (
+        borrow_within_cohort not in ("", "Never") or (fair_sharing and reclaim_within_cohort not in ("", "Never"))
+    )
+    snapshot.close()
+
+
 # --- quota_views read inline by the flavor assigner (branch core5) ------------------------------------
 
 

@@ -16,6 +16,7 @@ from pykueue.api.kueue import (
     BORROWING_OVER_PREEMPTION,
     MAY_STOP_SEARCH,
     PREEMPT_NEVER,
+    PREEMPTION_OVER_BORROWING,
     STOP_NONE,
     TRY_NEXT_FLAVOR,
     AdmissionCheck,
@@ -127,6 +128,16 @@ class ClusterQueueState:
         bwc = p.borrow_within_cohort if p else None
         self.borrow_within_cohort = (bwc.policy if bwc else "") or PREEMPT_NEVER
         self.max_priority_threshold = bwc.max_priority_threshold if bwc else None
+        # What ``FlavorAssigner.__init__`` derives from this spec for every head it assigns here,
+        # compared once per spec: preference PreemptionOverBorrowing, whenCanPreempt and
+        # whenCanBorrow TryNextFlavor, borrowWithinCohort and reclaimWithinCohort not Never.
+        self.assigner_flags = (
+            self.preference == PREEMPTION_OVER_BORROWING,
+            self.when_can_preempt == TRY_NEXT_FLAVOR,
+            self.when_can_borrow == TRY_NEXT_FLAVOR,
+            self.borrow_within_cohort != PREEMPT_NEVER,
+            self.reclaim_within_cohort != PREEMPT_NEVER,
+        )
         self.namespace_selector: LabelSelector | None = spec.namespace_selector
         self.stop_policy = spec.stop_policy or STOP_NONE
         self.fair_weight = fair_weight(spec.fair_sharing.weight if spec.fair_sharing else None)

@@ -396,7 +396,7 @@ class QueueManager:
         info = new_workload_info(wl, self.options, old.info if old is not None else None)
         if (
             old is not None
-            and self.options.gate("FlavorFungibilityPreserveScanProgress")
+            and self.options.gate_preserve_scan_progress
             and old.info.scheduling_hash == info.scheduling_hash
         ):
             info.last_assignment = old.info.last_assignment
@@ -430,7 +430,7 @@ class QueueManager:
             and not info.is_preemptor
             and info.last_evaluated_generation == 0
             and info.obj.status.admission is None
-            and (info.last_assignment is None or self.options.gate("FlavorFungibilityPreserveScanProgress"))
+            and (info.last_assignment is None or self.options.gate_preserve_scan_progress)
         )
 
     def holds_observed(self, wl: Workload) -> bool:
@@ -498,7 +498,7 @@ class QueueManager:
             usage={},
             quota_reserved_ts=0.0,
             last_assignment=(
-                info.last_assignment if self.options.gate("FlavorFungibilityPreserveScanProgress") else None
+                info.last_assignment if self.options.gate_preserve_scan_progress else None
             ),
             is_preemptor=False,
             last_evaluated_generation=0,

@@ -20,7 +20,7 @@ from functools import lru_cache
 import msgspec
 
 from pykueue.api import podspec
-from pykueue.api.kueue import PREEMPT_NEVER, PREEMPTION_OVER_BORROWING, TRY_NEXT_FLAVOR, PodSet, Toleration
+from pykueue.api.kueue import PREEMPTION_OVER_BORROWING, PodSet, Toleration
 from pykueue.api.quantity import PODS, format_amount, resource_quantity_string, sat_add, sat_mul, sat_sub
 from pykueue.core.cache.cache import ClusterQueueState
 from pykueue.core.cache.snapshot import Snapshot
@@ -95,7 +95,7 @@ def last_assignment_outdated(
     if last is None:
         return False
     generation_moved = cq.generation > last.cluster_queue_generation
-    if not options.gate("FlavorFungibilityPreserveScanProgress"):
+    if not options.gate_preserve_scan_progress:
         return generation_moved
     recorded, current = last.scheduling_hash, wl.scheduling_hash
     if recorded != current and "unknown" not in (recorded, current):
@@ -221,12 +221,16 @@ class FlavorAssigner:
             options.assigner_gates
         )
         self._pin = nomination_pin if nomination_pin and pin_gate else None
-        self._preemption_over_borrowing = cq.preference == PREEMPTION_OVER_BORROWING
-        self._try_next_on_preempt = cq.when_can_preempt == TRY_NEXT_FLAVOR
-        self._try_next_on_borrow = cq.when_can_borrow == TRY_NEXT_FLAVOR
-        self._can_preempt_while_borrowing = cq.borrow_within_cohort != PREEMPT_NEVER or (
-            options.fair_sharing and cq.reclaim_within_cohort != PREEMPT_NEVER
-        )
+        # The ClusterQueue's fungibility and preemption comparisons, made once per spec
+        # (``ClusterQueueState.assigner_flags``).
+        (
+            self._preemption_over_borrowing,
+            self._try_next_on_preempt,
+            self._try_next_on_borrow,
+            borrow_may_preempt,
+            reclaim_may_preempt,
+        ) = cq.assigner_flags
+        self._can_preempt_while_borrowing = borrow_may_preempt or (options.fair_sharing and reclaim_may_preempt)
         # An oracle may declare that, for this ClusterQueue, it answers NO_CANDIDATES at the
         # borrowing level ``quota_views`` gives, whatever the request (the Preemptor's does when
         # neither policy can yield a candidate): it is then not asked (``_fits_resource_quota``).
