@@ -7,6 +7,7 @@ cycle booking kept for an assumed workload, ``to_time`` on already normal times,
 
 from __future__ import annotations
 
+import copy
 from datetime import UTC, datetime, timedelta, timezone
 
 import msgspec
@@ -24,6 +25,7 @@ from builders import (
     options,
     pod_set,
     simulate,
+    taint,
     workload,
 )
 from hypothesis import HealthCheck, event, given, note, settings
@@ -41,9 +43,10 @@ from pykueue.core.options import SchedulerOptions
 from pykueue.core.quota.tree import add_usage_map, available, remove_usage_map
 from pykueue.core.scheduler.flavorassigner.assigner import FlavorAssigner, Oracle, assign_flavors
 from pykueue.core.scheduler.flavorassigner.assignment import PreemptionMode
+from pykueue.core.scheduler.preemption.preemptor import Preemptor
 from pykueue.core.workload import admissibility
 from pykueue.core.workload.admissibility import Problem, admissibility_problem
-from pykueue.core.workload.info import WorkloadInfo
+from pykueue.core.workload.info import WorkloadInfo, has_quota_reservation, workload_key
 from pykueue.sim.cluster import SimulatedCluster
 
 _HUGE = "9223372036854775807"  # one pod's cpu × 2 pods leaves Kueue's int64 accounting
@@ -503,6 +506,223 @@ def test_assignment_with_inline_quota_views_equals_the_general_path(sc: Scenario
             assert got == want, f"{wl.key} in {name}"
             assert got.message() == want.message() and got.no_fit_reason() == want.no_fit_reason()
     snapshot.close()
+
+
+# --- quota checks remembered per ClusterQueue while its two nodes keep their versions (branch core11) ---
+
+_TREE_EDITS = ("usage+", "usage-", "cq_quota", "cq_cohort", "cq_policy", "cohort_quota", "flavor", "delete_cq")
+
+
+def _edit_tree(cache: Cache, sc: Scenario, kind: str, pick: int, amount: int) -> None:
+    """One change between two heads: usage held or released by a ClusterQueue (an admission or a
+    finished workload), a ClusterQueue's quota, cohort or preemption policy edited, a Cohort's
+    quota edited, a flavor edited, a ClusterQueue deleted. Edits go through the Cache as the
+    controllers deliver them (``sc`` is updated so its objects describe the new state)."""
+    live = [q for q in sc.cqs if q.name in cache.cluster_queues]
+    if not live:
+        return
+    q = live[pick % len(live)]
+    frs = sorted({(f, r) for f in sc.flavors for r in sc.resources})
+    fr = frs[pick % len(frs)]
+    node = cache.cluster_queues[q.name].node
+    if kind == "usage+":
+        add_usage_map(node, {fr: amount})
+    elif kind == "usage-":
+        remove_usage_map(node, {fr: min(amount, max(0, node.usage.get(fr, 0)))})
+    elif kind in ("cq_quota", "cq_cohort", "cq_policy"):
+        if kind == "cq_quota":
+            g = q.groups[pick % len(q.groups)]
+            f = g.flavors[pick % len(g.flavors)]
+            r = g.covered[pick % len(g.covered)]
+            old = g.quotas[f][r]
+            g.quotas[f][r] = type(old)(amount, old.borrowing_limit, old.lending_limit)
+        elif kind == "cq_cohort":
+            q.cohort = ["", *(c.name for c in sc.cohorts)][pick % (len(sc.cohorts) + 1)]
+        else:
+            q.borrow_within = "" if q.borrow_within else "LowerPriority"
+            q.threshold = None
+            q.reclaim = "Never" if q.reclaim != "Never" else "Any"
+        (obj,) = [o for o, _ in sc.objects() if isinstance(o, ClusterQueue) and o.metadata.name == q.name]
+        cache.add_or_update_cluster_queue(obj)
+    elif kind == "cohort_quota":
+        explicit = [c for c in sc.cohorts if c.explicit and c.groups]
+        if not explicit:
+            return
+        c = explicit[pick % len(explicit)]
+        g = c.groups[pick % len(c.groups)]
+        f = g.flavors[pick % len(g.flavors)]
+        r = g.covered[pick % len(g.covered)]
+        old = g.quotas[f][r]
+        g.quotas[f][r] = type(old)(amount, old.borrowing_limit, old.lending_limit)
+        (obj,) = [o for o, _ in sc.objects() if isinstance(o, Cohort) and o.metadata.name == c.name]
+        cache.add_or_update_cohort(obj)
+    elif kind == "flavor":
+        cache.add_or_update_flavor(flavor(fr[0], taints=[taint("edited")] if amount % 2 else []))
+    else:
+        cache.delete_cluster_queue(q.name)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    tree_with_usage(),
+    st.integers(0, 10),
+    st.lists(st.tuples(st.sampled_from(_TREE_EDITS), st.integers(0, 50), st.integers(0, 20_000)), max_size=8),
+    st.lists(st.integers(0, 40_000), min_size=1, max_size=3),
+    st.booleans(),
+)
+def test_remembered_quota_checks_equal_checking_again_after_any_change(
+    case: tuple[Scenario, dict[str, dict[tuple[str, str], int]]],
+    extra: int,
+    edits: list[tuple[str, int, int]],
+    values: list[int],
+    never: bool,
+) -> None:
+    """A quota check the assigner remembers for a ClusterQueue (``ClusterQueueState.quota_checks``)
+    equals the check made again, for every ClusterQueue, (flavor, resource), amount around the free
+    quota and earlier pod sets' usage, before and after each of a random series of changes between
+    heads: usage held and released anywhere in the trees, ClusterQueue quota, cohort and preemption
+    policy edits, Cohort quota edits, flavor edits, deletions; on random trees with and without
+    fair sharing, with the Preemptor's own oracle."""
+    sc, held = case
+    if never:  # no candidate source anywhere (the oracle is never asked), as in bench/core.py
+        for q in sc.cqs:
+            q.within = q.reclaim = "Never"
+    note(sc.describe())
+    objs = [obj for obj, _ in sc.objects() if isinstance(obj, ResourceFlavor | Cohort | ClusterQueue)]
+    opts = sc.options()
+    cache = build_cache(objs, opts)
+    frs = hold_usage(cache, sc, held, extra)
+    preemptor = Preemptor(opts, clock=lambda: 0.0)
+    wl = info(workload("w"))
+    remembered = 0
+    for step in [("", 0, 0), *edits]:
+        if step[0]:
+            _edit_tree(cache, sc, *step)
+            event(f"edit {step[0]}")
+        snapshot = Snapshot(cache)
+        oracle = preemptor.make_oracle(snapshot)
+        for name, cq in sorted(cache.cluster_queues.items()):
+            for fr in frs:
+                free = available(cq.node, fr)
+                for value in {*values, free, free + 1, max(0, free - 1)}:
+                    for assumed in (0, 1):
+                        # A fresh assigner per head, as the scheduler makes them.
+                        fast = FlavorAssigner(wl, cq, snapshot, opts, oracle, cycle=7)
+                        general = FlavorAssigner(wl, cq, snapshot, opts, oracle, cycle=7)
+                        remembered += (fr, assumed, value) in (fast._checks or {})
+                        want = general._check_quota(fr, assumed, value)
+                        assert fast._fits_resource_quota(fr, assumed, value) == want, (step, name, fr, assumed, value)
+        snapshot.close()
+    event(f"checks answered from memory: {'some' if remembered else 'none'}")
+
+
+def test_remembered_quota_check_is_dropped_when_usage_stays_within_the_lent_quota() -> None:
+    """A ClusterQueue with a lending limit holds more usage within its local quota: the change stops
+    at its own node (the root's version stands still), and the check it remembered (10 cpu fit: 4
+    local and 6 in the cohort free) is made again (now 3 more needed)."""
+    never = {"within_cluster_queue": "Never", "reclaim_within_cohort": "Never"}
+    objs = [
+        flavor("default"),
+        cluster_queue("lender", flavor_quotas("default", cpu=Q(10, lending_limit=4)), cohort="c", preemption=never),
+        cluster_queue("other", flavor_quotas("default", cpu="2"), cohort="c", preemption=never),
+    ]
+    opts = options()
+    cache = build_cache(objs, opts)
+    cq = cache.cluster_queues["lender"]
+    fr = ("default", "cpu")
+    add_usage_map(cq.node, {fr: 2000})  # within its local 6 (10 - lending limit 4)
+    preemptor = Preemptor(opts, clock=lambda: 0.0)
+    wl = info(workload("w"))
+
+    def check() -> tuple[object, ...]:
+        snapshot = Snapshot(cache)
+        fa = FlavorAssigner(wl, cq, snapshot, opts, preemptor.make_oracle(snapshot))
+        assert fa._checks is not None  # remembered: flat shape, no candidate source
+        got = fa._fits_resource_quota(fr, 0, 10_000)
+        assert got == fa._check_quota(fr, 0, 10_000)
+        snapshot.close()
+        return got
+
+    first = check()
+    root = cq.node.parent
+    assert root is not None
+    root_version = root.version
+    add_usage_map(cq.node, {fr: 3000})  # still within the local 6: the root is untouched
+    assert root.version == root_version
+    assert check() != first
+
+
+_CLUSTER_EDITS = ("cq_quota", "cohort_quota", "cq_policy", "cq_cohort", "flavor", "priority")
+
+
+def _edit_cluster(cluster: SimulatedCluster, sc: Scenario, kind: str, pick: int, amount: int) -> None:
+    """A change between cycles of a simulated cluster: a pending workload's priority (written as a
+    user would), or a quota, policy, cohort or flavor edit delivered to the scheduler's Cache."""
+    if kind != "priority":
+        _edit_tree(cluster.cache, sc, kind, pick, amount)
+        return
+    keys = sorted(workload_key(w) for w in cluster.workloads() if not has_quota_reservation(w))
+    if not keys:
+        return
+    wl = cluster.get_workload(keys[pick % len(keys)])
+    assert wl is not None
+    updated = msgspec.structs.replace(wl, spec=msgspec.structs.replace(wl.spec, priority=amount % 5))
+    cluster.update_workload(updated)
+    cluster._deliver_updates()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    scenario(max_workloads=14, max_cqs=4, max_steps=8),
+    st.lists(st.tuples(st.sampled_from(_CLUSTER_EDITS), st.integers(0, 50), st.integers(0, 20_000)), max_size=6),
+    st.booleans(),
+)
+def test_cycles_with_remembered_quota_checks_equal_cycles_checking_again(
+    sc: Scenario, edits: list[tuple[str, int, int]], never: bool
+) -> None:
+    """Random clusters run through the same steps (cycles, controller steps, finishing, activating
+    and deactivating workloads: admissions and releases anywhere in the cohorts) and the same random
+    edits between them (quotas, preemption policies, cohorts, flavors, workload priorities) decide
+    the same, step by step (decisions, admissions, preemptions, every entry's status, message and
+    reason) with the quota checks remembered per ClusterQueue and with every check made again."""
+    if never:  # no candidate source anywhere (the oracle is never asked), as in bench/core.py
+        for q in sc.cqs:
+            q.within = q.reclaim = "Never"
+    note(sc.describe())
+    steps: list[Step | tuple[str, int, int]] = [*sc.steps, Step("cycle")]
+    for i, edit in enumerate(edits):
+        steps.insert(min(len(steps), 2 * i + 1), edit)
+    steps += [Step("advance"), Step("cycle"), Step("cycle")]
+    outcomes = []
+    for remembered in (True, False):
+        side = copy.deepcopy(sc)  # the edits change the scenario's objects
+        cluster = SimulatedCluster(side.options(), datetime(2026, 1, 1, tzinfo=UTC))
+        cluster.load(side.objects())
+        trace: list[object] = []
+        # The general side: every check made again (the memo's lookup replaced by the check itself).
+        shortcut = FlavorAssigner._fits_resource_quota
+        if not remembered:
+            FlavorAssigner._fits_resource_quota = FlavorAssigner._check_quota  # type: ignore[method-assign]
+        try:
+            for step in steps:
+                if isinstance(step, Step):
+                    result = run_step(cluster, step)
+                    if result is not None:
+                        trace.append(
+                            (result.decisions, result.admitted, result.preempted,
+                             [(e.info.key, e.status, e.message, e.requeue_reason) for e in result.entries])
+                        )  # fmt: skip
+                else:
+                    _edit_cluster(cluster, side, *step)
+                    trace.append(step)
+        finally:
+            FlavorAssigner._fits_resource_quota = shortcut  # type: ignore[method-assign]
+        trace.append([(k, cluster.objects[k].obj) for k in cluster.order])
+        outcomes.append(trace)
+        if remembered:
+            held = any(cq.quota_checks for cq in cluster.cache.cluster_queues.values())
+            event(f"quota checks remembered at the end: {'some' if held else 'none'}")
+    assert outcomes[0] == outcomes[1]
 
 
 # --- the scheduler's own pending writes observed as they land (branch core7) --------------------------

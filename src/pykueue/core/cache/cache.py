@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from pykueue.api.kueue import (
     BEST_EFFORT_FIFO,
@@ -90,6 +91,10 @@ class ClusterQueueState:
         self.inactive_reason = "Unknown"
         self.inactive_message = "Can't admit new workloads."
         self.has_cycle = False
+        # The flavor assigner's quota checks for this ClusterQueue (``FlavorAssigner.__init__``):
+        # (flavor, resource), assumed, request -> outcome, valid while ``quota_checks_at`` holds.
+        self.quota_checks: dict[tuple[FlavorResource, int, int], Any] = {}
+        self.quota_checks_at: tuple[object, ...] = ()
         self.update_spec(cq)
 
     def update_spec(self, cq: ClusterQueue) -> None:
@@ -113,6 +118,7 @@ class ClusterQueueState:
                     self.groups_of_flavor[f] = (*self.groups_of_flavor.get(f, ()), i)
         self.all_flavors = frozenset(f for rg in self.resource_groups for f in rg.flavors)
         self.node.quotas = quotas_from_groups(spec.resource_groups)
+        self.node.version += 1  # what is derived from the quotas (``quota_checks``) is outdated
         self.queueing_strategy = spec.queueing_strategy or BEST_EFFORT_FIFO
         ff = spec.flavor_fungibility
         self.when_can_borrow = (ff.when_can_borrow if ff else "") or MAY_STOP_SEARCH

@@ -240,6 +240,20 @@ class FlavorAssigner:
         # reads ``quota_views`` off the two nodes itself. None: other shapes (``quota_views``).
         parent = cq.node.parent
         self._flat_root: CohortNode | None = parent if parent is not None and parent.parent is None else None
+        # Quota checks remembered per ClusterQueue (``ClusterQueueState.quota_checks``) when a check
+        # reads nothing of the workload (the oracle is not asked) and only two nodes: the
+        # ClusterQueue's and its root's (the flat shape). Every change of either node's quotas,
+        # subtree quotas, usage or children bumps its ``version`` (``quota.tree``, ``Cache._recompute``,
+        # ``ClusterQueueState.update_spec``); with the one setting of this assigner a check reads,
+        # they are the validity key. Requeued heads of one ClusterQueue ask for the same
+        # (flavor, resource, amount) again while its cohort's usage stands still.
+        self._checks: dict[tuple[FlavorResource, int, int], _QuotaCheck] | None = None
+        if self._flat_root is not None and self._oracle_no_candidates:
+            at = (self._flat_root, cq.node.version, self._flat_root.version, self._can_preempt_while_borrowing)
+            if cq.quota_checks_at != at:
+                cq.quota_checks = {}
+                cq.quota_checks_at = at
+            self._checks = cq.quota_checks
 
     # --- upstream ``FlavorAssigner.assignFlavors`` -----------------------------------------------
 
@@ -536,6 +550,16 @@ class FlavorAssigner:
     # --- upstream ``FlavorAssigner.fitsResourceQuota`` -------------------------------------------
 
     def _fits_resource_quota(self, fr: FlavorResource, assumed: int, request: int) -> _QuotaCheck:
+        checks = self._checks
+        if checks is None:
+            return self._check_quota(fr, assumed, request)
+        key = (fr, assumed, request)
+        check = checks.get(key)
+        if check is None:
+            check = checks[key] = self._check_quota(fr, assumed, request)
+        return check
+
+    def _check_quota(self, fr: FlavorResource, assumed: int, request: int) -> _QuotaCheck:
         node = self.cq.node
         flavor, res = fr
         value = request if assumed == 0 else sat_add(assumed, request)  # sat_add(0, r) is r
