@@ -41,6 +41,7 @@ from pykueue.core.cache.cache import Cache, ClusterQueueState
 from pykueue.core.cache.snapshot import Snapshot
 from pykueue.core.options import SchedulerOptions
 from pykueue.core.quota.tree import add_usage_map, available, remove_usage_map
+from pykueue.core.scheduler.entry import CycleResult
 from pykueue.core.scheduler.flavorassigner.assigner import FlavorAssigner, Oracle, assign_flavors
 from pykueue.core.scheduler.flavorassigner.assignment import PreemptionMode
 from pykueue.core.scheduler.preemption.preemptor import Preemptor
@@ -652,6 +653,17 @@ def test_remembered_quota_check_is_dropped_when_usage_stays_within_the_lent_quot
     assert check() != first
 
 
+def _decided(result: CycleResult) -> tuple[object, ...]:
+    """What a cycle decided, comparable between two runs: the decisions, admissions, preemptions and
+    every entry's key, status, message and requeue reason."""
+    return (
+        result.decisions,
+        result.admitted,
+        result.preempted,
+        [(e.info.key, e.status, e.message, e.requeue_reason) for e in result.entries],
+    )
+
+
 _CLUSTER_EDITS = ("cq_quota", "cohort_quota", "cq_policy", "cq_cohort", "flavor", "priority")
 
 
@@ -708,10 +720,7 @@ def test_cycles_with_remembered_quota_checks_equal_cycles_checking_again(
                 if isinstance(step, Step):
                     result = run_step(cluster, step)
                     if result is not None:
-                        trace.append(
-                            (result.decisions, result.admitted, result.preempted,
-                             [(e.info.key, e.status, e.message, e.requeue_reason) for e in result.entries])
-                        )  # fmt: skip
+                        trace.append(_decided(result))
                 else:
                     _edit_cluster(cluster, side, *step)
                     trace.append(step)
@@ -781,10 +790,7 @@ def test_own_pending_writes_observed_as_they_land_equal_observing_them_after_the
         for cluster in clusters:
             result = run_step(cluster, step)
             if result is not None:
-                results.append(
-                    (result.decisions, result.admitted, result.preempted,
-                     [(e.info.key, e.status, e.message, e.requeue_reason) for e in result.entries])
-                )  # fmt: skip
+                results.append(_decided(result))
         fast, general = clusters
         assert results[:1] == results[1:], f"step {i} ({step.kind})"
         assert _queue_state(fast) == _queue_state(general), f"step {i} ({step.kind})"
