@@ -246,9 +246,12 @@ class FlavorAssigner:
         # subtree quotas, usage or children bumps its ``version`` (``quota.tree``, ``Cache._recompute``,
         # ``ClusterQueueState.update_spec``); with the one setting of this assigner a check reads,
         # they are the validity key. Requeued heads of one ClusterQueue ask for the same
-        # (flavor, resource, amount) again while its cohort's usage stands still.
+        # (flavor, resource, amount) again while its cohort's usage stands still. Not with fair
+        # sharing: its order books every PreemptionNoCandidates entry's reservation at once
+        # (``Scheduler._process_entry``), so the root's version moves between any two heads of a
+        # cohort and a remembered check would never be read again.
         self._checks: dict[tuple[FlavorResource, int, int], _QuotaCheck] | None = None
-        if self._flat_root is not None and self._oracle_no_candidates:
+        if self._flat_root is not None and self._oracle_no_candidates and not options.fair_sharing:
             at = (self._flat_root, cq.node.version, self._flat_root.version, self._can_preempt_while_borrowing)
             if cq.quota_checks_at != at:
                 cq.quota_checks = {}
