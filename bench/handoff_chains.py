@@ -16,7 +16,8 @@ and prints, per step, the mean / median / p90 in milliseconds:
   Admitted (the quota hand-off between consecutive larges);
 * every class: created → first seen with a QuotaReserved condition (the scheduler's first
   decision about it: admitted, or Pending), over the run and for the first 10 s of arrivals;
-* every class: seen Admitted → seen Finished, minus the runtime label (the runner's part).
+* every class: seen Admitted → seen Finished, minus the runtime label (the runner's part);
+* per ClusterQueue, the large class's wait over the run (whether the queue kept up).
 
 All times are this watcher's receive times, so a step includes one write's latency and the
 watch fan-out; the steps of one chain share the watcher's offset, their differences do not.
@@ -205,6 +206,27 @@ def report(path: Path) -> None:
         print(_row(f"{cls}, created in the first 10 s: created → first scheduler decision seen", early[cls]))
     for cls in sorted(runner):
         print(_row(f"{cls}: seen Admitted → seen Finished, minus runtime", runner[cls]))
+    _lanes(wls, t0)
+
+
+def _lanes(wls: dict[str, Any], t0: float) -> None:
+    """Per ClusterQueue, the large class's wait (created → first seen Admitted) over the run: what
+    tells a run's regime apart. A queue whose larges are admitted at once keeps up; one whose wait
+    is a steady ≈ 2 s keeps up one retry behind; one whose wait grows has fallen into waves (its
+    arrivals outpace it, and its cohort's tail ends late)."""
+    lanes: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for wl in wls.values():
+        if wl.cls == "large" and wl.added is not None and wl.admitted:
+            lanes[wl.ns].append((wl.added - t0, wl.admitted[0] - wl.added))
+    print()
+    print("| ClusterQueue | larges | wait s, mean | first 10 s | 10–30 s | 30–50 s | after 50 s | last admitted s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for ns in sorted(lanes, key=lambda n: (n.rsplit("-", 1)[-1], n)):
+        waits = sorted(lanes[ns])
+        spans = [[w for t, w in waits if lo <= t < hi] for lo, hi in ((0, 10), (10, 30), (30, 50), (50, 1e9))]
+        cells = " | ".join(f"{statistics.fmean(s):.2f}" if s else "" for s in spans)
+        last = max(t + w for t, w in waits)
+        print(f"| {ns} | {len(waits)} | {statistics.fmean(w for _, w in waits):.2f} | {cells} | {last:.1f} |")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -54,6 +54,9 @@ def main() -> int:
     parser.add_argument("--latency", type=float, default=0.0, metavar="SECONDS",
                         help="time from an admission decision to the runner's Finished reaching the controllers, "
                              "beyond the runtime (the writes and watches of the chain); default 0")  # fmt: skip
+    parser.add_argument("--eviction-latency", type=float, default=0.0, metavar="SECONDS",
+                        help="time from a preemption (the victim's Evicted write) to the runner's clearing of "
+                             "the victim's reservation reaching the controllers; default 0")  # fmt: skip
     args = parser.parse_args()
     if args.exact_batch:
         # route_workload_change computes the retry's start with the API's whole-second clock;
@@ -109,6 +112,8 @@ def main() -> int:
     evictions: dict[str, int] = defaultdict(int)
     wall = 0.0
     cycles = 0
+    clears: list[tuple[float, tuple[str, str, str]]] = []  # (due, key): evictions the runner finishes later
+    clearing: dict[tuple[str, str, str], float] = {}
 
     def at(t: float) -> datetime:
         return T0 + timedelta(seconds=t)
@@ -131,6 +136,17 @@ def main() -> int:
         transitions.set_condition(wl, "Finished", "True", "ByTest", "By test runner", sim.now)
         sim.write_workload_status(wl)
 
+    def clear(key: tuple[str, str, str]) -> None:
+        wl = sim.objects[key].obj
+        if is_evicted(wl) and has_quota_reservation(wl):
+            evictions[info[f"{key[1]}/{key[2]}"][0]] += 1
+            updated = transitions.copy_for_status(wl)
+            transitions.set_condition(updated, "QuotaReserved", "False", "Pending",
+                                      "Evicted by the test runner", sim.now)  # fmt: skip
+            updated.status.admission = None
+            transitions.sync_admitted_condition(updated, sim.now, options.scheduler)
+            sim.write_workload_status(updated)
+
     def settle(t: float) -> None:
         """Zero-latency controllers and scheduler at time ``t``: cycles until nothing moves."""
         nonlocal cycles
@@ -138,17 +154,16 @@ def main() -> int:
         sim.core.requeue_due(sim.now)
         for _ in range(100_000):
             sim._deliver_updates()
-            # The runner finishes an eviction at once (controller.go: UnsetQuotaReservationWithCondition).
+            # The runner finishes an eviction (controller.go: UnsetQuotaReservationWithCondition),
+            # at once or --eviction-latency later.
             for key in sorted(sim._evicted_reserved):
                 wl = sim.objects[key].obj
-                if is_evicted(wl) and has_quota_reservation(wl):
-                    evictions[info[f"{key[1]}/{key[2]}"][0]] += 1
-                    updated = transitions.copy_for_status(wl)
-                    transitions.set_condition(updated, "QuotaReserved", "False", "Pending",
-                                              "Evicted by the test runner", sim.now)  # fmt: skip
-                    updated.status.admission = None
-                    transitions.sync_admitted_condition(updated, sim.now, options.scheduler)
-                    sim.write_workload_status(updated)
+                if args.eviction_latency > 0 and is_evicted(wl) and has_quota_reservation(wl):
+                    if key not in clearing:
+                        clearing[key] = t + args.eviction_latency
+                        heapq.heappush(clears, (t + args.eviction_latency, key))
+                    continue
+                clear(key)
             sim._deliver_updates()
             if not sim.core.has_heads():
                 return
@@ -160,17 +175,26 @@ def main() -> int:
                 last_admitted[key] = t  # upstream's recorder: the latest admission counts
                 heapq.heappush(finishes, (t + info[key][2] + args.latency, key, epoch[key]))
             # Without progress the heads left are popped again after upstream's 1-10 ms backoff;
-            # nothing else changes meanwhile here, so the next cycle runs at the same time.
+            # nothing else changes meanwhile here, so the next cycle runs at the same time. A
+            # preemptor waiting for its victims is popped again and again until the runner clears
+            # them: with --eviction-latency the clock moves on to that (or any earlier) event.
+            if clears and not result.admitted and not result.preempted:
+                return
         raise RuntimeError("the cycles did not settle")
 
     i = 0
-    while i < len(arrivals) or finishes or sim.queues.has_pending_requests():
+    while i < len(arrivals) or finishes or clears or sim.queues.has_pending_requests():
         due = sim.queues.next_due_time()
         candidates = [arrivals[i][0] if i < len(arrivals) else float("inf"),
                       finishes[0][0] if finishes else float("inf"),
+                      clears[0][0] if clears else float("inf"),
                       (due - T0.timestamp()) if due is not None else float("inf")]  # fmt: skip
         t = min(candidates)
         sim.now = at(t)
+        while clears and clears[0][0] <= t:
+            _, ckey = heapq.heappop(clears)
+            del clearing[ckey]
+            clear(ckey)
         while i < len(arrivals) and arrivals[i][0] <= t:
             create(*arrivals[i])
             i += 1

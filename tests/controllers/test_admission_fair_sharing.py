@@ -5,7 +5,7 @@ ClusterQueue's workloads by their LocalQueue's usage."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -39,16 +39,21 @@ def _lq(name: str) -> dict[str, Any]:
     }
 
 
-def test_local_queue_usage_orders_admission_and_is_written_to_status(env: Env) -> None:
-    env.create(R.RESOURCE_FLAVORS, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "f"}})
+def _afs_cluster_queue(create: Callable[[Any, dict[str, Any]], Any], cpu: int) -> None:
+    """Flavor ``f`` and ClusterQueue ``cq`` (``cpu`` cpus) in UsageBasedAdmissionFairSharing mode."""
+    create(R.RESOURCE_FLAVORS, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "f"}})
     spec: dict[str, Any] = {
         "namespaceSelector": {},
         "admissionScope": {"admissionMode": "UsageBasedAdmissionFairSharing"},
         "resourceGroups": [
-            {"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": 1}]}]}
+            {"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": cpu}]}]}
         ],
     }
-    env.create(R.CLUSTER_QUEUES, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": spec})
+    create(R.CLUSTER_QUEUES, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": spec})
+
+
+def test_local_queue_usage_orders_admission_and_is_written_to_status(env: Env) -> None:
+    _afs_cluster_queue(env.create, cpu=1)
     for name in ("lq-a", "lq-b"):
         env.create(R.LOCAL_QUEUES, _lq(name))
     # The first reconcile of each LocalQueue writes an empty consumed usage.
@@ -89,3 +94,60 @@ def test_local_queue_usage_orders_admission_and_is_written_to_status(env: Env) -
         )
     )
     assert consumed not in ("0", None)
+
+
+def test_entry_penalty_is_rolled_back_when_the_admission_write_fails() -> None:
+    """Upstream ``Scheduler.admit``: the assume pushes the workload's entry penalty
+    (``updateEntryPenalty(add)``); when ``PatchAdmissionStatus`` then fails, the routine subtracts it
+    again (``updateEntryPenalty(subtract)``), or the LocalQueue would carry a penalty no admission
+    will settle. Here the write meets a concurrent change (a real 409 from the server) and the
+    ClusterQueue is put on hold at the same moment, so the workload is not admitted again: the
+    ledger must hold no penalty of it afterwards."""
+    from test_workload_lifecycle import ManualClock
+    from test_write_pipeline import SlowClient
+
+    from pykueue.apiserver.app import create_app
+    from pykueue.client.inprocess import InProcessClient
+    from pykueue.controllers.manager import ControllerManager
+    from pykueue.store import Store
+
+    store = Store(None)
+    _, parts = create_app(store)
+    parts.bootstrap()
+    client = SlowClient(parts.handlers, 0.05)
+    api = InProcessClient(parts.handlers)
+    _afs_cluster_queue(api.create, cpu=4)
+    api.create(R.LOCAL_QUEUES, _lq("lq-a"))
+    api.create(R.WORKLOADS, workload("a", queue="lq-a"))
+    conflicted: list[str] = []
+
+    def conflict_and_hold(name: str) -> None:
+        conflicted.append(name)
+        api.patch(R.WORKLOADS, name, {"metadata": {"labels": {"touched": "yes"}}}, "default")
+        api.patch(R.CLUSTER_QUEUES, "cq", {"spec": {"stopPolicy": "Hold"}}, None)
+
+    client.before_write["a"] = conflict_and_hold
+    mgr = ControllerManager(client, ControllerOptions.from_config(load_config(CONFIG)), clock=ManualClock())
+    mgr.start()
+    try:
+        assert mgr.wait_ready(10)
+
+        def outcomes() -> list[str]:
+            story = mgr.call_in_manager_thread(lambda: mgr.core.story("default/a"))
+            return [t.outcome for t in story if t.reason in ("Admitted", "QuotaReserved")]
+
+        wait(lambda: conflicted and "failed" in outcomes())
+        assert outcomes()[:2] == ["applied", "failed"]  # assumed (penalty pushed), then the 409
+
+        def penalty_of_a() -> Any:
+            entry = mgr.queues.afs.ledger.get("default/lq-a")
+            return entry is not None and entry.has_penalty_record("default/a"), mgr.queues.afs.ledger.has_pending_penalty(
+                "default/lq-a"
+            )
+
+        assert mgr.call_in_manager_thread(penalty_of_a) == (False, False)
+        reserved = cond(api.get(R.WORKLOADS, "a", "default"), "QuotaReserved")
+        assert reserved is None or reserved["status"] != "True"  # held: not admitted again
+    finally:
+        mgr.stop()
+        store.close()

@@ -27,6 +27,9 @@ from typing import Any, TypeVar
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parent / "e2e"))
+from support import pid_alive
+
 from pykueue.api.jobs import QUEUE_NAME_LABEL
 from pykueue.apiserver.app import create_app
 from pykueue.apiserver.podlogs import stream_output
@@ -170,19 +173,6 @@ def conditions(status: dict[str, Any]) -> dict[str, tuple[str, str, str]]:
     }
 
 
-def alive(pid: int) -> bool:
-    """True while the process exists and is not a zombie (reparented zombies may linger in containers)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 def read_pid(path: Path) -> int:
     # The shell may not have finished writing: wait for a non-empty file.
     return int(wait_for(lambda: path.read_text().strip() if path.exists() else None))
@@ -272,7 +262,7 @@ def test_suspend_kills_the_pod_and_resume_runs_it_again(env: Env) -> None:
     started = st["startTime"]
 
     env.client.patch(JOBS, "long", {"spec": {"suspend": True}}, NS)
-    wait_for(lambda: not alive(first))
+    wait_for(lambda: not pid_alive(first))
     st = env.wait_status("long", lambda s: s.get("terminating") == 0 and "Suspended" in conditions(s))
     assert "active" not in st and st["ready"] == 0
     assert "failed" not in st  # pods removed by suspension are not failures
@@ -282,7 +272,7 @@ def test_suspend_kills_the_pod_and_resume_runs_it_again(env: Env) -> None:
     env.client.patch(JOBS, "long", {"spec": {"suspend": False}}, NS)
     second_dir = wait_for(lambda: pods[1] if len(pods := env.pods("long")) == 2 else None)
     second = read_pid(second_dir / "pid")
-    assert second != first and alive(second)
+    assert second != first and pid_alive(second)
     st = env.wait_status("long", lambda s: s.get("ready") == 1)
     assert conditions(st)["Suspended"] == ("False", "JobResumed", "Job resumed")
     assert st["startTime"] > started
@@ -293,18 +283,18 @@ def test_suspend_kills_the_whole_process_group(env: Env) -> None:
     env.runner()
     env.create("tree", ["sh", "-c", "sleep 30 & echo $! > child; wait"])
     child = read_pid(wait_for(lambda: env.pods("tree"))[0] / "child")
-    assert alive(child)
+    assert pid_alive(child)
     env.client.patch(JOBS, "tree", {"spec": {"suspend": True}}, NS)
-    wait_for(lambda: not alive(child))
+    wait_for(lambda: not pid_alive(child))
 
 
 def test_deleting_the_job_kills_its_processes(env: Env) -> None:
     env.runner()
     env.create("doomed", SLEEPER)
     pid = read_pid(wait_for(lambda: env.pods("doomed"))[0] / "pid")
-    assert alive(pid)
+    assert pid_alive(pid)
     env.client.delete(JOBS, "doomed", NS)
-    wait_for(lambda: not alive(pid))
+    wait_for(lambda: not pid_alive(pid))
     with pytest.raises(NotFound):
         env.client.get(JOBS, "doomed", NS)
 
@@ -314,7 +304,7 @@ def test_stop_kills_running_processes(env: Env) -> None:
     env.create("orphan", SLEEPER)
     pid = read_pid(wait_for(lambda: env.pods("orphan"))[0] / "pid")
     runner.stop()
-    assert not alive(pid)
+    assert not pid_alive(pid)
 
 
 def test_environment_working_directory_and_logs(env: Env) -> None:
@@ -409,7 +399,7 @@ def test_active_deadline_fails_the_job_and_kills_it(env: Env) -> None:
     st = env.wait_condition("slow", "Failed")
     deadline = ("True", "DeadlineExceeded", "Job was active longer than specified deadline")
     assert conditions(st)["Failed"] == deadline and conditions(st)["FailureTarget"] == deadline
-    assert not alive(pid)
+    assert not pid_alive(pid)
     assert "failed" not in st  # the killed pod is removed, not failed
 
 
@@ -545,11 +535,11 @@ def test_a_setsid_grandchild_dies_when_the_job_is_deleted(env: Env, cgroups: boo
     env.runner(cgroups=cgroups)
     env.create("daemon", SETSID_GRANDCHILD)
     grandchild = read_pid(wait_for(lambda: env.pods("daemon"))[0] / "grandchild")
-    assert alive(grandchild)
+    assert pid_alive(grandchild)
     stat = Path(f"/proc/{grandchild}/stat").read_text().rsplit(")", 1)[1].split()
     assert stat[3] == str(grandchild)  # its own session: a process-group kill would miss it
     env.client.delete(JOBS, "daemon", NS)
-    wait_for(lambda: not alive(grandchild))
+    wait_for(lambda: not pid_alive(grandchild))
 
 
 def test_a_setsid_grandchild_dies_with_its_pods_main_process(env: Env) -> None:
@@ -557,7 +547,7 @@ def test_a_setsid_grandchild_dies_with_its_pods_main_process(env: Env) -> None:
     env.create("leaver", ["sh", "-c", "(setsid sh -c 'echo $$$$ > grandchild; exec sleep 300' &); sleep 0.5"])
     env.wait_condition("leaver", "Complete")
     grandchild = read_pid(env.pods("leaver")[0] / "grandchild")
-    wait_for(lambda: not alive(grandchild))
+    wait_for(lambda: not pid_alive(grandchild))
 
 
 def test_a_setsid_grandchild_dies_when_the_job_is_suspended_and_at_stop(env: Env) -> None:
@@ -565,13 +555,13 @@ def test_a_setsid_grandchild_dies_when_the_job_is_suspended_and_at_stop(env: Env
     env.create("susp", SETSID_GRANDCHILD)
     first = read_pid(wait_for(lambda: env.pods("susp"))[0] / "grandchild")
     env.client.patch(JOBS, "susp", {"spec": {"suspend": True}}, NS)
-    wait_for(lambda: not alive(first))
+    wait_for(lambda: not pid_alive(first))
     env.client.patch(JOBS, "susp", {"spec": {"suspend": False}}, NS)
     second_dir = wait_for(lambda: pods[1] if len(pods := env.pods("susp")) == 2 else None)
     second = read_pid(second_dir / "grandchild")
-    assert alive(second)
+    assert pid_alive(second)
     runner.stop()
-    assert not alive(second)
+    assert not pid_alive(second)
 
 
 def test_memory_limit_is_applied_and_recorded(env: Env) -> None:
@@ -737,10 +727,10 @@ def test_a_stopped_runners_pods_are_replaced_not_failed(env: Env) -> None:
     env.wait_status("again", lambda s: s.get("ready") == 1)
     first.stop()
     env.runners.remove(first)
-    assert not alive(pid)
+    assert not pid_alive(pid)
     env.runner()  # a new runner on the same work directory
     second_dir = wait_for(lambda: pods[1] if len(pods := env.pods("again")) == 2 else None)
-    assert alive(read_pid(second_dir / "pid"))
+    assert pid_alive(read_pid(second_dir / "pid"))
     st = env.wait_status("again", lambda s: s.get("ready") == 1)
     assert "failed" not in st and st["active"] == 1 and st["uncountedTerminatedPods"] == {}
 
@@ -803,7 +793,7 @@ def test_a_killed_shim_takes_its_pod_with_it(env: Env, cgroups: bool) -> None:
     os.kill(shim, signal.SIGKILL)
     st = env.wait_condition("headless", "Failed")
     assert st["failed"] == 1
-    wait_for(lambda: not alive(pid))
+    wait_for(lambda: not pid_alive(pid))
 
 
 def test_a_record_of_a_pod_never_started_is_dropped_and_replaced(env: Env) -> None:

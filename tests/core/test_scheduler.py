@@ -232,6 +232,9 @@ class Case:
     tweak: Callable[[SimulatedCluster], None] | None = None
     decided: dict[str, dict[str, Cond]] = field(default_factory=dict)
     """Conditions of the scheduler's own status write (before any controller reacts to it)."""
+    recomputations: dict[str, dict[str, int]] | None = None
+    """Upstream ``wantPreemptionTargetRecomputations``: per ClusterQueue, the overlap recomputations
+    by result (what ``kueue_preemption_target_recomputations_total`` counts); None: not checked."""
 
 
 def run_case(case: Case) -> SimulatedCluster:
@@ -254,6 +257,13 @@ def run_case(case: Case) -> SimulatedCluster:
         written = [d.status for d in result.decisions if d.workload == key and d.status is not None]
         assert written, key
         assert conditions(written[-1]) == want, key
+    if case.recomputations is not None:
+        got: dict[str, dict[str, int]] = {}
+        for e in result.entries:
+            if e.overlap_recomputation:
+                per_cq = got.setdefault(e.info.cluster_queue, {})
+                per_cq[e.overlap_recomputation] = per_cq.get(e.overlap_recomputation, 0) + 1
+        assert got == case.recomputations
     return cluster
 
 
@@ -1466,6 +1476,7 @@ def test_schedule_recompute_two_workloads_reclaim_nominal_quota() -> None:
             preempted={"eng-alpha/wl-rest-admitted"},
             assignments={"eng-alpha/wl-rest-admitted": A("cq-rest", cpu("default", "6055"))},
             left={"cq-hero": ["eng-alpha/wl-hero"], "cq-tiny": ["eng-alpha/wl-tiny-pending"]},
+            recomputations={"cq-hero": {"deferred_fit": 1}},
             conditions={
                 "eng-alpha/wl-hero": {
                     "QuotaReserved": (

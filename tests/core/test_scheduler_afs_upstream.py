@@ -383,3 +383,31 @@ def test_entry_penalty_covers_only_declared_resources_when_undeclared_are_ignore
     entry = cluster.queues.afs.ledger.get("default/lq-a")
     assert entry is not None
     assert set(entry.resources) == {"cpu"}
+
+
+def test_candidate_usage_is_the_snapshots_not_the_penalties_of_the_cycle() -> None:
+    """Not an upstream table: upstream ``snapshotClusterQueue`` computes every AFS candidate's
+    ``LocalQueueFSUsage`` when the cycle's snapshot is taken, so the entry penalties the cycle's own
+    assumes push (``updateEntryPenalty``) reach no candidate of that cycle; the next snapshot sees
+    them. pykueue reads a candidate's usage lazily (the overlap recomputation reads it after earlier
+    entries were assumed) from the ledger copied at the snapshot. Here the cycle admits a workload
+    of lq-a (pushing its penalty, settled at once by the admission): a candidate of lq-a read after
+    the cycle still has the snapshot's usage, 2, and the next cycle's snapshot has 2 + the penalty."""
+    cq = _cq()
+    old = admitted(
+        workload("old", queue="lq-a", requests={"cpu": "1"}), "cq1", {"cpu": "default"}, at_time=NOW, admitted_condition=True
+    )
+    new = workload("new", queue="lq-a", created=NOW, requests={"cpu": "4"})
+    cluster = simulate([namespace("default"), flavor("default"), cq, *QUEUES, old, new], _options(True), NOW)
+    afs = cluster.queues.afs
+    afs.ledger.set_for_test("default/lq-a", {"cpu": parse_quantity("2").value}, NOW.timestamp())
+    cluster.run_cycle()
+    assert conditions(cluster.get_workload("default/new"))["QuotaReserved"][0] == "True"  # type: ignore[arg-type]
+    live = afs.candidate_usage("default/lq-a", afs.ledger.copy())
+    assert live > 2.0  # the assume's penalty is in the ledger now
+    scheduler = cluster.scheduler
+    assert scheduler._candidate_lq_usage(info(old)) == 2.0
+    # The next cycle (it needs a head) snapshots the ledger again.
+    cluster.load([(workload("later", queue="lq-b", created=NOW, requests={"cpu": "8"}), "")])
+    cluster.run_cycle()
+    assert scheduler._candidate_lq_usage(info(old)) == live

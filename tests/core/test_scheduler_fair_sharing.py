@@ -1057,6 +1057,8 @@ RECOMPUTE_CASES = [
             "eng-alpha/wl-rest-admitted": A("cq-rest", cpu("default", "2995")),
         },
         left={"cq-hero": ["eng-alpha/wl-hero"], "cq-tiny": ["eng-alpha/wl-tiny-pending"]},
+        # wl-hero first targeted wl-rest-admitted (as wl-tiny-pending), then found wl-noisy-admitted.
+        recomputations={"cq-hero": {"new_targets": 1}},
         conditions={
             "eng-alpha/wl-hero": pending_preemption(
                 "insufficient unused quota for cpu in flavor default, 5 more needed"
@@ -1094,6 +1096,10 @@ RECOMPUTE_CASES = [
         assignments={"eng-alpha/wl-rest-admitted": A("cq-rest", cpu("default", "6055"))},
         left={"cq-hero": ["eng-alpha/wl-hero"], "cq-tiny": ["eng-alpha/wl-tiny-pending"]},
         inadmissible={"cq-rest": ["eng-alpha/wl-rest-pending"]},
+        # Upstream checks cq-hero's count only. wl-rest-pending's targets overlap too (its message,
+        # 945 more needed, is the recomputed assignment's, with wl-rest-admitted removed): recomputed,
+        # no fit, skipped.
+        recomputations={"cq-hero": {"deferred_fit": 1}, "cq-rest": {"skipped": 1}},
         conditions={
             "eng-alpha/wl-hero": {"QuotaReserved": DEFERRED, "Admitted": NO_RESERVATION},
             "eng-alpha/wl-rest-admitted": {
@@ -1125,6 +1131,7 @@ RECOMPUTE_CASES = [
         assignments=STICKY_ASSIGNMENTS,
         left={"cq-2": ["default/wl-pending-high-prio-2"]},
         inadmissible={"cq-1": ["default/wl-pending-high-prio-1"]},
+        recomputations={"cq-1": {"skipped": 1}},
         conditions={
             **STICKY_COMMON,
             "default/wl-pending-high-prio-1": {
@@ -1147,6 +1154,7 @@ RECOMPUTE_CASES = [
         preempted={"default/wl-admitted-default"},
         assignments=STICKY_ASSIGNMENTS,
         left={"cq-1": ["default/wl-pending-high-prio-1"], "cq-2": ["default/wl-pending-high-prio-2"]},
+        recomputations={},  # the gate is off: skipped for overlapping targets, nothing recomputed
         conditions={
             **STICKY_COMMON,
             "default/wl-pending-high-prio-1": {

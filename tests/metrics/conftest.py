@@ -14,6 +14,7 @@ from pykueue.apiserver.app import create_app
 from pykueue.client import resources as R
 from pykueue.client.inprocess import InProcessClient
 from pykueue.controllers.manager import ControllerManager
+from pykueue.controllers.options import ControllerOptions
 from pykueue.metrics import KueueMetrics
 from pykueue.store import Store
 
@@ -38,13 +39,15 @@ class ManualClock:
 class MetricsEnv:
     """An in-process API server and a running controller manager with its own metrics."""
 
-    def __init__(self, metrics: KueueMetrics | None = None, *, standby: bool = False) -> None:
+    def __init__(
+        self, metrics: KueueMetrics | None = None, *, standby: bool = False, options: ControllerOptions | None = None
+    ) -> None:
         self.store = Store(None)
         _, self.parts = create_app(self.store)
         self.parts.bootstrap()
         self.client = InProcessClient(self.parts.handlers)
         self.clock = ManualClock()
-        self.mgr = ControllerManager(self.client, clock=self.clock, metrics=metrics)
+        self.mgr = ControllerManager(self.client, options, clock=self.clock, metrics=metrics)
         self.metrics = self.mgr.metrics.metrics
         if standby:
             self.mgr.follow()

@@ -253,6 +253,11 @@ def test_state_gauges_quota_usage_and_status() -> None:
                 ("kueue_cluster_queue_lending_limit", labels(**a)): float("inf"),
                 "kueue_cluster_queue_resource_reservation": {labels(**a): 2.0, labels(**b): 0.0},
                 "kueue_cluster_queue_resource_usage": {labels(**a): 2.0, labels(**b): 0.0},
+                # The waiter's request, not yet on a flavor; cq-b's covered cpu at 0.
+                "kueue_cluster_queue_resource_pending": {
+                    labels(cluster_queue="cq-a", resource="cpu"): 1.0,
+                    labels(cluster_queue="cq-b", resource="cpu"): 0.0,
+                },
                 "kueue_pending_workloads": {
                     labels(cluster_queue="cq-a", status="active"): 0.0,
                     labels(cluster_queue="cq-a", status="inadmissible"): 1.0,
@@ -363,3 +368,135 @@ def test_deleting_queues_clears_their_series(env: MetricsEnv) -> None:
         },
         what="the ClusterQueue's series cleared",
     )
+
+
+# --- kueue_local_queue_admission_fair_sharing_usage ------------------------------------------------------
+
+AFS_CONFIG = """apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+admissionFairSharing:
+  usageHalfLifeTime: 5m
+  usageSamplingInterval: 5m
+  resourceWeights:
+    cpu: 2
+    GPU: 10
+"""
+
+AFS_SERIES = "kueue_local_queue_admission_fair_sharing_usage"
+
+
+def _afs_env(metrics: KueueMetrics | None = None, labels_: dict[str, str] | None = None) -> MetricsEnv:
+    from pykueue.api.config import load_config
+    from pykueue.controllers.options import ControllerOptions
+
+    env = MetricsEnv(metrics, options=ControllerOptions.from_config(load_config(AFS_CONFIG)))
+    env.create(R.RESOURCE_FLAVORS, {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "f"}})
+    spec: dict[str, Any] = {
+        "namespaceSelector": {},
+        "resourceGroups": [
+            {"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": 1}]}]}
+        ],
+    }
+    env.create(R.CLUSTER_QUEUES, {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": "cq-afs"}, "spec": spec})
+    env.create(
+        R.LOCAL_QUEUES,
+        {
+            "apiVersion": KUEUE,
+            "kind": "LocalQueue",
+            "metadata": {"name": "lq-afs", "namespace": "default", "labels": labels_ or {}},
+            "spec": {"clusterQueue": "cq-afs", "fairSharing": {"weight": "2"}},
+        },
+    )
+    return env
+
+
+def _seed_ledger_and_reconcile(env: MetricsEnv) -> None:
+    """Upstream's test fixture, on the manager thread: a history of cpu 8, GPU 4 one half-life old
+    and a pending penalty of cpu 1, GPU 1; then a reconcile of the LocalQueue."""
+    from fractions import Fraction
+
+    from pykueue.controllers.cluster_cache import LOCAL_QUEUE
+
+    def seed() -> None:
+        now = env.clock.now.timestamp()
+        ledger = env.mgr.queues.afs.ledger
+        ledger.set_for_test("default/lq-afs", {"cpu": Fraction(8), "GPU": Fraction(4)}, now - 300)
+        ledger.push_penalty("default/lq-afs", "default/pending", {"cpu": Fraction(1), "GPU": Fraction(1)}, now)
+        env.mgr.work.add((LOCAL_QUEUE, "default/lq-afs"))
+
+    env.mgr.call_in_manager_thread(seed)
+
+
+def test_local_queue_afs_usage_is_reported_by_the_local_queue_reconcile_and_cleared_on_delete() -> None:
+    # Upstream pkg/controller/core/localqueue_controller_test.go
+    # TestLocalQueueReconcileReportsAdmissionFairSharingUsageMetric, through the controller manager.
+    env = _afs_env()
+    try:
+        series = labels(name="lq-afs", namespace="default", cluster_queue="cq-afs")
+        # The first reconcile writes an empty history: usage 0.
+        scrape_until(env.scrape, {AFS_SERIES: {series: 0.0}}, what="the first reconcile's usage")
+        _seed_ledger_and_reconcile(env)
+        # One half-life decays the history to cpu 4, GPU 2; the pending penalty adds cpu 1, GPU 1:
+        # ((4+1)*2 + (2+1)*10) / 2 = 20.
+        scrape_until(env.scrape, {AFS_SERIES: {series: 20.0}}, what="the decayed usage with the pending penalty")
+        afs = ((env.get(R.LOCAL_QUEUES, "lq-afs").get("status") or {}).get("fairSharing") or {}).get(
+            "admissionFairSharingStatus"
+        )
+        assert afs is not None and afs["consumedResources"] == {"GPU": "2", "cpu": "4"}  # the status written with it
+        env.client.delete(R.LOCAL_QUEUES, "lq-afs", "default")
+        scrape_until(env.scrape, {AFS_SERIES: ABSENT}, what="the deleted LocalQueue's usage series cleared")
+    finally:
+        env.close()
+
+
+def test_local_queue_afs_usage_follows_the_local_queue_selector() -> None:
+    metrics = KueueMetrics()
+    from pykueue.api.meta import LabelSelector
+
+    metrics.local_queue_selector = LabelSelector(match_labels={"env": "prod"})
+    env = _afs_env(metrics, {"env": "prod"})
+    try:
+        series = labels(name="lq-afs", namespace="default", cluster_queue="cq-afs")
+        scrape_until(env.scrape, {AFS_SERIES: {series: 0.0}}, what="the first reconcile's usage")
+        _seed_ledger_and_reconcile(env)
+        scrape_until(env.scrape, {AFS_SERIES: {series: 20.0}}, what="the seeded usage")
+        # No longer selected: the LocalQueue's series are cleared (upstream Update: clearLocalQueueMetrics).
+        env.patch(R.LOCAL_QUEUES, "lq-afs", {"metadata": {"labels": {"env": "dev"}}})
+        scrape_until(env.scrape, {AFS_SERIES: ABSENT}, what="the unselected LocalQueue's usage cleared")
+        # Selected again: reported at once from the ledger (resyncLocalQueueGaugeMetrics), with no reconcile.
+        env.mgr.call_in_manager_thread(lambda: env.mgr.queues.afs.ledger.sub_penalty("default/lq-afs", "default/pending"))
+        env.patch(R.LOCAL_QUEUES, "lq-afs", {"metadata": {"labels": {"env": "prod"}}})
+        # The ledger holds the decayed history (cpu 4, GPU 2) without the dropped penalty: (4*2 + 2*10) / 2 = 14.
+        scrape_until(env.scrape, {AFS_SERIES: {series: 14.0}}, what="the reselected LocalQueue's usage from the ledger")
+    finally:
+        env.close()
+
+
+def test_cluster_queue_resource_pending_sums_the_pending_total_requests() -> None:
+    # Upstream pkg/cache/queue/metrics.go reportCQPendingWorkloads: every pod set's requests times
+    # its count, for each resource requested, covered by the ClusterQueue or not.
+    env = MetricsEnv(KueueMetrics(cluster_queue_resources=True))
+    try:
+        env.queues(names=("cq-a",))
+        wl = bare_workload("big", "lq-a")
+        main = wl["spec"]["podSets"][0]
+        main["count"] = 3
+        main["template"]["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "500m", "memory": "1Gi"}
+        side = {"name": "side", "count": 2, "template": {"spec": {"containers": [{"name": "s", "resources": {"requests": {"cpu": "250m"}}}]}}}
+        wl["spec"]["podSets"].append(side)
+        env.create(R.WORKLOADS, wl)
+        cpu = labels(cluster_queue="cq-a", resource="cpu")
+        memory = labels(cluster_queue="cq-a", resource="memory")
+        # 3 x 500m + 2 x 250m = 2 cpu (nominal 1: it stays pending); memory is not covered and is counted.
+        scrape_until(
+            env.scrape,
+            {"kueue_cluster_queue_resource_pending": {cpu: 2.0, memory: 3.0 * 2**30}},
+            what="the pending workload's total requests",
+        )
+        env.client.delete(R.WORKLOADS, "big", "default")
+        scrape_until(env.scrape, {("kueue_cluster_queue_resource_pending", cpu): 0.0}, what="nothing pending")
+        env.client.delete(R.LOCAL_QUEUES, "lq-a", "default")
+        env.client.delete(R.CLUSTER_QUEUES, "cq-a")
+        scrape_until(env.scrape, {"kueue_cluster_queue_resource_pending": ABSENT}, what="the ClusterQueue's series cleared")
+    finally:
+        env.close()

@@ -154,7 +154,13 @@ def test_cycle_reports_preemption_skips_as_upstream() -> None:
 
     def entry(cq: str, status: str, message: str, mode: Mode) -> Any:
         return SimpleNamespace(
-            info=SimpleNamespace(cluster_queue=cq), status=status, message=message, mode=mode, targets=[], deferred_fit=False
+            info=SimpleNamespace(cluster_queue=cq),
+            status=status,
+            message=message,
+            mode=mode,
+            targets=[],
+            deferred_fit=False,
+            overlap_recomputation="",
         )
 
     result = _Result(4, [])
@@ -168,6 +174,36 @@ def test_cycle_reports_preemption_skips_as_upstream() -> None:
     rec.cycle(result, 0.001)
     s = parse(rec.metrics.exposition().decode())
     assert s["kueue_admission_cycle_preemption_skips"] == {labels(cluster_queue="a"): 2.0}
+
+
+def test_cycle_counts_preemption_target_recomputations_until_the_cluster_queue_goes() -> None:
+    # Upstream ReportPreemptionTargetRecomputation per recomputed entry; ClearClusterQueueMetrics.
+    from types import SimpleNamespace
+
+    def entry(cq: str, result: str) -> Any:
+        return SimpleNamespace(
+            info=SimpleNamespace(cluster_queue=cq),
+            status="",
+            message="",
+            mode=None,
+            targets=[],
+            deferred_fit=result == "deferred_fit",
+            overlap_recomputation=result,
+        )
+
+    result = _Result(4, [])
+    result.entries = [entry("a", "new_targets"), entry("a", "deferred_fit"), entry("b", "skipped"), entry("b", "")]
+    rec = ControllerMetrics(KueueMetrics())
+    rec.cycle(result, 0.001)
+    rec.cycle(result, 0.001)
+    name = "kueue_preemption_target_recomputations_total"
+    assert parse(rec.metrics.exposition().decode())[name] == {
+        labels(cluster_queue="a", result="new_targets"): 2.0,
+        labels(cluster_queue="a", result="deferred_fit"): 2.0,
+        labels(cluster_queue="b", result="skipped"): 2.0,
+    }
+    rec.metrics.clear_cluster_queue("a")
+    assert parse(rec.metrics.exposition().decode())[name] == {labels(cluster_queue="b", result="skipped"): 2.0}
 
 
 def test_cycle_without_heads_is_not_an_attempt() -> None:

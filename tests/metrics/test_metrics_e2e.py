@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Expected, Samples, labels, parse, scrape_until
+from conftest import ABSENT, Expected, Samples, labels, parse, scrape_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "controllers" / "e2e"))
 from support import ROOT, Kueue, is_true, job, local_queue, start_kueue, start_server, wait_for
@@ -26,6 +26,9 @@ CONFIG = """apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
 metrics:
   enableClusterQueueResources: true
+admissionFairSharing:
+  usageHalfLifeTime: 10m
+  usageSamplingInterval: 1s
 """
 
 FLAVOR = """
@@ -149,6 +152,40 @@ def test_metrics_after_borrowing_preemption_and_evictions(embedded: Kueue) -> No
         what="the state gauges after the scenario",
     )
     k.kubectl("delete", "job", "m-borrower", "m-owner", "-n", "default", "--cascade=background")
+
+
+AFS_USAGE = "kueue_local_queue_admission_fair_sharing_usage"
+
+
+def test_pending_resources_and_local_queue_afs_usage(embedded: Kueue) -> None:
+    """``kueue_cluster_queue_resource_pending`` and ``kueue_local_queue_admission_fair_sharing_usage``
+    on ``pykueue serve``'s /metrics: a job too big for its ClusterQueue is pending with its requests;
+    a LocalQueue's AFS usage starts at 0, grows once a job of it is admitted and goes with it."""
+    k = embedded
+    k.apply(FLAVOR)
+    k.apply(CQ.format(name="m-afs").replace("cohortName: m-cohort", "admissionScope: {admissionMode: UsageBasedAdmissionFairSharing}"))
+    k.apply(local_queue("m-afs", "m-afs"))
+    usage = labels(name="m-afs", namespace="default", cluster_queue="m-afs")
+    cpu = labels(cluster_queue="m-afs", resource="cpu")
+    memory = labels(cluster_queue="m-afs", resource="memory")
+    scrape_until(
+        lambda: scrape(k),
+        {
+            (AFS_USAGE, usage): 0.0,
+            ("kueue_cluster_queue_resource_pending", cpu): 0.0,
+            ("kueue_cluster_queue_resource_pending", memory): 0.0,
+        },
+        what="the new queues' usage and pending resources at 0",
+    )
+    k.apply(job("m-afs-big", "m-afs", command="sleep 300", cpu="3"))  # nominal 1 cpu, no cohort: pending
+    scrape_until(lambda: scrape(k), {("kueue_cluster_queue_resource_pending", cpu): 3.0}, what="the big job pending")
+    k.apply(job("m-afs-run", "m-afs", command="sleep 300", cpu="1"))
+    wait_for(lambda: admitted(k, "m-afs-run"), timeout=30, what="the 1-cpu job admitted")
+    wait_for(lambda: scrape(k).get(AFS_USAGE, {}).get(usage, 0.0) > 0.0, timeout=30, what="m-afs's AFS usage above 0")
+    k.kubectl("delete", "job", "m-afs-big", "m-afs-run", "-n", "default", "--cascade=background")
+    scrape_until(lambda: scrape(k), {("kueue_cluster_queue_resource_pending", cpu): 0.0}, what="nothing pending")
+    k.kubectl("delete", "localqueue", "m-afs", "-n", "default")
+    scrape_until(lambda: scrape(k), {(AFS_USAGE, usage): ABSENT}, what="the deleted LocalQueue's usage series cleared")
 
 
 def test_metrics_endpoint_requires_the_api_credentials(embedded: Kueue) -> None:

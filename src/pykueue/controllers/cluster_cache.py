@@ -388,6 +388,9 @@ class ClusterCache:
         key = f"{ns}/{name}"
         previous = self.local_queues.get(key)
         self.local_queues[key] = lq
+        if previous is not None and self.metrics is not None and previous.metadata.labels != lq.metadata.labels:
+            afs = self.queues.afs
+            self.metrics.local_queue_updated(previous, lq, lambda: afs.reported_usage(key, lq) if afs.enabled else None)
         if previous is not None and previous.spec == lq.spec and _same_deletion(previous, lq):
             return  # our own status write
         if previous is not None and previous.spec.cluster_queue != lq.spec.cluster_queue:

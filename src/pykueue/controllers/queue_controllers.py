@@ -16,7 +16,7 @@ import msgspec
 
 from pykueue.api.conversion import to_external
 from pykueue.api.kueue import RESOURCE_IN_USE_FINALIZER as RESOURCE_IN_USE
-from pykueue.api.kueue import ClusterQueue
+from pykueue.api.kueue import LocalQueue
 from pykueue.client import resources as R
 from pykueue.client.interface import Resource
 from pykueue.controllers.cluster_cache import CHECK, CLUSTER_QUEUE, COHORT, FLAVOR, LOCAL_QUEUE, WorkKey
@@ -49,10 +49,13 @@ class QueueControllers:
     def _write(self, res: Resource, typed: Any, status: bool) -> None:
         self.ctx.write(res, to_external(typed), subresource="status" if status else None)
 
-    def _write_status(self, res: Resource, typed: Any, item: WorkKey) -> None:
+    def _write_status(
+        self, res: Resource, typed: Any, item: WorkKey, on_written: Callable[[], None] | None = None
+    ) -> None:
         """A status summary recomputed from the caches: sent off the manager thread (nothing here
-        depends on its answer; a failure retries the reconcile)."""
-        self.ctx.write_status_pipelined(res, typed, item)
+        depends on its answer but ``on_written``, run once it succeeded; a failure retries the
+        reconcile)."""
+        self.ctx.write_status_pipelined(res, typed, item, on_written)
 
     def _set_finalizer(self, res: Resource, typed: Any, present: bool) -> bool:
         finalizers = list(typed.metadata.finalizers)
@@ -65,14 +68,6 @@ class QueueControllers:
         meta = msgspec.structs.replace(typed.metadata, finalizers=finalizers)
         self._write(res, msgspec.structs.replace(typed, metadata=meta), status=False)
         return True
-
-    def _referencing_cqs(self, attr: str, name: str) -> list[ClusterQueue]:
-        out = []
-        for cq in self.ctx.cluster_queues.values():
-            state = self.ctx.cache.cluster_queues.get(cq.metadata.name)
-            if state is not None and name in getattr(state, attr):
-                out.append(cq)
-        return out
 
     # --- ClusterQueue (clusterqueue_controller.go) ---------------------------------------------------------------------------
 
@@ -113,12 +108,27 @@ class QueueControllers:
             return
         status = local_queue_status(lq, ctx.cache, ctx.queues.pending_count_local_queue(key), ctx.now())
         fair_sharing, requeue_after = ctx.core.reconcile_local_queue_usage(lq, ctx.now())
+        report: Callable[[], None] | None = None
         if fair_sharing is not None:
             status = msgspec.structs.replace(status, fair_sharing=fair_sharing)
+            report = self._afs_usage_report(lq, key)
         if requeue_after is not None:
             ctx.requeue_after(LOCAL_QUEUE, key, requeue_after)
         if status != lq.status:
-            self._write_status(R.LOCAL_QUEUES, msgspec.structs.replace(lq, status=status), (LOCAL_QUEUE, key))
+            self._write_status(R.LOCAL_QUEUES, msgspec.structs.replace(lq, status=status), (LOCAL_QUEUE, key), report)
+        elif report is not None:
+            report()
+
+    def _afs_usage_report(self, lq: LocalQueue, key: str) -> Callable[[], None] | None:
+        """``updateAdmissionFsStatus`` reports the AFS usage after its status write succeeded, with
+        the value of that reconcile's ledger read: computed now, set once the write succeeded."""
+        metrics = self.ctx.metrics
+        if metrics is None or metrics.metrics.lq is None:
+            return None
+        usage = self.ctx.queues.afs.reported_usage(key, lq)
+        if usage is None:
+            return None
+        return lambda: metrics.local_queue_afs_usage(lq, usage)
 
     # --- Cohort (cohort_controller.go) ---------------------------------------------------------------------------------------
 
@@ -140,7 +150,7 @@ class QueueControllers:
             return
         if rf.metadata.deletion_timestamp is None:
             self._set_finalizer(R.RESOURCE_FLAVORS, rf, True)
-        elif not self._referencing_cqs("all_flavors", name):
+        elif not self.ctx.cache.cluster_queues_using_flavor(name):
             self._set_finalizer(R.RESOURCE_FLAVORS, rf, False)
 
     def _reconcile_ac(self, name: str) -> None:
@@ -149,5 +159,5 @@ class QueueControllers:
             return
         if ac.metadata.deletion_timestamp is None:
             self._set_finalizer(R.ADMISSION_CHECKS, ac, True)
-        elif not self._referencing_cqs("check_flavors", name):
+        elif not self.ctx.cache.cluster_queues_using_admission_check(name):
             self._set_finalizer(R.ADMISSION_CHECKS, ac, False)

@@ -168,6 +168,18 @@ class KueueMetrics:
             ["cluster_queue", "replica_role"],
             registry=r,
         )
+        self.preemption_target_recomputations_total = counter(
+            "preemption_target_recomputations_total",
+            "The total number of preemption target recomputations triggered when a workload's preemption\n"
+            "targets overlap with targets selected by another workload in the same scheduling cycle.\n"
+            "The label 'result' can have the following values:\n"
+            "- 'new_targets' means the recomputation resolved the overlap by selecting non-overlapping targets.\n"
+            "- 'deferred_fit' means the workload will fit only after earlier preemptions in the cycle complete.\n"
+            "- 'skipped' means recomputation produced neither a deferred fit nor a fit with non-overlapping "
+            "targets, including cases where overlap is removed but the workload still fails the fit check.\n"
+            "Globally configured custom ClusterQueue labels are also appended to the base labels.",
+            ["cluster_queue", "result"],
+        )
         # Gate MetricForWorkloadCreationLatency (registered only when on, as upstream's Register).
         self.workload_creation_latency: Histogram | None = None
         if creation_latency:
@@ -274,7 +286,7 @@ class KueueMetrics:
         # --- LocalQueue counters and histograms (gate LocalQueueMetrics) -----------------------------
         self.lq: LocalQueueFamilies | None = None
         if local_queue_metrics:
-            self.lq = LocalQueueFamilies(counter, histogram)
+            self.lq = LocalQueueFamilies(counter, histogram, r)
 
         # ``ClearClusterQueueMetrics`` / ``ClearLocalQueueMetrics``: the series a deleted queue leaves.
         self._cq_scoped: dict[int, Any] = {
@@ -295,6 +307,7 @@ class KueueMetrics:
                 self.preempted_workloads_total,
                 self.workload_eviction_latency,
                 self.admission_cycle_preemption_skips,
+                self.preemption_target_recomputations_total,
             )
         }
         self._lq_scoped: dict[int, Any] = {}
@@ -360,6 +373,10 @@ class KueueMetrics:
     def preemption_skips(self, cq: str, count: int) -> None:
         """``ReportAdmissionCyclePreemptionSkips``."""
         self.child(self.admission_cycle_preemption_skips, cq).set(count)
+
+    def preemption_target_recomputation(self, cq: str, result: str) -> None:
+        """``ReportPreemptionTargetRecomputation``."""
+        self.child(self.preemption_target_recomputations_total, cq, result).inc()
 
     def workload_creation(self, job_kind: str, seconds: float) -> None:
         """``RecordWorkloadCreationLatency``."""
@@ -443,6 +460,11 @@ class KueueMetrics:
             if admitted is not None:
                 self.child(self.lq.admitted_until_ready_wait_time, *lq, priority_class).observe(admitted)
 
+    def local_queue_afs_usage(self, lq: tuple[str, str], cq: str, usage: float) -> None:
+        """``ReportLocalQueueAdmissionFairSharingUsage``."""
+        if self.lq is not None:
+            self.child(self.lq.admission_fair_sharing_usage, *lq, cq).set(usage)
+
     def exposition(self) -> bytes:
         """The text exposition format of every family."""
         return prometheus_client.generate_latest(self.registry)
@@ -460,7 +482,7 @@ def _version() -> str:
 class LocalQueueFamilies:
     """The ``local_queue_*`` counters and histograms (``RegisterLQMetrics``)."""
 
-    def __init__(self, counter: Any, histogram: Any) -> None:
+    def __init__(self, counter: Any, histogram: Any, registry: CollectorRegistry) -> None:
         lq_pc = ["name", "namespace", "priority_class"]
         self.quota_reserved_workloads_total: Counter = counter(
             "local_queue_quota_reserved_workloads_total", "The total number of quota reserved workloads per 'local_queue'", lq_pc
@@ -512,4 +534,14 @@ class LocalQueueFamilies:
             "local_queue_evicted_workloads_total",
             "The number of evicted workloads per 'local_queue'," + _REASON_HELP + _CAUSE_HELP,
             ["name", "namespace", "reason", "underlying_cause", "priority_class"],
+        )
+        # A gauge set when reported (not computed at scrape): upstream reports it after the
+        # LocalQueue controller's status write, from that reconcile's ledger read.
+        self.admission_fair_sharing_usage: Gauge = Gauge(
+            f"{SUBSYSTEM}_local_queue_admission_fair_sharing_usage",
+            "Reports a value representing the LocalQueue's Admission Fair Sharing usage,\n"
+            "calculated from the resource-weighted sum of consumed resources and pending\n"
+            "admission penalties, divided by the LocalQueue's fair sharing weight",
+            ["name", "namespace", "cluster_queue", "replica_role"],
+            registry=registry,
         )

@@ -119,6 +119,29 @@ class ControllerMetrics:
         sel = self.metrics.local_queue_selector
         return sel is None or label_selector_matches(sel, dict(lq.metadata.labels))
 
+    def local_queue_afs_usage(self, lq: LocalQueue, usage: float) -> None:
+        """``LocalQueueReconciler.reportAfsUsage`` (the caller checked that AFS is enabled): only for a
+        LocalQueue whose metrics are exposed."""
+        if self.expose_local_queue(lq):
+            self.metrics.local_queue_afs_usage((lq.metadata.name, lq.metadata.namespace), lq.spec.cluster_queue, usage)
+
+    def local_queue_updated(self, old: LocalQueue, new: LocalQueue, afs_usage: Callable[[], float | None]) -> None:
+        """The metric steps of ``LocalQueueReconciler.Update``: a LocalQueue whose metrics stop being
+        exposed loses its series (``clearLocalQueueMetrics``); one whose metrics start being exposed,
+        unless it is being stopped, reports its AFS usage from the ledger at once
+        (``resyncLocalQueueGaugeMetrics``; ``afs_usage()`` is None when AFS is off or the ledger has
+        no entry). The other LocalQueue gauges are computed at scrape time."""
+        old_exposed, new_exposed = self.expose_local_queue(old), self.expose_local_queue(new)
+        if old_exposed and not new_exposed:
+            self.metrics.clear_local_queue(old.metadata.namespace, old.metadata.name)
+            return
+        old_stop, new_stop = old.spec.stop_policy or "None", new.spec.stop_policy or "None"
+        stopping = old_stop != new_stop and new_stop != "None"
+        if new_exposed and not old_exposed and not stopping:
+            usage = afs_usage()
+            if usage is not None:
+                self.local_queue_afs_usage(new, usage)
+
     def _lq_of(self, wl: Workload) -> tuple[str, str] | None:
         if self.metrics.lq is None or wl.status.admission is None or not wl.spec.queue_name:
             return None
@@ -236,7 +259,8 @@ class ControllerMetrics:
     # --- scheduling cycles -------------------------------------------------------------------------------
 
     def cycle(self, result: Any, seconds: float) -> None:
-        """``AdmissionAttempt`` for a cycle that had heads, and ``ReportPreemption`` per issued preemption.
+        """``AdmissionAttempt`` for a cycle that had heads, ``ReportPreemption`` per issued preemption
+        and ``ReportPreemptionTargetRecomputation`` per recomputed assignment.
 
         ``result`` is the core's ``CycleResult``: success when a workload was assumed; a preemption
         is counted for the entry whose issued targets it names (an entry skipped for overlapping
@@ -246,6 +270,8 @@ class ControllerMetrics:
             return
         skips: dict[str, int] | None = None
         for entry in result.entries:
+            if entry.overlap_recomputation:
+                self.metrics.preemption_target_recomputation(entry.info.cluster_queue, entry.overlap_recomputation)
             # scheduler.go processEntry: skipped for overlapping targets, or no longer fitting
             # while it needed preemption.
             if entry.status == "skipped" and (entry.message == OVERLAPPING_TARGETS or entry.mode is Mode.PREEMPT):

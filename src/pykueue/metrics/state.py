@@ -116,6 +116,12 @@ class StateCollector(Collector):
                 "Reports the cluster_queue's total resource reservation within all the flavors",
                 cq_res,
             )
+            gauge(
+                "cluster_queue_resource_pending",
+                "Reports the cluster_queue's total pending resource requests. Unlike resource_reservation, "
+                "pending workloads have not yet been assigned to flavors.",
+                ["cluster_queue", "resource"],
+            )
             gauge("cluster_queue_resource_usage", "Reports the cluster_queue's total resource usage within all the flavors", cq_res)
             gauge("cluster_queue_nominal_quota", "Reports the cluster_queue's resource nominal quota within all the flavors", cq_res)
             gauge(
@@ -289,6 +295,8 @@ class StateCollector(Collector):
                     [name, cq.cohort_name or "", role], _weighted_share(cq.node, weight_of, math.nan)
                 )
             if m.cluster_queue_resources:
+                for res, amount in sorted(_pending_requests(cq, pcq).items()):
+                    f["cluster_queue_resource_pending"].add_metric([name, res, role], resource_float(res, amount))
                 cohort = cq.cohort_name or ""
                 usage = dict(cq.node.usage)
                 quotas = dict(cq.node.quotas)
@@ -404,6 +412,23 @@ class StateCollector(Collector):
                             labels, resource_float(res, reserved.get((flavor, res), 0))
                         )
                         f["local_queue_resource_usage"].add_metric(labels, resource_float(res, used.get((flavor, res), 0)))
+
+
+def _pending_requests(cq: Any, pcq: Any) -> dict[str, int]:
+    """Upstream ``PendingWorkloads.PendingResources`` (``pkg/cache/queue/pending_workloads.go``): the
+    total requests (``workload.Info.TotalRequests``) of the ClusterQueue's pending workloads, in the
+    heap, parked inadmissible or popped by the scheduler (inflight), per resource; every resource the
+    ClusterQueue covers is there, at 0 when nothing pending requests it (``UpdateConfiguredResources``).
+    Upstream also keeps at 0, until the ClusterQueue's next update, a resource it does not cover that
+    a pending workload requested before; computed here, such a series goes with the last request."""
+    total = {res: 0 for rg in cq.resource_groups for res in rg.covered}
+    if pcq is None:
+        return total
+    for entry in [*pcq.active.items(), *list(pcq.inadmissible.values()), *list(pcq.inflight.values())]:
+        for ps in entry.info.pod_sets:
+            for res, v in ps.total.items():
+                total[res] = total.get(res, 0) + v
+    return total
 
 
 def _weighted_share(node: Any, weight_of: Any, infinite: float) -> float:

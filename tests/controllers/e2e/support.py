@@ -147,6 +147,19 @@ def is_true(obj: dict[str, Any] | None, ctype: str) -> bool:
     return c is not None and c["status"] == "True"
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (reparented zombies may linger in
+    containers). One read of ``/proc/PID/stat``: a process reaped between an existence check and
+    the read made a two-step check fail (FileNotFoundError in CI); the file is world-readable, so a
+    sandboxed process of another user is seen too (``os.kill(pid, 0)`` would raise for it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    fields = stat.rpartition(b")")[2].split()
+    return bool(fields) and fields[0] != b"Z"
+
+
 def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, interval: float = 0.1, what: str = "") -> Any:
     """Poll until ``predicate()`` is truthy; return its value."""
     deadline = time.monotonic() + timeout

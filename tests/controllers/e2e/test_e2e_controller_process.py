@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-from support import Kueue, is_true, job, local_queue, start_kueue, start_server, wait_for
+from support import Kueue, is_true, job, local_queue, pid_alive, start_kueue, start_server, wait_for
 
 FLAVOR_AND_CQ = """
 apiVersion: kueue.x-k8s.io/v1beta2
@@ -50,15 +50,6 @@ PID_LINE = re.compile(r"controllers: running in process (\d+)")
 def controller_pids(output: list[str]) -> list[int]:
     """Every controller process serve announced, in order."""
     return [int(m.group(1)) for line in list(output) if (m := PID_LINE.search(line))]
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie waiting for its reaper does not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def parent_of(pid: int) -> int:
@@ -101,14 +92,14 @@ def test_child_stops_with_serve(kueue: Kueue, sig: int) -> None:
     pid = first_child(kueue)
     wait_for(lambda: synced(kueue), what="initial sync")
     assert kueue.server.stop(sig) == 0
-    assert not alive(pid), "the controller process outlived serve"
+    assert not pid_alive(pid), "the controller process outlived serve"
 
 
 def test_child_dies_when_serve_is_killed(kueue: Kueue) -> None:
     pid = first_child(kueue)
     wait_for(lambda: synced(kueue), what="initial sync")
     kueue.server.stop(signal.SIGKILL)
-    wait_for(lambda: not alive(pid), timeout=10, what="the orphaned controller process exits")
+    wait_for(lambda: not pid_alive(pid), timeout=10, what="the orphaned controller process exits")
 
 
 def test_crashed_child_is_restarted_and_admission_resumes(kueue: Kueue) -> None:
@@ -119,7 +110,7 @@ def test_crashed_child_is_restarted_and_admission_resumes(kueue: Kueue) -> None:
     os.kill(pid, signal.SIGKILL)
     pids = wait_for(lambda: len(controller_pids(kueue.server.output)) >= 2 and controller_pids(kueue.server.output),
                     timeout=30, what="a new controller process")  # fmt: skip
-    assert pids[1] != pid and alive(pids[1])
+    assert pids[1] != pid and pid_alive(pids[1])
     assert any(f"process {pid} killed by signal 9" in line for line in kueue.server.output), kueue.server.log()
     wait_for(lambda: synced(kueue, 2), timeout=60, what="the new process's initial sync")
     # The queue is full (1 CPU): "after" waits until "before" is gone, then is admitted.

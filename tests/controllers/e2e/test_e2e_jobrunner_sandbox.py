@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import Kueue, is_true, local_queue, start_kueue, wait_for
+from support import Kueue, is_true, local_queue, pid_alive, start_kueue, wait_for
 
 SETUP = """
 apiVersion: kueue.x-k8s.io/v1beta2
@@ -83,14 +83,6 @@ spec:
 """
 
 
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 @pytest.fixture(scope="module")
 def kueue(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kueue]:
     k = start_kueue(tmp_path_factory.mktemp("sandbox"), "embedded")
@@ -145,9 +137,9 @@ def test_deleting_the_job_kills_a_setsid_grandchild(kueue: Kueue, tmp_path: Path
     pid = int(
         wait_for(lambda: pidfile.exists() and pidfile.read_text().strip(), timeout=60, what="grandchild")
     )
-    assert alive(pid) and os.getsid(pid) == pid  # a session of its own
+    assert pid_alive(pid) and os.getsid(pid) == pid  # a session of its own
     kueue.kubectl("delete", "job", "daemon")
-    wait_for(lambda: not alive(pid), timeout=30, what="grandchild killed")
+    wait_for(lambda: not pid_alive(pid), timeout=30, what="grandchild killed")
 
 
 def test_controller_runs_unmanaged_jobs_only_when_asked(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import Kueue, is_true, local_queue, start_kueue, wait_for
+from support import Kueue, is_true, local_queue, pid_alive, start_kueue, wait_for
 
 SETUP = """
 apiVersion: kueue.x-k8s.io/v1beta2
@@ -218,19 +218,6 @@ def test_pod_object_as_the_job_controller_writes_it(kueue: Kueue) -> None:
     assert kueue.kubectl("get", "pods").stdout.count("Error") >= 1
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # Read once, without an exists() first: the process may be reaped between the two.
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.split(")")[-1].split()[0] != "Z"
-
-
 def test_delete_pod_kills_the_process_and_the_job_counts_the_failure(kueue: Kueue, tmp_path: Path) -> None:
     tmp_path.chmod(0o777)
     pid_file = tmp_path / "pid"
@@ -238,9 +225,9 @@ def test_delete_pod_kills_the_process_and_the_job_counts_the_failure(kueue: Kueu
     pid = int(wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), what="the process runs"))
     name = _pods(kueue, "victim")[0]["metadata"]["name"]
     wait_for(lambda: _phase(kueue, name) == "Running", what="the Pod is Running")
-    assert _pid_alive(pid)
+    assert pid_alive(pid)
     kueue.kubectl("delete", "pod", name)
-    wait_for(lambda: not _pid_alive(pid), what="the process was killed")
+    wait_for(lambda: not pid_alive(pid), what="the process was killed")
     job = _failed_job(kueue, "victim")
     assert job["status"]["failed"] == 1
     failed = next(c for c in job["status"]["conditions"] if c["type"] == "Failed")
@@ -266,15 +253,15 @@ def test_deleted_pod_is_replaced_while_the_backoff_limit_allows(kueue: Kueue, tm
 
     first, pid = wait_for(lambda: running_pod(set()), what="the first pod runs")
     kueue.kubectl("delete", "pod", first)
-    wait_for(lambda: not _pid_alive(pid), what="the first pod's process was killed")
+    wait_for(lambda: not pid_alive(pid), what="the first pod's process was killed")
     job = wait_for(lambda: (j := kueue.get("job", "phoenix"))["status"].get("failed") == 1 and j, what="failed 1")
     assert not is_true(job, "Failed")
     kueue.advance(10)  # the Job controller's first backoff
     second, pid = wait_for(lambda: running_pod({first}), what="a replacement pod runs")
-    assert second != first and _pid_alive(pid)
+    assert second != first and pid_alive(pid)
     assert [p["metadata"]["name"] for p in _pods(kueue, "phoenix")] == [second]
     kueue.kubectl("delete", "pod", second)
-    wait_for(lambda: not _pid_alive(pid), what="the replacement's process was killed")
+    wait_for(lambda: not pid_alive(pid), what="the replacement's process was killed")
     job = _failed_job(kueue, "phoenix")
     assert job["status"]["failed"] == 2
     failed = next(c for c in job["status"]["conditions"] if c["type"] == "Failed")
@@ -332,7 +319,6 @@ def test_logs_errors_as_upstream(kueue: Kueue) -> None:
     assert 'pods "no-such-pod" not found' in result.stderr
 
 
-
 def test_deleting_the_namespace_removes_its_pods_and_processes(kueue: Kueue, tmp_path: Path) -> None:
     tmp_path.chmod(0o777)
     pid_file = tmp_path / "pid"
@@ -343,6 +329,6 @@ def test_deleting_the_namespace_removes_its_pods_and_processes(kueue: Kueue, tmp
     pid = int(wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), what="the process runs"))
     assert wait_for(lambda: kueue.items("pods", "pods-ns"), what="the Pod exists")
     kueue.kubectl("delete", "namespace", "pods-ns", "--timeout=60s")
-    wait_for(lambda: not _pid_alive(pid), what="the process was killed")
+    wait_for(lambda: not pid_alive(pid), what="the process was killed")
     result = kueue.kubectl("get", "pods", "-n", "pods-ns", "-o", "name", check=False)
     assert result.stdout.strip() == ""

@@ -86,7 +86,10 @@ class ClusterQueueState:
         self.name = cq.metadata.name
         self.node = ClusterQueueNode(self.name)
         self.workloads: dict[str, WorkloadInfo] = {}
-        self.generation = 1
+        self.generation = 0
+        """Upstream ``AllocatableResourceGeneration``: 0 until the first recompute of the tree
+        holding this ClusterQueue, then advanced by every recompute of that tree (its quotas or
+        shape changed) and every workload that stops holding quota here."""
         self.status = PENDING
         self.inactive_reason = "Unknown"
         self.inactive_message = "Can't admit new workloads."
@@ -200,12 +203,16 @@ class Cache:
             state = ClusterQueueState(cq)
             self.cluster_queues[state.name] = state
         else:
+            old_shape = (state.resource_groups, state.node.quotas, state.cohort_name)
             state.update_spec(cq)
-            state.generation += 1
+            if old_shape == (state.resource_groups, state.node.quotas, state.cohort_name):
+                # Upstream ``clusterQueue.updateClusterQueue``: the cohort tree (and with it the
+                # ``AllocatableResourceGeneration``) is only updated when the resource groups,
+                # the quotas or the parent changed.
+                self.update_activity()
+                return state
         self._relink()
-        for root in {id(r): r for r in (old_root, state.node.root()) if r is not None}.values():
-            self._recompute(root)
-        self.update_activity()
+        self._recompute_trees(old_root, state.node)
         return state
 
     def delete_cluster_queue(self, name: str) -> None:
@@ -220,17 +227,47 @@ class Cache:
             self.workload_cq.pop(key, None)
         self._relink()
         if old_root is not state.node:
-            self._recompute(old_root)
+            self._recompute_trees(old_root)
 
     def add_or_update_cohort(self, cohort: Cohort) -> None:
-        self.cohort_objects[cohort.metadata.name] = cohort
+        """Upstream ``Cache.AddOrUpdateCohort``: the trees that held and now hold the cohort are
+        recomputed (``updateCohort`` for the old parent's, ``updateCohortTreeAndInfoMetricsIfNoCycle``)."""
+        name = cohort.metadata.name
+        old = self.cohorts.get(name)
+        old_root = old.root() if old is not None else None
+        self.cohort_objects[name] = cohort
         self._relink()
-        self._recompute_all()
+        self._recompute_trees(old_root, self.cohorts[name].root())
 
     def delete_cohort(self, name: str) -> None:
+        """Upstream ``Cache.DeleteCohort``: the cohort, if children keep it as an implicit one,
+        and its old tree are recomputed."""
+        old = self.cohorts.get(name)
+        old_root = old.root() if old is not None else None
         self.cohort_objects.pop(name, None)
         self._relink()
-        self._recompute_all()
+        kept = self.cohorts.get(name)
+        self._recompute_trees(old_root, kept.root() if kept is not None else None)
+
+    def _recompute_trees(self, *nodes: QuotaNode | None) -> None:
+        """Recompute the trees holding ``nodes`` (each once), then the ClusterQueues' activity."""
+        seen: set[int] = set()
+        for node in nodes:
+            # A node that lost its place in the trees (an implicit cohort left without children)
+            # has nothing to recompute.
+            if node is None or not self._in_trees(node):
+                continue
+            root = node.root()
+            if id(root) not in seen:
+                seen.add(id(root))
+                self._recompute(root)
+        self.update_activity()
+
+    def _in_trees(self, node: QuotaNode) -> bool:
+        if isinstance(node, CohortNode):
+            return self.cohorts.get(node.name) is node
+        state = self.cluster_queues.get(node.name)
+        return state is not None and state.node is node
 
     def add_or_update_flavor(self, rf: ResourceFlavor) -> None:
         self.flavors[rf.metadata.name] = rf
@@ -247,6 +284,16 @@ class Cache:
     def delete_admission_check(self, name: str) -> None:
         self.admission_checks.pop(name, None)
         self.update_activity()
+
+    def cluster_queues_using_flavor(self, flavor: str) -> list[str]:
+        """Upstream ``Cache.ClusterQueuesUsingFlavor`` (``clusterQueue.flavorInUse``): the
+        ClusterQueues whose resource groups name ``flavor``, sorted."""
+        return sorted(name for name, cq in self.cluster_queues.items() if flavor in cq.all_flavors)
+
+    def cluster_queues_using_admission_check(self, check: str) -> list[str]:
+        """Upstream ``Cache.ClusterQueuesUsingAdmissionCheck``: the ClusterQueues whose
+        admission checks strategy names ``check``, sorted."""
+        return sorted(name for name, cq in self.cluster_queues.items() if check in cq.check_flavors)
 
     def _cohort_node(self, name: str) -> CohortNode:
         node = self.cohorts.get(name)
@@ -269,7 +316,10 @@ class Cache:
         names = set(self.cohort_objects) | referenced
         for name in list(self.cohorts):
             if name not in names:
-                del self.cohorts[name]
+                gone = self.cohorts.pop(name)
+                gone.child_cqs.clear()
+                gone.child_cohorts.clear()
+                gone.parent = None
         in_cycle = _cycle_members(wanted)
         for name in names:
             node = self._cohort_node(name)
@@ -309,11 +359,6 @@ class Cache:
         else:
             self.cluster_queues[root.name].generation += 1
 
-    def _recompute_all(self) -> None:
-        for root in self.roots():
-            self._recompute(root)
-        self.update_activity()
-
     def roots(self) -> list[QuotaNode]:
         """Roots of every tree: parentless cohorts and cohort-less ClusterQueues."""
         out: list[QuotaNode] = [c for _, c in sorted(self.cohorts.items()) if c.parent is None]
@@ -335,7 +380,8 @@ class Cache:
         reasons: list[tuple[str, str]] = []
         if cq.stop_policy != STOP_NONE:
             reasons.append(("Stopped", "is stopped"))
-        missing = sorted(f for f in cq.all_flavors if f not in self.flavors)
+        # Upstream ``clusterQueue.updateFlavorMetadata``: in resource-group order, not sorted.
+        missing = [f for rg in cq.resource_groups for f in rg.flavors if f not in self.flavors]
         if missing:
             reasons.append(("FlavorNotFound", "references missing ResourceFlavor(s): " + ",".join(missing)))
         checks = sorted(cq.check_flavors)
@@ -402,6 +448,11 @@ class Cache:
         if cq is None:
             return False
         key = info.key
+        previous = self.workload_cq.get(key)
+        if previous is not None and previous != cq.name:
+            # Upstream ``Cache.addOrUpdateWorkloadWithoutLock``: a workload now reserving in
+            # another ClusterQueue leaves the one it was assigned to (``deleteFromQueueIfPresent``).
+            self.delete_workload(key)
         held = cq.workloads.get(key)
         if (
             held is not None

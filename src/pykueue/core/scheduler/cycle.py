@@ -381,17 +381,26 @@ class Scheduler:
             # This entry reads the tree (or re-adds victims to it): the reservations of the
             # entries before it are booked first, in their order, as they would have been at once.
             self._book_reservations(snapshot)
-        if (
+        recomputed = (
             e.targets
             and preempted
             and self.options.gate("RecomputeAssignmentUponPreemptionTargetsOverlap")
             and any(t.workload.key in preempted for t in e.targets)
-        ):
+        )
+        if recomputed:
             self._recompute_with_overlap(e, cq, snapshot, preempted)
         # With victims, ``_fits`` removes and re-adds them (re-inserting them into their CQ's
         # workloads), so it runs here as upstream's does; without, it is pure and only needed
         # below, which most entries (no fit) never reach.
         fits = self._fits(e, cq, snapshot, preempted) if preempted or e.targets else None
+        if recomputed:
+            # ``updateAssignmentIfNeeded``: the result reported to ``ReportPreemptionTargetRecomputation``.
+            if e.deferred_fit:
+                e.overlap_recomputation = "deferred_fit"
+            elif e.targets and fits and not any(t.workload.key in preempted for t in e.targets):
+                e.overlap_recomputation = "new_targets"
+            else:
+                e.overlap_recomputation = "skipped"
         usage = e.assignment.usage
         mode = e.mode
         if e.deferred_fit:

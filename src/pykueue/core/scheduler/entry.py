@@ -35,6 +35,10 @@ class Entry(msgspec.Struct):
     quota_reserved_reason: str = ""
     skip_status_update: bool = False
     deferred_fit: bool = False
+    overlap_recomputation: str = ""
+    """The result of the assignment's recomputation for preemption targets that overlap those of an
+    earlier entry (upstream ``updateAssignmentIfNeeded``'s ``PreemptionTargetRecomputationResult``:
+    ``new_targets``, ``deferred_fit`` or ``skipped``); empty when none ran."""
 
     @property
     def mode(self) -> Mode:

@@ -124,6 +124,19 @@ class AdmissionFairSharing:
         known = self.local_queues.get(lq_key)
         return calculate_usage(consumed, penalty, known[1] if known is not None else 1.0, weights)
 
+    def reported_usage(self, lq_key: str, lq: LocalQueue) -> float | None:
+        """Upstream ``LocalQueueReconciler.reportAfsUsage``'s value: ``CalculateUsage`` of the ledger
+        entry's consumed history and pending penalty over the LocalQueue object's weight
+        (``LQWeightAsFloat64``); None without an entry. Right after a :meth:`sample` that wrote a
+        status, the entry's history is exactly the ``consumedResources`` written (``store`` decays
+        the same entry over the same elapsed time; ``reset`` empties it), so this is also the value
+        ``updateAdmissionFsStatus`` reports after its write."""
+        entry = self.ledger.get(lq_key)
+        if entry is None:
+            return None
+        weights = self.config.resource_weights if self.config is not None else {}
+        return calculate_usage(entry.resources, entry.pending_penalty, lq_weight_as_float(lq), weights)
+
     def in_cluster_queue(self, lq_key: str, cq_name: str) -> bool:
         """Upstream ``Cache.GetCacheLocalQueue`` succeeds: the LocalQueue exists and names ``cq_name``."""
         known = self.local_queues.get(lq_key)
