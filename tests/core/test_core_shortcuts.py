@@ -7,6 +7,7 @@ cycle booking kept for an assumed workload, ``to_time`` on already normal times,
 
 from __future__ import annotations
 
+import copy
 from datetime import UTC, datetime, timedelta, timezone
 
 import msgspec
@@ -24,6 +25,7 @@ from builders import (
     options,
     pod_set,
     simulate,
+    taint,
     workload,
 )
 from hypothesis import HealthCheck, event, given, note, settings
@@ -39,11 +41,13 @@ from pykueue.core.cache.cache import Cache, ClusterQueueState
 from pykueue.core.cache.snapshot import Snapshot
 from pykueue.core.options import SchedulerOptions
 from pykueue.core.quota.tree import add_usage_map, available, remove_usage_map
+from pykueue.core.scheduler.entry import CycleResult
 from pykueue.core.scheduler.flavorassigner.assigner import FlavorAssigner, Oracle, assign_flavors
 from pykueue.core.scheduler.flavorassigner.assignment import PreemptionMode
+from pykueue.core.scheduler.preemption.preemptor import Preemptor
 from pykueue.core.workload import admissibility
 from pykueue.core.workload.admissibility import Problem, admissibility_problem
-from pykueue.core.workload.info import WorkloadInfo
+from pykueue.core.workload.info import WorkloadInfo, has_quota_reservation, workload_key
 from pykueue.sim.cluster import SimulatedCluster
 
 _HUGE = "9223372036854775807"  # one pod's cpu × 2 pods leaves Kueue's int64 accounting
@@ -345,6 +349,100 @@ def test_assigner_gates_once_per_options_equal_asking_the_gates(
     snapshot.close()
 
 
+# --- gates read per decision as attributes; the ClusterQueue's assigner flags (branch core11) ---------
+
+_HOT_GATES = (
+    "AdmissionGatedBy",
+    "UnadmittedWorkloadsObservability",
+    "FlavorFungibilityPreserveScanProgress",
+    "PartialAdmission",
+    "SchedulingEquivalenceHashing",
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.fixed_dictionaries({name: st.booleans() for name in _HOT_GATES}))
+def test_gate_attributes_equal_asking_the_gates(gates: dict[str, bool]) -> None:
+    """Each ``SchedulerOptions.gate_*`` attribute the core reads instead of ``gate(name)`` holds that
+    gate's value, for all 32 settings of the five gates (names spelled here, not taken from the
+    options' own table)."""
+    opts = options(gates=gates)
+    assert opts.gate_admission_gated_by == opts.gate("AdmissionGatedBy") == gates["AdmissionGatedBy"]
+    assert (
+        opts.gate_unadmitted_observability
+        == opts.gate("UnadmittedWorkloadsObservability")
+        == gates["UnadmittedWorkloadsObservability"]
+    )
+    assert (
+        opts.gate_preserve_scan_progress
+        == opts.gate("FlavorFungibilityPreserveScanProgress")
+        == gates["FlavorFungibilityPreserveScanProgress"]
+    )
+    assert opts.gate_partial_admission == opts.gate("PartialAdmission") == gates["PartialAdmission"]
+    assert (
+        opts.gate_equivalence_hashing
+        == opts.gate("SchedulingEquivalenceHashing")
+        == gates["SchedulingEquivalenceHashing"]
+    )
+
+
+_POLICIES = ("", "Never", "LowerPriority", "Any", "LowerOrNewerEqualPriority")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(("", "Borrow", "MayStopSearch", "TryNextFlavor")),
+    st.sampled_from(("", "Preempt", "MayStopSearch", "TryNextFlavor")),
+    st.sampled_from(("", "BorrowingOverPreemption", "PreemptionOverBorrowing")),
+    st.sampled_from(_POLICIES),
+    st.sampled_from(_POLICIES),
+    st.booleans(),
+    st.booleans(),
+)
+def test_assigner_flags_once_per_spec_equal_the_comparisons(
+    when_can_borrow: str,
+    when_can_preempt: str,
+    preference: str,
+    borrow_within_cohort: str,
+    reclaim_within_cohort: str,
+    fair_sharing: bool,
+    update: bool,
+) -> None:
+    """``ClusterQueueState.assigner_flags`` (made per spec, also after a spec update) gives the
+    ``FlavorAssigner`` the comparisons it made on every head before: PreemptionOverBorrowing,
+    TryNextFlavor on preemption and on borrowing (defaults and the deprecated spellings
+    included), and whether it may preempt while borrowing (borrowWithinCohort, or
+    reclaimWithinCohort under fair sharing)."""
+    fungibility = {"when_can_borrow": when_can_borrow, "when_can_preempt": when_can_preempt, "preference": preference}
+    preemption: dict[str, str] = {"reclaim_within_cohort": reclaim_within_cohort}
+    if borrow_within_cohort:
+        preemption["borrow_within_cohort"] = borrow_within_cohort
+    objs: list[object] = [flavor("default")]
+    spec = cluster_queue("cq", flavor_quotas("default", cpu="4"), fungibility=fungibility, preemption=preemption)
+    if update:  # first built with the defaults, then updated to the drawn spec
+        objs.append(cluster_queue("cq", flavor_quotas("default", cpu="4")))
+    else:
+        objs.append(spec)
+    opts = options(fair_sharing=fair_sharing)
+    cache = build_cache(objs, opts)
+    if update:
+        cache.add_or_update_cluster_queue(spec)
+    cq = cache.cluster_queues["cq"]
+    snapshot = Snapshot(cache)
+
+    def oracle(cq: ClusterQueueState, wl: WorkloadInfo, fr: tuple[str, str], val: int) -> tuple[PreemptionMode, int]:
+        return PreemptionMode.NO_FIT, 0
+
+    fa = FlavorAssigner(info(workload("wl", requests={"cpu": "1"}), opts), cq, snapshot, opts, oracle)
+    assert fa._preemption_over_borrowing == (preference == "PreemptionOverBorrowing")
+    assert fa._try_next_on_preempt == (when_can_preempt in ("", "TryNextFlavor"))
+    assert fa._try_next_on_borrow == (when_can_borrow == "TryNextFlavor")
+    assert fa._can_preempt_while_borrowing == (
+        borrow_within_cohort not in ("", "Never") or (fair_sharing and reclaim_within_cohort not in ("", "Never"))
+    )
+    snapshot.close()
+
+
 # --- quota_views read inline by the flavor assigner (branch core5) ------------------------------------
 
 
@@ -411,6 +509,231 @@ def test_assignment_with_inline_quota_views_equals_the_general_path(sc: Scenario
     snapshot.close()
 
 
+# --- quota checks remembered per ClusterQueue while its two nodes keep their versions (branch core11) ---
+
+_TREE_EDITS = ("usage+", "usage-", "cq_quota", "cq_cohort", "cq_policy", "cohort_quota", "flavor", "delete_cq")
+
+
+def _edit_tree(cache: Cache, sc: Scenario, kind: str, pick: int, amount: int) -> None:
+    """One change between two heads: usage held or released by a ClusterQueue (an admission or a
+    finished workload), a ClusterQueue's quota, cohort or preemption policy edited, a Cohort's
+    quota edited, a flavor edited, a ClusterQueue deleted. Edits go through the Cache as the
+    controllers deliver them (``sc`` is updated so its objects describe the new state)."""
+    live = [q for q in sc.cqs if q.name in cache.cluster_queues]
+    if not live:
+        return
+    q = live[pick % len(live)]
+    frs = sorted({(f, r) for f in sc.flavors for r in sc.resources})
+    fr = frs[pick % len(frs)]
+    node = cache.cluster_queues[q.name].node
+    if kind == "usage+":
+        add_usage_map(node, {fr: amount})
+    elif kind == "usage-":
+        remove_usage_map(node, {fr: min(amount, max(0, node.usage.get(fr, 0)))})
+    elif kind in ("cq_quota", "cq_cohort", "cq_policy"):
+        if kind == "cq_quota":
+            g = q.groups[pick % len(q.groups)]
+            f = g.flavors[pick % len(g.flavors)]
+            r = g.covered[pick % len(g.covered)]
+            old = g.quotas[f][r]
+            g.quotas[f][r] = type(old)(amount, old.borrowing_limit, old.lending_limit)
+        elif kind == "cq_cohort":
+            q.cohort = ["", *(c.name for c in sc.cohorts)][pick % (len(sc.cohorts) + 1)]
+        else:
+            q.borrow_within = "" if q.borrow_within else "LowerPriority"
+            q.threshold = None
+            q.reclaim = "Never" if q.reclaim != "Never" else "Any"
+        (obj,) = [o for o, _ in sc.objects() if isinstance(o, ClusterQueue) and o.metadata.name == q.name]
+        cache.add_or_update_cluster_queue(obj)
+    elif kind == "cohort_quota":
+        explicit = [c for c in sc.cohorts if c.explicit and c.groups]
+        if not explicit:
+            return
+        c = explicit[pick % len(explicit)]
+        g = c.groups[pick % len(c.groups)]
+        f = g.flavors[pick % len(g.flavors)]
+        r = g.covered[pick % len(g.covered)]
+        old = g.quotas[f][r]
+        g.quotas[f][r] = type(old)(amount, old.borrowing_limit, old.lending_limit)
+        (obj,) = [o for o, _ in sc.objects() if isinstance(o, Cohort) and o.metadata.name == c.name]
+        cache.add_or_update_cohort(obj)
+    elif kind == "flavor":
+        cache.add_or_update_flavor(flavor(fr[0], taints=[taint("edited")] if amount % 2 else []))
+    else:
+        cache.delete_cluster_queue(q.name)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    tree_with_usage(),
+    st.integers(0, 10),
+    st.lists(st.tuples(st.sampled_from(_TREE_EDITS), st.integers(0, 50), st.integers(0, 20_000)), max_size=8),
+    st.lists(st.integers(0, 40_000), min_size=1, max_size=3),
+    st.booleans(),
+)
+def test_remembered_quota_checks_equal_checking_again_after_any_change(
+    case: tuple[Scenario, dict[str, dict[tuple[str, str], int]]],
+    extra: int,
+    edits: list[tuple[str, int, int]],
+    values: list[int],
+    never: bool,
+) -> None:
+    """A quota check the assigner remembers for a ClusterQueue (``ClusterQueueState.quota_checks``)
+    equals the check made again, for every ClusterQueue, (flavor, resource), amount around the free
+    quota and earlier pod sets' usage, before and after each of a random series of changes between
+    heads: usage held and released anywhere in the trees, ClusterQueue quota, cohort and preemption
+    policy edits, Cohort quota edits, flavor edits, deletions; on random trees with and without
+    fair sharing, with the Preemptor's own oracle."""
+    sc, held = case
+    if never:  # no candidate source anywhere (the oracle is never asked), as in bench/core.py
+        for q in sc.cqs:
+            q.within = q.reclaim = "Never"
+    note(sc.describe())
+    objs = [obj for obj, _ in sc.objects() if isinstance(obj, ResourceFlavor | Cohort | ClusterQueue)]
+    opts = sc.options()
+    cache = build_cache(objs, opts)
+    frs = hold_usage(cache, sc, held, extra)
+    preemptor = Preemptor(opts, clock=lambda: 0.0)
+    wl = info(workload("w"))
+    remembered = 0
+    for step in [("", 0, 0), *edits]:
+        if step[0]:
+            _edit_tree(cache, sc, *step)
+            event(f"edit {step[0]}")
+        snapshot = Snapshot(cache)
+        oracle = preemptor.make_oracle(snapshot)
+        for name, cq in sorted(cache.cluster_queues.items()):
+            for fr in frs:
+                free = available(cq.node, fr)
+                for value in {*values, free, free + 1, max(0, free - 1)}:
+                    for assumed in (0, 1):
+                        # A fresh assigner per head, as the scheduler makes them.
+                        fast = FlavorAssigner(wl, cq, snapshot, opts, oracle, cycle=7)
+                        general = FlavorAssigner(wl, cq, snapshot, opts, oracle, cycle=7)
+                        remembered += (fr, assumed, value) in (fast._checks or {})
+                        want = general._check_quota(fr, assumed, value)
+                        assert fast._fits_resource_quota(fr, assumed, value) == want, (step, name, fr, assumed, value)
+        snapshot.close()
+    event(f"checks answered from memory: {'some' if remembered else 'none'}")
+
+
+def test_remembered_quota_check_is_dropped_when_usage_stays_within_the_lent_quota() -> None:
+    """A ClusterQueue with a lending limit holds more usage within its local quota: the change stops
+    at its own node (the root's version stands still), and the check it remembered (10 cpu fit: 4
+    local and 6 in the cohort free) is made again (now 3 more needed)."""
+    never = {"within_cluster_queue": "Never", "reclaim_within_cohort": "Never"}
+    objs = [
+        flavor("default"),
+        cluster_queue("lender", flavor_quotas("default", cpu=Q(10, lending_limit=4)), cohort="c", preemption=never),
+        cluster_queue("other", flavor_quotas("default", cpu="2"), cohort="c", preemption=never),
+    ]
+    opts = options()
+    cache = build_cache(objs, opts)
+    cq = cache.cluster_queues["lender"]
+    fr = ("default", "cpu")
+    add_usage_map(cq.node, {fr: 2000})  # within its local 6 (10 - lending limit 4)
+    preemptor = Preemptor(opts, clock=lambda: 0.0)
+    wl = info(workload("w"))
+
+    def check() -> tuple[object, ...]:
+        snapshot = Snapshot(cache)
+        fa = FlavorAssigner(wl, cq, snapshot, opts, preemptor.make_oracle(snapshot))
+        assert fa._checks is not None  # remembered: flat shape, no candidate source
+        got = fa._fits_resource_quota(fr, 0, 10_000)
+        assert got == fa._check_quota(fr, 0, 10_000)
+        snapshot.close()
+        return got
+
+    first = check()
+    root = cq.node.parent
+    assert root is not None
+    root_version = root.version
+    add_usage_map(cq.node, {fr: 3000})  # still within the local 6: the root is untouched
+    assert root.version == root_version
+    assert check() != first
+
+
+def _decided(result: CycleResult) -> tuple[object, ...]:
+    """What a cycle decided, comparable between two runs: the decisions, admissions, preemptions and
+    every entry's key, status, message and requeue reason."""
+    return (
+        result.decisions,
+        result.admitted,
+        result.preempted,
+        [(e.info.key, e.status, e.message, e.requeue_reason) for e in result.entries],
+    )
+
+
+_CLUSTER_EDITS = ("cq_quota", "cohort_quota", "cq_policy", "cq_cohort", "flavor", "priority")
+
+
+def _edit_cluster(cluster: SimulatedCluster, sc: Scenario, kind: str, pick: int, amount: int) -> None:
+    """A change between cycles of a simulated cluster: a pending workload's priority (written as a
+    user would), or a quota, policy, cohort or flavor edit delivered to the scheduler's Cache."""
+    if kind != "priority":
+        _edit_tree(cluster.cache, sc, kind, pick, amount)
+        return
+    keys = sorted(workload_key(w) for w in cluster.workloads() if not has_quota_reservation(w))
+    if not keys:
+        return
+    wl = cluster.get_workload(keys[pick % len(keys)])
+    assert wl is not None
+    updated = msgspec.structs.replace(wl, spec=msgspec.structs.replace(wl.spec, priority=amount % 5))
+    cluster.update_workload(updated)
+    cluster._deliver_updates()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    scenario(max_workloads=14, max_cqs=4, max_steps=8),
+    st.lists(st.tuples(st.sampled_from(_CLUSTER_EDITS), st.integers(0, 50), st.integers(0, 20_000)), max_size=6),
+    st.booleans(),
+)
+def test_cycles_with_remembered_quota_checks_equal_cycles_checking_again(
+    sc: Scenario, edits: list[tuple[str, int, int]], never: bool
+) -> None:
+    """Random clusters run through the same steps (cycles, controller steps, finishing, activating
+    and deactivating workloads: admissions and releases anywhere in the cohorts) and the same random
+    edits between them (quotas, preemption policies, cohorts, flavors, workload priorities) decide
+    the same, step by step (decisions, admissions, preemptions, every entry's status, message and
+    reason) with the quota checks remembered per ClusterQueue and with every check made again."""
+    if never:  # no candidate source anywhere (the oracle is never asked), as in bench/core.py
+        for q in sc.cqs:
+            q.within = q.reclaim = "Never"
+    note(sc.describe())
+    steps: list[Step | tuple[str, int, int]] = [*sc.steps, Step("cycle")]
+    for i, edit in enumerate(edits):
+        steps.insert(min(len(steps), 2 * i + 1), edit)
+    steps += [Step("advance"), Step("cycle"), Step("cycle")]
+    outcomes = []
+    for remembered in (True, False):
+        side = copy.deepcopy(sc)  # the edits change the scenario's objects
+        cluster = SimulatedCluster(side.options(), datetime(2026, 1, 1, tzinfo=UTC))
+        cluster.load(side.objects())
+        trace: list[object] = []
+        # The general side: every check made again (the memo's lookup replaced by the check itself).
+        shortcut = FlavorAssigner._fits_resource_quota
+        if not remembered:
+            FlavorAssigner._fits_resource_quota = FlavorAssigner._check_quota  # type: ignore[method-assign]
+        try:
+            for step in steps:
+                if isinstance(step, Step):
+                    result = run_step(cluster, step)
+                    if result is not None:
+                        trace.append(_decided(result))
+                else:
+                    _edit_cluster(cluster, side, *step)
+                    trace.append(step)
+        finally:
+            FlavorAssigner._fits_resource_quota = shortcut  # type: ignore[method-assign]
+        trace.append([(k, cluster.objects[k].obj) for k in cluster.order])
+        outcomes.append(trace)
+        if remembered:
+            held = any(cq.quota_checks for cq in cluster.cache.cluster_queues.values())
+            event(f"quota checks remembered at the end: {'some' if held else 'none'}")
+    assert outcomes[0] == outcomes[1]
+
+
 # --- the scheduler's own pending writes observed as they land (branch core7) --------------------------
 
 
@@ -467,10 +790,7 @@ def test_own_pending_writes_observed_as_they_land_equal_observing_them_after_the
         for cluster in clusters:
             result = run_step(cluster, step)
             if result is not None:
-                results.append(
-                    (result.decisions, result.admitted, result.preempted,
-                     [(e.info.key, e.status, e.message, e.requeue_reason) for e in result.entries])
-                )  # fmt: skip
+                results.append(_decided(result))
         fast, general = clusters
         assert results[:1] == results[1:], f"step {i} ({step.kind})"
         assert _queue_state(fast) == _queue_state(general), f"step {i} ({step.kind})"

@@ -46,6 +46,18 @@ class SchedulerOptions:
     ``ignore_undeclared_resources`` under ``QuotaCheckStrategy``. Computed once: the options are
     immutable."""
 
+    gate_admission_gated_by: bool = field(init=False, repr=False, compare=False, hash=False)
+    """``AdmissionGatedBy``, and the four below their gates: each is read at least once per scheduling
+    decision (queue rules, status transitions, requeue), so an attribute instead of a ``gate`` call."""
+    gate_unadmitted_observability: bool = field(init=False, repr=False, compare=False, hash=False)
+    """``UnadmittedWorkloadsObservability``."""
+    gate_preserve_scan_progress: bool = field(init=False, repr=False, compare=False, hash=False)
+    """``FlavorFungibilityPreserveScanProgress``."""
+    gate_partial_admission: bool = field(init=False, repr=False, compare=False, hash=False)
+    """``PartialAdmission``."""
+    gate_equivalence_hashing: bool = field(init=False, repr=False, compare=False, hash=False)
+    """``SchedulingEquivalenceHashing``."""
+
     def __post_init__(self) -> None:
         # ``gate`` is asked a dozen times per scheduling decision; the gates are immutable.
         object.__setattr__(self, "_gate_values", {name: self.gates[name] for name in self.gates})
@@ -61,6 +73,14 @@ class SchedulerOptions:
                 self.ignore_undeclared_resources and gate("QuotaCheckStrategy"),
             ),
         )
+        for attr, name in (
+            ("gate_admission_gated_by", "AdmissionGatedBy"),
+            ("gate_unadmitted_observability", "UnadmittedWorkloadsObservability"),
+            ("gate_preserve_scan_progress", "FlavorFungibilityPreserveScanProgress"),
+            ("gate_partial_admission", "PartialAdmission"),
+            ("gate_equivalence_hashing", "SchedulingEquivalenceHashing"),
+        ):
+            object.__setattr__(self, attr, gate(name))
 
     def gate(self, name: str) -> bool:
         value = self._gate_values.get(name)

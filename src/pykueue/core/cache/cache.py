@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from pykueue.api.kueue import (
     BEST_EFFORT_FIFO,
     BORROWING_OVER_PREEMPTION,
     MAY_STOP_SEARCH,
     PREEMPT_NEVER,
+    PREEMPTION_OVER_BORROWING,
     STOP_NONE,
     TRY_NEXT_FLAVOR,
     AdmissionCheck,
@@ -92,6 +94,10 @@ class ClusterQueueState:
         self.inactive_reason = "Unknown"
         self.inactive_message = "Can't admit new workloads."
         self.has_cycle = False
+        # The flavor assigner's quota checks for this ClusterQueue (``FlavorAssigner.__init__``):
+        # (flavor, resource), assumed, request -> outcome, valid while ``quota_checks_at`` holds.
+        self.quota_checks: dict[tuple[FlavorResource, int, int], Any] = {}
+        self.quota_checks_at: tuple[object, ...] = ()
         self.update_spec(cq)
 
     def update_spec(self, cq: ClusterQueue) -> None:
@@ -115,6 +121,7 @@ class ClusterQueueState:
                     self.groups_of_flavor[f] = (*self.groups_of_flavor.get(f, ()), i)
         self.all_flavors = frozenset(f for rg in self.resource_groups for f in rg.flavors)
         self.node.quotas = quotas_from_groups(spec.resource_groups)
+        self.node.version += 1  # what is derived from the quotas (``quota_checks``) is outdated
         self.queueing_strategy = spec.queueing_strategy or BEST_EFFORT_FIFO
         ff = spec.flavor_fungibility
         self.when_can_borrow = (ff.when_can_borrow if ff else "") or MAY_STOP_SEARCH
@@ -130,6 +137,16 @@ class ClusterQueueState:
         bwc = p.borrow_within_cohort if p else None
         self.borrow_within_cohort = (bwc.policy if bwc else "") or PREEMPT_NEVER
         self.max_priority_threshold = bwc.max_priority_threshold if bwc else None
+        # What ``FlavorAssigner.__init__`` derives from this spec for every head it assigns here,
+        # compared once per spec: preference PreemptionOverBorrowing, whenCanPreempt and
+        # whenCanBorrow TryNextFlavor, borrowWithinCohort and reclaimWithinCohort not Never.
+        self.assigner_flags = (
+            self.preference == PREEMPTION_OVER_BORROWING,
+            self.when_can_preempt == TRY_NEXT_FLAVOR,
+            self.when_can_borrow == TRY_NEXT_FLAVOR,
+            self.borrow_within_cohort != PREEMPT_NEVER,
+            self.reclaim_within_cohort != PREEMPT_NEVER,
+        )
         self.namespace_selector: LabelSelector | None = spec.namespace_selector
         self.stop_policy = spec.stop_policy or STOP_NONE
         self.fair_weight = fair_weight(spec.fair_sharing.weight if spec.fair_sharing else None)

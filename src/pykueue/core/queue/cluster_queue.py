@@ -335,7 +335,7 @@ class PendingClusterQueue:
             return False
         self.inadmissible[key] = entry
         if (
-            self.options.gate("SchedulingEquivalenceHashing")
+            self.options.gate_equivalence_hashing
             and info.scheduling_hash != SCHEDULING_HASH_UNKNOWN
             and reason in _BULK_MOVE_REASONS
         ):

@@ -408,7 +408,7 @@ class QueueManager:
         (``AddOrUpdateWorkloadWithoutLock``: under ``FlavorFungibilityPreserveScanProgress``, when
         ``MatchesSchedulingShape`` of the hash the progress was recorded for)."""
         last = tracked.last_assignment
-        if last is None or not self.options.gate("FlavorFungibilityPreserveScanProgress"):
+        if last is None or not self.options.gate_preserve_scan_progress:
             return None
         # ``MatchesSchedulingShape`` (inline: asked for every observed update of a requeued head).
         recorded = last.scheduling_hash

@@ -304,7 +304,7 @@ class Scheduler:
             targets = self.preemptor.get_targets(info, full, snapshot, cq)
             if targets:
                 return full, targets
-        if self.options.gate("PartialAdmission") and info.is_partially_admissible():
+        if self.options.gate_partial_admission and info.is_partially_admissible():
 
             def accept(counts: list[int]) -> tuple[tuple[Assignment, list[Target]], bool]:
                 a = self._assign(info, cq, snapshot, counts=counts, pin=pin)
@@ -494,7 +494,7 @@ class Scheduler:
         e.status = SKIPPED
         e.message = message
         e.quota_reserved_reason = "WaitingForQuota"
-        if not self.options.gate("FlavorFungibilityPreserveScanProgress"):
+        if not self.options.gate_preserve_scan_progress:
             e.info.last_assignment = None
 
     def _recompute_with_overlap(
@@ -548,7 +548,7 @@ class Scheduler:
         if latest is None:
             return
         wl = transitions.copy_for_status(latest)
-        reason = "WaitingForPodsReady" if self.options.gate("UnadmittedWorkloadsObservability") else "Waiting"
+        reason = "WaitingForPodsReady" if self.options.gate_unadmitted_observability else "Waiting"
         message = "waiting for all admitted workloads to be in PodsReady condition"
         transitions.set_condition(wl, "QuotaReserved", "False", reason, message, now)
         transitions.sync_admitted_condition(wl, now, self.options)

@@ -96,7 +96,7 @@ def has_active_quota_reservation(wl: Workload) -> bool:
 
 def is_admissible_to_queues(wl: Workload, options: SchedulerOptions) -> bool:
     """May sit in a queue (``workload.IsAdmissible``)."""
-    if options.gate("AdmissionGatedBy") and wl.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION):
+    if options.gate_admission_gated_by and wl.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION):
         return False
     if not is_active(wl):
         return False
@@ -277,7 +277,7 @@ def admitted_usage(wl: Workload, options: SchedulerOptions) -> dict[FlavorResour
 
 
 def _hash(wl: Workload, priority: int, pod_sets: list[PodSetInfo], options: SchedulerOptions) -> str:
-    if not options.gate("SchedulingEquivalenceHashing"):
+    if not options.gate_equivalence_hashing:
         return "unknown"
     spec_by_name = {ps.name: ps for ps in wl.spec.pod_sets}
     return podspec.scheduling_hash(

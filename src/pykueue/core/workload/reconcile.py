@@ -157,7 +157,7 @@ def queue_state_settled(
         reserved is None
         or reserved.status != "False"
         # ``newQuotaReservedCondition`` re-stamps a kept reason with the generation (granular rule)
-        or (reserved.observed_generation != wl.metadata.generation and options.gate("UnadmittedWorkloadsObservability"))
+        or (reserved.observed_generation != wl.metadata.generation and options.gate_unadmitted_observability)
         or reserved.reason not in transitions.SCHEDULER_REASONS
         or reserved.reason in transitions.BYPASSABLE_REASONS
         or (requeued is not None and requeued.status == "False")
@@ -177,11 +177,11 @@ def queue_state_settled(
     selector = facts.namespace_selector
     if selector is None or selector.match_labels or selector.match_expressions:
         return False
-    if options.gate("AdmissionGatedBy") and wl.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION):
+    if options.gate_admission_gated_by and wl.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION):
         return False
     # ``SyncAdmittedCondition`` of a pending Workload (``unreserved_admitted_stale``, from the
     # condition found above): with QuotaReserved present only Admitted=False NoReservation is settled.
-    if options.gate("UnadmittedWorkloadsObservability") and (
+    if options.gate_unadmitted_observability and (
         admitted is None
         or admitted.reason != "NoReservation"
         or admitted.status != "False"
@@ -210,7 +210,7 @@ def _reserved_queue_state_settled(
     labels, admissibility, bulk-move reason), which it does not read for such a Workload."""
     if requeued is not None and requeued.status == "False":
         return False
-    if options.gate("AdmissionGatedBy") and (
+    if options.gate_admission_gated_by and (
         wl.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION) or reserved.reason == transitions.ADMISSION_GATED
     ):
         return False

@@ -119,7 +119,7 @@ def sync_admitted_condition(wl: Workload, now: datetime, options: SchedulerOptio
     )
     current = find_condition(wl.status.conditions, ADMITTED)
     was_admitted = current is not None and current.status == "True"
-    observability = options.gate("UnadmittedWorkloadsObservability")
+    observability = options.gate_unadmitted_observability
     if observability:
         qr = find_condition(wl.status.conditions, QUOTA_RESERVED)
         if qr is None and current is None and not options.gate("UnadmittedWorkloadsExplicitStatus"):
@@ -163,7 +163,7 @@ def unreserved_admitted_stale(wl: Workload, options: SchedulerOptions) -> bool:
     """Whether :func:`sync_admitted_condition` would change a Workload holding no quota and not
     admitted (only ``Admitted=False NoReservation`` is then possible, and only with
     ``UnadmittedWorkloadsObservability``); read-only, so callers copy the status only to write."""
-    if not options.gate("UnadmittedWorkloadsObservability"):
+    if not options.gate_unadmitted_observability:
         return False
     current = find_condition(wl.status.conditions, ADMITTED)
     if current is None:
@@ -206,7 +206,7 @@ def set_pending(
     so there is none.
     """
     event_reason: str | None = reason
-    if not options.gate("UnadmittedWorkloadsObservability"):
+    if not options.gate_unadmitted_observability:
         reason = event_reason = "Pending"
     elif not reason:
         reason, message, event_reason = PENDING_EVALUATION, PENDING_EVALUATION_MESSAGE, None
@@ -315,7 +315,7 @@ def complete_eviction(wl: Workload, now: datetime, options: SchedulerOptions, po
         pod_owned and options.gate("SkipReassignmentForPodOwnedWorkloads")
     )
     set_condition(wl, REQUEUED, "True" if requeued else "False", ev.reason, ev.message, now)
-    pending_reason = "PendingEvaluation" if options.gate("UnadmittedWorkloadsObservability") else "Pending"
+    pending_reason = "PendingEvaluation" if options.gate_unadmitted_observability else "Pending"
     set_condition(wl, QUOTA_RESERVED, "False", pending_reason, ev.message, now)
     wl.status.admission = None
     sync_admitted_condition(wl, now, options)
@@ -455,7 +455,7 @@ ADMISSION_GATE_CLEARED_MESSAGE = "AdmissionGatedBy cleared, waiting for quota re
 def admission_gate(wl: Workload, options: SchedulerOptions) -> str:
     """The gates in the ``admission-gated-by`` annotation ("" when none or the feature is off;
     ``workload.HasAdmissionGate``)."""
-    if not options.gate("AdmissionGatedBy"):
+    if not options.gate_admission_gated_by:
         return ""
     return wl.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION) or ""
 
@@ -471,14 +471,14 @@ def admission_gate_transition(wl: Workload, options: SchedulerOptions) -> tuple[
     writes, or None. It runs before ``syncQuotaReservedFalseCondition`` and is gated only by
     AdmissionGatedBy: a gate first seen sets AdmissionGated; a removed gate writes
     ``UnadmittedWorkloadReasonWithFallback("PendingEvaluation", "Pending")``."""
-    if not options.gate("AdmissionGatedBy"):
+    if not options.gate_admission_gated_by:
         return None
     gated = admission_gate(wl, options)
     was_gated = is_admission_gated(wl)
     if gated and not was_gated:
         return ADMISSION_GATED, f"Admission is gated by: {gated}"
     if not gated and was_gated:
-        reason = PENDING_EVALUATION if options.gate("UnadmittedWorkloadsObservability") else "Pending"
+        reason = PENDING_EVALUATION if options.gate_unadmitted_observability else "Pending"
         return reason, ADMISSION_GATE_CLEARED_MESSAGE
     return None
 
@@ -512,10 +512,10 @@ def pending_condition(
     if gated and reason == ADMISSION_GATED:
         # Without blockers upstream's granular rule writes the same reason (with the gates' current
         # list); the legacy rule leaves it.
-        if not options.gate("UnadmittedWorkloadsObservability"):
+        if not options.gate_unadmitted_observability:
             return None
         return ADMISSION_GATED, f"Admission is gated by: {gated}"
-    if not options.gate("UnadmittedWorkloadsObservability"):
+    if not options.gate_unadmitted_observability:
         blocker = _queue_blocker(wl, view)
         return ("Inadmissible", blocker[1]) if blocker else None
     if not is_active(wl):
@@ -529,7 +529,7 @@ def pending_condition(
         return "Misconfigured", view.admissibility_error
     if (
         view.bulk_bypass_reason is not None
-        and options.gate("SchedulingEquivalenceHashing")  # ``shouldCheckEquivalenceHash``
+        and options.gate_equivalence_hashing  # ``shouldCheckEquivalenceHash``
         and reason in BYPASSABLE_REASONS
         and (current is not None or options.gate("UnadmittedWorkloadsExplicitStatus"))
     ):

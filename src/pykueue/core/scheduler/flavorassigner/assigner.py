@@ -20,7 +20,7 @@ from functools import lru_cache
 import msgspec
 
 from pykueue.api import podspec
-from pykueue.api.kueue import PREEMPT_NEVER, PREEMPTION_OVER_BORROWING, TRY_NEXT_FLAVOR, PodSet, Toleration
+from pykueue.api.kueue import PREEMPTION_OVER_BORROWING, PodSet, Toleration
 from pykueue.api.quantity import PODS, format_amount, resource_quantity_string, sat_add, sat_mul, sat_sub
 from pykueue.core.cache.cache import ClusterQueueState
 from pykueue.core.cache.snapshot import Snapshot
@@ -95,7 +95,7 @@ def last_assignment_outdated(
     if last is None:
         return False
     generation_moved = cq.generation > last.cluster_queue_generation
-    if not options.gate("FlavorFungibilityPreserveScanProgress"):
+    if not options.gate_preserve_scan_progress:
         return generation_moved
     recorded, current = last.scheduling_hash, wl.scheduling_hash
     if recorded != current and "unknown" not in (recorded, current):
@@ -221,12 +221,16 @@ class FlavorAssigner:
             options.assigner_gates
         )
         self._pin = nomination_pin if nomination_pin and pin_gate else None
-        self._preemption_over_borrowing = cq.preference == PREEMPTION_OVER_BORROWING
-        self._try_next_on_preempt = cq.when_can_preempt == TRY_NEXT_FLAVOR
-        self._try_next_on_borrow = cq.when_can_borrow == TRY_NEXT_FLAVOR
-        self._can_preempt_while_borrowing = cq.borrow_within_cohort != PREEMPT_NEVER or (
-            options.fair_sharing and cq.reclaim_within_cohort != PREEMPT_NEVER
-        )
+        # The ClusterQueue's fungibility and preemption comparisons, made once per spec
+        # (``ClusterQueueState.assigner_flags``).
+        (
+            self._preemption_over_borrowing,
+            self._try_next_on_preempt,
+            self._try_next_on_borrow,
+            borrow_may_preempt,
+            reclaim_may_preempt,
+        ) = cq.assigner_flags
+        self._can_preempt_while_borrowing = borrow_may_preempt or (options.fair_sharing and reclaim_may_preempt)
         # An oracle may declare that, for this ClusterQueue, it answers NO_CANDIDATES at the
         # borrowing level ``quota_views`` gives, whatever the request (the Preemptor's does when
         # neither policy can yield a candidate): it is then not asked (``_fits_resource_quota``).
@@ -236,6 +240,23 @@ class FlavorAssigner:
         # reads ``quota_views`` off the two nodes itself. None: other shapes (``quota_views``).
         parent = cq.node.parent
         self._flat_root: CohortNode | None = parent if parent is not None and parent.parent is None else None
+        # Quota checks remembered per ClusterQueue (``ClusterQueueState.quota_checks``) when a check
+        # reads nothing of the workload (the oracle is not asked) and only two nodes: the
+        # ClusterQueue's and its root's (the flat shape). Every change of either node's quotas,
+        # subtree quotas, usage or children bumps its ``version`` (``quota.tree``, ``Cache._recompute``,
+        # ``ClusterQueueState.update_spec``); with the one setting of this assigner a check reads,
+        # they are the validity key. Requeued heads of one ClusterQueue ask for the same
+        # (flavor, resource, amount) again while its cohort's usage stands still. Not with fair
+        # sharing: its order books every PreemptionNoCandidates entry's reservation at once
+        # (``Scheduler._process_entry``), so the root's version moves between any two heads of a
+        # cohort and a remembered check would never be read again.
+        self._checks: dict[tuple[FlavorResource, int, int], _QuotaCheck] | None = None
+        if self._flat_root is not None and self._oracle_no_candidates and not options.fair_sharing:
+            at = (self._flat_root, cq.node.version, self._flat_root.version, self._can_preempt_while_borrowing)
+            if cq.quota_checks_at != at:
+                cq.quota_checks = {}
+                cq.quota_checks_at = at
+            self._checks = cq.quota_checks
 
     # --- upstream ``FlavorAssigner.assignFlavors`` -----------------------------------------------
 
@@ -532,6 +553,16 @@ class FlavorAssigner:
     # --- upstream ``FlavorAssigner.fitsResourceQuota`` -------------------------------------------
 
     def _fits_resource_quota(self, fr: FlavorResource, assumed: int, request: int) -> _QuotaCheck:
+        checks = self._checks
+        if checks is None:
+            return self._check_quota(fr, assumed, request)
+        key = (fr, assumed, request)
+        check = checks.get(key)
+        if check is None:
+            check = checks[key] = self._check_quota(fr, assumed, request)
+        return check
+
+    def _check_quota(self, fr: FlavorResource, assumed: int, request: int) -> _QuotaCheck:
         node = self.cq.node
         flavor, res = fr
         value = request if assumed == 0 else sat_add(assumed, request)  # sat_add(0, r) is r
