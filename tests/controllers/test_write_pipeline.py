@@ -191,11 +191,13 @@ def test_writes_in_flight_are_bounded(make_env: Callable[..., Env]) -> None:
 
 
 def test_a_conflicting_admission_is_forgotten_requeued_and_never_over_commits(make_env: Callable[..., Env]) -> None:
-    # Quota for two, three Workloads. The first admission write meets a concurrent change (a real
-    # 409 from the server): while it is in flight another Workload is admitted and the third must
-    # not be (the assumed usage still counts); once the conflict is seen, the Workload is forgotten
-    # (its usage released) and requeued (upstream's ForgetWorkload + requeueAndUpdate with
-    # FailedAfterNomination), and the two slots end up taken by two Workloads, never three.
+    # Quota for two, three Workloads. The first admission write meets a concurrent change of the
+    # Workload's status (a real 409 from the server, and the status it was computed from is gone,
+    # so the loose write does not send it again): while it is in flight another Workload is
+    # admitted and the third must not be (the assumed usage still counts); once the conflict is
+    # seen, the Workload is forgotten (its usage released) and requeued (upstream's ForgetWorkload
+    # + requeueAndUpdate with FailedAfterNomination), and the two slots end up taken by two
+    # Workloads, never three.
     env = make_env(delay=0.2, cpu=2)
     for name in ("a", "b", "c"):
         env.api.create(R.WORKLOADS, workload(name))
@@ -203,7 +205,13 @@ def test_a_conflicting_admission_is_forgotten_requeued_and_never_over_commits(ma
 
     def touch(name: str) -> None:
         touched.append(name)
-        env.api.patch(R.WORKLOADS, name, {"metadata": {"labels": {"touched": "yes"}}}, "default")
+        current = env.api.get(R.WORKLOADS, name, "default")
+        conditions = [*((current.get("status") or {}).get("conditions") or [])]
+        conditions.append({
+            "type": "Touched", "status": "True", "reason": "ByTest", "message": "a concurrent status change",
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+        })  # fmt: skip
+        env.api.patch(R.WORKLOADS, name, {"status": {"conditions": conditions}}, "default", subresource="status")
 
     env.client.before_write["*"] = touch
     stop = threading.Event()
@@ -234,6 +242,32 @@ def test_a_conflicting_admission_is_forgotten_requeued_and_never_over_commits(ma
     admissions = [o for n in "abc" for r, o in env.outcomes(n) if r in ("Admitted", "QuotaReserved")]
     assert set(admissions) == {"applied", "failed"}
     assert admissions.count("applied") - admissions.count("failed") == 2
+
+
+def test_a_concurrent_label_change_does_not_stop_an_admission(make_env: Callable[..., Env]) -> None:
+    # Upstream TestSchedulerWhenWorkloadModifiedConcurrently "use patch in admit": the scheduler's
+    # admission is a loose apply (WithLooseOnApply, WithRetryOnConflict), so a change of the labels
+    # between the scheduler's read and its write does not fail it. Here the server answers 409 to
+    # the first PUT (its resourceVersion is stale); the status is still the one the admission was
+    # computed from, so the same status is sent again on the new version and lands.
+    env = make_env(delay=0.05, cpu=1)
+    env.api.create(R.WORKLOADS, workload("a"))
+    touched: list[str] = []
+
+    def touch(name: str) -> None:
+        touched.append(name)
+        env.api.patch(R.WORKLOADS, name, {"metadata": {"labels": {"touched": "yes"}}}, "default")
+
+    env.client.before_write["a"] = touch
+    env.start()
+    wait(lambda: env.reserved() == {"a"})
+    wl = env.api.get(R.WORKLOADS, "a", "default")
+    assert touched == ["a"]
+    assert wl["metadata"]["labels"]["touched"] == "yes"  # the concurrent change is kept
+    assert cond(wl, "Admitted")["status"] == "True"  # type: ignore[index]
+    outcomes = [o for r, o in env.outcomes("a") if r in ("Admitted", "QuotaReserved")]
+    assert "failed" not in outcomes  # admitted by the first decision, never forgotten
+    assert env.client.status_writes.count("a") == 2  # the 409, then the same status again
 
 
 def test_a_write_error_requeues_the_workload(make_env: Callable[..., Env]) -> None:

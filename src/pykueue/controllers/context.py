@@ -59,6 +59,10 @@ PARALLEL_PREEMPTIONS = 8
 """Victims' evictions written at once (upstream ``pkg/scheduler/preemption/preemption.go`` ``parallelPreemptions``)."""
 
 QUEUE_STATUS_RETRY_SECONDS = 1.0
+LOOSE_WRITE_RETRIES = 3
+"""How many times a scheduler's status write is sent again after a Conflict that left the status
+alone (see :meth:`ReconcileContext._status_sender`); upstream's ``WithRetryOnConflict`` retries
+with client-go's ``retry.DefaultRetry`` (5 steps)."""
 """A queue status write that found no free write slot is retried after ``UpdatesBatchPeriod``."""
 
 
@@ -221,33 +225,74 @@ class ReconcileContext:
         obj: dict[str, Any],
         done: Callable[[dict[str, Any] | None, Exception | None], None],
         background: bool = False,
+        loose_base: Workload | None = None,
     ) -> bool:
         """Pipeline a status PUT: a coroutine on the HTTP client's event loop when it has one (the
         pipeline runs on that loop), else the blocking verb on the pipeline's worker threads.
         ``background``: a write nothing waits for, sent only if a background slot is free (see
-        :meth:`WritePipeline.try_submit_async`); returns whether it was sent."""
+        :meth:`WritePipeline.try_submit_async`); returns whether it was sent. ``loose_base``: the
+        scheduler's write, loose against concurrent changes of anything but the status (see
+        :meth:`_status_sender`)."""
         assert self.writes is not None
-        send = self._status_sender(res, obj)
+        send = self._status_sender(res, obj, loose_base)
         if background:
             return self.writes.try_submit_async(key, send, done)
         self.writes.submit_async(key, send, done)
         return True
 
-    def _status_sender(self, res: Resource, obj: dict[str, Any]) -> Callable[[], Awaitable[dict[str, Any]]]:
+    def _status_sender(
+        self, res: Resource, obj: dict[str, Any], base: Workload | None = None
+    ) -> Callable[[], Awaitable[dict[str, Any]]]:
         """A status PUT as a coroutine factory: on the HTTP client's event loop when it has one
-        (the pipeline runs on that loop), else the blocking verb on the pipeline's worker threads."""
+        (the pipeline runs on that loop), else the blocking verb on the pipeline's worker threads.
+
+        ``base``: the Workload the scheduler computed this status from. Its write is then *loose*,
+        as upstream's scheduler writes (``admit``, ``requeueAndUpdate`` and the preemptions use
+        ``WithLooseOnApply`` and ``WithRetryOnConflict``: a server-side apply without a
+        resourceVersion, so a concurrent change of the labels or the spec does not stop an
+        admission; ``TestSchedulerWhenWorkloadModifiedConcurrently``). On a Conflict the latest
+        object is read; while its status is still the one the decision was computed from, the same
+        status is sent again on that version (what the apply would have set). A status that moved
+        meanwhile keeps the Conflict: the decision is forgotten and made again from the new one."""
         assert self.writes is not None
         client = self.client
         replace_async = getattr(client, "replace_async", None)
         if replace_async is not None and getattr(client, "io", None) is self.writes.io:
+            if base is None:
 
-            def send_async() -> Awaitable[dict[str, Any]]:
-                return replace_async(res, obj, subresource="status")  # type: ignore[no-any-return]
+                def send_async() -> Awaitable[dict[str, Any]]:
+                    return replace_async(res, obj, subresource="status")  # type: ignore[no-any-return]
 
-            return send_async
+                return send_async
+            request_async = client.request_async  # type: ignore[attr-defined]
+
+            async def send_loose_async() -> dict[str, Any]:
+                body = obj
+                for attempt in range(LOOSE_WRITE_RETRIES + 1):
+                    try:
+                        return await replace_async(res, body, subresource="status")  # type: ignore[no-any-return]
+                    except Conflict:
+                        if attempt == LOOSE_WRITE_RETRIES:
+                            raise
+                        md = body.get("metadata") or {}
+                        latest = await request_async("GET", res.path(md.get("namespace"), md.get("name")))
+                        body = _loose_retry(body, latest, base)
+                raise AssertionError("unreachable")
+
+            return send_loose_async
 
         def send() -> dict[str, Any]:
-            return client.replace(res, obj, subresource="status")
+            body = obj
+            for attempt in range(LOOSE_WRITE_RETRIES + 1):
+                try:
+                    return client.replace(res, body, subresource="status")
+                except Conflict:
+                    if base is None or attempt == LOOSE_WRITE_RETRIES:
+                        raise
+                    md = body.get("metadata") or {}
+                    latest = client.get(res, md.get("name") or "", md.get("namespace"))
+                    body = _loose_retry(body, latest, base)
+            raise AssertionError("unreachable")
 
         return self.writes.threaded(send)
 
@@ -392,7 +437,8 @@ class ReconcileContext:
                 continue  # a Conflict without a request, as :meth:`write` answers
             sent.append(i)
             key = (R.WORKLOADS.plural, md.namespace, md.name)
-            sends.append((key, self._status_sender(R.WORKLOADS, to_external(decision.status))))
+            base = self.cluster.workloads.get(decision.workload)
+            sends.append((key, self._status_sender(R.WORKLOADS, to_external(decision.status), base)))
         for i, out in zip(sent, self.writes.run_all(sends, limit), strict=True):
             decision = decisions[i]
             if isinstance(out, Exception):
@@ -416,7 +462,11 @@ class ReconcileContext:
         body = to_external(wl)
         base = self.cluster.workloads.get(decision.workload)
         self._submit_status(
-            key, R.WORKLOADS, body, lambda out, err: self._admission_written(decision, base, out, err)
+            key,
+            R.WORKLOADS,
+            body,
+            lambda out, err: self._admission_written(decision, base, out, err),
+            loose_base=base,
         )
         return True
 
@@ -470,6 +520,18 @@ class ReconcileContext:
             if cq is not None:
                 ref["uid"] = cq.metadata.uid
         return ref
+
+
+def _loose_retry(body: dict[str, Any], latest: dict[str, Any], base: Workload | None) -> dict[str, Any]:
+    """The body of a loose status write sent again on ``latest``'s version, or the Conflict again
+    when ``latest``'s status is no longer the one ``base`` (what the status was computed from)
+    had: the apply would have merged into a status we have not seen."""
+    md = latest.get("metadata") or {}
+    if base is None or latest.get("status") != to_external(base).get("status"):
+        raise Conflict(
+            409, "Conflict", f"workloads \"{md.get('name')}\": the status changed since it was read"
+        )
+    return {**body, "metadata": {**(body.get("metadata") or {}), "resourceVersion": md.get("resourceVersion")}}
 
 
 def _written_object(item: WorkKey) -> tuple[str, str, str] | None:

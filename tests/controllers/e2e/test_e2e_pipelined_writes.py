@@ -2,8 +2,10 @@
 ``pykueue controller`` that writes over HTTP, several Workload status writes in flight at once).
 
 While the controller admits, another client keeps changing the pending Workloads (labels), so
-admission writes meet real 409 Conflicts from the server and must be forgotten and requeued: the
-ClusterQueue's quota is never exceeded, no Workload is admitted twice, and it ends exactly full.
+admission writes meet real 409 Conflicts from the server. Upstream's admission is a loose apply: the
+status, unchanged meanwhile, is sent again on the new version (over HTTP, the controller's async
+path) or, where the status moved, the admission is forgotten and requeued: the ClusterQueue's quota
+is never exceeded, no Workload is admitted twice, and it ends exactly full.
 The real-cluster tier runs the same test against kube-apiserver (tests/cluster/test_e2e_real.py).
 """
 
