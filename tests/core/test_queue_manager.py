@@ -20,6 +20,7 @@ from pykueue.api.config import AdmissionFairSharingConfig, Duration
 from pykueue.api.feature_gates import DEFAULT_GATES
 from pykueue.api.kueue import (
     BEST_EFFORT_FIFO,
+    PRIORITY_BOOST_ANNOTATION,
     STRICT_FIFO,
     AdmissionScope,
     ClusterQueue,
@@ -60,7 +61,7 @@ from pykueue.core.queue import (
     has_closed_preemption_gate,
     seconds,
 )
-from pykueue.core.workload.info import LastAssignment, WorkloadInfo, new_workload_info
+from pykueue.core.workload.info import QUOTA_RESERVED, LastAssignment, WorkloadInfo, new_workload_info
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 NOW = (T0 + timedelta(hours=1)).timestamp()
@@ -1158,6 +1159,40 @@ def test_add_or_update_workload_carries_last_assignment() -> None:
         entry = cq.tracked("default/a")
         assert entry is not None and entry.info.obj is updated
         assert (entry.info.last_assignment is recorded) == want_carried
+
+
+def test_own_pending_write_carries_last_assignment_as_its_observation_would() -> None:
+    """``observe_own_write`` must leave the entry ``add_or_update_workload`` of the written object
+    would (``AddOrUpdateWorkloadWithoutLock``): the recorded flavor-scan progress survives only when
+    ``MatchesSchedulingShape`` of the hash it was recorded for. A priority-boost annotation landing
+    between the pop and the requeue changes the head's scheduling hash (priority is part of it)
+    without bumping its generation, so the shortcut applies and must drop the progress too."""
+    options = gates(PriorityBoost=True)
+    entries = []
+    for shortcut in (True, False):
+        m = manager(options=options)
+        assert m.add_or_update_workload(wl("a"), NOW)
+        (head,) = m.heads(ACTIVE)
+        recorded = LastAssignment([{"cpu": -1}], 3, 7, head.scheduling_hash)  # scan exhausted
+        head.last_assignment = recorded
+        boosted = wl("a", annotations={PRIORITY_BOOST_ANNOTATION: "5"})
+        assert m.requeue_workload(head, REQUEUE_REASON_NO_FIT, "", NOW, boosted)
+        assert head.scheduling_hash != recorded.scheduling_hash
+        written = sreplace(
+            boosted, status=sreplace(boosted.status, conditions=[cond(QUOTA_RESERVED, "False", "Pending")])
+        )
+        if shortcut:
+            assert m.observe_own_write(head, written)
+        else:
+            assert m.add_or_update_workload(written, NOW)
+        cq = m.cluster_queue("cq")
+        assert cq is not None
+        entry = cq.inadmissible.get("default/a")
+        assert entry is not None and entry.info.obj is written
+        entries.append(entry)
+    fast, general = entries
+    assert general.info.last_assignment is None
+    assert fast == general
 
 
 @pytest.mark.parametrize(
