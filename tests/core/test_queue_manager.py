@@ -286,6 +286,27 @@ def test_best_effort_fifo_requeue_if_not_present(
     assert not cq.requeue_if_not_present(info(wl("workload-1")), reason, "", NOW), "already present"
 
 
+def test_requeue_if_not_present_moves_the_parked_view_to_the_heap() -> None:
+    """``requeueIfNotPresent``: when the requeued head is to go back to the heap while a view of it
+    already waits in ``inadmissible`` (observed after it left ``inflight``: deleted and re-added, or
+    its LocalQueue moved, with its hash bulk-moved), ``MoveToActive(key, inadmissibleWl)`` moves that
+    parked view, not the requeued info: the next cycle scans flavors from the parked view's
+    (here no) progress, not from the requeued head's."""
+    cq = pending_cq(BEST_EFFORT_FIFO)
+    parked = info(wl("a"))
+    parked.scheduling_hash = "h"
+    cq.hash_to_bulk_move_reason["h"] = "dummy-reason"
+    cq.push_or_update(parked, NOW)
+    assert cq.inadmissible["default/a"].info is parked
+    requeued = info(wl("a"))
+    requeued.scheduling_hash = "h"
+    requeued.last_assignment = PENDING_FLAVORS  # pending flavors: back to the heap
+    assert cq.requeue_if_not_present(requeued, REQUEUE_REASON_GENERIC, "", NOW)
+    assert "default/a" not in cq.inadmissible
+    entry = cq.active.get("default/a")
+    assert entry is not None and entry.info is parked
+
+
 @pytest.mark.parametrize(
     ("reason", "want_inadmissible"),
     [
