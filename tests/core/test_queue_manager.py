@@ -20,6 +20,7 @@ from pykueue.api.config import AdmissionFairSharingConfig, Duration
 from pykueue.api.feature_gates import DEFAULT_GATES
 from pykueue.api.kueue import (
     BEST_EFFORT_FIFO,
+    PRIORITY_BOOST_ANNOTATION,
     STRICT_FIFO,
     AdmissionScope,
     ClusterQueue,
@@ -60,7 +61,7 @@ from pykueue.core.queue import (
     has_closed_preemption_gate,
     seconds,
 )
-from pykueue.core.workload.info import LastAssignment, WorkloadInfo, new_workload_info
+from pykueue.core.workload.info import QUOTA_RESERVED, LastAssignment, WorkloadInfo, new_workload_info
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 NOW = (T0 + timedelta(hours=1)).timestamp()
@@ -283,6 +284,27 @@ def test_best_effort_fifo_requeue_if_not_present(
     pre = cq.preemptor
     assert (pre is not None and pre.sticky and pre.key == "default/workload-1") == want_sticky
     assert not cq.requeue_if_not_present(info(wl("workload-1")), reason, "", NOW), "already present"
+
+
+def test_requeue_if_not_present_moves_the_parked_view_to_the_heap() -> None:
+    """``requeueIfNotPresent``: when the requeued head is to go back to the heap while a view of it
+    already waits in ``inadmissible`` (observed after it left ``inflight``: deleted and re-added, or
+    its LocalQueue moved, with its hash bulk-moved), ``MoveToActive(key, inadmissibleWl)`` moves that
+    parked view, not the requeued info: the next cycle scans flavors from the parked view's
+    (here no) progress, not from the requeued head's."""
+    cq = pending_cq(BEST_EFFORT_FIFO)
+    parked = info(wl("a"))
+    parked.scheduling_hash = "h"
+    cq.hash_to_bulk_move_reason["h"] = "dummy-reason"
+    cq.push_or_update(parked, NOW)
+    assert cq.inadmissible["default/a"].info is parked
+    requeued = info(wl("a"))
+    requeued.scheduling_hash = "h"
+    requeued.last_assignment = PENDING_FLAVORS  # pending flavors: back to the heap
+    assert cq.requeue_if_not_present(requeued, REQUEUE_REASON_GENERIC, "", NOW)
+    assert "default/a" not in cq.inadmissible
+    entry = cq.active.get("default/a")
+    assert entry is not None and entry.info is parked
 
 
 @pytest.mark.parametrize(
@@ -1158,6 +1180,40 @@ def test_add_or_update_workload_carries_last_assignment() -> None:
         entry = cq.tracked("default/a")
         assert entry is not None and entry.info.obj is updated
         assert (entry.info.last_assignment is recorded) == want_carried
+
+
+def test_own_pending_write_carries_last_assignment_as_its_observation_would() -> None:
+    """``observe_own_write`` must leave the entry ``add_or_update_workload`` of the written object
+    would (``AddOrUpdateWorkloadWithoutLock``): the recorded flavor-scan progress survives only when
+    ``MatchesSchedulingShape`` of the hash it was recorded for. A priority-boost annotation landing
+    between the pop and the requeue changes the head's scheduling hash (priority is part of it)
+    without bumping its generation, so the shortcut applies and must drop the progress too."""
+    options = gates(PriorityBoost=True)
+    entries = []
+    for shortcut in (True, False):
+        m = manager(options=options)
+        assert m.add_or_update_workload(wl("a"), NOW)
+        (head,) = m.heads(ACTIVE)
+        recorded = LastAssignment([{"cpu": -1}], 3, 7, head.scheduling_hash)  # scan exhausted
+        head.last_assignment = recorded
+        boosted = wl("a", annotations={PRIORITY_BOOST_ANNOTATION: "5"})
+        assert m.requeue_workload(head, REQUEUE_REASON_NO_FIT, "", NOW, boosted)
+        assert head.scheduling_hash != recorded.scheduling_hash
+        written = sreplace(
+            boosted, status=sreplace(boosted.status, conditions=[cond(QUOTA_RESERVED, "False", "Pending")])
+        )
+        if shortcut:
+            assert m.observe_own_write(head, written)
+        else:
+            assert m.add_or_update_workload(written, NOW)
+        cq = m.cluster_queue("cq")
+        assert cq is not None
+        entry = cq.inadmissible.get("default/a")
+        assert entry is not None and entry.info.obj is written
+        entries.append(entry)
+    fast, general = entries
+    assert general.info.last_assignment is None
+    assert fast == general
 
 
 @pytest.mark.parametrize(

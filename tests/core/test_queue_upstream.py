@@ -644,6 +644,13 @@ def test_queue_inadmissible_workloads(
     assert dump(m) == want_active
 
 
+def _reserved(w: Workload) -> Workload:
+    """``ReserveQuotaAt(&Admission{ClusterQueue: "cq"}, now)``: the condition and the admission."""
+    w.status.conditions = [cond("QuotaReserved", "True", "AdmittedByTest")]
+    w.status.admission = Admission(cluster_queue="cq")
+    return w
+
+
 def admitted_obj(w: Workload) -> Workload:
     w.status.admission = Admission()
     return w
@@ -657,7 +664,7 @@ def admitted_obj(w: Workload) -> Workload:
         pytest.param(wl("wl", ns="", queue="bar"), True, False, False, id="non existing cluster queue"),
         pytest.param(wl("wl", ns="", queue="foo"), False, False, False, id="not in client"),
         pytest.param(
-            wl("wl", ns="", queue="foo", conditions=[cond("QuotaReserved", "True", "AdmittedByTest")]),
+            _reserved(wl("wl", ns="", queue="foo")),
             True,
             True,
             False,
@@ -694,12 +701,6 @@ def test_requeue_workload_strict_fifo(
         m.add_or_update_workload(workload, NOW)
     latest = workload if in_client else None
     assert m.requeue_workload(info(workload), REQUEUE_REASON_GENERIC, "", NOW, latest) == want_requeued
-
-
-def _reserved(w: Workload) -> Workload:
-    w.status.conditions = [cond("QuotaReserved", "True", "AdmittedByTest")]
-    w.status.admission = Admission(cluster_queue="cq")
-    return w
 
 
 @pytest.mark.parametrize(

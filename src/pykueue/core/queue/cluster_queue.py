@@ -329,8 +329,10 @@ class PendingClusterQueue:
             or self.queue_inadmissible_cycle >= self.pop_cycle
             or (last is not None and last.pending_flavors())
         ):
-            self.inadmissible.pop(key, None)
-            return self._heap_push(entry, replace=False)
+            # ``MoveToActive(key, inadmissibleWl)``: a view parked meanwhile (observed after the head
+            # left ``inflight``) goes to the heap, not the requeued info.
+            parked = self.inadmissible.pop(key, None)
+            return self._heap_push(entry if parked is None else parked, replace=False)
         if key in self.inadmissible or key in self.active:
             return False
         self.inadmissible[key] = entry
