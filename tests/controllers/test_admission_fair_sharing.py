@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from test_workload_lifecycle import Env, cond, wait, workload
+from test_workload_lifecycle import Env, change_status_concurrently, cond, wait, workload
 
 from pykueue.api.config import load_config
 from pykueue.client import resources as R
@@ -123,7 +123,7 @@ def test_entry_penalty_is_rolled_back_when_the_admission_write_fails() -> None:
 
     def conflict_and_hold(name: str) -> None:
         conflicted.append(name)
-        api.patch(R.WORKLOADS, name, {"metadata": {"labels": {"touched": "yes"}}}, "default")
+        change_status_concurrently(api, name)  # a label change would not fail the loose write
         api.patch(R.CLUSTER_QUEUES, "cq", {"spec": {"stopPolicy": "Hold"}}, None)
 
     client.before_write["a"] = conflict_and_hold

@@ -91,6 +91,19 @@ def wait(predicate: Callable[[], Any], timeout: float = 30.0) -> Any:
         time.sleep(0.02)
 
 
+def change_status_concurrently(api: Any, name: str, namespace: str = "default") -> None:
+    """Another writer changes the Workload's status (a condition of its own): a scheduler's status
+    write computed from the version before it gets a 409 that its loose retry does not override
+    (the status it was computed from is gone), so the decision is forgotten."""
+    current = api.get(R.WORKLOADS, name, namespace)
+    conditions = [*((current.get("status") or {}).get("conditions") or [])]
+    conditions.append({
+        "type": "Touched", "status": "True", "reason": "ByTest", "message": "a concurrent status change",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    })  # fmt: skip
+    api.patch(R.WORKLOADS, name, {"status": {"conditions": conditions}}, namespace, subresource="status")
+
+
 def cond(obj: dict[str, Any], ctype: str) -> dict[str, Any] | None:
     for c in (obj.get("status") or {}).get("conditions") or []:
         if c["type"] == ctype:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
-from test_workload_lifecycle import ManualClock, cond, wait, workload
+from test_workload_lifecycle import ManualClock, change_status_concurrently, cond, wait, workload
 
 from pykueue.apiserver.app import create_app
 from pykueue.client import resources as R
@@ -205,13 +205,7 @@ def test_a_conflicting_admission_is_forgotten_requeued_and_never_over_commits(ma
 
     def touch(name: str) -> None:
         touched.append(name)
-        current = env.api.get(R.WORKLOADS, name, "default")
-        conditions = [*((current.get("status") or {}).get("conditions") or [])]
-        conditions.append({
-            "type": "Touched", "status": "True", "reason": "ByTest", "message": "a concurrent status change",
-            "lastTransitionTime": "2026-01-01T00:00:00Z",
-        })  # fmt: skip
-        env.api.patch(R.WORKLOADS, name, {"status": {"conditions": conditions}}, "default", subresource="status")
+        change_status_concurrently(env.api, name)
 
     env.client.before_write["*"] = touch
     stop = threading.Event()
