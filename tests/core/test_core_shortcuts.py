@@ -627,30 +627,30 @@ def test_remembered_quota_check_is_dropped_when_usage_stays_within_the_lent_quot
         cluster_queue("lender", flavor_quotas("default", cpu=Q(10, lending_limit=4)), cohort="c", preemption=never),
         cluster_queue("other", flavor_quotas("default", cpu="2"), cohort="c", preemption=never),
     ]
-    opts = options()
-    cache = build_cache(objs, opts)
+    cache = build_cache(objs, options())
     cq = cache.cluster_queues["lender"]
     fr = ("default", "cpu")
     add_usage_map(cq.node, {fr: 2000})  # within its local 6 (10 - lending limit 4)
-    preemptor = Preemptor(opts, clock=lambda: 0.0)
-    wl = info(workload("w"))
-
-    def check() -> tuple[object, ...]:
-        snapshot = Snapshot(cache)
-        fa = FlavorAssigner(wl, cq, snapshot, opts, preemptor.make_oracle(snapshot))
-        assert fa._checks is not None  # remembered: flat shape, no candidate source
-        got = fa._fits_resource_quota(fr, 0, 10_000)
-        assert got == fa._check_quota(fr, 0, 10_000)
-        snapshot.close()
-        return got
-
-    first = check()
+    first = _remembered_check(cache, cq, fr, 10_000)
     root = cq.node.parent
     assert root is not None
     root_version = root.version
     add_usage_map(cq.node, {fr: 3000})  # still within the local 6: the root is untouched
     assert root.version == root_version
-    assert check() != first
+    assert _remembered_check(cache, cq, fr, 10_000) != first
+
+
+def _remembered_check(cache: Cache, cq: ClusterQueueState, fr: tuple[str, str], value: int) -> tuple[object, ...]:
+    """A fresh assigner's check of ``value`` of ``fr`` in ``cq`` (with the Preemptor's oracle, as a head
+    in a new cycle), which must be a remembered one and equal the check made again."""
+    opts = options()
+    snapshot = Snapshot(cache)
+    fa = FlavorAssigner(info(workload("w")), cq, snapshot, opts, Preemptor(opts, clock=lambda: 0.0).make_oracle(snapshot))
+    assert fa._checks is not None  # remembered: flat shape, no candidate source
+    got = fa._fits_resource_quota(fr, 0, value)
+    assert got == fa._check_quota(fr, 0, value)
+    snapshot.close()
+    return got
 
 
 def test_remembered_quota_check_is_dropped_when_usage_elsewhere_in_the_cohort_moves() -> None:
@@ -663,28 +663,14 @@ def test_remembered_quota_check_is_dropped_when_usage_elsewhere_in_the_cohort_mo
         cluster_queue("a", flavor_quotas("default", cpu="4"), cohort="c", preemption=never),
         cluster_queue("b", flavor_quotas("default", cpu="6"), cohort="c", preemption=never),
     ]
-    opts = options()
-    cache = build_cache(objs, opts)
+    cache = build_cache(objs, options())
     cq = cache.cluster_queues["a"]
     fr = ("default", "cpu")
-    preemptor = Preemptor(opts, clock=lambda: 0.0)
-    wl = info(workload("w"))
-
-    def check() -> tuple[object, ...]:
-        snapshot = Snapshot(cache)
-        fa = FlavorAssigner(wl, cq, snapshot, opts, preemptor.make_oracle(snapshot))
-        assert fa._checks is not None  # remembered: flat shape, no candidate source
-        got = fa._fits_resource_quota(fr, 0, 8000)
-        assert got == fa._check_quota(fr, 0, 8000)
-        snapshot.close()
-        return got
-
-    first = check()
-    assert first[0] is PreemptionMode.FIT
+    assert _remembered_check(cache, cq, fr, 8000)[0] is PreemptionMode.FIT
     version = cq.node.version
     add_usage_map(cache.cluster_queues["b"].node, {fr: 4000})
     assert cq.node.version == version  # only b's node and the root moved
-    assert check()[0] is PreemptionMode.NO_FIT
+    assert _remembered_check(cache, cq, fr, 8000)[0] is PreemptionMode.NO_FIT
 
 
 _STRUCTURE_EDITS = ("cohort_parent", "cohort_delete", "cq_recreate", "cq_cohort", "usage+", "usage-")
