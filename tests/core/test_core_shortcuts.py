@@ -627,30 +627,139 @@ def test_remembered_quota_check_is_dropped_when_usage_stays_within_the_lent_quot
         cluster_queue("lender", flavor_quotas("default", cpu=Q(10, lending_limit=4)), cohort="c", preemption=never),
         cluster_queue("other", flavor_quotas("default", cpu="2"), cohort="c", preemption=never),
     ]
-    opts = options()
-    cache = build_cache(objs, opts)
+    cache = build_cache(objs, options())
     cq = cache.cluster_queues["lender"]
     fr = ("default", "cpu")
     add_usage_map(cq.node, {fr: 2000})  # within its local 6 (10 - lending limit 4)
-    preemptor = Preemptor(opts, clock=lambda: 0.0)
-    wl = info(workload("w"))
-
-    def check() -> tuple[object, ...]:
-        snapshot = Snapshot(cache)
-        fa = FlavorAssigner(wl, cq, snapshot, opts, preemptor.make_oracle(snapshot))
-        assert fa._checks is not None  # remembered: flat shape, no candidate source
-        got = fa._fits_resource_quota(fr, 0, 10_000)
-        assert got == fa._check_quota(fr, 0, 10_000)
-        snapshot.close()
-        return got
-
-    first = check()
+    first = _remembered_check(cache, cq, fr, 10_000)
     root = cq.node.parent
     assert root is not None
     root_version = root.version
     add_usage_map(cq.node, {fr: 3000})  # still within the local 6: the root is untouched
     assert root.version == root_version
-    assert check() != first
+    assert _remembered_check(cache, cq, fr, 10_000) != first
+
+
+def _remembered_check(cache: Cache, cq: ClusterQueueState, fr: tuple[str, str], value: int) -> tuple[object, ...]:
+    """A fresh assigner's check of ``value`` of ``fr`` in ``cq`` (with the Preemptor's oracle, as a head
+    in a new cycle), which must be a remembered one and equal the check made again."""
+    opts = options()
+    snapshot = Snapshot(cache)
+    fa = FlavorAssigner(info(workload("w")), cq, snapshot, opts, Preemptor(opts, clock=lambda: 0.0).make_oracle(snapshot))
+    assert fa._checks is not None  # remembered: flat shape, no candidate source
+    got = fa._fits_resource_quota(fr, 0, value)
+    assert got == fa._check_quota(fr, 0, value)
+    snapshot.close()
+    return got
+
+
+def test_remembered_quota_check_is_dropped_when_usage_elsewhere_in_the_cohort_moves() -> None:
+    """Another ClusterQueue of the cohort holds more usage: only the root's usage (and version)
+    moves, not the ClusterQueue's own node, and the check it remembered (8 cpu fit by borrowing 4
+    of the cohort's 10) is made again (now only 6 are free: no fit)."""
+    never = {"within_cluster_queue": "Never", "reclaim_within_cohort": "Never"}
+    objs = [
+        flavor("default"),
+        cluster_queue("a", flavor_quotas("default", cpu="4"), cohort="c", preemption=never),
+        cluster_queue("b", flavor_quotas("default", cpu="6"), cohort="c", preemption=never),
+    ]
+    cache = build_cache(objs, options())
+    cq = cache.cluster_queues["a"]
+    fr = ("default", "cpu")
+    assert _remembered_check(cache, cq, fr, 8000)[0] is PreemptionMode.FIT
+    version = cq.node.version
+    add_usage_map(cache.cluster_queues["b"].node, {fr: 4000})
+    assert cq.node.version == version  # only b's node and the root moved
+    assert _remembered_check(cache, cq, fr, 8000)[0] is PreemptionMode.NO_FIT
+
+
+_STRUCTURE_EDITS = ("cohort_parent", "cohort_delete", "cq_recreate", "cq_cohort", "usage+", "usage-")
+_COHORTS = ("c1", "c2", "c3", "c4")
+_CQS = ("a", "b", "d", "e")
+
+
+def _quota_drawn(draw: st.DrawFn) -> str | Q:
+    nominal = draw(st.integers(0, 12))
+    borrowing = draw(st.none() | st.integers(0, 6))
+    lending = draw(st.none() | st.integers(0, nominal))
+    return str(nominal) if borrowing is None and lending is None else Q(nominal, borrowing, lending)
+
+
+@st.composite
+def _structure(draw: st.DrawFn) -> tuple[list[ClusterQueue], list[Cohort], list[tuple[str, int, int]]]:
+    def cq_drawn(name: str) -> ClusterQueue:
+        preemption = {"within_cluster_queue": "Never", "reclaim_within_cohort": "Never"}
+        if draw(st.booleans()):
+            preemption["borrow_within_cohort"] = "LowerPriority"
+        parent = draw(st.sampled_from(("", *_COHORTS)))
+        return cluster_queue(name, flavor_quotas("default", cpu=_quota_drawn(draw)), cohort=parent, preemption=preemption)
+
+    def cohort_drawn(name: str) -> Cohort:
+        parent = draw(st.sampled_from(("", *(c for c in _COHORTS if c != name))))
+        if draw(st.booleans()):
+            return cohort(name, flavor_quotas("default", cpu=_quota_drawn(draw)), parent=parent)
+        return cohort(name, parent=parent)
+
+    cohorts = [cohort_drawn(n) for n in _COHORTS[: draw(st.integers(1, len(_COHORTS)))]]
+    cqs = [cq_drawn(n) for n in _CQS]
+    edits = draw(st.lists(st.tuples(st.sampled_from(_STRUCTURE_EDITS), st.integers(0, 3), st.integers(0, 8000)), max_size=12))
+    return cqs, cohorts, edits
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_structure(), st.data())
+def test_remembered_quota_checks_equal_checking_again_after_structure_changes(
+    case: tuple[list[ClusterQueue], list[Cohort], list[tuple[str, int, int]]], data: st.DataObject
+) -> None:
+    """The remembered quota checks of every ClusterQueue the scheduler may assign in (active, not
+    under a cohort cycle) equal the checks made again after each of a random series of changes to
+    the trees' shape: a Cohort moved to another parent (cycles made and broken included) or
+    deleted, a ClusterQueue deleted and created again under the same name or moved to another
+    cohort, usage held and released anywhere; quotas with and without borrowing and lending
+    limits."""
+    cqs, cohorts, edits = case
+    opts = options()
+    cache = build_cache([flavor("default"), *cohorts, *cqs], opts)
+    preemptor = Preemptor(opts, clock=lambda: 0.0)
+    wl = info(workload("w"))
+    fr = ("default", "cpu")
+    for step in [("", 0, 0), *edits]:
+        kind, pick, amount = step
+        if kind == "cohort_parent":
+            name = _COHORTS[pick]
+            parent = data.draw(st.sampled_from(("", *(c for c in _COHORTS if c != name))))
+            cache.add_or_update_cohort(cohort(name, flavor_quotas("default", cpu=_quota_drawn(data.draw)), parent=parent))
+        elif kind == "cohort_delete":
+            cache.delete_cohort(_COHORTS[pick])
+        elif kind in ("cq_recreate", "cq_cohort"):
+            name = _CQS[pick]
+            if kind == "cq_recreate":
+                cache.delete_cluster_queue(name)
+            parent = data.draw(st.sampled_from(("", *_COHORTS)))
+            never = {"within_cluster_queue": "Never", "reclaim_within_cohort": "Never"}
+            cache.add_or_update_cluster_queue(
+                cluster_queue(name, flavor_quotas("default", cpu=_quota_drawn(data.draw)), cohort=parent, preemption=never)
+            )
+        elif kind in ("usage+", "usage-"):
+            node = cache.cluster_queues[_CQS[pick]].node
+            if kind == "usage+":
+                add_usage_map(node, {fr: amount})
+            else:
+                remove_usage_map(node, {fr: min(amount, max(0, node.usage.get(fr, 0)))})
+        if kind:
+            event(f"edit {kind}")
+        snapshot = Snapshot(cache)
+        oracle = preemptor.make_oracle(snapshot)
+        for name in sorted(cache.cluster_queues):
+            cq = snapshot.cluster_queue(name)
+            if cq is None:
+                continue
+            for value in range(0, 20_001, 1000):
+                for assumed in (0, 1000):
+                    fast = FlavorAssigner(wl, cq, snapshot, opts, oracle)
+                    want = fast._check_quota(fr, assumed, value)
+                    assert fast._fits_resource_quota(fr, assumed, value) == want, (step, name, assumed, value)
+        snapshot.close()
 
 
 def _decided(result: CycleResult) -> tuple[object, ...]:
