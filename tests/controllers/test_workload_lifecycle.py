@@ -598,9 +598,9 @@ def test_admission_check_in_use_is_kept_until_no_cluster_queue_names_it(env: Env
     )
     setup_queues(env)
     wait(lambda: "kueue.x-k8s.io/resource-in-use" in _check_finalizers(env))
-    cq = env.get(R.CLUSTER_QUEUES, "cq", None)
-    cq["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "check"}]}
-    env.client.replace(R.CLUSTER_QUEUES, cq)
+    # Merge patches, not read-modify-PUTs: the controllers write the ClusterQueue meanwhile (its
+    # status, its finalizer), and a PUT of the version read got a 409 in a loaded CI run.
+    env.client.patch(R.CLUSTER_QUEUES, "cq", {"spec": {"admissionChecksStrategy": {"admissionChecks": [{"name": "check"}]}}})
     # The ClusterQueue controller has seen the check once the Active condition names it.
     wait(lambda: "check" in (cond(env.get(R.CLUSTER_QUEUES, "cq", None), "Active") or {}).get("message", ""))
     env.client.delete(R.ADMISSION_CHECKS, "check")
@@ -609,7 +609,5 @@ def test_admission_check_in_use_is_kept_until_no_cluster_queue_names_it(env: Env
     if release == "delete the ClusterQueue":
         env.client.delete(R.CLUSTER_QUEUES, "cq")
     else:
-        cq = env.get(R.CLUSTER_QUEUES, "cq", None)
-        cq["spec"].pop("admissionChecksStrategy")
-        env.client.replace(R.CLUSTER_QUEUES, cq)
+        env.client.patch(R.CLUSTER_QUEUES, "cq", {"spec": {"admissionChecksStrategy": None}})
     wait(_gone(env, R.ADMISSION_CHECKS, "check"))
