@@ -125,6 +125,10 @@ def test_entry_penalty_is_rolled_back_when_the_admission_write_fails() -> None:
         conflicted.append(name)
         change_status_concurrently(api, name)  # a label change would not fail the loose write
         api.patch(R.CLUSTER_QUEUES, "cq", {"spec": {"stopPolicy": "Hold"}}, None)
+        # The manager sees the hold before this write's 409 comes back (on this writer thread; the
+        # manager thread goes on meanwhile): else, on a loaded machine, its next cycle could admit
+        # the workload again, with a new penalty, before the hold arrived.
+        wait(lambda: mgr.call_in_manager_thread(lambda: mgr.cluster.cluster_queues["cq"].spec.stop_policy == "Hold"))
 
     client.before_write["a"] = conflict_and_hold
     mgr = ControllerManager(client, ControllerOptions.from_config(load_config(CONFIG)), clock=ManualClock())
