@@ -35,7 +35,12 @@ from pykueue.core.cache.cache import Cache, ClusterQueueState
 from pykueue.core.options import SchedulerOptions
 from pykueue.core.queue.afs.admission_fair_sharing import lq_weight_as_float
 from pykueue.core.queue.afs.fair_sharing import AdmissionFairSharing
-from pykueue.core.queue.cluster_queue import AfsUsage, PendingClusterQueue, PendingEntry
+from pykueue.core.queue.cluster_queue import (
+    SCHEDULING_HASH_UNKNOWN,
+    AfsUsage,
+    PendingClusterQueue,
+    PendingEntry,
+)
 from pykueue.core.queue.local_queue import (
     LocalQueueState,
     is_stopped,
@@ -412,7 +417,7 @@ class QueueManager:
             return None
         # ``MatchesSchedulingShape`` (inline: asked for every observed update of a requeued head).
         recorded = last.scheduling_hash
-        if recorded == scheduling_hash or recorded == "unknown" or scheduling_hash == "unknown":
+        if recorded == scheduling_hash or SCHEDULING_HASH_UNKNOWN in (recorded, scheduling_hash):
             return last
         return None
 
