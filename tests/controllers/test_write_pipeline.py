@@ -526,6 +526,38 @@ def test_run_all_refuses_busy_keys_and_holds_its_own_busy_while_they_run() -> No
     assert pipeline.close(1)
 
 
+def test_start_all_sends_at_once_and_keeps_its_keys_busy_until_the_answers_are_collected() -> None:
+    # A cycle sends each preemptor's evictions with start_all and goes on to its next entries;
+    # it collects the answers at its end. The writes must be on their way before that, and no
+    # other write of those objects may start meanwhile.
+    delivered: list[Callable[[], None]] = []
+    pipeline: WritePipeline[int] = WritePipeline(delivered.append, max_in_flight=2)
+    arrived = threading.Event()
+    sent: list[str] = []
+
+    def write(name: str, value: int) -> Callable[[], Any]:
+        async def send() -> int:
+            sent.append(name)
+            if len(sent) == 3:
+                arrived.set()
+            if name == "x":
+                raise RuntimeError("refused")
+            return value
+
+        return send
+
+    answers = pipeline.start_all([("v", write("v", 2)), ("w", write("w", 3)), ("x", write("x", 4))], limit=2)
+    assert arrived.wait(5), "sent before anyone waits for the answers"
+    assert pipeline.busy("v") and pipeline.busy("w") and pipeline.busy("x")
+    with pytest.raises(RuntimeError, match="already in flight"):
+        pipeline.start_all([("w", write("w", 5))], limit=1)
+    got = answers()
+    assert got[:2] == [2, 3] and isinstance(got[2], RuntimeError)
+    assert not pipeline.busy("v") and not pipeline.busy("w") and not pipeline.busy("x")
+    assert pipeline.start_all([], limit=8)() == []
+    assert pipeline.close(1)
+
+
 def test_status_writes_nothing_waits_for_use_at_most_half_the_slots_and_never_block() -> None:
     delivered: list[Callable[[], None]] = []
     pipeline: WritePipeline[int] = WritePipeline(delivered.append, max_in_flight=4)

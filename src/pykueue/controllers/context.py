@@ -411,23 +411,30 @@ class ReconcileContext:
             if not ok:  # the trail said "applied" when it was sent; the write did not land
                 self.core.record(decision, False)
 
-    def apply_all(self, decisions: list[Decision]) -> list[bool]:
-        """Apply independent status decisions about different workloads together and wait for all
-        of them (a preemptor's victims: upstream ``IssuePreemptions`` writes them with
-        ``ParallelizeUntil(parallelPreemptions)`` and counts the successes); each is then what
-        :meth:`apply` would have made of it, in order. Anything else is applied one by one."""
+    def send_all(self, decisions: list[Decision]) -> Callable[[], list[bool]]:
+        """Apply independent status decisions about different workloads together; the returned
+        call waits for all of them and says, in order, what :meth:`apply` would have made of each.
+        A cycle sends each preemptor's evictions (``PARALLEL_PREEMPTIONS`` at a time, as upstream's
+        ``IssuePreemptions``) and goes on to its next entries while they are on their way, and
+        counts them before any entry's status is written (``KueueCore.send_all``). Waiting for
+        each preemptor in turn made one cycle of the baseline's first large arrivals last 1.3 s,
+        15 preemptors × one or two round trips (bench/RESULTS.md, issue 16, fourteenth session)."""
         if self.writes is None or any(
             d.assumed or d.spec is not None or d.status is None for d in decisions
         ):
-            return [self.apply(d) for d in decisions]
-        return self._write_statuses(decisions, PARALLEL_PREEMPTIONS)
+            oks = [self.apply(d) for d in decisions]
+            return lambda: oks
+        return self._start_statuses(decisions, PARALLEL_PREEMPTIONS)
 
     def _write_statuses(self, decisions: list[Decision], limit: int) -> list[bool]:
         """Write the status decisions about different workloads, at most ``limit`` at a time, and
         wait for all; each is then what :meth:`apply` would have made of it (written through, its
         events recorded), in order."""
+        return self._start_statuses(decisions, limit)()
+
+    def _start_statuses(self, decisions: list[Decision], limit: int) -> Callable[[], list[bool]]:
+        """:meth:`_write_statuses` whose wait is the returned call (the owner's thread, once)."""
         assert self.writes is not None
-        oks = [False] * len(decisions)
         sent: list[int] = []
         sends: list[tuple[Hashable, Callable[[], Awaitable[dict[str, Any]]]]] = []
         for i, decision in enumerate(decisions):
@@ -439,20 +446,26 @@ class ReconcileContext:
             key = (R.WORKLOADS.plural, md.namespace, md.name)
             base = self.cluster.workloads.get(decision.workload)
             sends.append((key, self._status_sender(R.WORKLOADS, to_external(decision.status), base)))
-        for i, out in zip(sent, self.writes.run_all(sends, limit), strict=True):
-            decision = decisions[i]
-            if isinstance(out, Exception):
-                if isinstance(out, (Conflict, NotFound)):
-                    continue
-                if isinstance(out, APIError):
-                    log.warning("writing workload %s status: %s", decision.workload, out)
-                    continue
-                raise out
-            self._written(R.WORKLOADS, out)
-            for event in decision.events:
-                self.record_event(event)
-            oks[i] = True
-        return oks
+        wait = self.writes.start_all(sends, limit)
+
+        def answers() -> list[bool]:
+            oks = [False] * len(decisions)
+            for i, out in zip(sent, wait(), strict=True):
+                decision = decisions[i]
+                if isinstance(out, Exception):
+                    if isinstance(out, (Conflict, NotFound)):
+                        continue
+                    if isinstance(out, APIError):
+                        log.warning("writing workload %s status: %s", decision.workload, out)
+                        continue
+                    raise out
+                self._written(R.WORKLOADS, out)
+                for event in decision.events:
+                    self.record_event(event)
+                oks[i] = True
+            return oks
+
+        return answers
 
     def _apply_pipelined(self, decision: Decision, wl: Workload) -> bool:
         assert self.writes is not None

@@ -310,9 +310,10 @@ class ControllerManager:
         """Apply a core decision through the context (write-through, then its events)."""
         return self.ctx.apply(decision)
 
-    def apply_all(self, decisions: list[Decision]) -> list[bool]:
-        """Apply independent decisions together through the context (a preemptor's victims)."""
-        return self.ctx.apply_all(decisions)
+    def send_all(self, decisions: list[Decision]) -> Callable[[], list[bool]]:
+        """Send independent decisions together and collect their answers later (a preemptor's
+        victims, while the cycle goes on: ``ReconcileContext.send_all``)."""
+        return self.ctx.send_all(decisions)
 
     # --- the manager thread -------------------------------------------------------------------------
 

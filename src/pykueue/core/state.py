@@ -12,6 +12,7 @@ outcome and reason; :meth:`KueueCore.story` reads it back (the decision trail).
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -300,18 +301,31 @@ class KueueCore:
         self.record(decision, ok)
         return ok
 
-    def decide_all(self, decisions: list[Decision]) -> list[bool]:
-        """Apply independent decisions about different workloads, as one batch when the driver
-        can send them together (``apply_all``: upstream ``IssuePreemptions`` writes its victims'
-        evictions in parallel and waits for all of them), one after another otherwise."""
-        apply_all = getattr(self.driver, "apply_all", None)
-        if apply_all is not None and len(decisions) > 1:
-            oks: list[bool] = apply_all(decisions)
-        else:
-            oks = [self.driver.apply(d) for d in decisions]
-        for decision, ok in zip(decisions, oks, strict=True):
-            self.record(decision, ok)
-        return oks
+    @property
+    def sends_ahead(self) -> bool:
+        """Whether the driver sends decisions ahead of their answers (see :meth:`send_all`)."""
+        return hasattr(self.driver, "send_all")
+
+    def send_all(self, decisions: list[Decision]) -> Callable[[], list[bool]]:
+        """Apply independent decisions about different workloads (a preemptor's victims; upstream
+        ``IssuePreemptions`` writes them in parallel and counts the successes) and keep them in the
+        transition log; the returned call gives whether each landed. A driver that sends them
+        ahead (``send_all``: the controllers, whose round trips to the API server take tens of
+        milliseconds) has them on their way, and the call waits for the answers; any other
+        driver applies them one after another at once."""
+        send_all = getattr(self.driver, "send_all", None)
+        if send_all is None:
+            oks = [self.decide(d) for d in decisions]
+            return lambda: oks
+        wait: Callable[[], list[bool]] = send_all(decisions)
+
+        def answers() -> list[bool]:
+            got = wait()
+            for decision, ok in zip(decisions, got, strict=True):
+                self.record(decision, ok)
+            return got
+
+        return answers
 
     def record(self, decision: Decision, applied: bool) -> None:
         """Keep a decision a driver applied itself in the transition log."""

@@ -163,6 +163,14 @@ class WritePipeline(Generic[_T]):
         (upstream's ``ParallelizeUntil`` over a preemptor's victims). The per-object rule holds
         here too: a key that is busy (or given twice) refuses the whole call before anything is
         sent, and each key is busy while its write runs."""
+        return self.start_all(writes, limit)()
+
+    def start_all(
+        self, writes: list[tuple[Hashable, Callable[[], Awaitable[_T]]]], limit: int
+    ) -> Callable[[], list[_T | Exception]]:
+        """:meth:`run_all` without the wait: the writes start now, and the returned call waits on
+        the owner's thread until every one has ended and returns their results (call it exactly
+        once). Each key stays busy until then, so the owner sends nothing else for it meanwhile."""
         if self._closed:
             raise RuntimeError("the write pipeline is closed")
         keys = [key for key, _ in writes]
@@ -171,6 +179,8 @@ class WritePipeline(Generic[_T]):
             if key in self._busy or key in seen:
                 raise RuntimeError(f"a write of {key!r} is already in flight")
             seen.add(key)
+        if not writes:
+            return lambda: []
 
         async def run() -> list[_T | Exception]:
             gate = asyncio.Semaphore(limit)
@@ -186,9 +196,18 @@ class WritePipeline(Generic[_T]):
 
         self._busy.update(keys)
         try:
-            return self.io.run(run()).result()
-        finally:
+            running = self.io.run(run())
+        except BaseException:
             self._busy.difference_update(keys)
+            raise
+
+        def wait() -> list[_T | Exception]:
+            try:
+                return running.result()
+            finally:
+                self._busy.difference_update(keys)
+
+        return wait
 
     def threaded(self, write: Callable[[], _T]) -> Callable[[], Awaitable[_T]]:
         """The blocking ``write()`` as a coroutine factory that runs it on the pipeline's worker threads."""

@@ -8,7 +8,7 @@ time comes in as ``now`` and every write leaves as a ``Decision`` through the in
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Protocol
@@ -74,6 +74,13 @@ DEFERRED_FIT_MESSAGE = (
 # quota tree (NoFit, PreemptionNoCandidates).
 _NO_READ_MODES = (Mode.NO_FIT, Mode.PREEMPT)
 
+# One preemptor's evictions on their way: the entry, the cycle's time, the targets counted without
+# a write (already evicted or expected) and those that failed before one, each write's (target,
+# victim, decision), and the call that collects the answers.
+_IssuedPreemption = tuple[
+    Entry, datetime, int, int, list[tuple[Target, Workload, Decision]], Callable[[], list[bool]]
+]
+
 # The requeue reason of each admissibility problem (upstream ``queue.RequeueReason*``).
 _REQUEUE_REASON_OF = {
     Problem.NAMESPACE_MISSING: REQUEUE_REASON_GENERIC,
@@ -98,8 +105,15 @@ class CyclePort(Protocol):
 
     def decide(self, decision: Decision) -> bool: ...
 
-    def decide_all(self, decisions: list[Decision]) -> list[bool]:
-        """``decide`` for independent decisions about different workloads, possibly written together."""
+    @property
+    def sends_ahead(self) -> bool:
+        """Whether :meth:`send_all` returns before the driver's answers (see there)."""
+        ...
+
+    def send_all(self, decisions: list[Decision]) -> Callable[[], list[bool]]:
+        """``decide`` for independent decisions about different workloads, possibly written
+        together (upstream ``IssuePreemptions``); the returned call gives whether each landed. A
+        driver that sends ahead (``sends_ahead``) has sent them and waits for them in that call."""
         ...
 
 
@@ -149,6 +163,8 @@ class Scheduler:
         # PreemptionNoCandidates entries whose ``resourcesToReserve`` is not booked yet (classical
         # order only): see ``_process_entry``.
         self._reserve_later: list[Entry] = []
+        # The preemptions of this cycle whose evictions were sent ahead (``CyclePort.sends_ahead``).
+        self._issued_preemptions: list[_IssuedPreemption] = []
         self._pods_ready_blocked: bool | None = None
         self._stimulus_of: tuple[int, str] = (-1, "")
         # The preemption oracle of the cycle's snapshot, made once per snapshot.
@@ -181,11 +197,15 @@ class Scheduler:
         self._reserve_later = []
         self._pods_ready_blocked = None
         completed = False
+        self._issued_preemptions = []
         try:
             for entry in self._iterate(entries, snapshot):
                 self._process_entry(entry, snapshot, preempted, now, result)
             completed = True
         finally:
+            # Even after a failure every eviction sent ahead is answered and counted: it may have
+            # landed, and its expectation must be kept.
+            self._finish_preemptions(result)
             # Reservations nothing read are never booked: booking and undoing them at the close
             # would leave the tree as it was.
             self._reserve_later = []
@@ -452,8 +472,14 @@ class Scheduler:
         snapshot.book(cq, usage)
         if mode is Mode.PREEMPT:
             e.quota_reserved_reason = "WaitingForPreemptedWorkloads"
-            count, errors = self._issue_preemptions(e, now, result)
-            self._mark_preemption_outcome(e, count, errors)
+            issued = self._issue_preemptions(e, now)
+            if self.store.sends_ahead:
+                # The evictions are on their way while the cycle goes on; their answers are counted
+                # when it has processed every entry (``_finish_preemptions``), before any entry's
+                # status is written.
+                self._issued_preemptions.append(issued)
+            else:
+                self._finish_preemption(issued, result)
             return
         if self.options.block_admission and self._blocked_on_pods_ready():
             self._wait_for_pods_ready(e, now)
@@ -563,7 +589,38 @@ class Scheduler:
 
     # --- preemption (upstream ``Preemptor.IssuePreemptions``) --------------------------------------
 
-    def _issue_preemptions(self, e: Entry, now: datetime, result: CycleResult) -> tuple[int, int]:
+    def _finish_preemptions(self, result: CycleResult) -> None:
+        """Count the answers of the evictions sent ahead in this cycle, preemptor by preemptor in
+        the order they were issued."""
+        issued, self._issued_preemptions = self._issued_preemptions, []
+        for one in issued:
+            self._finish_preemption(one, result)
+
+    def _finish_preemption(self, issued: _IssuedPreemption, result: CycleResult) -> None:
+        """The rest of upstream's ``IssuePreemptions`` once every eviction answered (the preemption
+        expectations, the preemptor's trail, the count), then ``markPreemptionOutcome``."""
+        e, now, count, errors, evictions, answers = issued
+        oks = answers()
+        for (t, victim, decision), ok in zip(evictions, oks, strict=True):
+            self._result.decisions.append(decision)
+            if not ok:
+                errors += 1
+                continue
+            if victim.metadata.uid:
+                self._issued_evictions.add(victim.metadata.uid)
+            # The preemptor's trail names its victim (no write of its own: its status follows below).
+            self._decide(
+                Decision(
+                    self._stimulus, to_time(now), e.info.key, "PreemptionIssued", t.reason, related=(t.workload.key,)
+                )
+            )
+            result.preempted.append(t.workload.key)
+            count += 1
+        self._mark_preemption_outcome(e, count, errors)
+
+    def _issue_preemptions(self, e: Entry, now: datetime) -> _IssuedPreemption:
+        """Send the evictions of ``e``'s targets (upstream ``IssuePreemptions``); their answers are
+        counted by :meth:`_finish_preemption`."""
         count = errors = 0
         evictions: list[tuple[Target, Workload, Decision]] = []
         for t in sorted(e.targets, key=lambda t: t.workload.key):
@@ -593,23 +650,8 @@ class Scheduler:
             evictions.append((t, victim, decision))
         # The evictions are written together (upstream: ParallelizeUntil over the targets) and
         # counted once all have answered; the cycle's decisions keep the targets' order.
-        oks = self.store.decide_all([decision for _, _, decision in evictions])
-        for (t, victim, decision), ok in zip(evictions, oks, strict=True):
-            self._result.decisions.append(decision)
-            if not ok:
-                errors += 1
-                continue
-            if victim.metadata.uid:
-                self._issued_evictions.add(victim.metadata.uid)
-            # The preemptor's trail names its victim (no write of its own: its status follows below).
-            self._decide(
-                Decision(
-                    self._stimulus, to_time(now), e.info.key, "PreemptionIssued", t.reason, related=(t.workload.key,)
-                )
-            )
-            result.preempted.append(t.workload.key)
-            count += 1
-        return count, errors
+        answers = self.store.send_all([decision for _, _, decision in evictions])
+        return e, now, count, errors, evictions, answers
 
     # --- admission (upstream ``Scheduler.admit``) ----------------------------------------------------
 

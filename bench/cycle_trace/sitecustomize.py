@@ -1,0 +1,124 @@
+"""Trace the controller manager's steps in the first seconds of a run, for the baseline's
+preemption rounds (issue 16).
+
+    CYCLE_TRACE=OUT.jsonl PYTHONPATH=bench/cycle_trace DIAG=1 bash bench/upstream_baseline.sh DIR
+    python bench/cycle_trace/report.py OUT.jsonl DIR/events.jsonl
+
+On ``PYTHONPATH`` this module is imported by every Python process of the run; only the
+``pykueue controller`` process (serve's child) traces, for ``CYCLE_TRACE_SECONDS`` (default 20)
+after its first scheduling cycle. One JSON line per manager step: its start (epoch seconds), the
+time spent in the due requeues and ready reconciles, in the scheduling cycle, and inside the cycle
+waiting for the victims' eviction writes (``apply_all``, or the answers of those sent ahead,
+``Scheduler._finish_preemptions``; ``evict_n`` then counts preemptors, not victims) and for the heads' pending-status batch
+(``_write_cycle_statuses``), with the cycle's heads, admitted and preempted; and one line per
+Workload change whose reservation was cleared (a preempted victim's, by the runner): when the
+watch event arrived and when the manager applied it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any
+
+_OUT = os.environ.get("CYCLE_TRACE")
+_SECONDS = float(os.environ.get("CYCLE_TRACE_SECONDS", "20"))
+
+if _OUT and "controller" in sys.argv:
+    from pykueue.controllers.cluster_cache import ClusterCache
+    from pykueue.controllers.context import ReconcileContext
+    from pykueue.controllers.manager import ControllerManager
+    from pykueue.core.scheduler.cycle import Scheduler
+
+    _log = open(_OUT, "a", buffering=1 << 16)  # noqa: SIM115
+    _state: dict[str, Any] = {"first": None, "evict": 0.0, "evict_n": 0, "pend": 0.0, "pend_n": 0, "rec": 0.0}
+
+    def _tracing() -> bool:
+        first = _state["first"]
+        return first is None or time.time() - first < _SECONDS
+
+    _step = ControllerManager._step
+    _reconcile_ready = ControllerManager._reconcile_ready
+    _apply_all = ReconcileContext.apply_all
+    _write_cycle_statuses = ReconcileContext._write_cycle_statuses
+    _on_change = ClusterCache.on_change
+    _finish_preemptions = getattr(Scheduler, "_finish_preemptions", None)
+
+    def step(self: ControllerManager) -> bool:
+        if not _tracing():
+            return _step(self)
+        if _state["first"] is None:
+            _state["first"] = time.time()
+        _state.update(evict=0.0, evict_n=0, pend=0.0, pend_n=0, rec=0.0)
+        t0 = time.time()
+        cycles = self.cycles
+        busy = _step(self)
+        t1 = time.time()
+        line = {
+            "k": "step", "t": round(t0, 4), "dur": round(t1 - t0, 4), "rec": round(_state["rec"], 4),
+            "evict": round(_state["evict"], 4), "evict_n": _state["evict_n"],
+            "pend": round(_state["pend"], 4), "pend_n": _state["pend_n"],
+            "cycle": self.cycles > cycles, "progress": self._progress, "inbox": self._inbox.qsize(),
+        }
+        _log.write(json.dumps(line) + "\n")
+        return busy
+
+    def reconcile_ready(self: ControllerManager) -> None:
+        t0 = time.time()
+        try:
+            _reconcile_ready(self)
+        finally:
+            _state["rec"] += time.time() - t0
+
+    def apply_all(self: ReconcileContext, decisions: list[Any]) -> list[bool]:
+        t0 = time.time()
+        try:
+            return _apply_all(self, decisions)
+        finally:
+            _state["evict"] += time.time() - t0
+            _state["evict_n"] += len(decisions)
+            if _tracing():
+                _log.write(json.dumps({"k": "evict", "t": round(t0, 4), "dur": round(time.time() - t0, 4),
+                                       "victims": [d.workload for d in decisions]}) + "\n")
+
+    def write_cycle_statuses(self: ReconcileContext, batch: list[Any]) -> None:
+        t0 = time.time()
+        try:
+            _write_cycle_statuses(self, batch)
+        finally:
+            _state["pend"] += time.time() - t0
+            _state["pend_n"] += len(batch)
+
+    def on_change(self: ClusterCache, change: Any, seen: Any = None) -> None:
+        _on_change(self, change, seen)
+        if change.resource.plural != "workloads" or not _tracing() or change.old is None or change.new is None:
+            return
+        if change.old.get("status", {}).get("admission") and not change.new.get("status", {}).get("admission"):
+            md = change.new["metadata"]
+            _log.write(json.dumps({"k": "cleared", "w": f"{md['namespace']}/{md['name']}",
+                                   "seen": round(seen.timestamp(), 4) if seen else None,
+                                   "t": round(time.time(), 4)}) + "\n")
+
+    def finish_preemptions(self: Scheduler, result: Any) -> None:
+        # Evictions sent ahead (``CyclePort.sends_ahead``): the wait for their answers at the cycle's end.
+        n = len(self._issued_preemptions)
+        t0 = time.time()
+        try:
+            _finish_preemptions(self, result)  # type: ignore[misc]
+        finally:
+            if n:
+                _state["evict"] += time.time() - t0
+                _state["evict_n"] += n
+                if _tracing():
+                    _log.write(json.dumps({"k": "evict_ahead", "t": round(t0, 4), "dur": round(time.time() - t0, 4),
+                                           "preemptors": n}) + "\n")
+
+    if _finish_preemptions is not None:
+        Scheduler._finish_preemptions = finish_preemptions  # type: ignore[method-assign]
+    ControllerManager._step = step  # type: ignore[method-assign]
+    ControllerManager._reconcile_ready = reconcile_ready  # type: ignore[method-assign]
+    ReconcileContext.apply_all = apply_all  # type: ignore[method-assign]
+    ReconcileContext._write_cycle_statuses = write_cycle_statuses  # type: ignore[method-assign]
+    ClusterCache.on_change = on_change  # type: ignore[method-assign]

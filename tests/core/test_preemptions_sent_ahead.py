@@ -1,0 +1,104 @@
+"""A driver that sends a cycle's evictions ahead of their answers decides as one that waits for each.
+
+The controllers send each preemptor's evictions and go on to the cycle's next entries; the cycle
+counts the answers once it has processed every entry, before any entry's status is written
+(``Scheduler._finish_preemptions``). The simulator answers at once. These tests run the same
+random clusters through both and compare every step's outcome.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from builders import V1BETA2, admitted, at, cluster_queue, flavor, flavor_quotas, local_queue, workload
+from hypothesis import HealthCheck, given, note, settings
+from strategies import Scenario, Step, scenario
+from test_invariants import run_step
+
+from pykueue.core.decision import Decision
+from pykueue.core.options import SchedulerOptions
+from pykueue.core.scheduler.entry import CycleResult
+from pykueue.sim.cluster import SimulatedCluster
+
+
+class SendingAhead(SimulatedCluster):
+    """The simulator as a driver that sends decisions ahead (``send_all``): each decision is
+    applied only when the cycle collects the answers, after the cycle's later entries were
+    processed and their admissions written. ``fail`` names workloads whose write does not land
+    (an answer the simulator never gives otherwise)."""
+
+    fail: frozenset[str] = frozenset()
+
+    def send_all(self, decisions: list[Decision]) -> Callable[[], list[bool]]:
+        self.sent.append([d.workload for d in decisions])
+
+        def answers() -> list[bool]:
+            return [d.workload not in self.fail and self.apply(d) for d in decisions]
+
+        return answers
+
+    sent: list[list[str]]
+
+
+def _outcome(result: CycleResult) -> tuple[object, ...]:
+    """What a cycle decided. The decisions and preemptions come in another order when evictions are
+    counted at the cycle's end, so they are compared as collections; every entry's status, message
+    and requeue reason in order."""
+    return (
+        sorted(repr(d) for d in result.decisions),
+        result.admitted,
+        sorted(result.preempted),
+        [(e.info.key, e.status, e.message, e.requeue_reason) for e in result.entries],
+    )
+
+
+def _run(sc: Scenario, cls: type[SimulatedCluster], steps: list[Step]) -> tuple[list[object], SimulatedCluster]:
+    cluster = cls(sc.options(), datetime(2026, 1, 1, tzinfo=UTC))
+    if isinstance(cluster, SendingAhead):
+        cluster.sent = []
+    cluster.load(sc.objects())
+    trace: list[object] = []
+    for step in steps:
+        result = run_step(cluster, step)
+        if result is not None:
+            trace.append(_outcome(result))
+    trace.append([(k, cluster.objects[k].obj) for k in cluster.order])
+    return trace, cluster
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(scenario(max_workloads=14, max_cqs=4, max_steps=8))
+def test_evictions_sent_ahead_decide_as_evictions_waited_for(sc: Scenario) -> None:
+    """Random clusters (preemption within the ClusterQueue and the cohort, borrowing, fair sharing
+    on some) through the same steps: the same entries, messages, admissions, preemptions and
+    objects, whether each preemptor's evictions are answered at once or at the cycle's end."""
+    note(sc.describe())
+    steps = [*sc.steps, Step("cycle"), Step("advance"), Step("cycle"), Step("cycle")]
+    waited, _ = _run(sc, SimulatedCluster, steps)
+    ahead, cluster = _run(sc, SendingAhead, steps)
+    assert waited == ahead
+    assert isinstance(cluster, SendingAhead)
+
+
+def test_a_failed_eviction_sent_ahead_is_counted_as_failed() -> None:
+    """``markPreemptionOutcome``: an eviction whose write did not land counts as failed, so the
+    preemptor's message says so and it is retried (``RequeueReasonPreemptionFailed``); the count
+    comes from the answers collected at the cycle's end."""
+    objects = [
+        flavor("default"),
+        cluster_queue("cq", flavor_quotas("default", cpu=4), preemption={"within_cluster_queue": "LowerPriority"}),
+        local_queue("lq", cq="cq"),
+        admitted(workload("low", priority=0, requests={"cpu": "4"}), "cq", {"cpu": "default"}),
+        workload("high", priority=10, requests={"cpu": "4"}),
+    ]
+    cluster = SendingAhead(SchedulerOptions(), at(3600))
+    cluster.sent = []
+    cluster.fail = frozenset({"default/low"})
+    cluster.load((o, V1BETA2) for o in objects)
+    result = cluster.run_cycle()
+    assert cluster.sent == [["default/low"]]
+    (entry,) = result.entries
+    assert entry.info.key == "default/high"
+    assert entry.message.endswith(". Preempting 1 workload(s) failed, will retry.")
+    assert result.preempted == []
