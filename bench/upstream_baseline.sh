@@ -7,7 +7,8 @@
 # CONFIG: upstream's config directory (default baseline). The control plane's RSS (serve and its
 # controller child, summed) is sampled every 2 s into OUTDIR/rss.txt; the peak is printed.
 # SRC: a src/ directory to run instead of the installed pykueue (PYTHONPATH; e.g. a `git archive`
-# of another commit), for before/after runs alternating in the same minutes.
+# of another commit), for before/after runs alternating in the same minutes; a PYTHONPATH already
+# set (e.g. bench/cycle_trace) stays after it.
 # DIAG=1: also record every Workload watch event (bench/handoff_chains.py) and report the chains.
 # TIMING=1: serve under bench/serve_timing.py (per-request answer and handler times, loop lag) into
 # OUTDIR/timing.jsonl, reported in OUTDIR/timing.md.
@@ -23,7 +24,7 @@ set -u
 R=$1; SRC=${2:-}; CONFIG=${CONFIG:-baseline}
 BENCH=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$R"; mkdir -p "$R/out" "$R/serve"
-if [ -n "$SRC" ]; then export PYTHONPATH=$SRC; fi
+if [ -n "$SRC" ]; then export PYTHONPATH=$SRC${PYTHONPATH:+:$PYTHONPATH}; fi
 uptime > "$R/load.start"
 SERVE=(-m pykueue serve)
 if [ -n "${TIMING:-}" ]; then SERVE=("$BENCH/serve_timing.py" serve); export SERVE_TIMING_OUT=$R/timing.jsonl; fi
