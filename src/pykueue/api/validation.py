@@ -920,6 +920,8 @@ def _webhook_cluster_queue(
         errs.append(invalid("spec.flavorFungibility.preference", fungibility.preference, detail))
     errs += _webhook_fair_sharing("spec.fairSharing", spec.fair_sharing)
     errs += _webhook_totals(spec.resource_groups)
+    if gates.enabled("ConcurrentAdmission"):
+        errs += _webhook_concurrent_admission(spec)
     errs += _webhook_on_flavors(cq, old, gates)
     if old is not None and spec.concurrent_admission_policy != old.spec.concurrent_admission_policy:
         errs.append(
@@ -959,6 +961,68 @@ def _webhook_totals(groups: Sequence[k.ResourceGroup]) -> list[FieldError]:
                     f"number of flavor-resource combinations in a resourceGroup must be ≤ 512, got {combinations}",
                 )
             )
+    return errs
+
+
+CONCURRENT_ADMISSION_TRY_PREFERRED = "TryPreferredFlavors"
+MAX_CONCURRENT_ADMISSION_FLAVORS = 16
+
+
+def _webhook_concurrent_admission(spec: k.ClusterQueueSpec) -> list[FieldError]:
+    """Upstream ``clusterqueue_webhook.go`` ``validateConcurrentAdmissionPolicy`` (gate
+    ``ConcurrentAdmission``; the policy is kept as its JSON map)."""
+    policy = spec.concurrent_admission_policy
+    if policy is None:
+        return []
+    errs: list[FieldError] = []
+    groups = spec.resource_groups
+    if len(groups) != 1:
+        errs.append(
+            invalid(
+                "spec.resourceGroups",
+                len(groups),
+                "must have exactly one ResourceGroup when ConcurrentAdmissionPolicy is defined",
+            )
+        )
+    if len(groups) == 1 and len(groups[0].flavors) > MAX_CONCURRENT_ADMISSION_FLAVORS:
+        errs.append(
+            invalid(
+                "spec.resourceGroups[0].flavors",
+                len(groups[0].flavors),
+                "cannot have more than 16 resource flavors in the ResourceGroup when ConcurrentAdmissionPolicy is defined",
+            )
+        )
+    migration = policy.get("migration")
+    migration = migration if isinstance(migration, Mapping) else {}
+    constraints = migration.get("constraints")
+    if isinstance(constraints, Mapping):
+        mode = migration.get("mode") or ""
+        path = "spec.concurrentAdmissionPolicy.migration.constraints"
+        last = constraints.get("lastAcceptableFlavorName")
+        if mode and mode != CONCURRENT_ADMISSION_TRY_PREFERRED:
+            errs.append(
+                forbidden(
+                    path,
+                    f'may only be set when migration.mode is "{CONCURRENT_ADMISSION_TRY_PREFERRED}" (got "{mode}")',
+                )
+            )
+        elif isinstance(last, str) and last not in (valid := _all_flavors(groups)):
+            # Go prints ``validFlavors.UnsortedList()`` with %v (a set's order); sorted here.
+            errs.append(
+                invalid(
+                    f"{path}.lastAcceptableFlavorName",
+                    last,
+                    f"must be one of the flavors defined in the ClusterQueue: [{' '.join(sorted(valid))}]",
+                )
+            )
+    if spec.queueing_strategy == k.STRICT_FIFO:
+        errs.append(
+            invalid(
+                "spec.queueingStrategy",
+                spec.queueing_strategy,
+                "StrictFIFO queueing strategy cannot be used when ConcurrentAdmissionPolicy is defined",
+            )
+        )
     return errs
 
 
