@@ -36,13 +36,13 @@ from pykueue.api.validation import (
     NOT_FOUND,
     NOT_SUPPORTED,
     REQUIRED,
-    FieldError,
     ValidationFailed,
     validate,
     validate_or_raise,
     validate_schema,
     validate_webhook,
 )
+from pykueue.apiserver.resources import REGISTRY, ResourceInfo
 
 V1BETA2 = "kueue.x-k8s.io/v1beta2"
 
@@ -83,11 +83,14 @@ def check(case: Case) -> None:
     for error, wanted in zip(got, case.want, strict=True):
         if wanted.text is not None:
             assert str(error) == wanted.text
+    missing = _resource(case.obj).missing_required(case.obj, case.old, "v1beta2")
     if case.crd_first:
         schema = validate_schema(obj, old)
-        assert schema, "the CRD stage accepts this input: drop crd_first"
-        assert validate(obj, old, gates=gates) == schema
+        assert missing or schema, "the CRD stage accepts this input: drop crd_first"
+        if not missing:
+            assert validate(obj, old, gates=gates) == schema
         return
+    assert not missing
     if got:
         with pytest.raises(ValidationFailed) as raised:
             validate_or_raise(obj, old, gates=gates)
@@ -95,6 +98,12 @@ def check(case: Case) -> None:
         assert raised.value.webhook is not None
     else:
         validate_or_raise(obj, old, gates=gates)
+
+
+def _resource(obj: Mapping[str, Any]) -> ResourceInfo:
+    info = REGISTRY.by_kind(k.GROUP, obj["kind"])
+    assert info is not None
+    return info
 
 
 def params(cases: list[Case]) -> Any:
@@ -140,7 +149,12 @@ def make_cq(*groups: dict[str, Any], name: str = "cluster-queue", **spec: Any) -
 
 def bare_cq(**spec: Any) -> dict[str, Any]:
     """A ``&kueue.ClusterQueue{...}`` literal (no wrapper defaults)."""
-    return {"apiVersion": V1BETA2, "kind": "ClusterQueue", "metadata": {"name": "cluster-queue"}, "spec": spec}
+    return {
+        "apiVersion": V1BETA2,
+        "kind": "ClusterQueue",
+        "metadata": {"name": "cluster-queue"},
+        "spec": spec,
+    }
 
 
 def checks_strategy(*rules: tuple[str, list[str]]) -> dict[str, Any]:
@@ -206,7 +220,9 @@ CQ_CASES = [
         ],
     ),
     Case("in cohort", make_cq(cohortName="prod")),
-    Case("extended resources with qualified names", make_cq(group(flavor("default", quota("example.com/gpu"))))),
+    Case(
+        "extended resources with qualified names", make_cq(group(flavor("default", quota("example.com/gpu"))))
+    ),
     Case("flavor with qualified names", make_cq(group(flavor("x86"))), crd_first=True),
     Case(
         "flavor quota with negative value",
@@ -260,7 +276,9 @@ CQ_CASES = [
                 flavor("alpha", quota("cpu", "0"), quota("memory", "0")),
                 flavor("beta", quota("cpu", "0"), quota("memory", "0")),
             ),
-            group(flavor("gamma", quota("example.com/gpu", "0")), flavor("omega", quota("example.com/gpu", "0"))),
+            group(
+                flavor("gamma", quota("example.com/gpu", "0")), flavor("omega", quota("example.com/gpu", "0"))
+            ),
         ),
     ),
     Case(
@@ -338,7 +356,9 @@ CQ_CASES = [
     ),
     Case(
         "valid ConcurrentAdmissionPolicy",
-        make_cq(group(flavor("flavor1", quota("cpu", "1"))), concurrentAdmissionPolicy=cap("TryPreferredFlavors")),
+        make_cq(
+            group(flavor("flavor1", quota("cpu", "1"))), concurrentAdmissionPolicy=cap("TryPreferredFlavors")
+        ),
     ),
     Case(
         "ConcurrentAdmissionPolicy with StrictFIFO queueing strategy is invalid",
@@ -397,13 +417,15 @@ CQ_CASES = [
     Case(
         "ConcurrentAdmissionPolicy with valid LastAcceptableFlavorName",
         make_cq(
-            group(flavor("flavor1", quota("cpu", "1"))), concurrentAdmissionPolicy=cap("TryPreferredFlavors", "flavor1")
+            group(flavor("flavor1", quota("cpu", "1"))),
+            concurrentAdmissionPolicy=cap("TryPreferredFlavors", "flavor1"),
         ),
     ),
     Case(
         "ConcurrentAdmissionPolicy constraints with RetainFirstAdmission mode is forbidden",
         make_cq(
-            group(flavor("flavor1", quota("cpu", "1"))), concurrentAdmissionPolicy=cap("RetainFirstAdmission", "flavor1")
+            group(flavor("flavor1", quota("cpu", "1"))),
+            concurrentAdmissionPolicy=cap("RetainFirstAdmission", "flavor1"),
         ),
         [
             Want(
@@ -428,7 +450,7 @@ CQ_CASES = [
             Want(
                 INVALID,
                 "spec.concurrentAdmissionPolicy.migration.constraints.lastAcceptableFlavorName",
-                'spec.concurrentAdmissionPolicy.migration.constraints.lastAcceptableFlavorName: Invalid value: '
+                "spec.concurrentAdmissionPolicy.migration.constraints.lastAcceptableFlavorName: Invalid value: "
                 '"non-existent-flavor": must be one of the flavors defined in the ClusterQueue: [flavor1]',
             )
         ],
@@ -459,15 +481,33 @@ CQ_UPDATE_CASES = [
     ),
     Case(
         "legacy cluster queue with invalid onFlavors allows unrelated updates when the feature gate is disabled",
-        make_cq(ALPHA, queueingStrategy="BestEffortFIFO", admissionChecksStrategy=checks_strategy(("ac1", ["ghost"]))),
-        old=make_cq(ALPHA, queueingStrategy="StrictFIFO", admissionChecksStrategy=checks_strategy(("ac1", ["ghost"]))),
+        make_cq(
+            ALPHA,
+            queueingStrategy="BestEffortFIFO",
+            admissionChecksStrategy=checks_strategy(("ac1", ["ghost"])),
+        ),
+        old=make_cq(
+            ALPHA, queueingStrategy="StrictFIFO", admissionChecksStrategy=checks_strategy(("ac1", ["ghost"]))
+        ),
         gates={"RejectUpdatesToCQWithInvalidOnFlavors": False},
     ),
     Case(
         "legacy cluster queue with invalid onFlavors rejects unrelated updates when the feature gate is enabled",
-        make_cq(ALPHA, queueingStrategy="BestEffortFIFO", admissionChecksStrategy=checks_strategy(("ac1", ["ghost"]))),
-        [Want(NOT_SUPPORTED, ON_FLAVORS0, f'{ON_FLAVORS0}: Unsupported value: "ghost": supported values: "alpha"')],
-        old=make_cq(ALPHA, queueingStrategy="StrictFIFO", admissionChecksStrategy=checks_strategy(("ac1", ["ghost"]))),
+        make_cq(
+            ALPHA,
+            queueingStrategy="BestEffortFIFO",
+            admissionChecksStrategy=checks_strategy(("ac1", ["ghost"])),
+        ),
+        [
+            Want(
+                NOT_SUPPORTED,
+                ON_FLAVORS0,
+                f'{ON_FLAVORS0}: Unsupported value: "ghost": supported values: "alpha"',
+            )
+        ],
+        old=make_cq(
+            ALPHA, queueingStrategy="StrictFIFO", admissionChecksStrategy=checks_strategy(("ac1", ["ghost"]))
+        ),
         gates={"RejectUpdatesToCQWithInvalidOnFlavors": True},
     ),
     Case(
@@ -478,27 +518,52 @@ CQ_UPDATE_CASES = [
     Case(
         "invalid admissionCheckStrategy is rejected when the old cluster queue has no strategy",
         make_cq(ALPHA, admissionChecksStrategy=checks_strategy(("ac1", ["ghost"]))),
-        [Want(NOT_SUPPORTED, ON_FLAVORS0, f'{ON_FLAVORS0}: Unsupported value: "ghost": supported values: "alpha"')],
+        [
+            Want(
+                NOT_SUPPORTED,
+                ON_FLAVORS0,
+                f'{ON_FLAVORS0}: Unsupported value: "ghost": supported values: "alpha"',
+            )
+        ],
         old=make_cq(ALPHA),
     ),
     Case(
         "resourceGroup flavor change revalidates admissionCheck onFlavors for legacy cluster queue",
         make_cq(
-            group(flavor("beta", quota("cpu", "1"))), admissionChecksStrategy=checks_strategy(("ac1", ["ghost"]))
+            group(flavor("beta", quota("cpu", "1"))),
+            admissionChecksStrategy=checks_strategy(("ac1", ["ghost"])),
         ),
-        [Want(NOT_SUPPORTED, ON_FLAVORS0, f'{ON_FLAVORS0}: Unsupported value: "ghost": supported values: "beta"')],
+        [
+            Want(
+                NOT_SUPPORTED,
+                ON_FLAVORS0,
+                f'{ON_FLAVORS0}: Unsupported value: "ghost": supported values: "beta"',
+            )
+        ],
         old=make_cq(ALPHA, admissionChecksStrategy=checks_strategy(("ac1", ["ghost"]))),
     ),
     Case(
         "changing invalid onFlavors for a legacy cluster queue revalidates the new ref",
         make_cq(ALPHA, admissionChecksStrategy=checks_strategy(("ac1", ["phantom"]))),
-        [Want(NOT_SUPPORTED, ON_FLAVORS0, f'{ON_FLAVORS0}: Unsupported value: "phantom": supported values: "alpha"')],
+        [
+            Want(
+                NOT_SUPPORTED,
+                ON_FLAVORS0,
+                f'{ON_FLAVORS0}: Unsupported value: "phantom": supported values: "alpha"',
+            )
+        ],
         old=make_cq(ALPHA, admissionChecksStrategy=checks_strategy(("ac1", ["ghost"]))),
     ),
     Case(
         "changing admissionCheck name revalidates onFlavors for the new rule",
         make_cq(ALPHA, admissionChecksStrategy=checks_strategy(("ac2", ["ghost"]))),
-        [Want(NOT_SUPPORTED, ON_FLAVORS0, f'{ON_FLAVORS0}: Unsupported value: "ghost": supported values: "alpha"')],
+        [
+            Want(
+                NOT_SUPPORTED,
+                ON_FLAVORS0,
+                f'{ON_FLAVORS0}: Unsupported value: "ghost": supported values: "alpha"',
+            )
+        ],
         old=make_cq(ALPHA, admissionChecksStrategy=checks_strategy(("ac1", ["ghost"]))),
     ),
     Case(
@@ -518,7 +583,13 @@ CQ_UPDATE_CASES = [
     Case(
         "ConcurrentAdmissionPolicy cannot be removed",
         make_cq(ALPHA),
-        [Want(INVALID, "spec.concurrentAdmissionPolicy", 'spec.concurrentAdmissionPolicy: Invalid value: "null": field is immutable')],
+        [
+            Want(
+                INVALID,
+                "spec.concurrentAdmissionPolicy",
+                'spec.concurrentAdmissionPolicy: Invalid value: "null": field is immutable',
+            )
+        ],
         old=make_cq(ALPHA, concurrentAdmissionPolicy=cap("TryPreferredFlavors")),
         gates=CONCURRENT,
     ),
@@ -543,7 +614,12 @@ def _covered(n: int) -> list[dict[str, Any]]:
 def _combinations(flavors: int, resources: int) -> list[dict[str, Any]]:
     """``makeFlavorResourceCombinations(flavors, resources)``."""
     return [
-        group(*[flavor(f"f{i:03d}", *[quota(f"res{j:03d}", "1") for j in range(resources)]) for i in range(flavors)])
+        group(
+            *[
+                flavor(f"f{i:03d}", *[quota(f"res{j:03d}", "1") for j in range(resources)])
+                for i in range(flavors)
+            ]
+        )
     ]
 
 
@@ -563,7 +639,9 @@ LIMIT_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("groups", "want_err"), [c[1:] for c in LIMIT_CASES], ids=[c[0] for c in LIMIT_CASES])
+@pytest.mark.parametrize(
+    ("groups", "want_err"), [c[1:] for c in LIMIT_CASES], ids=[c[0] for c in LIMIT_CASES]
+)
 def test_validate_cluster_queue_limits(groups: list[dict[str, Any]], want_err: bool) -> None:
     """Upstream checks only whether ``ValidateClusterQueue`` returns errors (the webhook stage).
     More than 64 flavors or covered resources in one group is refused by the CRD's ``maxItems``
@@ -574,3 +652,888 @@ def test_validate_cluster_queue_limits(groups: list[dict[str, Any]], want_err: b
     crd_refuses = any(len(g["flavors"]) > 64 or len(g["coveredResources"]) > 64 for g in groups)
     assert bool(schema) == crd_refuses
     assert bool(validate(obj)) == (want_err or crd_refuses)
+
+
+# --- Workload (workload_webhook_test.go) ------------------------------------------------------------
+
+NOW = "2024-01-01T00:00:00Z"
+ELASTIC = {"kueue.x-k8s.io/elastic-job": "true"}
+"""``workloadslicing.EnabledAnnotationKey: EnabledAnnotationValue``."""
+GATED_BY = "kueue.x-k8s.io/admission-gated-by"
+PRIORITY_BOOST = "kueue.x-k8s.io/priority-boost"
+
+
+def container(
+    requests: Mapping[str, str] | None = None, limits: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """``utiltesting.SingleContainerForRequest`` / a ``corev1.Container{Resources: ...}`` literal
+    (no name: the CRD's pod template schema requires one)."""
+    resources: dict[str, Any] = {}
+    if requests is not None:
+        resources["requests"] = dict(requests)
+    if limits is not None:
+        resources["limits"] = dict(limits)
+    return {"resources": resources}
+
+
+def pod_set(
+    name: str = "main",
+    count: int = 1,
+    *,
+    requests: Mapping[str, str] | None = None,
+    containers: list[dict[str, Any]] | None = None,
+    init_containers: list[dict[str, Any]] | None = None,
+    pod_resources: Mapping[str, Mapping[str, str]] | None = None,
+    min_count: int | None = None,
+    topology_request: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``MakePodSet(name, count)`` (one container "c", restartPolicy Never) and its setters."""
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "containers": containers
+        if containers is not None
+        else [{"name": "c", "resources": {"requests": dict(requests or {})}}],
+    }
+    if init_containers is not None:
+        spec["initContainers"] = init_containers
+    if pod_resources is not None:
+        spec["resources"] = {section: dict(values) for section, values in pod_resources.items()}
+    out: dict[str, Any] = {"name": name, "count": count, "template": {"spec": spec}}
+    if min_count is not None:
+        out["minCount"] = min_count
+    if topology_request is not None:
+        out["topologyRequest"] = dict(topology_request)
+    return out
+
+
+def literal_pod_set(
+    name: str,
+    count: int,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """A ``kueue.PodSet{Name, Count, Template: {ObjectMeta: ...}}`` literal (an empty pod spec)."""
+    meta: dict[str, Any] = {}
+    if labels:
+        meta["labels"] = dict(labels)
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return {"name": name, "count": count, "template": {"metadata": meta, "spec": {}}}
+
+
+def assignment(name: str = "main", count: int | None = 1, **usage: tuple[str, str]) -> dict[str, Any]:
+    """``MakePodSetAssignment(name)`` (count 1) with ``Assignment(resource, flavor, quantity)``;
+    ``count=None`` is a ``kueue.PodSetAssignment{Name: name}`` literal."""
+    out: dict[str, Any] = {
+        "name": name,
+        "flavors": {r: f for r, (f, _) in usage.items()},
+        "resourceUsage": {r: q for r, (_, q) in usage.items()},
+    }
+    if count is not None:
+        out["count"] = count
+    return out
+
+
+def reserved(*assignments: dict[str, Any], cq: str = "cluster-queue") -> dict[str, Any]:
+    """``ReserveQuotaAt(MakeAdmission(cq).PodSets(...).Obj(), now)``: status with the admission
+    and the QuotaReserved condition."""
+    return {
+        "admission": {"clusterQueue": cq, "podSetAssignments": list(assignments) or [assignment()]},
+        "conditions": [quota_reserved_condition(f"Admitted by ClusterQueue {cq}")],
+    }
+
+
+def quota_reserved_condition(message: str) -> dict[str, Any]:
+    return {
+        "type": "QuotaReserved",
+        "status": "True",
+        "reason": "AdmittedByTest",
+        "message": message,
+        "lastTransitionTime": NOW,
+    }
+
+
+def make_wl(
+    *pod_sets: dict[str, Any],
+    annotations: Mapping[str, str] | None = None,
+    status: dict[str, Any] | None = None,
+    finalizers: list[str] | None = None,
+) -> dict[str, Any]:
+    """``MakeWorkload("test-workload", "test-ns")`` (one pod set "main" of 1) and its setters."""
+    meta: dict[str, Any] = {"name": "test-workload", "namespace": "test-ns"}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    if finalizers:
+        meta["finalizers"] = finalizers
+    out: dict[str, Any] = {
+        "apiVersion": V1BETA2,
+        "kind": "Workload",
+        "metadata": meta,
+        "spec": {"podSets": list(pod_sets) or [pod_set()]},
+    }
+    if status is not None:
+        out["status"] = status
+    return out
+
+
+def quota_reserved_without_admission() -> dict[str, Any]:
+    """``quotaReservedWithoutAdmission(now)``."""
+    return make_wl(pod_set("driver", 1), status={"conditions": [quota_reserved_condition("admitted")]})
+
+
+def check_state(
+    *updates: dict[str, Any], name: str = "", state: str = "", message: str = ""
+) -> dict[str, Any]:
+    """A ``kueue.AdmissionCheckState{...}`` literal (Go's zero name and state included). Go sends
+    a zero ``lastTransitionTime`` as null, which the CRD refuses as missing; pykueue's typed model
+    cannot hold a state without one, so it is set here: the webhook does not read it, and the
+    CRD refuses the empty name and state anyway."""
+    out: dict[str, Any] = {
+        "name": name,
+        "state": state,
+        "podSetUpdates": list(updates),
+        "lastTransitionTime": NOW,
+    }
+    if message:
+        out["message"] = message
+    return out
+
+
+PS0 = "spec.podSets[0].template.spec"
+PSU0 = "status.admissionChecks[0].podSetUpdates"
+GATED_BY_PATH = f"metadata.annotations[{GATED_BY}]"
+BOOST_PATH = f"metadata.annotations[{PRIORITY_BOOST}]"
+BAD_METADATA = literal_pod_set(
+    "bad-metadata",
+    1,
+    labels={"valid": "invalid value with spaces, test-wec1"},
+    annotations={"invalid/annotation/key/too/long/invalid": "val"},
+)
+LABEL_VALUE_DETAIL = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start "
+    "and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for "
+    "validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+ANNOTATION_KEY_DETAIL = (
+    "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. "
+    "'example.com/MyName')"
+)
+
+
+def _gated(value: str) -> dict[str, Any]:
+    return make_wl(pod_set("main", 1), annotations={GATED_BY: value})
+
+
+def _boost(value: str | None) -> dict[str, Any]:
+    return make_wl(pod_set("main", 1), annotations={PRIORITY_BOOST: value} if value is not None else None)
+
+
+ADMISSION_GATED = {"AdmissionGatedBy": True}
+BOOST_ON = {"PriorityBoost": True}
+
+WL_CASES = [
+    Case("valid", make_wl(pod_set("driver", 1), pod_set("workers", 100))),
+    Case(
+        "quota reserved without an admission is refused, not a panic",
+        quota_reserved_without_admission(),
+        [
+            Want(
+                REQUIRED,
+                "status.admission",
+                "status.admission: Required value: must be set while the QuotaReserved condition is true",
+            )
+        ],
+    ),
+    Case(
+        "should have a valid podSet name in status assignment",
+        make_wl(status=reserved(assignment("@invalid"))),
+        [Want(NOT_FOUND, "status.admission.podSetAssignments[0].name")],
+        crd_first=True,
+    ),
+    Case(
+        "assignment usage should be divisible by count",
+        make_wl(
+            pod_set("main", 3, requests={"cpu": "1"}),
+            status=reserved(assignment("main", 3, cpu=("flv", "1"))),
+        ),
+        [Want(INVALID, "status.admission.podSetAssignments[0].resourceUsage[cpu]")],
+    ),
+    Case(
+        "should not request num-pods resource",
+        make_wl(
+            pod_set(
+                "bad", 1, init_containers=[container({"pods": "1"})], containers=[container({"pods": "1"})]
+            )
+        ),
+        [
+            Want(INVALID, f"{PS0}.initContainers[0].resources.requests[pods]"),
+            Want(INVALID, f"{PS0}.containers[0].resources.requests[pods]"),
+        ],
+        crd_first=True,
+    ),
+    Case(
+        "should reject reserved pods resource key in limits",
+        make_wl(
+            pod_set(
+                "bad",
+                1,
+                init_containers=[container(limits={"pods": "1"})],
+                containers=[container(limits={"pods": "1"})],
+            )
+        ),
+        [
+            Want(INVALID, f"{PS0}.initContainers[0].resources.limits[pods]"),
+            Want(INVALID, f"{PS0}.containers[0].resources.limits[pods]"),
+        ],
+        crd_first=True,
+    ),
+    Case(
+        "should reject negative container resource request",
+        make_wl(pod_set("bad", 1, containers=[container({"cpu": "-1"})])),
+        [Want(INVALID, f"{PS0}.containers[0].resources.requests[cpu]")],
+        crd_first=True,
+    ),
+    Case(
+        "should reject negative initContainer resource request",
+        make_wl(pod_set("bad", 1, init_containers=[container({"cpu": "-1"})])),
+        [Want(INVALID, f"{PS0}.initContainers[0].resources.requests[cpu]")],
+        crd_first=True,
+    ),
+    Case(
+        "should accept invalid podSet template metadata when WorkloadValidationForPodSetMetadata is disabled",
+        make_wl(BAD_METADATA),
+        gates={"WorkloadValidationForPodSetMetadata": False},
+        crd_first=True,
+    ),
+    Case(
+        "should reject invalid podSet template label value",
+        make_wl(literal_pod_set("bad-metadata", 1, labels={"valid": "invalid value with spaces"})),
+        [
+            Want(
+                INVALID,
+                "spec.podSets[0].template.metadata.labels",
+                'spec.podSets[0].template.metadata.labels: Invalid value: "invalid value with spaces": '
+                + LABEL_VALUE_DETAIL,
+            )
+        ],
+        gates={"WorkloadValidationForPodSetMetadata": True},
+        crd_first=True,
+    ),
+    Case(
+        "should reject invalid podSet template annotation key",
+        make_wl(
+            literal_pod_set("bad-metadata", 1, annotations={"invalid/annotation/key/too/long/invalid": "val"})
+        ),
+        [
+            Want(
+                INVALID,
+                "spec.podSets[0].template.metadata.annotations",
+                'spec.podSets[0].template.metadata.annotations: Invalid value: "invalid/annotation/key/too/long/invalid": '
+                + ANNOTATION_KEY_DETAIL,
+            )
+        ],
+        gates={"WorkloadValidationForPodSetMetadata": True},
+        crd_first=True,
+    ),
+    Case(
+        "should reject negative container resource limit",
+        make_wl(pod_set("bad", 1, containers=[container(limits={"cpu": "-1"})])),
+        [Want(INVALID, f"{PS0}.containers[0].resources.limits[cpu]")],
+        crd_first=True,
+    ),
+    Case(
+        "should reject negative resource among multiple valid requests and limits",
+        make_wl(
+            pod_set(
+                "bad",
+                1,
+                containers=[container({"cpu": "1", "memory": "-1Gi"}, {"cpu": "2", "memory": "-2Gi"})],
+            )
+        ),
+        [
+            Want(INVALID, f"{PS0}.containers[0].resources.requests[memory]"),
+            Want(INVALID, f"{PS0}.containers[0].resources.limits[memory]"),
+        ],
+        crd_first=True,
+    ),
+    Case(
+        "should reject negative pod-level resource request",
+        make_wl(pod_set("bad", 1, pod_resources={"requests": {"cpu": "-1"}})),
+        [Want(INVALID, f"{PS0}.resources.requests[cpu]")],
+    ),
+    Case(
+        "should reject negative pod-level resource limit",
+        make_wl(pod_set("bad", 1, pod_resources={"limits": {"memory": "-1Gi"}})),
+        [Want(INVALID, f"{PS0}.resources.limits[memory]")],
+    ),
+    Case(
+        "should accept negative container resource request when WorkloadValidateResourcesAreNonNegative is disabled",
+        make_wl(pod_set("ok", 1, containers=[container({"cpu": "-1"})])),
+        gates={"WorkloadValidateResourcesAreNonNegative": False},
+        crd_first=True,
+    ),
+    Case(
+        "should accept zero container resource request",
+        make_wl(pod_set("ok", 1, containers=[container({"cpu": "0"})])),
+        crd_first=True,
+    ),
+    Case(
+        "should reject non-positive podSetSliceSize when TASValidateWorkloadSliceSize is enabled",
+        make_wl(
+            pod_set(
+                "bad",
+                1,
+                topology_request={
+                    "podSetSliceRequiredTopology": "kubernetes.io/hostname",
+                    "podSetSliceSize": 0,
+                },
+            )
+        ),
+        [Want(INVALID, "spec.podSets[0].topologyRequest.podSetSliceSize")],
+        crd_first=True,
+    ),
+    Case(
+        "should reject podSetSliceSize without podSetSliceRequiredTopology when TASValidateWorkloadSliceSize is enabled",
+        make_wl(pod_set("bad", 1, topology_request={"podSetSliceSize": 1})),
+        [Want(FORBIDDEN, "spec.podSets[0].topologyRequest.podSetSliceSize")],
+    ),
+    Case(
+        "should reject non-positive podsetSliceRequiredTopologyConstraints size when TASValidateWorkloadSliceSize is enabled",
+        make_wl(
+            pod_set(
+                "bad",
+                1,
+                topology_request={
+                    "podsetSliceRequiredTopologyConstraints": [
+                        {"topology": "kubernetes.io/hostname", "size": 0}
+                    ]
+                },
+            )
+        ),
+        [Want(INVALID, "spec.podSets[0].topologyRequest.podsetSliceRequiredTopologyConstraints[0].size")],
+        crd_first=True,
+    ),
+    Case(
+        "should accept non-positive podSetSliceSize when TASValidateWorkloadSliceSize is disabled",
+        make_wl(
+            pod_set(
+                "ok",
+                1,
+                topology_request={
+                    "podSetSliceRequiredTopology": "kubernetes.io/hostname",
+                    "podSetSliceSize": 0,
+                },
+            )
+        ),
+        gates={"TASValidateWorkloadSliceSize": False},
+        crd_first=True,
+    ),
+    Case("empty podSetUpdates", make_wl(status={"admissionChecks": [check_state()]}), crd_first=True),
+    Case(
+        "should accept podSetUpdates for only a subset of podSets",
+        make_wl(
+            pod_set("first", 1),
+            pod_set("second", 1),
+            status={"admissionChecks": [check_state({"name": "first"})]},
+        ),
+        crd_first=True,
+    ),
+    Case(
+        "mismatched names in podSetUpdates with names in podSets",
+        make_wl(
+            pod_set("first", 1),
+            pod_set("second", 1),
+            status={"admissionChecks": [check_state({"name": "first"}, {"name": "third"})]},
+        ),
+        [Want(NOT_SUPPORTED, f"{PSU0}[1].name")],
+        crd_first=True,
+    ),
+    Case(
+        "matched names in podSetUpdates with names in podSets",
+        make_wl(
+            pod_set("first", 1),
+            pod_set("second", 1),
+            status={
+                "admissionChecks": [
+                    check_state(
+                        {
+                            "name": "first",
+                            "labels": {"l1": "first"},
+                            "annotations": {"foo": "bar"},
+                            "tolerations": [
+                                {
+                                    "key": "t1",
+                                    "operator": "Equal",
+                                    "value": "t1v",
+                                    "effect": "NoExecute",
+                                    "tolerationSeconds": 5,
+                                }
+                            ],
+                            "nodeSelector": {"type": "first"},
+                        },
+                        {
+                            "name": "second",
+                            "labels": {"l2": "second"},
+                            "annotations": {"foo": "baz"},
+                            "tolerations": [
+                                {
+                                    "key": "t2",
+                                    "operator": "Equal",
+                                    "value": "t2v",
+                                    "effect": "NoExecute",
+                                    "tolerationSeconds": 10,
+                                }
+                            ],
+                            "nodeSelector": {"type": "second"},
+                        },
+                    )
+                ]
+            },
+        ),
+        crd_first=True,
+    ),
+    Case(
+        "invalid label name of podSetUpdate",
+        make_wl(status={"admissionChecks": [check_state({"name": "main", "labels": {"@abc": "foo"}})]}),
+        [Want(INVALID, f"{PSU0}[0].labels")],
+        crd_first=True,
+    ),
+    Case(
+        "invalid node selector name of podSetUpdate",
+        make_wl(status={"admissionChecks": [check_state({"name": "main", "nodeSelector": {"@abc": "foo"}})]}),
+        [Want(INVALID, f"{PSU0}[0].nodeSelector")],
+        crd_first=True,
+    ),
+    Case(
+        "invalid label value of podSetUpdate",
+        make_wl(status={"admissionChecks": [check_state({"name": "main", "labels": {"foo": "@abc"}})]}),
+        [Want(INVALID, f"{PSU0}[0].labels")],
+        crd_first=True,
+    ),
+    Case(
+        "invalid reclaimablePods",
+        make_wl(
+            pod_set("ps1", 3),
+            status={"reclaimablePods": [{"name": "ps1", "count": 4}, {"name": "ps2", "count": 1}]},
+        ),
+        [
+            Want(INVALID, "status.reclaimablePods[ps1].count"),
+            Want(NOT_SUPPORTED, "status.reclaimablePods[ps2].name"),
+        ],
+    ),
+    Case(
+        "too many variable count podSets",
+        make_wl(pod_set("ps1", 3, min_count=2), pod_set("ps2", 3, min_count=1)),
+        [Want(INVALID, "spec.podSets")],
+    ),
+    Case("valid priority-boost", _boost("10"), gates=BOOST_ON),
+    Case("valid priority-boost zero", _boost("0"), gates=BOOST_ON),
+    Case("valid priority-boost negative", _boost("-5"), gates=BOOST_ON),
+    Case(
+        "invalid priority-boost",
+        _boost("invalid"),
+        [
+            Want(
+                INVALID, BOOST_PATH, f'{BOOST_PATH}: Invalid value: "invalid": must be a valid signed integer'
+            )
+        ],
+        gates=BOOST_ON,
+    ),
+    Case(
+        "empty string priority-boost",
+        _boost(""),
+        [
+            Want(
+                INVALID,
+                BOOST_PATH,
+                f'{BOOST_PATH}: Invalid value: "": must be a valid signed integer; use "0" explicitly, '
+                "empty string is not allowed",
+            )
+        ],
+        gates=BOOST_ON,
+    ),
+    Case("missing priority-boost annotation", _boost(None), gates=BOOST_ON),
+    Case("invalid priority-boost when feature off", _boost("invalid"), gates={"PriorityBoost": False}),
+    Case(
+        "valid AdmissionGatedBy annotation with single gate",
+        _gated("example.com/controller"),
+        gates=ADMISSION_GATED,
+    ),
+    Case(
+        "valid AdmissionGatedBy annotation with multiple gates",
+        _gated("example.com/a,not.example.com/b"),
+        gates=ADMISSION_GATED,
+    ),
+    Case("AdmissionGatedBy annotation - leading space", _gated(" example.com/gate"), gates=ADMISSION_GATED),
+    Case(
+        "AdmissionGatedBy annotation - space before comma",
+        _gated("example.com/gate ,example.com/gate2"),
+        gates=ADMISSION_GATED,
+    ),
+    Case(
+        "AdmissionGatedBy annotation - space after comma",
+        _gated("example.com/gate, example.com/gate2"),
+        gates=ADMISSION_GATED,
+    ),
+    Case("AdmissionGatedBy annotation - trailing space", _gated("example.com/gate "), gates=ADMISSION_GATED),
+    Case(
+        "invalid AdmissionGatedBy annotation - not in subdomain/path format",
+        _gated("this is an invalid value"),
+        [Want(INVALID, GATED_BY_PATH)],
+        gates=ADMISSION_GATED,
+    ),
+    Case(
+        "invalid AdmissionGatedBy annotation - duplicate gates",
+        _gated("duplicates.are/invalid,duplicates.are/invalid"),
+        [Want(INVALID, GATED_BY_PATH)],
+        gates=ADMISSION_GATED,
+    ),
+    Case(
+        "invalid AdmissionGatedBy annotation - space in path component",
+        _gated("example.com/gate name"),
+        [Want(INVALID, GATED_BY_PATH)],
+        gates=ADMISSION_GATED,
+    ),
+    Case(
+        "invalid AdmissionGatedBy annotation - space in domain component",
+        _gated("example .com/gate"),
+        [Want(INVALID, GATED_BY_PATH)],
+        gates=ADMISSION_GATED,
+    ),
+    Case(
+        "invalid AdmissionGatedBy annotation - multiple gates with one containing space",
+        _gated("valid.com/gate,invalid gate.com/controller"),
+        [Want(INVALID, GATED_BY_PATH)],
+        gates=ADMISSION_GATED,
+    ),
+    Case(
+        "partial admission and elastic job cannot be used together",
+        make_wl(pod_set("main", 10, min_count=5), annotations=ELASTIC),
+        [
+            Want(
+                INVALID,
+                "spec.podSets",
+                "spec.podSets: Invalid value: 1: partial admission and elastic job cannot be used together",
+            )
+        ],
+        gates={"ElasticJobsViaWorkloadSlices": True},
+    ),
+    Case(
+        "non-negative subGroupCount is accepted without warning",
+        make_wl(pod_set("main", 1, topology_request={"subGroupCount": 0})),
+    ),
+]
+
+
+@params(WL_CASES)
+def test_validate_workload(case: Case) -> None:
+    check(case)
+
+
+def _reclaimable(*counts: tuple[str, int]) -> list[dict[str, Any]]:
+    return [{"name": n, "count": c} for n, c in counts]
+
+
+def _with_reclaimable(status: dict[str, Any], *counts: tuple[str, int]) -> dict[str, Any]:
+    return {**status, "reclaimablePods": _reclaimable(*counts)}
+
+
+PS12 = (pod_set("ps1", 3), pod_set("ps2", 3))
+RESERVED12 = reserved(assignment("ps1", None), assignment("ps2", None))
+
+
+def _elastic(size: int, admitted: int | None, counts: tuple[tuple[str, int], ...]) -> dict[str, Any]:
+    """An elastic workload of one pod set "ps1" of ``size``, admitted (``Count`` ``admitted``),
+    with the reclaimable ``counts``."""
+    status = reserved(assignment("ps1", admitted))
+    if counts:
+        status = _with_reclaimable(status, *counts)
+    return make_wl(pod_set("ps1", size), annotations=ELASTIC, status=status)
+
+
+ELASTIC_ON = {"ElasticJobsViaWorkloadSlices": True}
+RECLAIM1 = "status.reclaimablePods[ps1]"
+
+
+def _gated_update(name: str, old: str | None, new: str | None, want: list[Want]) -> Case:
+    def wl(value: str | None) -> dict[str, Any]:
+        return make_wl(pod_set("main", 1), annotations={GATED_BY: value} if value is not None else None)
+
+    return Case(name, wl(new), want, old=wl(old), gates=ADMISSION_GATED)
+
+
+def _topology(count: int) -> dict[str, Any]:
+    """``tas.V1Beta2From`` of one domain ``abc`` at level ``level`` with ``count`` pods."""
+    return {
+        "levels": ["level"],
+        "slices": [
+            {"domainCount": 1, "podCounts": {"universal": count}, "valuesPerLevel": [{"universal": "abc"}]}
+        ],
+    }
+
+
+def _ready_updates(labels: Mapping[str, str], name: str = "", message: str = "") -> dict[str, Any]:
+    return make_wl(
+        pod_set("first", 1),
+        pod_set("second", 1),
+        status={
+            "admissionChecks": [
+                check_state(
+                    {"name": "first", "labels": dict(labels)},
+                    {"name": "second"},
+                    name=name,
+                    state="Ready",
+                    message=message,
+                )
+            ]
+        },
+    )
+
+
+WL_UPDATE_CASES = [
+    Case(
+        "an update may not put a workload in quota reserved with no admission",
+        quota_reserved_without_admission(),
+        [Want(REQUIRED, "status.admission")],
+        old=make_wl(pod_set("driver", 1)),
+    ),
+    Case(
+        "a workload already in that state stays updatable so it can be removed",
+        quota_reserved_without_admission(),
+        old=quota_reserved_without_admission(),
+    ),
+    Case(
+        "reclaimable pod count can change up",
+        make_wl(*PS12, status=_with_reclaimable(RESERVED12, ("ps1", 2), ("ps2", 1))),
+        old=make_wl(*PS12, status=_with_reclaimable(RESERVED12, ("ps1", 1))),
+    ),
+    Case(
+        "should accept invalid podSet template metadata on update when WorkloadValidationForPodSetMetadata is disabled",
+        make_wl(
+            literal_pod_set(
+                "driver",
+                1,
+                labels={"valid": "invalid value with spaces, test-wec1"},
+                annotations={"invalid/annotation/key/too/long/invalid": "val"},
+            )
+        ),
+        old=make_wl(pod_set("driver", 1)),
+        gates={"WorkloadValidationForPodSetMetadata": False},
+        crd_first=True,
+    ),
+    Case(
+        "should reject invalid podSet template label value on update",
+        make_wl(literal_pod_set("driver", 1, labels={"valid": "invalid value with spaces"})),
+        [Want(INVALID, "spec.podSets[0].template.metadata.labels")],
+        old=make_wl(pod_set("driver", 1)),
+        gates={"WorkloadValidationForPodSetMetadata": True},
+        crd_first=True,
+    ),
+    Case(
+        "reclaimable pod count cannot change down",
+        make_wl(*PS12, status=_with_reclaimable(RESERVED12, ("ps1", 1))),
+        [
+            Want(
+                INVALID,
+                "status.reclaimablePods[ps1].count",
+                "status.reclaimablePods[ps1].count: Invalid value: 1: cannot be less than 2",
+            ),
+            Want(
+                REQUIRED,
+                "status.reclaimablePods[ps2]",
+                "status.reclaimablePods[ps2]: Required value: cannot be removed",
+            ),
+        ],
+        old=make_wl(*PS12, status=_with_reclaimable(RESERVED12, ("ps1", 2), ("ps2", 1))),
+    ),
+    Case(
+        "elastic workload: unchanged reclaimable pod count is tolerated while its podSet scales down below it",
+        _elastic(3, None, (("ps1", 4),)),
+        old=_elastic(8, None, (("ps1", 4),)),
+        gates=ELASTIC_ON,
+    ),
+    Case(
+        "elastic workload: changed reclaimable pod count above the podSet count is rejected",
+        _elastic(3, None, (("ps1", 5),)),
+        [
+            Want(
+                INVALID,
+                f"{RECLAIM1}.count",
+                f"{RECLAIM1}.count: Invalid value: 5: should be less or equal to 3",
+            )
+        ],
+        old=_elastic(8, None, (("ps1", 4),)),
+        gates=ELASTIC_ON,
+    ),
+    Case(
+        "elastic workload: reclaimable pod count can decrease after its podSet scaled down below the admitted count",
+        _elastic(3, 8, (("ps1", 3),)),
+        old=_elastic(3, 8, (("ps1", 4),)),
+        gates=ELASTIC_ON,
+    ),
+    Case(
+        "elastic workload: reclaimable pod count can decrease when scaled down below the admitted count even if the podSet still exceeds it",
+        _elastic(10, 20, (("ps1", 0),)),
+        old=_elastic(10, 20, (("ps1", 9),)),
+        gates=ELASTIC_ON,
+    ),
+    Case(
+        "elastic workload: reclaimable pod count cannot decrease without a podSet scale-down",
+        _elastic(8, None, (("ps1", 2),)),
+        [Want(INVALID, f"{RECLAIM1}.count")],
+        old=_elastic(8, None, (("ps1", 4),)),
+        gates=ELASTIC_ON,
+    ),
+    Case(
+        "elastic workload: reclaimable pod entry can be removed after its podSet scaled down below the admitted count",
+        _elastic(1, 8, ()),
+        old=_elastic(8, 8, (("ps1", 4),)),
+        gates=ELASTIC_ON,
+    ),
+    Case(
+        "elastic workload: reclaimable pod entry cannot be removed without a podSet scale-down",
+        _elastic(8, None, ()),
+        [Want(REQUIRED, RECLAIM1)],
+        old=_elastic(8, None, (("ps1", 4),)),
+        gates=ELASTIC_ON,
+    ),
+    Case(
+        "non-elastic workload: stale reclaimable pod count is still rejected when its podSet scales down",
+        make_wl(pod_set("ps1", 3), status=_with_reclaimable(reserved(assignment("ps1", None)), ("ps1", 4))),
+        [Want(INVALID, f"{RECLAIM1}.count")],
+        old=make_wl(
+            pod_set("ps1", 8), status=_with_reclaimable(reserved(assignment("ps1", None)), ("ps1", 4))
+        ),
+        gates=ELASTIC_ON,
+    ),
+    Case(
+        "reclaimable pod count can go to 0 if the job is suspended",
+        make_wl(
+            *PS12,
+            status={
+                "admissionChecks": [check_state({"name": "ps1"}, {"name": "ps2"}, state="Ready")],
+                "reclaimablePods": _reclaimable(("ps1", 0), ("ps2", 1)),
+            },
+        ),
+        old=make_wl(*PS12, status=_with_reclaimable(RESERVED12, ("ps1", 2), ("ps2", 1))),
+        crd_first=True,
+    ),
+    Case(
+        "podSetUpdates should be immutable when state is ready",
+        _ready_updates({"foo": "baz"}),
+        [Want(INVALID, "status.admissionChecks[0].podSetUpdates")],
+        old=_ready_updates({"foo": "bar"}),
+        crd_first=True,
+    ),
+    Case(
+        "should change other fields of admissionchecks when podSetUpdates is immutable",
+        _ready_updates({"foo": "bar"}, name="ac1", message="new"),
+        old=_ready_updates({"foo": "bar"}, name="ac1", message="old"),
+    ),
+    Case(
+        "TopologyAssignment can be mutated",
+        make_wl(
+            pod_set("ps1", 3),
+            status=reserved({**assignment("ps1", None), "topologyAssignment": _topology(3)}),
+        ),
+        old=make_wl(
+            pod_set("ps1", 3),
+            status=reserved({**assignment("ps1", None), "topologyAssignment": _topology(2)}),
+        ),
+        gates={"TopologyAwareScheduling": True},
+    ),
+    Case(
+        "PodSets cannot be removed from admission",
+        make_wl(*PS12, status=reserved(assignment("ps1", None))),
+        [Want(INVALID, "status.admission")],
+        old=make_wl(*PS12, status=RESERVED12),
+        gates={"TopologyAwareScheduling": True},
+        crd_first=True,
+    ),
+    Case(
+        "PodSets cannot be added to admission",
+        make_wl(*PS12, status=RESERVED12),
+        [Want(INVALID, "status.admission")],
+        old=make_wl(*PS12, status=reserved(assignment("ps1", None))),
+        gates={"TopologyAwareScheduling": True},
+    ),
+    Case(
+        "workload.podSets[].count is immutable",
+        make_wl(pod_set("ps1", 3), pod_set("ps2", 3), status=RESERVED12),
+        [Want(INVALID, "spec.podSets.1")],
+        old=make_wl(pod_set("ps1", 3), pod_set("ps2", 4), status=RESERVED12),
+        gates={"ElasticJobsViaWorkloadSlices": False},
+    ),
+    Case(
+        "workload.podSets[].count is mutable with ElasticJobs feature gate",
+        make_wl(pod_set("ps1", 3), pod_set("ps2", 3), status=RESERVED12),
+        old=make_wl(pod_set("ps1", 3), pod_set("ps2", 4), status=RESERVED12),
+        gates=ELASTIC_ON,
+    ),
+    Case(
+        "ClusterName doesn't have to be one of the nominatedClusterNames with ElasticJobs feature gate",
+        make_wl(
+            pod_set("ps1", 3),
+            pod_set("ps2", 4),
+            status={**RESERVED12, "clusterName": "worker1"},
+            annotations={"kueue.x-k8s.io/workload-slice-replacement-for": "test-ns/test-workload"},
+        ),
+        old=make_wl(pod_set("ps1", 3), pod_set("ps2", 4)),
+        gates=ELASTIC_ON,
+    ),
+    _gated_update(
+        "reject adding AdmissionGatedBy annotation after workload creation",
+        None,
+        "example.com/controller",
+        [Want(FORBIDDEN, GATED_BY_PATH)],
+    ),
+    _gated_update(
+        "allow removing AdmissionGatedBy annotation with single gate",
+        "example.com/controller1",
+        None,
+        [],
+    ),
+    _gated_update(
+        "allow removing AdmissionGatedBy annotation with multiple gates",
+        "example.com/controller1,example.com/controller2",
+        None,
+        [],
+    ),
+    _gated_update(
+        "allow removing one gate from AdmissionGatedBy annotation",
+        "example.com/controller1,example.com/controller2",
+        "example.com/controller2",
+        [],
+    ),
+    _gated_update(
+        "reject injecting new gate in AdmissionGatedBy annotation",
+        "example.com/controller1,example.com/controller2",
+        "example.com/controller3",
+        [Want(FORBIDDEN, GATED_BY_PATH)],
+    ),
+    _gated_update(
+        "allow reordering gates in AdmissionGatedBy annotation",
+        "example.com/controller1,example.com/controller2",
+        "example.com/controller2,example.com/controller1",
+        [],
+    ),
+    Case(
+        "a workload whose quota reservation lost its admission can still drop its finalizer",
+        quota_reserved_without_admission(),
+        old={
+            **quota_reserved_without_admission(),
+            "metadata": {
+                "name": "test-workload",
+                "namespace": "test-ns",
+                "finalizers": ["kueue.x-k8s.io/resource-in-use"],
+            },
+        },
+    ),
+]
+
+
+@params(WL_UPDATE_CASES)
+def test_validate_workload_update(case: Case) -> None:
+    check(case)
