@@ -61,6 +61,8 @@ class Want:
     type: str
     field: str
     text: str | None = None
+    value: Any = None
+    """The bad value, where upstream compares it but not the detail (None: not compared)."""
 
 
 @dataclass
@@ -83,6 +85,8 @@ def check(case: Case) -> None:
     for error, wanted in zip(got, case.want, strict=True):
         if wanted.text is not None:
             assert str(error) == wanted.text
+        if wanted.value is not None:
+            assert error.value == wanted.value
     missing = _resource(case.obj).missing_required(case.obj, case.old, "v1beta2")
     if case.crd_first:
         schema = validate_schema(obj, old)
@@ -1536,4 +1540,64 @@ WL_UPDATE_CASES = [
 
 @params(WL_UPDATE_CASES)
 def test_validate_workload_update(case: Case) -> None:
+    check(case)
+
+
+# --- Cohort (cohort_webhook_test.go) and ResourceFlavor (resourceflavor_webhook_test.go) ---------------
+
+
+def make_cohort(*groups: dict[str, Any], name: str = "cohort") -> dict[str, Any]:
+    """``MakeCohort(name)`` with ``ResourceGroup(...)``."""
+    spec: dict[str, Any] = {"resourceGroups": list(groups)} if groups else {}
+    return {"apiVersion": V1BETA2, "kind": "Cohort", "metadata": {"name": name}, "spec": spec}
+
+
+COHORT_CASES = [
+    # upstream compares the detail (only BadValue is ignored)
+    Case(
+        "flavor quota with lendingLimit and empty parent",
+        make_cohort(group(flavor("x86", quota("cpu", "1", "", "1")))),
+        [
+            Want(
+                INVALID,
+                f"{RES0}.lendingLimit",
+                f'{RES0}.lendingLimit: Invalid value: "1": must be nil when parent is empty',
+            )
+        ],
+    ),
+]
+
+
+@params(COHORT_CASES)
+def test_validate_cohort(case: Case) -> None:
+    check(case)
+
+
+def make_rf(
+    node_labels: Mapping[str, str] | None = None, taints: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """``MakeResourceFlavor("resource-flavor")`` (empty nodeLabels) with ``NodeLabel``/``Taint``."""
+    spec: dict[str, Any] = {"nodeLabels": dict(node_labels or {})}
+    if taints:
+        spec["nodeTaints"] = taints
+    return {
+        "apiVersion": V1BETA2,
+        "kind": "ResourceFlavor",
+        "metadata": {"name": "resource-flavor"},
+        "spec": spec,
+    }
+
+
+RF_CASES = [
+    # upstream compares the bad value (the detail is ignored; so is the error's Origin, which
+    # pykueue's errors do not carry: it is not part of the message)
+    Case("empty", make_rf()),
+    Case("valid", make_rf({"foo": "bar"}, [{"key": "spot", "value": "true", "effect": "NoSchedule"}])),
+    Case("invalid label name", make_rf({"@abc": "foo"}), [Want(INVALID, "spec.nodeLabels", value="@abc")]),
+    Case("invalid label value", make_rf({"foo": "@abc"}), [Want(INVALID, "spec.nodeLabels", value="@abc")]),
+]
+
+
+@params(RF_CASES)
+def test_validate_resource_flavor(case: Case) -> None:
     check(case)
