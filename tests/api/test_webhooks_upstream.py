@@ -11,10 +11,26 @@ that the CRD already refuses (``crd_first``) is asserted twice: the webhook stag
 upstream's errors, and :func:`validate` stops at the CRD's (whose messages the existing tests in
 ``test_validation.py`` pin).
 
-Not ported (features pykueue does not implement, or inputs it cannot express):
+Ported: every case of ``clusterqueue_webhook_test.go`` (``TestValidateClusterQueue``,
+``TestValidateClusterQueueUpdate``, ``TestValidateTotalFlavors``, ``TestValidateTotalCoveredResources``,
+``TestValidateFlavorResourceCombinations``), ``workload_webhook_test.go`` (``TestValidateWorkload``,
+``TestValidateWorkloadUpdate``), ``cohort_webhook_test.go`` and ``resourceflavor_webhook_test.go``;
+of the integration tests under ``test/integration/singlecluster/webhook/core``, the create tables
+of ``clusterqueue_test.go`` and ``cohort_test.go`` (which stage refuses: ``BeInvalidError`` is the
+CRD's 422, ``BeForbiddenError`` the webhook's 403) and the ClusterQueue update ``It``s.
 
-- ``TestValidateClusterQueue`` / ``ConcurrentAdmissionPolicy ...``: none are skipped (the
-  ``ConcurrentAdmission`` gate and ``spec.concurrentAdmissionPolicy`` exist).
+Not asserted or not ported:
+
+- the error's ``Origin`` (``WithOrigin("format=k8s-label-key")``): pykueue's errors do not carry
+  it, and it is not part of the message; upstream's ``wantWarnings`` are all empty, and
+  pykueue's webhooks give no warnings.
+- upstream's tables have no LocalQueue webhook (``pkg/webhooks/localqueue_webhook_test.go`` does
+  not exist: LocalQueue has CRD rules only, covered in ``test_validation.py``).
+- integration ``cohort_test.go`` "Updating a Cohort" (``Should update parent``, ``Should reject
+  invalid parent``, ``Should reject negative borrowing limit``): the same rules as the create
+  entries ported here; ``resourceflavor_test.go``, ``workload_test.go``, ``localqueue_test.go``
+  and ``admissioncheck_test.go``: not ported for lack of time (the CRD rules they exercise have
+  cases in ``test_validation.py``).
 """
 
 from __future__ import annotations
@@ -1601,3 +1617,473 @@ RF_CASES = [
 @params(RF_CASES)
 def test_validate_resource_flavor(case: Case) -> None:
     check(case)
+
+
+# --- ClusterQueue as the API server answers (test/integration/.../webhook/core/clusterqueue_test.go) --
+
+OK, INVALID_ERROR, FORBIDDEN_ERROR = "Succeed", "BeInvalidError", "BeForbiddenError"
+"""The outcomes the integration tests expect: stored, refused by the CRD (422 Invalid), or denied
+by the validating webhook (403 Forbidden, ``admission webhook ... denied the request``)."""
+
+
+def outcome(obj: Mapping[str, Any], gates: Mapping[str, bool] | None = None) -> str:
+    """What the API server answers a create of ``obj`` (the CRD's required properties, then its
+    schema and CEL rules, then the webhook: :meth:`ResourceInfo.validation_failure`'s order)."""
+    missing = _resource(obj).missing_required(obj, None, "v1beta2")
+    if missing:
+        return INVALID_ERROR
+    try:
+        validate_or_raise(typed(obj), gates=FeatureGates(dict(gates or {})))
+    except ValidationFailed as failed:
+        return FORBIDDEN_ERROR if failed.webhook else INVALID_ERROR
+    return OK
+
+
+def _many_resources(n: int) -> dict[str, Any]:
+    return group(flavor("flavor", *[quota(f"r{i}") for i in range(n)]))
+
+
+def _weight(weight: str) -> dict[str, Any]:
+    return bare_cq(fairSharing={"weight": weight})
+
+
+ONE_CPU_TWO_FLAVORS = [
+    flavor("alpha", quota("cpu", "0"), quota("memory", "0")),
+    flavor("beta", quota("cpu", "0"), quota("memory", "0")),
+]
+
+CQ_INTEGRATION_CASES: list[tuple[str, dict[str, Any], str]] = [
+    (
+        "Should have non-negative borrowing limit",
+        make_cq(group(flavor("x86", quota("cpu", "2", "-1"))), cohortName="cohort"),
+        FORBIDDEN_ERROR,
+    ),
+    (
+        "Should have non-negative quota value",
+        make_cq(group(flavor("x86", quota("cpu", "-1")))),
+        FORBIDDEN_ERROR,
+    ),
+    ("Should have at least one flavor", make_cq({"flavors": []}), INVALID_ERROR),
+    ("Should have at least one resource", make_cq(group(flavor("foo"))), INVALID_ERROR),
+    (
+        "Should have qualified flavor name",
+        make_cq(group(flavor("invalid_name", quota("cpu", "5")))),
+        INVALID_ERROR,
+    ),
+    (
+        "Should have qualified resource name",
+        make_cq(group(flavor("x86", quota("@cpu", "5")))),
+        FORBIDDEN_ERROR,
+    ),
+    ("Should have valid resources quantity", make_cq(_many_resources(65)), INVALID_ERROR),
+    (
+        "Should have valid flavors quantity",
+        make_cq(group(*[flavor(f"f{i}", quota("cpu")) for i in range(65)])),
+        INVALID_ERROR,
+    ),
+    (
+        "Should forbid clusterQueue creation with unqualified labelSelector",
+        make_cq(namespaceSelector={"matchLabels": {"nospecialchars^=@": "bar"}}),
+        FORBIDDEN_ERROR,
+    ),
+    (
+        "Should forbid to create clusterQueue with unknown clusterQueueingStrategy",
+        make_cq(queueingStrategy="unknown"),
+        INVALID_ERROR,
+    ),
+    (
+        "Should allow to create clusterQueue with empty clusterQueueingStrategy",
+        make_cq(queueingStrategy=""),
+        OK,
+    ),
+    ("Should allow to create clusterQueue with empty preemption", make_cq(preemption={}), OK),
+    (
+        "Should allow to create clusterQueue with preemption policies",
+        make_cq(preemption={"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}),
+        OK,
+    ),
+    (
+        "Should forbid to create clusterQueue with unknown preemption.withinCohort",
+        make_cq(preemption={"reclaimWithinCohort": "unknown"}),
+        INVALID_ERROR,
+    ),
+    (
+        "Should forbid to create clusterQueue with unknown preemption.withinClusterQueue",
+        make_cq(preemption={"withinClusterQueue": "unknown"}),
+        INVALID_ERROR,
+    ),
+    (
+        "Should allow to create clusterQueue with built-in resources with qualified names",
+        make_cq(group(flavor("default", quota("cpu")))),
+        OK,
+    ),
+    (
+        "Should forbid to create clusterQueue with invalid resource name",
+        make_cq(group(flavor("default", quota("@cpu")))),
+        FORBIDDEN_ERROR,
+    ),
+    ("Should allow to create clusterQueue with valid cohort", make_cq(cohortName="prod"), OK),
+    ("Should forbid to create clusterQueue with invalid cohort", make_cq(cohortName="@prod"), INVALID_ERROR),
+    (
+        "Should allow to create clusterQueue with extended resources with qualified names",
+        make_cq(group(flavor("default", quota("example.com/gpu")))),
+        OK,
+    ),
+    (
+        "Should allow to create clusterQueue with flavor with qualified names",
+        make_cq(group(flavor("x86", quota("cpu")))),
+        OK,
+    ),
+    (
+        "Should forbid to create clusterQueue with flavor with unqualified names",
+        make_cq(group(flavor("invalid_name"))),
+        INVALID_ERROR,
+    ),
+    (
+        "Should forbid to create clusterQueue with flavor quota with negative value",
+        make_cq(group(flavor("x86", quota("cpu", "-1")))),
+        FORBIDDEN_ERROR,
+    ),
+    (
+        "Should allow to create clusterQueue with flavor quota with zero values",
+        make_cq(group(flavor("x86", quota("cpu", "0")))),
+        OK,
+    ),
+    (
+        "Should allow to create clusterQueue with flavor quota with borrowingLimit 0",
+        make_cq(group(flavor("x86", quota("cpu", "1", "0"))), cohortName="cohort"),
+        OK,
+    ),
+    (
+        "Should forbid to create clusterQueue with flavor quota with negative borrowingLimit",
+        make_cq(group(flavor("x86", quota("cpu", "1", "-1"))), cohortName="cohort"),
+        FORBIDDEN_ERROR,
+    ),
+    (
+        "Should forbid to create clusterQueue with flavor quota with borrowingLimit and empty cohort",
+        make_cq(group(flavor("x86", quota("cpu", "1", "1")))),
+        INVALID_ERROR,
+    ),
+    ("Should allow to create clusterQueue with empty queueing strategy", make_cq(queueingStrategy=""), OK),
+    (
+        "Should forbid to create clusterQueue with namespaceSelector with invalid labels",
+        make_cq(namespaceSelector={"matchLabels": {"nospecialchars^=@": "bar"}}),
+        FORBIDDEN_ERROR,
+    ),
+    (
+        "Should forbid to create clusterQueue with namespaceSelector with invalid expressions",
+        make_cq(namespaceSelector={"matchExpressions": [{"key": "key", "operator": "In"}]}),
+        FORBIDDEN_ERROR,
+    ),
+    (
+        "Should allow to create clusterQueue with multiple resource groups",
+        make_cq(
+            group(*ONE_CPU_TWO_FLAVORS),
+            group(
+                flavor("gamma", quota("example.com/gpu", "0")), flavor("omega", quota("example.com/gpu", "0"))
+            ),
+        ),
+        OK,
+    ),
+    (
+        "Should forbid to create clusterQueue with resources in a flavor in different order",
+        bare_cq(
+            resourceGroups=[
+                {
+                    "coveredResources": ["cpu", "memory"],
+                    "flavors": [
+                        flavor("alpha", quota("cpu", "0"), quota("memory", "0")),
+                        flavor("beta", quota("memory", "0"), quota("cpu", "0")),
+                    ],
+                }
+            ]
+        ),
+        FORBIDDEN_ERROR,
+    ),
+    (
+        "Should forbid to create clusterQueue missing resources in a flavor",
+        bare_cq(
+            resourceGroups=[
+                {"coveredResources": ["cpu", "memory"], "flavors": [flavor("alpha", quota("cpu", "0"))]}
+            ]
+        ),
+        INVALID_ERROR,
+    ),
+    (
+        # upstream's second entry of that name: more resources than coveredResources
+        "Should forbid to create clusterQueue missing resources in a flavor (more resources)",
+        bare_cq(
+            resourceGroups=[
+                {
+                    "coveredResources": ["cpu"],
+                    "flavors": [flavor("alpha", quota("cpu", "0"), quota("memory", "0"))],
+                }
+            ]
+        ),
+        INVALID_ERROR,
+    ),
+    (
+        "Should forbid to create clusterQueue missing resources in a flavor and mismatch",
+        bare_cq(
+            resourceGroups=[
+                {
+                    "coveredResources": ["blah"],
+                    "flavors": [flavor("alpha", quota("cpu", "0"), quota("memory", "0"))],
+                }
+            ]
+        ),
+        INVALID_ERROR,
+    ),
+    (
+        "Should forbid to create clusterQueue with resource in more than one resource group",
+        make_cq(
+            group(flavor("alpha", quota("cpu", "0"), quota("memory", "0"))),
+            group(flavor("beta", quota("memory", "0"))),
+        ),
+        FORBIDDEN_ERROR,
+    ),
+    (
+        "Should forbid to create clusterQueue with flavor in more than one resource group",
+        make_cq(
+            group(flavor("alpha", quota("cpu")), flavor("beta", quota("cpu"))),
+            group(flavor("beta", quota("memory"))),
+        ),
+        FORBIDDEN_ERROR,
+    ),
+    (
+        "Should forbid to create clusterQueue missing with invalid preemption due to reclaimWithinCohort=Never, "
+        "while borrowWithinCohort!=nil",
+        bare_cq(
+            preemption={"reclaimWithinCohort": "Never", "borrowWithinCohort": {"policy": "LowerPriority"}}
+        ),
+        INVALID_ERROR,
+    ),
+    (
+        "Should allow to create clusterQueue with valid preemption with borrowWithinCohort",
+        bare_cq(
+            preemption={
+                "reclaimWithinCohort": "LowerPriority",
+                "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 10},
+            }
+        ),
+        OK,
+    ),
+    (
+        "Should allow to create clusterQueue with existing cluster queue created with older Kueue version that has "
+        "a nil borrowWithinCohort field",
+        bare_cq(preemption={"reclaimWithinCohort": "Never"}),
+        OK,
+    ),
+    ("Should allow zero FairSharing weight", _weight("0"), OK),
+    ("Should allow fractional FairSharing weight", _weight("0.1"), OK),
+    ("Should allow small FairSharing weight", _weight("1m"), OK),
+    ("Should allow even smaller FairSharing weight", _weight("1u"), OK),
+    ("Should allow smallest FairSharing weight", _weight("2n"), OK),
+    ("Should forbid threshold FairSharing weight", _weight("1n"), FORBIDDEN_ERROR),
+    ("Should forbid collapsed FairSharing weight", _weight("0.0000000001"), FORBIDDEN_ERROR),
+    ("Should forbid negative FairSharing weight", _weight("-1"), FORBIDDEN_ERROR),
+]
+
+
+@pytest.mark.parametrize(
+    ("obj", "expected"), [c[1:] for c in CQ_INTEGRATION_CASES], ids=[c[0] for c in CQ_INTEGRATION_CASES]
+)
+def test_cluster_queue_create_as_the_api_server_answers(obj: dict[str, Any], expected: str) -> None:
+    assert outcome(obj) == expected
+
+
+def test_cluster_queue_flavor_name_update_must_be_qualified() -> None:
+    """``Should have qualified flavor names when updating``: BeInvalidError."""
+    old = make_cq(group(flavor("x86", quota("memory"))))
+    new = make_cq(group(flavor("@x86", quota("memory"))))
+    with pytest.raises(ValidationFailed) as failed:
+        validate_or_raise(typed(new), typed(old))
+    assert failed.value.webhook is None
+
+
+def test_cluster_queue_queueing_strategy_update() -> None:
+    """``Should allow to update queueingStrategy with different value``: Succeed."""
+    old = make_cq(group(flavor("x86", quota("memory"))), queueingStrategy="StrictFIFO")
+    validate_or_raise(
+        typed(make_cq(group(flavor("x86", quota("memory"))), queueingStrategy="BestEffortFIFO")), typed(old)
+    )
+
+
+# --- Cohort as the API server answers (test/integration/.../webhook/core/cohort_test.go) ---------------
+
+
+def _cohort(
+    *groups: dict[str, Any], name: str = "cohort", parent: str = "", weight: str = ""
+) -> dict[str, Any]:
+    """``MakeCohort(name)`` with ``ResourceGroup``, ``Parent`` and ``FairWeight``."""
+    obj = make_cohort(*groups, name=name)
+    if parent:
+        obj["spec"]["parentName"] = parent
+    if weight:
+        obj["spec"]["fairSharing"] = {"weight": weight}
+    return obj
+
+
+def _cohort_groups(*groups: dict[str, Any]) -> dict[str, Any]:
+    """A ``&kueue.Cohort{...}`` literal with these resource groups."""
+    return make_cohort(*groups)
+
+
+COHORT_INTEGRATION_CASES: list[tuple[str, dict[str, Any], str]] = [
+    ("Should disallow empty name", _cohort(name=""), INVALID_ERROR),
+    ("Should allow default Cohort", _cohort(), OK),
+    ("Should allow valid parent name", _cohort(parent="prod"), OK),
+    ("Should reject invalid parent name", _cohort(parent="@prod"), INVALID_ERROR),
+    ("ResourceGroup should have at least one flavor", _cohort({"flavors": []}), INVALID_ERROR),
+    ("FlavorQuota should have at least one resource", _cohort(group(flavor("foo"))), INVALID_ERROR),
+    ("Should reject invalid flavor name", _cohort(group(flavor("@x86", quota("cpu", "5")))), INVALID_ERROR),
+    # upstream's name says "allow"; its expectation is BeForbiddenError
+    ("Should allow valid resource name", _cohort(group(flavor("x86", quota("@cpu", "5")))), FORBIDDEN_ERROR),
+    (
+        "Should reject too many flavors in resource group",
+        _cohort(group(*[flavor(f"f{i}", quota("cpu")) for i in range(65)])),
+        INVALID_ERROR,
+    ),
+    (
+        "Should reject too many resources in resource group",
+        _cohort(group(flavor("flavor", *[quota(f"cpu{i}") for i in range(65)]))),
+        INVALID_ERROR,
+    ),
+    ("Should allow resource with valid name", _cohort(group(flavor("default", quota("cpu")))), OK),
+    (
+        "Should reject resource with invalid name",
+        _cohort(group(flavor("default", quota("@cpu")))),
+        FORBIDDEN_ERROR,
+    ),
+    (
+        "Should allow extended resources with valid name",
+        _cohort(group(flavor("default", quota("example.com/gpu")))),
+        OK,
+    ),
+    ("Should allow flavor with valid name", _cohort(group(flavor("x86", quota("cpu")))), OK),
+    ("Should reject flavor with invalid name", _cohort(group(flavor("x_86", quota("cpu")))), INVALID_ERROR),
+    (
+        "Should reject negative nominal quota",
+        _cohort(group(flavor("x86", quota("cpu", "-1")))),
+        FORBIDDEN_ERROR,
+    ),
+    (
+        "Should reject negative borrowing limit",
+        _cohort(group(flavor("x86", quota("cpu", "1", "-1")))),
+        FORBIDDEN_ERROR,
+    ),
+    (
+        "Should reject negative lending limit",
+        _cohort(group(flavor("x86", quota("cpu", "1", "", "-1")))),
+        FORBIDDEN_ERROR,
+    ),
+    (
+        "Should reject borrowingLimit when no parent",
+        _cohort(group(flavor("x86", quota("cpu", "1", "1")))),
+        FORBIDDEN_ERROR,
+    ),
+    (
+        "Should allow borrowingLimit 0 when parent exists",
+        _cohort(group(flavor("x86", quota("cpu", "1", "0"))), parent="parent"),
+        OK,
+    ),
+    (
+        "Should allow borrowingLimit when parent exists",
+        _cohort(group(flavor("x86", quota("cpu", "1", "1"))), parent="parent"),
+        OK,
+    ),
+    (
+        "Should reject lendingLimit when no parent",
+        _cohort(group(flavor("x86", quota("cpu", "1", "", "1")))),
+        FORBIDDEN_ERROR,
+    ),
+    (
+        "Should allow lendingLimit when parent exists",
+        _cohort(group(flavor("x86", quota("cpu", "1", "", "1"))), parent="parent"),
+        OK,
+    ),
+    (
+        "Should allow lendingLimit 0 when parent exists",
+        _cohort(group(flavor("x86", quota("cpu", "0", "", "0"))), parent="parent"),
+        OK,
+    ),
+    (
+        "Should allow lending limit to exceed nominal quota",
+        _cohort(group(flavor("x86", quota("cpu", "3", "", "5"))), parent="parent"),
+        OK,
+    ),
+    (
+        "Should allow multiple resource groups",
+        _cohort(
+            group(*ONE_CPU_TWO_FLAVORS),
+            group(
+                flavor("gamma", quota("example.com/gpu", "0")), flavor("omega", quota("example.com/gpu", "0"))
+            ),
+        ),
+        OK,
+    ),
+    (
+        "Should reject resources in a flavor in different order",
+        _cohort_groups(
+            {
+                "coveredResources": ["cpu", "memory"],
+                "flavors": [
+                    flavor("alpha", quota("cpu", "0"), quota("memory", "0")),
+                    flavor("beta", quota("memory", "0"), quota("cpu", "0")),
+                ],
+            }
+        ),
+        FORBIDDEN_ERROR,
+    ),
+    (
+        "Should reject missing resources in a flavor",
+        _cohort_groups(
+            {"coveredResources": ["cpu", "memory"], "flavors": [flavor("alpha", quota("cpu", "0"))]}
+        ),
+        INVALID_ERROR,
+    ),
+    (
+        "Should reject resource not defined in resource group",
+        _cohort_groups(
+            {
+                "coveredResources": ["cpu"],
+                "flavors": [flavor("alpha", quota("cpu", "0"), quota("memory", "0"))],
+            }
+        ),
+        INVALID_ERROR,
+    ),
+    (
+        "Should reject resource in more than one resource group",
+        _cohort(
+            group(flavor("alpha", quota("cpu", "0"), quota("memory", "0"))),
+            group(flavor("beta", quota("memory", "0"))),
+        ),
+        FORBIDDEN_ERROR,
+    ),
+    (
+        "Should reject flavor in more than one resource group",
+        _cohort(
+            group(flavor("alpha", quota("cpu")), flavor("beta", quota("cpu"))),
+            group(flavor("beta", quota("memory"))),
+        ),
+        FORBIDDEN_ERROR,
+    ),
+    ("Should allow FairSharing weight", _cohort(weight="1"), OK),
+    ("Should allow zero FairSharing weight", _cohort(weight="0"), OK),
+    ("Should forbid negative FairSharing weight", _cohort(weight="-1"), FORBIDDEN_ERROR),
+    ("Should allow fractional FairSharing weight", _cohort(weight="0.5"), OK),
+    ("Should allow small FairSharing weight", _cohort(weight="1m"), OK),
+    ("Should allow even smaller FairSharing weight", _cohort(weight="1u"), OK),
+    ("Should allow smallest FairSharing weight", _cohort(weight="2n"), OK),
+    ("Should forbid threshold FairSharing weight", _cohort(weight="1n"), FORBIDDEN_ERROR),
+    ("Should forbid collapsed FairSharing weight", _cohort(weight="0.0000000001"), FORBIDDEN_ERROR),
+]
+
+
+@pytest.mark.parametrize(
+    ("obj", "expected"),
+    [c[1:] for c in COHORT_INTEGRATION_CASES],
+    ids=[c[0] for c in COHORT_INTEGRATION_CASES],
+)
+def test_cohort_create_as_the_api_server_answers(obj: dict[str, Any], expected: str) -> None:
+    assert outcome(obj) == expected
