@@ -212,6 +212,48 @@ def _f(i: int) -> dict[str, Any]:
     return flavor(f"f{i:03d}", quota("cpu", "1"))
 
 
+def different_order() -> list[dict[str, Any]]:
+    """Resource groups whose second flavor lists the covered resources in another order."""
+    return [
+        {
+            "coveredResources": ["cpu", "memory"],
+            "flavors": [
+                flavor("alpha", quota("cpu", "0"), quota("memory", "0")),
+                flavor("beta", quota("memory", "0"), quota("cpu", "0")),
+            ],
+        }
+    ]
+
+
+def resource_in_two_groups() -> list[dict[str, Any]]:
+    return [
+        group(flavor("alpha", quota("cpu", "0"), quota("memory", "0"))),
+        group(flavor("beta", quota("memory", "0"))),
+    ]
+
+
+def flavor_in_two_groups() -> list[dict[str, Any]]:
+    return [
+        group(flavor("alpha", quota("cpu")), flavor("beta", quota("cpu"))),
+        group(flavor("beta", quota("memory"))),
+    ]
+
+
+def multiple_groups() -> list[dict[str, Any]]:
+    return [
+        group(
+            flavor("alpha", quota("cpu", "0"), quota("memory", "0")),
+            flavor("beta", quota("cpu", "0"), quota("memory", "0")),
+        ),
+        group(flavor("gamma", quota("example.com/gpu", "0")), flavor("omega", quota("example.com/gpu", "0"))),
+    ]
+
+
+def mismatched_flavor(covered: list[str], *resources: str) -> list[dict[str, Any]]:
+    """One group covering ``covered`` whose flavor "alpha" lists ``resources`` (zero quotas)."""
+    return [{"coveredResources": covered, "flavors": [flavor("alpha", *[quota(r, "0") for r in resources])]}]
+
+
 CONCURRENT = {"ConcurrentAdmission": True}
 """``TestValidateClusterQueue`` runs every case with ``features.ConcurrentAdmission`` on."""
 
@@ -291,29 +333,11 @@ CQ_CASES = [
     ),
     Case(
         "multiple resource groups",
-        make_cq(
-            group(
-                flavor("alpha", quota("cpu", "0"), quota("memory", "0")),
-                flavor("beta", quota("cpu", "0"), quota("memory", "0")),
-            ),
-            group(
-                flavor("gamma", quota("example.com/gpu", "0")), flavor("omega", quota("example.com/gpu", "0"))
-            ),
-        ),
+        make_cq(*multiple_groups()),
     ),
     Case(
         "resources in a flavor in different order",
-        bare_cq(
-            resourceGroups=[
-                {
-                    "coveredResources": ["cpu", "memory"],
-                    "flavors": [
-                        flavor("alpha", quota("cpu", "0"), quota("memory", "0")),
-                        flavor("beta", quota("memory", "0"), quota("cpu", "0")),
-                    ],
-                }
-            ]
-        ),
+        bare_cq(resourceGroups=different_order()),
         [
             Want(INVALID, f"{RG}[0].flavors[1].resources[0].name"),
             Want(INVALID, f"{RG}[0].flavors[1].resources[1].name"),
@@ -321,18 +345,12 @@ CQ_CASES = [
     ),
     Case(
         "resource in more than one resource group",
-        make_cq(
-            group(flavor("alpha", quota("cpu", "0"), quota("memory", "0"))),
-            group(flavor("beta", quota("memory", "0"))),
-        ),
+        make_cq(*resource_in_two_groups()),
         [Want(DUPLICATE, f"{RG}[1].coveredResources[0]")],
     ),
     Case(
         "flavor in more than one resource group",
-        make_cq(
-            group(flavor("alpha", quota("cpu")), flavor("beta", quota("cpu"))),
-            group(flavor("beta", quota("memory"))),
-        ),
+        make_cq(*flavor_in_two_groups()),
         [Want(DUPLICATE, f"{RG}[1].flavors[0].name")],
     ),
     Case(
@@ -1647,11 +1665,6 @@ def _weight(weight: str) -> dict[str, Any]:
     return bare_cq(fairSharing={"weight": weight})
 
 
-ONE_CPU_TWO_FLAVORS = [
-    flavor("alpha", quota("cpu", "0"), quota("memory", "0")),
-    flavor("beta", quota("cpu", "0"), quota("memory", "0")),
-]
-
 CQ_INTEGRATION_CASES: list[tuple[str, dict[str, Any], str]] = [
     (
         "Should have non-negative borrowing limit",
@@ -1777,77 +1790,38 @@ CQ_INTEGRATION_CASES: list[tuple[str, dict[str, Any], str]] = [
     ),
     (
         "Should allow to create clusterQueue with multiple resource groups",
-        make_cq(
-            group(*ONE_CPU_TWO_FLAVORS),
-            group(
-                flavor("gamma", quota("example.com/gpu", "0")), flavor("omega", quota("example.com/gpu", "0"))
-            ),
-        ),
+        make_cq(*multiple_groups()),
         OK,
     ),
     (
         "Should forbid to create clusterQueue with resources in a flavor in different order",
-        bare_cq(
-            resourceGroups=[
-                {
-                    "coveredResources": ["cpu", "memory"],
-                    "flavors": [
-                        flavor("alpha", quota("cpu", "0"), quota("memory", "0")),
-                        flavor("beta", quota("memory", "0"), quota("cpu", "0")),
-                    ],
-                }
-            ]
-        ),
+        bare_cq(resourceGroups=different_order()),
         FORBIDDEN_ERROR,
     ),
     (
         "Should forbid to create clusterQueue missing resources in a flavor",
-        bare_cq(
-            resourceGroups=[
-                {"coveredResources": ["cpu", "memory"], "flavors": [flavor("alpha", quota("cpu", "0"))]}
-            ]
-        ),
+        bare_cq(resourceGroups=mismatched_flavor(["cpu", "memory"], "cpu")),
         INVALID_ERROR,
     ),
     (
         # upstream's second entry of that name: more resources than coveredResources
         "Should forbid to create clusterQueue missing resources in a flavor (more resources)",
-        bare_cq(
-            resourceGroups=[
-                {
-                    "coveredResources": ["cpu"],
-                    "flavors": [flavor("alpha", quota("cpu", "0"), quota("memory", "0"))],
-                }
-            ]
-        ),
+        bare_cq(resourceGroups=mismatched_flavor(["cpu"], "cpu", "memory")),
         INVALID_ERROR,
     ),
     (
         "Should forbid to create clusterQueue missing resources in a flavor and mismatch",
-        bare_cq(
-            resourceGroups=[
-                {
-                    "coveredResources": ["blah"],
-                    "flavors": [flavor("alpha", quota("cpu", "0"), quota("memory", "0"))],
-                }
-            ]
-        ),
+        bare_cq(resourceGroups=mismatched_flavor(["blah"], "cpu", "memory")),
         INVALID_ERROR,
     ),
     (
         "Should forbid to create clusterQueue with resource in more than one resource group",
-        make_cq(
-            group(flavor("alpha", quota("cpu", "0"), quota("memory", "0"))),
-            group(flavor("beta", quota("memory", "0"))),
-        ),
+        make_cq(*resource_in_two_groups()),
         FORBIDDEN_ERROR,
     ),
     (
         "Should forbid to create clusterQueue with flavor in more than one resource group",
-        make_cq(
-            group(flavor("alpha", quota("cpu")), flavor("beta", quota("cpu"))),
-            group(flavor("beta", quota("memory"))),
-        ),
+        make_cq(*flavor_in_two_groups()),
         FORBIDDEN_ERROR,
     ),
     (
@@ -1922,11 +1896,6 @@ def _cohort(
     if weight:
         obj["spec"]["fairSharing"] = {"weight": weight}
     return obj
-
-
-def _cohort_groups(*groups: dict[str, Any]) -> dict[str, Any]:
-    """A ``&kueue.Cohort{...}`` literal with these resource groups."""
-    return make_cohort(*groups)
 
 
 COHORT_INTEGRATION_CASES: list[tuple[str, dict[str, Any], str]] = [
@@ -2014,58 +1983,32 @@ COHORT_INTEGRATION_CASES: list[tuple[str, dict[str, Any], str]] = [
     ),
     (
         "Should allow multiple resource groups",
-        _cohort(
-            group(*ONE_CPU_TWO_FLAVORS),
-            group(
-                flavor("gamma", quota("example.com/gpu", "0")), flavor("omega", quota("example.com/gpu", "0"))
-            ),
-        ),
+        _cohort(*multiple_groups()),
         OK,
     ),
     (
         "Should reject resources in a flavor in different order",
-        _cohort_groups(
-            {
-                "coveredResources": ["cpu", "memory"],
-                "flavors": [
-                    flavor("alpha", quota("cpu", "0"), quota("memory", "0")),
-                    flavor("beta", quota("memory", "0"), quota("cpu", "0")),
-                ],
-            }
-        ),
+        make_cohort(*different_order()),
         FORBIDDEN_ERROR,
     ),
     (
         "Should reject missing resources in a flavor",
-        _cohort_groups(
-            {"coveredResources": ["cpu", "memory"], "flavors": [flavor("alpha", quota("cpu", "0"))]}
-        ),
+        make_cohort(*mismatched_flavor(["cpu", "memory"], "cpu")),
         INVALID_ERROR,
     ),
     (
         "Should reject resource not defined in resource group",
-        _cohort_groups(
-            {
-                "coveredResources": ["cpu"],
-                "flavors": [flavor("alpha", quota("cpu", "0"), quota("memory", "0"))],
-            }
-        ),
+        make_cohort(*mismatched_flavor(["cpu"], "cpu", "memory")),
         INVALID_ERROR,
     ),
     (
         "Should reject resource in more than one resource group",
-        _cohort(
-            group(flavor("alpha", quota("cpu", "0"), quota("memory", "0"))),
-            group(flavor("beta", quota("memory", "0"))),
-        ),
+        _cohort(*resource_in_two_groups()),
         FORBIDDEN_ERROR,
     ),
     (
         "Should reject flavor in more than one resource group",
-        _cohort(
-            group(flavor("alpha", quota("cpu")), flavor("beta", quota("cpu"))),
-            group(flavor("beta", quota("memory"))),
-        ),
+        _cohort(*flavor_in_two_groups()),
         FORBIDDEN_ERROR,
     ),
     ("Should allow FairSharing weight", _cohort(weight="1"), OK),
