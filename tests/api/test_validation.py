@@ -964,7 +964,8 @@ WL_UPDATE_CASES = [
         "podSets immutable while reserved",
         wl("  podSets:\n  - count: 2\n    template: {spec: {containers: [{name: c2}]}}\n", status=RESERVED),
         wl(status=RESERVED),
-        ["spec.podSets[0]: Invalid value: "],
+        # upstream validateImmutablePodSets: path.Child(strconv.Itoa(i)), i.e. "spec.podSets.0"
+        ["spec.podSets.0: Invalid value: "],
     ),
     (
         "podSets may scale down (elastic gate on)",
@@ -1088,7 +1089,7 @@ def test_workload_scale_down_without_elastic_gate_is_rejected() -> None:
     got = errors(new, old=old, gates=FeatureGates({"ElasticJobsViaWorkloadSlices": False}))
     assert (
         len(got) == 1
-        and got[0].startswith("spec.podSets[0]: Invalid value: ")
+        and got[0].startswith("spec.podSets.0: Invalid value: ")
         and got[0].endswith("field is immutable")
     )
 
@@ -1222,7 +1223,7 @@ def _immutable_pod_sets_by_encoding(
     for i, (n, o) in enumerate(zip(new, old, strict=True)):
         compared = msgspec.structs.replace(n, count=o.count) if elastic and n.count < o.count else n
         if msgspec.to_builtins(compared) != msgspec.to_builtins(o):
-            out.append(f"spec.podSets[{i}]")
+            out.append(f"spec.podSets.{i}")
     return out
 
 

@@ -920,6 +920,8 @@ def _webhook_cluster_queue(
         errs.append(invalid("spec.flavorFungibility.preference", fungibility.preference, detail))
     errs += _webhook_fair_sharing("spec.fairSharing", spec.fair_sharing)
     errs += _webhook_totals(spec.resource_groups)
+    if gates.enabled("ConcurrentAdmission"):
+        errs += _webhook_concurrent_admission(spec)
     errs += _webhook_on_flavors(cq, old, gates)
     if old is not None and spec.concurrent_admission_policy != old.spec.concurrent_admission_policy:
         errs.append(
@@ -959,6 +961,68 @@ def _webhook_totals(groups: Sequence[k.ResourceGroup]) -> list[FieldError]:
                     f"number of flavor-resource combinations in a resourceGroup must be ≤ 512, got {combinations}",
                 )
             )
+    return errs
+
+
+CONCURRENT_ADMISSION_TRY_PREFERRED = "TryPreferredFlavors"
+MAX_CONCURRENT_ADMISSION_FLAVORS = 16
+
+
+def _webhook_concurrent_admission(spec: k.ClusterQueueSpec) -> list[FieldError]:
+    """Upstream ``clusterqueue_webhook.go`` ``validateConcurrentAdmissionPolicy`` (gate
+    ``ConcurrentAdmission``; the policy is kept as its JSON map)."""
+    policy = spec.concurrent_admission_policy
+    if policy is None:
+        return []
+    errs: list[FieldError] = []
+    groups = spec.resource_groups
+    if len(groups) != 1:
+        errs.append(
+            invalid(
+                "spec.resourceGroups",
+                len(groups),
+                "must have exactly one ResourceGroup when ConcurrentAdmissionPolicy is defined",
+            )
+        )
+    if len(groups) == 1 and len(groups[0].flavors) > MAX_CONCURRENT_ADMISSION_FLAVORS:
+        errs.append(
+            invalid(
+                "spec.resourceGroups[0].flavors",
+                len(groups[0].flavors),
+                "cannot have more than 16 resource flavors in the ResourceGroup when ConcurrentAdmissionPolicy is defined",
+            )
+        )
+    migration = policy.get("migration")
+    migration = migration if isinstance(migration, Mapping) else {}
+    constraints = migration.get("constraints")
+    if isinstance(constraints, Mapping):
+        mode = migration.get("mode") or ""
+        path = "spec.concurrentAdmissionPolicy.migration.constraints"
+        last = constraints.get("lastAcceptableFlavorName")
+        if mode and mode != CONCURRENT_ADMISSION_TRY_PREFERRED:
+            errs.append(
+                forbidden(
+                    path,
+                    f'may only be set when migration.mode is "{CONCURRENT_ADMISSION_TRY_PREFERRED}" (got "{mode}")',
+                )
+            )
+        elif isinstance(last, str) and last not in (valid := _all_flavors(groups)):
+            # Go prints ``validFlavors.UnsortedList()`` with %v (a set's order); sorted here.
+            errs.append(
+                invalid(
+                    f"{path}.lastAcceptableFlavorName",
+                    last,
+                    f"must be one of the flavors defined in the ClusterQueue: [{' '.join(sorted(valid))}]",
+                )
+            )
+    if spec.queueing_strategy == k.STRICT_FIFO:
+        errs.append(
+            invalid(
+                "spec.queueingStrategy",
+                spec.queueing_strategy,
+                "StrictFIFO queueing strategy cannot be used when ConcurrentAdmissionPolicy is defined",
+            )
+        )
     return errs
 
 
@@ -1125,6 +1189,8 @@ def _schema_workload_spec_rules(spec: k.WorkloadSpec) -> list[FieldError]:
         errs += schema_minimum(f"{p}.count", pod_set.count, 0)
         errs += schema_minimum(f"{p}.minCount", pod_set.min_count, 1)
         errs += _schema_pod_template(f"{p}.template", pod_set.template)
+        if pod_set.topology_request is not None:
+            errs += _schema_topology_request(f"{p}.topologyRequest", pod_set.topology_request)
     errs += schema_reference("spec.queueName", spec.queue_name)
     ref = spec.priority_class_ref
     if ref is not None:
@@ -1147,6 +1213,48 @@ def _schema_workload_spec_rules(spec: k.WorkloadSpec) -> list[FieldError]:
     for i, gate in enumerate(spec.preemption_gates):
         errs += schema_string(f"{idx('spec.preemptionGates', i)}.name", gate.name, max_len=63, min_len=1)
     return errs
+
+
+_TOPOLOGY_REQUEST_STRINGS: Final = (
+    ("required", 63),
+    ("preferred", 63),
+    ("podIndexLabel", 317),
+    ("subGroupIndexLabel", 317),
+    ("podSetGroupName", 256),
+    ("podSetSliceRequiredTopology", 63),
+)
+
+
+def _schema_topology_request(path: str, request: Mapping[str, Any]) -> list[FieldError]:
+    """The OpenAPI bounds of ``PodSetTopologyRequest`` (upstream's Workload CRD: string
+    ``maxLength``, ``minimum`` 0 of ``subGroupCount``, 1 of the slice sizes, at most 3 slice
+    constraints, each with a non-empty ``topology``). The request is kept as its JSON map."""
+    errs: list[FieldError] = []
+    for name, max_len in _TOPOLOGY_REQUEST_STRINGS:
+        value = request.get(name)
+        if isinstance(value, str):
+            errs += schema_string(f"{path}.{name}", value, max_len=max_len)
+    errs += _schema_int_minimum(f"{path}.subGroupCount", request.get("subGroupCount"), 0)
+    errs += _schema_int_minimum(f"{path}.podSetSliceSize", request.get("podSetSliceSize"), 1)
+    constraints = request.get("podsetSliceRequiredTopologyConstraints")
+    if isinstance(constraints, list):
+        cpath = f"{path}.podsetSliceRequiredTopologyConstraints"
+        errs += schema_items(cpath, constraints, max_items=3)
+        for i, constraint in enumerate(constraints):
+            if not isinstance(constraint, Mapping):
+                continue
+            topology = constraint.get("topology")
+            if isinstance(topology, str):
+                errs += schema_string(f"{idx(cpath, i)}.topology", topology, max_len=63, min_len=1)
+            errs += _schema_int_minimum(f"{idx(cpath, i)}.size", constraint.get("size"), 1)
+    return errs
+
+
+def _schema_int_minimum(path: str, value: Any, minimum: int) -> list[FieldError]:
+    """:func:`schema_minimum` of an untyped JSON value (only integers are compared)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return schema_minimum(path, value, minimum)
+    return []
 
 
 def _schema_pod_template(path: str, template: k.PodTemplateSpec) -> list[FieldError]:
@@ -1392,18 +1500,27 @@ MAX_GATE_NAME_LENGTH = 63
 
 def _webhook_workload(wl: k.Workload, old: k.Workload | None, gates: FeatureGates) -> list[FieldError]:
     errs = _webhook_workload_spec(wl.spec, gates)
+    variable = sum(1 for ps in wl.spec.pod_sets if ps.min_count is not None)
+    if variable and is_elastic_workload(wl, gates):
+        errs.append(
+            invalid("spec.podSets", variable, "partial admission and elastic job cannot be used together")
+        )
     if has_quota_reservation(wl):
         errs += _webhook_admission(wl, old)
     errs += validate_conditions(wl.status.conditions, "status.conditions")
-    errs += _webhook_reclaimable_pods(wl)
+    errs += _webhook_reclaimable_pods(wl, old, gates)
     errs += _webhook_check_states(wl)
-    errs += _webhook_workload_annotations(wl, old, gates)
+    errs += _webhook_workload_annotations(wl, gates)
     if old is not None:
         errs += _webhook_workload_update(wl, old, gates)
     return errs
 
 
-POD_SET_GATES = ("WorkloadValidationForPodSetMetadata", "WorkloadValidateResourcesAreNonNegative")
+POD_SET_GATES = (
+    "WorkloadValidationForPodSetMetadata",
+    "WorkloadValidateResourcesAreNonNegative",
+    "TASValidateWorkloadSliceSize",
+)
 """The feature gates the webhook's spec rules (:func:`_webhook_workload_spec_rules`) read: with
 the spec, the key of their memo."""
 
@@ -1446,6 +1563,36 @@ def _webhook_pod_set(path: str, pod_set: k.PodSet, gates: FeatureGates) -> list[
             values = resources.get(section)
             if isinstance(values, Mapping):
                 errs += _webhook_resource_list(f"{p}.{section}", values, gates)
+    if gates.enabled("TASValidateWorkloadSliceSize") and pod_set.topology_request is not None:
+        errs += _webhook_tas_slice_size(f"{path}.topologyRequest", pod_set.topology_request)
+    return errs
+
+
+def _webhook_tas_slice_size(path: str, request: Mapping[str, Any]) -> list[FieldError]:
+    """Upstream ``workload_webhook.go`` ``validateTASSliceSize`` (the request as its JSON map; an
+    absent field is a nil pointer)."""
+    errs: list[FieldError] = []
+    required_topology = request.get("podSetSliceRequiredTopology")
+    size = request.get("podSetSliceSize")
+    size_path = f"{path}.podSetSliceSize"
+    if required_topology is not None:
+        if size is None:
+            errs.append(required(size_path, "must be set when podSetSliceRequiredTopology is specified"))
+        elif isinstance(size, int) and size <= 0:
+            errs.append(invalid(size_path, size, "must be greater than 0"))
+    if required_topology is None and size is not None:
+        errs.append(forbidden(size_path, "may not be set when podSetSliceRequiredTopology is not specified"))
+    constraints = request.get("podsetSliceRequiredTopologyConstraints")
+    for i, constraint in enumerate(constraints if isinstance(constraints, list) else []):
+        value = constraint.get("size", 0) if isinstance(constraint, Mapping) else 0
+        if isinstance(value, int) and value <= 0:
+            errs.append(
+                invalid(
+                    f"{idx(f'{path}.podsetSliceRequiredTopologyConstraints', i)}.size",
+                    value,
+                    "must be greater than 0",
+                )
+            )
     return errs
 
 
@@ -1506,15 +1653,39 @@ def _webhook_admission(wl: k.Workload, old: k.Workload | None) -> list[FieldErro
     return errs
 
 
-def _webhook_reclaimable_pods(wl: k.Workload) -> list[FieldError]:
+ELASTIC_JOB_ANNOTATION: Final = "kueue.x-k8s.io/elastic-job"
+WORKLOAD_SLICE_REPLACEMENT_FOR_ANNOTATION: Final = "kueue.x-k8s.io/workload-slice-replacement-for"
+
+
+def is_elastic_workload(wl: k.Workload, gates: FeatureGates) -> bool:
+    """Upstream ``workloadslicing.Enabled``: gate ``ElasticJobsViaWorkloadSlices`` on and the
+    ``kueue.x-k8s.io/elastic-job: "true"`` annotation."""
+    return (
+        gates.enabled("ElasticJobsViaWorkloadSlices")
+        and wl.metadata.annotations.get(ELASTIC_JOB_ANNOTATION) == "true"
+    )
+
+
+def _webhook_reclaimable_pods(
+    wl: k.Workload, old: k.Workload | None, gates: FeatureGates
+) -> list[FieldError]:
+    """Upstream ``workload_webhook.go`` ``validateReclaimablePods``: an elastic workload's count
+    left unchanged from ``old`` may exceed its shrunk pod set (``isPreexistingStaleCount``)."""
+    if not wl.status.reclaimable_pods:
+        return []
     by_name = {ps.name: ps for ps in wl.spec.pod_sets}
+    stale = (
+        {(rp.name, rp.count) for rp in old.status.reclaimable_pods}
+        if old is not None and is_elastic_workload(wl, gates)
+        else set()
+    )
     errs: list[FieldError] = []
     for rp in wl.status.reclaimable_pods:
         p = key("status.reclaimablePods", rp.name)
         pod_set = by_name.get(rp.name)
         if pod_set is None:
             errs.append(not_supported(f"{p}.name", rp.name, list(by_name)))
-        elif rp.count > pod_set.count:
+        elif rp.count > pod_set.count and (rp.name, rp.count) not in stale:
             errs.append(invalid(f"{p}.count", rp.count, f"should be less or equal to {pod_set.count}"))
     return errs
 
@@ -1534,17 +1705,10 @@ def _webhook_check_states(wl: k.Workload) -> list[FieldError]:
     return errs
 
 
-def _webhook_workload_annotations(
-    wl: k.Workload, old: k.Workload | None, gates: FeatureGates
-) -> list[FieldError]:
+def _webhook_workload_annotations(wl: k.Workload, gates: FeatureGates) -> list[FieldError]:
     errs: list[FieldError] = []
     annotations = wl.metadata.annotations
     if gates.enabled("AdmissionGatedBy"):
-        if old is not None:
-            errs += _gated_by_update(
-                old.metadata.annotations.get(k.ADMISSION_GATED_BY_ANNOTATION),
-                annotations.get(k.ADMISSION_GATED_BY_ANNOTATION),
-            )
         errs += _gated_by_format(annotations.get(k.ADMISSION_GATED_BY_ANNOTATION, ""))
     if gates.enabled("PriorityBoost") and k.PRIORITY_BOOST_ANNOTATION in annotations:
         errs += _priority_boost(annotations[k.PRIORITY_BOOST_ANNOTATION])
@@ -1599,11 +1763,16 @@ def _webhook_workload_update(wl: k.Workload, old: k.Workload, gates: FeatureGate
     if has_quota_reservation(old):
         errs += _immutable_pod_sets(wl.spec.pod_sets, old.spec.pod_sets, gates)
     if has_quota_reservation(wl) and has_quota_reservation(old):
-        errs += _reclaimable_update(wl, old)
+        errs += _reclaimable_update(wl, old, gates)
     errs += _admission_update(wl.status.admission, old.status.admission, gates)
     errs += _ready_pod_set_updates(wl, old)
+    replacement = (
+        gates.enabled("ElasticJobsViaWorkloadSlices")
+        and WORKLOAD_SLICE_REPLACEMENT_FOR_ANNOTATION in wl.metadata.annotations
+    )  # upstream ``validateClusterNameUpdate``: a workload slice's replacement may set any clusterName
     if (
-        old.status.cluster_name is None
+        not replacement
+        and old.status.cluster_name is None
         and wl.status.cluster_name is not None
         and (wl.status.cluster_name not in old.status.nominated_cluster_names)
     ):
@@ -1614,6 +1783,13 @@ def _webhook_workload_update(wl: k.Workload, old: k.Workload, gates: FeatureGate
                 "when setting clusterName it must be one of the nominatedClusterNames",
             )
         )
+    if gates.enabled("AdmissionGatedBy"):
+        # Upstream ``ValidateAdmissionGatedByAnnotationOnUpdate``, last in ``ValidateWorkloadUpdate``;
+        # it checks the new value's format again (``ValidateWorkload`` did): the aggregated
+        # message shows such an error once (:func:`aggregate` drops repeats as ``ToAggregate`` does).
+        new_value = wl.metadata.annotations.get(k.ADMISSION_GATED_BY_ANNOTATION)
+        errs += _gated_by_update(old.metadata.annotations.get(k.ADMISSION_GATED_BY_ANNOTATION), new_value)
+        errs += _gated_by_format(new_value or "")
     return errs
 
 
@@ -1637,18 +1813,23 @@ def _immutable_pod_sets(
         # Equal structs encode equally: the encodings are compared only when the structs differ
         # (a status write of an admitted Workload keeps its pod sets; encoding both was most of it).
         if compared != old_ps and _builtins(compared) != _builtins(old_ps):
-            errs.append(invalid(idx("spec.podSets", i), new_ps, FIELD_IMMUTABLE_MSG))
+            # upstream ``validateImmutablePodSets`` names the item ``path.Child(strconv.Itoa(i))``
+            errs.append(invalid(f"spec.podSets.{i}", new_ps, FIELD_IMMUTABLE_MSG))
     return errs
 
 
-def _reclaimable_update(wl: k.Workload, old: k.Workload) -> list[FieldError]:
+def _reclaimable_update(wl: k.Workload, old: k.Workload, gates: FeatureGates) -> list[FieldError]:
+    """Upstream ``validateReclaimablePodsUpdate`` (called with quota reserved before and after):
+    counts may not decrease nor entries go, except for an elastic workload's pod sets scaled
+    down below their admitted count (``scaledDownPodSetNames``)."""
     old_counts = {rp.name: rp.count for rp in old.status.reclaimable_pods}
     new_counts = {rp.name: rp.count for rp in wl.status.reclaimable_pods}
     if old_counts == new_counts or not old_counts:
         return []
+    scaled_down = _scaled_down_pod_sets(wl, gates)
     errs: list[FieldError] = []
     for name, count in new_counts.items():
-        if name in old_counts and count < old_counts[name]:
+        if name in old_counts and count < old_counts[name] and name not in scaled_down:
             errs.append(
                 invalid(
                     f"{key('status.reclaimablePods', name)}.count",
@@ -1659,9 +1840,23 @@ def _reclaimable_update(wl: k.Workload, old: k.Workload) -> list[FieldError]:
     errs += [
         required(key("status.reclaimablePods", name), "cannot be removed")
         for name in old_counts
-        if name not in new_counts
+        if name not in new_counts and name not in scaled_down
     ]
     return errs
+
+
+def _scaled_down_pod_sets(wl: k.Workload, gates: FeatureGates) -> set[str]:
+    """Upstream ``scaledDownPodSetNames``: an elastic workload's pod sets whose count is below
+    the count their assignment was admitted with."""
+    admission = wl.status.admission
+    if admission is None or not is_elastic_workload(wl, gates):
+        return set()
+    counts = {ps.name: ps.count for ps in wl.spec.pod_sets}
+    return {
+        psa.name
+        for psa in admission.pod_set_assignments
+        if psa.count is not None and psa.count > counts.get(psa.name, 0)
+    }
 
 
 def _admission_update(

@@ -21,6 +21,7 @@ from pykueue.api.validation import (
     TOO_MANY,
     TYPE_INVALID,
     FieldError,
+    ValidationFailed,
     aggregate,
 )
 from pykueue.kube.status import StatusError
@@ -90,6 +91,17 @@ def invalid(
     details["kind"] = kind
     details["causes"] = causes(errors)
     return StatusError(422, "Invalid", text, details)
+
+
+def rejected(group: str, kind: str, name: str, failure: ValidationFailed) -> StatusError:
+    """The Status of a refused object: a denial by one of Kueue's validating webhooks is
+    controller-runtime's ``admission.Denied`` (``ValidationResponse``: 403, reason Forbidden) as
+    kube-apiserver's ``webhookerrors.ToStatusErr`` reports it (the message prefixed with
+    ``admission webhook "<name>" denied the request``, no details); the CRD's own rules are
+    ``NewInvalid`` (:func:`invalid`)."""
+    if failure.webhook:
+        return StatusError(403, "Forbidden", failure.message)
+    return invalid(group, kind, failure.name or name, failure.errors, failure.message)
 
 
 def bad_request(message: str) -> StatusError:

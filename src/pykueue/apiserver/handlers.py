@@ -1081,18 +1081,14 @@ class Handlers:
             lambda: info.validation_failure(obj, old, types_checked=types_checked, missing=missing),
         )
         if failure is not None:
-            raise E.invalid(
-                info.group, info.kind, failure.name or _name_of(obj), failure.errors, failure.message
-            )
+            raise E.rejected(info.group, info.kind, _name_of(obj), failure)
 
     def _admission_validate(
         self, info: ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None
     ) -> None:
         failure = self._guard(info, obj, lambda: info.admission_failure(obj, old, self.lookup))
         if failure is not None:
-            raise E.invalid(
-                info.group, info.kind, failure.name or _name_of(obj), failure.errors, failure.message
-            )
+            raise E.rejected(info.group, info.kind, _name_of(obj), failure)
 
     def lookup(self, group: str, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
         """The admission webhooks' read of a stored object (None when missing or not served)."""
@@ -1114,9 +1110,7 @@ class Handlers:
         except StatusError:
             raise
         except ValidationFailed as err:
-            raise E.invalid(
-                info.group, info.kind, err.name or _name_of(obj), err.errors, err.message
-            ) from None
+            raise E.rejected(info.group, info.kind, _name_of(obj), err) from None
         except ValueError as err:  # ManifestError / ConversionError / DecodeError
             raise E.invalid(
                 info.group,
