@@ -1330,3 +1330,84 @@ def test_simulator_index_in_one_pass_equals_the_predicates(status: tuple[list[ob
         transitions.requeue_at(wl) is not None
         or (rq is not None and rq.status == "False" and rq.reason in ("PodsReadyTimeout", "AdmissionCheck"))
     )
+
+
+# --- the pending write's Admitted sync skipped when it would change nothing (branch core12) ----------
+
+
+@st.composite
+def _pending_write_inputs(draw: st.DrawFn) -> tuple[object, ...]:
+    """A Workload's conditions around what the scheduler's pending write meets: QuotaReserved True or
+    False or absent, Admitted True, False with the settled NoReservation (current or stale generation)
+    or another reason or message, or absent, in random order, duplicates included (the first of a type
+    counts); with a check Ready, Pending or none; under both observability gates and each reason
+    the scheduler writes (an empty one: PendingEvaluation)."""
+    from pykueue.api.kueue import AdmissionCheckState
+    from pykueue.api.meta import Condition
+
+    wl = workload("a", pod_sets=[pod_set("main", draw(st.sampled_from([1, 2])), {"cpu": "1"})])
+    gen = wl.metadata.generation
+    conds: list[object] = []
+    for _ in range(draw(st.integers(0, 4))):
+        ctype = draw(st.sampled_from(["QuotaReserved", "Admitted", "Admitted", "Evicted"]))
+        status = draw(st.sampled_from(["True", "False"]))
+        reason = draw(st.sampled_from(["NoReservation", "Admitted", "QuotaReserved", "UnsatisfiedChecks"]))
+        message = draw(st.sampled_from(["The workload has no reservation", "m"]))
+        conds.append(
+            Condition(
+                type=ctype,
+                status=status,
+                reason=reason,
+                message=message,
+                observed_generation=draw(st.sampled_from([gen, gen + 1, 0])),
+                last_transition_time=datetime(2026, 1, 1, tzinfo=UTC),
+            )
+        )
+    if draw(st.booleans()):  # the settled Admitted condition of a pending Workload, as the bench's heads
+        conds.insert(
+            draw(st.integers(0, len(conds))),
+            Condition(
+                type="Admitted",
+                status="False",
+                reason="NoReservation",
+                message="The workload has no reservation",
+                observed_generation=gen,
+            ),
+        )
+    checks = [
+        AdmissionCheckState(
+            name="c", state=draw(st.sampled_from(["Ready", "Pending"])), last_transition_time=datetime(2026, 1, 1, tzinfo=UTC)
+        )
+        for _ in range(draw(st.integers(0, 1)))
+    ]
+    wl = msgspec.structs.replace(wl, status=msgspec.structs.replace(wl.status, conditions=conds, admission_checks=checks))
+    gates = {
+        "UnadmittedWorkloadsObservability": draw(st.booleans()),
+        "UnadmittedWorkloadsExplicitStatus": draw(st.booleans()),
+    }
+    reason = draw(st.sampled_from(["", "Pending", "WaitingForQuota"]))
+    return wl, reason, options(gates=gates)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(_pending_write_inputs())
+def test_pending_write_skipping_a_settled_admitted_sync_equals_syncing(inputs: tuple[object, ...]) -> None:
+    """``transitions.set_pending`` calls ``sync_admitted_condition`` only when the Admitted condition
+    would change (``unreserved_admitted_stale``, or without UnadmittedWorkloadsObservability); the
+    status and the event reason equal those of calling it always, for random conditions and gates."""
+    from pykueue.core.workload import transitions
+
+    wl, reason, opts = inputs
+    now = datetime(2026, 1, 2, tzinfo=UTC)
+    wi = info(wl)  # type: ignore[arg-type]
+    fast = transitions.copy_for_status(wl)  # type: ignore[arg-type]
+    got = transitions.set_pending(fast, wi, reason, "msg", now, opts)  # type: ignore[arg-type]
+    stale = transitions.unreserved_admitted_stale
+    general = transitions.copy_for_status(wl)  # type: ignore[arg-type]
+    transitions.unreserved_admitted_stale = lambda wl, options: True  # the long way: always sync
+    try:
+        want = transitions.set_pending(general, wi, reason, "msg", now, opts)  # type: ignore[arg-type]
+    finally:
+        transitions.unreserved_admitted_stale = stale
+    event(f"skipped: {opts.gate_unadmitted_observability and not stale(fast, opts)}")  # type: ignore[attr-defined]
+    assert (got, fast.status) == (want, general.status)
