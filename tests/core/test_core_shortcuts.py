@@ -805,8 +805,7 @@ def test_cycles_with_remembered_quota_checks_equal_cycles_checking_again(
     and deactivating workloads: admissions and releases anywhere in the cohorts) and the same random
     edits between them (quotas, preemption policies, cohorts, flavors, workload priorities) decide
     the same, step by step (decisions, admissions, preemptions, every entry's status, message and
-    reason) with the quota checks and the first pod set's flavor evaluations remembered per
-    ClusterQueue and with every check and evaluation made again."""
+    reason) with the quota checks remembered per ClusterQueue and with every check made again."""
     if never:  # no candidate source anywhere (the oracle is never asked), as in bench/core.py
         for q in sc.cqs:
             q.within = q.reclaim = "Never"
@@ -821,12 +820,10 @@ def test_cycles_with_remembered_quota_checks_equal_cycles_checking_again(
         cluster = SimulatedCluster(side.options(), datetime(2026, 1, 1, tzinfo=UTC))
         cluster.load(side.objects())
         trace: list[object] = []
-        # The general side: every check and every flavor evaluation made again (the memo's lookups
-        # replaced by the check and the evaluation themselves).
-        shortcut, evaluation = FlavorAssigner._fits_resource_quota, FlavorAssigner._evaluate_flavor
+        # The general side: every check made again (the memo's lookup replaced by the check itself).
+        shortcut = FlavorAssigner._fits_resource_quota
         if not remembered:
             FlavorAssigner._fits_resource_quota = FlavorAssigner._check_quota  # type: ignore[method-assign]
-            FlavorAssigner._evaluate_flavor = FlavorAssigner._evaluate_flavor_now  # type: ignore[method-assign]
         try:
             for step in steps:
                 if isinstance(step, Step):
@@ -838,14 +835,11 @@ def test_cycles_with_remembered_quota_checks_equal_cycles_checking_again(
                     trace.append(step)
         finally:
             FlavorAssigner._fits_resource_quota = shortcut  # type: ignore[method-assign]
-            FlavorAssigner._evaluate_flavor = evaluation  # type: ignore[method-assign]
         trace.append([(k, cluster.objects[k].obj) for k in cluster.order])
         outcomes.append(trace)
         if remembered:
             held = any(cq.quota_checks for cq in cluster.cache.cluster_queues.values())
             event(f"quota checks remembered at the end: {'some' if held else 'none'}")
-            flavors = any(len(k) == 2 for cq in cluster.cache.cluster_queues.values() for k in cq.quota_checks)
-            event(f"flavor evaluations remembered at the end: {'some' if flavors else 'none'}")
     assert outcomes[0] == outcomes[1]
 
 

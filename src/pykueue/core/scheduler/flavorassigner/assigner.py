@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any
 
 import msgspec
 
@@ -36,7 +35,6 @@ from pykueue.core.scheduler.flavorassigner.assignment import (
     FlavorAssignment,
     FlavorAttempt,
     GranularMode,
-    Mode,
     PodSetAssignmentResult,
     PreemptionMode,
 )
@@ -163,12 +161,6 @@ class _Scan(msgspec.Struct, gc=False):
     error: str | None = None
 
 
-# A flavor's remembered evaluation (``FlavorAssigner._evaluate_flavor``): per assigned resource its
-# mode and borrowing level, the representative outcome, the reasons in the order checked, and the
-# attempt (never handed out itself: a copy with its own reasons list is).
-_Evaluation = tuple[tuple[tuple[str, Mode, int], ...], _Granular, tuple[str, ...], FlavorAttempt]
-
-
 class _PodSetRequests(msgspec.Struct, gc=False):
     info: PodSetInfo
     count: int
@@ -258,19 +250,9 @@ class FlavorAssigner:
         # sharing: its order books every PreemptionNoCandidates entry's reservation at once
         # (``Scheduler._process_entry``), so the root's version moves between any two heads of a
         # cohort and a remembered check would never be read again.
-        # The same memo holds whole flavor evaluations of a first pod set (``_evaluate_flavor``), under
-        # (flavor, group requests): besides the checks they read only the ClusterQueue's spec (its
-        # preference and resource groups; ``update_spec`` bumps the node's version) and the
-        # observability gate, which is in the key too.
-        self._checks: dict[Any, Any] | None = None
+        self._checks: dict[tuple[FlavorResource, int, int], _QuotaCheck] | None = None
         if self._flat_root is not None and self._oracle_no_candidates and not options.fair_sharing:
-            at = (
-                self._flat_root,
-                cq.node.version,
-                self._flat_root.version,
-                self._can_preempt_while_borrowing,
-                self._observability,
-            )
+            at = (self._flat_root, cq.node.version, self._flat_root.version, self._can_preempt_while_borrowing)
             if cq.quota_checks_at != at:
                 cq.quota_checks = {}
                 cq.quota_checks_at = at
@@ -419,7 +401,7 @@ class FlavorAssigner:
             return _Scan({}, [f"resource {res} unavailable in ClusterQueue"], [])
         group = self.cq.resource_groups[gi]
         covered = group.covered
-        group_requests = tuple([(r, psr.requests[r]) for r in psr.order if r in covered])
+        group_requests = [(r, psr.requests[r]) for r in psr.order if r in covered]
         group_flavors = group.flavors
         reasons: list[str] = []
         attempts: list[FlavorAttempt] = []
@@ -477,48 +459,12 @@ class FlavorAssigner:
     def _evaluate_flavor(
         self,
         fname: str,
-        group_requests: tuple[tuple[str, int], ...],
+        group_requests: list[tuple[str, int]],
         assumed: dict[FlavorResource, int],
         reasons: list[str],
         attempts: list[FlavorAttempt],
     ) -> tuple[dict[str, FlavorAssignment], _Granular]:
-        """Quota outcome of ``fname`` for every requested resource of the group; the worst one represents it.
-
-        Remembered per ClusterQueue with its quota checks (``_checks``) for a first pod set (no
-        earlier pod sets' usage): what is handed out is built anew from the remembered outcome
-        (``_find_flavor`` sets ``tried_flavor_idx`` on the assignments, ``_merge_attempts`` edits the
-        attempt)."""
-        memo = self._checks
-        if memo is None or assumed:
-            return self._evaluate_flavor_now(fname, group_requests, assumed, reasons, attempts)
-        key = (fname, group_requests)
-        known: _Evaluation | None = memo.get(key)
-        if known is None:
-            candidate, representative = self._evaluate_flavor_now(fname, group_requests, assumed, reasons, attempts)
-            attempt = attempts[-1]
-            # The flavor's reasons end ``reasons`` in the order checked; the attempt has them sorted.
-            checked = tuple(reasons[len(reasons) - len(attempt.reasons) :]) if attempt.reasons else ()
-            memo[key] = (
-                tuple([(res, fa.mode, fa.borrow) for res, fa in candidate.items()]),
-                representative,
-                checked,
-                msgspec.structs.replace(attempt, reasons=[*attempt.reasons]),
-            )
-            return candidate, representative
-        assigned, representative, checked, attempt = known
-        if checked:
-            reasons.extend(checked)
-        attempts.append(msgspec.structs.replace(attempt, reasons=[*attempt.reasons]))
-        return {res: FlavorAssignment(fname, mode, 0, borrow) for res, mode, borrow in assigned}, representative
-
-    def _evaluate_flavor_now(
-        self,
-        fname: str,
-        group_requests: tuple[tuple[str, int], ...],
-        assumed: dict[FlavorResource, int],
-        reasons: list[str],
-        attempts: list[FlavorAttempt],
-    ) -> tuple[dict[str, FlavorAssignment], _Granular]:
+        """Quota outcome of ``fname`` for every requested resource of the group; the worst one represents it."""
         representative: _Granular = (_FIT, 0)
         max_borrow = 0
         flavor_reasons: list[str] = []
