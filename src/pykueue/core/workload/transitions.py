@@ -212,11 +212,7 @@ def set_pending(
         reason, message, event_reason = PENDING_EVALUATION, PENDING_EVALUATION_MESSAGE, None
     set_condition(wl, QUOTA_RESERVED, "False", reason, message, now)
     wl.status.admission = None
-    # The workload now holds no quota: with UnadmittedWorkloadsObservability, ``SyncAdmittedCondition``
-    # can only write Admitted=False NoReservation, and changes nothing when that is already there
-    # (``unreserved_admitted_stale`` False). A requeued head's status is written on every attempt.
-    if not options.gate_unadmitted_observability or unreserved_admitted_stale(wl, options):
-        sync_admitted_condition(wl, now, options)
+    sync_admitted_condition(wl, now, options)
     requests = resource_requests_of(info)
     if requests != wl.status.resource_requests:
         wl.status.resource_requests = requests
@@ -601,11 +597,7 @@ def release_reservation(wl: Workload, reason: str, message: str, now: datetime, 
     ``reconcileOnClusterQueueActiveState``)."""
     set_condition(wl, QUOTA_RESERVED, "False", reason, message, now)
     wl.status.admission = None
-    # The workload now holds no quota: with UnadmittedWorkloadsObservability, ``SyncAdmittedCondition``
-    # can only write Admitted=False NoReservation, and changes nothing when that is already there
-    # (``unreserved_admitted_stale`` False). A requeued head's status is written on every attempt.
-    if not options.gate_unadmitted_observability or unreserved_admitted_stale(wl, options):
-        sync_admitted_condition(wl, now, options)
+    sync_admitted_condition(wl, now, options)
 
 
 def reactivate(wl: Workload, now: datetime) -> bool:
