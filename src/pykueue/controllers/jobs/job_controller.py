@@ -135,7 +135,16 @@ class JobController:
             refs = [r for r in wl.metadata.owner_references if r.kind == "Job" and r.name == name]
             if not refs or (uid is not None and all(r.uid != uid for r in refs)):
                 continue
-            if not is_finished(wl) and wl.metadata.deletion_timestamp is None:
+            # ``workload.FinalizeOrphanedWorkload`` (pkg/workload/workload.go): Finished only under the
+            # FinishOrphanedWorkloads gate, for a Workload not being deleted that has a controller
+            # reference; the finalizer goes in every case.
+            can_finish = any(r.controller for r in wl.metadata.owner_references)
+            if (
+                self.options.gate("FinishOrphanedWorkloads")
+                and can_finish
+                and not is_finished(wl)
+                and wl.metadata.deletion_timestamp is None
+            ):
                 updated = transitions.copy_for_status(wl)
                 transitions.set_condition(
                     updated,
