@@ -125,6 +125,7 @@ class JobReconcile:
         *,
         wait_for_pods_ready: bool = False,
         manage_jobs_without_queue_name: bool = False,
+        label_keys_to_copy: tuple[str, ...] = (),
     ) -> None:
         # No garbage collector, as upstream's fake client: a Workload whose Job is gone stays for the
         # reconcile to find (a cluster's collector deletes it only later, asynchronously).
@@ -137,6 +138,7 @@ class JobReconcile:
                 gates=DefaultGates(dict(gates or {})), wait_for_pods_ready=wait_for_pods_ready
             ),
             manage_jobs_without_queue_name=manage_jobs_without_queue_name,
+            label_keys_to_copy=label_keys_to_copy,
         )
         self.mgr = ControllerManager(self.client, options, clock=_Clock())
         self.mgr.follow()

@@ -31,7 +31,18 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from reconcile_harness import FINALIZER, JobReconcile, base_job, base_workload, condition, conditions
+from reconcile_harness import (
+    FINALIZER,
+    NOW_TEXT,
+    JobReconcile,
+    base_job,
+    base_workload,
+    condition,
+    conditions,
+    controller_ref,
+)
+
+from pykueue.controllers.jobs import batch_job as bj
 
 GVK_OWNER = {"apiVersion": "batch/v1", "kind": "Job"}
 
@@ -170,5 +181,259 @@ def test_pods_ready(
         got_job = world.job()
         assert got_job is not None and got_job["spec"]["suspend"] is suspend  # the Job is left alone
         assert world.events() == []
+    finally:
+        world.close()
+
+
+# --- starting an admitted Job -------------------------------------------------------------------------
+
+_TAS_OFF = {"TopologyAwareScheduling": False, "AssignQueueLabelsForPods": True}
+_READY_CHECK = {"name": "check", "state": "Ready", "message": "", "lastTransitionTime": NOW_TEXT}
+
+
+def _with_check(wl: dict[str, Any], **update: Any) -> dict[str, Any]:
+    wl["status"]["admissionChecks"] = [{**_READY_CHECK, "podSetUpdates": [{"name": "main", **update}]}]
+    return wl
+
+
+def _template_labels(job: dict[str, Any] | None) -> dict[str, str]:
+    assert job is not None
+    return dict(job["spec"]["template"]["metadata"].get("labels") or {})
+
+
+_JOB_MANAGED = ("job-name", "controller-uid", "batch.kubernetes.io/job-name", "batch.kubernetes.io/controller-uid")
+
+
+def _kueue_labels(job: dict[str, Any] | None) -> dict[str, str]:
+    """The pod-template labels beyond those the API server's Job defaulting writes."""
+    return {k: v for k, v in _template_labels(job).items() if k not in _JOB_MANAGED}
+
+
+@pytest.mark.parametrize(
+    ("gates", "cq", "update", "want_labels"),
+    [
+        pytest.param(
+            {"TopologyAwareScheduling": False, "AssignQueueLabelsForPods": False}, "cq", None,
+            {"kueue.x-k8s.io/podset": "main"},
+            id="Pod queue labels are not set when AssignQueueLabelsForPods is disabled",
+        ),
+        pytest.param(
+            _TAS_OFF, "cq" * 50, None,
+            {"kueue.x-k8s.io/podset": "main", "kueue.x-k8s.io/local-queue-name": "foo"},
+            id="Pod cluster queue label is not set when cluster queue name is too long",
+        ),
+        pytest.param(
+            _TAS_OFF, "cq", {"labels": {"ac-key": "ac-value"}},
+            {
+                "ac-key": "ac-value",
+                "kueue.x-k8s.io/podset": "main",
+                "kueue.x-k8s.io/local-queue-name": "foo",
+                "kueue.x-k8s.io/cluster-queue-name": "cq",
+            },
+            id="when workload is admitted the PodSetUpdates are propagated to job",
+        ),
+    ],
+)  # fmt: skip
+def test_admitted_workload_starts_the_job(
+    gates: dict[str, bool], cq: str, update: dict[str, Any] | None, want_labels: dict[str, str]
+) -> None:
+    world = JobReconcile(gates)
+    try:
+        job = world.add_job(base_job())
+        wl = base_workload(admitted=True, cq=cq)
+        if update is not None:
+            _with_check(wl, **update)
+        before = world.add_workload(wl, owner=job)
+        world.reconcile()
+        got = world.job()
+        assert got is not None and got["spec"]["suspend"] is False
+        assert _kueue_labels(got) == want_labels
+        (after,) = world.workloads()
+        assert after["status"] == before["status"]  # the Workload is left as it was
+        assert world.events() == [("job", "Normal", "Started", f"Admitted by clusterQueue {cq}")]
+    finally:
+        world.close()
+
+
+# --- creating the Workload ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("labels", "annotations", "keys_to_copy", "want_labels", "want_annotations"),
+    [
+        pytest.param(
+            {}, {"provreq.kueue.x-k8s.io/test-annotation": "test-val", "invalid-provreq-prefix/test-annotation-2": "test-val-2"},
+            (), {}, {"provreq.kueue.x-k8s.io/test-annotation": "test-val"},
+            id="when workload is created, it has its owner ProvReq annotations",
+        ),
+        pytest.param(
+            {"toCopyKey": "toCopyValue", "dontCopyKey": "dontCopyValue"}, {},
+            ("toCopyKey", "redundantToCopyKey"), {"toCopyKey": "toCopyValue"}, {},
+            id="when workload is created, it has correct labels set",
+        ),
+    ],
+)  # fmt: skip
+def test_the_workload_is_created(
+    labels: dict[str, str],
+    annotations: dict[str, str],
+    keys_to_copy: tuple[str, ...],
+    want_labels: dict[str, str],
+    want_annotations: dict[str, str],
+) -> None:
+    world = JobReconcile(_TAS_OFF, label_keys_to_copy=keys_to_copy)
+    try:
+        body = base_job()
+        body["metadata"]["labels"].update(labels)
+        body["metadata"]["annotations"] = annotations
+        job = world.add_job(body)
+        world.reconcile()
+        uid = job["metadata"]["uid"]
+        name = bj.workload_name("job", uid)
+        (wl,) = world.workloads()
+        assert wl["metadata"]["name"] == name
+        assert wl["metadata"]["labels"] == {"kueue.x-k8s.io/job-uid": uid, **want_labels}
+        assert (wl["metadata"].get("annotations") or {}) == want_annotations
+        assert wl["metadata"]["finalizers"] == [FINALIZER]
+        assert wl["metadata"]["ownerReferences"] == [controller_ref(job)]
+        assert wl["spec"]["queueName"] == "foo"
+        assert wl["spec"].get("priority", 0) == 0
+        assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("main", 10)]
+        assert conditions(wl) == []
+        got = world.job()
+        assert got is not None and got["spec"]["suspend"] is True
+        assert world.events() == [("job", "Normal", "CreatedWorkload", f"Created Workload: ns/{name}")]
+    finally:
+        world.close()
+
+
+# --- eviction: stop the Job, release the quota ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reason", "message", "active", "with_check", "requeued"),
+    [
+        pytest.param(
+            "Deactivated", "The workload is deactivated", False, True, "False",
+            id="when workload is evicted due to spec.active field being false, job gets suspended and quota is unset",
+        ),
+        pytest.param(
+            "PodsReadyTimeout", "Exceeded the PodsReady timeout", True, False, "False",
+            id="when workload is evicted due to pods ready timeout, job gets suspended and quota is unset",
+        ),
+        pytest.param(
+            "AdmissionCheck", "At least one admission check is false", True, True, "False",
+            id="when workload is evicted due to admission check, job gets suspended",
+        ),
+        pytest.param(
+            "ClusterQueueStopped", "The ClusterQueue is stopped", True, True, "False",
+            id="when workload is evicted due to cluster queue stopped, job gets suspended",
+        ),
+        pytest.param(
+            "LocalQueueStopped", "The LocalQueue is stopped", True, True, "False",
+            id="when workload is evicted due to local queue stopped, job gets suspended",
+        ),
+        pytest.param(
+            "Preempted", "Preempted", True, True, "True",
+            id="when workload is evicted due to preemption, job gets suspended",
+        ),
+    ],
+)  # fmt: skip
+def test_evicted_workload_stops_the_job_and_releases_quota(
+    reason: str, message: str, active: bool, with_check: bool, requeued: str
+) -> None:
+    world = JobReconcile(_TAS_OFF)
+    try:
+        job = world.add_job(base_job(suspend=False))
+        wl = base_workload(admitted=True)
+        wl["status"]["conditions"][-1]["lastTransitionTime"] = "2026-11-22T11:59:59Z"  # now - 1s
+        wl["status"]["conditions"].append(condition("Evicted", "True", reason, message))
+        if not active:
+            wl["spec"]["active"] = False
+        if with_check:
+            _with_check(wl, labels={"ac-key": "ac-value"})
+        world.add_workload(wl, owner=job)
+        world.reconcile()
+        got = world.job()
+        assert got is not None and got["spec"]["suspend"] is True
+        assert _kueue_labels(got) == {}
+        (after,) = world.workloads()
+        assert sorted(conditions(after)) == sorted(
+            [
+                ("Admitted", "False", "NoReservation", "The workload has no reservation"),
+                ("QuotaReserved", "False", "PendingEvaluation", message),
+                ("Requeued", requeued, reason, message),
+                ("Evicted", "True", reason, message),
+            ]
+        )
+        assert after["status"].get("admission") is None
+        assert after["status"].get("accumulatedPastExecutionTimeSeconds") == 1
+        assert [c["name"] for c in after["status"].get("admissionChecks") or ()] == (["check"] if with_check else [])
+        assert world.events() == [("job", "Normal", "Stopped", message)]
+    finally:
+        world.close()
+
+
+def test_initially_suspended_job_with_inactive_unreserved_workload() -> None:
+    """Upstream: "when job is initially suspended, the Workload has active=false and it's not admitted,
+    it should not get an evicted condition, but the job should remain suspended"."""
+    world = JobReconcile(_TAS_OFF)
+    try:
+        job = world.add_job(base_job())
+        wl = _with_check(base_workload(admitted=True), labels={"ac-key": "ac-value"})
+        wl["spec"]["active"] = False
+        wl["status"]["conditions"] = [
+            condition("QuotaReserved", "False", "PendingEvaluation", "The workload is deactivated"),
+            condition("Admitted", "False", "NoReservation", "The workload has no reservation"),
+        ]
+        before = world.add_workload(wl, owner=job)
+        world.reconcile()
+        got = world.job()
+        assert got is not None and got["spec"]["suspend"] is True
+        (after,) = world.workloads()
+        assert after["status"] == before["status"]
+        assert world.events() == []
+    finally:
+        world.close()
+
+
+# --- the Job finished ---------------------------------------------------------------------------------
+
+
+def test_when_job_completes_workload_is_marked_as_finished() -> None:
+    world = JobReconcile(_TAS_OFF)
+    try:
+        complete = {"type": "Complete", "status": "True", "message": "Job finished successfully"}
+        job = world.add_job(base_job(), {"conditions": [complete]})
+        world.add_workload(base_workload(admitted=True), owner=job)
+        world.reconcile()
+        (after,) = world.workloads()
+        finished = next(c for c in after["status"]["conditions"] if c["type"] == "Finished")
+        assert (finished["status"], finished["reason"], finished["message"]) == (
+            "True", "Succeeded", "Job finished successfully",
+        )  # fmt: skip
+        assert finished.get("observedGeneration") == after["metadata"]["generation"] == 1
+        assert after["metadata"]["finalizers"] == [FINALIZER]  # removed once it is Finished (next case)
+        assert world.events() == [("job", "Normal", "FinishedWorkload", "Workload 'ns/wl' is declared finished")]
+    finally:
+        world.close()
+
+
+def test_when_the_workload_is_finished_its_finalizer_is_removed() -> None:
+    world = JobReconcile(_TAS_OFF)
+    try:
+        job = world.add_job(base_job())
+        wl = base_workload("a", reserve=False)
+        wl["status"] = {
+            "conditions": [
+                condition("QuotaReserved", "False", "ByTest", ""),
+                condition("Finished", "True", "ByTest", ""),
+            ]
+        }
+        world.add_workload(wl, owner=job)
+        world.reconcile()
+        (after,) = world.workloads()
+        assert after["metadata"].get("finalizers") in (None, [])
+        assert [c[:2] for c in conditions(after)] == [("QuotaReserved", "False"), ("Finished", "True")]
+        assert world.events() == [("job", "Normal", "FinishedWorkload", "Workload 'ns/a' is declared finished")]
     finally:
         world.close()

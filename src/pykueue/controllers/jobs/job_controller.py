@@ -24,7 +24,7 @@ from pykueue.controllers.cluster_cache import JOB
 from pykueue.controllers.jobs import batch_job as bj
 from pykueue.core.events import NORMAL, WARNING, Event
 from pykueue.core.workload import transitions
-from pykueue.core.workload.info import has_quota_reservation, is_admitted, is_evicted, is_finished
+from pykueue.core.workload.info import has_quota_reservation, is_admitted, is_evicted, is_finished, workload_key
 from pykueue.runtime.informer import ObjectKey
 
 if TYPE_CHECKING:
@@ -230,13 +230,15 @@ class JobController:
     def _remove_finalizer(self, wl: Workload) -> None:
         self.workload_controller.remove_finalizer(wl)
 
-    def _finish(self, job: dict[str, Any], wl: Workload, reason: str, message: str) -> None:
-        """Finish the Workload; ``FinishedWorkload`` follows when its finalizer goes (step 3)."""
+    def _finish(self, job: dict[str, Any], wl: Workload, reason: str, message: str, *, event: bool = True) -> None:
+        """Finish the Workload (``workloadfinish.Finish``); ``ReconcileGenericJob``'s "job is finished"
+        step records ``FinishedWorkload`` on the Job as it does so (a failed start does not)."""
         if is_finished(wl):
             return
         updated = transitions.copy_for_status(wl)
         transitions.set_condition(updated, "Finished", "True", reason, message, self.ctx.now())
-        self.ctx.write_workload(updated)
+        if self.ctx.write_workload(updated) and event:
+            self._event(job, NORMAL, "FinishedWorkload", bj.finished_workload_message(wl))
 
     # --- step 6: create the Workload ----------------------------------------------------------------------
 
@@ -323,9 +325,11 @@ class JobController:
     def _evicted(self, job: dict[str, Any], wl: Workload) -> None:
         ev = find_condition(wl.status.conditions, "Evicted")
         note = ev.message if ev is not None else "Evicted"
+        # ``ReconcileGenericJob`` step 6: stop the Job, then, in the same reconcile, release the quota
+        # once the Job has no active pods (``job.IsActive`` reads the status, which a stop leaves alone).
         if not bj.is_suspended(job):
             self._stop(job, wl, note)
-            return
+            wl = self.ctx.workloads.get(workload_key(wl), wl)
         if has_quota_reservation(wl) and bj.active_pods(job) == 0:
             updated = transitions.copy_for_status(wl)
             if transitions.complete_eviction(updated, self.ctx.now(), self.options):
@@ -359,7 +363,7 @@ class JobController:
             self.ctx.requeue_after(JOB, (job["metadata"]["namespace"], job["metadata"]["name"]), 1.0)
             return
         except bj.StartJobError as err:
-            self._finish(job, wl, "FailedToStart", str(err))
+            self._finish(job, wl, "FailedToStart", str(err), event=False)
             return
         self._write_job(started)
         self._event(job, NORMAL, "Started", bj.started_message(wl))
