@@ -437,3 +437,241 @@ def test_when_the_workload_is_finished_its_finalizer_is_removed() -> None:
         assert world.events() == [("job", "Normal", "FinishedWorkload", "Workload 'ns/a' is declared finished")]
     finally:
         world.close()
+
+
+# --- PodSetUpdates that cannot be applied: the Workload finishes FailedToStart --------------------------
+
+
+def _check(name: str, **update: Any) -> dict[str, Any]:
+    return {**_READY_CHECK, "name": name, "podSetUpdates": [{"name": "main", **update}]}
+
+
+@pytest.mark.parametrize(
+    ("node_selector", "checks", "message"),
+    [
+        pytest.param(
+            None,
+            [_check("check1", labels={"ac-key": "ac-value1"}), _check("check2", labels={"ac-key": "ac-value2"})],
+            'in admission check "check2": invalid admission check PodSetUpdate: conflict for labels: '
+            "conflict for key=ac-key, value1=ac-value1, value2=ac-value2",
+            id="when workload is admitted and PodSetUpdates conflict between admission checks on labels, "
+            "the workload is finished with failure",
+        ),
+        pytest.param(
+            None,
+            [
+                _check("check1", annotations={"ac-key": "ac-value1"}),
+                _check("check2", annotations={"ac-key": "ac-value2"}),
+            ],
+            'in admission check "check2": invalid admission check PodSetUpdate: conflict for annotations: '
+            "conflict for key=ac-key, value1=ac-value1, value2=ac-value2",
+            id="when workload is admitted and PodSetUpdates conflict between admission checks on annotations, "
+            "the workload is finished with failure",
+        ),
+        pytest.param(
+            None,
+            [
+                _check("check1", nodeSelector={"ac-key": "ac-value1"}),
+                _check("check2", nodeSelector={"ac-key": "ac-value2"}),
+            ],
+            'in admission check "check2": invalid admission check PodSetUpdate: conflict for nodeSelector: '
+            "conflict for key=ac-key, value1=ac-value1, value2=ac-value2",
+            id="when workload is admitted and PodSetUpdates conflict between admission checks on nodeSelector, "
+            "the workload is finished with failure",
+        ),
+        pytest.param(
+            {"provisioning": "spot"},
+            [_check("check", nodeSelector={"provisioning": "on-demand"})],
+            "invalid admission check PodSetUpdate: conflict for nodeSelector: "
+            "conflict for key=provisioning, value1=spot, value2=on-demand",
+            id="when workload is admitted and PodSetUpdates conflict between admission check nodeSelector and "
+            "current node selector, the workload is finished with failure",
+        ),
+    ],
+)
+def test_conflicting_pod_set_updates_finish_the_workload(
+    node_selector: dict[str, str] | None, checks: list[dict[str, Any]], message: str
+) -> None:
+    world = JobReconcile(_TAS_OFF)
+    try:
+        body = base_job()
+        if node_selector is not None:
+            body["spec"]["template"]["spec"]["nodeSelector"] = node_selector
+        job = world.add_job(body)
+        wl = base_workload(admitted=True)
+        wl["status"]["admissionChecks"] = checks
+        world.add_workload(wl, owner=job)
+        world.reconcile()
+        got = world.job()
+        assert got is not None and got["spec"]["suspend"] is True
+        assert got["spec"]["template"]["spec"].get("nodeSelector") == node_selector
+        assert _kueue_labels(got) == {}
+        (after,) = world.workloads()
+        assert conditions(after)[-1] == ("Finished", "True", "FailedToStart", message)
+        assert world.events() == []
+    finally:
+        world.close()
+
+
+def test_when_workload_is_admitted_the_pod_set_updates_values_matching_for_key() -> None:
+    """Upstream: "when workload is admitted the PodSetUpdates values matching for key"."""
+    world = JobReconcile(_TAS_OFF)
+    try:
+        job = world.add_job(base_job())
+        wl = base_workload(admitted=True)
+        wl["status"]["admissionChecks"] = [
+            _check(
+                "check1",
+                labels={"label-key1": "common-value"},
+                annotations={"annotation-key1": "common-value", "annotation-key2": "only-in-check1"},
+                nodeSelector={"node-selector-key1": "common-value"},
+            ),
+            _check(
+                "check2",
+                labels={"label-key1": "common-value"},
+                annotations={"annotation-key1": "common-value"},
+                nodeSelector={"node-selector-key1": "common-value", "node-selector-key2": "only-in-check2"},
+            ),
+        ]
+        world.add_workload(wl, owner=job)
+        world.reconcile()
+        got = world.job()
+        assert got is not None and got["spec"]["suspend"] is False
+        template = got["spec"]["template"]
+        assert template["metadata"]["annotations"] == {
+            "annotation-key1": "common-value",
+            "annotation-key2": "only-in-check1",
+        }
+        assert _kueue_labels(got) == {
+            "label-key1": "common-value",
+            "kueue.x-k8s.io/local-queue-name": "foo",
+            "kueue.x-k8s.io/cluster-queue-name": "cq",
+            "kueue.x-k8s.io/podset": "main",
+        }
+        assert template["spec"]["nodeSelector"] == {
+            "node-selector-key1": "common-value",
+            "node-selector-key2": "only-in-check2",
+        }
+        assert world.events() == [("job", "Normal", "Started", "Admitted by clusterQueue cq")]
+    finally:
+        world.close()
+
+
+# --- matching the Job with its Workloads ----------------------------------------------------------------
+
+_MANAGE_ALL: dict[str, Any] = {"manage_jobs_without_queue_name": True}
+
+
+def test_suspended_job_with_matching_admitted_workload_is_unsuspended() -> None:
+    world = JobReconcile(_TAS_OFF, **_MANAGE_ALL)
+    try:
+        job = world.add_job(base_job())
+        before = world.add_workload(base_workload(admitted=True), owner=job)
+        world.reconcile()
+        got = world.job()
+        assert got is not None and got["spec"]["suspend"] is False
+        assert _kueue_labels(got) == {
+            "kueue.x-k8s.io/podset": "main",
+            "kueue.x-k8s.io/local-queue-name": "foo",
+            "kueue.x-k8s.io/cluster-queue-name": "cq",
+        }
+        (after,) = world.workloads()
+        assert after["status"] == before["status"]
+        assert world.events() == [("job", "Normal", "Started", "Admitted by clusterQueue cq")]
+    finally:
+        world.close()
+
+
+def test_non_matching_admitted_workload_is_deleted() -> None:
+    """Upstream: "non-matching admitted workload is deleted" (wantErr ErrNoMatchingWorkloads: the
+    next reconcile creates the Workload)."""
+    world = JobReconcile(_TAS_OFF, **_MANAGE_ALL)
+    try:
+        job = world.add_job(base_job())
+        world.add_workload(base_workload(admitted=True, count=5), owner=job)
+        world.reconcile()
+        assert world.workloads() == []
+        got = world.job()
+        assert got is not None and got["spec"]["suspend"] is True
+        assert world.events() == [("job", "Normal", "DeletedWorkload", "Deleted not matching Workload: ns/wl")]
+    finally:
+        world.close()
+
+
+def test_non_matching_non_admitted_workload_is_updated() -> None:
+    world = JobReconcile(_TAS_OFF, **_MANAGE_ALL)
+    try:
+        job = world.add_job(base_job())
+        wl = base_workload("a", reserve=False, count=5)
+        del wl["spec"]["queueName"]
+        wl["spec"]["priority"] = 0
+        world.add_workload(wl, owner=job)
+        world.reconcile()
+        (after,) = world.workloads()
+        assert after["metadata"]["name"] == "a"
+        assert after["metadata"]["finalizers"] == [FINALIZER]
+        assert [(ps["name"], ps["count"]) for ps in after["spec"]["podSets"]] == [("main", 10)]
+        assert after["spec"]["queueName"] == "foo"
+        assert after["spec"].get("priority", 0) == 0
+        assert conditions(after) == []
+        assert world.events() == [
+            ("job", "Normal", "UpdatedWorkload", "Updated not matching Workload for suspended job: ns/a")
+        ]
+    finally:
+        world.close()
+
+
+def _partial_workload() -> dict[str, Any]:
+    wl = base_workload("a", admitted=True, count=10)
+    wl["spec"]["podSets"][0]["minCount"] = 5
+    wl["status"]["admission"]["podSetAssignments"][0]["count"] = 8
+    return wl
+
+
+def test_suspended_job_with_partial_admission_and_admitted_workload_is_unsuspended() -> None:
+    world = JobReconcile(_TAS_OFF, **_MANAGE_ALL)
+    try:
+        body = base_job()
+        body["metadata"]["annotations"] = {"kueue.x-k8s.io/job-min-parallelism": "5"}
+        job = world.add_job(body)
+        before = world.add_workload(_partial_workload(), owner=job)
+        world.reconcile()
+        got = world.job()
+        assert got is not None and got["spec"]["suspend"] is False
+        assert got["spec"]["parallelism"] == 8
+        assert _kueue_labels(got) == {
+            "kueue.x-k8s.io/podset": "main",
+            "kueue.x-k8s.io/local-queue-name": "foo",
+            "kueue.x-k8s.io/cluster-queue-name": "cq",
+        }
+        (after,) = world.workloads()
+        assert after["status"] == before["status"] and after["spec"] == before["spec"]
+        assert world.events() == [("job", "Normal", "Started", "Admitted by clusterQueue cq")]
+    finally:
+        world.close()
+
+
+def test_unsuspended_job_with_partial_admission_and_non_matching_admitted_workload_is_suspended() -> None:
+    """Upstream: "unsuspended job with partial admission and non-matching admitted workload is
+    suspended and workload is deleted"."""
+    world = JobReconcile(_TAS_OFF, **_MANAGE_ALL)
+    try:
+        body = base_job(suspend=False)
+        body["metadata"]["annotations"] = {"kueue.x-k8s.io/job-min-parallelism": "5"}
+        job = world.add_job(body)
+        wl = _partial_workload()
+        del wl["spec"]["queueName"]
+        wl["status"]["conditions"] = wl["status"]["conditions"]
+        world.add_workload(wl, owner=job)
+        world.reconcile()
+        got = world.job()
+        assert got is not None and got["spec"]["suspend"] is True
+        assert got["spec"]["parallelism"] == 10
+        assert _kueue_labels(got) == {}
+        assert world.workloads() == []
+        assert world.events() == [
+            ("job", "Normal", "Stopped", "No matching Workload; restoring pod templates according to existent Workload"),
+            ("job", "Normal", "DeletedWorkload", "Deleted not matching Workload: ns/a"),
+        ]
+    finally:
+        world.close()

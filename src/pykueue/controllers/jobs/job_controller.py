@@ -164,7 +164,14 @@ class JobController:
     def _match(self, job: dict[str, Any], owned: list[Workload]) -> Workload | None:
         match: Workload | None = None
         for wl in owned:
-            if match is None and bj.is_equivalent(job, wl, self.ctx.flavors):
+            if match is None and bj.is_equivalent(
+                job,
+                wl,
+                self.ctx.flavors,
+                assign_queue_labels=self.options.gate("AssignQueueLabelsForPods"),
+                tas_enabled=self.options.gate("TopologyAwareScheduling"),
+                partial_admission=self.options.gate("PartialAdmission"),
+            ):
                 match = wl
         if match is not None:
             for wl in owned:
@@ -268,6 +275,7 @@ class JobController:
             self.ctx.options.label_keys_to_copy,
             partial_admission=self.options.gate("PartialAdmission"),
             short_workload_names=self.options.gate("ShortWorkloadNames"),
+            tas_enabled=self.options.gate("TopologyAwareScheduling"),
         )
 
     def _create_workload(self, job: dict[str, Any]) -> None:
@@ -355,8 +363,13 @@ class JobController:
 
     def _start(self, job: dict[str, Any], wl: Workload) -> None:
         try:
+            # ``getPodSetsInfoFromStatus``: the workload annotation and topology gate only under
+            # the TopologyAwareScheduling gate, the queue labels under AssignQueueLabelsForPods.
             injections = bj.pod_set_injection(
-                wl, self.ctx.flavors, self.options.gate("AssignQueueLabelsForPods")
+                wl,
+                self.ctx.flavors,
+                self.options.gate("AssignQueueLabelsForPods"),
+                tas_enabled=self.options.gate("TopologyAwareScheduling"),
             )
             started = bj.start_job(job, wl, injections)
         except bj.FlavorNotFound:
