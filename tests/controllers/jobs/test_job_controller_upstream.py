@@ -21,8 +21,6 @@ Not ported (features pykueue does not implement, checked with grep in src/pykueu
   (``prebuilt_workload_name``) but the Job reconciler does not adopt them.
 - "non-standalone job ..." (four cases) — the reconciler skips child Jobs of Kueue-managed owners
   (``owner_managed_by_kueue``) and does not suspend them through their parent's Workload.
-- "PodSet label and Workload annotation are set when Job is starting; TopologyAwareScheduling
-  enabled" and the other TAS-specific cases — Topology Aware Scheduling assignments.
 """
 
 from __future__ import annotations
@@ -213,6 +211,15 @@ def _kueue_labels(job: dict[str, Any] | None) -> dict[str, str]:
     ("gates", "cq", "update", "want_labels"),
     [
         pytest.param(
+            {"TopologyAwareScheduling": True, "AssignQueueLabelsForPods": True}, "cq", None,
+            {
+                "kueue.x-k8s.io/podset": "main",
+                "kueue.x-k8s.io/local-queue-name": "foo",
+                "kueue.x-k8s.io/cluster-queue-name": "cq",
+            },
+            id="PodSet label and Workload annotation are set when Job is starting; TopologyAwareScheduling enabled",
+        ),
+        pytest.param(
             {"TopologyAwareScheduling": False, "AssignQueueLabelsForPods": False}, "cq", None,
             {"kueue.x-k8s.io/podset": "main"},
             id="Pod queue labels are not set when AssignQueueLabelsForPods is disabled",
@@ -248,6 +255,8 @@ def test_admitted_workload_starts_the_job(
         got = world.job()
         assert got is not None and got["spec"]["suspend"] is False
         assert _kueue_labels(got) == want_labels
+        want_annotations = {"kueue.x-k8s.io/workload": "wl"} if gates["TopologyAwareScheduling"] else {}
+        assert (got["spec"]["template"]["metadata"].get("annotations") or {}) == want_annotations
         (after,) = world.workloads()
         assert after["status"] == before["status"]  # the Workload is left as it was
         assert world.events() == [("job", "Normal", "Started", f"Admitted by clusterQueue {cq}")]
@@ -673,5 +682,61 @@ def test_unsuspended_job_with_partial_admission_and_non_matching_admitted_worklo
             ("job", "Normal", "Stopped", "No matching Workload; restoring pod templates according to existent Workload"),
             ("job", "Normal", "DeletedWorkload", "Deleted not matching Workload: ns/a"),
         ]
+    finally:
+        world.close()
+
+
+# --- the Job's queue name -----------------------------------------------------------------------------
+
+
+def _created_workload(world: JobReconcile, job: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    """The Workload upstream's ``MakeWorkload("job", ...)`` describes: the Job's own, by its name."""
+    uid = job["metadata"]["uid"]
+    wl = base_workload(bj.workload_name("job", uid), reserve=False)
+    wl["metadata"]["labels"] = {"kueue.x-k8s.io/job-uid": uid}
+    wl["spec"].update(spec)
+    return world.add_workload(wl, owner=job)
+
+
+def test_the_workload_is_created_when_queue_name_is_set() -> None:
+    world = JobReconcile(_TAS_OFF)
+    try:
+        job = world.add_job(base_job(suspend=False, queue="test-queue"))
+        world.reconcile()
+        got = world.job()
+        assert got is not None and got["spec"]["suspend"] is True
+        name = bj.workload_name("job", job["metadata"]["uid"])
+        (wl,) = world.workloads()
+        assert (wl["metadata"]["name"], wl["spec"]["queueName"]) == (name, "test-queue")
+        assert world.events() == [
+            ("job", "Normal", "Stopped", "Missing Workload; unable to restore pod templates"),
+            ("job", "Normal", "CreatedWorkload", f"Created Workload: ns/{name}"),
+        ]
+    finally:
+        world.close()
+
+
+def test_the_workload_is_updated_when_queue_name_has_changed_for_suspended_job() -> None:
+    world = JobReconcile(_TAS_OFF)
+    try:
+        job = world.add_job(base_job(queue="test-queue-new"))
+        _created_workload(world, job, queueName="test-queue", priority=0)
+        world.reconcile()
+        (wl,) = world.workloads()
+        assert wl["spec"]["queueName"] == "test-queue-new"
+        assert world.events() == []
+    finally:
+        world.close()
+
+
+def test_the_workload_is_not_created_when_queue_name_is_not_set() -> None:
+    world = JobReconcile(_TAS_OFF)
+    try:
+        world.add_job(base_job(queue=None, suspend=False))
+        world.reconcile()
+        assert world.workloads() == []
+        got = world.job()
+        assert got is not None and got["spec"]["suspend"] is False
+        assert world.events() == []
     finally:
         world.close()

@@ -9,6 +9,7 @@ resulting watch events to take the next step.
 from __future__ import annotations
 
 import copy
+import json
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -87,12 +88,11 @@ class JobController:
             return
         if not self._managed(job) or owner_managed_by_kueue(job):
             return
-        owned = self._owned(job)
-        wl = self._match(job, owned)
-        if wl is None and owned:
-            return  # a leftover was deleted, rewritten or the Job stopped; the next event continues
+        job, wl, done = self._ensure_one_workload(job, self._owned(job))
+        if done:
+            return  # a leftover was deleted or rewritten; the resulting events continue
         if wl is not None:
-            if self._propagate_gate(job, wl):
+            if self.options.gate("AdmissionGatedBy") and self._propagate_gate(job, wl):
                 return
             if bj.needs_priority_update(job, wl):
                 self._update_priority(job, wl)
@@ -161,10 +161,18 @@ class JobController:
 
     # --- step 2: find the Workload ------------------------------------------------------------------------
 
-    def _match(self, job: dict[str, Any], owned: list[Workload]) -> Workload | None:
+    def _ensure_one_workload(
+        self, job: dict[str, Any], owned: list[Workload]
+    ) -> tuple[dict[str, Any], Workload | None, bool]:
+        """``JobReconciler.ensureOneWorkload``: the Job's matching Workload, the others deleted.
+
+        Returns ``(job, workload, done)``: the Job as it stands after a stop, the matching Workload
+        (None when there is none), and whether this reconcile ends here (upstream returns
+        ``ErrNoMatchingWorkloads`` / ``ErrExtraWorkloads`` after deleting Workloads; a rewritten
+        leftover continues on its watch event)."""
         match: Workload | None = None
         for wl in owned:
-            if match is None and bj.is_equivalent(
+            if bj.is_equivalent(
                 job,
                 wl,
                 self.ctx.flavors,
@@ -173,29 +181,36 @@ class JobController:
                 partial_admission=self.options.gate("PartialAdmission"),
             ):
                 match = wl
-        if match is not None:
-            for wl in owned:
-                if wl is not match:
-                    self._remove_finalizer(wl)
-                    self.ctx.client.delete(R.WORKLOADS, wl.metadata.name, wl.metadata.namespace)
-                    self._event(job, NORMAL, "DeletedWorkload", bj.deleted_workload_message(wl))
-            return match
-        if not owned:
-            return None
-        keep: Workload | None = None
-        if bj.is_suspended(job):
-            keep = next((wl for wl in owned if not has_quota_reservation(wl)), None)
-            if keep is not None:
-                self._rewrite(job, keep)
-        else:
-            self._stop(job, owned[0], "No matching Workload; restoring pod templates according to existent Workload")
-        # ensureOneWorkload: every other owned Workload goes, so a new one can be created.
-        for wl in owned:
-            if wl is not keep and wl.metadata.deletion_timestamp is None:
-                self._remove_finalizer(wl)
+                break
+        to_delete = [wl for wl in owned if wl is not match]
+        suspended = bj.is_suspended(job)
+        to_update: Workload | None = None
+        if match is None and to_delete and suspended and not has_quota_reservation(to_delete[0]):
+            to_update = to_delete.pop(0)
+        if match is None and not suspended and bj.job_finished(job) is None:
+            # A running Job without its Workload is stopped; with exactly one leftover its pod
+            # templates are restored from it ("all bets are off" with more).
+            if len(to_delete) == 1:
+                self._stop(job, to_delete[0], bj.STOP_NO_MATCHING_WORKLOAD)
+            else:
+                self._stop(job, None, bj.STOP_MISSING_WORKLOAD)
+            meta = job["metadata"]
+            job = self.ctx.raw["jobs"].get((meta["namespace"], meta["name"]), job)
+        deleted = 0
+        for wl in to_delete:
+            # ``workload.Delete``: the finalizer goes first; a Workload already being deleted is not
+            # deleted again (and gets no event).
+            self._remove_finalizer(wl)
+            if wl.metadata.deletion_timestamp is None:
                 self.ctx.client.delete(R.WORKLOADS, wl.metadata.name, wl.metadata.namespace)
+                deleted += 1
                 self._event(job, NORMAL, "DeletedWorkload", bj.deleted_workload_message(wl))
-        return None
+        if deleted:
+            return job, None, True
+        if to_update is not None:
+            self._rewrite(job, to_update)
+            return job, None, True
+        return job, match, False
 
     def _rewrite(self, job: dict[str, Any], wl: Workload) -> None:
         priority = self._priority(job)
@@ -217,7 +232,9 @@ class JobController:
         if want:
             annotations[key] = want
         meta = msgspec.structs.replace(wl.metadata, annotations=annotations)
-        self.ctx.write_workload(msgspec.structs.replace(wl, metadata=meta), status=False)
+        if self.ctx.write_workload(msgspec.structs.replace(wl, metadata=meta), status=False):
+            # ``RecordAdmissionGatedByUpdateEvent``
+            self._event(job, NORMAL, "UpdatedWorkload", f"Updated workload AdmissionGatedBy to {json.dumps(want or '', ensure_ascii=False)}")
         return True
 
     def _update_priority(self, job: dict[str, Any], wl: Workload) -> None:
@@ -279,9 +296,9 @@ class JobController:
         )
 
     def _create_workload(self, job: dict[str, Any]) -> None:
+        """``handleJobWithNoWorkload``: wait while the Job has active pods, else create its Workload
+        (a running Job was stopped by :meth:`_ensure_one_workload` already)."""
         if bj.active_pods(job) > 0:
-            if not bj.is_suspended(job):
-                self._stop(job, None, "Missing Workload; unable to restore pod templates")
             return
         priority = self._priority(job)
         if isinstance(priority, bj.PriorityError):
@@ -297,9 +314,6 @@ class JobController:
         if self.ctx.metrics is not None:
             self.ctx.metrics.workload_created(job, out, "Job")
         self._event(job, NORMAL, "CreatedWorkload", bj.created_workload_message(wl))
-        if not bj.is_suspended(job):
-            created = self.ctx.workloads.get(f"{wl.metadata.namespace}/{wl.metadata.name}")
-            self._stop(job, created, "Not admitted by cluster queue")
 
     # --- steps 7-8: reclaimable pods, PodsReady -----------------------------------------------------------
 
