@@ -740,3 +740,82 @@ def test_the_workload_is_not_created_when_queue_name_is_not_set() -> None:
         assert world.events() == []
     finally:
         world.close()
+
+
+def test_checking_a_second_non_matching_workload_is_deleted() -> None:
+    world = JobReconcile(_TAS_OFF, **_MANAGE_ALL)
+    try:
+        job = world.add_job(base_job(suspend=False, parallelism=5))
+        first = base_workload("first-workload", admitted=True, count=5)
+        del first["spec"]["queueName"]
+        world.add_workload(first, owner=job)
+        second = base_workload("second-workload", reserve=False)
+        del second["spec"]["queueName"]
+        second["spec"]["podSets"][0]["minCount"] = 5
+        world.add_workload(second, owner=job)
+        world.reconcile()
+        assert [w["metadata"]["name"] for w in world.workloads()] == ["first-workload"]
+        got = world.job()
+        assert got is not None and got["spec"]["suspend"] is False
+        assert world.events() == [
+            ("job", "Normal", "DeletedWorkload", "Deleted not matching Workload: ns/second-workload")
+        ]
+    finally:
+        world.close()
+
+
+# --- eviction restores the pod template ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("suspend", "start_time", "want_events"),
+    [
+        pytest.param(
+            False, True, [("job", "Normal", "Stopped", "")],
+            id="when workload is evicted, suspend, reset startTime and restore node affinity",
+        ),
+        pytest.param(
+            True, True, [], id="when workload is evicted but suspended, reset startTime and restore node affinity"
+        ),
+        pytest.param(
+            True, False, [], id="when workload is evicted, suspended and startTime is reset, restore node affinity"
+        ),
+    ],
+)  # fmt: skip
+def test_evicted_workload_restores_node_affinity(
+    suspend: bool, start_time: bool, want_events: list[tuple[str, str, str, str]]
+) -> None:
+    world = JobReconcile(_TAS_OFF)
+    try:
+        body = base_job(suspend=suspend)
+        body["spec"]["template"]["spec"]["nodeSelector"] = {"provisioning": "spot"}
+        status: dict[str, Any] = {"active": 10}
+        if start_time:
+            status["startTime"] = NOW_TEXT
+        job = world.add_job(body, status)
+        wl = base_workload(admitted=True)
+        wl["status"]["conditions"].append(condition("Evicted", "True", "ByTest", ""))
+        before = world.add_workload(wl, owner=job)
+        world.reconcile()
+        got = world.job()
+        assert got is not None and got["spec"]["suspend"] is True
+        assert got["spec"]["template"]["spec"].get("nodeSelector") in (None, {})
+        assert got["status"].get("startTime") is None
+        assert got["status"]["active"] == 10
+        (after,) = world.workloads()
+        assert after["status"] == before["status"]  # active pods: the quota stays until they are gone
+        assert [e[:3] for e in world.events()] == [e[:3] for e in want_events]
+        assert [e[3] for e in world.events()] == [e[3] for e in want_events]
+    finally:
+        world.close()
+
+
+def test_the_workload_should_not_be_recreated_for_the_completed_job() -> None:
+    world = JobReconcile(_TAS_OFF)
+    try:
+        world.add_job(base_job(), {"conditions": [{"type": "Complete", "status": "True"}]})
+        world.reconcile()
+        assert world.workloads() == []
+        assert world.events() == []
+    finally:
+        world.close()

@@ -347,11 +347,12 @@ class JobController:
     def _evicted(self, job: dict[str, Any], wl: Workload) -> None:
         ev = find_condition(wl.status.conditions, "Evicted")
         note = ev.message if ev is not None else "Evicted"
-        # ``ReconcileGenericJob`` step 6: stop the Job, then, in the same reconcile, release the quota
-        # once the Job has no active pods (``job.IsActive`` reads the status, which a stop leaves alone).
-        if not bj.is_suspended(job):
-            self._stop(job, wl, note)
-            wl = self.ctx.workloads.get(workload_key(wl), wl)
+        # ``ReconcileGenericJob`` step 6: stop the Job (``stopJob`` on a Job already suspended still
+        # clears its startTime and restores its pod template, without the Stopped event), then, in the
+        # same reconcile, release the quota once the Job has no active pods (``job.IsActive`` reads
+        # the status, which a stop leaves alone).
+        self._stop(job, wl, note)
+        wl = self.ctx.workloads.get(workload_key(wl), wl)
         if has_quota_reservation(wl) and bj.active_pods(job) == 0:
             updated = transitions.copy_for_status(wl)
             if transitions.complete_eviction(updated, self.ctx.now(), self.options):
