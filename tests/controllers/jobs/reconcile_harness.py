@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from pykueue.api.meta import LabelSelector
 from pykueue.apiserver.app import create_app
 from pykueue.client import resources as R
 from pykueue.client.inprocess import InProcessClient
@@ -126,6 +127,7 @@ class JobReconcile:
         wait_for_pods_ready: bool = False,
         manage_jobs_without_queue_name: bool = False,
         label_keys_to_copy: tuple[str, ...] = (),
+        managed_jobs_namespace_selector: LabelSelector | None = None,
     ) -> None:
         # No garbage collector, as upstream's fake client: a Workload whose Job is gone stays for the
         # reconcile to find (a cluster's collector deletes it only later, asynchronously).
@@ -139,12 +141,16 @@ class JobReconcile:
             ),
             manage_jobs_without_queue_name=manage_jobs_without_queue_name,
             label_keys_to_copy=label_keys_to_copy,
+            managed_jobs_namespace_selector=managed_jobs_namespace_selector,
         )
         self.mgr = ControllerManager(self.client, options, clock=_Clock())
         self.mgr.follow()
         self.mgr.start()
         assert self.mgr.wait_ready(10)
-        self.client.create(R.NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}})
+        for ns, labels in (("ns", {}), ("labelled-ns", {"managed-by-kueue": "true"})):
+            self.client.create(
+                R.NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}}
+            )
         self.client.create(
             R.RESOURCE_FLAVORS,
             {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "default"}},

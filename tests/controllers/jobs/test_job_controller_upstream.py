@@ -40,6 +40,7 @@ from reconcile_harness import (
     controller_ref,
 )
 
+from pykueue.api.meta import LabelSelector
 from pykueue.controllers.jobs import batch_job as bj
 
 GVK_OWNER = {"apiVersion": "batch/v1", "kind": "Job"}
@@ -817,5 +818,194 @@ def test_the_workload_should_not_be_recreated_for_the_completed_job() -> None:
         world.reconcile()
         assert world.workloads() == []
         assert world.events() == []
+    finally:
+        world.close()
+
+
+# --- tolerations and node selectors changed on the Job --------------------------------------------------
+
+_TOL1 = {"key": "tolerationkey1", "operator": "Exists", "effect": "NoSchedule"}
+_TOL2 = {"key": "tolerationkey2", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def _job_with(suspend: bool, tolerations: list[dict[str, Any]], node_selector: dict[str, str] | None) -> dict[str, Any]:
+    body = base_job(suspend=suspend)
+    spec = body["spec"]["template"]["spec"]
+    spec["tolerations"] = tolerations
+    if node_selector is not None:
+        spec["nodeSelector"] = node_selector
+    return body
+
+
+def _job_workload(job: dict[str, Any], *, reserve: bool, admitted: bool, node_selector: dict[str, str] | None) -> dict[str, Any]:
+    wl = base_workload(
+        bj.workload_name("job", job["metadata"]["uid"]),
+        reserve=reserve,
+        admitted=admitted if reserve else None,
+        assignment={"flavors": {"cpu": "default"}},
+    )
+    wl["metadata"]["labels"] = {"kueue.x-k8s.io/job-uid": job["metadata"]["uid"]}
+    wl["spec"]["priority"] = 0
+    spec = wl["spec"]["podSets"][0]["template"]["spec"]
+    spec["tolerations"] = [_TOL1]
+    if node_selector is not None:
+        spec["nodeSelector"] = node_selector
+    return wl
+
+
+def test_the_workload_is_not_admitted_tolerations_and_node_selector_change() -> None:
+    world = JobReconcile(_TAS_OFF)
+    try:
+        job = world.add_job(_job_with(True, [_TOL2], {"node-label": "value"}))
+        wl = _job_workload(job, reserve=False, admitted=False, node_selector={"different node-label": "different value"})
+        world.add_workload(wl, owner=job)
+        world.reconcile()
+        (after,) = world.workloads()
+        spec = after["spec"]["podSets"][0]["template"]["spec"]
+        assert spec["tolerations"] == [_TOL2]
+        assert spec["nodeSelector"] == {"node-label": "value"}
+        name = wl["metadata"]["name"]
+        assert world.events() == [
+            ("job", "Normal", "UpdatedWorkload", f"Updated not matching Workload for suspended job: ns/{name}")
+        ]
+    finally:
+        world.close()
+
+
+def test_the_workload_is_admitted_tolerations_and_node_selector_change() -> None:
+    world = JobReconcile(_TAS_OFF)
+    try:
+        job = world.add_job(_job_with(False, [_TOL2], {"node-label": "value"}))
+        wl = _job_workload(job, reserve=True, admitted=True, node_selector={"different node-label": "different value"})
+        before = world.add_workload(wl, owner=job)
+        world.reconcile()
+        (after,) = world.workloads()
+        assert after["spec"] == before["spec"] and after["status"] == before["status"]
+        got = world.job()
+        assert got is not None and got["spec"]["suspend"] is False
+        assert world.events() == []
+    finally:
+        world.close()
+
+
+def test_the_workload_is_admitted_job_still_suspended_and_tolerations_change() -> None:
+    world = JobReconcile(_TAS_OFF)
+    try:
+        job = world.add_job(_job_with(True, [_TOL2], None))
+        wl = _job_workload(job, reserve=True, admitted=False, node_selector=None)
+        wl["status"]["conditions"] = wl["status"]["conditions"][:1]  # quota reserved, not admitted
+        world.add_workload(wl, owner=job)
+        world.reconcile()
+        assert world.workloads() == []
+        name = wl["metadata"]["name"]
+        assert world.events() == [("job", "Normal", "DeletedWorkload", f"Deleted not matching Workload: ns/{name}")]
+    finally:
+        world.close()
+
+
+# --- admission checks' messages -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("checks", "want"),
+    [
+        pytest.param(
+            [("acName", "Not admitted, ETA: 2024-02-22T10:36:40Z.")],
+            "acName: Not admitted, ETA: 2024-02-22T10:36:40Z.",
+            id="admission check message is emitted as event for job",
+        ),
+        pytest.param(
+            [("acName1", "Some message."), ("acName2", "Another message.")],
+            "acName1: Some message.; acName2: Another message.",
+            id="multiple admission check messages are emitted as a single event for job",
+        ),
+    ],
+)
+def test_admission_check_messages(checks: list[tuple[str, str]], want: str) -> None:
+    world = JobReconcile(_TAS_OFF)
+    try:
+        job = world.add_job(base_job())
+        wl = base_workload(admitted=False)
+        wl["spec"]["active"] = False
+        wl["status"]["conditions"][0] = condition("QuotaReserved", "True", "Reason", "")
+        wl["status"]["admissionChecks"] = [
+            {"name": n, "state": "Pending", "message": m, "lastTransitionTime": NOW_TEXT} for n, m in checks
+        ]
+        before = world.add_workload(wl, owner=job)
+        world.reconcile()
+        (after,) = world.workloads()
+        assert after["status"] == before["status"] and after["spec"] == before["spec"]
+        assert world.events() == [("job", "Normal", "UpdatedAdmissionCheck", want)]
+    finally:
+        world.close()
+
+
+# --- maximum execution time -------------------------------------------------------------------------------
+
+
+def test_the_maximum_execution_time_is_passed_to_the_created_workload() -> None:
+    world = JobReconcile(_TAS_OFF)
+    try:
+        body = base_job()
+        body["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] = "10"
+        job = world.add_job(body)
+        world.reconcile()
+        (wl,) = world.workloads()
+        assert wl["spec"]["maximumExecutionTimeSeconds"] == 10
+        name = bj.workload_name("job", job["metadata"]["uid"])
+        assert world.events() == [("job", "Normal", "CreatedWorkload", f"Created Workload: ns/{name}")]
+    finally:
+        world.close()
+
+
+def test_the_maximum_execution_time_is_updated_in_the_workload() -> None:
+    world = JobReconcile(_TAS_OFF)
+    try:
+        body = base_job()
+        body["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] = "10"
+        job = world.add_job(body)
+        wl = _created_workload(world, job, priority=0, maximumExecutionTimeSeconds=5)
+        world.reconcile()
+        (after,) = world.workloads()
+        assert after["spec"]["maximumExecutionTimeSeconds"] == 10
+        name = wl["metadata"]["name"]
+        assert world.events() == [
+            ("job", "Normal", "UpdatedWorkload", f"Updated not matching Workload for suspended job: ns/{name}")
+        ]
+    finally:
+        world.close()
+
+
+# --- managedJobsNamespaceSelector ---------------------------------------------------------------------------
+
+_MANAGED_BY_KUEUE = LabelSelector(match_labels={"managed-by-kueue": "true"})
+
+
+def test_job_with_queue_name_is_not_reconciled_in_unlabelled_namespace_when_always_respected_is_enabled() -> None:
+    world = JobReconcile(_TAS_OFF, managed_jobs_namespace_selector=_MANAGED_BY_KUEUE)
+    try:
+        world.add_job(base_job(queue="test-queue", suspend=False))
+        world.reconcile()
+        got = world.job()
+        assert got is not None and got["spec"]["suspend"] is False
+        assert world.workloads() == []
+        assert world.events() == []
+    finally:
+        world.close()
+
+
+def test_job_with_queue_name_is_reconciled_in_labelled_namespace_when_always_respected_is_enabled() -> None:
+    world = JobReconcile(
+        _TAS_OFF, managed_jobs_namespace_selector=_MANAGED_BY_KUEUE, manage_jobs_without_queue_name=True
+    )
+    try:
+        job = world.add_job(base_job(namespace="labelled-ns", queue="test-queue"))
+        world.reconcile(namespace="labelled-ns")
+        (wl,) = world.workloads("labelled-ns")
+        name = bj.workload_name("job", job["metadata"]["uid"])
+        assert (wl["metadata"]["name"], wl["spec"]["queueName"]) == (name, "test-queue")
+        assert world.events("labelled-ns") == [
+            ("job", "Normal", "CreatedWorkload", f"Created Workload: labelled-ns/{name}")
+        ]
     finally:
         world.close()

@@ -370,7 +370,8 @@ class JobController:
             if note is not None and self._last_check_note.get(key) != note:
                 self._last_check_note[key] = note
                 self._event(job, NORMAL, "UpdatedAdmissionCheck", note)
-            return
+        # ``handleQueueNameChange`` follows ``recordAdmissionCheckUpdate`` in upstream's step 7,
+        # for a Workload reserving quota too.
         queue = bj.queue_name(job)
         if queue != wl.spec.queue_name:
             spec = msgspec.structs.replace(wl.spec, queue_name=queue)
