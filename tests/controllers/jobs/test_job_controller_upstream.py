@@ -41,6 +41,7 @@ from reconcile_harness import (
 )
 
 from pykueue.api.meta import LabelSelector
+from pykueue.client import resources as R
 from pykueue.controllers.jobs import batch_job as bj
 
 GVK_OWNER = {"apiVersion": "batch/v1", "kind": "Job"}
@@ -1006,6 +1007,148 @@ def test_job_with_queue_name_is_reconciled_in_labelled_namespace_when_always_res
         assert (wl["metadata"]["name"], wl["spec"]["queueName"]) == (name, "test-queue")
         assert world.events("labelled-ns") == [
             ("job", "Normal", "CreatedWorkload", f"Created Workload: labelled-ns/{name}")
+        ]
+    finally:
+        world.close()
+
+
+# --- priority ---------------------------------------------------------------------------------------------
+
+_WPC = "kueue.x-k8s.io/priority-class"
+
+
+def _add_classes(world: JobReconcile, wpcs: dict[str, int], pcs: dict[str, int]) -> None:
+    for name, value in wpcs.items():
+        world.add(
+            R.WORKLOAD_PRIORITY_CLASSES,
+            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value},
+        )
+    for name, value in pcs.items():
+        world.add(
+            R.PRIORITY_CLASSES,
+            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value},
+        )
+
+
+def _wpc_ref(name: str) -> dict[str, str]:
+    return {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": name}
+
+
+def _pc_ref(name: str) -> dict[str, str]:
+    return {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": name}
+
+
+def test_a_warning_names_the_workload_priority_class_that_does_not_exist() -> None:
+    world = JobReconcile()
+    try:
+        _add_classes(world, {"test-wpc": 100}, {})
+        body = base_job()
+        body["metadata"]["labels"][_WPC] = "missing-wpc"
+        world.add_job(body)
+        world.reconcile()
+        assert world.workloads() == []
+        assert world.events() == [
+            ("job", "Warning", "WorkloadPriorityClassNotFound", 'WorkloadPriorityClass "missing-wpc" not found')
+        ]
+    finally:
+        world.close()
+
+
+@pytest.mark.parametrize(
+    ("label", "wpcs", "pcs", "pod_pc", "before", "after", "want_events"),
+    [
+        pytest.param(
+            "missing-wpc", {}, {}, None, (2000, _pc_ref("pod-high")), (2000, _pc_ref("pod-high")), [],
+            id="a Pod PriorityClass-backed workload is left alone and reports nothing",
+        ),
+        pytest.param(
+            "missing-wpc", {"test-wpc": 100}, {}, None, (100, _wpc_ref("test-wpc")), (100, _wpc_ref("test-wpc")),
+            [("job", "Warning", "WorkloadPriorityClassNotFound", 'WorkloadPriorityClass "missing-wpc" not found')],
+            id="a warning names the WorkloadPriorityClass the label was changed to",
+        ),
+        pytest.param(
+            "test-wpc-high", {"test-wpc": 100, "test-wpc-high": 200}, {}, None,
+            (100, _wpc_ref("test-wpc")), (200, _wpc_ref("test-wpc-high")),
+            [("job", "Normal", "UpdatedWorkload", "Updated workload priority class: ns/job")],
+            id="the workload is updated when priority class has changed for suspended job",
+        ),
+        pytest.param(
+            None, {"test-wpc": 100}, {"test-pc": 200}, "test-pc", (200, _pc_ref("test-pc")), (200, _pc_ref("test-pc")), [],
+            id="shouldn't update workload when priority class no changes",
+        ),
+    ],
+)  # fmt: skip
+def test_workload_priority_follows_the_job(
+    label: str | None,
+    wpcs: dict[str, int],
+    pcs: dict[str, int],
+    pod_pc: str | None,
+    before: tuple[int, dict[str, str]],
+    after: tuple[int, dict[str, str]],
+    want_events: list[tuple[str, str, str, str]],
+) -> None:
+    world = JobReconcile(_TAS_OFF)
+    try:
+        _add_classes(world, wpcs, pcs)
+        body = base_job()
+        if label is not None:
+            body["metadata"]["labels"][_WPC] = label
+        if pod_pc is not None:
+            body["spec"]["template"]["spec"]["priorityClassName"] = pod_pc
+        job = world.add_job(body)
+        wl = base_workload("job", reserve=False)
+        wl["metadata"]["labels"] = {"kueue.x-k8s.io/job-uid": job["metadata"]["uid"]}
+        wl["spec"]["priority"], wl["spec"]["priorityClassRef"] = before
+        if pod_pc is not None:
+            wl["spec"]["podSets"][0]["template"]["spec"]["priorityClassName"] = pod_pc
+        world.add_workload(wl, owner=job)
+        world.reconcile()
+        (got,) = world.workloads()
+        assert (got["spec"]["priority"], got["spec"]["priorityClassRef"]) == after
+        assert world.events() == want_events
+    finally:
+        world.close()
+
+
+@pytest.mark.parametrize(
+    ("wpc", "pc", "want_priority", "want_ref"),
+    [
+        pytest.param(
+            "test-wpc", None, 100, _wpc_ref("test-wpc"),
+            id="the workload is created when queue name is set, with workloadPriorityClass",
+        ),
+        pytest.param(
+            None, "test-pc", 200, _pc_ref("test-pc"),
+            id="the workload is created when queue name is set, with PriorityClass",
+        ),
+        pytest.param(
+            "test-wpc", "test-pc", 100, _wpc_ref("test-wpc"),
+            id="the workload is created when queue name is set, with workloadPriorityClass and PriorityClass",
+        ),
+    ],
+)  # fmt: skip
+def test_the_workload_is_created_with_priority(
+    wpc: str | None, pc: str | None, want_priority: int, want_ref: dict[str, str]
+) -> None:
+    world = JobReconcile(_TAS_OFF)
+    try:
+        _add_classes(world, {"test-wpc": 100}, {"test-pc": 200})
+        body = base_job(suspend=False, queue="test-queue")
+        if wpc is not None:
+            body["metadata"]["labels"][_WPC] = wpc
+        if pc is not None:
+            body["spec"]["template"]["spec"]["priorityClassName"] = pc
+        job = world.add_job(body)
+        world.reconcile()
+        got = world.job()
+        assert got is not None and got["spec"]["suspend"] is True
+        (wl,) = world.workloads()
+        assert (wl["spec"]["priority"], wl["spec"]["priorityClassRef"]) == (want_priority, want_ref)
+        assert wl["spec"]["podSets"][0]["template"]["spec"].get("priorityClassName") == pc
+        name = bj.workload_name("job", job["metadata"]["uid"])
+        assert world.events() == [
+            ("job", "Normal", "Stopped", "Missing Workload; unable to restore pod templates"),
+            ("job", "Normal", "CreatedWorkload", f"Created Workload: ns/{name}"),
         ]
     finally:
         world.close()
