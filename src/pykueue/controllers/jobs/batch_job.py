@@ -787,8 +787,8 @@ def start_job(job: Mapping[str, Any], wl: Workload, injections: Sequence[PodSetI
     """
     del wl  # everything the batch Job needs from the Workload is in the injections
     if len(injections) != 1:
-        # Upstream's format puts the two numbers the other way round; the text is kept as is.
-        raise InvalidPodSetsInfo(f"invalid podset infos: expecting {len(injections)} podset, got 1")
+        # ``podset.BadPodSetsInfoLenError(1, len(podSetsInfo))`` (pkg/podset/podset.go): want, then got.
+        raise InvalidPodSetsInfo(f"invalid podset infos: expecting 1 podset, got {len(injections)}")
     out = copy.deepcopy(dict(job))
     spec: dict[str, Any] = dict(out.get("spec") or {})
     info = injections[0]
