@@ -1541,11 +1541,11 @@ def _webhook_workload_annotations(
     annotations = wl.metadata.annotations
     if gates.enabled("AdmissionGatedBy"):
         if old is not None:
-            errs += _gated_by_update(
+            errs += admission_gated_by_update_errors(
                 old.metadata.annotations.get(k.ADMISSION_GATED_BY_ANNOTATION),
                 annotations.get(k.ADMISSION_GATED_BY_ANNOTATION),
             )
-        errs += _gated_by_format(annotations.get(k.ADMISSION_GATED_BY_ANNOTATION, ""))
+        errs += admission_gated_by_format_errors(annotations.get(k.ADMISSION_GATED_BY_ANNOTATION, ""))
     if gates.enabled("PriorityBoost") and k.PRIORITY_BOOST_ANNOTATION in annotations:
         errs += _priority_boost(annotations[k.PRIORITY_BOOST_ANNOTATION])
     return errs
@@ -1555,7 +1555,9 @@ def _split_gates(value: str) -> list[str]:
     return [gate.strip() for gate in value.split(",")]
 
 
-def _gated_by_update(old: str | None, new: str | None) -> list[FieldError]:
+def admission_gated_by_update_errors(old: str | None, new: str | None) -> list[FieldError]:
+    """``webhook.ValidateAdmissionGatedByAnnotationOnUpdate`` (pkg/util/webhook): the annotation may
+    not be added after creation, and an update may only remove gates (the format is checked apart)."""
     old_value, new_value = old or "", new or ""
     errs: list[FieldError] = []
     if not old_value and new_value:
@@ -1565,7 +1567,9 @@ def _gated_by_update(old: str | None, new: str | None) -> list[FieldError]:
     return errs
 
 
-def _gated_by_format(value: str) -> list[FieldError]:
+def admission_gated_by_format_errors(value: str) -> list[FieldError]:
+    """``validateAdmissionGatedByAnnotationFormat`` (pkg/util/webhook): comma-separated, distinct,
+    domain-prefixed gate names of at most 63 characters."""
     if not value:
         return []
     errs: list[FieldError] = []
