@@ -66,7 +66,9 @@ class J:
             "spec": {
                 "parallelism": 1,
                 "suspend": True,
-                "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "pause"}]}},
+                "template": {
+                    "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "pause"}]}
+                },
             },
         }
 
@@ -295,7 +297,9 @@ def test_invalid_admission_gated_by_is_denied_by_the_api_server() -> None:
         body = J().queue("queue").gated_by("a.io/x,a.io/x")()
         err = denial(server, server.create_job, body)
         assert err.code == 422
-        assert err.message == f'{DENIED}{GATED_BY}: Invalid value: "a.io/x,a.io/x": duplicate gate name: a.io/x'
+        assert (
+            err.message == f'{DENIED}{GATED_BY}: Invalid value: "a.io/x,a.io/x": duplicate gate name: a.io/x'
+        )
     finally:
         server.store.close()
 
@@ -467,5 +471,7 @@ def server() -> Iterator[Server]:
 def test_adding_an_admission_gate_after_creation_is_denied_by_the_api_server(server: Server) -> None:
     """``reject adding AdmissionGatedBy annotation after Job creation`` as a client sees it."""
     server.create_job(J().queue("queue")())
-    err = denial(server, server.patch_job, "job", {"metadata": {"annotations": {GATED_BY_KEY: "example.com/c1"}}})
+    err = denial(
+        server, server.patch_job, "job", {"metadata": {"annotations": {GATED_BY_KEY: "example.com/c1"}}}
+    )
     assert err.message == f"{DENIED}{GATED_BY}: Forbidden: cannot add admission gate after creation"

@@ -65,7 +65,13 @@ def base_job(
 
 
 def condition(type_: str, status: str, reason: str, message: str) -> dict[str, Any]:
-    return {"type": type_, "status": status, "reason": reason, "message": message, "lastTransitionTime": NOW_TEXT}
+    return {
+        "type": type_,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": NOW_TEXT,
+    }
 
 
 def base_workload(
@@ -108,11 +114,15 @@ def base_workload(
         psa = {"name": "main", "flavors": {}, "count": count, **(assignment or {})}
         wl["status"] = {
             "admission": {"clusterQueue": cq, "podSetAssignments": [psa]},
-            "conditions": [condition("QuotaReserved", "True", "AdmittedByTest", f"Admitted by ClusterQueue {cq}")],
+            "conditions": [
+                condition("QuotaReserved", "True", "AdmittedByTest", f"Admitted by ClusterQueue {cq}")
+            ],
         }
         if admitted is not None:
             wl["status"]["conditions"].append(
-                condition("Admitted", "True" if admitted else "False", "ByTest", f"Admitted by ClusterQueue {cq}")
+                condition(
+                    "Admitted", "True" if admitted else "False", "ByTest", f"Admitted by ClusterQueue {cq}"
+                )
             )
     return wl
 
@@ -149,11 +159,16 @@ class JobReconcile:
         assert self.mgr.wait_ready(10)
         for ns, labels in (("ns", {}), ("labelled-ns", {"managed-by-kueue": "true"})):
             self.client.create(
-                R.NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}}
+                R.NAMESPACES,
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}},
             )
         self.client.create(
             R.RESOURCE_FLAVORS,
-            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "default"}},
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "ResourceFlavor",
+                "metadata": {"name": "default"},
+            },
         )
 
     def close(self) -> None:

@@ -103,9 +103,13 @@ def test_orphaned_workload(gate: bool, deleted_job: bool, want_finished: bool) -
 # --- PodsReady (WaitForPodsReady on) ----------------------------------------------------------------
 
 _WAIT_START = condition("PodsReady", "False", "WaitForStart", "Not all pods are ready or succeeded")
-_WAIT_RECOVERY = condition("PodsReady", "False", "WaitForRecovery", "At least one pod has failed, waiting for recovery")
+_WAIT_RECOVERY = condition(
+    "PodsReady", "False", "WaitForRecovery", "At least one pod has failed, waiting for recovery"
+)
 _STARTED = condition("PodsReady", "True", "Started", "All pods reached readiness and the workload is running")
-_RECOVERED = condition("PodsReady", "True", "Recovered", "All pods reached readiness and the workload is running")
+_RECOVERED = condition(
+    "PodsReady", "True", "Recovered", "All pods reached readiness and the workload is running"
+)
 
 
 def _pr(c: dict[str, Any], reason: str | None = None) -> dict[str, Any]:
@@ -176,7 +180,9 @@ def test_pods_ready(
         world.add_workload(wl, owner=job)
         world.reconcile()
         (got,) = world.workloads()
-        want_conditions = conditions(base_workload(admitted=admitted)) + conditions({"status": {"conditions": [want]}})
+        want_conditions = conditions(base_workload(admitted=admitted)) + conditions(
+            {"status": {"conditions": [want]}}
+        )
         assert conditions(got) == want_conditions
         got_job = world.job()
         assert got_job is not None and got_job["spec"]["suspend"] is suspend  # the Job is left alone
@@ -201,7 +207,12 @@ def _template_labels(job: dict[str, Any] | None) -> dict[str, str]:
     return dict(job["spec"]["template"]["metadata"].get("labels") or {})
 
 
-_JOB_MANAGED = ("job-name", "controller-uid", "batch.kubernetes.io/job-name", "batch.kubernetes.io/controller-uid")
+_JOB_MANAGED = (
+    "job-name",
+    "controller-uid",
+    "batch.kubernetes.io/job-name",
+    "batch.kubernetes.io/controller-uid",
+)
 
 
 def _kueue_labels(job: dict[str, Any] | None) -> dict[str, str]:
@@ -378,7 +389,9 @@ def test_evicted_workload_stops_the_job_and_releases_quota(
         )
         assert after["status"].get("admission") is None
         assert after["status"].get("accumulatedPastExecutionTimeSeconds") == 1
-        assert [c["name"] for c in after["status"].get("admissionChecks") or ()] == (["check"] if with_check else [])
+        assert [c["name"] for c in after["status"].get("admissionChecks") or ()] == (
+            ["check"] if with_check else []
+        )
         assert world.events() == [("job", "Normal", "Stopped", message)]
     finally:
         world.close()
@@ -424,7 +437,9 @@ def test_when_job_completes_workload_is_marked_as_finished() -> None:
         )  # fmt: skip
         assert finished.get("observedGeneration") == after["metadata"]["generation"] == 1
         assert after["metadata"]["finalizers"] == [FINALIZER]  # removed once it is Finished (next case)
-        assert world.events() == [("job", "Normal", "FinishedWorkload", "Workload 'ns/wl' is declared finished")]
+        assert world.events() == [
+            ("job", "Normal", "FinishedWorkload", "Workload 'ns/wl' is declared finished")
+        ]
     finally:
         world.close()
 
@@ -445,7 +460,9 @@ def test_when_the_workload_is_finished_its_finalizer_is_removed() -> None:
         (after,) = world.workloads()
         assert after["metadata"].get("finalizers") in (None, [])
         assert [c[:2] for c in conditions(after)] == [("QuotaReserved", "False"), ("Finished", "True")]
-        assert world.events() == [("job", "Normal", "FinishedWorkload", "Workload 'ns/a' is declared finished")]
+        assert world.events() == [
+            ("job", "Normal", "FinishedWorkload", "Workload 'ns/a' is declared finished")
+        ]
     finally:
         world.close()
 
@@ -462,7 +479,10 @@ def _check(name: str, **update: Any) -> dict[str, Any]:
     [
         pytest.param(
             None,
-            [_check("check1", labels={"ac-key": "ac-value1"}), _check("check2", labels={"ac-key": "ac-value2"})],
+            [
+                _check("check1", labels={"ac-key": "ac-value1"}),
+                _check("check2", labels={"ac-key": "ac-value2"}),
+            ],
             'in admission check "check2": invalid admission check PodSetUpdate: conflict for labels: '
             "conflict for key=ac-key, value1=ac-value1, value2=ac-value2",
             id="when workload is admitted and PodSetUpdates conflict between admission checks on labels, "
@@ -604,7 +624,9 @@ def test_non_matching_admitted_workload_is_deleted() -> None:
         assert world.workloads() == []
         got = world.job()
         assert got is not None and got["spec"]["suspend"] is True
-        assert world.events() == [("job", "Normal", "DeletedWorkload", "Deleted not matching Workload: ns/wl")]
+        assert world.events() == [
+            ("job", "Normal", "DeletedWorkload", "Deleted not matching Workload: ns/wl")
+        ]
     finally:
         world.close()
 
@@ -681,7 +703,12 @@ def test_unsuspended_job_with_partial_admission_and_non_matching_admitted_worklo
         assert _kueue_labels(got) == {}
         assert world.workloads() == []
         assert world.events() == [
-            ("job", "Normal", "Stopped", "No matching Workload; restoring pod templates according to existent Workload"),
+            (
+                "job",
+                "Normal",
+                "Stopped",
+                "No matching Workload; restoring pod templates according to existent Workload",
+            ),
             ("job", "Normal", "DeletedWorkload", "Deleted not matching Workload: ns/a"),
         ]
     finally:
@@ -829,7 +856,9 @@ _TOL1 = {"key": "tolerationkey1", "operator": "Exists", "effect": "NoSchedule"}
 _TOL2 = {"key": "tolerationkey2", "operator": "Exists", "effect": "NoSchedule"}
 
 
-def _job_with(suspend: bool, tolerations: list[dict[str, Any]], node_selector: dict[str, str] | None) -> dict[str, Any]:
+def _job_with(
+    suspend: bool, tolerations: list[dict[str, Any]], node_selector: dict[str, str] | None
+) -> dict[str, Any]:
     body = base_job(suspend=suspend)
     spec = body["spec"]["template"]["spec"]
     spec["tolerations"] = tolerations
@@ -838,7 +867,9 @@ def _job_with(suspend: bool, tolerations: list[dict[str, Any]], node_selector: d
     return body
 
 
-def _job_workload(job: dict[str, Any], *, reserve: bool, admitted: bool, node_selector: dict[str, str] | None) -> dict[str, Any]:
+def _job_workload(
+    job: dict[str, Any], *, reserve: bool, admitted: bool, node_selector: dict[str, str] | None
+) -> dict[str, Any]:
     wl = base_workload(
         bj.workload_name("job", job["metadata"]["uid"]),
         reserve=reserve,
@@ -858,7 +889,9 @@ def test_the_workload_is_not_admitted_tolerations_and_node_selector_change() -> 
     world = JobReconcile(_TAS_OFF)
     try:
         job = world.add_job(_job_with(True, [_TOL2], {"node-label": "value"}))
-        wl = _job_workload(job, reserve=False, admitted=False, node_selector={"different node-label": "different value"})
+        wl = _job_workload(
+            job, reserve=False, admitted=False, node_selector={"different node-label": "different value"}
+        )
         world.add_workload(wl, owner=job)
         world.reconcile()
         (after,) = world.workloads()
@@ -867,7 +900,12 @@ def test_the_workload_is_not_admitted_tolerations_and_node_selector_change() -> 
         assert spec["nodeSelector"] == {"node-label": "value"}
         name = wl["metadata"]["name"]
         assert world.events() == [
-            ("job", "Normal", "UpdatedWorkload", f"Updated not matching Workload for suspended job: ns/{name}")
+            (
+                "job",
+                "Normal",
+                "UpdatedWorkload",
+                f"Updated not matching Workload for suspended job: ns/{name}",
+            )
         ]
     finally:
         world.close()
@@ -877,7 +915,9 @@ def test_the_workload_is_admitted_tolerations_and_node_selector_change() -> None
     world = JobReconcile(_TAS_OFF)
     try:
         job = world.add_job(_job_with(False, [_TOL2], {"node-label": "value"}))
-        wl = _job_workload(job, reserve=True, admitted=True, node_selector={"different node-label": "different value"})
+        wl = _job_workload(
+            job, reserve=True, admitted=True, node_selector={"different node-label": "different value"}
+        )
         before = world.add_workload(wl, owner=job)
         world.reconcile()
         (after,) = world.workloads()
@@ -899,7 +939,9 @@ def test_the_workload_is_admitted_job_still_suspended_and_tolerations_change() -
         world.reconcile()
         assert world.workloads() == []
         name = wl["metadata"]["name"]
-        assert world.events() == [("job", "Normal", "DeletedWorkload", f"Deleted not matching Workload: ns/{name}")]
+        assert world.events() == [
+            ("job", "Normal", "DeletedWorkload", f"Deleted not matching Workload: ns/{name}")
+        ]
     finally:
         world.close()
 
@@ -971,7 +1013,12 @@ def test_the_maximum_execution_time_is_updated_in_the_workload() -> None:
         assert after["spec"]["maximumExecutionTimeSeconds"] == 10
         name = wl["metadata"]["name"]
         assert world.events() == [
-            ("job", "Normal", "UpdatedWorkload", f"Updated not matching Workload for suspended job: ns/{name}")
+            (
+                "job",
+                "Normal",
+                "UpdatedWorkload",
+                f"Updated not matching Workload for suspended job: ns/{name}",
+            )
         ]
     finally:
         world.close()
@@ -982,7 +1029,9 @@ def test_the_maximum_execution_time_is_updated_in_the_workload() -> None:
 _MANAGED_BY_KUEUE = LabelSelector(match_labels={"managed-by-kueue": "true"})
 
 
-def test_job_with_queue_name_is_not_reconciled_in_unlabelled_namespace_when_always_respected_is_enabled() -> None:
+def test_job_with_queue_name_is_not_reconciled_in_unlabelled_namespace_when_always_respected_is_enabled() -> (
+    None
+):
     world = JobReconcile(_TAS_OFF, managed_jobs_namespace_selector=_MANAGED_BY_KUEUE)
     try:
         world.add_job(base_job(queue="test-queue", suspend=False))
@@ -1021,12 +1070,22 @@ def _add_classes(world: JobReconcile, wpcs: dict[str, int], pcs: dict[str, int])
     for name, value in wpcs.items():
         world.add(
             R.WORKLOAD_PRIORITY_CLASSES,
-            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value},
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "WorkloadPriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+            },
         )
     for name, value in pcs.items():
         world.add(
             R.PRIORITY_CLASSES,
-            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value},
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+            },
         )
 
 
@@ -1048,7 +1107,12 @@ def test_a_warning_names_the_workload_priority_class_that_does_not_exist() -> No
         world.reconcile()
         assert world.workloads() == []
         assert world.events() == [
-            ("job", "Warning", "WorkloadPriorityClassNotFound", 'WorkloadPriorityClass "missing-wpc" not found')
+            (
+                "job",
+                "Warning",
+                "WorkloadPriorityClassNotFound",
+                'WorkloadPriorityClass "missing-wpc" not found',
+            )
         ]
     finally:
         world.close()

@@ -22,12 +22,19 @@ import pytest
 from pykueue.controllers.jobs import batch_job as bj
 
 
-def _job(parallelism: int = 1, annotations: dict[str, str] | None = None, **template_spec: Any) -> dict[str, Any]:
+def _job(
+    parallelism: int = 1, annotations: dict[str, str] | None = None, **template_spec: Any
+) -> dict[str, Any]:
     """Upstream's ``MakeJob("job", "ns")`` (suspended, queue-less) with the given parallelism."""
     job: dict[str, Any] = {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": "job", "namespace": "ns", "uid": "job-uid", "annotations": dict(annotations or {})},
+        "metadata": {
+            "name": "job",
+            "namespace": "ns",
+            "uid": "job-uid",
+            "annotations": dict(annotations or {}),
+        },
         "spec": {
             "suspend": True,
             "parallelism": parallelism,
@@ -58,7 +65,10 @@ def _info(count: int = 1, **fields: Any) -> bj.PodSetInjection:
         pytest.param(
             _job(1, nodeSelector={"orig-key": "orig-val"}, tolerations=[_ORIG_T]),
             [_info(node_selector={"new-key": "new-val"}, tolerations=[_NEW_T])],
-            {"nodeSelector": {"orig-key": "orig-val", "new-key": "new-val"}, "tolerations": [_ORIG_T, _NEW_T]},
+            {
+                "nodeSelector": {"orig-key": "orig-val", "new-key": "new-val"},
+                "tolerations": [_ORIG_T, _NEW_T],
+            },
             None,
             id="append",
         ),
@@ -87,7 +97,10 @@ def _info(count: int = 1, **fields: Any) -> bj.PodSetInjection:
     ],
 )
 def test_pod_sets_info(
-    job: dict[str, Any], run_info: list[bj.PodSetInjection], want_spec: dict[str, Any] | None, want_error: str | None
+    job: dict[str, Any],
+    run_info: list[bj.PodSetInjection],
+    want_spec: dict[str, Any] | None,
+    want_error: str | None,
 ) -> None:
     """``TestPodSetsInfo``: run with the infos, then restore the original from the Workload the
     original Job makes, and suspend: the spec is the original's again."""
@@ -116,7 +129,10 @@ def test_pod_sets_info(
     ("annotations", "tas", "want_topology"),
     [
         pytest.param(
-            {bj.PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION: "cloud.com/block", bj.PODSET_SLICE_SIZE_ANNOTATION: "1"},
+            {
+                bj.PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION: "cloud.com/block",
+                bj.PODSET_SLICE_SIZE_ANNOTATION: "1",
+            },
             False,
             None,
             id="with slice-only topology if TAS is disabled",

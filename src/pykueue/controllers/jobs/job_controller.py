@@ -25,7 +25,13 @@ from pykueue.controllers.cluster_cache import JOB
 from pykueue.controllers.jobs import batch_job as bj
 from pykueue.core.events import NORMAL, WARNING, Event
 from pykueue.core.workload import transitions
-from pykueue.core.workload.info import has_quota_reservation, is_admitted, is_evicted, is_finished, workload_key
+from pykueue.core.workload.info import (
+    has_quota_reservation,
+    is_admitted,
+    is_evicted,
+    is_finished,
+    workload_key,
+)
 from pykueue.runtime.informer import ObjectKey
 
 if TYPE_CHECKING:
