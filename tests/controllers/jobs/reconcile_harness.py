@@ -20,6 +20,7 @@ from pykueue.api.meta import LabelSelector
 from pykueue.apiserver.app import create_app
 from pykueue.client import resources as R
 from pykueue.client.inprocess import InProcessClient
+from pykueue.controllers.cluster_cache import WATCHED
 from pykueue.controllers.manager import ControllerManager
 from pykueue.controllers.options import ControllerOptions
 from pykueue.core.options import DefaultGates, SchedulerOptions
@@ -231,19 +232,21 @@ class JobReconcile:
     # --- one reconcile -----------------------------------------------------------------------------
 
     def _synced(self) -> bool:
+        """Whether the manager's caches hold every object of every watched collection at the version
+        the API server holds (namespaces, classes and flavors included: the reconcile reads them)."""
+        listed = {res.plural: self.client.list(res)[0] for res in WATCHED}
+
         def check() -> bool:
             cluster = self.mgr.cluster
-            for res, plural in ((R.JOBS, "jobs"), (R.WORKLOADS, "workloads")):
-                items, _ = self.client.list(res)
-                seen = cluster.raw.get(plural, {}) if plural == "jobs" else None
+            for plural, items in listed.items():
                 for obj in items:
                     meta = obj["metadata"]
-                    if seen is not None:
-                        cached = seen.get((meta["namespace"], meta["name"]))
-                        rv = cached["metadata"].get("resourceVersion") if cached else None
-                    else:
+                    if plural == R.WORKLOADS.plural:
                         typed = cluster.workloads.get(f"{meta['namespace']}/{meta['name']}")
                         rv = typed.metadata.resource_version if typed else None
+                    else:
+                        cached = cluster.raw[plural].get((meta.get("namespace") or "", meta["name"]))
+                        rv = cached["metadata"].get("resourceVersion") if cached else None
                     if rv != meta["resourceVersion"]:
                         return False
             return True
