@@ -281,7 +281,7 @@ def validate_job(
     """The validating webhook on create (``old`` None) and update, in Kueue's order."""
     if str(_meta(job).get("namespace") or "") in config.excluded_namespaces:
         return []
-    errs = _validate_on_create(job, config)
+    errs = validate_job_on_create(job, config)
     if old is None:
         return errs + _partial_admission_create(job) + _sync_completion_create(job)
     if _annotations(job).get(MIN_PARALLELISM_ANNOTATION, "") != _annotations(old).get(
@@ -289,7 +289,7 @@ def validate_job(
     ):
         errs += _partial_admission_create(job)
     errs += _sync_completion_create(job)
-    errs += _validate_on_update(old, job, lookup, config)
+    errs += validate_job_on_update(old, job, lookup, config)
     errs += _partial_admission_update(old, job)
     return errs
 
@@ -314,7 +314,7 @@ def _label_as_crd_name(obj: Mapping[str, Any], key: str) -> list[FieldError]:
     return [invalid(f"{_LABELS}[{key}]", value, ",".join(problems))] if problems else []
 
 
-def _validate_on_create(job: Obj, config: JobWebhookConfig) -> list[FieldError]:
+def validate_job_on_create(job: Obj, config: JobWebhookConfig) -> list[FieldError]:
     """``ValidateJobOnCreate``: queue name, prebuilt workload name, maximum execution time, and the
     ``admission-gated-by`` format under its gate."""
     errs = _label_as_crd_name(job, QUEUE_NAME_LABEL)
@@ -380,7 +380,7 @@ def _immutable(path: str, new: Any, old: Any) -> list[FieldError]:
     return [] if new == old else [invalid(path, new, FIELD_IMMUTABLE_MSG)]
 
 
-def _validate_on_update(old: Obj, job: Obj, lookup: Lookup, config: JobWebhookConfig) -> list[FieldError]:
+def validate_job_on_update(old: Obj, job: Obj, lookup: Lookup, config: JobWebhookConfig) -> list[FieldError]:
     """``ValidateJobOnUpdate``: queue name, prebuilt workload, max execution time, priority class,
     and the ``admission-gated-by`` rules under their gate."""
     new_suspended, old_suspended = is_suspended(job), is_suspended(old)
