@@ -19,6 +19,9 @@ Not ported (features pykueue does not implement, checked with grep in src/pykueu
   elastic jobs / workload slices.
 - "when the prebuilt workload ..." (four cases) — prebuilt Workloads are read on Jobs
   (``prebuilt_workload_name``) but the Job reconciler does not adopt them.
+- "the workload without uid label is created when job's uid is longer than 63 characters" — the
+  API server assigns uids (36 characters); the rule is checked on ``construct_workload`` in
+  test_batch_job.py under the same name.
 - "non-standalone job ..." (four cases) — the reconciler skips child Jobs of Kueue-managed owners
   (``owner_managed_by_kueue``) and does not suspend them through their parent's Workload.
 """
