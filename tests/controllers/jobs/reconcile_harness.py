@@ -176,6 +176,12 @@ class JobReconcile:
         self.mgr.stop()
         self.store.close()
 
+    def __enter__(self) -> JobReconcile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     # --- seeding -----------------------------------------------------------------------------------
 
     def add_job(

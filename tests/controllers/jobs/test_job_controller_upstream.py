@@ -28,7 +28,6 @@ Not ported (features pykueue does not implement, checked with grep in src/pykueu
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -50,14 +49,6 @@ from pykueue.controllers.jobs import batch_job as bj
 GVK_OWNER = {"apiVersion": "batch/v1", "kind": "Job"}
 
 
-@pytest.fixture
-def world(request: pytest.FixtureRequest) -> Iterator[JobReconcile]:
-    params: dict[str, Any] = getattr(request, "param", {}) or {}
-    w = JobReconcile(**params)
-    yield w
-    w.close()
-
-
 def _orphan_owner(name: str) -> dict[str, Any]:
     return {**GVK_OWNER, "metadata": {"name": name, "uid": name}}
 
@@ -75,8 +66,7 @@ def _orphan_owner(name: str) -> dict[str, Any]:
     ],
 )
 def test_orphaned_workload(gate: bool, deleted_job: bool, want_finished: bool) -> None:
-    world = JobReconcile({"FinishOrphanedWorkloads": gate})
-    try:
+    with JobReconcile({"FinishOrphanedWorkloads": gate}) as world:
         if deleted_job:
             job = world.add_job(base_job(), finalizers=[FINALIZER], deleted=True)
             name = "job"
@@ -99,8 +89,6 @@ def test_orphaned_workload(gate: bool, deleted_job: bool, want_finished: bool) -
             assert got["metadata"]["finalizers"] == [FINALIZER]
             assert got["metadata"].get("deletionTimestamp")
         assert world.events() == []
-    finally:
-        world.close()
 
 
 # --- PodsReady (WaitForPodsReady on) ----------------------------------------------------------------
@@ -172,10 +160,9 @@ def test_pods_ready(
     before: dict[str, Any] | None,
     want: dict[str, Any],
 ) -> None:
-    world = JobReconcile(
+    with JobReconcile(
         {"TopologyAwareScheduling": False, "AssignQueueLabelsForPods": True}, wait_for_pods_ready=True
-    )
-    try:
+    ) as world:
         job = world.add_job(base_job(suspend=suspend), status)
         wl = base_workload(admitted=admitted)
         if before is not None:
@@ -190,8 +177,6 @@ def test_pods_ready(
         got_job = world.job()
         assert got_job is not None and got_job["spec"]["suspend"] is suspend  # the Job is left alone
         assert world.events() == []
-    finally:
-        world.close()
 
 
 # --- starting an admitted Job -------------------------------------------------------------------------
@@ -260,8 +245,7 @@ def _kueue_labels(job: dict[str, Any] | None) -> dict[str, str]:
 def test_admitted_workload_starts_the_job(
     gates: dict[str, bool], cq: str, update: dict[str, Any] | None, want_labels: dict[str, str]
 ) -> None:
-    world = JobReconcile(gates)
-    try:
+    with JobReconcile(gates) as world:
         job = world.add_job(base_job())
         wl = base_workload(admitted=True, cq=cq)
         if update is not None:
@@ -276,8 +260,6 @@ def test_admitted_workload_starts_the_job(
         (after,) = world.workloads()
         assert after["status"] == before["status"]  # the Workload is left as it was
         assert world.events() == [("job", "Normal", "Started", f"Admitted by clusterQueue {cq}")]
-    finally:
-        world.close()
 
 
 # --- creating the Workload ----------------------------------------------------------------------------
@@ -305,8 +287,7 @@ def test_the_workload_is_created(
     want_labels: dict[str, str],
     want_annotations: dict[str, str],
 ) -> None:
-    world = JobReconcile(_TAS_OFF, label_keys_to_copy=keys_to_copy)
-    try:
+    with JobReconcile(_TAS_OFF, label_keys_to_copy=keys_to_copy) as world:
         body = base_job()
         body["metadata"]["labels"].update(labels)
         body["metadata"]["annotations"] = annotations
@@ -327,8 +308,6 @@ def test_the_workload_is_created(
         got = world.job()
         assert got is not None and got["spec"]["suspend"] is True
         assert world.events() == [("job", "Normal", "CreatedWorkload", f"Created Workload: ns/{name}")]
-    finally:
-        world.close()
 
 
 # --- eviction: stop the Job, release the quota ------------------------------------------------------
@@ -366,8 +345,7 @@ def test_the_workload_is_created(
 def test_evicted_workload_stops_the_job_and_releases_quota(
     reason: str, message: str, active: bool, with_check: bool, requeued: str
 ) -> None:
-    world = JobReconcile(_TAS_OFF)
-    try:
+    with JobReconcile(_TAS_OFF) as world:
         job = world.add_job(base_job(suspend=False))
         wl = base_workload(admitted=True)
         wl["status"]["conditions"][-1]["lastTransitionTime"] = "2026-11-22T11:59:59Z"  # now - 1s
@@ -396,15 +374,12 @@ def test_evicted_workload_stops_the_job_and_releases_quota(
             ["check"] if with_check else []
         )
         assert world.events() == [("job", "Normal", "Stopped", message)]
-    finally:
-        world.close()
 
 
 def test_initially_suspended_job_with_inactive_unreserved_workload() -> None:
     """Upstream: "when job is initially suspended, the Workload has active=false and it's not admitted,
     it should not get an evicted condition, but the job should remain suspended"."""
-    world = JobReconcile(_TAS_OFF)
-    try:
+    with JobReconcile(_TAS_OFF) as world:
         job = world.add_job(base_job())
         wl = _with_check(base_workload(admitted=True), labels={"ac-key": "ac-value"})
         wl["spec"]["active"] = False
@@ -419,16 +394,13 @@ def test_initially_suspended_job_with_inactive_unreserved_workload() -> None:
         (after,) = world.workloads()
         assert after["status"] == before["status"]
         assert world.events() == []
-    finally:
-        world.close()
 
 
 # --- the Job finished ---------------------------------------------------------------------------------
 
 
 def test_when_job_completes_workload_is_marked_as_finished() -> None:
-    world = JobReconcile(_TAS_OFF)
-    try:
+    with JobReconcile(_TAS_OFF) as world:
         complete = {"type": "Complete", "status": "True", "message": "Job finished successfully"}
         job = world.add_job(base_job(), {"conditions": [complete]})
         world.add_workload(base_workload(admitted=True), owner=job)
@@ -443,13 +415,10 @@ def test_when_job_completes_workload_is_marked_as_finished() -> None:
         assert world.events() == [
             ("job", "Normal", "FinishedWorkload", "Workload 'ns/wl' is declared finished")
         ]
-    finally:
-        world.close()
 
 
 def test_when_the_workload_is_finished_its_finalizer_is_removed() -> None:
-    world = JobReconcile(_TAS_OFF)
-    try:
+    with JobReconcile(_TAS_OFF) as world:
         job = world.add_job(base_job())
         wl = base_workload("a", reserve=False)
         wl["status"] = {
@@ -466,8 +435,6 @@ def test_when_the_workload_is_finished_its_finalizer_is_removed() -> None:
         assert world.events() == [
             ("job", "Normal", "FinishedWorkload", "Workload 'ns/a' is declared finished")
         ]
-    finally:
-        world.close()
 
 
 # --- PodSetUpdates that cannot be applied: the Workload finishes FailedToStart --------------------------
@@ -480,38 +447,19 @@ def _check(name: str, **update: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("node_selector", "checks", "message"),
     [
-        pytest.param(
-            None,
-            [
-                _check("check1", labels={"ac-key": "ac-value1"}),
-                _check("check2", labels={"ac-key": "ac-value2"}),
-            ],
-            'in admission check "check2": invalid admission check PodSetUpdate: conflict for labels: '
-            "conflict for key=ac-key, value1=ac-value1, value2=ac-value2",
-            id="when workload is admitted and PodSetUpdates conflict between admission checks on labels, "
-            "the workload is finished with failure",
-        ),
-        pytest.param(
-            None,
-            [
-                _check("check1", annotations={"ac-key": "ac-value1"}),
-                _check("check2", annotations={"ac-key": "ac-value2"}),
-            ],
-            'in admission check "check2": invalid admission check PodSetUpdate: conflict for annotations: '
-            "conflict for key=ac-key, value1=ac-value1, value2=ac-value2",
-            id="when workload is admitted and PodSetUpdates conflict between admission checks on annotations, "
-            "the workload is finished with failure",
-        ),
-        pytest.param(
-            None,
-            [
-                _check("check1", nodeSelector={"ac-key": "ac-value1"}),
-                _check("check2", nodeSelector={"ac-key": "ac-value2"}),
-            ],
-            'in admission check "check2": invalid admission check PodSetUpdate: conflict for nodeSelector: '
-            "conflict for key=ac-key, value1=ac-value1, value2=ac-value2",
-            id="when workload is admitted and PodSetUpdates conflict between admission checks on nodeSelector, "
-            "the workload is finished with failure",
+        *(
+            pytest.param(
+                None,
+                [
+                    _check("check1", **{field: {"ac-key": "ac-value1"}}),
+                    _check("check2", **{field: {"ac-key": "ac-value2"}}),
+                ],
+                f'in admission check "check2": invalid admission check PodSetUpdate: conflict for {field}: '
+                "conflict for key=ac-key, value1=ac-value1, value2=ac-value2",
+                id=f"when workload is admitted and PodSetUpdates conflict between admission checks on {field}, "
+                "the workload is finished with failure",
+            )
+            for field in ("labels", "annotations", "nodeSelector")
         ),
         pytest.param(
             {"provisioning": "spot"},
@@ -526,8 +474,7 @@ def _check(name: str, **update: Any) -> dict[str, Any]:
 def test_conflicting_pod_set_updates_finish_the_workload(
     node_selector: dict[str, str] | None, checks: list[dict[str, Any]], message: str
 ) -> None:
-    world = JobReconcile(_TAS_OFF)
-    try:
+    with JobReconcile(_TAS_OFF) as world:
         body = base_job()
         if node_selector is not None:
             body["spec"]["template"]["spec"]["nodeSelector"] = node_selector
@@ -543,14 +490,11 @@ def test_conflicting_pod_set_updates_finish_the_workload(
         (after,) = world.workloads()
         assert conditions(after)[-1] == ("Finished", "True", "FailedToStart", message)
         assert world.events() == []
-    finally:
-        world.close()
 
 
 def test_when_workload_is_admitted_the_pod_set_updates_values_matching_for_key() -> None:
     """Upstream: "when workload is admitted the PodSetUpdates values matching for key"."""
-    world = JobReconcile(_TAS_OFF)
-    try:
+    with JobReconcile(_TAS_OFF) as world:
         job = world.add_job(base_job())
         wl = base_workload(admitted=True)
         wl["status"]["admissionChecks"] = [
@@ -587,8 +531,6 @@ def test_when_workload_is_admitted_the_pod_set_updates_values_matching_for_key()
             "node-selector-key2": "only-in-check2",
         }
         assert world.events() == [("job", "Normal", "Started", "Admitted by clusterQueue cq")]
-    finally:
-        world.close()
 
 
 # --- matching the Job with its Workloads ----------------------------------------------------------------
@@ -597,8 +539,7 @@ _MANAGE_ALL: dict[str, Any] = {"manage_jobs_without_queue_name": True}
 
 
 def test_suspended_job_with_matching_admitted_workload_is_unsuspended() -> None:
-    world = JobReconcile(_TAS_OFF, **_MANAGE_ALL)
-    try:
+    with JobReconcile(_TAS_OFF, **_MANAGE_ALL) as world:
         job = world.add_job(base_job())
         before = world.add_workload(base_workload(admitted=True), owner=job)
         world.reconcile()
@@ -612,15 +553,12 @@ def test_suspended_job_with_matching_admitted_workload_is_unsuspended() -> None:
         (after,) = world.workloads()
         assert after["status"] == before["status"]
         assert world.events() == [("job", "Normal", "Started", "Admitted by clusterQueue cq")]
-    finally:
-        world.close()
 
 
 def test_non_matching_admitted_workload_is_deleted() -> None:
     """Upstream: "non-matching admitted workload is deleted" (wantErr ErrNoMatchingWorkloads: the
     next reconcile creates the Workload)."""
-    world = JobReconcile(_TAS_OFF, **_MANAGE_ALL)
-    try:
+    with JobReconcile(_TAS_OFF, **_MANAGE_ALL) as world:
         job = world.add_job(base_job())
         world.add_workload(base_workload(admitted=True, count=5), owner=job)
         world.reconcile()
@@ -630,13 +568,10 @@ def test_non_matching_admitted_workload_is_deleted() -> None:
         assert world.events() == [
             ("job", "Normal", "DeletedWorkload", "Deleted not matching Workload: ns/wl")
         ]
-    finally:
-        world.close()
 
 
 def test_non_matching_non_admitted_workload_is_updated() -> None:
-    world = JobReconcile(_TAS_OFF, **_MANAGE_ALL)
-    try:
+    with JobReconcile(_TAS_OFF, **_MANAGE_ALL) as world:
         job = world.add_job(base_job())
         wl = base_workload("a", reserve=False, count=5)
         del wl["spec"]["queueName"]
@@ -653,8 +588,6 @@ def test_non_matching_non_admitted_workload_is_updated() -> None:
         assert world.events() == [
             ("job", "Normal", "UpdatedWorkload", "Updated not matching Workload for suspended job: ns/a")
         ]
-    finally:
-        world.close()
 
 
 def _partial_workload() -> dict[str, Any]:
@@ -665,8 +598,7 @@ def _partial_workload() -> dict[str, Any]:
 
 
 def test_suspended_job_with_partial_admission_and_admitted_workload_is_unsuspended() -> None:
-    world = JobReconcile(_TAS_OFF, **_MANAGE_ALL)
-    try:
+    with JobReconcile(_TAS_OFF, **_MANAGE_ALL) as world:
         body = base_job()
         body["metadata"]["annotations"] = {"kueue.x-k8s.io/job-min-parallelism": "5"}
         job = world.add_job(body)
@@ -683,15 +615,12 @@ def test_suspended_job_with_partial_admission_and_admitted_workload_is_unsuspend
         (after,) = world.workloads()
         assert after["status"] == before["status"] and after["spec"] == before["spec"]
         assert world.events() == [("job", "Normal", "Started", "Admitted by clusterQueue cq")]
-    finally:
-        world.close()
 
 
 def test_unsuspended_job_with_partial_admission_and_non_matching_admitted_workload_is_suspended() -> None:
     """Upstream: "unsuspended job with partial admission and non-matching admitted workload is
     suspended and workload is deleted"."""
-    world = JobReconcile(_TAS_OFF, **_MANAGE_ALL)
-    try:
+    with JobReconcile(_TAS_OFF, **_MANAGE_ALL) as world:
         body = base_job(suspend=False)
         body["metadata"]["annotations"] = {"kueue.x-k8s.io/job-min-parallelism": "5"}
         job = world.add_job(body)
@@ -714,8 +643,6 @@ def test_unsuspended_job_with_partial_admission_and_non_matching_admitted_worklo
             ),
             ("job", "Normal", "DeletedWorkload", "Deleted not matching Workload: ns/a"),
         ]
-    finally:
-        world.close()
 
 
 # --- the Job's queue name -----------------------------------------------------------------------------
@@ -731,8 +658,7 @@ def _created_workload(world: JobReconcile, job: dict[str, Any], **spec: Any) -> 
 
 
 def test_the_workload_is_created_when_queue_name_is_set() -> None:
-    world = JobReconcile(_TAS_OFF)
-    try:
+    with JobReconcile(_TAS_OFF) as world:
         job = world.add_job(base_job(suspend=False, queue="test-queue"))
         world.reconcile()
         got = world.job()
@@ -744,39 +670,30 @@ def test_the_workload_is_created_when_queue_name_is_set() -> None:
             ("job", "Normal", "Stopped", "Missing Workload; unable to restore pod templates"),
             ("job", "Normal", "CreatedWorkload", f"Created Workload: ns/{name}"),
         ]
-    finally:
-        world.close()
 
 
 def test_the_workload_is_updated_when_queue_name_has_changed_for_suspended_job() -> None:
-    world = JobReconcile(_TAS_OFF)
-    try:
+    with JobReconcile(_TAS_OFF) as world:
         job = world.add_job(base_job(queue="test-queue-new"))
         _created_workload(world, job, queueName="test-queue", priority=0)
         world.reconcile()
         (wl,) = world.workloads()
         assert wl["spec"]["queueName"] == "test-queue-new"
         assert world.events() == []
-    finally:
-        world.close()
 
 
 def test_the_workload_is_not_created_when_queue_name_is_not_set() -> None:
-    world = JobReconcile(_TAS_OFF)
-    try:
+    with JobReconcile(_TAS_OFF) as world:
         world.add_job(base_job(queue=None, suspend=False))
         world.reconcile()
         assert world.workloads() == []
         got = world.job()
         assert got is not None and got["spec"]["suspend"] is False
         assert world.events() == []
-    finally:
-        world.close()
 
 
 def test_checking_a_second_non_matching_workload_is_deleted() -> None:
-    world = JobReconcile(_TAS_OFF, **_MANAGE_ALL)
-    try:
+    with JobReconcile(_TAS_OFF, **_MANAGE_ALL) as world:
         job = world.add_job(base_job(suspend=False, parallelism=5))
         first = base_workload("first-workload", admitted=True, count=5)
         del first["spec"]["queueName"]
@@ -792,8 +709,6 @@ def test_checking_a_second_non_matching_workload_is_deleted() -> None:
         assert world.events() == [
             ("job", "Normal", "DeletedWorkload", "Deleted not matching Workload: ns/second-workload")
         ]
-    finally:
-        world.close()
 
 
 # --- eviction restores the pod template ---------------------------------------------------------------
@@ -817,8 +732,7 @@ def test_checking_a_second_non_matching_workload_is_deleted() -> None:
 def test_evicted_workload_restores_node_affinity(
     suspend: bool, start_time: bool, want_events: list[tuple[str, str, str, str]]
 ) -> None:
-    world = JobReconcile(_TAS_OFF)
-    try:
+    with JobReconcile(_TAS_OFF) as world:
         body = base_job(suspend=suspend)
         body["spec"]["template"]["spec"]["nodeSelector"] = {"provisioning": "spot"}
         status: dict[str, Any] = {"active": 10}
@@ -838,19 +752,14 @@ def test_evicted_workload_restores_node_affinity(
         assert after["status"] == before["status"]  # active pods: the quota stays until they are gone
         assert [e[:3] for e in world.events()] == [e[:3] for e in want_events]
         assert [e[3] for e in world.events()] == [e[3] for e in want_events]
-    finally:
-        world.close()
 
 
 def test_the_workload_should_not_be_recreated_for_the_completed_job() -> None:
-    world = JobReconcile(_TAS_OFF)
-    try:
+    with JobReconcile(_TAS_OFF) as world:
         world.add_job(base_job(), {"conditions": [{"type": "Complete", "status": "True"}]})
         world.reconcile()
         assert world.workloads() == []
         assert world.events() == []
-    finally:
-        world.close()
 
 
 # --- tolerations and node selectors changed on the Job --------------------------------------------------
@@ -889,8 +798,7 @@ def _job_workload(
 
 
 def test_the_workload_is_not_admitted_tolerations_and_node_selector_change() -> None:
-    world = JobReconcile(_TAS_OFF)
-    try:
+    with JobReconcile(_TAS_OFF) as world:
         job = world.add_job(_job_with(True, [_TOL2], {"node-label": "value"}))
         wl = _job_workload(
             job, reserve=False, admitted=False, node_selector={"different node-label": "different value"}
@@ -910,13 +818,10 @@ def test_the_workload_is_not_admitted_tolerations_and_node_selector_change() -> 
                 f"Updated not matching Workload for suspended job: ns/{name}",
             )
         ]
-    finally:
-        world.close()
 
 
 def test_the_workload_is_admitted_tolerations_and_node_selector_change() -> None:
-    world = JobReconcile(_TAS_OFF)
-    try:
+    with JobReconcile(_TAS_OFF) as world:
         job = world.add_job(_job_with(False, [_TOL2], {"node-label": "value"}))
         wl = _job_workload(
             job, reserve=True, admitted=True, node_selector={"different node-label": "different value"}
@@ -928,13 +833,10 @@ def test_the_workload_is_admitted_tolerations_and_node_selector_change() -> None
         got = world.job()
         assert got is not None and got["spec"]["suspend"] is False
         assert world.events() == []
-    finally:
-        world.close()
 
 
 def test_the_workload_is_admitted_job_still_suspended_and_tolerations_change() -> None:
-    world = JobReconcile(_TAS_OFF)
-    try:
+    with JobReconcile(_TAS_OFF) as world:
         job = world.add_job(_job_with(True, [_TOL2], None))
         wl = _job_workload(job, reserve=True, admitted=False, node_selector=None)
         wl["status"]["conditions"] = wl["status"]["conditions"][:1]  # quota reserved, not admitted
@@ -945,8 +847,6 @@ def test_the_workload_is_admitted_job_still_suspended_and_tolerations_change() -
         assert world.events() == [
             ("job", "Normal", "DeletedWorkload", f"Deleted not matching Workload: ns/{name}")
         ]
-    finally:
-        world.close()
 
 
 # --- admission checks' messages -------------------------------------------------------------------------
@@ -968,8 +868,7 @@ def test_the_workload_is_admitted_job_still_suspended_and_tolerations_change() -
     ],
 )
 def test_admission_check_messages(checks: list[tuple[str, str]], want: str) -> None:
-    world = JobReconcile(_TAS_OFF)
-    try:
+    with JobReconcile(_TAS_OFF) as world:
         job = world.add_job(base_job())
         wl = base_workload(admitted=False)
         wl["spec"]["active"] = False
@@ -982,16 +881,13 @@ def test_admission_check_messages(checks: list[tuple[str, str]], want: str) -> N
         (after,) = world.workloads()
         assert after["status"] == before["status"] and after["spec"] == before["spec"]
         assert world.events() == [("job", "Normal", "UpdatedAdmissionCheck", want)]
-    finally:
-        world.close()
 
 
 # --- maximum execution time -------------------------------------------------------------------------------
 
 
 def test_the_maximum_execution_time_is_passed_to_the_created_workload() -> None:
-    world = JobReconcile(_TAS_OFF)
-    try:
+    with JobReconcile(_TAS_OFF) as world:
         body = base_job()
         body["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] = "10"
         job = world.add_job(body)
@@ -1000,13 +896,10 @@ def test_the_maximum_execution_time_is_passed_to_the_created_workload() -> None:
         assert wl["spec"]["maximumExecutionTimeSeconds"] == 10
         name = bj.workload_name("job", job["metadata"]["uid"])
         assert world.events() == [("job", "Normal", "CreatedWorkload", f"Created Workload: ns/{name}")]
-    finally:
-        world.close()
 
 
 def test_the_maximum_execution_time_is_updated_in_the_workload() -> None:
-    world = JobReconcile(_TAS_OFF)
-    try:
+    with JobReconcile(_TAS_OFF) as world:
         body = base_job()
         body["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] = "10"
         job = world.add_job(body)
@@ -1023,8 +916,6 @@ def test_the_maximum_execution_time_is_updated_in_the_workload() -> None:
                 f"Updated not matching Workload for suspended job: ns/{name}",
             )
         ]
-    finally:
-        world.close()
 
 
 # --- managedJobsNamespaceSelector ---------------------------------------------------------------------------
@@ -1035,23 +926,19 @@ _MANAGED_BY_KUEUE = LabelSelector(match_labels={"managed-by-kueue": "true"})
 def test_job_with_queue_name_is_not_reconciled_in_unlabelled_namespace_when_always_respected_is_enabled() -> (
     None
 ):
-    world = JobReconcile(_TAS_OFF, managed_jobs_namespace_selector=_MANAGED_BY_KUEUE)
-    try:
+    with JobReconcile(_TAS_OFF, managed_jobs_namespace_selector=_MANAGED_BY_KUEUE) as world:
         world.add_job(base_job(queue="test-queue", suspend=False))
         world.reconcile()
         got = world.job()
         assert got is not None and got["spec"]["suspend"] is False
         assert world.workloads() == []
         assert world.events() == []
-    finally:
-        world.close()
 
 
 def test_job_with_queue_name_is_reconciled_in_labelled_namespace_when_always_respected_is_enabled() -> None:
-    world = JobReconcile(
+    with JobReconcile(
         _TAS_OFF, managed_jobs_namespace_selector=_MANAGED_BY_KUEUE, manage_jobs_without_queue_name=True
-    )
-    try:
+    ) as world:
         job = world.add_job(base_job(namespace="labelled-ns", queue="test-queue"))
         world.reconcile(namespace="labelled-ns")
         (wl,) = world.workloads("labelled-ns")
@@ -1060,8 +947,6 @@ def test_job_with_queue_name_is_reconciled_in_labelled_namespace_when_always_res
         assert world.events("labelled-ns") == [
             ("job", "Normal", "CreatedWorkload", f"Created Workload: labelled-ns/{name}")
         ]
-    finally:
-        world.close()
 
 
 # --- priority ---------------------------------------------------------------------------------------------
@@ -1101,8 +986,7 @@ def _pc_ref(name: str) -> dict[str, str]:
 
 
 def test_a_warning_names_the_workload_priority_class_that_does_not_exist() -> None:
-    world = JobReconcile()
-    try:
+    with JobReconcile() as world:
         _add_classes(world, {"test-wpc": 100}, {})
         body = base_job()
         body["metadata"]["labels"][_WPC] = "missing-wpc"
@@ -1117,8 +1001,6 @@ def test_a_warning_names_the_workload_priority_class_that_does_not_exist() -> No
                 'WorkloadPriorityClass "missing-wpc" not found',
             )
         ]
-    finally:
-        world.close()
 
 
 @pytest.mark.parametrize(
@@ -1154,8 +1036,7 @@ def test_workload_priority_follows_the_job(
     after: tuple[int, dict[str, str]],
     want_events: list[tuple[str, str, str, str]],
 ) -> None:
-    world = JobReconcile(_TAS_OFF)
-    try:
+    with JobReconcile(_TAS_OFF) as world:
         _add_classes(world, wpcs, pcs)
         body = base_job()
         if label is not None:
@@ -1173,8 +1054,6 @@ def test_workload_priority_follows_the_job(
         (got,) = world.workloads()
         assert (got["spec"]["priority"], got["spec"]["priorityClassRef"]) == after
         assert world.events() == want_events
-    finally:
-        world.close()
 
 
 @pytest.mark.parametrize(
@@ -1197,8 +1076,7 @@ def test_workload_priority_follows_the_job(
 def test_the_workload_is_created_with_priority(
     wpc: str | None, pc: str | None, want_priority: int, want_ref: dict[str, str]
 ) -> None:
-    world = JobReconcile(_TAS_OFF)
-    try:
+    with JobReconcile(_TAS_OFF) as world:
         _add_classes(world, {"test-wpc": 100}, {"test-pc": 200})
         body = base_job(suspend=False, queue="test-queue")
         if wpc is not None:
@@ -1217,5 +1095,3 @@ def test_the_workload_is_created_with_priority(
             ("job", "Normal", "Stopped", "Missing Workload; unable to restore pod templates"),
             ("job", "Normal", "CreatedWorkload", f"Created Workload: ns/{name}"),
         ]
-    finally:
-        world.close()

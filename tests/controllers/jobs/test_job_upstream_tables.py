@@ -18,6 +18,7 @@ import copy
 from typing import Any
 
 import pytest
+from reconcile_harness import base_job
 
 from pykueue.controllers.jobs import batch_job as bj
 
@@ -26,28 +27,9 @@ def _job(
     parallelism: int = 1, annotations: dict[str, str] | None = None, **template_spec: Any
 ) -> dict[str, Any]:
     """Upstream's ``MakeJob("job", "ns")`` (suspended, queue-less) with the given parallelism."""
-    job: dict[str, Any] = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": "job",
-            "namespace": "ns",
-            "uid": "job-uid",
-            "annotations": dict(annotations or {}),
-        },
-        "spec": {
-            "suspend": True,
-            "parallelism": parallelism,
-            "template": {
-                "metadata": {},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "1"}}}],
-                    **template_spec,
-                },
-            },
-        },
-    }
+    job = base_job(queue=None, parallelism=parallelism)
+    job["metadata"].update(uid="job-uid", annotations=dict(annotations or {}))
+    job["spec"]["template"]["spec"].update(template_spec)
     return job
 
 
