@@ -313,7 +313,7 @@ def test_completions_equal_parallelism_rules(server: Server) -> None:
         job("sync-neq", annotations={SYNC: "True"}, completionMode="Indexed", parallelism=4, completions=6),
     )
     assert err.message == (
-        f"{DENIED}spec.completions: Invalid value: 6: should be equal to parallelism when {SYNC} is annotation is true"
+        f"{DENIED}spec.completions: Invalid value: 6: should be equal to parallelism when {SYNC} annotation is true"
     )
     server.create_job(
         job("sync-ok", annotations={SYNC: "1"}, completionMode="Indexed", parallelism=3, completions=3)

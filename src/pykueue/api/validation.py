@@ -1709,7 +1709,7 @@ def _webhook_workload_annotations(wl: k.Workload, gates: FeatureGates) -> list[F
     errs: list[FieldError] = []
     annotations = wl.metadata.annotations
     if gates.enabled("AdmissionGatedBy"):
-        errs += _gated_by_format(annotations.get(k.ADMISSION_GATED_BY_ANNOTATION, ""))
+        errs += admission_gated_by_format_errors(annotations.get(k.ADMISSION_GATED_BY_ANNOTATION, ""))
     if gates.enabled("PriorityBoost") and k.PRIORITY_BOOST_ANNOTATION in annotations:
         errs += _priority_boost(annotations[k.PRIORITY_BOOST_ANNOTATION])
     return errs
@@ -1719,7 +1719,9 @@ def _split_gates(value: str) -> list[str]:
     return [gate.strip() for gate in value.split(",")]
 
 
-def _gated_by_update(old: str | None, new: str | None) -> list[FieldError]:
+def admission_gated_by_update_errors(old: str | None, new: str | None) -> list[FieldError]:
+    """``webhook.ValidateAdmissionGatedByAnnotationOnUpdate`` (pkg/util/webhook): the annotation may
+    not be added after creation, and an update may only remove gates (the format is checked apart)."""
     old_value, new_value = old or "", new or ""
     errs: list[FieldError] = []
     if not old_value and new_value:
@@ -1729,7 +1731,9 @@ def _gated_by_update(old: str | None, new: str | None) -> list[FieldError]:
     return errs
 
 
-def _gated_by_format(value: str) -> list[FieldError]:
+def admission_gated_by_format_errors(value: str) -> list[FieldError]:
+    """``validateAdmissionGatedByAnnotationFormat`` (pkg/util/webhook): comma-separated, distinct,
+    domain-prefixed gate names of at most 63 characters."""
     if not value:
         return []
     errs: list[FieldError] = []
@@ -1788,8 +1792,8 @@ def _webhook_workload_update(wl: k.Workload, old: k.Workload, gates: FeatureGate
         # it checks the new value's format again (``ValidateWorkload`` did): the aggregated
         # message shows such an error once (:func:`aggregate` drops repeats as ``ToAggregate`` does).
         new_value = wl.metadata.annotations.get(k.ADMISSION_GATED_BY_ANNOTATION)
-        errs += _gated_by_update(old.metadata.annotations.get(k.ADMISSION_GATED_BY_ANNOTATION), new_value)
-        errs += _gated_by_format(new_value or "")
+        errs += admission_gated_by_update_errors(old.metadata.annotations.get(k.ADMISSION_GATED_BY_ANNOTATION), new_value)
+        errs += admission_gated_by_format_errors(new_value or "")
     return errs
 
 

@@ -921,7 +921,7 @@ def test_start_deduplicates_tolerations_and_gates() -> None:
 
 def test_start_without_exactly_one_pod_set_fails_permanently() -> None:
     job = make_job()
-    with pytest.raises(bj.InvalidPodSetsInfo, match=r"^invalid podset infos: expecting 0 podset, got 1$"):
+    with pytest.raises(bj.InvalidPodSetsInfo, match=r"^invalid podset infos: expecting 1 podset, got 0$"):
         bj.start_job(job, make_wl(job), [])
 
 

@@ -20,8 +20,7 @@ Defaulting (create only), in order:
 
 Not emulated (documented gaps): ``spec.managedBy`` defaulting for MultiKueue (needs the queue
 manager's LocalQueue → ClusterQueue → AdmissionCheck view), the elastic-job scheduling gate and
-the elastic-job update rule, the ``admission-gated-by`` format check and the TAS pod-template
-annotation checks.
+the elastic-job update rule, and the TAS pod-template annotation checks.
 
 Ancestors: Kueue walks controller owner references through the kinds of its enabled integrations
 (here batch/v1 Job only) and stops at any other kind. An owner Job that does not exist denies the
@@ -49,7 +48,15 @@ from pykueue.api.jobs import (
     workload_priority_class_name,
 )
 from pykueue.api.meta import controller_of
-from pykueue.api.validation import FIELD_IMMUTABLE_MSG, FieldError, ValidationFailed, forbidden, invalid
+from pykueue.api.validation import (
+    FIELD_IMMUTABLE_MSG,
+    FieldError,
+    ValidationFailed,
+    admission_gated_by_format_errors,
+    admission_gated_by_update_errors,
+    forbidden,
+    invalid,
+)
 from pykueue.apiserver.admission import Admission, Lookup
 from pykueue.apiserver.builtin.pods import mapping
 from pykueue.kube.status import StatusError
@@ -77,6 +84,8 @@ _QUEUE_NAME_PATH = f"{_LABELS}[{QUEUE_NAME_LABEL}]"
 _PRIORITY_CLASS_PATH = f"{_LABELS}[{PRIORITY_CLASS_LABEL}]"
 _MAX_EXEC_TIME_PATH = f"{_LABELS}[{MAX_EXEC_TIME_LABEL}]"
 _PREBUILT_PATH = f"{_LABELS}[{PREBUILT_WORKLOAD_LABEL}]"
+_PREBUILT_ANNOTATION_PATH = f"{_ANNOTATIONS}[{PREBUILT_WORKLOAD_ANNOTATION}]"
+_LABEL_VALUE_MAX_LENGTH = 63
 _MIN_PARALLELISM_PATH = f"{_ANNOTATIONS}[{MIN_PARALLELISM_ANNOTATION}]"
 _SYNC_COMPLETIONS_PATH = f"{_ANNOTATIONS}[{COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION}]"
 
@@ -91,6 +100,11 @@ class JobWebhookConfig:
     kueue_namespace: str = "kueue-system"
     workload_priority_class_defaulting: bool = True
     """Feature gate ``WorkloadPriorityClassDefaulting`` (on by default)."""
+    admission_gated_by: bool = True
+    """Feature gate ``AdmissionGatedBy`` (on by default): the ``admission-gated-by`` annotation's rules."""
+    workload_identifier_annotations: bool = True
+    """Feature gate ``WorkloadIdentifierAnnotations`` (on by default): the prebuilt-workload annotation
+    is read and validated before the label."""
     excluded_namespaces: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -125,11 +139,30 @@ def _spec(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 
-def prebuilt_workload_name(obj: Mapping[str, Any]) -> str:
-    """``PrebuiltWorkloadNameFor`` with ``WorkloadIdentifierAnnotations`` on: annotation first."""
-    return str(
-        _annotations(obj).get(PREBUILT_WORKLOAD_ANNOTATION) or _labels(obj).get(PREBUILT_WORKLOAD_LABEL) or ""
-    )
+def prebuilt_workload_name(obj: Mapping[str, Any], identifier_annotations: bool = True) -> str:
+    """``PrebuiltWorkloadNameFor`` (jobframework/utils.go): with ``WorkloadIdentifierAnnotations`` the
+    annotation first, then the label; without it the label, then an annotation too long for a label."""
+    annotation = str(_annotations(obj).get(PREBUILT_WORKLOAD_ANNOTATION) or "")
+    label = str(_labels(obj).get(PREBUILT_WORKLOAD_LABEL) or "")
+    if identifier_annotations:
+        return annotation or label
+    return label or (annotation if len(annotation) > _LABEL_VALUE_MAX_LENGTH else "")
+
+
+def _prebuilt_by_annotation(obj: Mapping[str, Any], config: JobWebhookConfig) -> bool:
+    """Whether the prebuilt-workload annotation is the one read (``ValidatePrebuiltWorkloadName``,
+    ``GetPrebuiltWorkloadPath``)."""
+    annotation = str(_annotations(obj).get(PREBUILT_WORKLOAD_ANNOTATION) or "")
+    return bool(annotation) and (config.workload_identifier_annotations or len(annotation) > _LABEL_VALUE_MAX_LENGTH)
+
+
+def _validate_prebuilt_name(obj: Mapping[str, Any], config: JobWebhookConfig) -> list[FieldError]:
+    """``ValidatePrebuiltWorkloadName``: the annotation or the label read as a CRD name."""
+    if _prebuilt_by_annotation(obj, config):
+        value = str(_annotations(obj)[PREBUILT_WORKLOAD_ANNOTATION])
+        problems = is_dns1123_subdomain(value)
+        return [invalid(_PREBUILT_ANNOTATION_PATH, value, ",".join(problems))] if problems else []
+    return _label_as_crd_name(obj, PREBUILT_WORKLOAD_LABEL)
 
 
 
@@ -248,7 +281,7 @@ def validate_job(
     """The validating webhook on create (``old`` None) and update, in Kueue's order."""
     if str(_meta(job).get("namespace") or "") in config.excluded_namespaces:
         return []
-    errs = _validate_on_create(job)
+    errs = validate_job_on_create(job, config)
     if old is None:
         return errs + _partial_admission_create(job) + _sync_completion_create(job)
     if _annotations(job).get(MIN_PARALLELISM_ANNOTATION, "") != _annotations(old).get(
@@ -256,7 +289,7 @@ def validate_job(
     ):
         errs += _partial_admission_create(job)
     errs += _sync_completion_create(job)
-    errs += _validate_on_update(old, job, lookup)
+    errs += validate_job_on_update(old, job, lookup, config)
     errs += _partial_admission_update(old, job)
     return errs
 
@@ -281,10 +314,11 @@ def _label_as_crd_name(obj: Mapping[str, Any], key: str) -> list[FieldError]:
     return [invalid(f"{_LABELS}[{key}]", value, ",".join(problems))] if problems else []
 
 
-def _validate_on_create(job: Obj) -> list[FieldError]:
-    """``ValidateJobOnCreate``: queue name, prebuilt workload name, maximum execution time."""
+def validate_job_on_create(job: Obj, config: JobWebhookConfig) -> list[FieldError]:
+    """``ValidateJobOnCreate``: queue name, prebuilt workload name, maximum execution time, and the
+    ``admission-gated-by`` format under its gate."""
     errs = _label_as_crd_name(job, QUEUE_NAME_LABEL)
-    errs += _label_as_crd_name(job, PREBUILT_WORKLOAD_LABEL)  # batch/v1 Job supports prebuilt workloads
+    errs += _validate_prebuilt_name(job, config)  # batch/v1 Job supports prebuilt workloads
     labels = _labels(job)
     if MAX_EXEC_TIME_LABEL in labels:
         raw = str(labels[MAX_EXEC_TIME_LABEL])
@@ -293,6 +327,8 @@ def _validate_on_create(job: Obj) -> list[FieldError]:
             errs.append(invalid(_MAX_EXEC_TIME_PATH, raw, problem))
         elif value <= 0:
             errs.append(invalid(_MAX_EXEC_TIME_PATH, value, "should be greater than 0"))
+    if config.admission_gated_by:
+        errs += admission_gated_by_format_errors(str(_annotations(job).get(k.ADMISSION_GATED_BY_ANNOTATION) or ""))
     return errs
 
 
@@ -323,13 +359,12 @@ def _sync_completion_create(job: Obj) -> list[FieldError]:
             errs.append(invalid(_SYNC_COMPLETIONS_PATH, raw, "should not be enabled for NonIndexed jobs"))
         done = completions(job)
         if parallelism(job) != (1 if done is None else done):
-            # Kueue's message (sic: "is annotation is true").
             errs.append(
                 invalid(
                     "spec.completions",
                     spec.get("completions"),
                     f"should be equal to parallelism when {COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION} "
-                    "is annotation is true",
+                    "annotation is true",
                 )
             )
     return errs
@@ -345,8 +380,9 @@ def _immutable(path: str, new: Any, old: Any) -> list[FieldError]:
     return [] if new == old else [invalid(path, new, FIELD_IMMUTABLE_MSG)]
 
 
-def _validate_on_update(old: Obj, job: Obj, lookup: Lookup) -> list[FieldError]:
-    """``ValidateJobOnUpdate``: queue name, prebuilt workload, max execution time, priority class."""
+def validate_job_on_update(old: Obj, job: Obj, lookup: Lookup, config: JobWebhookConfig) -> list[FieldError]:
+    """``ValidateJobOnUpdate``: queue name, prebuilt workload, max execution time, priority class,
+    and the ``admission-gated-by`` rules under their gate."""
     new_suspended, old_suspended = is_suspended(job), is_suspended(old)
     errs: list[FieldError] = []
     if not new_suspended:
@@ -358,9 +394,11 @@ def _validate_on_update(old: Obj, job: Obj, lookup: Lookup) -> list[FieldError]:
                 invalid(_QUEUE_NAME_PATH, "", "queue-name must not be empty in namespace with default queue")
             )
     if new_suspended:
-        errs += _label_as_crd_name(job, PREBUILT_WORKLOAD_LABEL)
+        errs += _validate_prebuilt_name(job, config)
     else:
-        errs += _immutable(_PREBUILT_PATH, prebuilt_workload_name(job), prebuilt_workload_name(old))
+        ids = config.workload_identifier_annotations
+        path = _PREBUILT_ANNOTATION_PATH if _prebuilt_by_annotation(job, config) else _PREBUILT_PATH
+        errs += _immutable(path, prebuilt_workload_name(job, ids), prebuilt_workload_name(old, ids))
     if not new_suspended or not old_suspended:
         errs += _immutable(
             _MAX_EXEC_TIME_PATH,
@@ -382,6 +420,11 @@ def _validate_on_update(old: Obj, job: Obj, lookup: Lookup) -> list[FieldError]:
                 _PRIORITY_CLASS_PATH, new_class, "WorkloadPriorityClass cannot be removed from a workload"
             )
         )
+    if config.admission_gated_by:
+        gate_key = k.ADMISSION_GATED_BY_ANNOTATION
+        new_gates = _annotations(job).get(gate_key)
+        errs += admission_gated_by_update_errors(_annotations(old).get(gate_key), new_gates)
+        errs += admission_gated_by_format_errors(str(new_gates or ""))
     return errs
 
 

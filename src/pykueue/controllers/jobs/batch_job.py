@@ -352,18 +352,23 @@ def workload_name(
     *,
     generation: int | None = None,
     short_names: bool = False,
+    extra: str = "",
 ) -> str:
     """``lower(kind)-<name>`` truncated, plus ``-`` and 5 hex digits of a SHA-1 of the identity.
 
     The prefix is cut to 247 characters (253 minus the separator and hash; 57 for the 63-character
     names of ``ShortWorkloadNames``); the hash covers the full name, so truncated names stay
-    distinct. Elastic jobs pass ``generation`` so each scale gets its own Workload.
+    distinct. Elastic jobs pass ``generation`` so each scale gets its own Workload
+    (``GetWorkloadNameForOwnerWithGVKAndGeneration``: the generation in decimal is the ``extra``
+    of ``GenerateWorkloadNameWithExtra``, hashed after the uid when not empty).
     """
     max_prefix = (63 if short_names else 253) - 1 - _HASH_LENGTH
     prefix = f"{kind.lower()}-{job_name}"[:max_prefix]
     identity = f"{kind}\n{group}\n{job_name}\n{job_uid}"
     if generation is not None:
-        identity += f"\n{generation}"
+        extra = str(generation)
+    if extra:
+        identity += f"\n{extra}"
     return f"{prefix}-{hashlib.sha1(identity.encode()).hexdigest()[:_HASH_LENGTH]}"
 
 
@@ -787,8 +792,8 @@ def start_job(job: Mapping[str, Any], wl: Workload, injections: Sequence[PodSetI
     """
     del wl  # everything the batch Job needs from the Workload is in the injections
     if len(injections) != 1:
-        # Upstream's format puts the two numbers the other way round; the text is kept as is.
-        raise InvalidPodSetsInfo(f"invalid podset infos: expecting {len(injections)} podset, got 1")
+        # ``podset.BadPodSetsInfoLenError(1, len(podSetsInfo))`` (pkg/podset/podset.go): want, then got.
+        raise InvalidPodSetsInfo(f"invalid podset infos: expecting 1 podset, got {len(injections)}")
     out = copy.deepcopy(dict(job))
     spec: dict[str, Any] = dict(out.get("spec") or {})
     info = injections[0]

@@ -9,6 +9,7 @@ resulting watch events to take the next step.
 from __future__ import annotations
 
 import copy
+import json
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -24,7 +25,13 @@ from pykueue.controllers.cluster_cache import JOB
 from pykueue.controllers.jobs import batch_job as bj
 from pykueue.core.events import NORMAL, WARNING, Event
 from pykueue.core.workload import transitions
-from pykueue.core.workload.info import has_quota_reservation, is_admitted, is_evicted, is_finished
+from pykueue.core.workload.info import (
+    has_quota_reservation,
+    is_admitted,
+    is_evicted,
+    is_finished,
+    workload_key,
+)
 from pykueue.runtime.informer import ObjectKey
 
 if TYPE_CHECKING:
@@ -87,12 +94,11 @@ class JobController:
             return
         if not self._managed(job) or owner_managed_by_kueue(job):
             return
-        owned = self._owned(job)
-        wl = self._match(job, owned)
-        if wl is None and owned:
-            return  # a leftover was deleted, rewritten or the Job stopped; the next event continues
+        job, wl, done = self._ensure_one_workload(job, self._owned(job))
+        if done:
+            return  # a leftover was deleted or rewritten; the resulting events continue
         if wl is not None:
-            if self._propagate_gate(job, wl):
+            if self.options.gate("AdmissionGatedBy") and self._propagate_gate(job, wl):
                 return
             if bj.needs_priority_update(job, wl):
                 self._update_priority(job, wl)
@@ -135,7 +141,16 @@ class JobController:
             refs = [r for r in wl.metadata.owner_references if r.kind == "Job" and r.name == name]
             if not refs or (uid is not None and all(r.uid != uid for r in refs)):
                 continue
-            if not is_finished(wl) and wl.metadata.deletion_timestamp is None:
+            # ``workload.FinalizeOrphanedWorkload`` (pkg/workload/workload.go): Finished only under the
+            # FinishOrphanedWorkloads gate, for a Workload not being deleted that has a controller
+            # reference; the finalizer goes in every case.
+            can_finish = any(r.controller for r in wl.metadata.owner_references)
+            if (
+                self.options.gate("FinishOrphanedWorkloads")
+                and can_finish
+                and not is_finished(wl)
+                and wl.metadata.deletion_timestamp is None
+            ):
                 updated = transitions.copy_for_status(wl)
                 transitions.set_condition(
                     updated,
@@ -152,34 +167,56 @@ class JobController:
 
     # --- step 2: find the Workload ------------------------------------------------------------------------
 
-    def _match(self, job: dict[str, Any], owned: list[Workload]) -> Workload | None:
+    def _ensure_one_workload(
+        self, job: dict[str, Any], owned: list[Workload]
+    ) -> tuple[dict[str, Any], Workload | None, bool]:
+        """``JobReconciler.ensureOneWorkload``: the Job's matching Workload, the others deleted.
+
+        Returns ``(job, workload, done)``: the Job as it stands after a stop, the matching Workload
+        (None when there is none), and whether this reconcile ends here (upstream returns
+        ``ErrNoMatchingWorkloads`` / ``ErrExtraWorkloads`` after deleting Workloads; a rewritten
+        leftover continues on its watch event)."""
         match: Workload | None = None
         for wl in owned:
-            if match is None and bj.is_equivalent(job, wl, self.ctx.flavors):
+            if bj.is_equivalent(
+                job,
+                wl,
+                self.ctx.flavors,
+                assign_queue_labels=self.options.gate("AssignQueueLabelsForPods"),
+                tas_enabled=self.options.gate("TopologyAwareScheduling"),
+                partial_admission=self.options.gate("PartialAdmission"),
+            ):
                 match = wl
-        if match is not None:
-            for wl in owned:
-                if wl is not match:
-                    self._remove_finalizer(wl)
-                    self.ctx.client.delete(R.WORKLOADS, wl.metadata.name, wl.metadata.namespace)
-                    self._event(job, NORMAL, "DeletedWorkload", bj.deleted_workload_message(wl))
-            return match
-        if not owned:
-            return None
-        keep: Workload | None = None
-        if bj.is_suspended(job):
-            keep = next((wl for wl in owned if not has_quota_reservation(wl)), None)
-            if keep is not None:
-                self._rewrite(job, keep)
-        else:
-            self._stop(job, owned[0], "No matching Workload; restoring pod templates according to existent Workload")
-        # ensureOneWorkload: every other owned Workload goes, so a new one can be created.
-        for wl in owned:
-            if wl is not keep and wl.metadata.deletion_timestamp is None:
-                self._remove_finalizer(wl)
+                break
+        to_delete = [wl for wl in owned if wl is not match]
+        suspended = bj.is_suspended(job)
+        to_update: Workload | None = None
+        if match is None and to_delete and suspended and not has_quota_reservation(to_delete[0]):
+            to_update = to_delete.pop(0)
+        if match is None and not suspended and bj.job_finished(job) is None:
+            # A running Job without its Workload is stopped; with exactly one leftover its pod
+            # templates are restored from it ("all bets are off" with more).
+            if len(to_delete) == 1:
+                self._stop(job, to_delete[0], bj.STOP_NO_MATCHING_WORKLOAD)
+            else:
+                self._stop(job, None, bj.STOP_MISSING_WORKLOAD)
+            meta = job["metadata"]
+            job = self.ctx.raw["jobs"].get((meta["namespace"], meta["name"]), job)
+        deleted = 0
+        for wl in to_delete:
+            # ``workload.Delete``: the finalizer goes first; a Workload already being deleted is not
+            # deleted again (and gets no event).
+            self._remove_finalizer(wl)
+            if wl.metadata.deletion_timestamp is None:
                 self.ctx.client.delete(R.WORKLOADS, wl.metadata.name, wl.metadata.namespace)
+                deleted += 1
                 self._event(job, NORMAL, "DeletedWorkload", bj.deleted_workload_message(wl))
-        return None
+        if deleted:
+            return job, None, True
+        if to_update is not None:
+            self._rewrite(job, to_update)
+            return job, None, True
+        return job, match, False
 
     def _rewrite(self, job: dict[str, Any], wl: Workload) -> None:
         priority = self._priority(job)
@@ -201,7 +238,9 @@ class JobController:
         if want:
             annotations[key] = want
         meta = msgspec.structs.replace(wl.metadata, annotations=annotations)
-        self.ctx.write_workload(msgspec.structs.replace(wl, metadata=meta), status=False)
+        if self.ctx.write_workload(msgspec.structs.replace(wl, metadata=meta), status=False):
+            # ``RecordAdmissionGatedByUpdateEvent``
+            self._event(job, NORMAL, "UpdatedWorkload", f"Updated workload AdmissionGatedBy to {json.dumps(want or '', ensure_ascii=False)}")
         return True
 
     def _update_priority(self, job: dict[str, Any], wl: Workload) -> None:
@@ -221,13 +260,15 @@ class JobController:
     def _remove_finalizer(self, wl: Workload) -> None:
         self.workload_controller.remove_finalizer(wl)
 
-    def _finish(self, job: dict[str, Any], wl: Workload, reason: str, message: str) -> None:
-        """Finish the Workload; ``FinishedWorkload`` follows when its finalizer goes (step 3)."""
+    def _finish(self, job: dict[str, Any], wl: Workload, reason: str, message: str, *, event: bool = True) -> None:
+        """Finish the Workload (``workloadfinish.Finish``); ``ReconcileGenericJob``'s "job is finished"
+        step records ``FinishedWorkload`` on the Job as it does so (a failed start does not)."""
         if is_finished(wl):
             return
         updated = transitions.copy_for_status(wl)
         transitions.set_condition(updated, "Finished", "True", reason, message, self.ctx.now())
-        self.ctx.write_workload(updated)
+        if self.ctx.write_workload(updated) and event:
+            self._event(job, NORMAL, "FinishedWorkload", bj.finished_workload_message(wl))
 
     # --- step 6: create the Workload ----------------------------------------------------------------------
 
@@ -257,12 +298,13 @@ class JobController:
             self.ctx.options.label_keys_to_copy,
             partial_admission=self.options.gate("PartialAdmission"),
             short_workload_names=self.options.gate("ShortWorkloadNames"),
+            tas_enabled=self.options.gate("TopologyAwareScheduling"),
         )
 
     def _create_workload(self, job: dict[str, Any]) -> None:
+        """``handleJobWithNoWorkload``: wait while the Job has active pods, else create its Workload
+        (a running Job was stopped by :meth:`_ensure_one_workload` already)."""
         if bj.active_pods(job) > 0:
-            if not bj.is_suspended(job):
-                self._stop(job, None, "Missing Workload; unable to restore pod templates")
             return
         priority = self._priority(job)
         if isinstance(priority, bj.PriorityError):
@@ -278,9 +320,6 @@ class JobController:
         if self.ctx.metrics is not None:
             self.ctx.metrics.workload_created(job, out, "Job")
         self._event(job, NORMAL, "CreatedWorkload", bj.created_workload_message(wl))
-        if not bj.is_suspended(job):
-            created = self.ctx.workloads.get(f"{wl.metadata.namespace}/{wl.metadata.name}")
-            self._stop(job, created, "Not admitted by cluster queue")
 
     # --- steps 7-8: reclaimable pods, PodsReady -----------------------------------------------------------
 
@@ -314,9 +353,12 @@ class JobController:
     def _evicted(self, job: dict[str, Any], wl: Workload) -> None:
         ev = find_condition(wl.status.conditions, "Evicted")
         note = ev.message if ev is not None else "Evicted"
-        if not bj.is_suspended(job):
-            self._stop(job, wl, note)
-            return
+        # ``ReconcileGenericJob`` step 6: stop the Job (``stopJob`` on a Job already suspended still
+        # clears its startTime and restores its pod template, without the Stopped event), then, in the
+        # same reconcile, release the quota once the Job has no active pods (``job.IsActive`` reads
+        # the status, which a stop leaves alone).
+        self._stop(job, wl, note)
+        wl = self.ctx.workloads.get(workload_key(wl), wl)
         if has_quota_reservation(wl) and bj.active_pods(job) == 0:
             updated = transitions.copy_for_status(wl)
             if transitions.complete_eviction(updated, self.ctx.now(), self.options):
@@ -334,7 +376,8 @@ class JobController:
             if note is not None and self._last_check_note.get(key) != note:
                 self._last_check_note[key] = note
                 self._event(job, NORMAL, "UpdatedAdmissionCheck", note)
-            return
+        # ``handleQueueNameChange`` follows ``recordAdmissionCheckUpdate`` in upstream's step 7,
+        # for a Workload reserving quota too.
         queue = bj.queue_name(job)
         if queue != wl.spec.queue_name:
             spec = msgspec.structs.replace(wl.spec, queue_name=queue)
@@ -342,15 +385,20 @@ class JobController:
 
     def _start(self, job: dict[str, Any], wl: Workload) -> None:
         try:
+            # ``getPodSetsInfoFromStatus``: the workload annotation and topology gate only under
+            # the TopologyAwareScheduling gate, the queue labels under AssignQueueLabelsForPods.
             injections = bj.pod_set_injection(
-                wl, self.ctx.flavors, self.options.gate("AssignQueueLabelsForPods")
+                wl,
+                self.ctx.flavors,
+                self.options.gate("AssignQueueLabelsForPods"),
+                tas_enabled=self.options.gate("TopologyAwareScheduling"),
             )
             started = bj.start_job(job, wl, injections)
         except bj.FlavorNotFound:
             self.ctx.requeue_after(JOB, (job["metadata"]["namespace"], job["metadata"]["name"]), 1.0)
             return
         except bj.StartJobError as err:
-            self._finish(job, wl, "FailedToStart", str(err))
+            self._finish(job, wl, "FailedToStart", str(err), event=False)
             return
         self._write_job(started)
         self._event(job, NORMAL, "Started", bj.started_message(wl))
