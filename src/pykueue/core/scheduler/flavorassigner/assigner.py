@@ -38,7 +38,7 @@ from pykueue.core.scheduler.flavorassigner.assignment import (
     PodSetAssignmentResult,
     PreemptionMode,
 )
-from pykueue.core.workload.info import LastAssignment, PodSetInfo, WorkloadInfo
+from pykueue.core.workload.info import LastAssignment, PodSetInfo, WorkloadInfo, allowed_flavors_annotation
 
 Oracle = Callable[[ClusterQueueState, WorkloadInfo, FlavorResource, int], tuple[PreemptionMode, int]]
 """Preemption oracle (``PreemptionOracle.SimulatePreemption``): ``(cq, wl, fr, quantity) ->
@@ -221,6 +221,12 @@ class FlavorAssigner:
             options.assigner_gates
         )
         self._pin = nomination_pin if nomination_pin and pin_gate else None
+        # ``concurrentadmission.IsFlavorAllowedForVariant``: under ``ConcurrentAdmission`` the
+        # allowed-flavors annotation names the only flavors to try (``csv.Parse``; None: any).
+        allowed = allowed_flavors_annotation(wl.obj, options)
+        self._allowed: frozenset[str] | None = (
+            None if allowed is None else frozenset(f.strip() for f in allowed.split(",")) if allowed.strip() else frozenset()
+        )
         # The ClusterQueue's fungibility and preemption comparisons, made once per spec
         # (``ClusterQueueState.assigner_flags``).
         (
@@ -418,6 +424,10 @@ class FlavorAssigner:
                 reasons.append(
                     f"skipping flavor {fname} as it is not found in the nomination mapping for resource {res}"
                 )
+                continue
+            if self._allowed is not None and fname not in self._allowed:
+                # Upstream ``findFlavorForPodSetResource``.
+                reasons.append(f"skipping flavor {fname} due to WorkloadAllowedResourceFlavorAnnotation annotation")
                 continue
             flavor = flavors_get(fname)
             if flavor is None or flavor.spec.node_taints or flavor.spec.node_labels:
