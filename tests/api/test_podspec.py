@@ -246,6 +246,60 @@ def test_validate_requests_within_limits(spec: dict[str, Any], want: list[str]) 
     assert validate_requests_within_limits(spec, PS0) == want
 
 
+def _ps_path(i: int) -> str:
+    return f"spec.podSets[{i}].template.spec"
+
+
+@pytest.mark.parametrize(
+    ("pod_sets", "want"),
+    [
+        pytest.param(
+            [
+                {"containers": [container({"cpu": "100m", "memory": "100Mi"}, {"cpu": "200m", "memory": "200Mi"})]},
+                {"initContainers": [container({"cpu": "100m"}, {"cpu": "200m"})], "containers": [container()]},
+            ],
+            [],
+            id="valid workload",
+        ),
+        pytest.param(
+            [{"containers": [container()], "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "200m"}}}],
+            [],
+            id="valid workload with pod-level resources",
+        ),
+        pytest.param(
+            [{"containers": [container()], "resources": {"requests": {"cpu": "300m"}, "limits": {"cpu": "200m"}}}],
+            [f'{_ps_path(0)}.resources: Invalid value: ["cpu"]: {MSG}'],
+            id="invalid workload; pod-level requests exceed limits",
+        ),
+        pytest.param(
+            [
+                {
+                    "initContainers": [
+                        container({"memory": "200Mi", "cpu": "100m"}, {"memory": "100Mi", "cpu": "200m"})
+                    ],
+                    "containers": [container({"cpu": "300m"}, {"cpu": "200m"})],
+                },
+                {
+                    "initContainers": [container({"cpu": "300m"}, {"cpu": "200m"})],
+                    "containers": [container({"cpu": "100m"}, {"cpu": "200m"})],
+                },
+            ],
+            [
+                f'{_ps_path(0)}.initContainers[0]: Invalid value: ["memory"]: {MSG}',
+                f'{_ps_path(0)}.containers[0]: Invalid value: ["cpu"]: {MSG}',
+                f'{_ps_path(1)}.initContainers[0]: Invalid value: ["cpu"]: {MSG}',
+            ],
+            id="invalid workload; multiple PodSet has invalid initContainers and containers",
+        ),
+    ],
+)
+def test_validate_resources(pod_sets: list[dict[str, Any]], want: list[str]) -> None:
+    """Upstream ``TestValidateResources``: every pod set's errors, in pod-set order (the loop of
+    ``admissibility._spec_memo``)."""
+    got = [e for i, spec in enumerate(pod_sets) for e in validate_requests_within_limits(spec, _ps_path(i))]
+    assert got == want
+
+
 def test_resources_validation_error_aggregates() -> None:
     assert resources_validation_error([]) is None
     assert resources_validation_error(["a: x"]) == "resources validation failed: a: x"

@@ -14,6 +14,12 @@ not ported (covered elsewhere or not API-visible here):
   TestWithPreprocessedDRAResources*, TestSumTotalRequestsWithDRAFromAdmission — queue order
   (tests/core/test_queue_manager.py), TAS, MultiKueue and DRA, which pykueue does not implement.
 - TestCalcLocalQueueFSUsage — AdmissionFairSharing, not implemented.
+- podsetscounts_test.go (TestExtractPodSetCounts, TestExtractPodSetCountsFromWorkload,
+  TestApplyPodSetCounts, TestPodSetsCounts_HasFewerReplicasThan) — the pod-set count helpers of
+  elastic workloads (``workloadslicing``, ``ElasticJobsViaWorkloadSlices``), not implemented.
+- resources_test.go: TestAdjustResources and TestValidateResources are in tests/api/test_podspec.py;
+  TestValidateLimitRange — the LimitRange validation (``max``/``min``/``maxLimitRequestRatio``), not
+  implemented (``podspec.adjust_pod_spec`` says so).
 - TestIsOnHold, TestFromQuotaReservedOrAdmittedToPending, TestWorkloadPriorityClassChanged,
   TestUpdateWithRebuild, TestSetConditionAndUpdate, TestFilterChecksForAdmission,
   TestAdmissionChecksForWorkload, TestEvictionPendingLatency, TestTotalExecutionTime — predicates
