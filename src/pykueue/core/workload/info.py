@@ -280,7 +280,7 @@ def admitted_usage(wl: Workload, options: SchedulerOptions) -> dict[FlavorResour
 def allowed_flavors_annotation(wl: Workload, options: SchedulerOptions) -> str | None:
     """The ``workload-allowed-resource-flavors`` annotation under ``ConcurrentAdmission`` (None:
     the gate is off or the annotation absent)."""
-    if not options.gate("ConcurrentAdmission"):
+    if not options.gate_concurrent_admission:
         return None
     return wl.metadata.annotations.get(WORKLOAD_ALLOWED_RESOURCE_FLAVOR_ANNOTATION)
 
@@ -304,7 +304,7 @@ def _hash(wl: Workload, priority: int, pod_sets: list[PodSetInfo], options: Sche
             )
             for ps in pod_sets
         ],
-        allowed_flavors_annotation(wl, options),
+        allowed_flavors_annotation(wl, options) if options.gate_concurrent_admission else None,
     )
 
 
@@ -337,7 +337,10 @@ def new_workload_info(
         scheduling_hash = (
             previous.scheduling_hash
             if previous.priority == priority
-            and allowed_flavors_annotation(previous.obj, options) == allowed_flavors_annotation(wl, options)
+            and (
+                not options.gate_concurrent_admission
+                or allowed_flavors_annotation(previous.obj, options) == allowed_flavors_annotation(wl, options)
+            )
             else _hash(wl, priority, pod_sets, options)
         )
     else:

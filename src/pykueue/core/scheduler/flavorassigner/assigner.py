@@ -223,10 +223,11 @@ class FlavorAssigner:
         self._pin = nomination_pin if nomination_pin and pin_gate else None
         # ``concurrentadmission.IsFlavorAllowedForVariant``: under ``ConcurrentAdmission`` the
         # allowed-flavors annotation names the only flavors to try (``csv.Parse``; None: any).
-        allowed = allowed_flavors_annotation(wl.obj, options)
-        self._allowed: frozenset[str] | None = (
-            None if allowed is None else frozenset(f.strip() for f in allowed.split(",")) if allowed.strip() else frozenset()
-        )
+        self._allowed: frozenset[str] | None = None
+        if options.gate_concurrent_admission:
+            allowed = allowed_flavors_annotation(wl.obj, options)
+            if allowed is not None:
+                self._allowed = frozenset(f.strip() for f in allowed.split(",")) if allowed.strip() else frozenset()
         # The ClusterQueue's fungibility and preemption comparisons, made once per spec
         # (``ClusterQueueState.assigner_flags``).
         (
@@ -416,6 +417,7 @@ class FlavorAssigner:
         attempted = -1
         flavors_get = self.flavors.get
         fungibility = self._fungibility
+        allowed = self._allowed
         start = 0 if self.wl.last_assignment is None else self._start_index(index, res)
         for idx in range(start, len(group_flavors)):
             attempted = idx
@@ -425,7 +427,7 @@ class FlavorAssigner:
                     f"skipping flavor {fname} as it is not found in the nomination mapping for resource {res}"
                 )
                 continue
-            if self._allowed is not None and fname not in self._allowed:
+            if allowed is not None and fname not in allowed:
                 # Upstream ``findFlavorForPodSetResource``.
                 reasons.append(f"skipping flavor {fname} due to WorkloadAllowedResourceFlavorAnnotation annotation")
                 continue
