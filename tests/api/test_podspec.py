@@ -246,6 +246,60 @@ def test_validate_requests_within_limits(spec: dict[str, Any], want: list[str]) 
     assert validate_requests_within_limits(spec, PS0) == want
 
 
+def _ps_path(i: int) -> str:
+    return f"spec.podSets[{i}].template.spec"
+
+
+@pytest.mark.parametrize(
+    ("pod_sets", "want"),
+    [
+        pytest.param(
+            [
+                {"containers": [container({"cpu": "100m", "memory": "100Mi"}, {"cpu": "200m", "memory": "200Mi"})]},
+                {"initContainers": [container({"cpu": "100m"}, {"cpu": "200m"})], "containers": [container()]},
+            ],
+            [],
+            id="valid workload",
+        ),
+        pytest.param(
+            [{"containers": [container()], "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "200m"}}}],
+            [],
+            id="valid workload with pod-level resources",
+        ),
+        pytest.param(
+            [{"containers": [container()], "resources": {"requests": {"cpu": "300m"}, "limits": {"cpu": "200m"}}}],
+            [f'{_ps_path(0)}.resources: Invalid value: ["cpu"]: {MSG}'],
+            id="invalid workload; pod-level requests exceed limits",
+        ),
+        pytest.param(
+            [
+                {
+                    "initContainers": [
+                        container({"memory": "200Mi", "cpu": "100m"}, {"memory": "100Mi", "cpu": "200m"})
+                    ],
+                    "containers": [container({"cpu": "300m"}, {"cpu": "200m"})],
+                },
+                {
+                    "initContainers": [container({"cpu": "300m"}, {"cpu": "200m"})],
+                    "containers": [container({"cpu": "100m"}, {"cpu": "200m"})],
+                },
+            ],
+            [
+                f'{_ps_path(0)}.initContainers[0]: Invalid value: ["memory"]: {MSG}',
+                f'{_ps_path(0)}.containers[0]: Invalid value: ["cpu"]: {MSG}',
+                f'{_ps_path(1)}.initContainers[0]: Invalid value: ["cpu"]: {MSG}',
+            ],
+            id="invalid workload; multiple PodSet has invalid initContainers and containers",
+        ),
+    ],
+)
+def test_validate_resources(pod_sets: list[dict[str, Any]], want: list[str]) -> None:
+    """Upstream ``TestValidateResources``: every pod set's errors, in pod-set order (the loop of
+    ``admissibility._spec_memo``)."""
+    got = [e for i, spec in enumerate(pod_sets) for e in validate_requests_within_limits(spec, _ps_path(i))]
+    assert got == want
+
+
 def test_resources_validation_error_aggregates() -> None:
     assert resources_validation_error([]) is None
     assert resources_validation_error(["a: x"]) == "resources validation failed: a: x"
@@ -860,6 +914,223 @@ def test_adjust_pod_spec_limit_range_defaults() -> None:
     }
     assert spec["containers"][1] == container()  # input untouched
     assert pod_requests(adjusted) == {"cpu": Fraction(2, 10), "memory": Fraction(3 * 2**30)}
+
+
+# Upstream ``TestAdjustResources`` (pkg/workload/resources_test.go), case by case. Each pod set is
+# ``MakePodSet``'s one container "c" (``Request``/``Limit``), init containers, pod-level
+# ``resources`` and runtime class; ``adjust_pod_spec`` takes the overhead of the RuntimeClass the
+# spec names (looked up here, as its caller does) and the namespace's LimitRanges. Upstream also
+# writes the limits as missing requests; pykueue's ``pod_requests`` applies that rule itself, so for
+# those the effective requests are compared (``pod_requests`` of the result against upstream's
+# ``wantWl``), and the resources themselves otherwise.
+
+
+def _ps(
+    requests: dict[str, Any] | None = None,
+    limits: dict[str, Any] | None = None,
+    *,
+    init: list[dict[str, Any]] | None = None,
+    pod_requests_: dict[str, Any] | None = None,
+    pod_limits: dict[str, Any] | None = None,
+    runtime_class: str | None = None,
+    overhead: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [container(requests or {}, limits)]}
+    if init is not None:
+        spec["initContainers"] = init
+    if pod_requests_ is not None or pod_limits is not None:
+        spec["resources"] = {
+            **({"requests": pod_requests_} if pod_requests_ is not None else {}),
+            **({"limits": pod_limits} if pod_limits is not None else {}),
+        }
+    if runtime_class is not None:
+        spec["runtimeClassName"] = runtime_class
+    if overhead is not None:
+        spec["overhead"] = overhead
+    return spec
+
+
+def _init(requests: dict[str, Any] | None = None, limits: dict[str, Any] | None = None) -> dict[str, Any]:
+    resources: dict[str, Any] = {}
+    if limits is not None:
+        resources["limits"] = limits
+    if requests is not None:
+        resources["requests"] = requests
+    return {"resources": resources}
+
+
+def _limit_range(kind: str, **values: dict[str, Any]) -> dict[str, Any]:
+    return {"spec": {"limits": [{"type": kind, **values}]}}
+
+
+_OH1 = {"cpu": "1", "memory": "1Ki"}  # defaultResourceQuantity(cpu, 1), (memory, 1024)
+_OH2 = {"cpu": "2", "memory": "2Ki"}
+_CPU_RANGE = {"default": {"cpu": "4"}, "defaultRequest": {"cpu": "3"}, "max": {"cpu": "5"}, "min": {"cpu": "2"}}
+
+ADJUST_RESOURCES: list[Any] = [
+    pytest.param(
+        {"runtime-a": _OH1},
+        [],
+        [
+            _ps(runtime_class="runtime-a"),
+            _ps(),
+            _ps(runtime_class="runtime-a", overhead=_OH2),
+            _ps(runtime_class="runtime-d"),
+            _ps(runtime_class="runtime-e", overhead=_OH2),
+        ],
+        [
+            _ps(runtime_class="runtime-a", overhead=_OH1),
+            _ps(),
+            _ps(runtime_class="runtime-a", overhead=_OH2),
+            _ps(runtime_class="runtime-d"),
+            _ps(runtime_class="runtime-e", overhead=_OH2),
+        ],
+        True,
+        id="Handle runtimeClass with podOverHead",
+    ),
+    pytest.param(
+        {"runtime-a": None},
+        [],
+        [
+            _ps(runtime_class="runtime-a"),
+            _ps(),
+            _ps(runtime_class="runtime-a", overhead=_OH1),
+            _ps(runtime_class="runtime-d"),
+            _ps(runtime_class="runtime-e", overhead=_OH1),
+        ],
+        [
+            _ps(runtime_class="runtime-a"),
+            _ps(),
+            _ps(runtime_class="runtime-a", overhead=_OH1),
+            _ps(runtime_class="runtime-d"),
+            _ps(runtime_class="runtime-e", overhead=_OH1),
+        ],
+        True,
+        id="Handle runtimeClass without podOverHead",
+    ),
+    pytest.param(
+        {},
+        [_limit_range("Container", **_CPU_RANGE)],
+        [
+            _ps(init=[{}]),
+            _ps(limits={"cpu": "6"}, init=[{}]),
+            _ps({"cpu": "1"}, init=[{}]),
+        ],
+        [
+            _ps({"cpu": "3"}, {"cpu": "4"}, init=[_init({"cpu": "3"}, {"cpu": "4"})]),
+            _ps({"cpu": "3"}, {"cpu": "6"}, init=[_init({"cpu": "3"}, {"cpu": "4"})]),
+            _ps({"cpu": "1"}, {"cpu": "4"}, init=[_init({"cpu": "3"}, {"cpu": "4"})]),
+        ],
+        True,
+        id="Handle container limit range",
+    ),
+    pytest.param(
+        {},
+        [_limit_range("Pod", **_CPU_RANGE)],
+        [_ps(), _ps({"cpu": "1"}, {"cpu": "6"})],
+        [_ps(), _ps({"cpu": "1"}, {"cpu": "6"})],
+        True,
+        id="Handle pod limit range",
+    ),
+    pytest.param(
+        {},
+        [
+            _limit_range(
+                "Pod",
+                default={"cpu": "4", "memory": "1Gi"},
+                defaultRequest={"cpu": "3", "memory": "512Mi"},
+            )
+        ],
+        [_ps(pod_limits={"memory": "2Gi"}), _ps(pod_limits={"cpu": "6"}, pod_requests_={"cpu": "1"})],
+        [
+            _ps(pod_limits={"cpu": "4", "memory": "2Gi"}, pod_requests_={"cpu": "3", "memory": "512Mi"}),
+            _ps(pod_limits={"cpu": "6", "memory": "1Gi"}, pod_requests_={"cpu": "1", "memory": "512Mi"}),
+        ],
+        True,
+        id="Handle pod-level resources with pod limit range",
+    ),
+    pytest.param(
+        {},
+        [_limit_range("Container")],
+        [_ps(), _ps({"cpu": "1"}, {"cpu": "6"})],
+        [_ps(), _ps({"cpu": "1"}, {"cpu": "6"})],
+        True,
+        id="Handle empty container limit range",
+    ),
+    pytest.param(
+        {},
+        [],
+        [
+            _ps(pod_limits={"cpu": "1", "memory": "1Gi"}),
+            _ps(pod_requests_={"cpu": "2"}, pod_limits={"cpu": "3", "memory": "1Gi"}),
+        ],
+        [
+            _ps(pod_limits={"cpu": "1", "memory": "1Gi"}, pod_requests_={"cpu": "1", "memory": "1Gi"}),
+            _ps(pod_requests_={"cpu": "2", "memory": "1Gi"}, pod_limits={"cpu": "3", "memory": "1Gi"}),
+        ],
+        False,
+        id="Apply pod-level limits to requests",
+    ),
+    pytest.param(
+        {},
+        [],
+        [
+            _ps(limits={"cpu": "1", "memory": "1Gi"}, init=[_init(limits={"cpu": "1", "memory": "1"})]),
+            _ps(
+                {"cpu": "2"},
+                {"cpu": "3", "memory": "1Gi"},
+                init=[_init({"cpu": "2"}, {"cpu": "3", "memory": "1"})],
+            ),
+            _ps(
+                {"memory": "1Gi"},
+                {"cpu": "1", "memory": "3Gi"},
+                init=[_init({"memory": "1"}, {"cpu": "1", "memory": "3"})],
+            ),
+            _ps(limits={"cpu": "1"}, init=[_init(limits={"cpu": "1"})]),
+            _ps({"memory": "1Gi"}, init=[_init({"memory": "1"})]),
+        ],
+        [
+            _ps(
+                {"cpu": "1", "memory": "1Gi"},
+                {"cpu": "1", "memory": "1Gi"},
+                init=[_init({"cpu": "1", "memory": "1"}, {"cpu": "1", "memory": "1"})],
+            ),
+            _ps(
+                {"cpu": "2", "memory": "1Gi"},
+                {"cpu": "3", "memory": "1Gi"},
+                init=[_init({"cpu": "2", "memory": "1"}, {"cpu": "3", "memory": "1"})],
+            ),
+            _ps(
+                {"cpu": "1", "memory": "1Gi"},
+                {"cpu": "1", "memory": "3Gi"},
+                init=[_init({"cpu": "1", "memory": "1"}, {"cpu": "1", "memory": "3"})],
+            ),
+            _ps({"cpu": "1"}, {"cpu": "1"}, init=[_init({"cpu": "1"}, {"cpu": "1"})]),
+            _ps({"memory": "1Gi"}, init=[_init({"memory": "1"})]),
+        ],
+        False,
+        id="Apply limits to requests",
+    ),
+]
+
+
+@pytest.mark.parametrize(("runtime_classes", "limit_ranges", "pod_sets", "want", "same_resources"), ADJUST_RESOURCES)
+def test_adjust_resources(
+    runtime_classes: dict[str, dict[str, Any] | None],
+    limit_ranges: list[dict[str, Any]],
+    pod_sets: list[dict[str, Any]],
+    want: list[dict[str, Any]],
+    same_resources: bool,
+) -> None:
+    for spec, want_spec in zip(pod_sets, want, strict=True):
+        adjusted = adjust_pod_spec(
+            spec,
+            runtime_class_overhead=runtime_classes.get(spec.get("runtimeClassName") or ""),
+            limit_ranges=limit_ranges,
+        )
+        assert pod_requests(adjusted) == pod_requests(want_spec)
+        if same_resources:
+            assert adjusted == want_spec
 
 
 # --- scheduling hash (upstream ``computeSchedulingHash``) --------------------------------------------

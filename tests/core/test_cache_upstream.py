@@ -56,6 +56,8 @@ from builders import (
     simulate,
     workload,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pykueue.api.kueue import ClusterQueue
 from pykueue.api.meta import Condition, LabelSelector, LabelSelectorRequirement
@@ -703,6 +705,90 @@ def test_cohort_cycles_cohort_joining_cohort_with_cycle_successfully_updates_old
     assert _subtree(cache, "root") == {("arm", "cpu"): 10000}
     cache.add_or_update_cohort(cohort("cohort", flavor_quotas("arm", cpu=10), parent="cycle-root"))
     assert _subtree(cache, "root") == {}
+
+
+def test_cohort_reattached_inside_a_cycle_is_counted_once_the_cycle_breaks() -> None:
+    """Upstream keeps a tree with a cycle as it was (``updateCohortTreeResources`` returns
+    ``ErrCohortHasCycle`` before ``updateCohortResourceNode``) and recomputes it from the root once
+    an edit leaves no cycle. A cohort attached to a member of the cycle meanwhile then counts in
+    every ancestor's subtree quota."""
+    cache = Cache()
+    cache.add_or_update_cohort(cohort("c", _default_cpu(1)))
+    cache.add_or_update_cohort(cohort("b", _default_cpu(9), parent="c"))
+    cache.add_or_update_cohort(cohort("a", _default_cpu(2), parent="b"))
+    cache.add_or_update_cohort(cohort("c", _default_cpu(1), parent="a"))
+    assert cache.cycle_cohorts == {"a", "b", "c"}
+    cache.add_or_update_cohort(cohort("d", _default_cpu(4), parent="b"))
+    cache.add_or_update_cohort(cohort("c", _default_cpu(1)))
+    assert cache.cycle_cohorts == set()
+    assert [_subtree(cache, n) for n in ("c", "b", "a", "d")] == [
+        {("default", "cpu"): 16000},
+        {("default", "cpu"): 15000},
+        {("default", "cpu"): 2000},
+        {("default", "cpu"): 4000},
+    ]
+
+
+_NAMES = ("a", "b", "c", "d")
+_EDIT = st.one_of(
+    st.tuples(st.just("cohort"), st.sampled_from(_NAMES), st.sampled_from(("", *_NAMES)), st.integers(0, 9)),
+    st.tuples(st.just("cq"), st.sampled_from(("q1", "q2")), st.sampled_from(_NAMES), st.integers(0, 9)),
+    st.tuples(st.just("delete"), st.sampled_from(_NAMES), st.just(""), st.just(0)),
+)
+
+
+def _outside_cycles(cache: Cache) -> dict[str, tuple[Any, ...]]:
+    """Subtree quota, usage and parent of every node whose chain of parents meets no cycle."""
+
+    def clean(name: str) -> bool:
+        seen: set[str] = set()
+        while name and name not in seen:
+            if name in cache.cycle_cohorts:
+                return False
+            seen.add(name)
+            obj = cache.cohort_objects.get(name)
+            name = obj.spec.parent_name if obj is not None else ""
+        return True
+
+    out: dict[str, tuple[Any, ...]] = {}
+    for name, node in cache.cohorts.items():
+        if clean(name):
+            out[name] = (_subtree(cache, name), {k: v for k, v in node.usage.items() if v}, node.parent and node.parent.name)
+    for name, cq in cache.cluster_queues.items():
+        if not cq.has_cycle:
+            out[name] = (dict(cq.node.subtree_quota), cq.node.parent and cq.node.parent.name)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_EDIT, max_size=14))
+def test_cohort_edits_through_cycles_leave_the_trees_outside_cycles_as_built_from_scratch(
+    edits: list[tuple[str, str, str, int]],
+) -> None:
+    """After any edits (cycles made, cohorts re-attached inside them, cycles broken), every tree
+    outside a cycle equals the one a cache built from the final objects holds: the trees an edit
+    joins or leaves are recomputed from their roots (``updateCohortTreeResources`` and
+    ``updateCohortTreeResourcesIfNoCycle`` of the old parent)."""
+    cache = Cache()
+    cohorts: dict[str, Any] = {}
+    cqs: dict[str, Any] = {}
+    for kind, name, parent, cpu in edits:
+        if kind == "cohort":
+            cohorts[name] = cohort(name, _default_cpu(cpu), parent="" if parent == name else parent)
+            cache.add_or_update_cohort(cohorts[name])
+        elif kind == "cq":
+            cqs[name] = cluster_queue(name, _default_cpu(cpu), cohort=parent)
+            cache.add_or_update_cluster_queue(cqs[name])
+        else:
+            cohorts.pop(name, None)
+            cache.delete_cohort(name)
+        fresh = Cache()
+        for obj in cohorts.values():
+            fresh.add_or_update_cohort(obj)
+        for obj in cqs.values():
+            fresh.add_or_update_cluster_queue(obj)
+        assert fresh.cycle_cohorts == cache.cycle_cohorts
+        assert _outside_cycles(cache) == _outside_cycles(fresh)
 
 
 # --- TestDeleteCohortUpdatesAncestorSubtreeQuota ---------------------------------------------------------

@@ -122,6 +122,7 @@ class Case:
     counts: list[int] | None = None
     deleted: list[str] = field(default_factory=list)
     """Flavors deleted from the cache once the snapshot is taken (upstream ``TestDeletedFlavors``)."""
+    annotations: dict[str, str] = field(default_factory=dict)
 
 
 def run(case: Case) -> Assignment:
@@ -134,6 +135,7 @@ def run(case: Case) -> Assignment:
     for name, amounts in case.other_usage.items():
         usage(cache.cluster_queues[name], amounts)
     wl = workload("wl", pod_sets=case.pod_sets)
+    wl.metadata.annotations = dict(case.annotations)
     wl.status.reclaimable_pods = [ReclaimablePod(name=n, count=c) for n, c in case.reclaimable.items()]
     return assign_flavors(info(wl, opts), cq, snap, opts, FakeOracle(case.oracle), counts=case.counts)
 

@@ -27,10 +27,7 @@ Not ported (features pykueue does not implement):
 - TestIsNoFitDueToCapacityAndLimits "TAS not supported", "TAS level not supported", "TAS only
   flavor mismatch", "tas placement fails", "tas placement fails, cohort has no capacity", "tas
   placement fails, but queue has available capacity (waiting for preemption)" — Topology Aware
-  Scheduling; "flavor mismatch for workload slices" — elastic workloads; "flavor not allowed by
-  annotations" — ``ConcurrentAdmission`` (the ``workload-allowed-resource-flavors`` annotation).
-- TestAssignFlavorsWithAllowedFlavors (all six cases) — ``ConcurrentAdmission`` (the gate exists,
-  the feature does not).
+  Scheduling; "flavor mismatch for workload slices" — elastic workloads.
 - TestAssignment_TotalRequestsFor "WorkloadWithReplacement" and
   "WorkloadWithMultiplePodSetsOneUnchangedReplacement" — the replaced workload slice
   (``replaceWorkloadSlice``) of elastic workloads (``ElasticJobsViaWorkloadSlices``).
@@ -42,7 +39,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from builders import pod_set, workload
+from builders import cluster_queue, flavor, flavor_quotas, pod_set, workload
 from test_flavor_assignment import (
     CASES,
     DELETED_TABLE,
@@ -57,6 +54,7 @@ from test_flavor_assignment import (
     run,
 )
 
+from pykueue.api.kueue import WORKLOAD_ALLOWED_RESOURCE_FLAVOR_ANNOTATION
 from pykueue.api.quantity import resource_quantity_string
 from pykueue.core.options import SchedulerOptions
 from pykueue.core.scheduler.flavorassigner.assignment import (
@@ -2132,3 +2130,66 @@ def test_assignment_total_requests_for(name: str) -> None:
     )
     wl = new_workload_info(workload("test", pod_sets=[pod_set("main", pods, requests)]), SchedulerOptions())
     assert assignment.total_requests_for(wl) == want
+
+
+ALLOWED_FLAVORS_CQ = cluster_queue(
+    "cq", flavor_quotas("f1", cpu=10), flavor_quotas("f2", cpu=10), flavor_quotas("occupied", cpu=1)
+)
+
+
+@pytest.mark.parametrize(
+    ("allowed", "want_flavor", "want_mode"),
+    [
+        pytest.param(["f2"], "f2", Mode.FIT, id="allow only f2"),
+        pytest.param(["f1"], "f1", Mode.FIT, id="allow only f1"),
+        pytest.param(["occupied"], "", Mode.NO_FIT, id="allow only the occupied flavor"),
+        pytest.param(["f1", "f2"], "f1", Mode.FIT, id="allow f1 and f2"),
+        pytest.param(None, "f1", Mode.FIT, id="no constraints"),
+        pytest.param(["non-existent"], "", Mode.NO_FIT, id="allow non-existent"),
+    ],
+)
+def test_assign_flavors_with_allowed_flavors(allowed: list[str] | None, want_flavor: str, want_mode: Mode) -> None:
+    """Upstream ``TestAssignFlavorsWithAllowedFlavors`` (``ConcurrentAdmission`` on): the
+    ``workload-allowed-resource-flavors`` annotation (``AllowedFlavors``: ``csv.Serialize``) limits
+    the flavors tried (``IsFlavorAllowedForVariant``)."""
+    case = Case(
+        cq=ALLOWED_FLAVORS_CQ,
+        pod_sets=[pod_set("main", 1, {"cpu": "2"})],
+        want_mode=want_mode,
+        want_flavors=[],
+        flavors=[flavor("f1"), flavor("f2"), flavor("occupied")],
+        gates={"ConcurrentAdmission": True},
+        annotations={} if allowed is None else {WORKLOAD_ALLOWED_RESOURCE_FLAVOR_ANNOTATION: ",".join(allowed)},
+    )
+    got = run(case)
+    assert got.representative_mode() is want_mode
+    if want_mode is Mode.FIT:
+        assert got.pod_sets[0].flavors["cpu"].name == want_flavor
+
+
+def test_allowed_flavors_annotation_needs_the_concurrent_admission_gate() -> None:
+    """``IsFlavorAllowedForVariant`` returns true with ``ConcurrentAdmission`` off."""
+    case = Case(
+        cq=ALLOWED_FLAVORS_CQ,
+        pod_sets=[pod_set("main", 1, {"cpu": "2"})],
+        want_mode=Mode.FIT,
+        want_flavors=[],
+        flavors=[flavor("f1"), flavor("f2"), flavor("occupied")],
+        annotations={WORKLOAD_ALLOWED_RESOURCE_FLAVOR_ANNOTATION: "f2"},
+    )
+    assert run(case).pod_sets[0].flavors["cpu"].name == "f1"
+
+
+def test_is_no_fit_due_to_capacity_and_limits_flavor_not_allowed_by_annotations() -> None:
+    """Upstream ``TestIsNoFitDueToCapacityAndLimits`` "flavor not allowed by annotations" (its
+    checks: the NoFit reason, and the reason of each attempt it names that was made)."""
+    case = nofit_case(pod_set("main", 1, {"cpu": "1"}), None, [], None, {})
+    case.cq_usage = {("flavor-a", "cpu"): "4"}
+    case.gates = {"ConcurrentAdmission": True}
+    case.annotations = {WORKLOAD_ALLOWED_RESOURCE_FLAVOR_ANNOTATION: "flavor-a"}
+    got = run(case)
+    assert got.no_fit_reason() == ""
+    want_attempts = {"flavor-b": "NoMatchingFlavor"}
+    for attempt in got.pod_sets[0].attempts:
+        assert want_attempts.get(attempt.flavor, attempt.no_fit_reason) == attempt.no_fit_reason
+    assert [a.flavor for a in got.pod_sets[0].attempts] == ["flavor-a"]

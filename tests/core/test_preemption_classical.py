@@ -15,6 +15,11 @@ Upstream's tables in ``pkg/scheduler/preemption/preemption_test.go`` and
 
 Upstream's other functions there (``TestPreemptionWhenWorkloadModifiedConcurrently``,
 ``TestIssuePreemptions*``) test the API writes of ``IssuePreemptions``, not the decision.
+
+not ported: ``preempted_workloads_test.go`` (TestWorkloadsToRemove, TestWorkloadsToRemoveNilReceiver)
+— the Go map helper ``PreemptedWorkloads.MergeWithTargets`` (a clone, nil receiver, the later
+value kept for a repeated key); the rule it serves, each victim's usage removed once in ``fits``,
+is ``Cycle._without`` (victims de-duplicated by key).
 """
 
 from __future__ import annotations

@@ -82,6 +82,7 @@ from pykueue.api.meta import label_selector_matches
 from pykueue.core.cache.cache import Cache
 from pykueue.core.options import SchedulerOptions
 from pykueue.core.queue import (
+    REQUEUE_REASON_FAILED_AFTER_NOMINATION,
     REQUEUE_REASON_GENERIC,
     REQUEUE_REASON_NAMESPACE_MISMATCH,
     REQUEUE_REASON_NO_FIT,
@@ -976,3 +977,24 @@ def test_carried_last_assignment_must_match_its_recorded_shape() -> None:
     entry = cq_of(m, "cq").tracked("default/a")
     assert entry is not None and entry.info.obj is reshaped
     assert entry.info.last_assignment is None
+
+
+def test_requeue_after_the_local_queue_moved_to_another_cluster_queue() -> None:
+    """``Manager.RequeueWorkload`` requeues a head into the ClusterQueue its LocalQueue names now:
+    ``UpdateLocalQueue`` moved the LocalQueue's pending workloads (``DeleteFromLocalQueue``,
+    ``AddFromLocalQueue``) but not the head the scheduler had popped, which its failed admission
+    (``Scheduler.admit`` → ``requeueAndUpdate``) still requeues. pykueue's ``KueueCore.forget_admission``
+    finds that head through ``QueueManager.inflight``, which lost it when the LocalQueue moved, so
+    the workload was dropped from the queues."""
+    m = bare_manager()
+    for name in ("cq1", "cq2"):
+        m.add_cluster_queue(cq_obj(name))
+    m.add_local_queue(lq_obj("foo", "cq1"))
+    first = wl("a", queue="foo", generation=1)
+    assert m.add_or_update_workload(first, NOW)
+    (head,) = m.heads(ACTIVE)
+    m.update_local_queue(lq_obj("foo", "cq2"))
+    assert m.inflight("default/a") is head
+    assert m.requeue_workload(head, REQUEUE_REASON_FAILED_AFTER_NOMINATION, "", NOW, first)
+    assert dump(m) == {"cq2": ["default/a"]} and dump_inadmissible(m) == {}
+    assert m.inflight("default/a") is None

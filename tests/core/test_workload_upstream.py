@@ -4,14 +4,22 @@ ported case by case (ids are upstream's case names): ``TestSetQuotaReservation``
 
 not ported (covered elsewhere or not API-visible here):
 - TestNewInfo, TestResourceUsage, TestPropagateResourceRequests, TestReclaimablePodsAreEqual,
-  TestLimitReclaimablePodsToPodSetSizes, TestUpdateReclaimablePods, TestSchedulingHash — the
+  TestLimitReclaimablePodsToPodSetSizes, TestUpdateReclaimablePods — the
   scheduler's workload info (tests/core/test_flavor_assignment.py, test_scheduler.py own those
   rules, ported by the scheduler helpers).
+- TestSchedulingHash "DRA translation producing different TotalRequests produces different hash"
+  — DRA, not implemented (its other cases are ported below).
 - TestGetQueueOrderTimestamp, TestAssignmentClusterQueueState, TestNeedsSecondPass,
   TestShouldSkipClusterNomination, TestUsedNodes, TestIsExplicitlyRequestingTAS,
   TestWithPreprocessedDRAResources*, TestSumTotalRequestsWithDRAFromAdmission — queue order
   (tests/core/test_queue_manager.py), TAS, MultiKueue and DRA, which pykueue does not implement.
 - TestCalcLocalQueueFSUsage — AdmissionFairSharing, not implemented.
+- podsetscounts_test.go (TestExtractPodSetCounts, TestExtractPodSetCountsFromWorkload,
+  TestApplyPodSetCounts, TestPodSetsCounts_HasFewerReplicasThan) — the pod-set count helpers of
+  elastic workloads (``workloadslicing``, ``ElasticJobsViaWorkloadSlices``), not implemented.
+- resources_test.go: TestAdjustResources and TestValidateResources are in tests/api/test_podspec.py;
+  TestValidateLimitRange — the LimitRange validation (``max``/``min``/``maxLimitRequestRatio``), not
+  implemented (``podspec.adjust_pod_spec`` says so).
 - TestIsOnHold, TestFromQuotaReservedOrAdmittedToPending, TestWorkloadPriorityClassChanged,
   TestUpdateWithRebuild, TestSetConditionAndUpdate, TestFilterChecksForAdmission,
   TestAdmissionChecksForWorkload, TestEvictionPendingLatency, TestTotalExecutionTime — predicates
@@ -22,12 +30,21 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import msgspec
 import pytest
-from builders import workload
+from builders import options, workload
 
-from pykueue.api.kueue import Admission, RequeueState, Workload
+from pykueue.api.kueue import (
+    PRIORITY_BOOST_ANNOTATION,
+    WORKLOAD_ALLOWED_RESOURCE_FLAVOR_ANNOTATION,
+    Admission,
+    RequeueState,
+    Workload,
+)
 from pykueue.api.meta import EPOCH, Condition
+from pykueue.core.queue.cluster_queue import SCHEDULING_HASH_UNKNOWN
 from pykueue.core.workload import transitions
+from pykueue.core.workload.info import new_workload_info
 
 NOW = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
 FIVE_MINUTES_AGO = NOW - timedelta(minutes=5)
@@ -159,3 +176,82 @@ def test_set_requeue_state(
     assert transitions.set_requeue_state(wl, wait_until, increment) == want_updated
     assert wl.status.requeue_state is not None
     assert (wl.status.requeue_state.requeue_at, wl.status.requeue_state.count) == (want_at, want_count)
+
+
+_HASH_GATE = {"SchedulingEquivalenceHashing": True}
+
+
+@pytest.mark.parametrize(
+    ("wl1", "wl2", "want_same", "gates"),
+    [
+        pytest.param(
+            workload("wl1", ns="ns1", requests={"cpu": "2", "memory": "1Gi"}),
+            workload("wl2", ns="ns2", requests={"cpu": "2", "memory": "1Gi"}),
+            True,
+            _HASH_GATE,
+            id="same spec different identity produces same hash",
+        ),
+        pytest.param(
+            workload("wl1", ns="ns", requests={"cpu": "1"}),
+            workload("wl2", ns="ns", requests={"cpu": "2"}),
+            False,
+            _HASH_GATE,
+            id="different resource requests",
+        ),
+        pytest.param(
+            workload("wl1", ns="ns", count=3, requests={"cpu": "1"}),
+            workload("wl2", ns="ns", count=5, requests={"cpu": "1"}),
+            False,
+            _HASH_GATE,
+            id="different pod counts",
+        ),
+        pytest.param(
+            workload("wl1", ns="ns", priority=100, requests={"cpu": "1"}),
+            workload("wl2", ns="ns", priority=200, requests={"cpu": "1"}),
+            False,
+            _HASH_GATE,
+            id="different workload priorities",
+        ),
+        pytest.param(
+            workload("wl1", ns="ns", priority=100, requests={"cpu": "1"}, annotations={PRIORITY_BOOST_ANNOTATION: "10"}),
+            workload("wl2", ns="ns", priority=100, requests={"cpu": "1"}),
+            False,
+            {**_HASH_GATE, "PriorityBoost": True},
+            id="same raw priority but different effective priority",
+        ),
+        pytest.param(
+            workload(
+                "wl1", ns="ns", requests={"cpu": "1"}, annotations={WORKLOAD_ALLOWED_RESOURCE_FLAVOR_ANNOTATION: "flavor1"}
+            ),
+            workload(
+                "wl2", ns="ns", requests={"cpu": "1"}, annotations={WORKLOAD_ALLOWED_RESOURCE_FLAVOR_ANNOTATION: "flavor2"}
+            ),
+            False,
+            {**_HASH_GATE, "ConcurrentAdmission": True},
+            id="same spec, different allowed flavors annotation, concurrent admission enabled produces different hash",
+        ),
+    ],
+)
+def test_scheduling_hash(wl1: Workload, wl2: Workload, want_same: bool, gates: dict[str, bool]) -> None:
+    opts = options(gates=gates)
+    h1 = new_workload_info(wl1, opts).scheduling_hash
+    h2 = new_workload_info(wl2, opts).scheduling_hash
+    assert h1 and h1 != SCHEDULING_HASH_UNKNOWN
+    assert (h1 == h2) == want_same
+
+
+def test_scheduling_hash_follows_an_allowed_flavors_change_of_the_same_spec() -> None:
+    """``Info.Update`` recomputes the hash from the object (``computeSchedulingHash``): a view rebuilt
+    for a metadata change that keeps the spec object (pykueue reuses the previous view's hash for
+    an unchanged spec and priority) still follows a changed allowed-flavors annotation."""
+    opts = options(gates={**_HASH_GATE, "ConcurrentAdmission": True})
+    before = workload("wl", requests={"cpu": "1"}, annotations={WORKLOAD_ALLOWED_RESOURCE_FLAVOR_ANNOTATION: "flavor1"})
+    after = msgspec.structs.replace(
+        before,
+        metadata=msgspec.structs.replace(
+            before.metadata, annotations={WORKLOAD_ALLOWED_RESOURCE_FLAVOR_ANNOTATION: "flavor2"}
+        ),
+    )
+    previous = new_workload_info(before, opts)
+    assert new_workload_info(after, opts, previous).scheduling_hash == new_workload_info(after, opts).scheduling_hash
+    assert new_workload_info(after, opts, previous).scheduling_hash != previous.scheduling_hash

@@ -482,4 +482,7 @@ PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 ADMISSION_GATED_BY_ANNOTATION = "kueue.x-k8s.io/admission-gated-by"
 PRIORITY_BOOST_ANNOTATION = "kueue.x-k8s.io/priority-boost"
+WORKLOAD_ALLOWED_RESOURCE_FLAVOR_ANNOTATION = "kueue.x-k8s.io/workload-allowed-resource-flavors"
+"""The flavors a Workload may be assigned, comma-separated (``ConcurrentAdmission``; upstream
+``pkg/controller/constants`` ``WorkloadAllowedResourceFlavorAnnotation``)."""
 RESOURCE_IN_USE_FINALIZER = "kueue.x-k8s.io/resource-in-use"

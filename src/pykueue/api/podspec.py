@@ -826,10 +826,12 @@ def scheduling_hash(
     podsets: Iterable[
         PodSetHashInput | tuple[str, bytes, int, Mapping[str, int], int | None, Mapping[str, Any] | None]
     ],
+    allowed_flavors: str | None = None,
 ) -> str:
     """First 16 hex chars of SHA-256 over canonical JSON of the priority and every pod set's
-    name, :func:`scheduling_shape`, effective count, total requests, ``minCount`` and topology request."""
-    doc = {
+    name, :func:`scheduling_shape`, effective count, total requests, ``minCount`` and topology
+    request, and ``allowed_flavors`` (the allowed-flavors annotation) unless None."""
+    doc: dict[str, Any] = {
         "priority": priority,
         "podSets": [
             {
@@ -843,4 +845,6 @@ def scheduling_hash(
             for name, shape, count, total, min_count, topology in podsets
         ],
     }
+    if allowed_flavors is not None:
+        doc["allowedFlavors"] = allowed_flavors
     return hashlib.sha256(msgspec.json.encode(doc, order="sorted")).hexdigest()[:16]

@@ -538,7 +538,15 @@ class ReconcileContext:
 def _loose_retry(body: dict[str, Any], latest: dict[str, Any], base: Workload | None) -> dict[str, Any]:
     """The body of a loose status write sent again on ``latest``'s version, or the Conflict again
     when ``latest``'s status is no longer the one ``base`` (what the status was computed from)
-    had: the apply would have merged into a status we have not seen."""
+    had: the apply would have merged into a status we have not seen.
+
+    Upstream's apply (``PatchAdmissionStatus``: ``prepareWorkloadPatch``, field manager
+    ``kueue-admission`` with ``ForceOwnership``, pkg/workload/patching/patching.go) sets the
+    admission, a non-empty requeueState, resourceRequests, the admissionManagedConditions and every
+    admissionChecks entry of the object the scheduler read, and removes what that manager applied
+    before and omits now. Re-sending our fields over a moved status would equal that merge only
+    with the managedFields history (which fields the manager owns) and the server's list order;
+    a PUT has neither, so a moved status is decided again instead."""
     md = latest.get("metadata") or {}
     if base is None or latest.get("status") != to_external(base).get("status"):
         raise Conflict(

@@ -57,6 +57,8 @@ class SchedulerOptions:
     """``PartialAdmission``."""
     gate_equivalence_hashing: bool = field(init=False, repr=False, compare=False, hash=False)
     """``SchedulingEquivalenceHashing``."""
+    gate_concurrent_admission: bool = field(init=False, repr=False, compare=False, hash=False)
+    """``ConcurrentAdmission`` (read by every flavor assignment and workload view)."""
 
     def __post_init__(self) -> None:
         # ``gate`` is asked a dozen times per scheduling decision; the gates are immutable.
@@ -79,6 +81,7 @@ class SchedulerOptions:
             ("gate_preserve_scan_progress", "FlavorFungibilityPreserveScanProgress"),
             ("gate_partial_admission", "PartialAdmission"),
             ("gate_equivalence_hashing", "SchedulingEquivalenceHashing"),
+            ("gate_concurrent_admission", "ConcurrentAdmission"),
         ):
             object.__setattr__(self, attr, gate(name))
 

@@ -193,6 +193,8 @@ class Cache:
         self.flavors: dict[str, ResourceFlavor] = {}
         self.admission_checks: dict[str, AdmissionCheck] = {}
         self.workload_cq: dict[str, str] = {}
+        self.cycle_cohorts: set[str] = set()
+        """Cohorts on a parent cycle (``_relink``)."""
 
     # --- structure ----------------------------------------------------------------------------
 

@@ -303,9 +303,10 @@ class PendingClusterQueue:
     def forget_inflight(self, key: str) -> None:
         self.inflight.pop(key, None)
 
-    def forget_inflight_of_local_queue(self, lq_key: str) -> None:
-        for key in [k for k, e in self.inflight.items() if e.info.local_queue == lq_key]:
-            del self.inflight[key]
+    def forget_inflight_of_local_queue(self, lq_key: str) -> list[WorkloadInfo]:
+        """Forget the popped heads of LocalQueue ``lq_key``; returns them."""
+        keys = [k for k, e in self.inflight.items() if e.info.local_queue == lq_key]
+        return [self.inflight.pop(key).info for key in keys]
 
     def requeue_if_not_present(
         self, info: WorkloadInfo, reason: str, quota_reserved_reason: str, now: float

@@ -196,6 +196,10 @@ class QueueManager:
         self._nonempty: set[str] = set()
         self._lqs: dict[str, LocalQueueState] = {}
         self._assigned: dict[str, str] = {}
+        # Heads whose LocalQueue moved to another ClusterQueue while they were popped (``_release``
+        # forgets them from the old one's ``inflight``): the scheduler still holds them, and
+        # upstream's ``RequeueWorkload`` requeues such a head into its LocalQueue's new ClusterQueue.
+        self._moved_heads: dict[str, WorkloadInfo] = {}
         self._namespaces: dict[str, dict[str, str]] = {}
         self._requests: dict[RetryRequest, float] = {}
 
@@ -344,7 +348,8 @@ class QueueManager:
             return
         for key in state.items:
             cq.delete(key)
-        cq.forget_inflight_of_local_queue(state.key)
+        for info in cq.forget_inflight_of_local_queue(state.key):
+            self._moved_heads[info.key] = info
 
     # --- namespaces ---------------------------------------------------------------------------
 
@@ -542,6 +547,8 @@ class QueueManager:
             self._delete_from_queues(key, forget=True)
 
     def _delete_from_queues(self, key: str, forget: bool) -> None:
+        if self._moved_heads:
+            self._moved_heads.pop(key, None)
         lq_key = self._assigned.get(key)
         if lq_key is None:
             return
@@ -584,6 +591,8 @@ class QueueManager:
                 continue
             info = entry.info
             info.cluster_queue = name
+            if self._moved_heads:
+                self._moved_heads.pop(info.key, None)
             lq = self._lqs.get(self._assigned.get(info.key, ""))
             if lq is not None:
                 lq.items.pop(info.key, None)
@@ -594,11 +603,13 @@ class QueueManager:
         return out
 
     def inflight(self, key: str) -> WorkloadInfo | None:
-        """The head ``key`` as popped by :meth:`heads`, while it is neither requeued nor deleted."""
+        """The head ``key`` as popped by :meth:`heads`, while it is neither requeued nor deleted
+        (also when its LocalQueue moved to another ClusterQueue meanwhile: upstream's scheduler
+        still holds its entry and ``RequeueWorkload`` requeues it into the new one)."""
         lq = self._lqs.get(self._assigned.get(key, ""))
         cq = self._cqs.get(lq.cluster_queue) if lq is not None else None
         entry = cq.inflight.get(key) if cq is not None else None
-        return entry.info if entry is not None else None
+        return entry.info if entry is not None else self._moved_heads.get(key)
 
     def is_preemptor(self, info: WorkloadInfo) -> bool:
         """``IsPreemptor``: ``info`` is its ClusterQueue's preemptor at its current generation."""
@@ -619,6 +630,8 @@ class QueueManager:
         inflight claim (upstream leaves it to the next delete/update event). Returns whether the
         workload was inserted into its ClusterQueue."""
         key = info.key
+        if self._moved_heads:
+            self._moved_heads.pop(key, None)
         popped_from = self._cqs.get(info.cluster_queue)
         if latest is None or not is_admissible_to_queues(latest, self.options):
             if popped_from is not None:

@@ -18,6 +18,7 @@ from pykueue.api.kueue import (
     CHECK_REJECTED,
     CHECK_RETRY,
     PRIORITY_BOOST_ANNOTATION,
+    WORKLOAD_ALLOWED_RESOURCE_FLAVOR_ANNOTATION,
     Workload,
 )
 from pykueue.api.meta import EPOCH, Condition
@@ -276,10 +277,20 @@ def admitted_usage(wl: Workload, options: SchedulerOptions) -> dict[FlavorResour
     return usage
 
 
+def allowed_flavors_annotation(wl: Workload, options: SchedulerOptions) -> str | None:
+    """The ``workload-allowed-resource-flavors`` annotation under ``ConcurrentAdmission`` (None:
+    the gate is off or the annotation absent)."""
+    if not options.gate_concurrent_admission:
+        return None
+    return wl.metadata.annotations.get(WORKLOAD_ALLOWED_RESOURCE_FLAVOR_ANNOTATION)
+
+
 def _hash(wl: Workload, priority: int, pod_sets: list[PodSetInfo], options: SchedulerOptions) -> str:
     if not options.gate_equivalence_hashing:
         return "unknown"
     spec_by_name = {ps.name: ps for ps in wl.spec.pod_sets}
+    # Upstream ``computeSchedulingHash`` (pkg/workload/workload.go): under ``ConcurrentAdmission``
+    # the allowed-flavors annotation is part of the shape, as flavor assignment reads it.
     return podspec.scheduling_hash(
         priority,
         [
@@ -293,6 +304,7 @@ def _hash(wl: Workload, priority: int, pod_sets: list[PodSetInfo], options: Sche
             )
             for ps in pod_sets
         ],
+        allowed_flavors_annotation(wl, options) if options.gate_concurrent_admission else None,
     )
 
 
@@ -323,7 +335,13 @@ def new_workload_info(
     ):
         pod_sets = previous.pod_sets
         scheduling_hash = (
-            previous.scheduling_hash if previous.priority == priority else _hash(wl, priority, pod_sets, options)
+            previous.scheduling_hash
+            if previous.priority == priority
+            and (
+                not options.gate_concurrent_admission
+                or allowed_flavors_annotation(previous.obj, options) == allowed_flavors_annotation(wl, options)
+            )
+            else _hash(wl, priority, pod_sets, options)
         )
     else:
         pod_sets = build_pod_sets(wl, options)

@@ -38,7 +38,7 @@ from pykueue.core.scheduler.flavorassigner.assignment import (
     PodSetAssignmentResult,
     PreemptionMode,
 )
-from pykueue.core.workload.info import LastAssignment, PodSetInfo, WorkloadInfo
+from pykueue.core.workload.info import LastAssignment, PodSetInfo, WorkloadInfo, allowed_flavors_annotation
 
 Oracle = Callable[[ClusterQueueState, WorkloadInfo, FlavorResource, int], tuple[PreemptionMode, int]]
 """Preemption oracle (``PreemptionOracle.SimulatePreemption``): ``(cq, wl, fr, quantity) ->
@@ -221,6 +221,13 @@ class FlavorAssigner:
             options.assigner_gates
         )
         self._pin = nomination_pin if nomination_pin and pin_gate else None
+        # ``concurrentadmission.IsFlavorAllowedForVariant``: under ``ConcurrentAdmission`` the
+        # allowed-flavors annotation names the only flavors to try (``csv.Parse``; None: any).
+        self._allowed: frozenset[str] | None = None
+        if options.gate_concurrent_admission:
+            allowed = allowed_flavors_annotation(wl.obj, options)
+            if allowed is not None:
+                self._allowed = frozenset(f.strip() for f in allowed.split(",")) if allowed.strip() else frozenset()
         # The ClusterQueue's fungibility and preemption comparisons, made once per spec
         # (``ClusterQueueState.assigner_flags``).
         (
@@ -410,6 +417,7 @@ class FlavorAssigner:
         attempted = -1
         flavors_get = self.flavors.get
         fungibility = self._fungibility
+        allowed = self._allowed
         start = 0 if self.wl.last_assignment is None else self._start_index(index, res)
         for idx in range(start, len(group_flavors)):
             attempted = idx
@@ -418,6 +426,10 @@ class FlavorAssigner:
                 reasons.append(
                     f"skipping flavor {fname} as it is not found in the nomination mapping for resource {res}"
                 )
+                continue
+            if allowed is not None and fname not in allowed:
+                # Upstream ``findFlavorForPodSetResource``.
+                reasons.append(f"skipping flavor {fname} due to WorkloadAllowedResourceFlavorAnnotation annotation")
                 continue
             flavor = flavors_get(fname)
             if flavor is None or flavor.spec.node_taints or flavor.spec.node_labels:
