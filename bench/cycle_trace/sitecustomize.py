@@ -41,7 +41,7 @@ if _OUT and "controller" in sys.argv:
 
     _step = ControllerManager._step
     _reconcile_ready = ControllerManager._reconcile_ready
-    _apply_all = ReconcileContext.apply_all
+    _apply_all = getattr(ReconcileContext, "apply_all", None)  # before eb0cbb5 (evictions waited for in turn)
     _write_cycle_statuses = ReconcileContext._write_cycle_statuses
     _on_change = ClusterCache.on_change
     _finish_preemptions = getattr(Scheduler, "_finish_preemptions", None)
@@ -75,7 +75,7 @@ if _OUT and "controller" in sys.argv:
     def apply_all(self: ReconcileContext, decisions: list[Any]) -> list[bool]:
         t0 = time.time()
         try:
-            return _apply_all(self, decisions)
+            return _apply_all(self, decisions)  # type: ignore[misc]
         finally:
             _state["evict"] += time.time() - t0
             _state["evict_n"] += len(decisions)
@@ -119,6 +119,7 @@ if _OUT and "controller" in sys.argv:
         Scheduler._finish_preemptions = finish_preemptions  # type: ignore[method-assign]
     ControllerManager._step = step  # type: ignore[method-assign]
     ControllerManager._reconcile_ready = reconcile_ready  # type: ignore[method-assign]
-    ReconcileContext.apply_all = apply_all  # type: ignore[method-assign]
+    if _apply_all is not None:
+        ReconcileContext.apply_all = apply_all  # type: ignore[attr-defined]
     ReconcileContext._write_cycle_statuses = write_cycle_statuses  # type: ignore[method-assign]
     ClusterCache.on_change = on_change  # type: ignore[method-assign]
