@@ -223,7 +223,9 @@ class JobController:
         if isinstance(priority, bj.PriorityError):
             return
         fresh = self._construct(job, priority)
-        updated = msgspec.structs.replace(wl, spec=fresh.spec)
+        # ``updateWorkloadToMatchJob``: ``prepareWorkload`` is given the old ``wl.Spec.Active``, so a
+        # deactivated Workload stays deactivated when its spec is rewritten.
+        updated = msgspec.structs.replace(wl, spec=msgspec.structs.replace(fresh.spec, active=wl.spec.active))
         if self.ctx.write_workload(updated, status=False):
             self._event(job, NORMAL, "UpdatedWorkload", bj.updated_workload_message(wl))
 
