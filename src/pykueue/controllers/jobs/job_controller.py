@@ -68,9 +68,13 @@ class JobController:
             Event.for_workload(wl.metadata.namespace, wl.metadata.name, type_, reason, note)
         )
 
-    def _owned(self, job: dict[str, Any]) -> list[Workload]:
-        uid = job["metadata"].get("uid", "")
-        keys = sorted(self.ctx.workloads_of_owner.get(uid, ()))
+    def _owned(self, key: ObjectKey) -> list[Workload]:
+        """The Workloads with an owner reference to a batch/v1 Job of this namespace and name, whatever
+        its uid (``FindMatchingWorkloads`` and ``getWorkloads`` list with
+        ``OwnerReferenceIndexFieldMatcher(gvk, name)``): a Workload left by an earlier Job of the same
+        name is found, and ``EquivalentToWorkload`` then rejects it by the controller's uid."""
+        ns, name = key
+        keys = sorted(self.ctx.workloads_of_owner.get((ns, "batch/v1", "Job", name), ()))
         return [wl for k in keys if (wl := self.ctx.workloads.get(k)) is not None]
 
     def _managed(self, job: dict[str, Any]) -> bool:
@@ -90,11 +94,11 @@ class JobController:
         """One reconcile of Job ``(namespace, name)``."""
         job = self.ctx.raw["jobs"].get(key)
         if job is None or job["metadata"].get("deletionTimestamp"):
-            self._job_gone(key, job)
+            self._job_gone(key)
             return
         if not self._managed(job) or owner_managed_by_kueue(job):
             return
-        job, wl, done = self._ensure_one_workload(job, self._owned(job))
+        job, wl, done = self._ensure_one_workload(job, self._owned(key))
         if done:
             return  # a leftover was deleted or rewritten; the resulting events continue
         if wl is not None:
@@ -132,15 +136,11 @@ class JobController:
 
     # --- step 1: the Job is gone ----------------------------------------------------------------------
 
-    def _job_gone(self, key: ObjectKey, job: dict[str, Any] | None) -> None:
-        ns, name = key
-        uid = (job or {}).get("metadata", {}).get("uid")
-        for wl in list(self.ctx.workloads.values()):
-            if wl.metadata.namespace != ns:
-                continue
-            refs = [r for r in wl.metadata.owner_references if r.kind == "Job" and r.name == name]
-            if not refs or (uid is not None and all(r.uid != uid for r in refs)):
-                continue
+    def _job_gone(self, key: ObjectKey) -> None:
+        # ``JobReconciler.finalize`` → ``finalizeWorkloads``: every Workload listed by the owner
+        # index (kind and name, any uid), as ``getWorkloads`` does.
+        ns = key[0]
+        for wl in self._owned(key):
             # ``workload.FinalizeOrphanedWorkload`` (pkg/workload/workload.go): Finished only under the
             # FinishOrphanedWorkloads gate, for a Workload not being deleted that has a controller
             # reference; the finalizer goes in every case.
