@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from reconcile_harness import JobReconcile, base_job, base_workload
+from reconcile_harness import JobReconcile, base_job, base_workload, conditions
 
 
 def test_rewriting_a_non_matching_workload_keeps_it_deactivated() -> None:
@@ -36,3 +36,35 @@ def test_a_workload_of_an_earlier_job_of_the_same_name_is_deleted() -> None:
         world.reconcile()
         assert world.workloads() == []
         assert world.events() == [("job", "Normal", "DeletedWorkload", "Deleted not matching Workload: ns/old")]
+
+
+def test_a_workload_whose_owner_reference_was_removed_is_not_the_jobs() -> None:
+    """The owner index follows the Workload's current owner references: once the reference to the
+    Job is removed, the Job's reconcile no longer lists the Workload (it creates its own)."""
+    from pykueue.client import resources as R
+
+    with JobReconcile({"TopologyAwareScheduling": False}) as world:
+        job = world.add_job(base_job())
+        world.add_workload(base_workload("detached", reserve=False), owner=job)
+        world.reconcile()  # the manager's caches hold the Workload owned by the Job
+        wl = world.client.get(R.WORKLOADS, "detached", "ns")
+        wl["metadata"]["ownerReferences"] = []
+        world.client.replace(R.WORKLOADS, wl)
+        world.reconcile()
+        names = [w["metadata"]["name"] for w in world.workloads()]
+        assert "detached" in names and len(names) == 2
+        (event,) = [e for e in world.events() if e[2] != "UpdatedWorkload"]
+        assert event[2] == "CreatedWorkload"
+
+
+def test_a_deleted_job_finalizes_every_workload_listed_under_its_name() -> None:
+    """``finalizeWorkloads`` lists by owner kind and name: a Workload left by an earlier Job of the
+    same name is finished and loses its finalizer too when the Job being deleted is reconciled."""
+    with JobReconcile({"TopologyAwareScheduling": False}) as world:
+        world.add_job(base_job(), finalizers=["test/hold"], deleted=True)
+        earlier = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "job", "uid": "earlier-uid"}}
+        world.add_workload(base_workload("old", admitted=True), owner=earlier)
+        world.reconcile()
+        (after,) = world.workloads()
+        assert after["metadata"].get("finalizers", []) == []
+        assert ("Finished", "True", "OwnerNotFound", "The workload's owner no longer exists") in conditions(after)
