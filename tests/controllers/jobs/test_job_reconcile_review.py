@@ -68,3 +68,25 @@ def test_a_deleted_job_finalizes_every_workload_listed_under_its_name() -> None:
         (after,) = world.workloads()
         assert after["metadata"].get("finalizers", []) == []
         assert ("Finished", "True", "OwnerNotFound", "The workload's owner no longer exists") in conditions(after)
+
+
+def test_a_rewritten_workload_being_deleted_loses_its_finalizer_in_the_same_reconcile() -> None:
+    """``ensureOneWorkload`` returns the Workload ``updateWorkloadToMatchJob`` wrote and
+    ``ReconcileGenericJob`` goes on with it: one being deleted loses its finalizer there. A Workload
+    left by an earlier Job of the same name never matches (its controller uid differs), so waiting
+    for a later reconcile to find it matching would keep its finalizer, and the Job without one."""
+    from pykueue.client import resources as R
+
+    with JobReconcile({"TopologyAwareScheduling": False}) as world:
+        world.add_job(base_job())
+        earlier = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "job", "uid": "earlier-uid"}}
+        world.add_workload(base_workload("old", reserve=False, count=5), owner=earlier)
+        world.client.delete(R.WORKLOADS, "old", "ns")  # the garbage collector's delete; the finalizer holds it
+        world.reconcile()
+        assert world.workloads() == []
+        assert world.events() == [
+            ("job", "Normal", "UpdatedWorkload", "Updated not matching Workload for suspended job: ns/old")
+        ]
+        world.reconcile()
+        (created,) = world.workloads()
+        assert created["metadata"]["ownerReferences"][0]["uid"] == world.job()["metadata"]["uid"]  # type: ignore[index]

@@ -102,11 +102,6 @@ class JobController:
         if done:
             return  # a leftover was deleted or rewritten; the resulting events continue
         if wl is not None:
-            if self.options.gate("AdmissionGatedBy") and self._propagate_gate(job, wl):
-                return
-            if bj.needs_priority_update(job, wl):
-                self._update_priority(job, wl)
-                return
             if is_finished(wl):
                 if RESOURCE_IN_USE in wl.metadata.finalizers and self.workload_controller.remove_finalizer(wl):
                     self._event(job, NORMAL, "FinishedWorkload", bj.finished_workload_message(wl))
@@ -173,9 +168,9 @@ class JobController:
         """``JobReconciler.ensureOneWorkload``: the Job's matching Workload, the others deleted.
 
         Returns ``(job, workload, done)``: the Job as it stands after a stop, the matching Workload
-        (None when there is none), and whether this reconcile ends here (upstream returns
-        ``ErrNoMatchingWorkloads`` / ``ErrExtraWorkloads`` after deleting Workloads; a rewritten
-        leftover continues on its watch event)."""
+        (or the rewritten leftover of a suspended Job; None when there is none), and whether this
+        reconcile ends here (upstream returns ``ErrNoMatchingWorkloads`` / ``ErrExtraWorkloads``
+        after deleting Workloads; a gate or priority update continues on its watch event)."""
         match: Workload | None = None
         for wl in owned:
             if bj.is_equivalent(
@@ -214,20 +209,35 @@ class JobController:
         if deleted:
             return job, None, True
         if to_update is not None:
-            self._rewrite(job, to_update)
-            return job, None, True
+            # ``updateWorkloadToMatchJob`` returns the updated Workload and the reconcile goes on with
+            # it (a rewritten Workload being deleted loses its finalizer in the same pass: it may
+            # never match, e.g. one left by an earlier Job of the same name).
+            rewritten = self._rewrite(job, to_update)
+            return job, rewritten, rewritten is None
+        if match is not None:
+            # ``UpdateAdmissionGatedBy`` then ``UpdateWorkloadPriority``, for the matching Workload only;
+            # each write ends this reconcile and its watch event brings the next.
+            if self.options.gate("AdmissionGatedBy") and self._propagate_gate(job, match):
+                return job, None, True
+            if bj.needs_priority_update(job, match):
+                self._update_priority(job, match)
+                return job, None, True
         return job, match, False
 
-    def _rewrite(self, job: dict[str, Any], wl: Workload) -> None:
+    def _rewrite(self, job: dict[str, Any], wl: Workload) -> Workload | None:
+        """``updateWorkloadToMatchJob``: the Workload with the spec the Job builds now, as written
+        (None when it could not be: upstream returns the error)."""
         priority = self._priority(job)
         if isinstance(priority, bj.PriorityError):
-            return
+            return None
         fresh = self._construct(job, priority)
-        # ``updateWorkloadToMatchJob``: ``prepareWorkload`` is given the old ``wl.Spec.Active``, so a
-        # deactivated Workload stays deactivated when its spec is rewritten.
+        # ``prepareWorkload`` is given the old ``wl.Spec.Active``: a deactivated Workload stays
+        # deactivated when its spec is rewritten.
         updated = msgspec.structs.replace(wl, spec=msgspec.structs.replace(fresh.spec, active=wl.spec.active))
-        if self.ctx.write_workload(updated, status=False):
-            self._event(job, NORMAL, "UpdatedWorkload", bj.updated_workload_message(wl))
+        if not self.ctx.write_workload(updated, status=False):
+            return None
+        self._event(job, NORMAL, "UpdatedWorkload", bj.updated_workload_message(wl))
+        return self.ctx.workloads.get(workload_key(wl), updated)
 
     def _propagate_gate(self, job: dict[str, Any], wl: Workload) -> bool:
         """Copy the Job's ``admission-gated-by`` annotation to its Workload (``ReconcileGenericJob``, after finding the matching Workload)."""
