@@ -90,3 +90,19 @@ def test_a_rewritten_workload_being_deleted_loses_its_finalizer_in_the_same_reco
         world.reconcile()
         (created,) = world.workloads()
         assert created["metadata"]["ownerReferences"][0]["uid"] == world.job()["metadata"]["uid"]  # type: ignore[index]
+
+
+def test_a_workload_with_only_a_job_uid_label_is_an_orphan_only_under_its_gate() -> None:
+    """``isOrphanedWorkload`` (core/workload_controller.go): without owner references, a Workload not
+    being deleted is an orphan by its ``job-uid`` label only with FinishOrphanedWorkloads on (as the
+    Job reconciler's ``FinalizeOrphanedWorkload`` finishes only under that gate)."""
+    for gate, want_finished in ((False, False), (True, True)):
+        with JobReconcile({"TopologyAwareScheduling": False, "FinishOrphanedWorkloads": gate}) as world:
+            wl = base_workload("labelled", reserve=False)
+            wl["metadata"]["labels"] = {"kueue.x-k8s.io/job-uid": "gone"}
+            world.add_workload(wl)
+            world.reconcile("absent")  # syncs the caches; no Job of that name
+            world.mgr.call_in_manager_thread(lambda w=world: w.mgr.workload_controller.reconcile("ns/labelled"))
+            (after,) = world.workloads()
+            finished = any(c[0] == "Finished" for c in conditions(after))
+            assert finished is want_finished, gate
