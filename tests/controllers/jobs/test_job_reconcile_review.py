@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from reconcile_harness import JobReconcile, base_job, base_workload, conditions
+from reconcile_harness import JobReconcile, base_job, base_workload, conditions, controller_ref
 
 
 def test_rewriting_a_non_matching_workload_keeps_it_deactivated() -> None:
@@ -106,3 +106,17 @@ def test_a_workload_with_only_a_job_uid_label_is_an_orphan_only_under_its_gate()
             (after,) = world.workloads()
             finished = any(c[0] == "Finished" for c in conditions(after))
             assert finished is want_finished, gate
+
+
+def test_the_owner_uid_is_compared_only_under_finish_orphaned_workloads() -> None:
+    """``EquivalentToWorkload`` rejects a Workload whose controller uid is not the Job's only with
+    FinishOrphanedWorkloads on; with it off the Workload of an earlier Job of the same name matches."""
+    for gate, want in ((True, []), (False, ["old"])):
+        with JobReconcile({"TopologyAwareScheduling": False, "FinishOrphanedWorkloads": gate}) as world:
+            job = world.add_job(base_job())
+            wl = base_workload("old", admitted=True)
+            earlier = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "job", "uid": "earlier-uid"}}
+            wl["metadata"]["ownerReferences"] = [controller_ref(earlier)]
+            world.add_workload(wl, owner=job)  # the Job's containers, the earlier Job's reference
+            world.reconcile()
+            assert [w["metadata"]["name"] for w in world.workloads()] == want, gate

@@ -997,10 +997,11 @@ def is_equivalent(
     assign_queue_labels: bool = True,
     tas_enabled: bool = True,
     partial_admission: bool = True,
+    finish_orphaned_workloads: bool = True,
 ) -> bool:
     """``EquivalentToWorkload``: whether ``wl`` is the Workload of ``job`` as the Job stands now.
 
-    Same controller owner (name and uid), same ``maximumExecutionTimeSeconds``, and pod sets equal
+    Same controller owner (name, and uid under the FinishOrphanedWorkloads gate), same ``maximumExecutionTimeSeconds``, and pod sets equal
     in count, minCount, containers, initContainers and (unless the Workload is admitted)
     tolerations. For a Workload reserving quota the Job is compared with the Workload's template
     after the admission data is injected (``flavors`` resolves its ResourceFlavors; a missing one
@@ -1011,7 +1012,7 @@ def is_equivalent(
     owner = next((o for o in wl.metadata.owner_references if o.controller), None)
     if owner is None or owner.name != meta.get("name"):
         return False
-    if meta.get("uid") and owner.uid and owner.uid != meta.get("uid"):
+    if finish_orphaned_workloads and meta.get("uid") and owner.uid and owner.uid != meta.get("uid"):
         return False
     if wl.spec.maximum_execution_time_seconds != max_execution_time_seconds(job):
         return False

@@ -180,6 +180,7 @@ class JobController:
                 assign_queue_labels=self.options.gate("AssignQueueLabelsForPods"),
                 tas_enabled=self.options.gate("TopologyAwareScheduling"),
                 partial_admission=self.options.gate("PartialAdmission"),
+                finish_orphaned_workloads=self.options.gate("FinishOrphanedWorkloads"),
             ):
                 match = wl
                 break
