@@ -218,9 +218,10 @@ class ClusterCache:
             # versions share their spec instead of holding equal copies).
             wl = msgspec.structs.replace(wl, spec=old.spec)
         self.workloads[wl_key] = wl
-        if old is not None:
-            self._index_owner(old, remove=True)  # an owner reference may have gone
-        self._index_owner(wl)
+        if old is None or old.metadata.owner_references != wl.metadata.owner_references:
+            if old is not None:
+                self._index_owner(old, remove=True)  # an owner reference may have gone
+            self._index_owner(wl)
         self._index_queues(wl_key, old, wl)
         self._updates.append((old, wl, seen))
 
