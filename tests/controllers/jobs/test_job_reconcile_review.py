@@ -120,3 +120,31 @@ def test_the_owner_uid_is_compared_only_under_finish_orphaned_workloads() -> Non
             world.add_workload(wl, owner=job)  # the Job's containers, the earlier Job's reference
             world.reconcile()
             assert [w["metadata"]["name"] for w in world.workloads()] == want, gate
+
+
+def test_an_empty_admission_gated_by_annotation_is_no_gate_to_propagate() -> None:
+    """``PropagateAdmissionGatedByAnnotation`` reads a missing annotation as "": a Job whose
+    annotation is empty and a Workload without one are in sync, so the admitted Workload starts the
+    Job in this reconcile (no update, no UpdatedWorkload event)."""
+    with JobReconcile({"TopologyAwareScheduling": False}) as world:
+        body = base_job()
+        body["metadata"]["annotations"] = {"kueue.x-k8s.io/admission-gated-by": ""}
+        job = world.add_job(body)
+        world.add_workload(base_workload(admitted=True), owner=job)
+        world.reconcile()
+        got = world.job()
+        assert got is not None and got["spec"]["suspend"] is False
+        assert world.events() == [("job", "Normal", "Started", "Admitted by clusterQueue cq")]
+
+
+def test_the_created_workload_gets_the_admission_gate_only_under_its_gate() -> None:
+    """``prepareWorkload`` propagates a non-empty ``admission-gated-by`` only under AdmissionGatedBy."""
+    for gate, value, want in ((True, "example.com/x", "example.com/x"), (True, "", None), (False, "example.com/x", None)):
+        with JobReconcile({"TopologyAwareScheduling": False, "AdmissionGatedBy": gate}) as world:
+            body = base_job()
+            body["metadata"]["annotations"] = {"kueue.x-k8s.io/admission-gated-by": value}
+            world.add_job(body)
+            world.reconcile()
+            (created,) = world.workloads()
+            got = (created["metadata"].get("annotations") or {}).get("kueue.x-k8s.io/admission-gated-by")
+            assert got == want, (gate, value)

@@ -542,6 +542,7 @@ def construct_workload(
     tas_enabled: bool = True,
     partial_admission: bool = True,
     short_workload_names: bool = False,
+    admission_gated_by: bool = True,
 ) -> Workload:
     """The Workload the integration creates for ``job`` (``ConstructWorkload``), ready to be created.
 
@@ -560,11 +561,12 @@ def construct_workload(
     uid_errors = is_valid_label_value(uid)
     if not uid_errors:
         labels[JOB_UID_LABEL] = uid
-    annotations = {
-        k: str(v)
-        for k, v in _annotations(job).items()
-        if k.startswith(PROVREQ_ANNOTATION_PREFIX) or k == ADMISSION_GATED_BY_ANNOTATION
-    }
+    annotations = {k: str(v) for k, v in _annotations(job).items() if k.startswith(PROVREQ_ANNOTATION_PREFIX)}
+    # ``prepareWorkload`` → ``PropagateAdmissionGatedByAnnotation``: under the AdmissionGatedBy gate,
+    # and only a non-empty value (an empty one is no gate, as a missing one).
+    gated_by = str(_annotations(job).get(ADMISSION_GATED_BY_ANNOTATION) or "")
+    if admission_gated_by and gated_by:
+        annotations[ADMISSION_GATED_BY_ANNOTATION] = gated_by
     return Workload(
         metadata=ObjectMeta(
             name=workload_name(name, uid, generation=generation, short_names=short_workload_names),

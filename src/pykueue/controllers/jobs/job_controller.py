@@ -243,8 +243,9 @@ class JobController:
     def _propagate_gate(self, job: dict[str, Any], wl: Workload) -> bool:
         """Copy the Job's ``admission-gated-by`` annotation to its Workload (``ReconcileGenericJob``, after finding the matching Workload)."""
         key = bj.ADMISSION_GATED_BY_ANNOTATION
-        want = (job["metadata"].get("annotations") or {}).get(key)
-        have = wl.metadata.annotations.get(key)
+        # ``PropagateAdmissionGatedByAnnotation``: a missing annotation reads as "" on both sides.
+        want = str((job["metadata"].get("annotations") or {}).get(key) or "")
+        have = wl.metadata.annotations.get(key) or ""
         if want == have:
             return False
         annotations = {k: v for k, v in wl.metadata.annotations.items() if k != key}
@@ -253,7 +254,7 @@ class JobController:
         meta = msgspec.structs.replace(wl.metadata, annotations=annotations)
         if self.ctx.write_workload(msgspec.structs.replace(wl, metadata=meta), status=False):
             # ``RecordAdmissionGatedByUpdateEvent``
-            self._event(job, NORMAL, "UpdatedWorkload", f"Updated workload AdmissionGatedBy to {json.dumps(want or '', ensure_ascii=False)}")
+            self._event(job, NORMAL, "UpdatedWorkload", f"Updated workload AdmissionGatedBy to {json.dumps(want, ensure_ascii=False)}")
         return True
 
     def _update_priority(self, job: dict[str, Any], wl: Workload) -> None:
@@ -312,6 +313,7 @@ class JobController:
             partial_admission=self.options.gate("PartialAdmission"),
             short_workload_names=self.options.gate("ShortWorkloadNames"),
             tas_enabled=self.options.gate("TopologyAwareScheduling"),
+            admission_gated_by=self.options.gate("AdmissionGatedBy"),
         )
 
     def _create_workload(self, job: dict[str, Any]) -> None:
