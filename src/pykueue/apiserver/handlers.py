@@ -1177,6 +1177,10 @@ class Handlers:
     ) -> dict[str, Any]:
         if info.status_subresource:
             obj.pop("status", None)
+        # kube-apiserver's NamespaceLifecycle is a mutating admission plugin (``Lifecycle.Admit``,
+        # first in ``RecommendedPluginOrder``): its 404 (no such namespace) or 403 (terminating)
+        # comes before the strategy's validation (422) and the validating webhooks (403 denied).
+        self._require_namespace_exists(info, req.namespace, str(_meta(obj).get("name") or ""))
         if _meta(obj).get("resourceVersion"):
             raise E.bad_request("resourceVersion should not be set on objects to be created")
         missing = info.missing_required(obj, None, req.version)
@@ -1191,7 +1195,6 @@ class Handlers:
         self._validate(info, storage, None, req.version, missing)
         if generated:  # validated like the name it stands for; the store draws the real one
             _meta(storage).pop("name", None)  # (retrying on collisions, as kube-apiserver does)
-        self._require_namespace_exists(info, req.namespace, str(_meta(storage).get("name") or ""))
         if managed:
             self._managed(info, req.version, None, storage, manager, None)
         # Webhooks run after managedFields are recorded (kube-apiserver's order), so the fields a
