@@ -711,7 +711,9 @@ def test_concurrent_admission_rules_wait_for_their_gate() -> None:
         "spec.concurrentAdmissionPolicy.migration.constraints",
         "spec.queueingStrategy",
     ]
-    sixteen = make_cq(group(*[_f(i) for i in range(16)]), concurrentAdmissionPolicy=cap("TryPreferredFlavors"))
+    sixteen = make_cq(
+        group(*[_f(i) for i in range(16)]), concurrentAdmissionPolicy=cap("TryPreferredFlavors")
+    )
     validate_or_raise(typed(sixteen), gates=FeatureGates(CONCURRENT))
 
 
