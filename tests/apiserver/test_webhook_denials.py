@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from pykueue.api.feature_gates import FeatureGates
 from pykueue.apiserver.app import APIServerApp
 from pykueue.apiserver.handlers import APIRequest
 from pykueue.kube.status import StatusError
@@ -133,3 +134,28 @@ def test_a_workload_status_write_is_denied_by_the_workload_webhook(app: APIServe
     answer = _status(app, "PUT" if ctype == "application/json" else "PATCH", "workloads", "w", body, ctype,
                      namespace="default", subresource="status")  # fmt: skip
     assert answer == _forbidden(WL_DENIAL)
+
+
+def test_the_webhooks_read_the_servers_feature_gates() -> None:
+    """Upstream's webhooks read the controller manager's gates (its Configuration's
+    ``featureGates``): ``validateConcurrentAdmissionPolicy`` refuses a StrictFIFO policy only
+    where ``ConcurrentAdmission`` is on, and ``validateTASSliceSize`` runs only where
+    ``TASValidateWorkloadSliceSize`` is."""
+    cq = _cluster_queue("strict", "1")
+    cq["spec"] |= {
+        "queueingStrategy": "StrictFIFO",
+        "concurrentAdmissionPolicy": {"migration": {"mode": "TryPreferredFlavors"}},
+    }
+    pod_set = {"name": "main", "count": 1, "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}},
+               "topologyRequest": {"podSetSliceSize": 1}}  # fmt: skip
+    wl = {"apiVersion": f"{G}/v1beta2", "kind": "Workload", "metadata": {"name": "sliced", "namespace": "default"},
+          "spec": {"queueName": "q", "podSets": [pod_set]}}  # fmt: skip
+    answers = {}
+    for gates in ({}, {"ConcurrentAdmission": True, "TASValidateWorkloadSliceSize": False}):
+        app = APIServerApp(Store(None), gates=FeatureGates(gates))
+        app.bootstrap()
+        answers[bool(gates)] = (
+            _status(app, "POST", "clusterqueues", None, cq).get("code", 201),
+            _status(app, "POST", "workloads", None, wl, namespace="default").get("code", 201),
+        )
+    assert answers == {False: (201, 403), True: (403, 201)}

@@ -22,6 +22,7 @@ from typing import Any, Protocol, TypeGuard, TypeVar
 import msgspec
 import yaml
 
+from pykueue.api.feature_gates import DEFAULT_GATES, FeatureGates
 from pykueue.api.manifests import KubeDumper, KubeLoader
 from pykueue.api.unmodelled import unmodelled_features
 from pykueue.api.validation import TYPE_INVALID, FieldError, ValidationFailed
@@ -173,6 +174,7 @@ class ResourceInfo(Protocol):
         obj: dict[str, Any],
         old: dict[str, Any] | None,
         *,
+        gates: FeatureGates = DEFAULT_GATES,
         types_checked: bool = False,
         missing: Sequence[FieldError] = (),
     ) -> ValidationFailed | None: ...
@@ -497,11 +499,15 @@ class Handlers:
         hub: watch.WatchHub,
         *,
         bookmark_interval: float = watch.DEFAULT_BOOKMARK_INTERVAL,
+        gates: FeatureGates = DEFAULT_GATES,
     ) -> None:
         self.store = store
         self.backend = backend
         self.hub = hub
         self.bookmark_interval = bookmark_interval
+        self.gates = gates
+        """The feature gates Kueue's validating webhooks read (upstream's webhooks run in the
+        controller manager and read its gates: the Configuration's ``featureGates``)."""
         self._namespace_info = backend.lookup("", "v1", "namespaces")
         self.namespaces = (
             NamespaceLifecycle(store, backend.resources(), self._namespace_info.key())
@@ -1078,7 +1084,9 @@ class Handlers:
         failure = self._guard(
             info,
             obj,
-            lambda: info.validation_failure(obj, old, types_checked=types_checked, missing=missing),
+            lambda: info.validation_failure(
+                obj, old, gates=self.gates, types_checked=types_checked, missing=missing
+            ),
         )
         if failure is not None:
             raise E.rejected(info.group, info.kind, _name_of(obj), failure)
