@@ -2193,3 +2193,33 @@ def test_is_no_fit_due_to_capacity_and_limits_flavor_not_allowed_by_annotations(
     for attempt in got.pod_sets[0].attempts:
         assert want_attempts.get(attempt.flavor, attempt.no_fit_reason) == attempt.no_fit_reason
     assert [a.flavor for a in got.pod_sets[0].attempts] == ["flavor-a"]
+
+
+@pytest.mark.parametrize(
+    ("annotation", "want_flavor"),
+    [
+        pytest.param(" occupied , f2 ", "f2", id="entries are trimmed"),
+        pytest.param("", "", id="an empty annotation allows no flavor"),
+        pytest.param("  ", "", id="a blank annotation allows no flavor"),
+    ],
+)
+def test_allowed_flavors_annotation_is_parsed_like_csv_parse(annotation: str, want_flavor: str) -> None:
+    """``IsFlavorAllowedForVariant`` reads the annotation with ``csv.Parse`` (pkg/util/csv): each
+    entry trimmed, and a present but blank annotation is an empty list, which allows no flavor
+    (only an absent annotation allows every flavor)."""
+    case = Case(
+        cq=ALLOWED_FLAVORS_CQ,
+        pod_sets=[pod_set("main", 1, {"cpu": "2"})],
+        want_mode=Mode.FIT,
+        want_flavors=[],
+        flavors=[flavor("f1"), flavor("f2"), flavor("occupied")],
+        gates={"ConcurrentAdmission": True},
+        annotations={WORKLOAD_ALLOWED_RESOURCE_FLAVOR_ANNOTATION: annotation},
+    )
+    got = run(case)
+    if want_flavor:
+        assert got.representative_mode() is Mode.FIT
+        assert got.pod_sets[0].flavors["cpu"].name == want_flavor
+    else:
+        assert got.representative_mode() is Mode.NO_FIT
+        assert got.pod_sets[0].attempts == []
