@@ -1453,3 +1453,17 @@ def test_remembered_spec_errors_keep_each_spec_apart() -> None:
             V.REMEMBER_SPEC_ERRORS = True
         assert got == want
         assert want[0] != want[1]  # the values' errors differ: the test can fail
+
+
+def test_workload_topology_request_openapi_bounds() -> None:
+    """The v1beta2 Workload CRD's bounds of ``PodSetTopologyRequest`` (``minimum: 0`` of
+    ``subGroupCount``, ``maxItems: 3`` of the slice constraints), reported by the CRD stage."""
+    constraints = ", ".join(f"{{topology: t{i}, size: 1}}" for i in range(4))
+    request = f"{{subGroupCount: -1, podsetSliceRequiredTopologyConstraints: [{constraints}]}}"
+    spec = f"  podSets:\n  - count: 2\n    topologyRequest: {request}\n    template: {{spec: {{{CONTAINERS}}}}}\n"
+    path = "spec.podSets[0].topologyRequest"
+    assert errors(wl(spec)) == [
+        f"{path}.subGroupCount: Invalid value: -1: {path}.subGroupCount in body should be greater than or equal to 0",
+        f"{path}.podsetSliceRequiredTopologyConstraints: Too many: 4: must have at most 3 items",
+        CEL_SKIPPED,
+    ]

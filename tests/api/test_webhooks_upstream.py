@@ -44,7 +44,7 @@ import pytest
 from pykueue.api import kueue as k
 from pykueue.api.conversion import to_internal
 from pykueue.api.defaults import apply_defaults
-from pykueue.api.feature_gates import FeatureGates
+from pykueue.api.feature_gates import DEFAULT_GATES, FeatureGates
 from pykueue.api.validation import (
     DUPLICATE,
     FORBIDDEN,
@@ -692,6 +692,31 @@ def test_validate_cluster_queue_limits(groups: list[dict[str, Any]], want_err: b
     assert bool(validate(obj)) == (want_err or crd_refuses)
 
 
+def test_concurrent_admission_rules_wait_for_their_gate() -> None:
+    """``validateConcurrentAdmissionPolicy`` returns at once while ``ConcurrentAdmission`` is off
+    (upstream's ``pkg/features``: alpha, off by default), as the API server runs it: a policy
+    every one of its rules would refuse is stored. With the gate on, 16 flavors is the most a
+    policy's single resource group may have (``> 16`` is refused)."""
+    assert not DEFAULT_GATES.enabled("ConcurrentAdmission")
+    refused_when_gated = make_cq(
+        *multiple_groups(),
+        queueingStrategy="StrictFIFO",
+        concurrentAdmissionPolicy=cap("RetainFirstAdmission", "nowhere"),
+    )
+    validate_or_raise(typed(refused_when_gated))
+    with pytest.raises(ValidationFailed) as gated:
+        validate_or_raise(typed(refused_when_gated), gates=FeatureGates(CONCURRENT))
+    assert [e.field for e in gated.value.errors] == [
+        RG,
+        "spec.concurrentAdmissionPolicy.migration.constraints",
+        "spec.queueingStrategy",
+    ]
+    sixteen = make_cq(
+        group(*[_f(i) for i in range(16)]), concurrentAdmissionPolicy=cap("TryPreferredFlavors")
+    )
+    validate_or_raise(typed(sixteen), gates=FeatureGates(CONCURRENT))
+
+
 # --- Workload (workload_webhook_test.go) ------------------------------------------------------------
 
 NOW = "2024-01-01T00:00:00Z"
@@ -1268,6 +1293,17 @@ WL_CASES = [
 @params(WL_CASES)
 def test_validate_workload(case: Case) -> None:
     check(case)
+
+
+def test_the_spec_memo_answers_for_the_tas_slice_size_gate() -> None:
+    """The webhook's per-spec memo (``_webhook_workload_spec``) keys on the gates its pod-set rules
+    read: one spec checked with ``TASValidateWorkloadSliceSize`` on, off and on again answers for
+    the gate's value each time, as upstream's ``validateTASSliceSize`` does on every request."""
+    obj = typed(make_wl(pod_set("memo", 1, topology_request={"podSetSliceSize": 1})))
+    denied = [(FORBIDDEN, "spec.podSets[0].topologyRequest.podSetSliceSize")]
+    for enabled, want in ((True, denied), (False, []), (True, denied)):
+        got = validate(obj, gates=FeatureGates({"TASValidateWorkloadSliceSize": enabled}))
+        assert [(e.type, e.field) for e in got] == want
 
 
 def _reclaimable(*counts: tuple[str, int]) -> list[dict[str, Any]]:

@@ -291,12 +291,14 @@ def test_validate_create_admission_gated_by_gate_disabled(value: str) -> None:
 
 
 def test_invalid_admission_gated_by_is_denied_by_the_api_server() -> None:
-    """``invalid AdmissionGatedBy annotation - duplicate gates`` as a client sees it."""
+    """``invalid AdmissionGatedBy annotation - duplicate gates`` as a client sees it: the Job
+    webhook's denial is 403 Forbidden (controller-runtime's ``admission.Denied`` through
+    kube-apiserver's ``ToStatusErr``)."""
     server = Server()
     try:
         body = J().queue("queue").gated_by("a.io/x,a.io/x")()
         err = denial(server, server.create_job, body)
-        assert err.code == 422
+        assert (err.code, err.reason) == (403, "Forbidden")
         assert (
             err.message == f'{DENIED}{GATED_BY}: Invalid value: "a.io/x,a.io/x": duplicate gate name: a.io/x'
         )

@@ -137,3 +137,53 @@ def test_a_restart_finishes_an_empty_terminating_namespace(tmp_path: Any) -> Non
     restarted = _app(Store(path))
     assert _get(restarted, "namespaces", "team") is None
     restarted.store.close()
+
+
+def _denied_workload(name: str) -> dict[str, Any]:
+    """A Workload Kueue's webhook denies (a negative request) that the CRD's rules accept."""
+    wl = _held_workload(name)
+    wl["metadata"].pop("finalizers")
+    wl["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "-1"}}
+    return wl
+
+
+def _invalid_workload(name: str) -> dict[str, Any]:
+    """A Workload the CRD's rules refuse (422)."""
+    wl = _held_workload(name)
+    wl["metadata"].pop("finalizers")
+    wl["spec"]["queueName"] = "@invalid"
+    return wl
+
+
+@pytest.mark.parametrize(
+    ("body", "refusal"),
+    [
+        (_denied_workload("w"), (403, 'admission webhook "vworkload.kb.io" denied the request: ')),
+        (_invalid_workload("w"), (422, 'Workload.kueue.x-k8s.io "w" is invalid: ')),
+    ],
+    ids=["webhook", "crd"],
+)
+def test_the_namespace_is_checked_before_the_object_is_validated(
+    body: dict[str, Any], refusal: tuple[int, str]
+) -> None:
+    """NamespaceLifecycle runs in kube-apiserver's mutating admission (``Lifecycle.Admit``), before
+    the CRD's validation (422) and the validating webhooks (403): a refused object sent to a
+    missing or terminating namespace gets the namespace's answer."""
+    app = _app()
+    with pytest.raises(StatusError) as missing:
+        _call(app, "POST", G, "v1beta2", "workloads", namespace="nowhere", body=body)
+    assert (missing.value.code, missing.value.message) == (404, 'namespaces "nowhere" not found')
+    _namespace(app, "team")
+    _call(app, "POST", G, "v1beta2", "workloads", namespace="team", body=_held_workload("held"))
+    _call(app, "DELETE", "", "v1", "namespaces", name="team")
+    with pytest.raises(StatusError) as terminating:
+        _call(app, "POST", G, "v1beta2", "workloads", namespace="team", body=body)
+    assert terminating.value.code == 403
+    assert terminating.value.message == (
+        'workloads.kueue.x-k8s.io "w" is forbidden: unable to create new content in namespace team '
+        "because it is being terminated"
+    )
+    _namespace(app, "live")  # and in a namespace that exists, the object's own refusal
+    with pytest.raises(StatusError) as refused:
+        _call(app, "POST", G, "v1beta2", "workloads", namespace="live", body=body)
+    assert refused.value.code == refusal[0] and refused.value.message.startswith(refusal[1])

@@ -7,6 +7,7 @@ import base64
 import json
 from typing import Any
 
+from pykueue.api.feature_gates import FeatureGates
 from pykueue.controllers import webhooks as wh
 
 
@@ -111,3 +112,22 @@ def test_registered_configurations_match_the_served_paths() -> None:
     assert {h["name"] for h in validating["webhooks"]} == {
         "vjob.kb.io", "vclusterqueue.kb.io", "vcohort.kb.io", "vresourceflavor.kb.io", "vworkload.kb.io"
     }  # fmt: skip
+
+
+def test_validating_webhooks_read_the_configured_feature_gates() -> None:
+    """``pykueue controller`` serves Kueue's webhooks with its Configuration's gates, as upstream's
+    controller manager does: a StrictFIFO ConcurrentAdmission policy is denied only with the gate on."""
+    strict = json.loads(json.dumps(CQ))
+    strict["spec"] |= {
+        "queueingStrategy": "StrictFIFO",
+        "concurrentAdmissionPolicy": {"migration": {"mode": "TryPreferredFlavors"}},
+    }
+    request = {"uid": "u", "operation": "CREATE", "object": strict}
+    path = "/validate-kueue-x-k8s-io-v1beta2-clusterqueue"
+    allowed = {}
+    for enabled in (False, True):
+        gates = FeatureGates({"ConcurrentAdmission": enabled})
+        answer = wh.Webhooks(client=None, gates=gates).review(path, {"request": request})  # type: ignore[arg-type]
+        assert answer is not None
+        allowed[enabled] = answer["response"]["allowed"]
+    assert allowed == {False: True, True: False}

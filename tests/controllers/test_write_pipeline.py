@@ -745,3 +745,40 @@ def test_a_delivery_runs_at_most_finish_batch_completions_and_leaves_the_rest_to
     assert pipeline.close(1)
     with pytest.raises(ValueError, match="finish_batch"):
         WritePipeline(delivered.append, finish_batch=0)
+
+
+def test_an_eviction_that_raises_leaves_no_other_preemptors_victim_busy(make_env: Callable[..., Env]) -> None:
+    # Two preemptors in one cycle; the first one's eviction write raises an error that is not an
+    # API answer (the cycle re-raises it, and the manager logs the failed step and goes on). The
+    # second one's eviction was sent ahead as well: its answer must still be collected, or its
+    # victim stays busy in the write pipeline and no write of it is ever sent again.
+    env = make_env(delay=0.0, cpu=0)
+    for q in ("pa", "pb"):
+        _extra_queue(env, q, 1, {"withinClusterQueue": "LowerPriority"})
+        env.api.create(R.WORKLOADS, workload(f"low-{q}", queue=q, priority=0))
+    env.start()
+    wait(lambda: env.reserved() == {"low-pa", "low-pb"})
+
+    def broken(name: str) -> None:
+        raise RuntimeError(f"writing {name}: not an API answer")
+
+    env.client.before_write["low-pa"] = broken
+    held, resume = threading.Event(), threading.Event()
+
+    def hold_the_manager_thread() -> None:
+        held.set()
+        resume.wait(30)
+
+    threading.Thread(target=env.mgr.call_in_manager_thread, args=(hold_the_manager_thread, 30), daemon=True).start()
+    assert held.wait(10)
+    try:
+        # Both arrive while the manager thread is held: one cycle pops both heads.
+        env.api.create(R.WORKLOADS, workload("high-pa", queue="pa", priority=100))
+        env.api.create(R.WORKLOADS, workload("high-pb", queue="pb", priority=100))
+        time.sleep(0.5)  # the informer hands both to the held manager's inbox
+    finally:
+        resume.set()
+    wait(lambda: (c := cond(env.api.get(R.WORKLOADS, "low-pb", "default"), "Evicted")) is not None and c["status"] == "True")
+    assert "low-pa" not in env.client.before_write, "the first preemptor's eviction was sent"
+    wait(lambda: env.mgr.call_in_manager_thread(env.mgr.writes.pending) == 0, timeout=10)
+    assert not env.mgr.call_in_manager_thread(lambda: env.mgr.writes.busy((R.WORKLOADS.plural, "default", "low-pb")))

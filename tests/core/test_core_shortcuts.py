@@ -1330,3 +1330,58 @@ def test_simulator_index_in_one_pass_equals_the_predicates(status: tuple[list[ob
         transitions.requeue_at(wl) is not None
         or (rq is not None and rq.status == "False" and rq.reason in ("PodsReadyTimeout", "AdmissionCheck"))
     )
+
+
+_ALLOWED_KEY = "kueue.x-k8s.io/workload-allowed-resource-flavors"
+_BOOST_KEY = "kueue.x-k8s.io/priority-boost"
+_ANNOTATION_VALUES = st.sampled_from([None, "", "f1", "f2", "f1,f2", " f1"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    gates=st.fixed_dictionaries(
+        {"ConcurrentAdmission": st.booleans(), "PriorityBoost": st.booleans(), "SchedulingEquivalenceHashing": st.just(True)}
+    ),
+    before=st.tuples(_ANNOTATION_VALUES, st.sampled_from([None, "3"])),
+    after=st.tuples(_ANNOTATION_VALUES, st.sampled_from([None, "3"])),
+    share_metadata=st.booleans(),
+    spec_change=st.sampled_from(["same", "priority", "requests"]),
+    reclaimable=st.booleans(),
+)
+def test_reused_scheduling_hash_equals_the_fresh_one(
+    gates: dict[str, bool],
+    before: tuple[str | None, str | None],
+    after: tuple[str | None, str | None],
+    share_metadata: bool,
+    spec_change: str,
+    reclaimable: bool,
+) -> None:
+    """``new_workload_info(wl, previous=...)`` reuses the previous view's pod sets and scheduling
+    hash when the spec object is shared: whatever changed besides (the allowed-flavors and boost
+    annotations, the priority or requests with a new spec, the reclaimable pods), the view has the
+    hash and totals a fresh ``computeSchedulingHash`` gives."""
+    from pykueue.api.kueue import ReclaimablePod
+    from pykueue.core.workload.info import new_workload_info
+
+    def annotations(values: tuple[str | None, str | None]) -> dict[str, str]:
+        allowed, boost = values
+        out = {} if allowed is None else {_ALLOWED_KEY: allowed}
+        return out if boost is None else {**out, _BOOST_KEY: boost}
+
+    opts = options(gates=gates)
+    wl = workload("a", priority=5, count=3, annotations=annotations(before))
+    previous = new_workload_info(wl, opts)
+    metadata = wl.metadata if share_metadata else msgspec.structs.replace(wl.metadata, annotations=annotations(after))
+    spec = wl.spec
+    if spec_change == "priority":
+        spec = msgspec.structs.replace(spec, priority=6)
+    elif spec_change == "requests":
+        spec = workload("a", priority=5, count=3, requests={"cpu": "2"}).spec
+    status = copy.deepcopy(wl.status)
+    if reclaimable:
+        status.reclaimable_pods = [ReclaimablePod(name="main", count=1)]
+    updated = msgspec.structs.replace(wl, metadata=metadata, spec=spec, status=status)
+    reused = new_workload_info(updated, opts, previous)
+    fresh = new_workload_info(updated, opts)
+    assert reused.scheduling_hash == fresh.scheduling_hash
+    assert [(ps.count, ps.total) for ps in reused.pod_sets] == [(ps.count, ps.total) for ps in fresh.pod_sets]

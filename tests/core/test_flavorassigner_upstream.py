@@ -2137,6 +2137,20 @@ ALLOWED_FLAVORS_CQ = cluster_queue(
 )
 
 
+def _allowed_flavors_case(annotation: str | None, gate: bool = True) -> Case:
+    """Upstream's ``TestAssignFlavorsWithAllowedFlavors`` setup: one pod of 2 CPUs on
+    ``ALLOWED_FLAVORS_CQ``, with the allowed-flavors ``annotation`` (None: absent)."""
+    return Case(
+        cq=ALLOWED_FLAVORS_CQ,
+        pod_sets=[pod_set("main", 1, {"cpu": "2"})],
+        want_mode=Mode.FIT,
+        want_flavors=[],
+        flavors=[flavor("f1"), flavor("f2"), flavor("occupied")],
+        gates={"ConcurrentAdmission": gate},
+        annotations={} if annotation is None else {WORKLOAD_ALLOWED_RESOURCE_FLAVOR_ANNOTATION: annotation},
+    )
+
+
 @pytest.mark.parametrize(
     ("allowed", "want_flavor", "want_mode"),
     [
@@ -2152,16 +2166,7 @@ def test_assign_flavors_with_allowed_flavors(allowed: list[str] | None, want_fla
     """Upstream ``TestAssignFlavorsWithAllowedFlavors`` (``ConcurrentAdmission`` on): the
     ``workload-allowed-resource-flavors`` annotation (``AllowedFlavors``: ``csv.Serialize``) limits
     the flavors tried (``IsFlavorAllowedForVariant``)."""
-    case = Case(
-        cq=ALLOWED_FLAVORS_CQ,
-        pod_sets=[pod_set("main", 1, {"cpu": "2"})],
-        want_mode=want_mode,
-        want_flavors=[],
-        flavors=[flavor("f1"), flavor("f2"), flavor("occupied")],
-        gates={"ConcurrentAdmission": True},
-        annotations={} if allowed is None else {WORKLOAD_ALLOWED_RESOURCE_FLAVOR_ANNOTATION: ",".join(allowed)},
-    )
-    got = run(case)
+    got = run(_allowed_flavors_case(None if allowed is None else ",".join(allowed)))
     assert got.representative_mode() is want_mode
     if want_mode is Mode.FIT:
         assert got.pod_sets[0].flavors["cpu"].name == want_flavor
@@ -2169,15 +2174,7 @@ def test_assign_flavors_with_allowed_flavors(allowed: list[str] | None, want_fla
 
 def test_allowed_flavors_annotation_needs_the_concurrent_admission_gate() -> None:
     """``IsFlavorAllowedForVariant`` returns true with ``ConcurrentAdmission`` off."""
-    case = Case(
-        cq=ALLOWED_FLAVORS_CQ,
-        pod_sets=[pod_set("main", 1, {"cpu": "2"})],
-        want_mode=Mode.FIT,
-        want_flavors=[],
-        flavors=[flavor("f1"), flavor("f2"), flavor("occupied")],
-        annotations={WORKLOAD_ALLOWED_RESOURCE_FLAVOR_ANNOTATION: "f2"},
-    )
-    assert run(case).pod_sets[0].flavors["cpu"].name == "f1"
+    assert run(_allowed_flavors_case("f2", gate=False)).pod_sets[0].flavors["cpu"].name == "f1"
 
 
 def test_is_no_fit_due_to_capacity_and_limits_flavor_not_allowed_by_annotations() -> None:
@@ -2193,3 +2190,24 @@ def test_is_no_fit_due_to_capacity_and_limits_flavor_not_allowed_by_annotations(
     for attempt in got.pod_sets[0].attempts:
         assert want_attempts.get(attempt.flavor, attempt.no_fit_reason) == attempt.no_fit_reason
     assert [a.flavor for a in got.pod_sets[0].attempts] == ["flavor-a"]
+
+
+@pytest.mark.parametrize(
+    ("annotation", "want_flavor"),
+    [
+        pytest.param(" occupied , f2 ", "f2", id="entries are trimmed"),
+        pytest.param("", "", id="an empty annotation allows no flavor"),
+        pytest.param("  ", "", id="a blank annotation allows no flavor"),
+    ],
+)
+def test_allowed_flavors_annotation_is_parsed_like_csv_parse(annotation: str, want_flavor: str) -> None:
+    """``IsFlavorAllowedForVariant`` reads the annotation with ``csv.Parse`` (pkg/util/csv): each
+    entry trimmed, and a present but blank annotation is an empty list, which allows no flavor
+    (only an absent annotation allows every flavor)."""
+    got = run(_allowed_flavors_case(annotation))
+    if want_flavor:
+        assert got.representative_mode() is Mode.FIT
+        assert got.pod_sets[0].flavors["cpu"].name == want_flavor
+    else:
+        assert got.representative_mode() is Mode.NO_FIT
+        assert got.pod_sets[0].attempts == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+import pytest
 from builders import V1BETA2, admitted, at, cluster_queue, flavor, flavor_quotas, local_queue, workload
 from hypothesis import HealthCheck, given, note, settings
 from strategies import Scenario, Step, scenario
@@ -102,3 +103,48 @@ def test_a_failed_eviction_sent_ahead_is_counted_as_failed() -> None:
     assert entry.info.key == "default/high"
     assert entry.message.endswith(". Preempting 1 workload(s) failed, will retry.")
     assert result.preempted == []
+
+
+class AnswerRaises(SendingAhead):
+    """:class:`SendingAhead` whose answers for the evictions of ``raise_for`` raise (an answer the
+    controllers re-raise: not an API error), and which counts the answers collected."""
+
+    raise_for: frozenset[str] = frozenset()
+    collected: list[list[str]]
+
+    def send_all(self, decisions: list[Decision]) -> Callable[[], list[bool]]:
+        answers = super().send_all(decisions)
+
+        def collect() -> list[bool]:
+            self.collected.append([d.workload for d in decisions])
+            if any(d.workload in self.raise_for for d in decisions):
+                raise RuntimeError("the write failed without an API answer")
+            return answers()
+
+        return collect
+
+
+def test_an_eviction_answer_that_raises_leaves_no_booking_and_collects_every_other_answer() -> None:
+    """Two preemptors in one cycle; the first one's answers raise. The cycle still undoes its
+    snapshot's bookings (the preemptors' usage must not stay in the cache's tree after a failed
+    cycle, as it did not when the answers were counted in the loop) and still collects the second
+    preemptor's answers (the controllers keep those victims busy until then)."""
+    objects = [flavor("default")]
+    for cq in ("a", "b"):
+        objects += [
+            cluster_queue(cq, flavor_quotas("default", cpu=4), preemption={"within_cluster_queue": "LowerPriority"}),
+            local_queue(f"lq-{cq}", cq=cq),
+            admitted(workload(f"low-{cq}", priority=0, requests={"cpu": "4"}, queue=f"lq-{cq}"), cq, {"cpu": "default"}),
+            workload(f"high-{cq}", priority=10, requests={"cpu": "4"}, queue=f"lq-{cq}"),
+        ]
+    cluster = AnswerRaises(SchedulerOptions(), at(3600))
+    cluster.sent = []
+    cluster.collected = []
+    cluster.raise_for = frozenset({"default/low-a"})
+    cluster.load((o, V1BETA2) for o in objects)
+    usage_before = {name: dict(cq.node.usage) for name, cq in cluster.cache.cluster_queues.items()}
+    with pytest.raises(RuntimeError, match="without an API answer"):
+        cluster.run_cycle()
+    assert sorted(w for ws in cluster.sent for w in ws) == ["default/low-a", "default/low-b"]
+    assert sorted(w for ws in cluster.collected for w in ws) == ["default/low-a", "default/low-b"]
+    assert {name: dict(cq.node.usage) for name, cq in cluster.cache.cluster_queues.items()} == usage_before

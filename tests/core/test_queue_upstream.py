@@ -998,3 +998,55 @@ def test_requeue_after_the_local_queue_moved_to_another_cluster_queue() -> None:
     assert m.requeue_workload(head, REQUEUE_REASON_FAILED_AFTER_NOMINATION, "", NOW, first)
     assert dump(m) == {"cq2": ["default/a"]} and dump_inadmissible(m) == {}
     assert m.inflight("default/a") is None
+
+
+def test_requeue_after_the_cluster_queue_was_deleted_and_created_again() -> None:
+    """Upstream's scheduler still holds a head whose ClusterQueue was deleted (``DeleteClusterQueue``
+    drops the queue and its inflight set, not the LocalQueue's items); its failed admission's
+    ``RequeueWorkload`` adds it to its LocalQueue (``addWorkload``) and returns false, so the
+    re-created ClusterQueue adopts it (``AddFromLocalQueue``). pykueue's ``KueueCore.forget_admission``
+    finds the head through ``QueueManager.inflight``; it lost the head with the ClusterQueue, so the
+    workload was missing from the re-created one."""
+    m = bare_manager()
+    m.add_cluster_queue(cq_obj("cq1"))
+    m.add_local_queue(lq_obj("foo", "cq1"))
+    first = wl("a", queue="foo", generation=1)
+    assert m.add_or_update_workload(first, NOW)
+    (head,) = m.heads(ACTIVE)
+    m.delete_cluster_queue("cq1")
+    assert m.inflight("default/a") is head
+    assert not m.requeue_workload(head, REQUEUE_REASON_FAILED_AFTER_NOMINATION, "", NOW, first)
+    assert m.inflight("default/a") is None
+    m.add_cluster_queue(cq_obj("cq1"))
+    assert dump(m) == {"cq1": ["default/a"]}
+
+
+def test_moved_heads_are_dropped_by_every_path_that_ends_the_popped_head() -> None:
+    """A head kept after its LocalQueue moved (or its ClusterQueue went) is forgotten when the
+    workload is deleted, moves to another LocalQueue, is popped again or requeued: nothing is kept
+    for a head the scheduler no longer holds."""
+    m = bare_manager()
+    for name in ("cq1", "cq2", "cq3"):
+        m.add_cluster_queue(cq_obj(name))
+    workloads: dict[str, Workload] = {}
+    for i, n in enumerate(("a", "b", "c", "d")):
+        m.add_local_queue(lq_obj(f"lq{n}", f"cq{1 + i % 2}"))
+        workloads[n] = wl(n, queue=f"lq{n}", generation=1)
+        assert m.add_or_update_workload(workloads[n], NOW)
+    heads = {h.key: h for _ in range(2) for h in m.heads(ACTIVE)}
+    assert sorted(heads) == ["default/a", "default/b", "default/c", "default/d"]
+    for n in ("a", "b", "c"):
+        m.update_local_queue(lq_obj(f"lq{n}", "cq3"))
+    m.delete_cluster_queue("cq2")
+    assert all(m.inflight(key) is head for key, head in heads.items())
+    m.delete_workload("default/a", forget=True)
+    assert m.inflight("default/a") is None
+    b = workloads["b"]
+    m.add_local_queue(lq_obj("lqe", "cq1"))
+    assert m.add_or_update_workload(sreplace(b, spec=sreplace(b.spec, queue_name="lqe")), NOW)
+    assert m.add_or_update_workload(workloads["c"], NOW)
+    assert sorted(h.key for h in m.heads(ACTIVE)) == ["default/b", "default/c"]
+    assert m.inflight("default/c") is not heads["default/c"]
+    m.requeue_workload(heads["default/d"], REQUEUE_REASON_FAILED_AFTER_NOMINATION, "", NOW, workloads["d"])
+    assert m.inflight("default/d") is None
+    assert m._moved_heads == {}

@@ -28,6 +28,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from pykueue.api.feature_gates import DEFAULT_GATES, FeatureGates
 from pykueue.apiserver import errors as E
 from pykueue.apiserver import watch
 from pykueue.apiserver.discovery import Discovery, Document, version_info, wants_aggregated
@@ -240,6 +241,7 @@ class APIServerApp:
         served_names: Sequence[str] = (),
         backend: RegistryBackend | None = None,
         bookmark_interval: float = watch.DEFAULT_BOOKMARK_INTERVAL,
+        gates: FeatureGates = DEFAULT_GATES,
     ) -> None:
         self.store = store
         self.token = token
@@ -252,7 +254,9 @@ class APIServerApp:
         self.backend = backend or RegistryBackend()
         self.discovery = Discovery(self.backend.resources())
         self.hub = watch.WatchHub(store)
-        self.handlers = Handlers(store, self.backend, self.hub, bookmark_interval=bookmark_interval)
+        self.handlers = Handlers(
+            store, self.backend, self.hub, bookmark_interval=bookmark_interval, gates=gates
+        )
         self._openapi: dict[str, Document] = {}
         self._openapi_index: Document | None = None
         self._starlette: Starlette | None = None
@@ -941,6 +945,7 @@ def create_app(
     readonly_token: str | None = None,
     served_names: Sequence[str] = (),
     bookmark_interval: float = watch.DEFAULT_BOOKMARK_INTERVAL,
+    gates: FeatureGates = DEFAULT_GATES,
 ) -> tuple[ASGIApp, APIServerApp]:
     """The ASGI application for ``store`` (Starlette behind a fast path) and the object holding its parts."""
     server = APIServerApp(
@@ -949,5 +954,6 @@ def create_app(
         readonly_token=readonly_token,
         served_names=served_names,
         bookmark_interval=bookmark_interval,
+        gates=gates,
     )
     return server, server

@@ -22,6 +22,7 @@ from typing import Any, Protocol, TypeGuard, TypeVar
 import msgspec
 import yaml
 
+from pykueue.api.feature_gates import DEFAULT_GATES, FeatureGates
 from pykueue.api.manifests import KubeDumper, KubeLoader
 from pykueue.api.unmodelled import unmodelled_features
 from pykueue.api.validation import TYPE_INVALID, FieldError, ValidationFailed
@@ -173,6 +174,7 @@ class ResourceInfo(Protocol):
         obj: dict[str, Any],
         old: dict[str, Any] | None,
         *,
+        gates: FeatureGates = DEFAULT_GATES,
         types_checked: bool = False,
         missing: Sequence[FieldError] = (),
     ) -> ValidationFailed | None: ...
@@ -497,11 +499,15 @@ class Handlers:
         hub: watch.WatchHub,
         *,
         bookmark_interval: float = watch.DEFAULT_BOOKMARK_INTERVAL,
+        gates: FeatureGates = DEFAULT_GATES,
     ) -> None:
         self.store = store
         self.backend = backend
         self.hub = hub
         self.bookmark_interval = bookmark_interval
+        self.gates = gates
+        """The feature gates Kueue's validating webhooks read (upstream's webhooks run in the
+        controller manager and read its gates: the Configuration's ``featureGates``)."""
         self._namespace_info = backend.lookup("", "v1", "namespaces")
         self.namespaces = (
             NamespaceLifecycle(store, backend.resources(), self._namespace_info.key())
@@ -1078,7 +1084,9 @@ class Handlers:
         failure = self._guard(
             info,
             obj,
-            lambda: info.validation_failure(obj, old, types_checked=types_checked, missing=missing),
+            lambda: info.validation_failure(
+                obj, old, gates=self.gates, types_checked=types_checked, missing=missing
+            ),
         )
         if failure is not None:
             raise E.rejected(info.group, info.kind, _name_of(obj), failure)
@@ -1177,6 +1185,10 @@ class Handlers:
     ) -> dict[str, Any]:
         if info.status_subresource:
             obj.pop("status", None)
+        # kube-apiserver's NamespaceLifecycle is a mutating admission plugin (``Lifecycle.Admit``,
+        # first in ``RecommendedPluginOrder``): its 404 (no such namespace) or 403 (terminating)
+        # comes before the strategy's validation (422) and the validating webhooks (403 denied).
+        self._require_namespace_exists(info, req.namespace, str(_meta(obj).get("name") or ""))
         if _meta(obj).get("resourceVersion"):
             raise E.bad_request("resourceVersion should not be set on objects to be created")
         missing = info.missing_required(obj, None, req.version)
@@ -1191,7 +1203,6 @@ class Handlers:
         self._validate(info, storage, None, req.version, missing)
         if generated:  # validated like the name it stands for; the store draws the real one
             _meta(storage).pop("name", None)  # (retrying on collisions, as kube-apiserver does)
-        self._require_namespace_exists(info, req.namespace, str(_meta(storage).get("name") or ""))
         if managed:
             self._managed(info, req.version, None, storage, manager, None)
         # Webhooks run after managedFields are recorded (kube-apiserver's order), so the fields a

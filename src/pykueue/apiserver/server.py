@@ -39,6 +39,7 @@ from typing import Any, TextIO
 import uvicorn
 import yaml
 
+from pykueue.api.feature_gates import FeatureGates
 from pykueue.apiserver.app import APIServerApp, create_app
 from pykueue.apiserver.protocol import ConnectionLimits, limited_protocol
 from pykueue.apiserver.security import READONLY_USER, served_names
@@ -85,6 +86,8 @@ class ServeOptions:
     insecure_loopback: bool = False
     """Plain HTTP without authentication (refused unless ``host`` is a loopback address)."""
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+    gates: FeatureGates = field(default_factory=FeatureGates)
+    """The feature gates of the Kueue webhooks the server runs (``--config``'s ``featureGates``)."""
     start_components: Callable[[APIServerApp, Serving], Callable[[], None]] | None = None
     """Called once the server is ready with its parts and where it serves; returns a stop function,
     called before the API shuts down. ``pykueue serve`` passes the controllers here (the API server
@@ -502,6 +505,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
             readonly_token=readonly_token,
             served_names=sorted(served_names(options.host)),
             bookmark_interval=options.bookmark_interval,
+            gates=options.gates,
         )
         config = uvicorn_config(app, options.host, options.port, limits, options.log_level, tls)
 

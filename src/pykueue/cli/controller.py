@@ -370,6 +370,7 @@ def _start_webhooks(client: Any, args: argparse.Namespace) -> Any:
     in the work directory so a restarted controller (e.g. after kill -9) answers at the address
     the API server already calls.
     """
+    from pykueue.api.config import load_config, load_config_file
     from pykueue.client.interface import NotFound
     from pykueue.controllers import webhooks as wh
 
@@ -397,7 +398,8 @@ def _start_webhooks(client: Any, args: argparse.Namespace) -> Any:
     port = args.webhook_port
     if not port and port_file.exists():
         port = int(port_file.read_text() or 0)
-    server = wh.WebhookServer(wh.Webhooks(client), certs, args.webhook_host, port)
+    gates = (load_config_file(str(args.config)) if args.config else load_config(None)).feature_gates
+    server = wh.WebhookServer(wh.Webhooks(client, gates), certs, args.webhook_host, port)
     port_file.write_text(str(server.port))
     server.start()
     url = None if service is not None else f"https://{args.webhook_host}:{server.port}"

@@ -133,6 +133,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the server with the parsed options."""
+    from pykueue.api.feature_gates import DEFAULT_GATES
     from pykueue.apiserver.protocol import ConnectionLimits
     from pykueue.apiserver.server import ServeOptions, is_loopback, serve
 
@@ -160,12 +161,14 @@ def run(args: argparse.Namespace) -> int:
     if args.max_connections < 1:
         print("error: --max-connections must be at least 1", flush=True)
         return EXIT_USAGE
+    gates = DEFAULT_GATES
     if args.config is not None and not args.no_controllers:
         # Checked here so a bad file is a usage error before serving, wherever the controllers run.
         from pykueue.api.config import ConfigError, load_config_file
 
         try:
-            load_config_file(str(args.config))
+            # serve admits as Kueue's webhooks would, which read the controller manager's gates
+            gates = load_config_file(str(args.config)).feature_gates
         except ConfigError as err:
             print(f"error: {err}", flush=True)  # names the file
             return EXIT_USAGE
@@ -182,6 +185,7 @@ def run(args: argparse.Namespace) -> int:
         watch_history=args.watch_history,
         insecure_loopback=args.insecure_loopback,
         limits=ConnectionLimits(args.idle_timeout, args.header_timeout, args.body_timeout, args.max_connections),
+        gates=gates,
         start_components=_starter(args),
     )
     tune_gc()

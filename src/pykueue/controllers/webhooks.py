@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from pykueue.api.conversion import ConversionError, to_internal
+from pykueue.api.feature_gates import DEFAULT_GATES, FeatureGates
 from pykueue.api.validation import aggregate, validate_webhook
 from pykueue.apiserver.resources import REGISTRY, ResourceInfo
 from pykueue.client.interface import AlreadyExists, APIError, Client, NotFound, Resource
@@ -165,8 +166,10 @@ client does: the ``default`` WorkloadPriorityClass and the namespace's ``default
 class Webhooks:
     """The admission and conversion answers; ``client`` serves the Job webhook's lookups."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Client, gates: FeatureGates = DEFAULT_GATES) -> None:
         self.client = client
+        self.gates = gates
+        """The gates Kueue's webhooks read (upstream's, in the controller manager: its own)."""
         self.hooks = {hook.path: hook for hook in HOOKS}
         self.informers: dict[tuple[str, str], Informer] = {}
 
@@ -250,7 +253,7 @@ class Webhooks:
                 old_typed = to_internal(old)[0] if old is not None else None
             except ConversionError:
                 return None  # an object the model cannot read fails the CRD's schema instead
-            errs = validate_webhook(typed, old_typed)
+            errs = validate_webhook(typed, old_typed, gates=self.gates)
             return str(aggregate(errs)) if errs else None
         denied = info.admission_failure(obj, old, self.lookup)
         return str(aggregate(denied.errors)) if denied is not None else None

@@ -197,8 +197,9 @@ class QueueManager:
         self._lqs: dict[str, LocalQueueState] = {}
         self._assigned: dict[str, str] = {}
         # Heads whose LocalQueue moved to another ClusterQueue while they were popped (``_release``
-        # forgets them from the old one's ``inflight``): the scheduler still holds them, and
-        # upstream's ``RequeueWorkload`` requeues such a head into its LocalQueue's new ClusterQueue.
+        # forgets them from the old one's ``inflight``), or whose ClusterQueue was deleted: the
+        # scheduler still holds them, and upstream's ``RequeueWorkload`` requeues such a head into
+        # its LocalQueue (and the ClusterQueue that LocalQueue names now, if any).
         self._moved_heads: dict[str, WorkloadInfo] = {}
         self._namespaces: dict[str, dict[str, str]] = {}
         self._requests: dict[RetryRequest, float] = {}
@@ -255,9 +256,15 @@ class QueueManager:
     def delete_cluster_queue(self, cq: str | ClusterQueue | ClusterQueueState) -> None:
         """Forget a ClusterQueue; its LocalQueues keep their workloads for a later re-creation."""
         name = cq if isinstance(cq, str) else _api_cluster_queue(cq).metadata.name
-        if self._cqs.pop(name, None) is not None:
+        pending = self._cqs.pop(name, None)
+        if pending is not None:
             self._sorted_cq_names = None
             self._nonempty.discard(name)
+            # Upstream's scheduler still holds the popped heads; ``RequeueWorkload`` adds a head
+            # whose admission failed back to its LocalQueue (``addWorkload``), which a re-created
+            # ClusterQueue adopts (``AddFromLocalQueue``).
+            for key, entry in pending.inflight.items():
+                self._moved_heads[key] = entry.info
 
     @staticmethod
     def _configure(pending: PendingClusterQueue, cq: ClusterQueue) -> None:
@@ -604,8 +611,9 @@ class QueueManager:
 
     def inflight(self, key: str) -> WorkloadInfo | None:
         """The head ``key`` as popped by :meth:`heads`, while it is neither requeued nor deleted
-        (also when its LocalQueue moved to another ClusterQueue meanwhile: upstream's scheduler
-        still holds its entry and ``RequeueWorkload`` requeues it into the new one)."""
+        (also when its LocalQueue moved to another ClusterQueue or its ClusterQueue was deleted
+        meanwhile: upstream's scheduler still holds its entry and ``RequeueWorkload`` requeues it
+        into its LocalQueue and the ClusterQueue that names now)."""
         lq = self._lqs.get(self._assigned.get(key, ""))
         cq = self._cqs.get(lq.cluster_queue) if lq is not None else None
         entry = cq.inflight.get(key) if cq is not None else None

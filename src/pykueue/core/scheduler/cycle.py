@@ -203,16 +203,19 @@ class Scheduler:
                 self._process_entry(entry, snapshot, preempted, now, result)
             completed = True
         finally:
-            # Even after a failure every eviction sent ahead is answered and counted: it may have
-            # landed, and its expectation must be kept.
-            self._finish_preemptions(result)
-            # Reservations nothing read are never booked: booking and undoing them at the close
-            # would leave the tree as it was.
-            self._reserve_later = []
-            # An assumed workload's booking is exactly its usage: it stays in the tree instead of
-            # being undone and added again (usage changes are exact, commutative inverses).
-            snapshot.close(keep=self._assumed_bookings if completed else None)
-            self._oracle = None
+            try:
+                # Even after a failure every eviction sent ahead is answered and counted: it may
+                # have landed, and its expectation must be kept.
+                self._finish_preemptions(result)
+            finally:
+                # An answer that raised must not leave the cycle's bookings in the cache's tree.
+                # Reservations nothing read are never booked: booking and undoing them at the
+                # close would leave the tree as it was.
+                self._reserve_later = []
+                # An assumed workload's booking is exactly its usage: it stays in the tree instead
+                # of being undone and added again (usage changes are exact, commutative inverses).
+                snapshot.close(keep=self._assumed_bookings if completed else None)
+                self._oracle = None
         # Assumed workloads join the cache only now: during the cycle the snapshot carried their
         # usage but not the workloads themselves, so none could be chosen as a victim (``Cache.Snapshot``).
         for assumed in self._assumed:
@@ -593,8 +596,18 @@ class Scheduler:
         """Count the answers of the evictions sent ahead in this cycle, preemptor by preemptor in
         the order they were issued."""
         issued, self._issued_preemptions = self._issued_preemptions, []
+        failure: BaseException | None = None
         for one in issued:
-            self._finish_preemption(one, result)
+            try:
+                self._finish_preemption(one, result)
+            except BaseException as err:
+                # The later preemptors' answers are still collected and counted (the driver keeps
+                # their victims busy until then, and their evictions may have landed); the first
+                # failure is raised once all are.
+                if failure is None:
+                    failure = err
+        if failure is not None:
+            raise failure
 
     def _finish_preemption(self, issued: _IssuedPreemption, result: CycleResult) -> None:
         """The rest of upstream's ``IssuePreemptions`` once every eviction answered (the preemption
