@@ -159,3 +159,24 @@ def test_the_webhooks_read_the_servers_feature_gates() -> None:
             _status(app, "POST", "workloads", None, wl, namespace="default").get("code", 201),
         )
     assert answers == {False: (201, 403), True: (403, 201)}
+
+
+def test_the_job_webhook_reads_the_servers_feature_gates() -> None:
+    """``ValidateJobOnCreate`` checks the ``admission-gated-by`` format only under AdmissionGatedBy,
+    read from the server's gates as Kueue's other webhooks are."""
+    job = {"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"name": "j", "namespace": "default", "labels": {f"{G}/queue-name": "q"},
+                        "annotations": {f"{G}/admission-gated-by": "a.io/x,a.io/x"}},
+           "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}}}  # fmt: skip
+    answers = {}
+    for gate in (True, False):
+        app = APIServerApp(Store(None), gates=FeatureGates({"AdmissionGatedBy": gate}))
+        app.bootstrap()
+        req = APIRequest("POST", "batch", "v1", "jobs", namespace="default", body=json.dumps(job).encode(),
+                         content_type="application/json", query={})  # fmt: skip
+        try:
+            app.handlers.handle(req)
+            answers[gate] = 201
+        except StatusError as err:
+            answers[gate] = err.code
+    assert answers == {True: 403, False: 201}

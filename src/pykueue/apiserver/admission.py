@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pykueue.api.feature_gates import FeatureGates
 from pykueue.api.validation import ValidationFailed
 
 Obj = dict[str, Any]
@@ -32,14 +33,15 @@ Lookup = Callable[[str, str, str, str], "Obj | None"]
 as missing. The returned dict is the caller's own copy.
 """
 
-Mutator = Callable[[Obj, Lookup], None]
-"""Mutating admission on create: changes the (storage-version) object in place.
+Mutator = Callable[[Obj, Lookup, FeatureGates], None]
+"""Mutating admission on create: changes the (storage-version) object in place; the gates are the
+server's (Kueue's webhooks read the controller manager's feature gates).
 
 Raises :class:`pykueue.kube.status.StatusError` to deny the request with a specific status.
 """
 
-Validator = Callable[[Obj, "Obj | None", Lookup], "ValidationFailed | None"]
-"""Validating admission: ``(new, old or None on create, lookup)`` → the denial, or None."""
+Validator = Callable[[Obj, "Obj | None", Lookup, FeatureGates], "ValidationFailed | None"]
+"""Validating admission: ``(new, old or None on create, lookup, gates)`` → the denial, or None."""
 
 
 @dataclass(frozen=True)

@@ -183,9 +183,14 @@ class ResourceInfo(Protocol):
     def missing_required(
         self, obj: Mapping[str, Any], old: Mapping[str, Any] | None, version: str
     ) -> list[FieldError]: ...
-    def admit(self, obj: dict[str, Any], lookup: Lookup) -> None: ...
+    def admit(self, obj: dict[str, Any], lookup: Lookup, *, gates: FeatureGates = DEFAULT_GATES) -> None: ...
     def admission_failure(
-        self, obj: dict[str, Any], old: dict[str, Any] | None, lookup: Lookup
+        self,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None,
+        lookup: Lookup,
+        *,
+        gates: FeatureGates = DEFAULT_GATES,
     ) -> ValidationFailed | None: ...
     def openapi_schema(self, version: str) -> Any: ...
     def selectable_fields_for(self, version: str) -> tuple[str, ...]: ...
@@ -1094,7 +1099,7 @@ class Handlers:
     def _admission_validate(
         self, info: ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None
     ) -> None:
-        failure = self._guard(info, obj, lambda: info.admission_failure(obj, old, self.lookup))
+        failure = self._guard(info, obj, lambda: info.admission_failure(obj, old, self.lookup, gates=self.gates))
         if failure is not None:
             raise E.rejected(info.group, info.kind, _name_of(obj), failure)
 
@@ -1207,7 +1212,7 @@ class Handlers:
             self._managed(info, req.version, None, storage, manager, None)
         # Webhooks run after managedFields are recorded (kube-apiserver's order), so the fields a
         # mutating webhook sets belong to no manager.
-        self._guard(info, storage, lambda: info.admit(storage, self.lookup))
+        self._guard(info, storage, lambda: info.admit(storage, self.lookup, gates=self.gates))
         self._admission_validate(info, storage, None)
         try:
             created: dict[str, Any] = self.store.create(info.key(), storage, dry_run=dry_run)

@@ -293,16 +293,18 @@ class ResourceInfo:
 
     # --- admission that reads the cluster -------------------------------------------------------
 
-    def admit(self, obj: Obj, lookup: Lookup) -> None:
+    def admit(self, obj: Obj, lookup: Lookup, *, gates: FeatureGates = DEFAULT_GATES) -> None:
         """Mutating admission on create (in place); may raise an ``StatusError`` denial."""
         if self.admission is not None and self.admission.mutate is not None:
-            self.admission.mutate(obj, lookup)
+            self.admission.mutate(obj, lookup, gates)
 
-    def admission_failure(self, obj: Obj, old: Obj | None, lookup: Lookup) -> ValidationFailed | None:
+    def admission_failure(
+        self, obj: Obj, old: Obj | None, lookup: Lookup, *, gates: FeatureGates = DEFAULT_GATES
+    ) -> ValidationFailed | None:
         """Validating admission of a create (``old`` None) or main-resource update."""
         if self.admission is None or self.admission.validate is None:
             return None
-        return self.admission.validate(obj, old, lookup)
+        return self.admission.validate(obj, old, lookup, gates)
 
     # --- schema and fields --------------------------------------------------------------------
 

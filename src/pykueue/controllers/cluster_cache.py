@@ -124,7 +124,10 @@ class ClusterCache:
         self.flavors: dict[str, ResourceFlavor] = {}
         self.admission_checks: dict[str, AdmissionCheck] = {}
         self.namespace_label_map: dict[str, dict[str, str]] = {}
-        self.workloads_of_owner: dict[str, set[str]] = {}
+        self.workloads_of_owner: dict[tuple[str, str, str, str], set[str]] = {}
+        """Workload keys by ``(namespace, owner apiVersion, owner kind, owner name)`` of each of their
+        owner references: upstream's owner index (``indexer.SetupWorkloadOwnerIndex``, matched with
+        ``OwnerReferenceIndexFieldMatcher``) keys on the owner's GVK and name, not its uid."""
         # Workload keys by LocalQueue ("namespace/queueName") and by the ClusterQueue of their
         # admission, in arrival order: a queue's create or delete finds its workloads without a
         # walk over every cached Workload (1,000 queues x 50,000 workloads in Kueue's large-scale
@@ -215,7 +218,10 @@ class ClusterCache:
             # versions share their spec instead of holding equal copies).
             wl = msgspec.structs.replace(wl, spec=old.spec)
         self.workloads[wl_key] = wl
-        self._index_owner(wl)
+        if old is None or old.metadata.owner_references != wl.metadata.owner_references:
+            if old is not None:
+                self._index_owner(old, remove=True)  # an owner reference may have gone
+            self._index_owner(wl)
         self._index_queues(wl_key, old, wl)
         self._updates.append((old, wl, seen))
 
@@ -444,12 +450,17 @@ class ClusterCache:
 
     def _index_owner(self, wl: Workload, remove: bool = False) -> None:
         key = workload_key(wl)
+        ns = wl.metadata.namespace
         for ref in wl.metadata.owner_references:
-            keys = self.workloads_of_owner.setdefault(ref.uid, set())
+            index = (ns, ref.api_version, ref.kind, ref.name)
             if remove:
-                keys.discard(key)
+                keys = self.workloads_of_owner.get(index)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del self.workloads_of_owner[index]
             else:
-                keys.add(key)
+                self.workloads_of_owner.setdefault(index, set()).add(key)
 
     def info(self, wl: Workload) -> WorkloadInfo:
         """The core's view of a workload (reusing the cached one when the spec is unchanged)."""

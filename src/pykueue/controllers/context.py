@@ -132,7 +132,7 @@ class ReconcileContext:
         return self.cluster.raw
 
     @property
-    def workloads_of_owner(self) -> dict[str, set[str]]:
+    def workloads_of_owner(self) -> dict[tuple[str, str, str, str], set[str]]:
         return self.cluster.workloads_of_owner
 
     @property

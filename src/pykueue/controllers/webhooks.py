@@ -239,7 +239,7 @@ class Webhooks:
             mutated = info.default_for_create(copy.deepcopy(obj))
         else:
             mutated = copy.deepcopy(obj)
-            info.admit(mutated, self.lookup)
+            info.admit(mutated, self.lookup, gates=self.gates)
         ops = json_patch(obj, mutated)
         # The webhook only adds or changes what Kueue defaults; identity fields stay the server's.
         return [op for op in ops if not (op["op"] == "remove" and op["path"].startswith("/metadata/"))]
@@ -255,7 +255,7 @@ class Webhooks:
                 return None  # an object the model cannot read fails the CRD's schema instead
             errs = validate_webhook(typed, old_typed, gates=self.gates)
             return str(aggregate(errs)) if errs else None
-        denied = info.admission_failure(obj, old, self.lookup)
+        denied = info.admission_failure(obj, old, self.lookup, gates=self.gates)
         return str(aggregate(denied.errors)) if denied is not None else None
 
 

@@ -104,7 +104,12 @@ class WorkloadController:
 
     def _orphaned(self, wl: Workload) -> bool:
         md = wl.metadata
-        if md.owner_references or not (md.deletion_timestamp is not None or JOB_UID_LABEL in md.labels):
+        # ``isOrphanedWorkload``: no owner references, and being deleted or, under
+        # FinishOrphanedWorkloads only, still labelled with its Job's uid.
+        if md.owner_references or not (
+            md.deletion_timestamp is not None
+            or (self.options.gate("FinishOrphanedWorkloads") and JOB_UID_LABEL in md.labels)
+        ):
             return False
         if RESOURCE_IN_USE not in md.finalizers and is_finished(wl):
             return False

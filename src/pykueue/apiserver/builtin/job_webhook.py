@@ -31,12 +31,14 @@ reports a defaulter's error.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pykueue.api import kueue as k
 from pykueue.api import strconv
+from pykueue.api.feature_gates import FeatureGates
 from pykueue.api.jobs import (
     MANAGED_OWNER_KINDS,
     completions,
@@ -450,13 +452,33 @@ def _partial_admission_update(old: Obj, job: Obj) -> list[FieldError]:
     return errs
 
 
+def with_gates(config: JobWebhookConfig, gates: FeatureGates) -> JobWebhookConfig:
+    """``config`` with the feature gates the Job webhook reads taken from ``gates`` (the server's:
+    upstream's webhooks run in the controller manager and read its gates)."""
+    defaulting = gates.enabled("WorkloadPriorityClassDefaulting")
+    gated_by = gates.enabled("AdmissionGatedBy")
+    identifiers = gates.enabled("WorkloadIdentifierAnnotations")
+    if (config.workload_priority_class_defaulting, config.admission_gated_by, config.workload_identifier_annotations) == (
+        defaulting,
+        gated_by,
+        identifiers,
+    ):
+        return config
+    return dataclasses.replace(
+        config,
+        workload_priority_class_defaulting=defaulting,
+        admission_gated_by=gated_by,
+        workload_identifier_annotations=identifiers,
+    )
+
+
 def admission(config: JobWebhookConfig = DEFAULT_CONFIG) -> Admission:
     """The Job webhooks as the registry's admission hook."""
 
-    def mutate(obj: Obj, lookup: Lookup) -> None:
-        default_job(obj, lookup, config)
+    def mutate(obj: Obj, lookup: Lookup, gates: FeatureGates) -> None:
+        default_job(obj, lookup, with_gates(config, gates))
 
-    def validate(obj: Obj, old: Obj | None, lookup: Lookup) -> ValidationFailed | None:
-        return validation_failure(obj, old, lookup, config)
+    def validate(obj: Obj, old: Obj | None, lookup: Lookup, gates: FeatureGates) -> ValidationFailed | None:
+        return validation_failure(obj, old, lookup, with_gates(config, gates))
 
     return Admission("kueue batch/v1 Job webhook", mutate=mutate, validate=validate)

@@ -542,6 +542,7 @@ def construct_workload(
     tas_enabled: bool = True,
     partial_admission: bool = True,
     short_workload_names: bool = False,
+    admission_gated_by: bool = True,
 ) -> Workload:
     """The Workload the integration creates for ``job`` (``ConstructWorkload``), ready to be created.
 
@@ -560,11 +561,12 @@ def construct_workload(
     uid_errors = is_valid_label_value(uid)
     if not uid_errors:
         labels[JOB_UID_LABEL] = uid
-    annotations = {
-        k: str(v)
-        for k, v in _annotations(job).items()
-        if k.startswith(PROVREQ_ANNOTATION_PREFIX) or k == ADMISSION_GATED_BY_ANNOTATION
-    }
+    annotations = {k: str(v) for k, v in _annotations(job).items() if k.startswith(PROVREQ_ANNOTATION_PREFIX)}
+    # ``prepareWorkload`` → ``PropagateAdmissionGatedByAnnotation``: under the AdmissionGatedBy gate,
+    # and only a non-empty value (an empty one is no gate, as a missing one).
+    gated_by = str(_annotations(job).get(ADMISSION_GATED_BY_ANNOTATION) or "")
+    if admission_gated_by and gated_by:
+        annotations[ADMISSION_GATED_BY_ANNOTATION] = gated_by
     return Workload(
         metadata=ObjectMeta(
             name=workload_name(name, uid, generation=generation, short_names=short_workload_names),
@@ -997,10 +999,11 @@ def is_equivalent(
     assign_queue_labels: bool = True,
     tas_enabled: bool = True,
     partial_admission: bool = True,
+    finish_orphaned_workloads: bool = True,
 ) -> bool:
     """``EquivalentToWorkload``: whether ``wl`` is the Workload of ``job`` as the Job stands now.
 
-    Same controller owner (name and uid), same ``maximumExecutionTimeSeconds``, and pod sets equal
+    Same controller owner (name, and uid under the FinishOrphanedWorkloads gate), same ``maximumExecutionTimeSeconds``, and pod sets equal
     in count, minCount, containers, initContainers and (unless the Workload is admitted)
     tolerations. For a Workload reserving quota the Job is compared with the Workload's template
     after the admission data is injected (``flavors`` resolves its ResourceFlavors; a missing one
@@ -1011,7 +1014,7 @@ def is_equivalent(
     owner = next((o for o in wl.metadata.owner_references if o.controller), None)
     if owner is None or owner.name != meta.get("name"):
         return False
-    if meta.get("uid") and owner.uid and owner.uid != meta.get("uid"):
+    if finish_orphaned_workloads and meta.get("uid") and owner.uid and owner.uid != meta.get("uid"):
         return False
     if wl.spec.maximum_execution_time_seconds != max_execution_time_seconds(job):
         return False

@@ -68,9 +68,13 @@ class JobController:
             Event.for_workload(wl.metadata.namespace, wl.metadata.name, type_, reason, note)
         )
 
-    def _owned(self, job: dict[str, Any]) -> list[Workload]:
-        uid = job["metadata"].get("uid", "")
-        keys = sorted(self.ctx.workloads_of_owner.get(uid, ()))
+    def _owned(self, key: ObjectKey) -> list[Workload]:
+        """The Workloads with an owner reference to a batch/v1 Job of this namespace and name, whatever
+        its uid (``FindMatchingWorkloads`` and ``getWorkloads`` list with
+        ``OwnerReferenceIndexFieldMatcher(gvk, name)``): a Workload left by an earlier Job of the same
+        name is found, and ``EquivalentToWorkload`` then rejects it by the controller's uid."""
+        ns, name = key
+        keys = sorted(self.ctx.workloads_of_owner.get((ns, "batch/v1", "Job", name), ()))
         return [wl for k in keys if (wl := self.ctx.workloads.get(k)) is not None]
 
     def _managed(self, job: dict[str, Any]) -> bool:
@@ -90,19 +94,14 @@ class JobController:
         """One reconcile of Job ``(namespace, name)``."""
         job = self.ctx.raw["jobs"].get(key)
         if job is None or job["metadata"].get("deletionTimestamp"):
-            self._job_gone(key, job)
+            self._job_gone(key)
             return
         if not self._managed(job) or owner_managed_by_kueue(job):
             return
-        job, wl, done = self._ensure_one_workload(job, self._owned(job))
+        job, wl, done = self._ensure_one_workload(job, self._owned(key))
         if done:
             return  # a leftover was deleted or rewritten; the resulting events continue
         if wl is not None:
-            if self.options.gate("AdmissionGatedBy") and self._propagate_gate(job, wl):
-                return
-            if bj.needs_priority_update(job, wl):
-                self._update_priority(job, wl)
-                return
             if is_finished(wl):
                 if RESOURCE_IN_USE in wl.metadata.finalizers and self.workload_controller.remove_finalizer(wl):
                     self._event(job, NORMAL, "FinishedWorkload", bj.finished_workload_message(wl))
@@ -132,15 +131,11 @@ class JobController:
 
     # --- step 1: the Job is gone ----------------------------------------------------------------------
 
-    def _job_gone(self, key: ObjectKey, job: dict[str, Any] | None) -> None:
-        ns, name = key
-        uid = (job or {}).get("metadata", {}).get("uid")
-        for wl in list(self.ctx.workloads.values()):
-            if wl.metadata.namespace != ns:
-                continue
-            refs = [r for r in wl.metadata.owner_references if r.kind == "Job" and r.name == name]
-            if not refs or (uid is not None and all(r.uid != uid for r in refs)):
-                continue
+    def _job_gone(self, key: ObjectKey) -> None:
+        # ``JobReconciler.finalize`` → ``finalizeWorkloads``: every Workload listed by the owner
+        # index (kind and name, any uid), as ``getWorkloads`` does.
+        ns = key[0]
+        for wl in self._owned(key):
             # ``workload.FinalizeOrphanedWorkload`` (pkg/workload/workload.go): Finished only under the
             # FinishOrphanedWorkloads gate, for a Workload not being deleted that has a controller
             # reference; the finalizer goes in every case.
@@ -173,9 +168,9 @@ class JobController:
         """``JobReconciler.ensureOneWorkload``: the Job's matching Workload, the others deleted.
 
         Returns ``(job, workload, done)``: the Job as it stands after a stop, the matching Workload
-        (None when there is none), and whether this reconcile ends here (upstream returns
-        ``ErrNoMatchingWorkloads`` / ``ErrExtraWorkloads`` after deleting Workloads; a rewritten
-        leftover continues on its watch event)."""
+        (or the rewritten leftover of a suspended Job; None when there is none), and whether this
+        reconcile ends here (upstream returns ``ErrNoMatchingWorkloads`` / ``ErrExtraWorkloads``
+        after deleting Workloads; a gate or priority update continues on its watch event)."""
         match: Workload | None = None
         for wl in owned:
             if bj.is_equivalent(
@@ -185,6 +180,7 @@ class JobController:
                 assign_queue_labels=self.options.gate("AssignQueueLabelsForPods"),
                 tas_enabled=self.options.gate("TopologyAwareScheduling"),
                 partial_admission=self.options.gate("PartialAdmission"),
+                finish_orphaned_workloads=self.options.gate("FinishOrphanedWorkloads"),
             ):
                 match = wl
                 break
@@ -214,24 +210,42 @@ class JobController:
         if deleted:
             return job, None, True
         if to_update is not None:
-            self._rewrite(job, to_update)
-            return job, None, True
+            # ``updateWorkloadToMatchJob`` returns the updated Workload and the reconcile goes on with
+            # it (a rewritten Workload being deleted loses its finalizer in the same pass: it may
+            # never match, e.g. one left by an earlier Job of the same name).
+            rewritten = self._rewrite(job, to_update)
+            return job, rewritten, rewritten is None
+        if match is not None:
+            # ``UpdateAdmissionGatedBy`` then ``UpdateWorkloadPriority``, for the matching Workload only;
+            # each write ends this reconcile and its watch event brings the next.
+            if self.options.gate("AdmissionGatedBy") and self._propagate_gate(job, match):
+                return job, None, True
+            if bj.needs_priority_update(job, match):
+                self._update_priority(job, match)
+                return job, None, True
         return job, match, False
 
-    def _rewrite(self, job: dict[str, Any], wl: Workload) -> None:
+    def _rewrite(self, job: dict[str, Any], wl: Workload) -> Workload | None:
+        """``updateWorkloadToMatchJob``: the Workload with the spec the Job builds now, as written
+        (None when it could not be: upstream returns the error)."""
         priority = self._priority(job)
         if isinstance(priority, bj.PriorityError):
-            return
+            return None
         fresh = self._construct(job, priority)
-        updated = msgspec.structs.replace(wl, spec=fresh.spec)
-        if self.ctx.write_workload(updated, status=False):
-            self._event(job, NORMAL, "UpdatedWorkload", bj.updated_workload_message(wl))
+        # ``prepareWorkload`` is given the old ``wl.Spec.Active``: a deactivated Workload stays
+        # deactivated when its spec is rewritten.
+        updated = msgspec.structs.replace(wl, spec=msgspec.structs.replace(fresh.spec, active=wl.spec.active))
+        if not self.ctx.write_workload(updated, status=False):
+            return None
+        self._event(job, NORMAL, "UpdatedWorkload", bj.updated_workload_message(wl))
+        return self.ctx.workloads.get(workload_key(wl), updated)
 
     def _propagate_gate(self, job: dict[str, Any], wl: Workload) -> bool:
         """Copy the Job's ``admission-gated-by`` annotation to its Workload (``ReconcileGenericJob``, after finding the matching Workload)."""
         key = bj.ADMISSION_GATED_BY_ANNOTATION
-        want = (job["metadata"].get("annotations") or {}).get(key)
-        have = wl.metadata.annotations.get(key)
+        # ``PropagateAdmissionGatedByAnnotation``: a missing annotation reads as "" on both sides.
+        want = str((job["metadata"].get("annotations") or {}).get(key) or "")
+        have = wl.metadata.annotations.get(key) or ""
         if want == have:
             return False
         annotations = {k: v for k, v in wl.metadata.annotations.items() if k != key}
@@ -240,7 +254,7 @@ class JobController:
         meta = msgspec.structs.replace(wl.metadata, annotations=annotations)
         if self.ctx.write_workload(msgspec.structs.replace(wl, metadata=meta), status=False):
             # ``RecordAdmissionGatedByUpdateEvent``
-            self._event(job, NORMAL, "UpdatedWorkload", f"Updated workload AdmissionGatedBy to {json.dumps(want or '', ensure_ascii=False)}")
+            self._event(job, NORMAL, "UpdatedWorkload", f"Updated workload AdmissionGatedBy to {json.dumps(want, ensure_ascii=False)}")
         return True
 
     def _update_priority(self, job: dict[str, Any], wl: Workload) -> None:
@@ -299,6 +313,7 @@ class JobController:
             partial_admission=self.options.gate("PartialAdmission"),
             short_workload_names=self.options.gate("ShortWorkloadNames"),
             tas_enabled=self.options.gate("TopologyAwareScheduling"),
+            admission_gated_by=self.options.gate("AdmissionGatedBy"),
         )
 
     def _create_workload(self, job: dict[str, Any]) -> None:
