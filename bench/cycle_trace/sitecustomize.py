@@ -31,9 +31,11 @@ if _OUT and "controller" in sys.argv:
     from pykueue.controllers.context import ReconcileContext
     from pykueue.controllers.manager import ControllerManager
     from pykueue.core.scheduler.cycle import Scheduler
+    from pykueue.core.workload.info import has_quota_reservation
 
     _log = open(_OUT, "a", buffering=1 << 16)  # noqa: SIM115
-    _state: dict[str, Any] = {"first": None, "evict": 0.0, "evict_n": 0, "pend": 0.0, "pend_n": 0, "rec": 0.0}
+    _state: dict[str, Any] = {"first": None, "evict": 0.0, "evict_n": 0, "pend": 0.0, "pend_n": 0, "rec": 0.0,
+                              "before": 0.0, "before_heads": 0, "before_holding": 0}
 
     def _tracing() -> bool:
         first = _state["first"]
@@ -51,7 +53,7 @@ if _OUT and "controller" in sys.argv:
             return _step(self)
         if _state["first"] is None:
             _state["first"] = time.time()
-        _state.update(evict=0.0, evict_n=0, pend=0.0, pend_n=0, rec=0.0)
+        _state.update(evict=0.0, evict_n=0, pend=0.0, pend_n=0, rec=0.0, before=0.0, before_heads=0, before_holding=0)
         t0 = time.time()
         cycles = self.cycles
         busy = _step(self)
@@ -61,6 +63,8 @@ if _OUT and "controller" in sys.argv:
             "evict": round(_state["evict"], 4), "evict_n": _state["evict_n"],
             "pend": round(_state["pend"], 4), "pend_n": _state["pend_n"],
             "cycle": self.cycles > cycles, "progress": self._progress, "inbox": self._inbox.qsize(),
+            "before": round(_state["before"], 4), "before_heads": _state["before_heads"],
+            "before_holding": _state["before_holding"],
         }
         _log.write(json.dumps(line) + "\n")
         return busy
@@ -115,6 +119,40 @@ if _OUT and "controller" in sys.argv:
                     _log.write(json.dumps({"k": "evict_ahead", "t": round(t0, 4), "dur": round(time.time() - t0, 4),
                                            "preemptors": n}) + "\n")
 
+    _finish_before = getattr(ReconcileContext, "finish_writes_before_cycle", None)
+
+    def finish_writes_before_cycle(self: ReconcileContext) -> bool:
+        # The wait, before a cycle, for the status writes sent ahead about Workloads it may decide on.
+        for key in getattr(self, "_sent_ahead", ()):
+            if self._decided_next(key):
+                wl = self.cluster.workloads.get(f"{key[1]}/{key[2]}")
+                holding = wl is not None and has_quota_reservation(wl)
+                _state["before_holding" if holding else "before_heads"] += 1
+                if holding and _tracing() and wl is not None:
+                    _log.write(json.dumps({"k": "before_holding", "t": round(time.time(), 4), "w": f"{key[1]}/{key[2]}",
+                                           "conditions": [[c.type, c.status, c.reason] for c in wl.status.conditions]}) + "\n")
+        t0 = time.time()
+        try:
+            return _finish_before(self)  # type: ignore[misc]
+        finally:
+            _state["before"] += time.time() - t0
+
+    from pykueue.controllers.workload_controller import WorkloadController
+
+    _wc_apply = WorkloadController._apply
+
+    def wc_apply(self: WorkloadController, outcome: Any) -> Any:
+        # The workload reconciler's writes: their reason, and whether the Workload held quota.
+        wl = outcome.spec if outcome.spec is not None else outcome.status
+        if wl is not None and _tracing():
+            _log.write(json.dumps({"k": "wc_write", "t": round(time.time(), 4), "reason": outcome.reason,
+                                   "holding": wl.status.admission is not None,
+                                   "w": f"{wl.metadata.namespace}/{wl.metadata.name}"}) + "\n")
+        return _wc_apply(self, outcome)
+
+    WorkloadController._apply = wc_apply  # type: ignore[method-assign]
+    if _finish_before is not None:
+        ReconcileContext.finish_writes_before_cycle = finish_writes_before_cycle  # type: ignore[method-assign]
     if _finish_preemptions is not None:
         Scheduler._finish_preemptions = finish_preemptions  # type: ignore[method-assign]
     ControllerManager._step = step  # type: ignore[method-assign]

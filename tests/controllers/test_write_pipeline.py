@@ -38,6 +38,11 @@ class SlowClient(InProcessClient):
         self.cq_open = threading.Event()
         """ClusterQueue status writes wait while this is clear (held as long as a test needs)."""
         self.cq_open.set()
+        self.pending_open = threading.Event()
+        """Workload status writes without an admission (a pending head's, a reconciler's) wait
+        while this is clear; ``pending_held`` names those waiting."""
+        self.pending_open.set()
+        self.pending_held: set[str] = set()
         self.cq_writes_in_flight = 0
         self.cq_status_writes = 0
         self.lock = threading.Lock()
@@ -73,6 +78,12 @@ class SlowClient(InProcessClient):
             hook = self.before_write.pop(name, None) or self.before_write.pop("*", None) if admission else None
         try:
             time.sleep(self.delay)
+            if not admission and not self.pending_open.is_set():
+                with self.lock:
+                    self.pending_held.add(name)
+                self.pending_open.wait(30)
+                with self.lock:
+                    self.pending_held.discard(name)
             if hook is not None:
                 hook(name)
             return super().replace(res, obj, subresource=subresource)
@@ -118,6 +129,7 @@ class Env:
 
     def close(self) -> None:
         self.client.cq_open.set()
+        self.client.pending_open.set()
         self.mgr.stop()
         self.store.close()
 
@@ -465,6 +477,85 @@ def test_a_cycles_pending_status_writes_are_in_flight_together(make_env: Callabl
         # Written through: the manager's cache has the condition it wrote.
         cached = env.mgr.call_in_manager_thread(lambda n=name: env.mgr.ctx.workloads[f"default/{n}"])  # type: ignore[misc]
         assert any(c.type == "QuotaReserved" and c.status == "False" for c in cached.status.conditions)
+
+
+def test_a_pending_heads_status_write_does_not_hold_the_manager_thread(make_env: Callable[..., Env]) -> None:
+    # The head asks for 2 CPU of 1: the cycle writes its QuotaReserved=False (upstream
+    # requeueAndUpdate). That write is held at the server; the manager thread goes on meanwhile
+    # (it used to wait for the answer before anything else), and writes the answer through once
+    # it lands.
+    env = make_env(delay=0.0, cpu=1)
+    env.client.pending_open.clear()
+    env.api.create(R.WORKLOADS, workload("big", cpu="2"))
+    env.start()
+    wait(lambda: "big" in env.client.pending_held)
+    # The manager thread answers while the write is held (before, this call timed out).
+    assert env.mgr.call_in_manager_thread(lambda: env.mgr.ctx.writes is not None and env.mgr.ctx.writes.pending(), 10) == 1
+    assert "big" in env.client.pending_held
+    env.client.pending_open.set()
+    wait(lambda: env.mgr.call_in_manager_thread(lambda: env.mgr.ctx.writes.pending(), 10) == 0)  # type: ignore[union-attr]
+    cached = env.mgr.call_in_manager_thread(lambda: env.mgr.ctx.workloads["default/big"])
+    assert any(c.type == "QuotaReserved" and c.status == "False" for c in cached.status.conditions)
+    assert env.outcomes("big")[0][1] == "applied"
+
+
+def test_a_cycle_waits_for_the_write_in_flight_of_a_head_it_pops(make_env: Callable[..., Env]) -> None:
+    # The head's pending-status write is held at the server when quota for it appears (the
+    # ClusterQueue grows to 2 CPU) and the batched retry moves it back to the top of the heap.
+    # The next cycle must not decide about it from the version that write replaces: it waits for
+    # the answer (as upstream's next cycle starts after its synchronous patch), then admits it.
+    # Without that wait the admission found the Workload busy and was refused.
+    env = make_env(delay=0.0, cpu=1)
+    env.client.pending_open.clear()
+    env.api.create(R.WORKLOADS, workload("big", cpu="2"))
+    env.start()
+    wait(lambda: "big" in env.client.pending_held)
+    cq = env.api.get(R.CLUSTER_QUEUES, "cq")
+    cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = 2
+    env.api.replace(R.CLUSTER_QUEUES, cq)
+    is_next_head = lambda: env.mgr.call_in_manager_thread(lambda: env.mgr.queues.is_next_head("default/big"), 10)  # noqa: E731
+    for _ in range(100):  # the retry of parked workloads is due 1 s (manager clock) after the change
+        env.clock.advance(1)
+        if is_next_head():
+            break
+        time.sleep(0.05)
+    assert is_next_head()
+    time.sleep(0.3)  # steps run; the cycle waits for the held write, the manager thread does not
+    assert is_next_head() and "big" in env.client.pending_held
+    assert "big" not in env.reserved()
+    env.client.pending_open.set()
+    wait(lambda: "big" in env.reserved())
+    assert env.client.same_object == []
+    outcomes = env.outcomes("big")
+    assert all(outcome == "applied" for _, outcome in outcomes), outcomes
+
+
+def test_a_reconcilers_status_write_does_not_hold_the_manager_thread(make_env: Callable[..., Env]) -> None:
+    # A pending Workload whose LocalQueue is put on hold: the workload reconciler rewrites its
+    # QuotaReserved=False condition (upstream syncQuotaReservedFalseCondition). That write is held
+    # at the server; the manager thread goes on meanwhile, and the reconcile's trail entry and
+    # the written condition follow the answer.
+    env = make_env(delay=0.0, cpu=1)
+    env.api.create(R.WORKLOADS, workload("big", cpu="2"))
+    env.start()
+
+    def reserved_false() -> dict[str, Any] | None:
+        c = cond(env.api.get(R.WORKLOADS, "big", "default"), "QuotaReserved")
+        return c if c is not None and c["status"] == "False" else None
+
+    before = wait(reserved_false)
+    env.client.pending_open.clear()
+    lq = env.api.get(R.LOCAL_QUEUES, "lq", "default")
+    lq["spec"]["stopPolicy"] = "Hold"
+    env.api.replace(R.LOCAL_QUEUES, lq)
+    wait(lambda: "big" in env.client.pending_held)
+    assert env.mgr.call_in_manager_thread(lambda: env.mgr.ctx.writes is not None and env.mgr.ctx.writes.pending(), 10) >= 1
+    assert reserved_false() == before  # still held
+    env.client.pending_open.set()
+    after = wait(lambda: (c := reserved_false()) is not None and c["message"] != before["message"] and c)
+    cached = env.mgr.call_in_manager_thread(lambda: env.mgr.ctx.workloads["default/big"])
+    assert any(c.type == "QuotaReserved" and c.message == after["message"] for c in cached.status.conditions)
+    assert all(outcome == "applied" for _, outcome in env.outcomes("big")), env.outcomes("big")
 
 
 def test_pipeline_refuses_a_second_write_of_a_busy_key() -> None:

@@ -42,7 +42,7 @@ from pykueue.core.events import Event
 from pykueue.core.options import SchedulerOptions
 from pykueue.core.queue import QueueManager
 from pykueue.core.state import KueueCore
-from pykueue.core.workload.info import WorkloadInfo, workload_key
+from pykueue.core.workload.info import WorkloadInfo, has_quota_reservation, workload_key
 from pykueue.metrics.recorder import ControllerMetrics
 from pykueue.runtime.clock import Clock
 from pykueue.runtime.controller import WorkQueue
@@ -85,6 +85,9 @@ class ReconcileContext:
     _deferred: dict[tuple[str, str, str], set[WorkKey]] = field(default_factory=dict)
     _cycle_statuses: list[Decision] | None = None
     """While a scheduling cycle runs (:meth:`cycle_status_writes`): its heads' status writes."""
+    _sent_ahead: set[tuple[str, str, str]] = field(default_factory=set)
+    """Workloads whose status write was sent without waiting for its answer (a reconciler's, or a
+    cycle's pending head's); see :meth:`writes_before_cycle_in_flight`."""
 
     # --- time and requeues ---------------------------------------------------------------------------
 
@@ -341,6 +344,65 @@ class ReconcileContext:
             return False
         return True
 
+    def write_workload_status_ahead(self, wl: Workload, done: Callable[[bool], None]) -> None:
+        """A reconciler's status write of a Workload, sent without waiting for its answer: upstream's
+        workload reconciler patches on its own worker, never holding up the scheduler's goroutine.
+        ``done(written)`` runs on the manager thread once it landed (written through) or failed, as
+        the synchronous :meth:`write_workload` would have returned. Until then the Workload's
+        reconciles wait (:meth:`busy`) and the next scheduling cycle waits for it only if it may
+        decide about this Workload again (:meth:`writes_before_cycle_in_flight`). A failure other
+        than a Conflict or a NotFound retries the Workload's reconcile after its backoff, as a
+        reconcile that raised it would be."""
+        md = wl.metadata
+        key = (R.WORKLOADS.plural, md.namespace or "", md.name or "")
+        if self.writes is None:
+            written = self.write_workload(wl)
+            done(written)
+            return
+        if self.writes.busy(key):  # as :meth:`write`: a Conflict without a request
+            done(False)
+            return
+        item: WorkKey = (WORKLOAD, f"{key[1]}/{key[2]}")
+
+        def landed(out: dict[str, Any] | None, err: Exception | None) -> None:
+            self._sent_ahead.discard(key)
+            try:
+                if err is None and out is not None:
+                    self._written(R.WORKLOADS, out)
+                    done(True)
+                    return
+                if not isinstance(err, (Conflict, NotFound)):
+                    delay = self.work.add_rate_limited(item)
+                    log.warning("writing workload %s status: %s; retrying in %.1fs", item[1], err, delay)
+                done(False)
+            finally:
+                # Reconciles of this Workload (and of its Job, whose writes of it found it busy)
+                # waited for the write: run them now.
+                self.cluster.mark_workload(item[1])
+                self._resume(key)
+
+        self._sent_ahead.add(key)
+        self._submit_status(key, R.WORKLOADS, to_external(wl), landed)
+
+    def writes_before_cycle_in_flight(self) -> bool:
+        """Whether a status write sent ahead (:meth:`write_workload_status_ahead`, a previous cycle's
+        pending head) is still in flight for a Workload the next cycle may decide about: the next
+        head of a ClusterQueue, or one holding quota (a possible victim). The manager then holds
+        the cycle back (not its thread) until the answers are written through. Upstream's
+        scheduler decides from an informer cache its own and the reconcilers' patches have
+        reached; a decision about a Workload whose write is in flight would be computed from the
+        version that write replaces."""
+        if self.writes is None or not self._sent_ahead:
+            return False
+        return any(self.writes.busy(key) and self._decided_next(key) for key in self._sent_ahead)
+
+    def _decided_next(self, key: tuple[str, str, str]) -> bool:
+        wl_key = f"{key[1]}/{key[2]}"
+        wl = self.cluster.workloads.get(wl_key)
+        # Holding quota by the QuotaReserved condition: a reservation released by another manager's
+        # apply (upstream's scheduler-perf runner) leaves ``status.admission``, which it does not own.
+        return (wl is not None and has_quota_reservation(wl)) or self.queues.is_next_head(wl_key)
+
     def write_workload_status(self, wl: Workload) -> bool:
         """The scheduler's status writes (reservation, admission, preemption)."""
         try:
@@ -386,14 +448,19 @@ class ReconcileContext:
     def cycle_status_writes(self) -> Iterator[None]:
         """Around a scheduling cycle: the status writes of its heads that stay pending (upstream
         ``requeueAndUpdate``: the QuotaReserved=False condition and the requests) are sent
-        together when the cycle ends, and the manager goes on once every one has been answered
-        and written through, as after upstream's synchronous patches.
+        together when the cycle ends, and the manager goes on without waiting for their answers
+        (:meth:`_send_cycle_statuses`); the next cycle waits for those of the Workloads it may
+        decide about again (:meth:`writes_before_cycle_in_flight`), as upstream's next cycle starts
+        after its synchronous patches.
 
         Upstream patches each on the scheduler's goroutine, one after another, in milliseconds;
         here a round trip took 65-300 ms, and a cycle of Kueue's large-scale benchmark pops one
         head from each of 1,000 ClusterQueues: hundreds of such writes made one cycle last tens of
         seconds with nothing admitted (bench/RESULTS.md, issue 14/16, branch lsthru). Nothing in
-        the rest of the cycle reads them: each is about its own head, which the cycle visits once."""
+        the rest of the cycle reads them: each is about its own head, which the cycle visits once.
+        Waiting for them at the cycle's end still held the manager thread 18 % of the baseline's
+        first seconds, with the runner's Finished and cleared evictions queued behind
+        (bench/RESULTS.md, issue 16, fifteenth session)."""
         if self.writes is None or self._cycle_statuses is not None:
             yield
             return
@@ -403,7 +470,43 @@ class ReconcileContext:
         finally:
             batch, self._cycle_statuses = self._cycle_statuses, None
             if batch:
-                self._write_cycle_statuses(batch)
+                self._send_cycle_statuses(batch)
+
+    def _send_cycle_statuses(self, batch: list[Decision]) -> None:
+        """The pending heads' status writes at the cycle's end, sent without waiting: nothing the
+        manager does next reads their answers, and the next cycle waits for the one of a Workload
+        it may decide about again (:meth:`writes_before_cycle_in_flight`). Each completion is what
+        :meth:`_write_cycle_statuses` made of its answer."""
+        assert self.writes is not None
+        for decision in batch:
+            assert decision.status is not None
+            md = decision.status.metadata
+            key = (R.WORKLOADS.plural, md.namespace, md.name)
+            if self.writes.busy(key):  # a Conflict without a request, as :meth:`write` answers
+                self.core.record(decision, False)
+                continue
+            base = self.cluster.workloads.get(decision.workload)
+
+            def landed(out: dict[str, Any] | None, err: Exception | None, decision: Decision = decision) -> None:
+                md = decision.status.metadata  # type: ignore[union-attr]
+                key = (R.WORKLOADS.plural, md.namespace, md.name)
+                self._sent_ahead.discard(key)
+                try:
+                    if err is None and out is not None:
+                        self._written(R.WORKLOADS, out)
+                        for event in decision.events:
+                            self.record_event(event)
+                        return
+                    if not isinstance(err, (Conflict, NotFound)):
+                        log.warning("writing workload %s status: %s", decision.workload, err)
+                    # The trail said "applied" when it was sent; the write did not land.
+                    self.core.record(decision, False)
+                finally:
+                    self.cluster.mark_workload(decision.workload)
+                    self._resume(key)
+
+            self._sent_ahead.add(key)
+            self._submit_status(key, R.WORKLOADS, to_external(decision.status), landed, loose_base=base)
 
     def _write_cycle_statuses(self, batch: list[Decision]) -> None:
         assert self.writes is not None  # as many at once as the pipeline's writes

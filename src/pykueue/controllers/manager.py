@@ -417,6 +417,11 @@ class ControllerManager:
         if self._stop.is_set():
             return False
         self.cluster.deliver_updates()
+        if self.ctx.writes_before_cycle_in_flight():
+            # A status write sent ahead about a Workload this cycle may decide on is in flight: the
+            # cycle waits for its answer (delivered through the inbox, which wakes this thread),
+            # the thread does not.
+            return False
         started = time.perf_counter()
         with self.ctx.cycle_status_writes():
             result = self.core.cycle(self.now())

@@ -152,21 +152,28 @@ class WorkloadController:
 
     # --- deactivation (``Reconcile``: spec.active=false) ---------------------------------------------------------------------------
 
-    def _apply(self, outcome: Outcome) -> bool:
-        """Write a decision of :mod:`pykueue.core.workload.reconcile`; its events follow a successful write."""
-        if outcome.spec is not None:
-            wl, written = outcome.spec, self.ctx.write_workload(outcome.spec, status=False)
-        elif outcome.status is not None:
-            wl, written = outcome.status, self.ctx.write_workload(outcome.status)
-        else:
-            return False
-        if written:
-            for event in outcome.events:
-                self.ctx.record_event(event)
+    def _apply(self, outcome: Outcome) -> None:
+        """Write a decision of :mod:`pykueue.core.workload.reconcile`; its events follow a successful
+        write. A status write is sent without waiting for its answer
+        (:meth:`ReconcileContext.write_workload_status_ahead`): the reconcile ends with the write
+        either way, and its events and trail entry follow the answer."""
+        wl = outcome.spec if outcome.spec is not None else outcome.status
+        if wl is None:
+            return
         # The decision trail: this reconcile reacted to the Workload as last observed, or to its timer.
         stimulus = self.ctx.stimulus(WORKLOAD, workload_key(wl), wl.metadata.resource_version or 0)
-        self.ctx.core.record(outcome_decision(workload_key(wl), outcome, stimulus, self.ctx.now()), written)
-        return written
+        decision = outcome_decision(workload_key(wl), outcome, stimulus, self.ctx.now())
+
+        def done(written: bool) -> None:
+            if written:
+                for event in outcome.events:
+                    self.ctx.record_event(event)
+            self.ctx.core.record(decision, written)
+
+        if outcome.spec is not None:
+            done(self.ctx.write_workload(outcome.spec, status=False))
+        else:
+            self.ctx.write_workload_status_ahead(wl, done)
 
     def _deactivate(self, wl: Workload) -> None:
         """Phase two of Kueue-initiated deactivation: ``spec.active=false`` (plain update)."""

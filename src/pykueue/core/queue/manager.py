@@ -773,6 +773,17 @@ class QueueManager:
         lq = self._lqs.get(lq_key) if lq_key is not None else None
         return lq.cluster_queue if lq is not None else None
 
+    def is_next_head(self, key: str) -> bool:
+        """Whether workload ``key`` is at the top of its ClusterQueue's heap: the head the next
+        :meth:`heads` pops from that ClusterQueue (a driver finishes what it is writing about such a
+        workload before the cycle that may decide on it again)."""
+        lq = self._lqs.get(self._assigned.get(key, ""))
+        cq = self._cqs.get(lq.cluster_queue) if lq is not None else None
+        if cq is None or not cq.active:
+            return False
+        top = cq.active.peek()
+        return top is not None and top.info.key == key
+
     def pending_count(self, cq_name: str) -> int:
         """Pending workloads of a ClusterQueue (heap + inadmissible + inflight)."""
         cq = self._cqs.get(cq_name)
