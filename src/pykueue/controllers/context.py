@@ -378,7 +378,7 @@ class ReconcileContext:
             finally:
                 # Reconciles of this Workload (and of its Job, whose writes of it found it busy)
                 # waited for the write: run them now.
-                self.cluster.mark_workload(item[1])
+                self.cluster.mark_workload(f"{key[1]}/{key[2]}")
                 self._resume(key)
 
         self._sent_ahead.add(key)
