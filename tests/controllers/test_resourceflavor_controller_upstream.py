@@ -91,7 +91,10 @@ def _clear_work(world: JobReconcile) -> None:
 
 def _queued_flavors(world: JobReconcile) -> list[str]:
     def queued() -> list[str]:
-        return sorted(str(key) for kind, key in world.mgr.work.take_ready() if kind == FLAVOR)
+        taken = world.mgr.work.take_ready()
+        for item in taken:
+            world.mgr.work.done(item)
+        return sorted(str(key) for kind, key in taken if kind == FLAVOR)
 
     return world.run(queued)
 
