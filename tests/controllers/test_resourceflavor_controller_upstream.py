@@ -79,24 +79,8 @@ def world() -> Iterator[JobReconcile]:
         yield w
 
 
-def _clear_work(world: JobReconcile) -> None:
-    """Take every queued key (a standby reconciles none), so that what a change queues shows."""
-
-    def take() -> None:
-        for item in world.mgr.work.take_ready():
-            world.mgr.work.done(item)
-
-    world.run(take)
-
-
 def _queued_flavors(world: JobReconcile) -> list[str]:
-    def queued() -> list[str]:
-        taken = world.mgr.work.take_ready()
-        for item in taken:
-            world.mgr.work.done(item)
-        return sorted(str(key) for kind, key in taken if kind == FLAVOR)
-
-    return world.run(queued)
+    return world.take_queued(FLAVOR)
 
 
 def _flavor_in_api(world: JobReconcile, name: str) -> dict[str, Any] | None:
@@ -138,7 +122,7 @@ def test_resource_flavor_predicates(world: JobReconcile, event: Any, finalizer: 
             rf["metadata"]["finalizers"] = []
             world.client.replace(R.RESOURCE_FLAVORS, rf)
     world.settle()
-    _clear_work(world)
+    _queued_flavors(world)  # what came before
     event(world)
     assert _queued_flavors(world) == (["test-flavor"] if want else [])
 
@@ -239,7 +223,7 @@ def test_cq_handler_generic(
     for other in cluster_queues:
         world.add(R.CLUSTER_QUEUES, _cq(*other))
     world.settle()
-    _clear_work(world)
+    _queued_flavors(world)  # what came before
     handled = _typed_cq(*cq) if cq is not None else _typed_cq("")
     world.run(lambda: world.mgr.cluster.reconcile_unused_flavors(handled))
     assert _queued_flavors(world) == want
@@ -252,7 +236,7 @@ def test_a_deleted_cluster_queue_reconciles_its_flavor_being_deleted(world: JobR
     world.add(R.CLUSTER_QUEUES, _cq("cq", "flavor"))
     world.client.delete(R.RESOURCE_FLAVORS, "flavor")
     world.settle()
-    _clear_work(world)
+    _queued_flavors(world)  # what came before
     cq = world.client.get(R.CLUSTER_QUEUES, "cq")
     cq["metadata"]["finalizers"] = []
     world.client.replace(R.CLUSTER_QUEUES, cq)

@@ -82,13 +82,7 @@ def world() -> Iterator[JobReconcile]:
 
 
 def _queued_classes(world: JobReconcile) -> list[str]:
-    def queued() -> list[str]:
-        taken = world.mgr.work.take_ready()
-        for item in taken:
-            world.mgr.work.done(item)
-        return sorted(str(key) for kind, key in taken if kind == PRIORITY_CLASS)
-
-    return world.run(queued)
+    return world.take_queued(PRIORITY_CLASS)
 
 
 # --- TestWorkloadPriorityClassPredicates -----------------------------------------------------------------

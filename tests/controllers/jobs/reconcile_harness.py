@@ -277,6 +277,18 @@ class JobReconcile:
         finally:
             self.mgr.recorder.flush()
 
+    def take_queued(self, kind: str) -> list[str]:
+        """Take every key queued for the reconcilers (a standby reconciles none, so what a change
+        queued shows): the keys of reconciler ``kind``, sorted."""
+
+        def take() -> list[str]:
+            taken = self.mgr.work.take_ready()
+            for item in taken:
+                self.mgr.work.done(item)
+            return sorted(str(key) for k, key in taken if k == kind)
+
+        return self.run(take)
+
     def reconcile(self, name: str = "job", namespace: str = "ns") -> None:
         """Wait until the manager's caches hold what the API holds, then reconcile Job ``namespace/name`` once."""
         self.run(lambda: self.mgr.job_controller.reconcile((namespace, name)))
