@@ -39,7 +39,8 @@ from pykueue.api.unmodelled import EVENT_REASON as UNMODELLED_EVENT_REASON
 from pykueue.api.unmodelled import unmodelled_features
 from pykueue.client import resources as R
 from pykueue.client.interface import Resource
-from pykueue.core.cache.cache import Cache
+from pykueue.controllers.workloadpriorityclass_controller import reconciles_on_change
+from pykueue.core.cache.cache import ACTIVE, PENDING, Cache
 from pykueue.core.events import WARNING
 from pykueue.core.options import SchedulerOptions
 from pykueue.core.queue import QueueManager
@@ -86,6 +87,7 @@ WATCH_ORDER = {res.plural: i for i, res in enumerate(WATCHED)}
 
 # The reconcilers' kinds: the work queue's keys are (kind, key).
 JOB, WORKLOAD, FLAVOR, CHECK, CLUSTER_QUEUE, LOCAL_QUEUE, COHORT = "job", "workload", "rf", "ac", "cq", "lq", "cohort"
+PRIORITY_CLASS = "wpc"
 WorkKey = tuple[str, Hashable]
 
 Applier = Callable[[dict[str, Any] | None, dict[str, Any] | None], None]
@@ -139,7 +141,7 @@ class ClusterCache:
         self._appliers: dict[str, Applier] = {
             R.NAMESPACES.plural: self._apply_namespaces,
             R.PRIORITY_CLASSES.plural: _read_when_needed,
-            R.WORKLOAD_PRIORITY_CLASSES.plural: _read_when_needed,
+            R.WORKLOAD_PRIORITY_CLASSES.plural: self._apply_workloadpriorityclasses,
             R.RESOURCE_FLAVORS.plural: self._apply_resourceflavors,
             R.ADMISSION_CHECKS.plural: self._apply_admissionchecks,
             R.COHORTS.plural: self._apply_cohorts,
@@ -286,7 +288,21 @@ class ClusterCache:
                 self.mark(JOB, (ns, job))
         self._retry_all_inadmissible()
 
+    def _apply_workloadpriorityclasses(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        """The Job integration reads the classes from ``raw`` when it builds a Workload; a new class,
+        or a new value, reconciles the Workloads referencing it (``WorkloadPriorityClassReconciler``'s
+        predicates)."""
+        if reconciles_on_change(old, new):
+            assert new is not None
+            self.mark(PRIORITY_CLASS, new["metadata"]["name"])
+
     def _apply_resourceflavors(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        """``ResourceFlavorReconciler``'s event handlers (``Create``, ``Update``, ``Delete``): the
+        flavor is reconciled (its finalizer) on a create and once it is being deleted; the parked
+        workloads retried are those of the ClusterQueues the change activated and, when the fields
+        the flavor assigner matches on changed, of the ClusterQueues using the flavor."""
+        before = self._pending_cluster_queues()
+        retry: set[str] = set()
         if new is None:
             assert old is not None
             name = old["metadata"]["name"]
@@ -294,13 +310,22 @@ class ClusterCache:
             self.cache.delete_flavor(name)
         else:
             rf = _typed(new, ResourceFlavor)
-            prev = self.flavors.get(rf.metadata.name)
-            self.flavors[rf.metadata.name] = rf
+            name = rf.metadata.name
+            prev = self.flavors.get(name)
+            self.flavors[name] = rf
+            if rf.metadata.deletion_timestamp is not None and prev is not None:
+                # ``Update``: a flavor being deleted is reconciled, and not applied to the scheduler's cache.
+                self.mark(FLAVOR, name)
+                return
             self.cache.add_or_update_flavor(rf)
-            self.mark(FLAVOR, rf.metadata.name)
-            if prev is not None and prev.spec == rf.spec and _same_deletion(prev, rf):
+            if prev is None:
+                self.mark(FLAVOR, name)  # ``Create``
+            elif prev.spec == rf.spec:
                 return  # only metadata (e.g. our finalizer) changed
-        self._cluster_queues_changed()
+            elif _flavor_scheduling_fields_changed(prev, rf):
+                retry.update(self.cache.cluster_queues_using_flavor(name))
+        retry.update(n for n in before if self._cluster_queue_active(n))
+        self._cluster_queues_changed(retry)
 
     def _apply_admissionchecks(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         if new is None:
@@ -338,12 +363,13 @@ class ClusterCache:
         if new is None:
             assert old is not None
             name = old["metadata"]["name"]
-            self.cluster_queues.pop(name, None)
+            gone = self.cluster_queues.pop(name, None)
             self.queues.delete_cluster_queue(name)
             self.cache.delete_cluster_queue(name)
             if self.metrics is not None:
                 self.metrics.metrics.clear_cluster_queue(name)
             self._workloads_of_cq_changed(name)
+            self._cluster_queue_updated(gone, None)
         else:
             cq = _typed(new, ClusterQueue)
             name = cq.metadata.name
@@ -356,6 +382,7 @@ class ClusterCache:
                     state.obj = cq
                 return
             state = self.cache.add_or_update_cluster_queue(cq)
+            self._cluster_queue_updated(previous, cq)
             if previous is None:
                 self.queues.add_cluster_queue(state, self._ts())
                 # Reservations naming this ClusterQueue seen before it (e.g. after a re-creation).
@@ -515,8 +542,9 @@ class ClusterCache:
         for kind, key in touched:
             self.schedule_status(kind, key)
 
-    def _cluster_queues_changed(self) -> None:
-        """Flavors, checks, cohorts or CQs changed: activity, status and parked workloads."""
+    def _cluster_queues_changed(self, retry: set[str] | None = None) -> None:
+        """Flavors, checks, cohorts or CQs changed: activity, status and parked workloads (those of
+        the ClusterQueues in ``retry``; default: all)."""
         self.cache.update_activity()
         for name in self.cluster_queues:
             self.mark(CLUSTER_QUEUE, name)
@@ -524,14 +552,37 @@ class ClusterCache:
             self.mark(LOCAL_QUEUE, key)
         for name in self.cohorts:
             self.mark(COHORT, name)
-        # A flavor or check waiting for deletion may have lost its last ClusterQueue.
-        for name, rf in self.flavors.items():
-            if rf.metadata.deletion_timestamp is not None:
-                self.mark(FLAVOR, name)
+        # A check waiting for deletion may have lost its last ClusterQueue (flavors: reconcile_unused_flavors).
         for name, ac in self.admission_checks.items():
             if ac.metadata.deletion_timestamp is not None:
                 self.mark(CHECK, name)
-        self._retry_all_inadmissible()
+        if retry is None:
+            self._retry_all_inadmissible()
+        elif retry:
+            self.queues.queue_inadmissible_workloads(retry, self._ts())
+
+    def _pending_cluster_queues(self) -> list[str]:
+        return [name for name, cq in self.cache.cluster_queues.items() if cq.status == PENDING]
+
+    def _cluster_queue_active(self, name: str) -> bool:
+        cq = self.cache.cluster_queues.get(name)
+        return cq is not None and cq.status == ACTIVE
+
+    def reconcile_unused_flavors(self, cq: ClusterQueue) -> None:
+        """``cqHandler.Generic``: reconcile each flavor of ``cq`` (a ClusterQueue's version before
+        an update or a delete, see :func:`cluster_queue_update_event`) that no ClusterQueue uses any
+        more (a flavor being deleted then loses its finalizer)."""
+        if not cq.metadata.name:
+            return
+        for rg in cq.spec.resource_groups:
+            for fq in rg.flavors:
+                if not self.cache.cluster_queues_using_flavor(fq.name):
+                    self.mark(FLAVOR, fq.name)
+
+    def _cluster_queue_updated(self, old: ClusterQueue | None, new: ClusterQueue | None) -> None:
+        event = cluster_queue_update_event(old, new)
+        if event is not None:
+            self.reconcile_unused_flavors(event)
 
     def _retry_all_inadmissible(self) -> None:
         if self.cluster_queues:
@@ -572,6 +623,31 @@ def _index_move(index: dict[str, dict[str, None]], key: str, old: str | None, ne
                 del index[old]
     if new is not None:
         index.setdefault(new, {})[key] = None
+
+
+def cluster_queue_update_event(old: ClusterQueue | None, new: ClusterQueue | None) -> ClusterQueue | None:
+    """``ResourceFlavorReconciler.NotifyClusterQueueUpdate``: the ClusterQueue whose flavors may have
+    lost their last user — its old version when it was deleted or its set of flavors changed —
+    else None (a create, or an update keeping its flavors)."""
+    if old is None:
+        return None
+    if new is None or _all_flavors(old) != _all_flavors(new):
+        return old
+    return None
+
+
+def _all_flavors(cq: ClusterQueue) -> set[str]:
+    """``utilqueue.AllFlavors``: the flavors named in a ClusterQueue's resource groups."""
+    return {fq.name for rg in cq.spec.resource_groups for fq in rg.flavors}
+
+
+def _flavor_scheduling_fields_changed(old: ResourceFlavor, new: ResourceFlavor) -> bool:
+    """``flavorSchedulingFieldsChanged``: the spec fields the flavor assigner matches workloads on."""
+    return (
+        old.spec.node_taints != new.spec.node_taints
+        or old.spec.tolerations != new.spec.tolerations
+        or old.spec.node_labels != new.spec.node_labels
+    )
 
 
 def _same_deletion(a: Any, b: Any) -> bool:

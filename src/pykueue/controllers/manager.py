@@ -33,6 +33,7 @@ from pykueue.controllers.cluster_cache import (
     FLAVOR,
     JOB,
     LOCAL_QUEUE,
+    PRIORITY_CLASS,
     WATCH_ORDER,
     WATCHED,
     WORKLOAD,
@@ -45,6 +46,7 @@ from pykueue.controllers.jobs.job_controller import JobController
 from pykueue.controllers.options import ControllerOptions, default_options
 from pykueue.controllers.queue_controllers import QueueControllers
 from pykueue.controllers.workload_controller import WorkloadController
+from pykueue.controllers.workloadpriorityclass_controller import WorkloadPriorityClassController
 from pykueue.core.decision import Decision
 from pykueue.core.state import KueueCore
 from pykueue.metrics import KueueMetrics
@@ -78,7 +80,7 @@ _BUSY_BACKLOG_MAX = 256
 _FINISH_BATCH = 2
 # Reconcile order within a batch: Jobs first (they create and finish Workloads), then Workloads,
 # then the objects whose status summarises them.
-_KIND_ORDER = (JOB, WORKLOAD, FLAVOR, CHECK, CLUSTER_QUEUE, LOCAL_QUEUE, COHORT)
+_KIND_ORDER = (JOB, WORKLOAD, PRIORITY_CLASS, FLAVOR, CHECK, CLUSTER_QUEUE, LOCAL_QUEUE, COHORT)
 EVENT_COMPONENT = "kueue-admission"
 """``source.component`` / ``reportingComponent`` of the manager's core/v1 Events."""
 EVENT_INSTANCE = "pykueue"
@@ -159,10 +161,12 @@ class ControllerManager:
         self.workload_controller = WorkloadController(self.ctx)
         self.queue_controllers = QueueControllers(self.ctx)
         self.job_controller = JobController(self.ctx, self.workload_controller)
+        self.priority_class_controller = WorkloadPriorityClassController(self.ctx)
         self._inbox: queue.Queue[tuple[Change, datetime] | _Call[Any]] = queue.Queue()
         self._reconcilers: dict[str, Callable[[Any], None]] = {
             JOB: self.job_controller.reconcile,
             WORKLOAD: self.workload_controller.reconcile,
+            PRIORITY_CLASS: self.priority_class_controller.reconcile,
             **self.queue_controllers.reconcilers(),
         }
 
@@ -454,7 +458,7 @@ class ControllerManager:
             for kind in _KIND_ORDER:
                 for key in sorted(batches.get(kind, ()), key=str):
                     self._reconcile((kind, key))
-                if kind in (JOB, WORKLOAD, COHORT):
+                if kind in (JOB, WORKLOAD, PRIORITY_CLASS, COHORT):
                     self.cluster.deliver_updates()
 
     def _reconcile(self, item: WorkKey) -> None:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from pykueue.api.meta import LabelSelector
 from pykueue.apiserver.app import create_app
@@ -25,6 +25,8 @@ from pykueue.controllers.manager import ControllerManager
 from pykueue.controllers.options import ControllerOptions
 from pykueue.core.options import DefaultGates, SchedulerOptions
 from pykueue.store import Store
+
+_T = TypeVar("_T")
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 NOW_TEXT = "2026-11-22T12:00:00Z"
@@ -259,14 +261,37 @@ class JobReconcile:
 
         return self.mgr.call_in_manager_thread(check)
 
-    def reconcile(self, name: str = "job", namespace: str = "ns") -> None:
-        """Wait until the manager's caches hold what the API holds, then reconcile Job ``namespace/name`` once."""
+    def settle(self) -> None:
+        """Wait until the manager's caches hold what the API holds (every watched change applied)."""
         deadline = time.monotonic() + 30
         while not self._synced():
             assert time.monotonic() < deadline, "the manager's caches did not catch up"
             time.sleep(0.01)
-        self.mgr.call_in_manager_thread(lambda: self.mgr.job_controller.reconcile((namespace, name)))
-        self.mgr.recorder.flush()
+
+    def run(self, fn: Callable[[], _T]) -> _T:
+        """Once the caches caught up, run ``fn`` on the manager thread (e.g. one reconcile of any
+        controller) and flush the Events it recorded; its result, or its exception, is returned."""
+        self.settle()
+        try:
+            return self.mgr.call_in_manager_thread(fn)
+        finally:
+            self.mgr.recorder.flush()
+
+    def take_queued(self, kind: str) -> list[str]:
+        """Take every key queued for the reconcilers (a standby reconciles none, so what a change
+        queued shows): the keys of reconciler ``kind``, sorted."""
+
+        def take() -> list[str]:
+            taken = self.mgr.work.take_ready()
+            for item in taken:
+                self.mgr.work.done(item)
+            return sorted(str(key) for k, key in taken if k == kind)
+
+        return self.run(take)
+
+    def reconcile(self, name: str = "job", namespace: str = "ns") -> None:
+        """Wait until the manager's caches hold what the API holds, then reconcile Job ``namespace/name`` once."""
+        self.run(lambda: self.mgr.job_controller.reconcile((namespace, name)))
 
     # --- reading back ------------------------------------------------------------------------------
 

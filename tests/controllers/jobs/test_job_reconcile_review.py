@@ -148,3 +148,112 @@ def test_the_created_workload_gets_the_admission_gate_only_under_its_gate() -> N
             (created,) = world.workloads()
             got = (created["metadata"].get("annotations") or {}).get("kueue.x-k8s.io/admission-gated-by")
             assert got == want, (gate, value)
+
+
+# --- events recorded on every reconcile; updates of the matching Workload the reconcile goes on from ------
+
+
+def _event_counts(world: JobReconcile) -> list[tuple[str, int]]:
+    """``(reason, count)`` of each Event of namespace ``ns`` (the recorder counts an identical repeat)."""
+    from pykueue.client import resources as R
+
+    items, _ = world.client.list(R.EVENTS, "ns")
+    return [(e["reason"], int(e.get("count") or 1)) for e in sorted(items, key=lambda e: str(e["reason"]))]
+
+
+def test_finished_workload_is_recorded_on_every_reconcile_that_finds_it_finished() -> None:
+    """``ReconcileGenericJob`` records FinishedWorkload whenever the matching Workload is finished,
+    before ``RemoveFinalizer`` (a no-op once the finalizer is gone): a second reconcile records it
+    again (the recorder makes it a count of 2)."""
+    with JobReconcile({"TopologyAwareScheduling": False}) as world:
+        job = world.add_job(base_job())
+        wl = base_workload("a", reserve=False)
+        wl["status"] = {
+            "conditions": [
+                {"type": "QuotaReserved", "status": "False", "reason": "ByTest", "message": "",
+                 "lastTransitionTime": "2026-11-22T12:00:00Z"},
+                {"type": "Finished", "status": "True", "reason": "ByTest", "message": "",
+                 "lastTransitionTime": "2026-11-22T12:00:00Z"},
+            ]
+        }  # fmt: skip
+        world.add_workload(wl, owner=job)
+        world.reconcile()
+        assert world.workloads()[0]["metadata"].get("finalizers") in (None, [])
+        world.reconcile()
+        assert world.events() == [("job", "Normal", "FinishedWorkload", "Workload 'ns/a' is declared finished")]
+        assert _event_counts(world) == [("FinishedWorkload", 2)]
+
+
+def test_pending_admission_check_messages_are_recorded_on_every_reconcile() -> None:
+    """``recordAdmissionCheckUpdate`` records UpdatedAdmissionCheck on every reconcile of a suspended
+    Job whose Workload reserves quota with Pending checks that have a message, not once per message."""
+    with JobReconcile({"TopologyAwareScheduling": False}) as world:
+        job = world.add_job(base_job())
+        wl = base_workload(admitted=False)
+        wl["status"]["admissionChecks"] = [
+            {"name": "ac", "state": "Pending", "message": "Not yet", "lastTransitionTime": "2026-11-22T12:00:00Z"}
+        ]
+        world.add_workload(wl, owner=job)
+        world.reconcile()
+        world.reconcile()
+        assert world.events() == [("job", "Normal", "UpdatedAdmissionCheck", "ac: Not yet")]
+        assert _event_counts(world) == [("UpdatedAdmissionCheck", 2)]
+
+
+def _wpc_ref(name: str) -> dict[str, str]:
+    return {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": name}
+
+
+def _add_wpcs(world: JobReconcile, classes: dict[str, int]) -> None:
+    from pykueue.client import resources as R
+
+    for name, value in classes.items():
+        world.add(
+            R.WORKLOAD_PRIORITY_CLASSES,
+            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value},
+        )
+
+
+def test_after_a_priority_update_the_reconcile_goes_on_and_starts_the_admitted_job() -> None:
+    """``ensureOneWorkload`` returns the matching Workload ``UpdateWorkloadPriority`` updated in place,
+    and ``ReconcileGenericJob`` goes on with it: an admitted Workload's suspended Job is started in
+    the same reconcile."""
+    with JobReconcile({"TopologyAwareScheduling": False}) as world:
+        _add_wpcs(world, {"test-wpc": 100, "test-wpc-high": 200})
+        body = base_job()
+        body["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "test-wpc-high"
+        job = world.add_job(body)
+        wl = base_workload("job", admitted=True)
+        wl["spec"]["priority"], wl["spec"]["priorityClassRef"] = 100, _wpc_ref("test-wpc")
+        world.add_workload(wl, owner=job)
+        world.reconcile()
+        (after,) = world.workloads()
+        assert (after["spec"]["priority"], after["spec"]["priorityClassRef"]) == (200, _wpc_ref("test-wpc-high"))
+        got = world.job()
+        assert got is not None and got["spec"]["suspend"] is False
+        assert world.events() == [
+            ("job", "Normal", "UpdatedWorkload", "Updated workload priority class: ns/job"),
+            ("job", "Normal", "Started", "Admitted by clusterQueue cq"),
+        ]
+
+
+def test_after_an_admission_gate_update_the_reconcile_goes_on_to_the_priority() -> None:
+    """``ensureOneWorkload`` runs ``UpdateAdmissionGatedBy`` and then ``UpdateWorkloadPriority`` on
+    the same Workload in one reconcile: both are written, both events recorded."""
+    with JobReconcile({"TopologyAwareScheduling": False, "AdmissionGatedBy": True}) as world:
+        _add_wpcs(world, {"test-wpc": 100, "test-wpc-high": 200})
+        body = base_job()
+        body["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "test-wpc-high"
+        job = world.add_job(body)  # its admission gate was removed (a gate can only be removed)
+        wl = base_workload("job", reserve=False)
+        wl["metadata"]["annotations"] = {"kueue.x-k8s.io/admission-gated-by": "example.com/controller1"}
+        wl["spec"]["priority"], wl["spec"]["priorityClassRef"] = 100, _wpc_ref("test-wpc")
+        world.add_workload(wl, owner=job)
+        world.reconcile()
+        (after,) = world.workloads()
+        assert "kueue.x-k8s.io/admission-gated-by" not in (after["metadata"].get("annotations") or {})
+        assert (after["spec"]["priority"], after["spec"]["priorityClassRef"]) == (200, _wpc_ref("test-wpc-high"))
+        assert world.events() == [
+            ("job", "Normal", "UpdatedWorkload", 'Updated workload AdmissionGatedBy to ""'),
+            ("job", "Normal", "UpdatedWorkload", "Updated workload priority class: ns/job"),
+        ]

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from pykueue.api.conversion import to_external, to_internal
 from pykueue.api.jobs import is_managed, owner_managed_by_kueue
-from pykueue.api.kueue import RESOURCE_IN_USE_FINALIZER as RESOURCE_IN_USE
 from pykueue.api.kueue import PriorityClass, ReclaimablePod, Workload, WorkloadPriorityClass
 from pykueue.api.meta import ObjectMeta, find_condition
 from pykueue.client import resources as R
@@ -46,7 +46,6 @@ class JobController:
         self.ctx = ctx
         self.options = ctx.sched_options
         self.workload_controller = workload_controller
-        self._last_check_note: dict[ObjectKey, str] = {}
 
     # --- helpers ----------------------------------------------------------------------------------
 
@@ -103,8 +102,10 @@ class JobController:
             return  # a leftover was deleted or rewritten; the resulting events continue
         if wl is not None:
             if is_finished(wl):
-                if RESOURCE_IN_USE in wl.metadata.finalizers and self.workload_controller.remove_finalizer(wl):
-                    self._event(job, NORMAL, "FinishedWorkload", bj.finished_workload_message(wl))
+                # ``ReconcileGenericJob`` records FinishedWorkload on every reconcile that finds the
+                # Workload finished, then removes its finalizer (a no-op once it is gone).
+                self._event(job, NORMAL, "FinishedWorkload", bj.finished_workload_message(wl))
+                self._remove_finalizer(wl)
                 return
             if wl.metadata.deletion_timestamp is not None:
                 self._stop(job, wl, "Workload is deleted")
@@ -168,9 +169,9 @@ class JobController:
         """``JobReconciler.ensureOneWorkload``: the Job's matching Workload, the others deleted.
 
         Returns ``(job, workload, done)``: the Job as it stands after a stop, the matching Workload
-        (or the rewritten leftover of a suspended Job; None when there is none), and whether this
-        reconcile ends here (upstream returns ``ErrNoMatchingWorkloads`` / ``ErrExtraWorkloads``
-        after deleting Workloads; a gate or priority update continues on its watch event)."""
+        as this reconcile left it (or the rewritten leftover of a suspended Job; None when there is
+        none), and whether this reconcile ends here (upstream returns ``ErrNoMatchingWorkloads`` /
+        ``ErrExtraWorkloads`` after deleting Workloads, or the error of a failed write)."""
         match: Workload | None = None
         for wl in owned:
             if bj.is_equivalent(
@@ -216,13 +217,16 @@ class JobController:
             rewritten = self._rewrite(job, to_update)
             return job, rewritten, rewritten is None
         if match is not None:
-            # ``UpdateAdmissionGatedBy`` then ``UpdateWorkloadPriority``, for the matching Workload only;
-            # each write ends this reconcile and its watch event brings the next.
-            if self.options.gate("AdmissionGatedBy") and self._propagate_gate(job, match):
-                return job, None, True
+            # ``UpdateAdmissionGatedBy`` then ``UpdateWorkloadPriority``, for the matching Workload only:
+            # each updates ``match`` in place and the reconcile goes on with it; an error ends it.
+            if self.options.gate("AdmissionGatedBy"):
+                match = self._propagate_gate(job, match)
+                if match is None:
+                    return job, None, True
             if bj.needs_priority_update(job, match):
-                self._update_priority(job, match)
-                return job, None, True
+                match = self._update_priority(job, match)
+                if match is None:
+                    return job, None, True
         return job, match, False
 
     def _rewrite(self, job: dict[str, Any], wl: Workload) -> Workload | None:
@@ -240,34 +244,51 @@ class JobController:
         self._event(job, NORMAL, "UpdatedWorkload", bj.updated_workload_message(wl))
         return self.ctx.workloads.get(workload_key(wl), updated)
 
-    def _propagate_gate(self, job: dict[str, Any], wl: Workload) -> bool:
-        """Copy the Job's ``admission-gated-by`` annotation to its Workload (``ReconcileGenericJob``, after finding the matching Workload)."""
+    def _propagate_gate(self, job: dict[str, Any], wl: Workload) -> Workload | None:
+        """``UpdateAdmissionGatedBy``: copy the Job's ``admission-gated-by`` annotation to its
+        Workload. Returns the Workload as written (``wl`` when in sync), or None when the write
+        failed (upstream returns the error)."""
         key = bj.ADMISSION_GATED_BY_ANNOTATION
         # ``PropagateAdmissionGatedByAnnotation``: a missing annotation reads as "" on both sides.
         want = str((job["metadata"].get("annotations") or {}).get(key) or "")
         have = wl.metadata.annotations.get(key) or ""
         if want == have:
-            return False
+            return wl
         annotations = {k: v for k, v in wl.metadata.annotations.items() if k != key}
         if want:
             annotations[key] = want
         meta = msgspec.structs.replace(wl.metadata, annotations=annotations)
-        if self.ctx.write_workload(msgspec.structs.replace(wl, metadata=meta), status=False):
+        return self._update_workload(
+            msgspec.structs.replace(wl, metadata=meta),
             # ``RecordAdmissionGatedByUpdateEvent``
-            self._event(job, NORMAL, "UpdatedWorkload", f"Updated workload AdmissionGatedBy to {json.dumps(want, ensure_ascii=False)}")
-        return True
+            lambda: self._event(
+                job, NORMAL, "UpdatedWorkload", f"Updated workload AdmissionGatedBy to {json.dumps(want, ensure_ascii=False)}"
+            ),
+        )
 
-    def _update_priority(self, job: dict[str, Any], wl: Workload) -> None:
+    def _update_priority(self, job: dict[str, Any], wl: Workload) -> Workload | None:
+        """``UpdateWorkloadPriority`` for the matching Workload: the Workload as written, or None
+        when the class could not be resolved or the write failed (upstream returns the error)."""
         priority = self._priority(job)
         if isinstance(priority, bj.PriorityError):
             if priority.event_reason:
                 self._event(job, WARNING, priority.event_reason, priority.message)
-            return
+            return None
         spec = msgspec.structs.replace(
             wl.spec, priority_class_ref=priority.priority_class_ref, priority=priority.priority
         )
-        if self.ctx.write_workload(msgspec.structs.replace(wl, spec=spec), status=False):
-            self._event(job, NORMAL, "UpdatedWorkload", bj.updated_priority_message(wl))
+        return self._update_workload(
+            msgspec.structs.replace(wl, spec=spec),
+            lambda: self._event(job, NORMAL, "UpdatedWorkload", bj.updated_priority_message(wl)),
+        )
+
+    def _update_workload(self, updated: Workload, on_written: Callable[[], None]) -> Workload | None:
+        """Update the whole Workload; once written, ``on_written`` (its event) and the Workload as
+        cached from the write's answer; None when it was not written."""
+        if not self.ctx.write_workload(updated, status=False):
+            return None
+        on_written()
+        return self.ctx.workloads.get(workload_key(updated), updated)
 
     # --- steps 3-5: finished, deleted ---------------------------------------------------------------------
 
@@ -382,14 +403,13 @@ class JobController:
     # --- step 10: suspended -------------------------------------------------------------------------------
 
     def _suspended(self, job: dict[str, Any], wl: Workload) -> None:
-        key = (job["metadata"]["namespace"], job["metadata"]["name"])
         if is_admitted(wl):
             self._start(job, wl)
             return
         if has_quota_reservation(wl):
+            # ``recordAdmissionCheckUpdate``: on every such reconcile (the recorder counts repeats).
             note = bj.pending_checks_note(wl)
-            if note is not None and self._last_check_note.get(key) != note:
-                self._last_check_note[key] = note
+            if note is not None:
                 self._event(job, NORMAL, "UpdatedAdmissionCheck", note)
         # ``handleQueueNameChange`` follows ``recordAdmissionCheckUpdate`` in upstream's step 7,
         # for a Workload reserving quota too.
