@@ -1097,6 +1097,8 @@ def _schema_local_queue(
     )
     if lq.status is not None:
         errs += _schema_conditions(lq.status.conditions, "status.conditions")
+        errs += _schema_lq_flavor_usage("status.flavorsReservation", lq.status.flavors_reservation)
+        errs += _schema_lq_flavor_usage("status.flavorsUsage", lq.status.flavors_usage)
     rules: list[FieldError] = []
     if (
         old is not None
@@ -1106,6 +1108,27 @@ def _schema_local_queue(
     ):
         rules.append(cel("spec.clusterQueue", "string", FIELD_IMMUTABLE_MSG))
     return errs, rules
+
+
+MAX_LQ_FLAVORS = 64
+MAX_LQ_FLAVOR_RESOURCES = 64
+
+
+def _schema_lq_flavor_usage(path: str, usages: Sequence[k.LocalQueueFlavorUsage]) -> list[FieldError]:
+    """``LocalQueueStatus.flavorsReservation`` / ``flavorsUsage`` (upstream's
+    ``apis/kueue/v1beta2/localqueue_types.go``: ``MaxItems=64`` lists of ``LocalQueueFlavorUsage``,
+    each a ``ResourceFlavorReference`` and at most 64 resources, both ``listType=map`` by name)."""
+    if not usages:
+        return []
+    errs = schema_items(path, usages, max_items=MAX_LQ_FLAVORS)
+    for i, usage in enumerate(usages):
+        p = idx(path, i)
+        errs += schema_reference(f"{p}.name", usage.name)
+        errs += schema_items(f"{p}.resources", usage.resources, max_items=MAX_LQ_FLAVOR_RESOURCES)
+        for j, resource in enumerate(usage.resources):
+            errs += schema_quantity(f"{idx(f'{p}.resources', j)}.total", resource.total)
+        errs += schema_list_map(f"{p}.resources", usage.resources, "name")
+    return errs + schema_list_map(path, usages, "name")
 
 
 # --- Workload: schema -----------------------------------------------------------------------------------
