@@ -1251,7 +1251,23 @@ def test_validate_v1beta1_cel_rules_for_priority_class_source(
     api: Api, make: Callable[[], Obj], reserve_quota: bool, mutate: Callable[[Obj], None], expected: str
 ) -> None:
     wl = _created_and_reserved(api, make, reserve_quota)
-    assert api.change(wl, mutate, api_version=V1BETA1).outcome == expected
+    answer = api.change(wl, mutate, api_version=V1BETA1)
+    assert answer.outcome == expected
+    if (
+        expected == INVALID_ERROR
+    ):  # v1beta1's own rule on the field changed, not v1beta2's priorityClassRef rules
+        probe: Obj = {"spec": {}}
+        mutate(probe)
+        (changed,) = probe["spec"]
+        assert answer.message == f"{V1BETA1_RULE}{V1BETA1_MESSAGES[changed]}"
+
+
+V1BETA1_RULE = 'Workload.kueue.x-k8s.io "workload-test" is invalid: <nil>: Invalid value: "object": '
+V1BETA1_MESSAGES = {
+    "priorityClassSource": "priorityClassSource is immutable while workload quota reserved",
+    "priorityClassName": "priorityClassName is immutable while workload quota reserved and priorityClassSource "
+    "is not equal to kueue.x-k8s.io/workloadpriorityclass",
+}
 
 
 # --- localqueue_test.go ------------------------------------------------------------------------------------
