@@ -823,6 +823,8 @@ def _schema_cluster_queue(
         )
     if cq.status is not None:
         errs += _schema_conditions(cq.status.conditions, "status.conditions")
+        errs += _schema_flavor_usage("status.flavorsReservation", cq.status.flavors_reservation)
+        errs += _schema_flavor_usage("status.flavorsUsage", cq.status.flavors_usage)
     return errs, _cel_cluster_queue(spec)
 
 
