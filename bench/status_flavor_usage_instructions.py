@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 
+
 def inner(side: str, n: int) -> None:
     from pykueue.api import validation as v
     from pykueue.api.conversion import to_internal
