@@ -471,8 +471,27 @@ CREATE_CASES: list[tuple[str, Callable[[], Obj], str]] = [
 @pytest.mark.parametrize(
     ("make", "expected"), [c[1:] for c in CREATE_CASES], ids=[c[0] for c in CREATE_CASES]
 )
-def test_should_have_valid_values_when_creating(api: Api, make: Callable[[], Obj], expected: str) -> None:
-    assert api.create(make()).outcome == expected
+def test_should_have_valid_values_when_creating(
+    api: Api, make: Callable[[], Obj], expected: str, request: pytest.FixtureRequest
+) -> None:
+    answer = api.create(make())
+    assert answer.outcome == expected
+    if expected == FORBIDDEN_ERROR:  # upstream's pkg/webhooks/workload_webhook.go messages
+        assert answer.message == denied("vworkload.kb.io", CREATE_DENIALS[request.node.callspec.id])
+
+
+_PS0 = "spec.podSets[0].template.spec"
+_RESERVED = 'Invalid value: "pods": the key is reserved for internal kueue use'
+CREATE_DENIALS = {
+    "should not request num-pods resource": f"[{_PS0}.initContainers[0].resources.requests[pods]: {_RESERVED}, "
+    f"{_PS0}.containers[0].resources.requests[pods]: {_RESERVED}]",
+    "should not limit num-pods resource": f"{_PS0}.containers[0].resources.limits[pods]: {_RESERVED}",
+    "should not allow negative resource requests": f'{_PS0}.containers[0].resources.requests[cpu]: Invalid value: "-1": '
+    "must be greater than or equal to 0",
+    "should not allow negative pod-level resource requests": f'{_PS0}.resources.requests[cpu]: Invalid value: "-1": '
+    "must be greater than or equal to 0",
+    "too many variable count podSets": "spec.podSets: Invalid value: 2: at most one podSet can use minCount",
+}
 
 
 # --- workload_test.go: "Should have valid values when setting Admission" --------------------------------
