@@ -1281,7 +1281,7 @@ class Handlers:
         before_defaults = self._merge_subresource(info, req.subresource, incoming, live)
         merged = self._default_update(info, req.subresource, before_defaults, live)
         self._validate(info, merged, live, req.version, missing, self._write(req, info, obj, live))
-        if req.subresource is None:  # webhook rules name the main resource only, not /status
+        if req.subresource is None:  # the emulated admission webhooks (the Job's) name no subresource
             self._admission_validate(info, merged, live)
         if not operation_done:
             self._managed(info, req.version, live, merged, manager, req.subresource)
