@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -1466,4 +1467,36 @@ def test_workload_topology_request_openapi_bounds() -> None:
         f"{path}.subGroupCount: Invalid value: -1: {path}.subGroupCount in body should be greater than or equal to 0",
         f"{path}.podsetSliceRequiredTopologyConstraints: Too many: 4: must have at most 3 items",
         CEL_SKIPPED,
+    ]
+
+
+@pytest.mark.parametrize("kind", ["ClusterQueue", "LocalQueue"])
+def test_status_flavor_usage_has_the_crds_bounds(kind: str) -> None:
+    """``flavorsReservation``/``flavorsUsage`` of a ClusterQueue's and a LocalQueue's status: at
+    most 64 flavors (``+kubebuilder:validation:MaxItems=64`` in upstream's
+    ``apis/kueue/v1beta2/clusterqueue_types.go`` and ``localqueue_types.go``), each named by a
+    ``ResourceFlavorReference``, with quantities, listed once by name."""
+    meta = "metadata: {name: q, namespace: ns}" if kind == "LocalQueue" else "metadata: {name: q}"
+    spec = "spec: {clusterQueue: cq}" if kind == "LocalQueue" else "spec: {}"
+
+    def status(flavors: list[dict[str, Any]]) -> str:
+        body = {"flavorsUsage": flavors, "flavorsReservation": flavors[:1]}
+        return f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: {kind}\n{meta}\n{spec}\nstatus: {json.dumps(body)}"
+
+    def flavor(name: str, total: str = "1") -> dict[str, Any]:
+        return {"name": name, "resources": [{"name": "cpu", "total": total}]}
+
+    assert errors(status([flavor(f"f{i}") for i in range(64)])) == []
+    assert errors(status([flavor(f"f{i}") for i in range(65)]))[0] == (
+        "status.flavorsUsage: Too many: 65: must have at most 64 items"
+    )
+    assert errors(status([flavor("@f"), flavor("f", "x"), flavor("f")])) == [
+        "status.flavorsReservation[0].name: Invalid value: \"@f\": status.flavorsReservation[0].name in body "
+        "should match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'",
+        "status.flavorsUsage[0].name: Invalid value: \"@f\": status.flavorsUsage[0].name in body "
+        "should match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'",
+        "status.flavorsUsage[1].resources[0].total: Invalid value: \"x\": status.flavorsUsage[1].resources[0].total "
+        "in body should match '^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?"
+        "(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$'",
+        'status.flavorsUsage[2]: Duplicate value: {"name":"f"}',
     ]

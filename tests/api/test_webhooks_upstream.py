@@ -28,9 +28,9 @@ Not asserted or not ported:
   not exist: LocalQueue has CRD rules only, covered in ``test_validation.py``).
 - integration ``cohort_test.go`` "Updating a Cohort" (``Should update parent``, ``Should reject
   invalid parent``, ``Should reject negative borrowing limit``): the same rules as the create
-  entries ported here; ``resourceflavor_test.go``, ``workload_test.go``, ``localqueue_test.go``
-  and ``admissioncheck_test.go``: not ported for lack of time (the CRD rules they exercise have
-  cases in ``test_validation.py``).
+  entries ported here. The integration tables of ``workload_test.go``, ``localqueue_test.go``,
+  ``resourceflavor_test.go`` and ``admissioncheck_test.go`` are ported in
+  ``tests/apiserver/test_webhook_integration_upstream.py``, through the embedded API server.
 """
 
 from __future__ import annotations

@@ -180,3 +180,141 @@ def test_the_job_webhook_reads_the_servers_feature_gates() -> None:
         except StatusError as err:
             answers[gate] = err.code
     assert answers == {True: 403, False: 201}
+
+
+def _cohort(name: str, quota: str) -> dict[str, Any]:
+    flavor = {"name": "f", "resources": [{"name": "cpu", "nominalQuota": quota}]}
+    return {"apiVersion": f"{G}/v1beta2", "kind": "Cohort", "metadata": {"name": name},
+            "spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [flavor]}]}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("resource", "make", "webhook"),
+    [("clusterqueues", _cluster_queue, "vclusterqueue.kb.io"), ("cohorts", _cohort, "vcohort.kb.io")],
+)
+def test_status_writes_of_cluster_queues_and_cohorts_are_not_sent_to_the_webhook(
+    app: APIServerApp, resource: str, make: Any, webhook: str
+) -> None:
+    """Upstream's ``vclusterqueue.kb.io`` and ``vcohort.kb.io`` rules name ``clusterqueues`` and
+    ``cohorts`` only (``config/components/webhook/manifests.yaml``, from the ``+kubebuilder:webhook``
+    markers of ``pkg/webhooks/clusterqueue_webhook.go`` and ``cohort_webhook.go``), unlike
+    ``vworkload.kb.io``'s ``workloads/status``: a status write of an object the webhook would
+    deny (stored before a rule or gate refused it) is stored, a spec write is denied."""
+    info = app.handlers.backend.lookup(G, "v1beta2", resource)
+    assert info is not None
+    app.store.create(info.key(), make("legacy", "-1"))  # as stored before the webhook refused it
+    live = _status(app, "GET", resource, "legacy", None)
+    live["status"] = {"fairSharing": {"weightedShare": 7}}
+    stored = _status(app, "PUT", resource, "legacy", live, subresource="status")
+    assert stored["status"]["fairSharing"]["weightedShare"] == 7, stored
+    live = _status(app, "GET", resource, "legacy", None)
+    live["metadata"]["labels"] = {"touched": "yes"}
+    denied = _status(app, "PUT", resource, "legacy", live)
+    assert (denied["code"], denied["message"].split(":")[0]) == (403, f'admission webhook "{webhook}" denied the request')
+
+
+def _v1beta1(obj: dict[str, Any]) -> dict[str, Any]:
+    return {**copy.deepcopy(obj), "apiVersion": f"{G}/v1beta1"}
+
+
+_WL = {"apiVersion": f"{G}/v1beta2", "kind": "Workload", "metadata": {"name": "w", "namespace": "default"},
+       "spec": {"podSets": [{"name": "main", "count": 1,
+                             "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}]}}  # fmt: skip
+
+
+def _wl_with(path: str, value: Any) -> dict[str, Any]:
+    wl = copy.deepcopy(_WL)
+    node = wl
+    *parents, last = path.split(".")
+    for part in parents:
+        node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+    node[last] = value
+    return wl
+
+
+V1BETA2_ONLY_BOUNDS = [
+    pytest.param(
+        "admissionchecks",
+        {"apiVersion": f"{G}/v1beta2", "kind": "AdmissionCheck", "metadata": {"name": "ac"},
+         "spec": {"controllerName": ""}},
+        "spec.controllerName: Invalid value: \"\": spec.controllerName in body should be at least 1 chars long",
+        id="AdmissionCheck controllerName minLength",
+    ),
+    pytest.param(
+        "clusterqueues",
+        {"apiVersion": f"{G}/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "checked"},
+         "spec": {"admissionChecksStrategy": {"admissionChecks": []}}},
+        "spec.admissionChecksStrategy.admissionChecks in body should have at least 1 items",
+        id="ClusterQueue admissionChecksStrategy minItems",
+    ),
+    pytest.param(
+        "workloads",
+        _wl_with("spec.podSets.0.topologyRequest", {"required": "x" * 64}),
+        "spec.podSets[0].topologyRequest.required: Too long: may not be more than 63 bytes",
+        id="Workload topologyRequest.required maxLength",
+    ),
+    pytest.param(
+        "workloadpriorityclasses",
+        {"apiVersion": f"{G}/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": "p"}, "value": 1,
+         "description": "x" * 2049},
+        "description: Too long: may not be more than 2048 bytes",
+        id="WorkloadPriorityClass description maxLength",
+    ),
+]
+
+
+@pytest.mark.parametrize(("resource", "obj", "v1beta2_error"), V1BETA2_ONLY_BOUNDS)
+def test_a_v1beta1_write_is_checked_against_the_v1beta1_schema(
+    app: APIServerApp, resource: str, obj: dict[str, Any], v1beta2_error: str
+) -> None:
+    """kube-apiserver validates a custom resource in the version it is written in (one
+    ``customResourceStrategy`` per served version in apiextensions-apiserver): bounds only
+    v1beta2's schema has refuse a v1beta2 write and not the same object written as v1beta1."""
+    namespace = "default" if resource == "workloads" else None
+    refused = _status(app, "POST", resource, None, obj, namespace=namespace)
+    assert (refused["code"], refused["reason"]) == (422, "Invalid")
+    assert v1beta2_error in refused["message"]
+    req = APIRequest("POST", G, "v1beta1", resource, namespace=namespace, body=json.dumps(_v1beta1(obj)).encode(),
+                     content_type="application/json", query={})  # fmt: skip
+    assert app.handlers.handle(req).status == 201
+
+
+def _v1beta1_answer(app: APIServerApp, method: str, resource: str, name: str | None, body: Any,
+                    subresource: str | None = None, namespace: str | None = None) -> dict[str, Any]:  # fmt: skip
+    req = APIRequest(method, G, "v1beta1", resource, namespace=namespace, name=name, subresource=subresource,
+                     body=json.dumps(body).encode(), content_type="application/json", query={})  # fmt: skip
+    try:
+        return dict(json.loads(app.handlers.handle(req).body))
+    except StatusError as err:
+        return err.status()
+
+
+def test_v1beta1_rules_apply_at_v1beta1_paths(app: APIServerApp) -> None:
+    """v1beta1's own schema and CEL rules, with v1beta1's field names: ``spec.cohort``'s pattern and
+    the Workload's ``priority should not be nil when priorityClassName is set`` (v1beta2's rule
+    is on ``priorityClassRef``, which a v1beta1 ``priorityClassName`` without a source does not
+    even convert to)."""
+    cq = {"apiVersion": f"{G}/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "bad"}, "spec": {"cohort": "@x"}}
+    answer = _v1beta1_answer(app, "POST", "clusterqueues", None, cq)
+    assert answer["details"]["causes"][0]["field"] == "spec.cohort"
+    wl = _v1beta1(_WL)
+    wl["spec"]["priorityClassName"] = "p"
+    answer = _v1beta1_answer(app, "POST", "workloads", None, wl, namespace="default")
+    assert answer["message"] == (
+        'Workload.kueue.x-k8s.io "w" is invalid: spec: Invalid value: "object": '
+        "priority should not be nil when priorityClassName is set"
+    )
+
+
+def test_a_v1beta1_status_write_is_not_held_to_v1beta2_status_bounds(app: APIServerApp) -> None:
+    """``status.conditions`` has ``maxItems: 16`` in v1beta2 only."""
+    wl = _status(app, "POST", "workloads", None, _WL, namespace="default")
+    conditions = [{"type": f"T{i}", "status": "True", "reason": "R", "message": "m",
+                   "lastTransitionTime": "2024-01-01T00:00:00Z"} for i in range(17)]  # fmt: skip
+    refused = _status(app, "PUT", "workloads", "w", {**wl, "status": {"conditions": conditions}},
+                      namespace="default", subresource="status")  # fmt: skip
+    assert "status.conditions: Too many: 17: must have at most 16 items" in refused["message"]
+    live = _v1beta1_answer(app, "GET", "workloads", "w", None, namespace="default")
+    stored = _v1beta1_answer(app, "PUT", "workloads", "w", {**live, "status": {"conditions": conditions}},
+                             subresource="status", namespace="default")  # fmt: skip
+    assert len(stored["status"]["conditions"]) == 17

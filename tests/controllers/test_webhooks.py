@@ -112,6 +112,14 @@ def test_registered_configurations_match_the_served_paths() -> None:
     assert {h["name"] for h in validating["webhooks"]} == {
         "vjob.kb.io", "vclusterqueue.kb.io", "vcohort.kb.io", "vresourceflavor.kb.io", "vworkload.kb.io"
     }  # fmt: skip
+    # upstream's config/components/webhook/manifests.yaml: only vworkload also names a subresource
+    assert {h["name"]: h["rules"][0]["resources"] for h in validating["webhooks"]} == {
+        "vjob.kb.io": ["jobs"],
+        "vclusterqueue.kb.io": ["clusterqueues"],
+        "vcohort.kb.io": ["cohorts"],
+        "vresourceflavor.kb.io": ["resourceflavors"],
+        "vworkload.kb.io": ["workloads", "workloads/status"],
+    }
 
 
 def test_validating_webhooks_read_the_configured_feature_gates() -> None:

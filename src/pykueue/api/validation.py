@@ -823,6 +823,8 @@ def _schema_cluster_queue(
         )
     if cq.status is not None:
         errs += _schema_conditions(cq.status.conditions, "status.conditions")
+        errs += _schema_flavor_usage("status.flavorsReservation", cq.status.flavors_reservation)
+        errs += _schema_flavor_usage("status.flavorsUsage", cq.status.flavors_usage)
     return errs, _cel_cluster_queue(spec)
 
 
@@ -1097,6 +1099,8 @@ def _schema_local_queue(
     )
     if lq.status is not None:
         errs += _schema_conditions(lq.status.conditions, "status.conditions")
+        errs += _schema_flavor_usage("status.flavorsReservation", lq.status.flavors_reservation)
+        errs += _schema_flavor_usage("status.flavorsUsage", lq.status.flavors_usage)
     rules: list[FieldError] = []
     if (
         old is not None
@@ -1106,6 +1110,71 @@ def _schema_local_queue(
     ):
         rules.append(cel("spec.clusterQueue", "string", FIELD_IMMUTABLE_MSG))
     return errs, rules
+
+
+MAX_USAGE_FLAVORS = 64
+MAX_USAGE_FLAVOR_RESOURCES = 64
+
+
+def _schema_flavor_usage(
+    path: str, usages: Sequence[k.LocalQueueFlavorUsage | k.FlavorUsage]
+) -> list[FieldError]:
+    """A status's ``flavorsReservation`` / ``flavorsUsage`` (upstream's
+    ``apis/kueue/v1beta2/localqueue_types.go`` ``LocalQueueFlavorUsage`` and
+    ``clusterqueue_types.go`` ``FlavorUsage``: ``MaxItems=64`` lists, each flavor a
+    ``ResourceFlavorReference`` with at most 64 resources and their quantities, both lists
+    ``listType=map`` by name)."""
+    if not usages or _flavor_usage_ok(usages):  # the usual case, checked without building paths
+        return []
+    errs = schema_items(path, usages, max_items=MAX_USAGE_FLAVORS)
+    for i, usage in enumerate(usages):
+        p = idx(path, i)
+        errs += schema_reference(f"{p}.name", usage.name)
+        errs += schema_items(f"{p}.resources", usage.resources, max_items=MAX_USAGE_FLAVOR_RESOURCES)
+        resources: Sequence[k.LocalQueueResourceUsage | k.ResourceUsage] = usage.resources
+        for j, resource in enumerate(resources):
+            rp = idx(f"{p}.resources", j)
+            errs += schema_quantity(f"{rp}.total", resource.total)
+            if isinstance(resource, k.ResourceUsage):
+                errs += schema_quantity(f"{rp}.borrowed", resource.borrowed)
+        errs += schema_list_map(f"{p}.resources", usage.resources, "name")
+    return errs + schema_list_map(path, usages, "name")
+
+
+def _flavor_usage_ok(usages: Sequence[k.LocalQueueFlavorUsage | k.FlavorUsage]) -> bool:
+    """Whether :func:`_schema_flavor_usage` finds nothing (status writes are frequent)."""
+    if len(usages) > MAX_USAGE_FLAVORS or len({u.name for u in usages}) != len(usages):
+        return False
+    for usage in usages:
+        resources: Sequence[k.LocalQueueResourceUsage | k.ResourceUsage] = usage.resources
+        if (
+            not _reference_ok(usage.name)
+            or len(resources) > MAX_USAGE_FLAVOR_RESOURCES
+            or len({r.name for r in resources}) != len(resources)
+        ):
+            return False
+        for resource in resources:
+            if not _quantity_ok(resource.total) or (
+                isinstance(resource, k.ResourceUsage) and not _quantity_ok(resource.borrowed)
+            ):
+                return False
+    return True
+
+
+@functools.lru_cache(maxsize=4096)
+def _reference_ok(name: str) -> bool:
+    return not schema_reference("", name)
+
+
+def _quantity_ok(value: Any) -> bool:
+    if type(value) is str:
+        return _quantity_str_ok(value)
+    return not schema_quantity("", value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _quantity_str_ok(value: str) -> bool:
+    return not schema_quantity("", value)
 
 
 # --- Workload: schema -----------------------------------------------------------------------------------
@@ -2006,6 +2075,21 @@ WEBHOOK_NAMES: Mapping[str, str] = {
 }
 """Kueue's validating webhooks, by kind."""
 
+WEBHOOK_SUBRESOURCES: Mapping[str, frozenset[str]] = {"Workload": frozenset({"status"})}
+"""The subresources each validating webhook is registered for besides the main resource.
+
+Upstream's ``config/components/webhook/manifests.yaml`` (generated from the
+``+kubebuilder:webhook`` markers in ``pkg/webhooks/*_webhook.go``) lists ``workloads`` and
+``workloads/status`` for ``vworkload.kb.io``, but only ``clusterqueues``, ``cohorts`` and
+``resourceflavors`` for the others: kube-apiserver calls a webhook only for the resources its
+rules name, so a ClusterQueue's or Cohort's status write is checked by the CRD alone."""
+
+
+def webhook_runs(kind: str, subresource: str | None) -> bool:
+    """Whether Kueue's validating webhook of ``kind`` sees a write to ``subresource`` (None: the
+    main resource); see :data:`WEBHOOK_SUBRESOURCES`."""
+    return subresource is None or subresource in WEBHOOK_SUBRESOURCES.get(kind, frozenset())
+
 
 def _run_webhook(obj: k.KueueObject, old: Any, gates: FeatureGates) -> list[FieldError]:
     if isinstance(obj, k.ResourceFlavor):
@@ -2035,6 +2119,142 @@ def validate_schema(
     if any(e.type in _BLOCKING_TYPES for e in errs):
         return [*errs, cel_skipped()] if cel_errs or _has_cel(obj) else errs
     return errs + cel_errs
+
+
+STORAGE_VERSION = "v1beta2"
+
+
+def validate_written_schema(
+    obj: k.KueueObject,
+    old: k.KueueObject | None,
+    written: Mapping[str, Any],
+    written_old: Mapping[str, Any] | None,
+    version: str,
+) -> list[FieldError]:
+    """Stage 1 of a write in a served version other than the storage version (``v1beta1``).
+
+    kube-apiserver validates a custom resource in the version it was written in, against that
+    version's schema and CEL rules (apiextensions-apiserver's ``customResourceStrategy``: one
+    strategy, with its version's validator, per served version), and converts it to the storage
+    version only afterwards; the validating webhooks then see it in their version (``v1beta2``,
+    ``matchPolicy: Equivalent``). So the v1beta2-only bounds (``status.conditions`` at most 16,
+    ``topologyRequest``'s lengths, ``admissionChecksStrategy``'s ``minItems``, an
+    ``AdmissionCheck``'s non-empty ``controllerName``, ...) do not apply to a v1beta1 write, and
+    v1beta1's own rules (``spec.cohort``'s pattern, ``priorityClassName``'s CEL rules) do, at
+    v1beta1's field paths. ``written``/``written_old``: the object as written (merged with the
+    stored one per subresource, the version's defaults applied) and the stored object, both in
+    ``version``; ``obj``/``old``: the same in the storage version, for the CEL rules both
+    versions share. ``required`` properties are :func:`missing_required`'s, checked before.
+    """
+    from pykueue.apiserver.builtin.schema import validate as validate_openapi
+    from pykueue.apiserver.crdgen import shared_kueue_schema
+
+    body = {name: value for name, value in written.items() if name != "metadata"}
+    errs = _schema_metadata(obj, is_dns1123_subdomain)
+    errs += [
+        e
+        for e in validate_openapi(body, shared_kueue_schema(obj.kind, version))
+        if e.type != REQUIRED and not _ratcheted(e.field, written, written_old)
+    ]
+    if any(e.type in _BLOCKING_TYPES for e in errs):
+        return [*errs, cel_skipped()] if celrules.RULES.get((obj.kind, version)) else errs
+    return errs + _version_cel(obj, old, written, written_old, version)
+
+
+_PATH_STEP = re.compile(r"([^.\[]+)|\[([^\]]*)\]")
+
+
+def _at_path(obj: Any, path: str) -> tuple[bool, Any]:
+    """``(found, value)`` at a field path as errors render it (``a.b[0].c``, ``m[key]``)."""
+    cur = obj
+    for match in _PATH_STEP.finditer(path):
+        name, index = match.group(1), match.group(2)
+        if name is not None:
+            if not isinstance(cur, Mapping) or name not in cur:
+                return False, None
+            cur = cur[name]
+        elif isinstance(cur, list) and index.isdigit() and int(index) < len(cur):
+            cur = cur[int(index)]
+        elif isinstance(cur, Mapping) and index in cur:
+            cur = cur[index]
+        else:
+            return False, None
+    return True, cur
+
+
+def _ratcheted(path: str, written: Mapping[str, Any], written_old: Mapping[str, Any] | None) -> bool:
+    """kube-apiserver's CRD validation ratcheting (``CRDValidationRatcheting``, on by default
+    since Kubernetes 1.30): a schema error on a value the update leaves as it was is dropped."""
+    if written_old is None:
+        return False
+    found, value = _at_path(written, path)
+    found_old, old_value = _at_path(written_old, path)
+    return found and found_old and value == old_value
+
+
+def _version_cel(
+    obj: k.KueueObject,
+    old: k.KueueObject | None,
+    written: Mapping[str, Any],
+    written_old: Mapping[str, Any] | None,
+    version: str,
+) -> list[FieldError]:
+    """The CEL rules of ``version``: the storage version's rules that ``version`` shares (same
+    message), then, for a Workload, v1beta1's own ``priorityClassName`` rules."""
+    shared = _rule_messages(obj.kind, version)
+    only_storage = _rule_messages(obj.kind, STORAGE_VERSION) - shared
+    errs = [e for e in _SCHEMA[type(obj)](obj, old)[1] if e.detail not in only_storage]
+    if isinstance(obj, k.Workload) and version == "v1beta1":
+        # in the CRD's order: podSetAssignments, v1beta1's two priority rules, the other root
+        # rules, then the spec rule before those below spec
+        first = _wl_rule("", "podSetAssignments must have")
+        head = [e for e in errs if e.field == ROOT_PATH and e.detail == first]
+        root = [e for e in errs if e.field == ROOT_PATH and e.detail != first]
+        rest = [e for e in errs if e.field != ROOT_PATH]
+        own_root, own_spec = _cel_workload_v1beta1(written, written_old)
+        errs = head + own_root + root + own_spec + rest
+    return errs
+
+
+@functools.cache
+def _rule_messages(kind: str, version: str) -> frozenset[str]:
+    table = celrules.RULES.get((kind, version), {})
+    return frozenset(rule.message for rules in table.values() for rule in rules)
+
+
+def _cel_workload_v1beta1(
+    written: Mapping[str, Any], written_old: Mapping[str, Any] | None
+) -> tuple[list[FieldError], list[FieldError]]:
+    """The v1beta1 Workload CRD's ``priorityClassSource``/``priorityClassName`` rules (upstream's
+    ``apis/kueue/v1beta1/workload_types.go`` ``+kubebuilder:validation:XValidation`` markers),
+    evaluated on the v1beta1 objects: v1beta2 states them on ``priorityClassRef`` instead."""
+    spec = written.get("spec") or {}
+    root: list[FieldError] = []
+    old_spec = (written_old or {}).get("spec") or {}
+    old_status = (written_old or {}).get("status") or {}
+    old_reserved = any(
+        c.get("type") == QUOTA_RESERVED and c.get("status") == "True" for c in old_status.get("conditions") or []
+    )
+    source = "priorityClassSource"
+    if written_old is not None and old_reserved and source in old_spec and source in spec:
+        if old_spec[source] != spec[source]:
+            root.append(cel(ROOT_PATH, "object", _wl_rule_v1beta1("", "priorityClassSource is immutable")))
+        name = "priorityClassName"
+        if (
+            spec[source] != "kueue.x-k8s.io/workloadpriorityclass"
+            and name in old_spec
+            and name in spec
+            and old_spec[name] != spec[name]
+        ):
+            root.append(cel(ROOT_PATH, "object", _wl_rule_v1beta1("", "priorityClassName is immutable")))
+    own_spec: list[FieldError] = []
+    if "priorityClassName" in spec and "priority" not in spec:
+        own_spec.append(cel("spec", "object", _wl_rule_v1beta1("spec", "priority should not be nil")))
+    return root, own_spec
+
+
+def _wl_rule_v1beta1(path: str, starts: str) -> str:
+    return celrules.message("Workload", path, starts, "v1beta1")
 
 
 def cel_skipped() -> FieldError:

@@ -10,8 +10,9 @@ of a dependency on :mod:`pykueue.store`.
 
 Order in the request path (as kube-apiserver): defaulting → create-time preparation → built-in
 validation → managedFields → **mutating admission** (create only) → **validating admission**
-(create and main-resource update; ``/status`` writes are not sent to Kueue's webhooks, whose
-rules name only the main resource) → store. managedFields are recorded before the mutating
+(create and main-resource update; ``/status`` writes are not sent to the webhooks emulated
+here, whose rules name only the main resource) → store. (Kueue's own kinds' validating webhooks
+run with the CRD validation, :class:`Write` telling them the subresource.) managedFields are recorded before the mutating
 webhooks, so fields a webhook sets are owned by no manager, as on a real cluster.
 """
 
@@ -52,3 +53,24 @@ class Admission:
     """What the webhooks emulate (for logs and docs), e.g. ``kueue batch/v1 Job webhook``."""
     mutate: Mutator | None = None
     validate: Validator | None = None
+
+
+@dataclass(frozen=True)
+class Write:
+    """The request a validated object comes from (kube-apiserver's admission attributes).
+
+    ``version``: the version it was written in (empty: the storage version); ``subresource``:
+    None for the main resource; ``written``/``written_old``: the object as written in
+    ``version`` (merged with the stored object per subresource, that version's defaults applied)
+    and the stored object in ``version`` — set when ``version`` is not the storage version, whose
+    CRD schema and rules then apply (:func:`pykueue.api.validation.validate_written_schema`).
+    """
+
+    version: str = ""
+    subresource: str | None = None
+    written: Obj | None = None
+    written_old: Obj | None = None
+
+
+MAIN_WRITE = Write()
+"""A write of the main resource in the storage version."""

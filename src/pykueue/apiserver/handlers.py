@@ -13,6 +13,7 @@ answers once durable); only watch returns a stream. Every failure is an
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 import random
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -23,12 +24,14 @@ import msgspec
 import yaml
 
 from pykueue.api.feature_gates import DEFAULT_GATES, FeatureGates
+from pykueue.api.kueue import GROUP as KUEUE_GROUP
 from pykueue.api.manifests import KubeDumper, KubeLoader
 from pykueue.api.unmodelled import unmodelled_features
 from pykueue.api.validation import TYPE_INVALID, FieldError, ValidationFailed
 from pykueue.apiserver import errors as E
 from pykueue.apiserver import protobuf, watch
-from pykueue.apiserver.admission import Lookup
+from pykueue.apiserver.admission import MAIN_WRITE, Lookup, Write
+from pykueue.apiserver.builtin import schema as sch
 from pykueue.apiserver.builtin.schema import json_type
 from pykueue.apiserver.discovery import parse_accept
 from pykueue.apiserver.namespace_lifecycle import NamespaceLifecycle
@@ -177,6 +180,7 @@ class ResourceInfo(Protocol):
         gates: FeatureGates = DEFAULT_GATES,
         types_checked: bool = False,
         missing: Sequence[FieldError] = (),
+        write: Write = MAIN_WRITE,
     ) -> ValidationFailed | None: ...
     @property
     def missing_required_checked(self) -> bool: ...
@@ -1081,6 +1085,7 @@ class Handlers:
         old: dict[str, Any] | None,
         version: str,
         missing: Sequence[FieldError] = (),
+        write: Write = MAIN_WRITE,
     ) -> None:
         # Every request path prunes (and so type-checks) the object before it gets here, except
         # that the pruning walk passes over null list items; an object with a null anywhere (a
@@ -1090,7 +1095,7 @@ class Handlers:
             info,
             obj,
             lambda: info.validation_failure(
-                obj, old, gates=self.gates, types_checked=types_checked, missing=missing
+                obj, old, gates=self.gates, types_checked=types_checked, missing=missing, write=write
             ),
         )
         if failure is not None:
@@ -1205,7 +1210,7 @@ class Handlers:
                 self._validate(info, obj, None, req.version, missing)
             raise
         generated = _draw_generated_name(storage)
-        self._validate(info, storage, None, req.version, missing)
+        self._validate(info, storage, None, req.version, missing, self._write(req, info, obj, None))
         if generated:  # validated like the name it stands for; the store draws the real one
             _meta(storage).pop("name", None)  # (retrying on collisions, as kube-apiserver does)
         if managed:
@@ -1275,8 +1280,8 @@ class Handlers:
             raise
         before_defaults = self._merge_subresource(info, req.subresource, incoming, live)
         merged = self._default_update(info, req.subresource, before_defaults, live)
-        self._validate(info, merged, live, req.version, missing)
-        if req.subresource is None:  # webhook rules name the main resource only, not /status
+        self._validate(info, merged, live, req.version, missing, self._write(req, info, obj, live))
+        if req.subresource is None:  # the emulated admission webhooks (the Job's) name no subresource
             self._admission_validate(info, merged, live)
         if not operation_done:
             self._managed(info, req.version, live, merged, manager, req.subresource)
@@ -1304,6 +1309,22 @@ class Handlers:
             if defaulted is not None:
                 return defaulted
         return _reuse_live_members(self._default(info, before), before, live)
+
+    def _write(
+        self, req: APIRequest, info: ResourceInfo, obj: dict[str, Any], live: dict[str, Any] | None
+    ) -> Write:
+        """What :meth:`ResourceInfo.validation_failure` needs of the request: its subresource and,
+        for a write in a version other than the storage version, the object as written in that
+        version (merged with ``live`` per subresource, the version's schema defaults applied)
+        and ``live`` in that version: kube-apiserver validates a custom resource in the version
+        written (apiextensions-apiserver's per-version ``customResourceStrategy``)."""
+        if info.group != KUEUE_GROUP or req.version == info.storage_version:
+            return Write(subresource=req.subresource) if req.subresource is not None else MAIN_WRITE
+        live_v = self.to_version(info, live, req.version) if live is not None else None
+        merged = obj if live_v is None else self._merge_subresource(info, req.subresource, obj, live_v)
+        written = copy.deepcopy(merged)
+        sch.apply_defaults(written, info.openapi_schema(req.version))
+        return Write(req.version, req.subresource, written, live_v)
 
     def _missing_required(
         self, req: APIRequest, info: ResourceInfo, obj: dict[str, Any], live: dict[str, Any]

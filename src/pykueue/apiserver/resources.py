@@ -59,11 +59,13 @@ from pykueue.api.validation import (
     required,
     validate_schema,
     validate_webhook,
+    validate_written_schema,
+    webhook_runs,
 )
 from pykueue.api.validation import TYPE_INVALID as _TYPE_INVALID
 from pykueue.api.validation import WEBHOOK_NAMES as _KUEUE_WEBHOOKS
 from pykueue.apiserver import crdgen
-from pykueue.apiserver.admission import Admission, Lookup
+from pykueue.apiserver.admission import MAIN_WRITE, Admission, Lookup, Write
 from pykueue.apiserver.builtin import (
     autoscaling,
     batch,
@@ -112,7 +114,7 @@ class Behaviour:
     default: Callable[[Obj], Obj]
     prepare_for_create: Callable[[Obj], Obj]
     validate: Callable[[Obj, Obj | None, FeatureGates], list[FieldError]]
-    failure: Callable[[Obj, Obj | None, FeatureGates], ValidationFailed | None]
+    failure: Callable[[Obj, Obj | None, FeatureGates, Write], ValidationFailed | None]
     selectable: Mapping[str, FieldGetter] = field(default_factory=dict)
     component: str = ""
     """OpenAPI component name of a built-in kind (empty for CRDs)."""
@@ -121,7 +123,9 @@ class Behaviour:
     default_status: Callable[[Obj], Obj] | None = None
     """:attr:`default` of a status update, where only the defaulted ``status`` is kept (None: the
     kind has no such shortcut)."""
-    failure_after_type_check: Callable[[Obj, Obj | None, FeatureGates], ValidationFailed | None] | None = None
+    failure_after_type_check: Callable[[Obj, Obj | None, FeatureGates, Write], ValidationFailed | None] | None = (
+        None
+    )
     """:attr:`failure` of an object whose JSON types were already checked (None: the same)."""
     failure_with_missing: (
         Callable[[Obj, Obj | None, FeatureGates, Sequence[FieldError]], ValidationFailed] | None
@@ -275,6 +279,7 @@ class ResourceInfo:
         gates: FeatureGates = DEFAULT_GATES,
         types_checked: bool = False,
         missing: Sequence[FieldError] = (),
+        write: Write = MAIN_WRITE,
     ) -> ValidationFailed | None:
         """Like :meth:`validate` but as the apiserver's error (message names a webhook if one denied).
 
@@ -282,14 +287,15 @@ class ResourceInfo:
         schema (field pruning does, before conversion and defaulting, which only produce typed
         values), so the second walk of the whole object is skipped. ``missing``: the
         :meth:`missing_required` errors of the object as written (blocking: reported with the
-        other OpenAPI errors, CEL rules and webhooks not run).
+        other OpenAPI errors, CEL rules and webhooks not run). ``write``: the version and
+        subresource written (which schema applies, whether Kueue's webhook is called).
         """
         behaviour = self._behaviour()
         if missing and behaviour.failure_with_missing is not None:
             return behaviour.failure_with_missing(obj, old, gates, missing)
         if types_checked and behaviour.failure_after_type_check is not None:
-            return behaviour.failure_after_type_check(obj, old, gates)
-        return behaviour.failure(obj, old, gates)
+            return behaviour.failure_after_type_check(obj, old, gates, write)
+        return behaviour.failure(obj, old, gates, write)
 
     # --- admission that reads the cluster -------------------------------------------------------
 
@@ -566,7 +572,7 @@ def _keep_unknown_metadata(original: Mapping[str, Any], result: Obj) -> Obj:
 
 def _kueue_validate(kind: str) -> Callable[[Obj, Obj | None, FeatureGates], list[FieldError]]:
     def check(obj: Obj, old: Obj | None, gates: FeatureGates) -> list[FieldError]:
-        failure = _kueue_failure(kind)(obj, old, gates)
+        failure = _kueue_failure(kind)(obj, old, gates, MAIN_WRITE)
         return failure.errors if failure is not None else []
 
     return check
@@ -574,8 +580,8 @@ def _kueue_validate(kind: str) -> Callable[[Obj, Obj | None, FeatureGates], list
 
 def _kueue_failure(
     kind: str, *, check_types: bool = True
-) -> Callable[[Obj, Obj | None, FeatureGates], ValidationFailed | None]:
-    def check(obj: Obj, old: Obj | None, gates: FeatureGates) -> ValidationFailed | None:
+) -> Callable[[Obj, Obj | None, FeatureGates, Write], ValidationFailed | None]:
+    def check(obj: Obj, old: Obj | None, gates: FeatureGates, write: Write) -> ValidationFailed | None:
         name = str((obj.get("metadata") or {}).get("name") or "")
         errs = _type_errors(obj, kind) if check_types else []
         if errs:
@@ -585,9 +591,14 @@ def _kueue_failure(
             old_typed = _typed(old) if old is not None else None
         except DecodeError as err:
             return ValidationFailed(kind, name, [_decode_problem(err)])
-        errs = validate_schema(typed, old_typed)
+        if write.written is not None and write.version != crdgen.V1BETA2:
+            errs = validate_written_schema(typed, old_typed, write.written, write.written_old, write.version)
+        else:
+            errs = validate_schema(typed, old_typed)
         if errs:
             return ValidationFailed(kind, name, errs)
+        if not webhook_runs(kind, write.subresource):
+            return None
         errs = validate_webhook(typed, old_typed, gates=gates)
         return ValidationFailed(kind, name, errs, webhook=_KUEUE_WEBHOOKS.get(kind)) if errs else None
 
@@ -771,7 +782,7 @@ def _schema_behaviour(
         errs += sch.validate({k_: v for k_, v in obj.items() if k_ != "metadata"}, schema(version))
         return errs or rules(obj, old)
 
-    def failure(obj: Obj, old: Obj | None, gates: FeatureGates) -> ValidationFailed | None:
+    def failure(obj: Obj, old: Obj | None, gates: FeatureGates, write: Write) -> ValidationFailed | None:
         errs = validate_(obj, old, gates)
         name = str((obj.get("metadata") or {}).get("name") or "")
         return GroupValidationFailed(group, kind, name, errs) if errs else None
@@ -854,7 +865,7 @@ def _builtin_behaviour(
             prepare_fn(obj)
         return obj
 
-    def failure(obj: Obj, old: Obj | None, gates: FeatureGates) -> ValidationFailed | None:
+    def failure(obj: Obj, old: Obj | None, gates: FeatureGates, write: Write) -> ValidationFailed | None:
         errs = validate_fn(obj, old)
         name = str((obj.get("metadata") or {}).get("name") or "")
         return GroupValidationFailed(group, kind, name, errs) if errs else None

@@ -13,8 +13,9 @@ Served paths, as upstream's controller-runtime registration (``pkg/webhooks``,
   clusterqueues, cohorts, workloads, multikueueclusters and resourceflavors);
 * ``/mutate-<group>-<version>-<kind>`` and ``/validate-...``: AdmissionReviews of Kueue's mutating
   (``mjob``, ``mclusterqueue``, ``mresourceflavor``, ``mworkload``) and validating (``vjob``,
-  ``vclusterqueue``, ``vcohort``, ``vresourceflavor``, ``vworkload``) webhooks. As in ``serve``,
-  only the main resource is sent (not ``/status``).
+  ``vclusterqueue``, ``vcohort``, ``vresourceflavor``, ``vworkload``) webhooks. As upstream's
+  ``config/components/webhook/manifests.yaml`` and ``serve``, only ``vworkload`` also sees a
+  subresource (``workloads/status``: :data:`pykueue.api.validation.WEBHOOK_SUBRESOURCES`).
 
 Registration (:func:`register`): the CRDs' ``spec.conversion`` and the two webhook configurations
 (``kueue-mutating-webhook-configuration``, ``kueue-validating-webhook-configuration``) point at the
@@ -38,7 +39,7 @@ from typing import Any
 
 from pykueue.api.conversion import ConversionError, to_internal
 from pykueue.api.feature_gates import DEFAULT_GATES, FeatureGates
-from pykueue.api.validation import aggregate, validate_webhook
+from pykueue.api.validation import WEBHOOK_SUBRESOURCES, aggregate, validate_webhook
 from pykueue.apiserver.resources import REGISTRY, ResourceInfo
 from pykueue.client.interface import AlreadyExists, APIError, Client, NotFound, Resource
 from pykueue.kube.httpserve import BackgroundServer, ReplyHandler
@@ -417,6 +418,14 @@ def client_config(url: str | None, service: Mapping[str, Any] | None, path: str,
     return config
 
 
+def _subresources(hook: Hook) -> list[str]:
+    """The subresources a validating webhook's rule names besides its resource (upstream's
+    ``+kubebuilder:webhook`` markers: ``resources=workloads;workloads/status`` for vworkload)."""
+    if hook.mutating or hook.group != KUEUE_GROUP:
+        return []
+    return [f"{hook.plural}/{sub}" for sub in sorted(WEBHOOK_SUBRESOURCES.get(hook.kind, ()))]
+
+
 def webhook_configurations(url: str | None, service: Mapping[str, Any] | None, ca_bundle: str) -> tuple[Obj, Obj]:
     """The MutatingWebhookConfiguration and ValidatingWebhookConfiguration, as upstream's."""
     mutating: list[Obj] = []
@@ -434,7 +443,7 @@ def webhook_configurations(url: str | None, service: Mapping[str, Any] | None, c
                     "apiGroups": [hook.group],
                     "apiVersions": [hook.version],
                     "operations": list(hook.operations),
-                    "resources": [hook.plural],
+                    "resources": [hook.plural, *_subresources(hook)],
                 }
             ],
         }
