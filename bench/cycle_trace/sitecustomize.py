@@ -12,7 +12,11 @@ waiting for the victims' eviction writes (``apply_all``, or the answers of those
 ``Scheduler._finish_preemptions``; ``evict_n`` then counts preemptors, not victims) and for the heads' pending-status batch
 (``_write_cycle_statuses``), with the cycle's heads, admitted and preempted; and one line per
 Workload change whose reservation was cleared (a preempted victim's, by the runner): when the
-watch event arrived and when the manager applied it.
+watch event arrived and when the manager applied it. Since the status writes are sent ahead
+(c1ed33f): per step also whether the cycle was held back for one (``before``: 1 if so) and how
+many of the writes in flight were a next head's or a quota holder's; one line per workload
+reconciler write (its reason, whether the Workload held quota); and one per quota holder the
+cycle was held back for.
 """
 
 from __future__ import annotations
@@ -119,23 +123,22 @@ if _OUT and "controller" in sys.argv:
                     _log.write(json.dumps({"k": "evict_ahead", "t": round(t0, 4), "dur": round(time.time() - t0, 4),
                                            "preemptors": n}) + "\n")
 
-    _finish_before = getattr(ReconcileContext, "finish_writes_before_cycle", None)
+    _in_flight_before = getattr(ReconcileContext, "writes_before_cycle_in_flight", None)
 
-    def finish_writes_before_cycle(self: ReconcileContext) -> bool:
-        # The wait, before a cycle, for the status writes sent ahead about Workloads it may decide on.
-        for key in getattr(self, "_sent_ahead", ()):
-            if self._decided_next(key):
-                wl = self.cluster.workloads.get(f"{key[1]}/{key[2]}")
-                holding = wl is not None and has_quota_reservation(wl)
-                _state["before_holding" if holding else "before_heads"] += 1
-                if holding and _tracing() and wl is not None:
-                    _log.write(json.dumps({"k": "before_holding", "t": round(time.time(), 4), "w": f"{key[1]}/{key[2]}",
-                                           "conditions": [[c.type, c.status, c.reason] for c in wl.status.conditions]}) + "\n")
-        t0 = time.time()
-        try:
-            return _finish_before(self)  # type: ignore[misc]
-        finally:
-            _state["before"] += time.time() - t0
+    def writes_before_cycle_in_flight(self: ReconcileContext) -> bool:
+        # Whether the cycle is held back for a status write sent ahead; which Workloads it waits for.
+        held = bool(_in_flight_before(self))  # type: ignore[misc]
+        if held and _tracing():
+            _state["before"] += 1
+            for key in getattr(self, "_sent_ahead", ()):
+                if self.writes is not None and self.writes.busy(key) and self._decided_next(key):
+                    wl = self.cluster.workloads.get(f"{key[1]}/{key[2]}")
+                    holding = wl is not None and has_quota_reservation(wl)
+                    _state["before_holding" if holding else "before_heads"] += 1
+                    if holding and wl is not None:
+                        _log.write(json.dumps({"k": "before_holding", "t": round(time.time(), 4), "w": f"{key[1]}/{key[2]}",
+                                               "conditions": [[c.type, c.status, c.reason] for c in wl.status.conditions]}) + "\n")
+        return held
 
     from pykueue.controllers.workload_controller import WorkloadController
 
@@ -151,8 +154,8 @@ if _OUT and "controller" in sys.argv:
         return _wc_apply(self, outcome)
 
     WorkloadController._apply = wc_apply  # type: ignore[method-assign]
-    if _finish_before is not None:
-        ReconcileContext.finish_writes_before_cycle = finish_writes_before_cycle  # type: ignore[method-assign]
+    if _in_flight_before is not None:
+        ReconcileContext.writes_before_cycle_in_flight = writes_before_cycle_in_flight  # type: ignore[method-assign]
     if _finish_preemptions is not None:
         Scheduler._finish_preemptions = finish_preemptions  # type: ignore[method-assign]
     ControllerManager._step = step  # type: ignore[method-assign]
