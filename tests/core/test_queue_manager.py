@@ -1697,6 +1697,30 @@ def test_afs_pending_penalty_resorts_the_heap_at_pop() -> None:
     assert head_names(m.heads(ACTIVE)) == ["b"]
 
 
+def test_is_next_head_names_the_head_a_pending_penalty_moves_to_the_top() -> None:
+    """``is_next_head`` names what the next :meth:`QueueManager.heads` pops (the controllers hold a
+    cycle back while a status write of that workload is in flight): with a pending AFS entry
+    penalty that pop re-sorts the heap first (``ClusterQueue.Pop``), so the head is the one the
+    re-sorted order puts first, not the heap's stale top. It reads; the heap is not re-sorted."""
+    afs_cfg = AdmissionFairSharingConfig(
+        usage_half_life_time=Duration.parse("10m"), usage_sampling_interval=Duration.parse("5m")
+    )
+    m = QueueManager(SchedulerOptions(admission_fair_sharing=afs_cfg))
+    m.set_namespace_labels(NS, {})
+    m.add_cluster_queue(cq_obj("cq", admission_mode="UsageBasedAdmissionFairSharing"))
+    m.add_local_queue(lq_obj("lq-a", "cq"))
+    m.add_local_queue(lq_obj("lq-b", "cq"))
+    m.add_or_update_workload(wl("a", queue="lq-a", created=0.0), NOW)
+    m.add_or_update_workload(wl("b", queue="lq-b", created=1.0), NOW)
+    assert m.is_next_head("default/a") and not m.is_next_head("default/b")
+    m.afs.push_entry_penalty("default/lq-a", "default/other", {"cpu": 4000}, 0.0)
+    assert m.is_next_head("default/b") and not m.is_next_head("default/a")
+    # Asking did not re-sort the heap: its stale top is still the penalised LocalQueue's.
+    pending = m.cluster_queue("cq")
+    assert pending is not None and (top := pending.active.peek()) is not None and top.info.key == "default/a"
+    assert head_names(m.heads(ACTIVE)) == ["b"]
+
+
 def test_afs_weight_change_resorts_the_heap_heads() -> None:
     """``ClusterQueue.UpdateLocalQueueWeight`` re-heapifies: the next pop reflects a new weight
     (the pending listing sorts afresh, so it alone cannot tell)."""
