@@ -499,13 +499,10 @@ def test_a_pending_heads_status_write_does_not_hold_the_manager_thread(make_env:
     assert env.outcomes("big")[0][1] == "applied"
 
 
-def test_a_cycle_waits_for_the_write_in_flight_of_a_head_it_pops(make_env: Callable[..., Env]) -> None:
-    # The head's pending-status write is held at the server when quota for it appears (the
-    # ClusterQueue grows to 2 CPU) and the batched retry moves it back to the top of the heap.
-    # The next cycle must not decide about it from the version that write replaces: it waits for
-    # the answer (as upstream's next cycle starts after its synchronous patch), then admits it.
-    # Without that wait the admission found the Workload busy and was refused.
-    env = make_env(delay=0.0, cpu=1)
+def head_back_at_the_top_with_its_write_held(env: Env) -> Callable[[], bool]:
+    """Start ``env`` with a Workload "big" (2 CPU of 1) whose cycle's pending-status write is held
+    at the server, then grow the ClusterQueue to 2 CPU and move the manager's clock until the
+    batched retry put "big" back at the top of its heap; returns whether it is still there."""
     env.client.pending_open.clear()
     env.api.create(R.WORKLOADS, workload("big", cpu="2"))
     env.start()
@@ -520,6 +517,17 @@ def test_a_cycle_waits_for_the_write_in_flight_of_a_head_it_pops(make_env: Calla
             break
         time.sleep(0.05)
     assert is_next_head()
+    return is_next_head
+
+
+def test_a_cycle_waits_for_the_write_in_flight_of_a_head_it_pops(make_env: Callable[..., Env]) -> None:
+    # The head's pending-status write is held at the server when quota for it appears (the
+    # ClusterQueue grows to 2 CPU) and the batched retry moves it back to the top of the heap.
+    # The next cycle must not decide about it from the version that write replaces: it waits for
+    # the answer (as upstream's next cycle starts after its synchronous patch), then admits it.
+    # Without that wait the admission found the Workload busy and was refused.
+    env = make_env(delay=0.0, cpu=1)
+    is_next_head = head_back_at_the_top_with_its_write_held(env)
     time.sleep(0.3)  # steps run; the cycle waits for the held write, the manager thread does not
     assert is_next_head() and "big" in env.client.pending_held
     assert "big" not in env.reserved()
@@ -528,6 +536,31 @@ def test_a_cycle_waits_for_the_write_in_flight_of_a_head_it_pops(make_env: Calla
     assert env.client.same_object == []
     outcomes = env.outcomes("big")
     assert all(outcome == "applied" for _, outcome in outcomes), outcomes
+
+
+def test_the_manager_thread_sleeps_while_its_cycle_waits_for_a_write(make_env: Callable[..., Env]) -> None:
+    # While the cycle waits for a write in flight, the manager thread sleeps until the answer (or
+    # another change) wakes it: the scheduler's backoff after a cycle without progress (1-10 ms)
+    # paces the pops of heads, and the pop is what waits. (A step ran every millisecond meanwhile,
+    # each holding the GIL from the event loop that receives the answer.) The steps are counted
+    # by a wrapper of the manager's own ``_step``.
+    env = make_env(delay=0.0, cpu=1)
+    steps = [0]
+    step = env.mgr._step
+
+    def counted() -> bool:
+        steps[0] += 1
+        return step()
+
+    env.mgr._step = counted  # type: ignore[method-assign]
+    is_next_head = head_back_at_the_top_with_its_write_held(env)
+    time.sleep(0.1)
+    before = steps[0]
+    time.sleep(0.5)
+    assert steps[0] - before < 10, steps[0] - before
+    assert is_next_head() and "big" in env.client.pending_held and "big" not in env.reserved()
+    env.client.pending_open.set()
+    wait(lambda: "big" in env.reserved())
 
 
 def test_a_reconcilers_status_write_does_not_hold_the_manager_thread(make_env: Callable[..., Env]) -> None:
