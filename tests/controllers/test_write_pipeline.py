@@ -53,6 +53,8 @@ class SlowClient(InProcessClient):
         self.before_write: dict[str, Callable[[str], None]] = {}
         """Run (once) before the admission write of ``name`` (``*``: of the first one) is sent: a
         concurrent change, a deletion."""
+        self.fail_pending: set[str] = set()
+        """Names whose status writes without an admission get a server error (500)."""
 
     def replace(self, res: Resource, obj: Mapping[str, Any], subresource: str | None = None) -> dict[str, Any]:
         if res.plural == "clusterqueues" and subresource == "status":
@@ -86,6 +88,8 @@ class SlowClient(InProcessClient):
                     self.pending_held.discard(name)
             if hook is not None:
                 hook(name)
+            if not admission and name in self.fail_pending:
+                raise APIError(500, "InternalError", "Internal error occurred: injected by the test")
             return super().replace(res, obj, subresource=subresource)
         finally:
             with self.lock:
@@ -589,6 +593,37 @@ def test_a_reconcilers_status_write_does_not_hold_the_manager_thread(make_env: C
     cached = env.mgr.call_in_manager_thread(lambda: env.mgr.ctx.workloads["default/big"])
     assert any(c.type == "QuotaReserved" and c.message == after["message"] for c in cached.status.conditions)
     assert all(outcome == "applied" for _, outcome in env.outcomes("big")), env.outcomes("big")
+
+
+def test_a_reconcilers_failed_status_write_waits_for_its_backoff(make_env: Callable[..., Env]) -> None:
+    # A server error answering the workload reconciler's status write retries the reconcile after
+    # its backoff (upstream: ``Reconcile`` returns the error and controller-runtime requeues the
+    # key rate limited), not at once: the manager's clock stands still here, so nothing is sent
+    # again until it moves. (The completion queued the Workload's reconcile at once, superseding
+    # the delayed retry: the write was sent again and again, one per answer.)
+    env = make_env(delay=0.0, cpu=1)
+    env.api.create(R.WORKLOADS, workload("big", cpu="2"))
+    env.start()
+
+    def reserved_false() -> dict[str, Any] | None:
+        c = cond(env.api.get(R.WORKLOADS, "big", "default"), "QuotaReserved")
+        return c if c is not None and c["status"] == "False" else None
+
+    before = wait(reserved_false)
+    sent = env.client.status_writes.count("big")
+    env.client.fail_pending.add("big")
+    lq = env.api.get(R.LOCAL_QUEUES, "lq", "default")
+    lq["spec"]["stopPolicy"] = "Hold"
+    env.api.replace(R.LOCAL_QUEUES, lq)
+    wait(lambda: env.client.status_writes.count("big") > sent)
+    time.sleep(0.3)
+    settled = env.client.status_writes.count("big")
+    time.sleep(0.5)
+    assert env.client.status_writes.count("big") == settled, (sent, settled, env.client.status_writes.count("big"))
+    assert settled <= sent + 2
+    # Once the backoff is over (the manager's clock), the reconcile writes again, and it lands.
+    env.client.fail_pending.discard("big")
+    wait(lambda: env.clock.advance(1) or ((c := reserved_false()) is not None and c["message"] != before["message"]))
 
 
 def test_pipeline_refuses_a_second_write_of_a_busy_key() -> None:
