@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from test_workload_lifecycle import ManualClock, change_status_concurrently, cond, wait, workload
 
 from pykueue.apiserver.app import create_app
@@ -53,6 +54,9 @@ class SlowClient(InProcessClient):
         self.before_write: dict[str, Callable[[str], None]] = {}
         """Run (once) before the admission write of ``name`` (``*``: of the first one) is sent: a
         concurrent change, a deletion."""
+        self.after_write: dict[str, Callable[[dict[str, Any]], None]] = {}
+        """Run (once) with the server's answer to the next status write of ``name``, before the
+        client gets it: an answer that comes after the write's watch event."""
         self.fail_pending: set[str] = set()
         """Names whose status writes without an admission get a server error (500)."""
 
@@ -90,7 +94,12 @@ class SlowClient(InProcessClient):
                 hook(name)
             if not admission and name in self.fail_pending:
                 raise APIError(500, "InternalError", "Internal error occurred: injected by the test")
-            return super().replace(res, obj, subresource=subresource)
+            out = super().replace(res, obj, subresource=subresource)
+            with self.lock:
+                after = self.after_write.pop(name, None)
+            if after is not None:
+                after(out)
+            return out
         finally:
             with self.lock:
                 self.in_flight.discard(name)
@@ -624,6 +633,39 @@ def test_a_reconcilers_failed_status_write_waits_for_its_backoff(make_env: Calla
     # Once the backoff is over (the manager's clock), the reconcile writes again, and it lands.
     env.client.fail_pending.discard("big")
     wait(lambda: env.clock.advance(1) or ((c := reserved_false()) is not None and c["message"] != before["message"]))
+
+
+def test_a_reconcilers_write_counts_from_the_version_it_replaced(make_env: Callable[..., Env]) -> None:
+    # The workload reconciler's eviction of a deactivated Workload is counted
+    # (kueue_evicted_workloads_total, reason Deactivated) also when the write's watch event is
+    # applied before its answer: the transition is counted from the version the write was computed
+    # from, not from the cache's (which then already holds the written version).
+    env = make_env(delay=0.0, cpu=1)
+    env.api.create(R.WORKLOADS, workload("a"))
+    env.start()
+    wait(lambda: env.reserved() == {"a"})
+    wait(lambda: env.mgr.call_in_manager_thread(lambda: env.mgr.ctx.writes.pending(), 10) == 0)  # type: ignore[union-attr]
+
+    def watched_first(out: dict[str, Any]) -> None:
+        rv = str(out["metadata"]["resourceVersion"])
+        cached = lambda: str(env.mgr.ctx.workloads["default/a"].metadata.resource_version)  # noqa: E731
+        wait(lambda: env.mgr.call_in_manager_thread(cached, 10) == rv)
+
+    env.client.after_write["a"] = watched_first
+    env.api.patch(R.WORKLOADS, "a", {"spec": {"active": False}}, "default")
+    wait(lambda: (c := cond(env.api.get(R.WORKLOADS, "a", "default"), "Evicted")) is not None and c["status"] == "True")
+    assert "a" not in env.client.after_write  # the eviction's answer came after its watch event
+
+    def deactivated() -> float:
+        text = env.mgr.metrics.metrics.exposition().decode()
+        return sum(
+            s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+            if s.name == "kueue_evicted_workloads_total" and s.labels.get("reason") == "Deactivated"
+        )
+
+    wait(lambda: deactivated() == 1.0)
 
 
 def test_pipeline_refuses_a_second_write_of_a_busy_key() -> None:

@@ -364,13 +364,16 @@ class ReconcileContext:
             return
         wl_key = f"{key[1]}/{key[2]}"
         item: WorkKey = (WORKLOAD, wl_key)
+        # The version the status was computed from: the watch may bring the written version before
+        # this answer, and the metrics count the transition from this one (as an admission's).
+        base = self.cluster.workloads.get(wl_key)
 
         def landed(out: dict[str, Any] | None, err: Exception | None) -> None:
             self._sent_ahead.discard(key)
             backoff = False
             try:
                 if err is None and out is not None:
-                    self._written(R.WORKLOADS, out)
+                    self._written(R.WORKLOADS, out, base)
                     done(True)
                     return
                 if not isinstance(err, (Conflict, NotFound)):
