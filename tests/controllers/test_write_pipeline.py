@@ -576,12 +576,9 @@ def test_the_manager_thread_sleeps_while_its_cycle_waits_for_a_write(make_env: C
     wait(lambda: "big" in env.reserved())
 
 
-def test_a_reconcilers_status_write_does_not_hold_the_manager_thread(make_env: Callable[..., Env]) -> None:
-    # A pending Workload whose LocalQueue is put on hold: the workload reconciler rewrites its
-    # QuotaReserved=False condition (upstream syncQuotaReservedFalseCondition). That write is held
-    # at the server; the manager thread goes on meanwhile, and the reconcile's trail entry and
-    # the written condition follow the answer.
-    env = make_env(delay=0.0, cpu=1)
+def start_with_big_pending(env: Env) -> Callable[[], dict[str, Any] | None]:
+    """Start ``env`` with a Workload "big" (2 CPU of 1, so it stays pending); returns its
+    QuotaReserved condition while it is False (else None)."""
     env.api.create(R.WORKLOADS, workload("big", cpu="2"))
     env.start()
 
@@ -589,11 +586,27 @@ def test_a_reconcilers_status_write_does_not_hold_the_manager_thread(make_env: C
         c = cond(env.api.get(R.WORKLOADS, "big", "default"), "QuotaReserved")
         return c if c is not None and c["status"] == "False" else None
 
-    before = wait(reserved_false)
-    env.client.pending_open.clear()
+    return reserved_false
+
+
+def hold_the_local_queue(env: Env) -> None:
+    """``stopPolicy: Hold`` on the LocalQueue: the workload reconciler rewrites its pending
+    Workloads' QuotaReserved=False condition (upstream ``syncQuotaReservedFalseCondition``)."""
     lq = env.api.get(R.LOCAL_QUEUES, "lq", "default")
     lq["spec"]["stopPolicy"] = "Hold"
     env.api.replace(R.LOCAL_QUEUES, lq)
+
+
+def test_a_reconcilers_status_write_does_not_hold_the_manager_thread(make_env: Callable[..., Env]) -> None:
+    # A pending Workload whose LocalQueue is put on hold: the workload reconciler rewrites its
+    # QuotaReserved=False condition (upstream syncQuotaReservedFalseCondition). That write is held
+    # at the server; the manager thread goes on meanwhile, and the reconcile's trail entry and
+    # the written condition follow the answer.
+    env = make_env(delay=0.0, cpu=1)
+    reserved_false = start_with_big_pending(env)
+    before = wait(reserved_false)
+    env.client.pending_open.clear()
+    hold_the_local_queue(env)
     wait(lambda: "big" in env.client.pending_held)
     assert env.mgr.call_in_manager_thread(lambda: env.mgr.ctx.writes is not None and env.mgr.ctx.writes.pending(), 10) >= 1
     assert reserved_false() == before  # still held
@@ -611,19 +624,11 @@ def test_a_reconcilers_failed_status_write_waits_for_its_backoff(make_env: Calla
     # again until it moves. (The completion queued the Workload's reconcile at once, superseding
     # the delayed retry: the write was sent again and again, one per answer.)
     env = make_env(delay=0.0, cpu=1)
-    env.api.create(R.WORKLOADS, workload("big", cpu="2"))
-    env.start()
-
-    def reserved_false() -> dict[str, Any] | None:
-        c = cond(env.api.get(R.WORKLOADS, "big", "default"), "QuotaReserved")
-        return c if c is not None and c["status"] == "False" else None
-
+    reserved_false = start_with_big_pending(env)
     before = wait(reserved_false)
     sent = env.client.status_writes.count("big")
     env.client.fail_pending.add("big")
-    lq = env.api.get(R.LOCAL_QUEUES, "lq", "default")
-    lq["spec"]["stopPolicy"] = "Hold"
-    env.api.replace(R.LOCAL_QUEUES, lq)
+    hold_the_local_queue(env)
     wait(lambda: env.client.status_writes.count("big") > sent)
     time.sleep(0.3)
     settled = env.client.status_writes.count("big")
