@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from test_workload_lifecycle import ManualClock, change_status_concurrently, cond, wait, workload
 
 from pykueue.apiserver.app import create_app
@@ -53,6 +54,11 @@ class SlowClient(InProcessClient):
         self.before_write: dict[str, Callable[[str], None]] = {}
         """Run (once) before the admission write of ``name`` (``*``: of the first one) is sent: a
         concurrent change, a deletion."""
+        self.after_write: dict[str, Callable[[dict[str, Any]], None]] = {}
+        """Run (once) with the server's answer to the next status write of ``name``, before the
+        client gets it: an answer that comes after the write's watch event."""
+        self.fail_pending: set[str] = set()
+        """Names whose status writes without an admission get a server error (500)."""
 
     def replace(self, res: Resource, obj: Mapping[str, Any], subresource: str | None = None) -> dict[str, Any]:
         if res.plural == "clusterqueues" and subresource == "status":
@@ -86,7 +92,14 @@ class SlowClient(InProcessClient):
                     self.pending_held.discard(name)
             if hook is not None:
                 hook(name)
-            return super().replace(res, obj, subresource=subresource)
+            if not admission and name in self.fail_pending:
+                raise APIError(500, "InternalError", "Internal error occurred: injected by the test")
+            out = super().replace(res, obj, subresource=subresource)
+            with self.lock:
+                after = self.after_write.pop(name, None)
+            if after is not None:
+                after(out)
+            return out
         finally:
             with self.lock:
                 self.in_flight.discard(name)
@@ -499,13 +512,10 @@ def test_a_pending_heads_status_write_does_not_hold_the_manager_thread(make_env:
     assert env.outcomes("big")[0][1] == "applied"
 
 
-def test_a_cycle_waits_for_the_write_in_flight_of_a_head_it_pops(make_env: Callable[..., Env]) -> None:
-    # The head's pending-status write is held at the server when quota for it appears (the
-    # ClusterQueue grows to 2 CPU) and the batched retry moves it back to the top of the heap.
-    # The next cycle must not decide about it from the version that write replaces: it waits for
-    # the answer (as upstream's next cycle starts after its synchronous patch), then admits it.
-    # Without that wait the admission found the Workload busy and was refused.
-    env = make_env(delay=0.0, cpu=1)
+def head_back_at_the_top_with_its_write_held(env: Env) -> Callable[[], bool]:
+    """Start ``env`` with a Workload "big" (2 CPU of 1) whose cycle's pending-status write is held
+    at the server, then grow the ClusterQueue to 2 CPU and move the manager's clock until the
+    batched retry put "big" back at the top of its heap; returns whether it is still there."""
     env.client.pending_open.clear()
     env.api.create(R.WORKLOADS, workload("big", cpu="2"))
     env.start()
@@ -520,6 +530,17 @@ def test_a_cycle_waits_for_the_write_in_flight_of_a_head_it_pops(make_env: Calla
             break
         time.sleep(0.05)
     assert is_next_head()
+    return is_next_head
+
+
+def test_a_cycle_waits_for_the_write_in_flight_of_a_head_it_pops(make_env: Callable[..., Env]) -> None:
+    # The head's pending-status write is held at the server when quota for it appears (the
+    # ClusterQueue grows to 2 CPU) and the batched retry moves it back to the top of the heap.
+    # The next cycle must not decide about it from the version that write replaces: it waits for
+    # the answer (as upstream's next cycle starts after its synchronous patch), then admits it.
+    # Without that wait the admission found the Workload busy and was refused.
+    env = make_env(delay=0.0, cpu=1)
+    is_next_head = head_back_at_the_top_with_its_write_held(env)
     time.sleep(0.3)  # steps run; the cycle waits for the held write, the manager thread does not
     assert is_next_head() and "big" in env.client.pending_held
     assert "big" not in env.reserved()
@@ -530,12 +551,34 @@ def test_a_cycle_waits_for_the_write_in_flight_of_a_head_it_pops(make_env: Calla
     assert all(outcome == "applied" for _, outcome in outcomes), outcomes
 
 
-def test_a_reconcilers_status_write_does_not_hold_the_manager_thread(make_env: Callable[..., Env]) -> None:
-    # A pending Workload whose LocalQueue is put on hold: the workload reconciler rewrites its
-    # QuotaReserved=False condition (upstream syncQuotaReservedFalseCondition). That write is held
-    # at the server; the manager thread goes on meanwhile, and the reconcile's trail entry and
-    # the written condition follow the answer.
+def test_the_manager_thread_sleeps_while_its_cycle_waits_for_a_write(make_env: Callable[..., Env]) -> None:
+    # While the cycle waits for a write in flight, the manager thread sleeps until the answer (or
+    # another change) wakes it: the scheduler's backoff after a cycle without progress (1-10 ms)
+    # paces the pops of heads, and the pop is what waits. (A step ran every millisecond meanwhile,
+    # each holding the GIL from the event loop that receives the answer.) The steps are counted
+    # by a wrapper of the manager's own ``_step``.
     env = make_env(delay=0.0, cpu=1)
+    steps = [0]
+    step = env.mgr._step
+
+    def counted() -> bool:
+        steps[0] += 1
+        return step()
+
+    env.mgr._step = counted  # type: ignore[method-assign]
+    is_next_head = head_back_at_the_top_with_its_write_held(env)
+    time.sleep(0.1)
+    before = steps[0]
+    time.sleep(0.5)
+    assert steps[0] - before < 10, steps[0] - before
+    assert is_next_head() and "big" in env.client.pending_held and "big" not in env.reserved()
+    env.client.pending_open.set()
+    wait(lambda: "big" in env.reserved())
+
+
+def start_with_big_pending(env: Env) -> Callable[[], dict[str, Any] | None]:
+    """Start ``env`` with a Workload "big" (2 CPU of 1, so it stays pending); returns its
+    QuotaReserved condition while it is False (else None)."""
     env.api.create(R.WORKLOADS, workload("big", cpu="2"))
     env.start()
 
@@ -543,11 +586,27 @@ def test_a_reconcilers_status_write_does_not_hold_the_manager_thread(make_env: C
         c = cond(env.api.get(R.WORKLOADS, "big", "default"), "QuotaReserved")
         return c if c is not None and c["status"] == "False" else None
 
-    before = wait(reserved_false)
-    env.client.pending_open.clear()
+    return reserved_false
+
+
+def hold_the_local_queue(env: Env) -> None:
+    """``stopPolicy: Hold`` on the LocalQueue: the workload reconciler rewrites its pending
+    Workloads' QuotaReserved=False condition (upstream ``syncQuotaReservedFalseCondition``)."""
     lq = env.api.get(R.LOCAL_QUEUES, "lq", "default")
     lq["spec"]["stopPolicy"] = "Hold"
     env.api.replace(R.LOCAL_QUEUES, lq)
+
+
+def test_a_reconcilers_status_write_does_not_hold_the_manager_thread(make_env: Callable[..., Env]) -> None:
+    # A pending Workload whose LocalQueue is put on hold: the workload reconciler rewrites its
+    # QuotaReserved=False condition (upstream syncQuotaReservedFalseCondition). That write is held
+    # at the server; the manager thread goes on meanwhile, and the reconcile's trail entry and
+    # the written condition follow the answer.
+    env = make_env(delay=0.0, cpu=1)
+    reserved_false = start_with_big_pending(env)
+    before = wait(reserved_false)
+    env.client.pending_open.clear()
+    hold_the_local_queue(env)
     wait(lambda: "big" in env.client.pending_held)
     assert env.mgr.call_in_manager_thread(lambda: env.mgr.ctx.writes is not None and env.mgr.ctx.writes.pending(), 10) >= 1
     assert reserved_false() == before  # still held
@@ -556,6 +615,62 @@ def test_a_reconcilers_status_write_does_not_hold_the_manager_thread(make_env: C
     cached = env.mgr.call_in_manager_thread(lambda: env.mgr.ctx.workloads["default/big"])
     assert any(c.type == "QuotaReserved" and c.message == after["message"] for c in cached.status.conditions)
     assert all(outcome == "applied" for _, outcome in env.outcomes("big")), env.outcomes("big")
+
+
+def test_a_reconcilers_failed_status_write_waits_for_its_backoff(make_env: Callable[..., Env]) -> None:
+    # A server error answering the workload reconciler's status write retries the reconcile after
+    # its backoff (upstream: ``Reconcile`` returns the error and controller-runtime requeues the
+    # key rate limited), not at once: the manager's clock stands still here, so nothing is sent
+    # again until it moves. (The completion queued the Workload's reconcile at once, superseding
+    # the delayed retry: the write was sent again and again, one per answer.)
+    env = make_env(delay=0.0, cpu=1)
+    reserved_false = start_with_big_pending(env)
+    before = wait(reserved_false)
+    sent = env.client.status_writes.count("big")
+    env.client.fail_pending.add("big")
+    hold_the_local_queue(env)
+    wait(lambda: env.client.status_writes.count("big") > sent)
+    time.sleep(0.3)
+    settled = env.client.status_writes.count("big")
+    time.sleep(0.5)
+    assert env.client.status_writes.count("big") == settled, (sent, settled, env.client.status_writes.count("big"))
+    assert settled <= sent + 2
+    # Once the backoff is over (the manager's clock), the reconcile writes again, and it lands.
+    env.client.fail_pending.discard("big")
+    wait(lambda: env.clock.advance(1) or ((c := reserved_false()) is not None and c["message"] != before["message"]))
+
+
+def test_a_reconcilers_write_counts_from_the_version_it_replaced(make_env: Callable[..., Env]) -> None:
+    # The workload reconciler's eviction of a deactivated Workload is counted
+    # (kueue_evicted_workloads_total, reason Deactivated) also when the write's watch event is
+    # applied before its answer: the transition is counted from the version the write was computed
+    # from, not from the cache's (which then already holds the written version).
+    env = make_env(delay=0.0, cpu=1)
+    env.api.create(R.WORKLOADS, workload("a"))
+    env.start()
+    wait(lambda: env.reserved() == {"a"})
+    wait(lambda: env.mgr.call_in_manager_thread(lambda: env.mgr.ctx.writes.pending(), 10) == 0)  # type: ignore[union-attr]
+
+    def watched_first(out: dict[str, Any]) -> None:
+        rv = str(out["metadata"]["resourceVersion"])
+        cached = lambda: str(env.mgr.ctx.workloads["default/a"].metadata.resource_version)  # noqa: E731
+        wait(lambda: env.mgr.call_in_manager_thread(cached, 10) == rv)
+
+    env.client.after_write["a"] = watched_first
+    env.api.patch(R.WORKLOADS, "a", {"spec": {"active": False}}, "default")
+    wait(lambda: (c := cond(env.api.get(R.WORKLOADS, "a", "default"), "Evicted")) is not None and c["status"] == "True")
+    assert "a" not in env.client.after_write  # the eviction's answer came after its watch event
+
+    def deactivated() -> float:
+        text = env.mgr.metrics.metrics.exposition().decode()
+        return sum(
+            s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+            if s.name == "kueue_evicted_workloads_total" and s.labels.get("reason") == "Deactivated"
+        )
+
+    wait(lambda: deactivated() == 1.0)
 
 
 def test_pipeline_refuses_a_second_write_of_a_busy_key() -> None:

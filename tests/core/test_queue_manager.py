@@ -1679,10 +1679,9 @@ def test_observing_a_refreshed_but_unobserved_object_takes_the_general_path() ->
     assert "default/w" in cq.active and "default/w" not in cq.inadmissible
 
 
-def test_afs_pending_penalty_resorts_the_heap_at_pop() -> None:
-    """Upstream ``ClusterQueue.Pop``: while a LocalQueue of the ClusterQueue has a pending entry
-    penalty the heap is rebuilt before the pop (``hasPendingPenalties``), so the penalised
-    LocalQueue's other workloads move behind the others'. No LocalQueue reconcile runs here."""
+def _afs_manager_a_then_b() -> QueueManager:
+    """An AFS ClusterQueue with LocalQueues lq-a and lq-b, one workload each: "a" (older) in lq-a
+    and "b" in lq-b; no usage nor penalty yet."""
     afs_cfg = AdmissionFairSharingConfig(
         usage_half_life_time=Duration.parse("10m"), usage_sampling_interval=Duration.parse("5m")
     )
@@ -1693,7 +1692,30 @@ def test_afs_pending_penalty_resorts_the_heap_at_pop() -> None:
     m.add_local_queue(lq_obj("lq-b", "cq"))
     m.add_or_update_workload(wl("a", queue="lq-a", created=0.0), NOW)
     m.add_or_update_workload(wl("b", queue="lq-b", created=1.0), NOW)
+    return m
+
+
+def test_afs_pending_penalty_resorts_the_heap_at_pop() -> None:
+    """Upstream ``ClusterQueue.Pop``: while a LocalQueue of the ClusterQueue has a pending entry
+    penalty the heap is rebuilt before the pop (``hasPendingPenalties``), so the penalised
+    LocalQueue's other workloads move behind the others'. No LocalQueue reconcile runs here."""
+    m = _afs_manager_a_then_b()
     m.afs.push_entry_penalty("default/lq-a", "default/other", {"cpu": 4000}, 0.0)
+    assert head_names(m.heads(ACTIVE)) == ["b"]
+
+
+def test_is_next_head_names_the_head_a_pending_penalty_moves_to_the_top() -> None:
+    """``is_next_head`` names what the next :meth:`QueueManager.heads` pops (the controllers hold a
+    cycle back while a status write of that workload is in flight): with a pending AFS entry
+    penalty that pop re-sorts the heap first (``ClusterQueue.Pop``), so the head is the one the
+    re-sorted order puts first, not the heap's stale top. It reads; the heap is not re-sorted."""
+    m = _afs_manager_a_then_b()
+    assert m.is_next_head("default/a") and not m.is_next_head("default/b")
+    m.afs.push_entry_penalty("default/lq-a", "default/other", {"cpu": 4000}, 0.0)
+    assert m.is_next_head("default/b") and not m.is_next_head("default/a")
+    # Asking did not re-sort the heap: its stale top is still the penalised LocalQueue's.
+    pending = m.cluster_queue("cq")
+    assert pending is not None and (top := pending.active.peek()) is not None and top.info.key == "default/a"
     assert head_names(m.heads(ACTIVE)) == ["b"]
 
 

@@ -513,9 +513,11 @@ class ClusterCache:
         now = self.clock()
         self._core().observe(old, new, to_time(now), retry_from=now if seen is None or seen > now else seen)
 
-    def mark_workload(self, key: str) -> None:
-        """Queue the reconcilers of Workload ``key`` (``namespace/name``) and of its owner Jobs."""
-        self.mark(WORKLOAD, key)
+    def mark_workload(self, key: str, *, itself: bool = True) -> None:
+        """Queue the reconcilers of Workload ``key`` (``namespace/name``) and of its owner Jobs
+        (``itself`` False: of its owner Jobs only)."""
+        if itself:
+            self.mark(WORKLOAD, key)
         wl = self.workloads.get(key)
         if wl is not None:
             for ref in wl.metadata.owner_references:

@@ -362,23 +362,30 @@ class ReconcileContext:
         if self.writes.busy(key):  # as :meth:`write`: a Conflict without a request
             done(False)
             return
-        item: WorkKey = (WORKLOAD, f"{key[1]}/{key[2]}")
+        wl_key = f"{key[1]}/{key[2]}"
+        item: WorkKey = (WORKLOAD, wl_key)
+        # The version the status was computed from: the watch may bring the written version before
+        # this answer, and the metrics count the transition from this one (as an admission's).
+        base = self.cluster.workloads.get(wl_key)
 
         def landed(out: dict[str, Any] | None, err: Exception | None) -> None:
             self._sent_ahead.discard(key)
+            backoff = False
             try:
                 if err is None and out is not None:
-                    self._written(R.WORKLOADS, out)
+                    self._written(R.WORKLOADS, out, base)
                     done(True)
                     return
                 if not isinstance(err, (Conflict, NotFound)):
+                    backoff = True
                     delay = self.work.add_rate_limited(item)
-                    log.warning("writing workload %s status: %s; retrying in %.1fs", item[1], err, delay)
+                    log.warning("writing workload %s status: %s; retrying in %.1fs", wl_key, err, delay)
                 done(False)
             finally:
                 # Reconciles of this Workload (and of its Job, whose writes of it found it busy)
-                # waited for the write: run them now.
-                self.cluster.mark_workload(f"{key[1]}/{key[2]}")
+                # waited for the write: run them now; after a server error the Workload's own
+                # waits for its backoff (queued now, it would supersede the delayed retry).
+                self.cluster.mark_workload(wl_key, itself=not backoff)
                 self._resume(key)
 
         self._sent_ahead.add(key)

@@ -195,6 +195,8 @@ class ControllerManager:
         self._leading.set()
         self.cycles = 0
         self._cycle_backoff: float | None = None  # None: the last cycle made progress (KeepGoing)
+        self._held_back = False
+        """The last step held its cycle back for a write in flight (``ReconcileContext.writes_before_cycle_in_flight``)."""
         self._progress = 0  # admissions and preemptions of the last cycle
 
     # --- lifecycle ---------------------------------------------------------------------------------
@@ -357,7 +359,8 @@ class ControllerManager:
         retry = self.core.next_due()
         if retry is not None:
             wait = min(wait, retry - self.clock().timestamp())
-        if self._cycle_backoff is not None and self.core.has_heads():
+        if self._cycle_backoff is not None and not self._held_back and self.core.has_heads():
+            # (A cycle held back waits for its write's answer, which wakes this thread.)
             wait = min(wait, self._cycle_backoff)
         return max(0.0, wait)
 
@@ -421,10 +424,11 @@ class ControllerManager:
         if self._stop.is_set():
             return False
         self.cluster.deliver_updates()
-        if self.ctx.writes_before_cycle_in_flight():
+        self._held_back = self.ctx.writes_before_cycle_in_flight()
+        if self._held_back:
             # A status write sent ahead about a Workload this cycle may decide on is in flight: the
             # cycle waits for its answer (delivered through the inbox, which wakes this thread),
-            # the thread does not.
+            # the thread does not; nor does it wake for the cycle's backoff meanwhile.
             return False
         started = time.perf_counter()
         with self.ctx.cycle_status_writes():

@@ -174,6 +174,10 @@ class PendingClusterQueue:
         """Re-sort after an ordering input outside the queue changed (AFS usage)."""
         self.active.rebuild()
 
+    def resorted_top(self) -> PendingEntry | None:
+        """The head :meth:`pop` returns after :meth:`rebuild_heap`, without re-sorting (``O(n)``)."""
+        return min(self.active.items(), key=self._order, default=None)
+
     # --- heap bookkeeping ---------------------------------------------------------------------
 
     def _heap_push(self, entry: PendingEntry, replace: bool) -> bool:

@@ -588,9 +588,7 @@ class QueueManager:
                 # entry): the pop only counts its pop cycle.
                 cq.pop_cycle += 1
                 continue
-            if cq.afs_usage is not None and self.afs.has_pending_penalty(
-                key for key, lq in self._lqs.items() if lq.cluster_queue == name
-            ):
+            if cq.afs_usage is not None and self._has_pending_penalty(name):
                 # ``ClusterQueue.Pop``: a pending penalty moves all of a LocalQueue's workloads.
                 cq.rebuild_heap()
             entry = cq.pop()
@@ -781,8 +779,17 @@ class QueueManager:
         cq = self._cqs.get(lq.cluster_queue) if lq is not None else None
         if cq is None or not cq.active:
             return False
-        top = cq.active.peek()
+        if cq.afs_usage is not None and self._has_pending_penalty(cq.name):
+            # :meth:`heads` re-sorts this heap before its pop: the head is the re-sorted order's first.
+            top = cq.resorted_top()
+        else:
+            top = cq.active.peek()
         return top is not None and top.info.key == key
+
+    def _has_pending_penalty(self, cq_name: str) -> bool:
+        """Upstream ``ClusterQueue.hasPendingPenalties``: a LocalQueue of ``cq_name`` has a pending
+        AFS entry penalty (``ClusterQueue.Pop`` then re-sorts the heap first)."""
+        return self.afs.has_pending_penalty(key for key, lq in self._lqs.items() if lq.cluster_queue == cq_name)
 
     def pending_count(self, cq_name: str) -> int:
         """Pending workloads of a ClusterQueue (heap + inadmissible + inflight)."""
