@@ -59,6 +59,8 @@ class SlowClient(InProcessClient):
         client gets it: an answer that comes after the write's watch event."""
         self.fail_pending: set[str] = set()
         """Names whose status writes without an admission get a server error (500)."""
+        self.hold: set[str] = set()
+        """Names whose status writes wait while ``pending_open`` is clear, with an admission too."""
 
     def replace(self, res: Resource, obj: Mapping[str, Any], subresource: str | None = None) -> dict[str, Any]:
         if res.plural == "clusterqueues" and subresource == "status":
@@ -84,7 +86,7 @@ class SlowClient(InProcessClient):
             hook = self.before_write.pop(name, None) or self.before_write.pop("*", None) if admission else None
         try:
             time.sleep(self.delay)
-            if not admission and not self.pending_open.is_set():
+            if (not admission or name in self.hold) and not self.pending_open.is_set():
                 with self.lock:
                     self.pending_held.add(name)
                 self.pending_open.wait(30)
@@ -671,6 +673,30 @@ def test_a_reconcilers_write_counts_from_the_version_it_replaced(make_env: Calla
         )
 
     wait(lambda: deactivated() == 1.0)
+
+
+def test_cycles_are_held_back_only_briefly_for_a_possible_victims_write(make_env: Callable[..., Env]) -> None:
+    # w1 holds its ClusterQueue's quota; deactivating it makes the workload reconciler write its
+    # eviction, a write about a Workload holding quota (a possible victim), held at the server.
+    # Upstream's scheduler never waits for a reconciler's patch: after a bounded hold-back
+    # (HOLD_BACK_FOR_VICTIMS_SECONDS) a Workload of another ClusterQueue is admitted while that
+    # write is still held. Without the bound the cycles waited for the answer.
+    env = make_env(delay=0.0, cpu=1)
+    _extra_queue(env, "other", 1)
+    env.api.create(R.WORKLOADS, workload("w1"))
+    env.start()
+    wait(lambda: "w1" in env.reserved())
+    env.client.hold.add("w1")
+    env.client.pending_open.clear()
+    wl = env.api.get(R.WORKLOADS, "w1", "default")
+    wl["spec"]["active"] = False
+    env.api.replace(R.WORKLOADS, wl)
+    wait(lambda: "w1" in env.client.pending_held)
+    env.api.create(R.WORKLOADS, workload("w2", queue="other"))
+    wait(lambda: "w2" in env.reserved(), timeout=10)
+    assert "w1" in env.client.pending_held
+    env.client.pending_open.set()
+    wait(lambda: (c := cond(env.api.get(R.WORKLOADS, "w1", "default"), "Evicted")) is not None and c["status"] == "True")
 
 
 def test_pipeline_refuses_a_second_write_of_a_busy_key() -> None:

@@ -17,6 +17,7 @@ It also carries what the manager, as the core's driver, delegates to it (reads, 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -58,6 +59,10 @@ log = logging.getLogger(__name__)
 PARALLEL_PREEMPTIONS = 8
 """Victims' evictions written at once (upstream ``pkg/scheduler/preemption/preemption.go`` ``parallelPreemptions``)."""
 
+HOLD_BACK_FOR_VICTIMS_SECONDS = 0.25
+"""How long cycles are held back at most while only writes of Workloads holding quota (possible
+victims) are in flight (see :meth:`ReconcileContext.writes_before_cycle_in_flight`)."""
+
 QUEUE_STATUS_RETRY_SECONDS = 1.0
 LOOSE_WRITE_RETRIES = 3
 """How many times a scheduler's status write is sent again after a Conflict that left the status
@@ -85,6 +90,8 @@ class ReconcileContext:
     _deferred: dict[tuple[str, str, str], set[WorkKey]] = field(default_factory=dict)
     _cycle_statuses: list[Decision] | None = None
     """While a scheduling cycle runs (:meth:`cycle_status_writes`): its heads' status writes."""
+    _held_for_holders_since: float | None = None
+    """Since when (monotonic) cycles are held back only for writes of Workloads holding quota."""
     _sent_ahead: set[tuple[str, str, str]] = field(default_factory=set)
     """Workloads whose status write was sent without waiting for its answer (a reconciler's, or a
     cycle's pending head's); see :meth:`writes_before_cycle_in_flight`."""
@@ -398,10 +405,32 @@ class ReconcileContext:
         the cycle back (not its thread) until the answers are written through. Upstream's
         scheduler decides from an informer cache its own and the reconcilers' patches have
         reached; a decision about a Workload whose write is in flight would be computed from the
-        version that write replaces."""
+        version that write replaces. For possible victims alone the hold-back is bounded
+        (:data:`HOLD_BACK_FOR_VICTIMS_SECONDS`)."""
         if self.writes is None or not self._sent_ahead:
+            self._held_for_holders_since = None
             return False
-        return any(self.writes.busy(key) and self._decided_next(key) for key in self._sent_ahead)
+        holders = False
+        for key in self._sent_ahead:
+            if not self.writes.busy(key):
+                continue
+            wl_key = f"{key[1]}/{key[2]}"
+            if self.queues.is_next_head(wl_key):
+                return True
+            wl = self.cluster.workloads.get(wl_key)
+            holders = holders or (wl is not None and has_quota_reservation(wl))
+        if not holders:
+            self._held_for_holders_since = None
+            return False
+        # Only possible victims are in flight: hold back for a bounded time. Upstream's scheduler
+        # never waits for the reconcilers' patches, so a steady stream of them (admission-check
+        # states of reserved workloads) must not starve the cycles; past the bound an eviction
+        # of a victim still in flight is refused (``_start_statuses``), as before these writes
+        # were sent ahead, and the preemptor tries again.
+        now = time.monotonic()
+        if self._held_for_holders_since is None:
+            self._held_for_holders_since = now
+        return now - self._held_for_holders_since < HOLD_BACK_FOR_VICTIMS_SECONDS
 
     def _decided_next(self, key: tuple[str, str, str]) -> bool:
         wl_key = f"{key[1]}/{key[2]}"
