@@ -318,3 +318,62 @@ def test_a_v1beta1_status_write_is_not_held_to_v1beta2_status_bounds(app: APISer
     stored = _v1beta1_answer(app, "PUT", "workloads", "w", {**live, "status": {"conditions": conditions}},
                              subresource="status", namespace="default")  # fmt: skip
     assert len(stored["status"]["conditions"]) == 17
+
+
+def test_a_v1beta2_update_keeps_what_only_v1beta2_refuses_as_it_was(app: APIServerApp) -> None:
+    """kube-apiserver's CRD validation ratcheting (``CRDValidationRatcheting``, on by default since
+    Kubernetes 1.30) holds in the storage version too: a Workload stored through v1beta1 with 17
+    ``status.conditions`` (v1beta2's ``maxItems: 16``) is still updated through v1beta2, as the
+    Kueue controllers write it, while its conditions stay as they were; a write changing them is
+    refused. The same for an AdmissionCheck stored with an empty ``controllerName``."""
+    _status(app, "POST", "workloads", None, _WL, namespace="default")
+    conditions = [{"type": f"T{i}", "status": "True", "reason": "R", "message": "m",
+                   "lastTransitionTime": "2024-01-01T00:00:00Z"} for i in range(17)]  # fmt: skip
+    live = _v1beta1_answer(app, "GET", "workloads", "w", None, namespace="default")
+    _v1beta1_answer(app, "PUT", "workloads", "w", {**live, "status": {"conditions": conditions}},
+                    subresource="status", namespace="default")  # fmt: skip
+    live = _status(app, "GET", "workloads", "w", None, namespace="default")
+    assert len(live["status"]["conditions"]) == 17
+    live["metadata"]["labels"] = {"touched": "yes"}
+    relabelled = _status(app, "PUT", "workloads", "w", live, namespace="default")
+    assert relabelled.get("metadata", {}).get("labels") == {"touched": "yes"}, relabelled.get("message")
+    same = _status(app, "PUT", "workloads", "w", relabelled, namespace="default", subresource="status")
+    assert len(same.get("status", {}).get("conditions", [])) == 17, same.get("message")
+    same["status"]["conditions"][0]["message"] = "changed"
+    refused = _status(app, "PUT", "workloads", "w", same, namespace="default", subresource="status")
+    assert "status.conditions: Too many: 17: must have at most 16 items" in refused["message"]
+
+    ac = {"apiVersion": f"{G}/v1beta1", "kind": "AdmissionCheck", "metadata": {"name": "ac"},
+          "spec": {"controllerName": ""}}  # fmt: skip
+    assert _v1beta1_answer(app, "POST", "admissionchecks", None, ac)["metadata"]["name"] == "ac"
+    live = _status(app, "GET", "admissionchecks", "ac", None)
+    live["metadata"]["labels"] = {"touched": "yes"}
+    relabelled = _status(app, "PUT", "admissionchecks", "ac", live)
+    assert relabelled.get("metadata", {}).get("labels") == {"touched": "yes"}, relabelled.get("message")
+    live = _status(app, "GET", "workloads", "w", None, namespace="default")
+    live["status"]["conditions"].reverse()  # a listType=map list: its items correlate by their type
+    reordered = _status(app, "PUT", "workloads", "w", live, namespace="default", subresource="status")
+    assert reordered.get("status", {}).get("conditions", [{}])[0].get("type") == "T16", reordered.get("message")
+
+
+@pytest.mark.parametrize("version", ["v1beta1", "v1beta2"])
+def test_an_unchanged_value_inside_an_atomic_list_is_not_ratcheted(app: APIServerApp, version: str) -> None:
+    """Ratcheting pairs an atomic list's items with nothing (apiextensions-apiserver's
+    ``correlateOldValueForChildAtNewIndex``): a ClusterQueue stored with a flavor name its CRD
+    refuses (``resourceGroups`` is ``listType: atomic``) is refused on every update while it
+    holds it, whichever version the update is written in, though the name did not change."""
+    cq = _cluster_queue("legacy", "1")
+    cq["spec"]["resourceGroups"][0]["flavors"][0]["name"] = "@f"
+    info = app.handlers.backend.lookup(G, "v1beta2", "clusterqueues")
+    assert info is not None
+    app.store.create(info.key(), cq)  # as stored before a rule refused it
+    if version == "v1beta1":
+        live = _v1beta1_answer(app, "GET", "clusterqueues", "legacy", None)
+        live["metadata"]["labels"] = {"touched": "yes"}
+        answer = _v1beta1_answer(app, "PUT", "clusterqueues", "legacy", live)
+    else:
+        live = _status(app, "GET", "clusterqueues", "legacy", None)
+        live["metadata"]["labels"] = {"touched": "yes"}
+        answer = _status(app, "PUT", "clusterqueues", "legacy", live)
+    assert (answer.get("code"), answer.get("reason")) == (422, "Invalid"), answer
+    assert answer["details"]["causes"][0]["field"] == "spec.resourceGroups[0].flavors[0].name"

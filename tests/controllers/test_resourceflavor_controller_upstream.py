@@ -280,6 +280,9 @@ def _cq_request(name: str) -> tuple[str, str]:
             id="tolerations changed: the ClusterQueues using it",
         ),
         pytest.param({"nodeLabels": {"zone": "a"}}, [], id="no scheduling field changed: none"),
+        pytest.param(
+            {"nodeLabels": {"zone": "a"}, "topologyName": "t"}, [], id="another spec field changed: none"
+        ),
     ],
 )
 def test_flavor_change_retries_the_cluster_queues_it_concerns(

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from reconcile_harness import JobReconcile
+from reconcile_harness import JobReconcile, base_workload
 
 from pykueue.client import resources as R
 from pykueue.client.interface import APIError, Client, NotFound, Resource
@@ -246,6 +246,10 @@ def test_a_new_class_value_reaches_pending_workloads_in_their_queue() -> None:
         wpc = world.client.get(R.WORKLOAD_PRIORITY_CLASSES, "high")
         wpc["value"] = 500
         world.client.replace(R.WORKLOAD_PRIORITY_CLASSES, wpc)
+        # The caches hold the Workload before the class's reconcile can run: the informers of the
+        # two kinds deliver independently, and a reconcile that lists before the Workload arrives
+        # finds none to update (as upstream's would from its informer cache).
+        world.settle()
         world.mgr.lead()
         deadline = time.monotonic() + 20
         while world.client.get(R.WORKLOADS, "wl1", "default")["spec"]["priority"] != 500:
@@ -254,3 +258,22 @@ def test_a_new_class_value_reaches_pending_workloads_in_their_queue() -> None:
         world.settle()
         priorities = world.run(lambda: [i.priority for i in world.mgr.queues.pending_workloads("cq")])
         assert priorities == [500]
+
+
+def test_admitted_workloads_follow_the_class_and_pod_priority_classes_do_not() -> None:
+    """Upstream's reconcile lists every Workload of the ``spec.priorityClassRef`` index
+    (``IndexWorkloadPriorityClass``: WorkloadPriorityClass references only), admitted or not: an
+    admitted Workload gets the new value; one referencing a scheduling.k8s.io PriorityClass of the
+    same name keeps its own priority."""
+    with JobReconcile() as world:
+        world.add(R.WORKLOAD_PRIORITY_CLASSES, _wpc("high", 1000))
+        admitted = base_workload("admitted", "default", admitted=True)
+        admitted["spec"]["priority"] = 100
+        admitted["spec"]["priorityClassRef"] = _workload("x", 0)["spec"]["priorityClassRef"]
+        world.add_workload(admitted)
+        pod_class = _workload("pod-class", 100)
+        pod_class["spec"]["priorityClassRef"] = {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": "high"}
+        world.add(R.WORKLOADS, pod_class)
+        world.run(lambda: world.mgr.priority_class_controller.reconcile("high"))
+        got = {w["metadata"]["name"]: w["spec"]["priority"] for w in world.client.list(R.WORKLOADS, "default")[0]}
+        assert got == {"admitted": 1000, "pod-class": 100}

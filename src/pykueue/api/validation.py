@@ -2104,17 +2104,33 @@ def _run_webhook(obj: k.KueueObject, old: Any, gates: FeatureGates) -> list[Fiel
 
 
 def validate_schema(
-    obj: k.KueueObject, old: k.KueueObject | None = None, *, prior: Sequence[FieldError] = ()
+    obj: k.KueueObject,
+    old: k.KueueObject | None = None,
+    *,
+    prior: Sequence[FieldError] = (),
+    stored: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None,
 ) -> list[FieldError]:
     """Stage 1: metadata, OpenAPI and CEL rules of the CRD (CEL skipped after blocking errors).
 
     ``prior``: OpenAPI errors found before the typed model read the object (a ``required``
-    property it defaults), reported first, as blocking as this stage's own.
+    property it defaults), reported first, as blocking as this stage's own. ``stored``: an
+    update's new and old object as stored (the storage version), by which the OpenAPI errors on
+    values the update leaves as they were are dropped (:func:`_ratcheted`): an object written
+    in v1beta1 may hold what only v1beta2's schema refuses, and kube-apiserver's ratcheting lets
+    a later v1beta2 write keep it.
     """
     _check_old(obj, old)
     name_check = is_dns1123_label if isinstance(obj, k.Namespace) else is_dns1123_subdomain
     errs = [*prior, *_schema_metadata(obj, name_check)]
     schema_errs, cel_errs = _SCHEMA[type(obj)](obj, old)
+    if schema_errs and stored is not None:
+        from pykueue.apiserver.crdgen import shared_kueue_schema
+
+        try:
+            schema: Mapping[str, Any] | None = shared_kueue_schema(obj.kind, STORAGE_VERSION)
+        except KeyError:  # not a Kueue CRD (a Namespace, a PriorityClass): items correlate by index
+            schema = None
+        schema_errs = [e for e in schema_errs if e.type == REQUIRED or not _ratcheted(e.field, *stored, schema)]
     errs += schema_errs
     if any(e.type in _BLOCKING_TYPES for e in errs):
         return [*errs, cel_skipped()] if cel_errs or _has_cel(obj) else errs
@@ -2150,11 +2166,12 @@ def validate_written_schema(
     from pykueue.apiserver.crdgen import shared_kueue_schema
 
     body = {name: value for name, value in written.items() if name != "metadata"}
+    schema = shared_kueue_schema(obj.kind, version)
     errs = _schema_metadata(obj, is_dns1123_subdomain)
     errs += [
         e
-        for e in validate_openapi(body, shared_kueue_schema(obj.kind, version))
-        if e.type != REQUIRED and not _ratcheted(e.field, written, written_old)
+        for e in validate_openapi(body, schema)
+        if e.type != REQUIRED and not _ratcheted(e.field, written, written_old, schema)
     ]
     if any(e.type in _BLOCKING_TYPES for e in errs):
         return [*errs, cel_skipped()] if celrules.RULES.get((obj.kind, version)) else errs
@@ -2164,32 +2181,87 @@ def validate_written_schema(
 _PATH_STEP = re.compile(r"([^.\[]+)|\[([^\]]*)\]")
 
 
-def _at_path(obj: Any, path: str) -> tuple[bool, Any]:
-    """``(found, value)`` at a field path as errors render it (``a.b[0].c``, ``m[key]``)."""
-    cur = obj
-    for match in _PATH_STEP.finditer(path):
-        name, index = match.group(1), match.group(2)
-        if name is not None:
-            if not isinstance(cur, Mapping) or name not in cur:
-                return False, None
-            cur = cur[name]
-        elif isinstance(cur, list) and index.isdigit() and int(index) < len(cur):
-            cur = cur[int(index)]
-        elif isinstance(cur, Mapping) and index in cur:
-            cur = cur[index]
-        else:
-            return False, None
-    return True, cur
+_UNCORRELATED: Final = object()
+"""No old value correlates with a new one (the new node is checked as on a create)."""
 
 
-def _ratcheted(path: str, written: Mapping[str, Any], written_old: Mapping[str, Any] | None) -> bool:
-    """kube-apiserver's CRD validation ratcheting (``CRDValidationRatcheting``, on by default
-    since Kubernetes 1.30): a schema error on a value the update leaves as it was is dropped."""
+def _ratcheted(
+    path: str, written: Mapping[str, Any], written_old: Mapping[str, Any] | None, schema: Mapping[str, Any] | None
+) -> bool:
+    """kube-apiserver's CRD validation ratcheting (``CRDValidationRatcheting``, on by default since
+    Kubernetes 1.30; apiextensions-apiserver's ``ratchetingValueValidator``): an OpenAPI error is
+    dropped when the node it is reported on correlates with a node of the old object and is
+    unchanged. Object members correlate by name, the items of a ``listType: map`` list by their
+    map keys, those of a list without a list type by index, and those of an ``atomic`` or ``set``
+    list not at all (``correlateOldValueForChildAtNewIndex``): an error inside such an item stays,
+    and so does one on a node holding a non-empty such list (``CachedDeepEqual``)."""
     if written_old is None:
         return False
-    found, value = _at_path(written, path)
-    found_old, old_value = _at_path(written_old, path)
-    return found and found_old and value == old_value
+    new: Any = written
+    old: Any = written_old
+    for match in _PATH_STEP.finditer(path):
+        name, index = match.group(1), match.group(2)
+        key = name if name is not None else index
+        if isinstance(new, list) and name is None and index.isdigit() and int(index) < len(new):
+            item = new[int(index)]
+            old = _correlated_item(item, int(index), old, schema)
+            new, schema = item, _sub_schema(schema, "items")
+        elif isinstance(new, Mapping) and isinstance(old, Mapping) and key in new and key in old:
+            new, old, schema = new[key], old[key], _member_schema(schema, key)
+        else:
+            return False
+        if old is _UNCORRELATED:
+            return False
+    return _unchanged(new, old, schema)
+
+
+def _sub_schema(schema: Mapping[str, Any] | None, name: str) -> Mapping[str, Any] | None:
+    sub = schema.get(name) if schema is not None else None
+    return sub if isinstance(sub, Mapping) else None
+
+
+def _member_schema(schema: Mapping[str, Any] | None, name: str) -> Mapping[str, Any] | None:
+    props = _sub_schema(schema, "properties")
+    if props is not None and isinstance(props.get(name), Mapping):
+        member: Mapping[str, Any] = props[name]
+        return member
+    return _sub_schema(schema, "additionalProperties")
+
+
+def _correlated_item(item: Any, index: int, old: Any, schema: Mapping[str, Any] | None) -> Any:
+    """The old item a new list item is compared with, or :data:`_UNCORRELATED`."""
+    if not isinstance(old, list):
+        return _UNCORRELATED
+    list_type = schema.get("x-kubernetes-list-type") if schema is not None else None
+    if list_type in ("atomic", "set"):
+        return _UNCORRELATED
+    if list_type == "map":
+        keys = (schema or {}).get("x-kubernetes-list-map-keys") or ()
+        if not isinstance(item, Mapping):
+            return _UNCORRELATED
+        wanted = [item.get(k) for k in keys]
+        return next(
+            (o for o in old if isinstance(o, Mapping) and [o.get(k) for k in keys] == wanted), _UNCORRELATED
+        )
+    return old[index] if index < len(old) else _UNCORRELATED
+
+
+def _unchanged(new: Any, old: Any, schema: Mapping[str, Any] | None) -> bool:
+    """``ratchetingValueValidator.CachedDeepEqual``: equal, through correlated children only."""
+    if isinstance(new, list) and isinstance(old, list):
+        if len(new) != len(old):
+            return False
+        items = _sub_schema(schema, "items")
+        for i, item in enumerate(new):
+            old_item = _correlated_item(item, i, old, schema)
+            if old_item is _UNCORRELATED or not _unchanged(item, old_item, items):
+                return False
+        return True
+    if isinstance(new, Mapping) and isinstance(old, Mapping):
+        return new.keys() == old.keys() and all(
+            _unchanged(value, old[key], _member_schema(schema, key)) for key, value in new.items()
+        )
+    return bool(new == old)
 
 
 def _version_cel(

@@ -594,7 +594,7 @@ def _kueue_failure(
         if write.written is not None and write.version != crdgen.V1BETA2:
             errs = validate_written_schema(typed, old_typed, write.written, write.written_old, write.version)
         else:
-            errs = validate_schema(typed, old_typed)
+            errs = validate_schema(typed, old_typed, stored=(obj, old) if old is not None else None)
         if errs:
             return ValidationFailed(kind, name, errs)
         if not webhook_runs(kind, write.subresource):

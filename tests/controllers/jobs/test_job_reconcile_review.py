@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from reconcile_harness import JobReconcile, base_job, base_workload, conditions, controller_ref
 
+from pykueue.controllers.cluster_cache import JOB
+
 
 def test_rewriting_a_non_matching_workload_keeps_it_deactivated() -> None:
     """``updateWorkloadToMatchJob`` passes the old ``wl.Spec.Active`` to ``prepareWorkload``: the
@@ -257,3 +259,22 @@ def test_after_an_admission_gate_update_the_reconcile_goes_on_to_the_priority() 
             ("job", "Normal", "UpdatedWorkload", 'Updated workload AdmissionGatedBy to ""'),
             ("job", "Normal", "UpdatedWorkload", "Updated workload priority class: ns/job"),
         ]
+
+
+def test_a_job_naming_a_missing_class_is_retried_and_gets_its_workload_once_the_class_exists() -> None:
+    """``ExtractPriority``'s NotFound is returned by ``ReconcileGenericJob`` (upstream's
+    job_controller_test.go cases naming "missing-wpc" want an error), so controller-runtime
+    retries the Job with backoff: nothing else reconciles it when the class is created later."""
+    with JobReconcile() as world:
+        body = base_job()
+        body["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "later"
+        world.add_job(body)
+        key = (JOB, ("ns", "job"))
+        world.take_queued(JOB)  # what the Job's creation queued
+        world.run(lambda: world.mgr._reconcile(key))
+        assert world.workloads() == []
+        assert world.run(lambda: world.mgr.work.pending(key))  # retried with backoff
+        _add_wpcs(world, {"later": 300})
+        world.run(lambda: world.mgr._reconcile(key))
+        (wl,) = world.workloads()
+        assert (wl["spec"]["priority"], wl["spec"]["priorityClassRef"]) == (300, _wpc_ref("later"))

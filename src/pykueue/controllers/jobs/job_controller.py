@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import msgspec
 
@@ -20,7 +20,7 @@ from pykueue.api.jobs import is_managed, owner_managed_by_kueue
 from pykueue.api.kueue import PriorityClass, ReclaimablePod, Workload, WorkloadPriorityClass
 from pykueue.api.meta import ObjectMeta, find_condition
 from pykueue.client import resources as R
-from pykueue.client.interface import AlreadyExists
+from pykueue.client.interface import AlreadyExists, APIError
 from pykueue.controllers.cluster_cache import JOB
 from pykueue.controllers.jobs import batch_job as bj
 from pykueue.core.events import NORMAL, WARNING, Event
@@ -37,6 +37,17 @@ from pykueue.runtime.informer import ObjectKey
 if TYPE_CHECKING:
     from pykueue.controllers.context import ReconcileContext
     from pykueue.controllers.workload_controller import WorkloadController
+
+
+class PriorityUnresolved(APIError):
+    """``ExtractPriority``'s error: the WorkloadPriorityClass or PriorityClass the Job names is not
+    found. ``ReconcileGenericJob`` returns it and controller-runtime retries the Job with backoff,
+    which creates (or updates) its Workload once the class exists: no watch of the classes
+    reconciles Jobs. An :class:`APIError`, not a :class:`NotFound`, which the manager forgets as
+    the reconciled object being gone."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(404, "NotFound", message)
 
 
 class JobController:
@@ -234,7 +245,7 @@ class JobController:
         (None when it could not be: upstream returns the error)."""
         priority = self._priority(job)
         if isinstance(priority, bj.PriorityError):
-            return None
+            self._unresolved(job, priority)
         fresh = self._construct(job, priority)
         # ``prepareWorkload`` is given the old ``wl.Spec.Active``: a deactivated Workload stays
         # deactivated when its spec is rewritten.
@@ -268,12 +279,11 @@ class JobController:
 
     def _update_priority(self, job: dict[str, Any], wl: Workload) -> Workload | None:
         """``UpdateWorkloadPriority`` for the matching Workload: the Workload as written, or None
-        when the class could not be resolved or the write failed (upstream returns the error)."""
+        when the write failed (upstream returns the error); a class that cannot be resolved fails
+        the reconcile (:meth:`_unresolved`)."""
         priority = self._priority(job)
         if isinstance(priority, bj.PriorityError):
-            if priority.event_reason:
-                self._event(job, WARNING, priority.event_reason, priority.message)
-            return None
+            self._unresolved(job, priority)
         spec = msgspec.structs.replace(
             wl.spec, priority_class_ref=priority.priority_class_ref, priority=priority.priority
         )
@@ -326,6 +336,13 @@ class JobController:
 
         return bj.resolve_priority(job, wpc, pc, [_priority_class(o) for o in pcs.values()])
 
+    def _unresolved(self, job: dict[str, Any], error: bj.PriorityError) -> NoReturn:
+        """``ExtractPriority`` failed: its Warning Event (a missing WorkloadPriorityClass), then the
+        reconcile fails with the error, to be retried with backoff (:class:`PriorityUnresolved`)."""
+        if error.event_reason:
+            self._event(job, WARNING, error.event_reason, error.message)
+        raise PriorityUnresolved(error.message)
+
     def _construct(self, job: dict[str, Any], priority: bj.PriorityInfo) -> Workload:
         return bj.construct_workload(
             job,
@@ -344,9 +361,7 @@ class JobController:
             return
         priority = self._priority(job)
         if isinstance(priority, bj.PriorityError):
-            if priority.event_reason:
-                self._event(job, WARNING, priority.event_reason, priority.message)
-            return
+            self._unresolved(job, priority)
         wl = self._construct(job, priority)
         try:
             out = self.ctx.client.create(R.WORKLOADS, to_external(wl))
