@@ -131,10 +131,13 @@ if _OUT and "controller" in sys.argv:
         if held and _tracing():
             _state["before"] += 1
             for key in getattr(self, "_sent_ahead", ()):
-                if self.writes is not None and self.writes.busy(key) and self._decided_next(key):
+                if self.writes is not None and self.writes.busy(key):
                     wl = self.cluster.workloads.get(f"{key[1]}/{key[2]}")
                     holding = wl is not None and has_quota_reservation(wl)
-                    _state["before_holding" if holding else "before_heads"] += 1
+                    if holding:
+                        _state["before_holding"] += 1
+                    elif self.queues.is_next_head(f"{key[1]}/{key[2]}"):
+                        _state["before_heads"] += 1
                     if holding and wl is not None:
                         _log.write(json.dumps({"k": "before_holding", "t": round(time.time(), 4), "w": f"{key[1]}/{key[2]}",
                                                "conditions": [[c.type, c.status, c.reason] for c in wl.status.conditions]}) + "\n")

@@ -418,6 +418,9 @@ class ReconcileContext:
             if self.queues.is_next_head(wl_key):
                 return True
             wl = self.cluster.workloads.get(wl_key)
+            # Holding quota by the QuotaReserved condition: a reservation released by another
+            # manager's apply (upstream's scheduler-perf runner) leaves ``status.admission``, which
+            # it does not own.
             holders = holders or (wl is not None and has_quota_reservation(wl))
         if not holders:
             self._held_for_holders_since = None
@@ -431,13 +434,6 @@ class ReconcileContext:
         if self._held_for_holders_since is None:
             self._held_for_holders_since = now
         return now - self._held_for_holders_since < HOLD_BACK_FOR_VICTIMS_SECONDS
-
-    def _decided_next(self, key: tuple[str, str, str]) -> bool:
-        wl_key = f"{key[1]}/{key[2]}"
-        wl = self.cluster.workloads.get(wl_key)
-        # Holding quota by the QuotaReserved condition: a reservation released by another manager's
-        # apply (upstream's scheduler-perf runner) leaves ``status.admission``, which it does not own.
-        return (wl is not None and has_quota_reservation(wl)) or self.queues.is_next_head(wl_key)
 
     def write_workload_status(self, wl: Workload) -> bool:
         """The scheduler's status writes (reservation, admission, preemption)."""
@@ -523,13 +519,18 @@ class ReconcileContext:
                 continue
             base = self.cluster.workloads.get(decision.workload)
 
-            def landed(out: dict[str, Any] | None, err: Exception | None, decision: Decision = decision) -> None:
+            def landed(
+                out: dict[str, Any] | None,
+                err: Exception | None,
+                decision: Decision = decision,
+                base: Workload | None = base,
+            ) -> None:
                 md = decision.status.metadata  # type: ignore[union-attr]
                 key = (R.WORKLOADS.plural, md.namespace, md.name)
                 self._sent_ahead.discard(key)
                 try:
                     if err is None and out is not None:
-                        self._written(R.WORKLOADS, out)
+                        self._written(R.WORKLOADS, out, base)
                         for event in decision.events:
                             self.record_event(event)
                         return
