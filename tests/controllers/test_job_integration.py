@@ -61,7 +61,15 @@ def test_the_workload_is_created_when_queue_name_is_set_with_workload_priority_c
     )
     created = env.create(R.JOBS, job("prio", labels={"kueue.x-k8s.io/priority-class": "high"}))
     assert created["spec"]["suspend"] is True  # the Job webhook suspends queued Jobs
-    wl = wait(lambda: workload_of(env, "prio"))
+
+    def created_later() -> dict[str, Any] | None:
+        # The Job's watch event may reach the manager before the class's: its reconcile then fails
+        # (upstream's ExtractPriority NotFound) and is retried after its backoff, on the
+        # controllers' (manual) clock.
+        env.clock.advance(0.5)
+        return workload_of(env, "prio")
+
+    wl = wait(created_later)
     assert wl["spec"]["priorityClassRef"] == {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}
     assert wl["spec"]["priority"] == 1000
     assert wl["metadata"]["labels"]["kueue.x-k8s.io/job-uid"] == created["metadata"]["uid"]
