@@ -401,7 +401,13 @@ def test_story_names_the_cycle_and_the_watch_event_behind_each_write(env: Env) -
     def stories() -> tuple[list[Any], list[Any]]:
         return env.mgr.core.story("default/a"), env.mgr.core.story("default/orphan")
 
-    admitted, misconfigured = env.mgr.call_in_manager_thread(stories)
+    # The controller's status writes are sent ahead: a step joins the trail when its answer comes
+    # back, which may be after the watch (and this test's GET) has shown the written status.
+    def recorded() -> tuple[list[Any], list[Any]] | None:
+        admitted, misconfigured = env.mgr.call_in_manager_thread(stories)
+        return (admitted, misconfigured) if admitted and misconfigured else None
+
+    admitted, misconfigured = wait(recorded)
     reserved = [t for t in admitted if t.reason in ("QuotaReserved", "Admitted")]
     assert reserved and reserved[0].stimulus.startswith("cycle-") and reserved[0].outcome == "applied"
     assert [(t.reason, t.outcome) for t in misconfigured] == [("Misconfigured", "applied")]
@@ -423,8 +429,13 @@ def test_story_names_the_timer_behind_a_backoff_requeue(env: Env) -> None:
     wait(lambda: ("workload", "default/b") in env.mgr.work.delayed())  # the controller armed its timer
     env.clock.advance(31)
     wait(lambda: (env.get(R.WORKLOADS, "b")["status"].get("requeueState") or {}).get("requeueAt") is None)
-    trail = env.mgr.call_in_manager_thread(lambda: env.mgr.core.story("default/b"))
-    backoff = [t for t in trail if t.reason == "BackoffFinished"]
+
+    def backoff_steps() -> list[Any]:
+        # The write is sent ahead: its step joins the trail when the answer is back.
+        trail = env.mgr.call_in_manager_thread(lambda: env.mgr.core.story("default/b"))
+        return [t for t in trail if t.reason == "BackoffFinished"]
+
+    backoff = wait(backoff_steps)
     assert [(t.stimulus, t.outcome) for t in backoff] == [("timer-workload/default/b", "applied")]
 
 
