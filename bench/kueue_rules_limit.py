@@ -57,6 +57,13 @@ def main() -> int:
     parser.add_argument("--eviction-latency", type=float, default=0.0, metavar="SECONDS",
                         help="time from a preemption (the victim's Evicted write) to the runner's clearing of "
                              "the victim's reservation reaching the controllers; default 0")  # fmt: skip
+    parser.add_argument("--runner-workers", type=int, default=0, metavar="N",
+                        help="the runner's reconcile workers: its Finished and eviction-clearing writes queue "
+                             "(first due, first served) for N workers, each write taking --runner-write; "
+                             "default 0: every write lands when due")  # fmt: skip
+    parser.add_argument("--runner-write", type=float, default=0.02, metavar="SECONDS",
+                        help="with --runner-workers: one write's time, from its worker taking it to the "
+                             "controllers seeing it (the runner's reconcile, the API's answer, the watch)")  # fmt: skip
     args = parser.parse_args()
     if args.exact_batch:
         # route_workload_change computes the retry's start with the API's whole-second clock;
@@ -114,6 +121,20 @@ def main() -> int:
     cycles = 0
     clears: list[tuple[float, tuple[str, str, str]]] = []  # (due, key): evictions the runner finishes later
     clearing: dict[tuple[str, str, str], float] = {}
+    # --runner-workers: when each worker is free, and the writes on their way (done, seq, kind, payload).
+    runner_free = [0.0] * max(args.runner_workers, 0)
+    writes: list[tuple[float, int, str, Any]] = []
+    seq = 0
+
+    def enqueue(kind: str, due: float, payload: Any) -> float:
+        """A runner write due at ``due`` (callers enqueue in due order: first due, first served)."""
+        nonlocal seq
+        start = max(due, heapq.heappop(runner_free))
+        done = start + args.runner_write
+        heapq.heappush(runner_free, done)
+        seq += 1
+        heapq.heappush(writes, (done, seq, kind, payload))
+        return done
 
     def at(t: float) -> datetime:
         return T0 + timedelta(seconds=t)
@@ -158,6 +179,10 @@ def main() -> int:
             # at once or --eviction-latency later.
             for key in sorted(sim._evicted_reserved):
                 wl = sim.objects[key].obj
+                if runner_free and is_evicted(wl) and has_quota_reservation(wl):
+                    if key not in clearing:
+                        clearing[key] = enqueue("clear", t, key)
+                    continue
                 if args.eviction_latency > 0 and is_evicted(wl) and has_quota_reservation(wl):
                     if key not in clearing:
                         clearing[key] = t + args.eviction_latency
@@ -178,16 +203,17 @@ def main() -> int:
             # nothing else changes meanwhile here, so the next cycle runs at the same time. A
             # preemptor waiting for its victims is popped again and again until the runner clears
             # them: with --eviction-latency the clock moves on to that (or any earlier) event.
-            if clears and not result.admitted and not result.preempted:
+            if (clears or clearing) and not result.admitted and not result.preempted:
                 return
         raise RuntimeError("the cycles did not settle")
 
     i = 0
-    while i < len(arrivals) or finishes or clears or sim.queues.has_pending_requests():
+    while i < len(arrivals) or finishes or clears or writes or sim.queues.has_pending_requests():
         due = sim.queues.next_due_time()
         candidates = [arrivals[i][0] if i < len(arrivals) else float("inf"),
                       finishes[0][0] if finishes else float("inf"),
                       clears[0][0] if clears else float("inf"),
+                      writes[0][0] if writes else float("inf"),
                       (due - T0.timestamp()) if due is not None else float("inf")]  # fmt: skip
         t = min(candidates)
         sim.now = at(t)
@@ -198,9 +224,22 @@ def main() -> int:
         while i < len(arrivals) and arrivals[i][0] <= t:
             create(*arrivals[i])
             i += 1
+        while writes and writes[0][0] <= t:
+            _, _, kind, payload = heapq.heappop(writes)
+            if kind == "clear":
+                clearing.pop(payload, None)
+                clear(payload)
+            else:
+                key, n = payload
+                if n == epoch[key] and key in admitted_at:
+                    finish(key)
+                    wall = max(wall, t)
         while finishes and finishes[0][0] <= t:
             _, key, n = heapq.heappop(finishes)
-            if n == epoch[key] and key in admitted_at:
+            if runner_free:
+                if n == epoch[key] and key in admitted_at:  # a preempted run's timer writes nothing
+                    enqueue("finish", t, (key, n))
+            elif n == epoch[key] and key in admitted_at:
                 finish(key)
                 wall = max(wall, t)
         settle(t)
@@ -211,7 +250,8 @@ def main() -> int:
             waits[cls].append(last_admitted[key] - created)
     ideal = ideal_wall_seconds(config)
     greedy = greedy_schedule(config)
-    print(f"config {config.name}, {len(info)} workloads; latency {args.latency:g} s; retry batch "
+    runner = f"; runner {args.runner_workers} workers x {args.runner_write:g} s" if runner_free else ""
+    print(f"config {config.name}, {len(info)} workloads; latency {args.latency:g} s{runner}; retry batch "
           f"{'exactly 1 s after the change (upstream)' if args.exact_batch else 'on the next whole second (pykueue)'}")  # fmt: skip
     print(f"wall {wall:.1f} s (ideal {ideal:.1f} s, {wall / ideal:.2f}x); {cycles} cycles; "
           f"simulated in {time.perf_counter() - started:.0f} s")  # fmt: skip
