@@ -160,6 +160,10 @@ class Scheduler:
         self._issued_evictions: set[str] = issued_evictions if issued_evictions is not None else set()
         self._assumed: list[WorkloadInfo] = []
         self._assumed_bookings: list[dict[FlavorResource, int]] = []
+        # Whether this cycle's assumed workloads were added to the cache, and whether the snapshot
+        # kept their bookings (both read by ``_recover_heads`` when the cycle raises).
+        self._assumed_in_cache = False
+        self._bookings_kept = False
         # PreemptionNoCandidates entries whose ``resourcesToReserve`` is not booked yet (classical
         # order only): see ``_process_entry``.
         self._reserve_later: list[Entry] = []
@@ -186,13 +190,23 @@ class Scheduler:
         result.heads = len(heads)
         if not heads:
             return result
+        self._assumed = []
+        self._assumed_in_cache = False
+        self._bookings_kept = False
+        try:
+            return self._schedule_heads(heads, now, result)
+        except BaseException:
+            self._recover_heads(heads, now)
+            raise
+
+    def _schedule_heads(self, heads: list[WorkloadInfo], now: datetime, result: CycleResult) -> CycleResult:
+        """The cycle over its popped ``heads`` (see :meth:`_recover_heads` when it raises)."""
         snapshot = Snapshot(self.cache)
         if self.preemptor.lq_usage is not None:
             self._afs_ledger_at_snapshot = self.queues.afs.ledger.copy()
             self._afs_usage_at_snapshot = {}
         entries, inadmissible = self._nominate(heads, snapshot, now)
         preempted: dict[str, Target] = {}
-        self._assumed = []
         self._assumed_bookings = []
         self._reserve_later = []
         self._pods_ready_blocked = None
@@ -215,11 +229,13 @@ class Scheduler:
                 # An assumed workload's booking is exactly its usage: it stays in the tree instead
                 # of being undone and added again (usage changes are exact, commutative inverses).
                 snapshot.close(keep=self._assumed_bookings if completed else None)
+                self._bookings_kept = completed
                 self._oracle = None
         # Assumed workloads join the cache only now: during the cycle the snapshot carried their
         # usage but not the workloads themselves, so none could be chosen as a victim (``Cache.Snapshot``).
         for assumed in self._assumed:
             self.cache.add_workload(assumed, usage_held=True)
+        self._assumed_in_cache = True
         for entry in entries:
             if entry.status != ASSUMED:
                 self._requeue_and_update(entry, now)
@@ -227,6 +243,24 @@ class Scheduler:
             self._requeue_and_update(entry, now)
         result.entries = entries + inadmissible
         return result
+
+    def _recover_heads(self, heads: list[WorkloadInfo], now: datetime) -> None:
+        """After a cycle that raised (a driver's error; the controllers log it and go on): the
+        workloads it admitted are counted in the cache, and every other head it popped goes back
+        to its queue, so none is lost until an unrelated change re-adds it. Upstream's scheduler
+        has no such path (a panic restarts the process, which lists everything again)."""
+        if not self._assumed_in_cache:
+            # Their admissions landed; their bookings were kept only if the entries all ran.
+            for assumed in self._assumed:
+                self.cache.add_workload(assumed, usage_held=self._bookings_kept)
+            self._assumed_in_cache = True
+        admitted = {a.key for a in self._assumed}
+        for info in heads:
+            if info.key in admitted:
+                continue
+            latest = self.store.get_workload(info.key)
+            # Present already (requeued before the failure): ``requeue_if_not_present`` keeps it.
+            self.queues.requeue_workload(info, REQUEUE_REASON_FAILED_AFTER_NOMINATION, "", now, latest)
 
     def has_heads(self) -> bool:
         """Whether :meth:`schedule` would pop a head now."""
