@@ -13,6 +13,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -1014,3 +1015,38 @@ def test_an_eviction_that_raises_leaves_no_other_preemptors_victim_busy(make_env
     assert "low-pa" not in env.client.before_write, "the first preemptor's eviction was sent"
     wait(lambda: env.mgr.call_in_manager_thread(env.mgr.writes.pending) == 0, timeout=10)
     assert not env.mgr.call_in_manager_thread(lambda: env.mgr.writes.busy((R.WORKLOADS.plural, "default", "low-pb")))
+
+
+def test_a_reconcilers_failing_status_write_backs_off_longer_each_time(make_env: Callable[..., Env]) -> None:
+    # The reconcile that sends a status write ahead returns before the answer: its failures must
+    # be kept until the write lands (controller-runtime forgets an item only after a Reconcile
+    # without error), so a write that keeps failing is retried after 1, 2, 4 s, not every second.
+    env = make_env(delay=0.0, cpu=1)
+    reserved_false = start_with_big_pending(env)
+    wait(reserved_false)
+    item = ("workload", "default/big")
+    env.client.fail_pending.add("big")
+    hold_the_local_queue(env)
+    delays: list[float] = []
+    previous_due: datetime | None = None
+    for _ in range(3):
+        sent = env.client.status_writes.count("big")
+
+        def armed(after: datetime | None = previous_due) -> datetime | None:
+            due = env.mgr.work.delayed().get(item)
+            return due if due is not None and (after is None or due > after) else None
+
+        due = wait(armed)
+        delays.append(round((due - env.clock()).total_seconds(), 3))
+        previous_due = due
+        env.clock.advance((due - env.clock()).total_seconds() + 0.01)
+        wait(lambda n=sent: env.client.status_writes.count("big") > n)  # the retry was sent (and fails)
+    assert delays == [1.0, 2.0, 4.0], delays
+    # A write that lands forgets the failures: the next failure starts at 1 s again.
+    env.client.fail_pending.discard("big")
+
+    def forgotten() -> bool:
+        env.clock.advance(1)
+        return env.mgr.call_in_manager_thread(lambda: item not in env.mgr.work._failures)
+
+    wait(forgotten)

@@ -187,6 +187,13 @@ class ReconcileContext:
         self._deferred.setdefault(obj, set()).add(item)
         return True
 
+    def sent_ahead(self, item: WorkKey) -> bool:
+        """Whether a status write sent ahead (:meth:`write_workload_status_ahead`) is in flight for
+        the object ``item`` reconciles: its completion, not the reconcile's return, tells whether
+        the reconcile succeeded."""
+        obj = _written_object(item)
+        return obj is not None and obj in self._sent_ahead
+
     def write_status_pipelined(
         self, res: Resource, typed: Any, item: WorkKey, on_written: Callable[[], None] | None = None
     ) -> None:
@@ -381,6 +388,9 @@ class ReconcileContext:
             try:
                 if err is None and out is not None:
                     self._written(R.WORKLOADS, out, base)
+                    # The reconcile succeeded only now (its failures are kept while the write is
+                    # in flight, see ``ControllerManager._reconcile_one``).
+                    self.work.forget(item)
                     done(True)
                     return
                 if not isinstance(err, (Conflict, NotFound)):

@@ -488,6 +488,10 @@ class ControllerManager:
             delay = self.work.add_rate_limited(item)
             log.exception("reconciling %s %s failed; retrying in %.1fs", kind, key, delay)
         else:
-            self.work.forget(item)
+            # A status write the reconcile sent ahead is still to answer: its completion forgets
+            # the failures when it lands (``ReconcileContext.write_workload_status_ahead``); a
+            # failing write's retries back off 1, 2, 4... s instead of restarting at 1 s.
+            if not self.ctx.sent_ahead(item):
+                self.work.forget(item)
         finally:
             self.work.done(item)
