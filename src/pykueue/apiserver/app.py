@@ -32,6 +32,7 @@ from pykueue.api.feature_gates import DEFAULT_GATES, FeatureGates
 from pykueue.apiserver import errors as E
 from pykueue.apiserver import watch
 from pykueue.apiserver.discovery import Discovery, Document, version_info, wants_aggregated
+from pykueue.apiserver.flowcontrol import FLOW_SCOPE_KEY
 from pykueue.apiserver.handlers import APIRequest, APIResponse, Handlers, Resolver, ResourceInfo
 from pykueue.apiserver.protocol import SEND_NOW
 from pykueue.apiserver.security import ADMIN, READONLY, RequestGuard, User
@@ -539,6 +540,7 @@ class APIServerApp:
                 scope["method"], path, scope.get("scheme", "http"), headers, scope.get("query_string", b"")
             )
             scope[USER_SCOPE_KEY] = user
+            scope[FLOW_SCOPE_KEY] = (user.name if user is not None else "", scope.get("server"))
             req = fast_request(scope, headers)
         except StatusError:
             return None

@@ -23,6 +23,8 @@ from typing import Any, ClassVar
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol, RequestResponseCycle
 
+from pykueue.apiserver import flowcontrol
+
 log = logging.getLogger("pykueue.apiserver")
 
 SEND_NOW = "pykueue.send_now"
@@ -164,6 +166,13 @@ class CoalescingHttpToolsProtocol(HttpToolsProtocol):
         cycle, serve = direct
         body = bytes(cycle.body)
         cycle.body = bytearray()
+        # At once while the loop is not busy, else in the request's flow's turn (a burst of one
+        # client's no longer holds every other client's requests, answers and watch events).
+        flowcontrol.dispatcher(self.loop).submit(
+            flowcontrol.flow_of(cycle.scope), partial(self._serve_direct, cycle, serve, body)
+        )
+
+    def _serve_direct(self, cycle: RequestResponseCycle, serve: DirectServe, body: bytes) -> None:
         try:
             serve(body)
         except Exception:  # a bug: still an answer (exceptions here would make the parser answer 400)

@@ -1,0 +1,89 @@
+"""Fair turns between flows (``pykueue.apiserver.flowcontrol.FairDispatcher``) on a real event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from pykueue.apiserver.flowcontrol import FairDispatcher, flow_of
+
+
+def _served(loop: asyncio.AbstractEventLoop, d: FairDispatcher, requests: list[tuple[str, str]]) -> list[str]:
+    order: list[str] = []
+    for flow, name in requests:
+        d.submit(flow, lambda name=name: order.append(name))
+
+    async def settle() -> None:
+        while d.queued():
+            await asyncio.sleep(0)
+
+    loop.run_until_complete(settle())
+    return order
+
+
+def test_queued_requests_are_served_one_per_flow_in_turn_and_in_order_within_a_flow() -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        d = FairDispatcher(loop, budget=0.0)  # the loop is always busy: everything waits its turn
+        order = _served(loop, d, [("a", "a1"), ("a", "a2"), ("a", "a3"), ("b", "b1"), ("c", "c1"), ("b", "b2")])
+        assert order == ["a1", "b1", "c1", "a2", "b2", "a3"]
+    finally:
+        loop.close()
+
+
+def test_a_request_is_served_at_once_while_the_turn_has_budget_and_nothing_waits() -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        d = FairDispatcher(loop, budget=10.0)
+        served: list[str] = []
+        d.submit("a", lambda: served.append("a1"))
+        assert served == ["a1"] and d.queued() == 0  # synchronously, as the direct path did
+    finally:
+        loop.close()
+
+
+def test_past_the_turn_budget_requests_wait_for_the_next_turns() -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        d = FairDispatcher(loop, budget=0.005)
+        served: list[str] = []
+
+        def slow(name: str) -> None:
+            served.append(name)
+            time.sleep(0.006)  # spends the turn's budget
+
+        d.submit("a", lambda: slow("a1"))
+        d.submit("b", lambda: served.append("b1"))  # same turn, budget spent: queued
+        d.submit("a", lambda: served.append("a2"))  # queued behind b1's turn
+        assert served == ["a1"] and d.queued() == 2
+        loop.run_until_complete(asyncio.sleep(0.01))
+        assert served == ["a1", "b1", "a2"]
+        d.submit("c", lambda: served.append("c1"))  # a new turn, nothing queued: at once
+        assert served[-1] == "c1"
+    finally:
+        loop.close()
+
+
+def test_a_request_that_raises_does_not_stop_the_others() -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        d = FairDispatcher(loop, budget=0.0)
+
+        def boom() -> None:
+            raise RuntimeError("a bug in serving")
+
+        served: list[str] = []
+        d.submit("a", boom)
+        d.submit("b", lambda: served.append("b1"))
+        loop.run_until_complete(asyncio.sleep(0.01))
+        assert served == ["b1"]
+    finally:
+        loop.close()
+
+
+def test_the_flow_is_the_applications_or_else_the_listener() -> None:
+    assert flow_of({"pykueue.flow": ("pykueue-admin", ("127.0.0.1", 1)), "server": ("127.0.0.1", 1)}) == (
+        "pykueue-admin",
+        ("127.0.0.1", 1),
+    )
+    assert flow_of({"server": ("127.0.0.1", 2)}) == ("", ("127.0.0.1", 2))
