@@ -11,7 +11,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from builders import V1BETA2, admitted, at, cluster_queue, flavor, flavor_quotas, local_queue, queued, workload
+from builders import (
+    V1BETA2,
+    admitted,
+    at,
+    cluster_queue,
+    flavor,
+    flavor_quotas,
+    local_queue,
+    queued,
+    workload,
+)
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from strategies import Scenario, Step, scenario
