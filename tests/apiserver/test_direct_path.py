@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from pykueue.apiserver import flowcontrol
 from pykueue.apiserver.app import MAX_BODY_BYTES, APIServerApp
 from pykueue.apiserver.protocol import ConnectionLimits
 from pykueue.apiserver.server import APIServer, uvicorn_config
@@ -437,3 +438,45 @@ def test_a_bug_making_a_write_visible_is_a_status_on_both_paths(tmp_path: Path, 
     assert normalized(direct) == normalized(via_asgi)
     assert status_of(direct) == b"500" and b"content-type: application/json" in direct, direct
     assert b'"reason":"InternalError"' in direct and b"RuntimeError: bug in when_visible" in direct, direct
+
+
+def test_a_request_whose_client_left_while_it_waited_for_its_turn_is_not_served(tmp_path: Path) -> None:
+    """kube-apiserver drops a request whose context ended while it waited in its fair queue (the
+    client's connection closed: net/http cancels the context); it never runs its handler. A queued
+    direct request (``flowcontrol.FairDispatcher``) whose client disconnected must not be executed
+    either: here a POST whose client left would still create the Workload."""
+    with served(APIServerApp, tmp_path) as port:
+        probe = socket.create_connection(("127.0.0.1", port))
+        probe.sendall(request("GET", f"{WL}/missing"))
+        assert len(read_answers(probe, 1)) == 1  # the server loop's dispatcher exists now
+        running = [(lp, d) for lp, d in flowcontrol._DISPATCHERS.items() if lp.is_running()]
+        assert len(running) == 1
+        loop, dispatcher = running[0]
+        sleeping = threading.Event()
+
+        def hold() -> None:
+            sleeping.set()
+            threading.Event().wait(0.3)  # the loop is busy: the POST below is read only afterwards
+
+        def busy() -> None:
+            dispatcher.budget = 0.0  # every request waits for its turn, one per loop turn
+            dispatcher.submit(("hold", 0), hold)
+            for flow in range(1, 8):  # other flows ahead: several loop turns before the POST's
+                for _ in range(3):
+                    dispatcher.submit(("hold", flow), lambda: None)
+
+        loop.call_soon_threadsafe(busy)
+        assert sleeping.wait(10)
+        gone = socket.create_connection(("127.0.0.1", port))
+        gone.sendall(request("POST", WL, workload("left")))
+        gone.close()  # the client leaves before its request's turn
+        for _ in range(500):
+            if not dispatcher.queued():
+                break
+            threading.Event().wait(0.01)
+        loop.call_soon_threadsafe(setattr, dispatcher, "budget", flowcontrol.TURN_BUDGET)
+        threading.Event().wait(0.1)
+        probe.sendall(request("GET", f"{WL}/left"))
+        answer = read_answers(probe, 1)[0]
+        probe.close()
+        assert answer.startswith(b"HTTP/1.1 404"), answer

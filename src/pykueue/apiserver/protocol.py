@@ -173,6 +173,11 @@ class CoalescingHttpToolsProtocol(HttpToolsProtocol):
         )
 
     def _serve_direct(self, cycle: RequestResponseCycle, serve: DirectServe, body: bytes) -> None:
+        if cycle.disconnected or self.transport.is_closing():
+            # The client left while the request waited for its turn (uvicorn marks only the
+            # connection's latest cycle disconnected): kube-apiserver's fair queuing drops a request
+            # whose context ended in its queue without running it (queueset.go ``request.wait``).
+            return
         try:
             serve(body)
         except Exception:  # a bug: still an answer (exceptions here would make the parser answer 400)

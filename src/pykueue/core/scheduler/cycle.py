@@ -256,10 +256,12 @@ class Scheduler:
             self._assumed_in_cache = True
         admitted = {a.key for a in self._assumed}
         for info in heads:
-            if info.key in admitted:
+            # A head requeued before the failure (``_requeue_and_update``) is no longer inflight: it
+            # stays where that put it. ``requeue_if_not_present`` would not keep it: a requeue for
+            # FailedAfterNomination is immediate and moves a parked head back to the heap.
+            if info.key in admitted or self.queues.inflight(info.key) is None:
                 continue
             latest = self.store.get_workload(info.key)
-            # Present already (requeued before the failure): ``requeue_if_not_present`` keeps it.
             self.queues.requeue_workload(info, REQUEUE_REASON_FAILED_AFTER_NOMINATION, "", now, latest)
 
     def has_heads(self) -> bool:
