@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Hashable, Mapping
@@ -115,15 +116,19 @@ def _serve(serve: Callable[[], None]) -> None:
 
 
 _DISPATCHERS: dict[asyncio.AbstractEventLoop, FairDispatcher] = {}
+_DISPATCHERS_LOCK = threading.Lock()  # loops of other threads (tests, embedded servers) add theirs
 
 
 def dispatcher(loop: asyncio.AbstractEventLoop) -> FairDispatcher:
     """The event loop's dispatcher (one per loop: serve's listeners share it)."""
     found = _DISPATCHERS.get(loop)
     if found is None:
-        found = _DISPATCHERS[loop] = FairDispatcher(loop)
-        for other in [k for k in _DISPATCHERS if k.is_closed()]:
-            del _DISPATCHERS[other]
+        with _DISPATCHERS_LOCK:
+            found = _DISPATCHERS.get(loop)
+            if found is None:
+                found = _DISPATCHERS[loop] = FairDispatcher(loop)
+                for other in [k for k in _DISPATCHERS if k.is_closed()]:
+                    del _DISPATCHERS[other]
     return found
 
 
