@@ -37,7 +37,7 @@ log = logging.getLogger("pykueue.apiserver")
 TURN_BUDGET = 0.002
 """Seconds of requests one turn of the event loop serves before it reads, answers and fans out
 again. Measured on Kueue's baseline through upstream's runner (bench/RESULTS.md, issue 16): the
-loop's longest turns (p99 lag) fell from 31-46 ms to 11-13 ms."""
+loop's longest turns (p99 lag) fell from 27-46 ms to 11-15 ms."""
 
 FLOW_SCOPE_KEY = "pykueue.flow"
 """ASGI scope key of a request's flow (set by the application once it authenticated the request)."""

@@ -389,7 +389,7 @@ class ReconcileContext:
                 if err is None and out is not None:
                     self._written(R.WORKLOADS, out, base)
                     # The reconcile succeeded only now (its failures are kept while the write is
-                    # in flight, see ``ControllerManager._reconcile_one``).
+                    # in flight, see ``ControllerManager._reconcile``).
                     self.work.forget(item)
                     done(True)
                     return
