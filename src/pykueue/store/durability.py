@@ -94,9 +94,9 @@ class GroupCommit:
         syncs and calls ``after_sync`` (it is asked here). Raises :class:`SyncFailed` as ``sync``.
 
         The fsync runs on the sync thread while the caller waits for it, without the GIL, at most
-        :data:`INLINE_FSYNC_MAX` (not at all if not ``wait``, while fsyncs are slower on average,
-        or while another sync is under way: it would cover these writes only if they committed
-        before it started).
+        :data:`INLINE_FSYNC_MAX` (not at all if not ``wait`` or while fsyncs are slower on
+        average). A sync under way that started before these writes committed does not cover
+        them: the wait then takes in the rest of it and the next one, asked for here.
         An fsync on the caller's thread stalled it for as long as the disk did (up to 828 ms on a
         shared disk; issue 16 in bench/RESULTS.md); a plain hand-off had its answer wait for the
         sync thread to get the GIL back from the busy loop (up to the 5 ms switch interval)."""
@@ -107,7 +107,7 @@ class GroupCommit:
         if self._stopping:  # the sync thread may have had its last round: sync here
             self.sync(revision)
             return True
-        if not wait or self.fsync_seconds > INLINE_FSYNC_MAX or self._lock.locked():
+        if not wait or self.fsync_seconds > INLINE_FSYNC_MAX:
             self.request()
             return False
         with self._synced_changed:
@@ -148,6 +148,10 @@ class GroupCommit:
             handed = 0 < self._caller_waiting <= target
             self._synced_changed.notify_all()
         return handed
+
+    def syncing(self) -> bool:
+        """Whether an fsync is under way."""
+        return self._lock.locked()
 
     def request(self) -> None:
         """Ask the background thread for a sync (for callers that must not block)."""

@@ -583,10 +583,18 @@ class Store:
         the turn: the API server answers from here instead, as soon as the fsync is done.
         """
         revision = self._rev
-        if self._group is None or self._delivered >= revision:
+        group = self._group
+        if group is None:
             return True
-        if self._group.failure is not None:
-            raise e.InternalError(f"the store cannot make writes durable: {self._group.failure}")
+        outbox = self._outbox
+        if outbox and outbox[0].rev <= group.synced:
+            # The sync thread made writes durable since (see _wait_for): deliver them now,
+            # mid-turn, rather than from its callback at the loop's next turn.
+            self._drain()
+        if self._delivered >= revision:
+            return True
+        if group.failure is not None:
+            raise e.InternalError(f"the store cannot make writes durable: {group.failure}")
         self._wait_for(revision, asyncio.get_running_loop(), callback)
         return False
 
@@ -594,7 +602,13 @@ class Store:
         """Queue ``waiter`` for ``revision`` and see that a sync comes: at the end of this turn of
         the loop, or now when the loop has already spent :data:`SYNC_AFTER` seconds (doubled after
         each such sync in a turn) on requests whose answers wait (a burst: the first answers leave
-        while the rest is handled)."""
+        while the rest is handled). The turn's first write also has the sync thread start an
+        fsync at once, while the turn goes on; :meth:`when_visible` delivers what it covered at
+        the turn's next request, else its callback does at the next turn.
+
+        With the fsync started only at the end of the turn, an answer waited for the rest of the
+        turn, the fsync and the loop's next turn: 6.0-6.7 ms at serve for the scheduler
+        benchmark runner's status patches (issue 16 in bench/RESULTS.md)."""
         group = self._group
         with self._waiters_lock:
             # Checked under the lock _fail_waiters takes (the failure is recorded before it runs):
@@ -615,6 +629,11 @@ class Store:
             # not hold back another's.)
             self._sync_scheduled = loop
             loop.call_soon(self._sync_for_loop)
+            if group is not None and group.synced < revision and not group.syncing():
+                # And one for the turn's first write, started now. Not one for every write: each
+                # fsync round takes the GIL from the loop twice, and at every write serve's API
+                # process spent about 20 % more CPU under a heavy write load (bench/RESULTS.md).
+                group.request()
         now = _loop_clock()
         first = self._first_wait
         if first is None:
@@ -641,10 +660,11 @@ class Store:
         if group is None:
             return
         try:
-            synced = group.try_sync(self._rev, wait)
+            group.try_sync(self._rev, wait)
         except OSError:  # the waiters were failed by _fail_waiters
             return
-        if synced:
+        outbox = self._outbox
+        if outbox and outbox[0].rev <= group.synced:  # all of it, or what an earlier fsync covered
             self._drain()
 
     def _release_waiters(self) -> None:
