@@ -515,6 +515,31 @@ def test_a_pending_heads_status_write_does_not_hold_the_manager_thread(make_env:
     assert env.outcomes("big")[0][1] == "applied"
 
 
+def test_a_pending_heads_warning_is_recorded_even_when_its_status_write_fails(make_env: Callable[..., Env]) -> None:
+    # Upstream ``requeueAndUpdate`` records the head's Warning (the condition's reason, here
+    # ExceedsMaxQuota: 2 CPU asked of 1; the inadmissible message) after its status patch,
+    # whatever became of the patch. Here the server refuses the cycle's QuotaReserved=False write
+    # with a 500, and the Event still comes.
+    env = make_env(delay=0.0, cpu=1)
+    env.client.fail_pending.add("big")
+    env.api.create(R.WORKLOADS, workload("big", cpu="2"))
+    env.start()
+
+    def warned() -> list[dict[str, Any]]:
+        events, _ = env.api.list(R.EVENTS, "default")
+        return [
+            e for e in events if e["involvedObject"].get("name") == "big" and e["reason"] == "ExceedsMaxQuota"
+        ]
+
+    events = wait(warned)
+    assert events[0]["type"] == "Warning"
+    assert "insufficient quota for cpu in flavor f" in events[0]["message"], events[0]["message"]
+    assert "big" in env.client.status_writes
+    qr = cond(env.api.get(R.WORKLOADS, "big", "default"), "QuotaReserved")
+    assert qr is None, "the status write was refused: the Workload has no QuotaReserved condition"
+    assert ("ExceedsMaxQuota", "failed") in env.outcomes("big")
+
+
 def head_back_at_the_top_with_its_write_held(env: Env) -> Callable[[], bool]:
     """Start ``env`` with a Workload "big" (2 CPU of 1) whose cycle's pending-status write is held
     at the server, then grow the ClusterQueue to 2 CPU and move the manager's clock until the

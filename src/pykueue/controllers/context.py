@@ -481,7 +481,7 @@ class ReconcileContext:
             written = self.write_workload_status(decision.status)
         else:
             written = True
-        if written:
+        if written or decision.events_if_unwritten:
             for event in decision.events:
                 self.record_event(event)
         return written
@@ -526,6 +526,7 @@ class ReconcileContext:
             key = (R.WORKLOADS.plural, md.namespace, md.name)
             if self.writes.busy(key):  # a Conflict without a request, as :meth:`write` answers
                 self.core.record(decision, False)
+                self._record_unwritten_events(decision)
                 continue
             base = self.cluster.workloads.get(decision.workload)
 
@@ -548,6 +549,7 @@ class ReconcileContext:
                         log.warning("writing workload %s status: %s", decision.workload, err)
                     # The trail said "applied" when it was sent; the write did not land.
                     self.core.record(decision, False)
+                    self._record_unwritten_events(decision)
                 finally:
                     self.cluster.mark_workload(decision.workload)
                     self._resume(key)
@@ -603,16 +605,18 @@ class ReconcileContext:
             for i, out in zip(sent, wait(), strict=True):
                 decision = decisions[i]
                 if isinstance(out, Exception):
-                    if isinstance(out, (Conflict, NotFound)):
-                        continue
-                    if isinstance(out, APIError):
+                    if isinstance(out, APIError) and not isinstance(out, (Conflict, NotFound)):
                         log.warning("writing workload %s status: %s", decision.workload, out)
-                        continue
-                    raise out
+                    elif not isinstance(out, APIError):
+                        raise out
+                    continue
                 self._written(R.WORKLOADS, out)
                 for event in decision.events:
                     self.record_event(event)
                 oks[i] = True
+            for decision, ok in zip(decisions, oks, strict=True):
+                if not ok:
+                    self._record_unwritten_events(decision)
             return oks
 
         return answers
@@ -655,6 +659,12 @@ class ReconcileContext:
         self._deferred.pop((R.WORKLOADS.plural, ns, name), None)
 
     # --- events ------------------------------------------------------------------------------------------
+
+    def _record_unwritten_events(self, decision: Decision) -> None:
+        """The events of a decision whose write did not land, if they are recorded all the same."""
+        if decision.events_if_unwritten:
+            for event in decision.events:
+                self.record_event(event)
 
     def record_event(self, event: Event, involved: dict[str, Any] | None = None) -> None:
         """Record a core Event (off this thread: the recorder sends in batches)."""

@@ -21,7 +21,9 @@ class Decision(msgspec.Struct, frozen=True):
 
     ``status`` is written through the status subresource, ``spec`` with a plain update (at most one
     of them); ``events`` are recorded once that write succeeded, or at once when there is no
-    write. A decision with neither is a note for the transition log only. ``related`` names the
+    write, or whatever became of the write when ``events_if_unwritten`` (a pending head's Warning:
+    upstream's ``requeueAndUpdate`` records it after its patch, failed or not). A decision with
+    neither is a note for the transition log only. ``related`` names the
     other Workloads the decision is about (a preemptor and its victims name each other).
 
     ``assumed``: the core already counts this write as done (the scheduler's admission, which it
@@ -43,6 +45,7 @@ class Decision(msgspec.Struct, frozen=True):
     events: tuple[Event, ...] = ()
     related: tuple[str, ...] = ()
     assumed: bool = False
+    events_if_unwritten: bool = False
 
     @property
     def writes(self) -> bool:

@@ -174,10 +174,10 @@ class SimulatedCluster:
     def apply(self, decision: Decision) -> bool:
         """Apply a core decision: the write lands at once, then its events are recorded."""
         written = decision.spec if decision.spec is not None else decision.status
-        if written is not None and not self.write_workload_status(written):
-            return False
-        self.events.extend(decision.events)
-        return True
+        landed = written is None or self.write_workload_status(written)
+        if landed or decision.events_if_unwritten:
+            self.events.extend(decision.events)
+        return landed
 
     def _stimulus(self, key: ObjectKey) -> str:
         """The watch event a controller step reacts to: the sim's write counter stands in for the

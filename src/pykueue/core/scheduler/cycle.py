@@ -835,6 +835,7 @@ class Scheduler:
                 e.message,
                 status=wl if changed else None,
                 events=events,
+                events_if_unwritten=True,
             )
         )
         if changed and landed and self.observe_own_writes:
