@@ -319,6 +319,54 @@ def test_the_first_write_of_a_turn_is_synced_and_answered_while_the_turn_goes_on
         assert log[3:] == ["event second", "answered second"], log
 
 
+def test_the_loop_waits_through_an_fsync_under_way_that_does_not_cover_its_write(
+    tmp_path: Path, fsyncs: FsyncRecorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An fsync under way that started before the loop's write committed (here a synchronous
+    writer's, held) does not cover it: the loop's short wait at the end of the turn takes in the
+    rest of it and the next one, and answers there, not at a later turn from the sync thread."""
+    from pykueue.store import durability
+
+    monkeypatch.setattr(durability, "INLINE_FSYNC_MAX", 10.0)
+    log: list[str] = []
+    with Store(str(tmp_path / "store.db")) as store:
+        group = store._group
+        assert group is not None
+        gate = fsyncs.gate = threading.Event()
+        writer = threading.Thread(target=store.create, args=(CM, configmap("thread")))
+        writer.start()
+
+        def open_the_gate_once_the_loop_waits() -> None:
+            deadline = time.monotonic() + 3
+            while group._caller_waiting == 0 and time.monotonic() < deadline:
+                time.sleep(0.001)
+            gate.set()
+
+        opener = threading.Thread(target=open_the_gate_once_the_loop_waits)
+
+        async def scenario() -> None:
+            deadline = time.monotonic() + 10
+            while not group.syncing():  # the writer's fsync is under way (held)
+                assert time.monotonic() < deadline, "the writer's fsync did not start"
+                time.sleep(0.001)
+            opener.start()
+            with store.deferred_acks():
+                store.create(CM, configmap("loop"))
+            assert not store.when_visible(lambda error: log.append("answered"))
+            asyncio.get_running_loop().call_soon(log.append, "the turn after the sync")
+            while len(log) < 2:
+                await asyncio.sleep(0.001)
+
+        try:
+            asyncio.run(scenario())
+        finally:
+            gate.set()
+            writer.join()
+            if opener.is_alive():
+                opener.join()
+    assert log == ["answered", "the turn after the sync"], log
+
+
 def test_slow_fsyncs_are_left_to_the_sync_thread(tmp_path: Path, fsyncs: FsyncRecorder) -> None:
     """A disk whose fsyncs take longer than INLINE_FSYNC_MAX: the loop goes on serving while the
     sync thread waits for the disk; answers still wait for the fsync."""
