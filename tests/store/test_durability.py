@@ -367,6 +367,57 @@ def test_the_loop_waits_through_an_fsync_under_way_that_does_not_cover_its_write
     assert log == ["answered", "the turn after the sync"], log
 
 
+def test_an_fsync_stalled_past_inline_fsync_max_holds_no_further_wait_of_the_loop(
+    tmp_path: Path, fsyncs: FsyncRecorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stall (a shared disk's 100-800 ms outliers) is learnt by the running average only once it
+    ends: meanwhile, a long turn's mid-turn syncs do not each wait INLINE_FSYNC_MAX for it once it
+    has lasted that long; the sync thread answers them when it ends."""
+    from pykueue.store import durability
+    from pykueue.store import store as store_module
+
+    limit = 0.3
+    monkeypatch.setattr(durability, "INLINE_FSYNC_MAX", limit)
+    now = [0.0]
+    monkeypatch.setattr(store_module, "_loop_clock", lambda: now[0])  # the loop's time, stepped here
+    fsyncs.fast = True  # the disk was fast (the running average stays under the limit) ...
+    log: list[str] = []
+    with Store(str(tmp_path / "store.db")) as store:
+        group = store._group
+        assert group is not None
+        store.create(CM, configmap("before"))
+        assert group.fsync_seconds < limit
+        gate = fsyncs.gate = threading.Event()  # ... until this fsync stalls
+        writer = threading.Thread(target=store.create, args=(CM, configmap("stalled")))
+        writer.start()
+
+        async def scenario() -> float:
+            deadline = time.monotonic() + 10
+            while not group.syncing():
+                assert time.monotonic() < deadline, "the writer's fsync did not start"
+                time.sleep(0.001)
+            time.sleep(limit * 1.5)  # the stall has lasted longer than INLINE_FSYNC_MAX
+            started = time.monotonic()
+            for i in range(8):  # one turn: mid-turn syncs after the 2nd and the 5th write
+                with store.deferred_acks():
+                    store.create(CM, configmap(f"burst-{i}"))
+                assert not store.when_visible(lambda error, i=i: log.append(f"a{i}"))
+                now[0] += store_module.SYNC_AFTER * 1.2
+            blocked = time.monotonic() - started
+            gate.set()
+            while len(log) < 8:
+                await asyncio.sleep(0.001)
+            return blocked
+
+        try:
+            blocked = asyncio.run(scenario())
+        finally:
+            gate.set()
+            writer.join()
+    assert blocked < limit, f"the loop waited {blocked:.2f} s for a stalled fsync during one turn"
+    assert sorted(log) == [f"a{i}" for i in range(8)], log
+
+
 def test_slow_fsyncs_are_left_to_the_sync_thread(tmp_path: Path, fsyncs: FsyncRecorder) -> None:
     """A disk whose fsyncs take longer than INLINE_FSYNC_MAX: the loop goes on serving while the
     sync thread waits for the disk; answers still wait for the fsync."""
