@@ -44,12 +44,16 @@ class FsyncRecorder:
         self.fast = False
         """The disk answers at once: the real fsync is skipped (a loaded machine's take ms)."""
         self.gate: threading.Event | None = None
+        self.held = threading.Event()
+        """Set when a WAL fsync reaches the closed gate."""
         self.fail = False
         self.lock = threading.Lock()
 
     def __call__(self, fd: int) -> None:
         path = os.readlink(f"/proc/self/fd/{fd}")
         if self.gate is not None and path.endswith("-wal"):
+            if not self.gate.is_set():
+                self.held.set()
             self.gate.wait(10)
         if self.fail and path.endswith("-wal"):
             raise OSError(errno.EIO, "Input/output error")
@@ -416,6 +420,47 @@ def test_an_fsync_stalled_past_inline_fsync_max_holds_no_further_wait_of_the_loo
             writer.join()
     assert blocked < limit, f"the loop waited {blocked:.2f} s for a stalled fsync during one turn"
     assert sorted(log) == [f"a{i}" for i in range(8)], log
+
+
+def test_the_end_of_a_turn_delivers_what_the_first_writes_fsync_covered(
+    tmp_path: Path, fsyncs: FsyncRecorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fsync the turn's first write started ends after the turn's last request: the sync at
+    the end of the turn (which does not wait: several answers wait) delivers what it covered,
+    not a callback of the sync thread's at a later turn."""
+    from pykueue.store import durability
+    from pykueue.store import store as store_module
+
+    monkeypatch.setattr(durability, "INLINE_FSYNC_MAX", 10.0)
+    monkeypatch.setattr(store_module, "SYNC_AFTER", 60.0)  # no mid-turn sync of the loop's own
+    log: list[str] = []
+    with Store(str(tmp_path / "store.db")) as store:
+        group = store._group
+        assert group is not None
+        gate = fsyncs.gate = threading.Event()
+
+        async def scenario() -> None:
+            with store.deferred_acks():
+                first = int(store.create(CM, configmap("first"))["metadata"]["resourceVersion"])
+            assert not store.when_visible(lambda error: log.append("answered first"))
+            assert fsyncs.held.wait(10), "the first write started no fsync"  # covering only it
+            with store.deferred_acks():
+                store.create(CM, configmap("second"))
+            assert not store.when_visible(lambda error: log.append("answered second"))
+            asyncio.get_running_loop().call_soon(log.append, "the turn after the sync")
+            gate.set()
+            deadline = time.monotonic() + 10
+            while group.synced < first:  # ends within the turn; its callback comes after the mark
+                assert time.monotonic() < deadline, "the first write's fsync did not end"
+                time.sleep(0.001)
+            while len(log) < 3:
+                await asyncio.sleep(0.001)
+
+        try:
+            asyncio.run(scenario())
+        finally:
+            gate.set()
+    assert log == ["answered first", "the turn after the sync", "answered second"], log
 
 
 def test_slow_fsyncs_are_left_to_the_sync_thread(tmp_path: Path, fsyncs: FsyncRecorder) -> None:
