@@ -71,6 +71,15 @@ class FsyncRecorder:
             return [size for path, size in self.calls if path.endswith("-wal")]
 
 
+def _block_until(condition: Callable[[], bool], failure: str) -> None:
+    """Poll ``condition`` with short sleeps (on the loop: its turn goes on; the GIL is let go for
+    the sync thread) for 10 s at most."""
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, failure
+        time.sleep(0.001)
+
+
 @pytest.fixture
 def fsyncs(monkeypatch: pytest.MonkeyPatch) -> Iterator[FsyncRecorder]:
     if not os.path.isdir("/proc/self/fd"):
@@ -307,10 +316,7 @@ def test_the_first_write_of_a_turn_is_synced_and_answered_while_the_turn_goes_on
                 first = store.create(CM, configmap("first"))
             revision = int(first["metadata"]["resourceVersion"])
             assert not store.when_visible(lambda error: log.append("answered first"))
-            deadline = time.monotonic() + 10
-            while group.synced < revision:  # the turn goes on (a sleep lets the sync thread run)
-                assert time.monotonic() < deadline, "no fsync started before the end of the turn"
-                time.sleep(0.001)
+            _block_until(lambda: group.synced >= revision, "no fsync started before the end of the turn")
             with store.deferred_acks():
                 store.create(CM, configmap("second"))
             assert not store.when_visible(lambda error: log.append("answered second"))
@@ -349,10 +355,7 @@ def test_the_loop_waits_through_an_fsync_under_way_that_does_not_cover_its_write
         opener = threading.Thread(target=open_the_gate_once_the_loop_waits)
 
         async def scenario() -> None:
-            deadline = time.monotonic() + 10
-            while not group.syncing():  # the writer's fsync is under way (held)
-                assert time.monotonic() < deadline, "the writer's fsync did not start"
-                time.sleep(0.001)
+            _block_until(group.syncing, "the writer's fsync did not start")  # under way, held
             opener.start()
             with store.deferred_acks():
                 store.create(CM, configmap("loop"))
@@ -396,10 +399,7 @@ def test_an_fsync_stalled_past_inline_fsync_max_holds_no_further_wait_of_the_loo
         writer.start()
 
         async def scenario() -> float:
-            deadline = time.monotonic() + 10
-            while not group.syncing():
-                assert time.monotonic() < deadline, "the writer's fsync did not start"
-                time.sleep(0.001)
+            _block_until(group.syncing, "the writer's fsync did not start")
             time.sleep(limit * 1.5)  # the stall has lasted longer than INLINE_FSYNC_MAX
             started = time.monotonic()
             for i in range(8):  # one turn: mid-turn syncs after the 2nd and the 5th write
@@ -453,10 +453,8 @@ def test_the_end_of_a_turn_delivers_what_the_first_writes_fsync_covered(
             assert not store.when_visible(lambda error: log.append("answered second"))
             asyncio.get_running_loop().call_soon(log.append, "the turn after the sync")
             gate.set()
-            deadline = time.monotonic() + 10
-            while group.synced < first:  # ends within the turn; its callback comes after the mark
-                assert time.monotonic() < deadline, "the first write's fsync did not end"
-                time.sleep(0.001)
+            # It ends within the turn; the sync thread's callback comes after the mark.
+            _block_until(lambda: group.synced >= first, "the first write's fsync did not end")
             while len(log) < 3:
                 await asyncio.sleep(0.001)
 

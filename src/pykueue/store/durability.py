@@ -110,11 +110,10 @@ class GroupCommit:
             self.sync(revision)
             return True
         since = self._fsync_since
-        if not wait or self.fsync_seconds > INLINE_FSYNC_MAX or (
-            since is not None and time.perf_counter() - since > INLINE_FSYNC_MAX
-        ):
-            # (Without the stall's check, every wait during it took the whole INLINE_FSYNC_MAX:
-            # each mid-turn sync of a long turn, for as long as the disk stalled.)
+        # (Without the stall's check, every wait during a stall took the whole INLINE_FSYNC_MAX:
+        # each mid-turn sync of a long turn, for as long as the disk stalled.)
+        stalled = since is not None and time.perf_counter() - since > INLINE_FSYNC_MAX
+        if not wait or self.fsync_seconds > INLINE_FSYNC_MAX or stalled:
             self.request()
             return False
         with self._synced_changed:
