@@ -79,6 +79,7 @@ class GroupCommit:
         self._wanted = threading.Event()
         self._stopping = False
         self._caller_waiting = 0  # the revision a try_sync caller waits for (under _synced_changed)
+        self._fsync_since: float | None = None  # when the WAL fsync under way started
         self._thread = threading.Thread(target=self._run, name="pykueue-store-sync", daemon=True)
         self._thread.start()
 
@@ -94,8 +95,9 @@ class GroupCommit:
         syncs and calls ``after_sync`` (it is asked here). Raises :class:`SyncFailed` as ``sync``.
 
         The fsync runs on the sync thread while the caller waits for it, without the GIL, at most
-        :data:`INLINE_FSYNC_MAX` (not at all if not ``wait`` or while fsyncs are slower on
-        average). A sync under way that started before these writes committed does not cover
+        :data:`INLINE_FSYNC_MAX` (not at all if not ``wait``, while fsyncs are slower on average,
+        or while one under way has already taken longer: a stall, which the average learns only
+        once it ends). A sync under way that started before these writes committed does not cover
         them: the wait then takes in the rest of it and the next one, asked for here.
         An fsync on the caller's thread stalled it for as long as the disk did (up to 828 ms on a
         shared disk; issue 16 in bench/RESULTS.md); a plain hand-off had its answer wait for the
@@ -107,7 +109,11 @@ class GroupCommit:
         if self._stopping:  # the sync thread may have had its last round: sync here
             self.sync(revision)
             return True
-        if not wait or self.fsync_seconds > INLINE_FSYNC_MAX:
+        since = self._fsync_since
+        # (Without the stall's check, every wait during a stall took the whole INLINE_FSYNC_MAX:
+        # each mid-turn sync of a long turn, for as long as the disk stalled.)
+        stalled = since is not None and time.perf_counter() - since > INLINE_FSYNC_MAX
+        if not wait or self.fsync_seconds > INLINE_FSYNC_MAX or stalled:
             self.request()
             return False
         with self._synced_changed:
@@ -129,7 +135,7 @@ class GroupCommit:
         if self.synced >= revision:
             return False
         target = self._committed()  # the commits already in the WAL: all covered by this fsync
-        started = time.perf_counter()
+        started = self._fsync_since = time.perf_counter()
         try:
             self._fsync_wal()
         except OSError as err:
@@ -141,6 +147,8 @@ class GroupCommit:
             log.critical("fsync of %s failed; refusing further writes: %s", self._wal, err)
             self._on_failure(err)
             raise SyncFailed(f"the store cannot make writes durable: {err}") from err
+        finally:
+            self._fsync_since = None
         took = time.perf_counter() - started
         self.fsync_seconds += (took - self.fsync_seconds) * _FSYNC_WEIGHT
         with self._synced_changed:
