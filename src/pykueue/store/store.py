@@ -586,8 +586,7 @@ class Store:
         group = self._group
         if group is None:
             return True
-        outbox = self._outbox
-        if outbox and outbox[0].rev <= group.synced:
+        if self._durable_undelivered(group):
             # The sync thread made writes durable since (see _wait_for): deliver them now,
             # mid-turn, rather than from its callback at the loop's next turn.
             self._drain()
@@ -663,9 +662,16 @@ class Store:
             group.try_sync(self._rev, wait)
         except OSError:  # the waiters were failed by _fail_waiters
             return
-        outbox = self._outbox
-        if outbox and outbox[0].rev <= group.synced:  # all of it, or what an earlier fsync covered
+        if self._durable_undelivered(group):  # all of it, or what an earlier fsync covered
             self._drain()
+
+    def _durable_undelivered(self, group: GroupCommit) -> bool:
+        """Whether the oldest change not delivered yet is durable (without the delivery lock:
+        another thread may deliver, and empty the outbox, meanwhile)."""
+        try:
+            return self._outbox[0].rev <= group.synced
+        except IndexError:
+            return False
 
     def _release_waiters(self) -> None:
         """Resolve the event-loop waiters whose revision is delivered, in the order they came
