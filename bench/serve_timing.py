@@ -102,6 +102,27 @@ def serve(argv: list[str]) -> int:
 
     direct = getattr(appmod.APIServerApp, "direct", None)  # absent before the direct path (base trees)
 
+    # When a direct request reached the fair dispatcher (``a`` in its record): the time before
+    # ``t0`` is its wait for its flow's turn (absent in trees without apiserver/flowcontrol.py).
+    arrivals: list[float] = []
+    try:
+        from pykueue.apiserver import flowcontrol as fmod
+    except ImportError:
+        fmod = None  # type: ignore[assignment]
+    if fmod is not None:
+        submit = fmod.FairDispatcher.submit
+
+        def timed_submit(self: Any, flow: Any, serve_request: Any) -> None:
+            arrived = time.monotonic()
+
+            def noted() -> None:
+                arrivals[:] = [arrived]
+                serve_request()
+
+            submit(self, flow, noted)
+
+        fmod.FairDispatcher.submit = timed_submit  # type: ignore[method-assign]
+
     def timed_direct(self: Any, scope: Any, respond: Any) -> Any:
         # The protocol's direct path (no ASGI task) answers most resource requests: time it from
         # the whole body being in to the answer being handed to the transport.
@@ -120,7 +141,7 @@ def serve(argv: list[str]) -> int:
                         "t0": box.get("t0", time.monotonic()), "t1": time.monotonic(), "m": req.method,
                         "r": req.resource, "s": req.subresource, "ua": req.user_agent[:40],
                         "ct": req.content_type, "h": handled, "st": status,
-                        "ns": req.namespace, "n": req.name, "rv": _body_rv(req),
+                        "ns": req.namespace, "n": req.name, "rv": _body_rv(req), "a": box.get("a"),
                     }) + "\n")  # fmt: skip
 
         assert direct is not None
@@ -130,6 +151,8 @@ def serve(argv: list[str]) -> int:
 
         def timed_serve(body: bytes) -> None:
             box["t0"] = time.monotonic()
+            if arrivals:
+                box["a"] = arrivals.pop()
             last_handled.clear()
             serve_direct(body)
             if last_handled:
