@@ -606,7 +606,7 @@ class Store:
         the turn's next request, else its callback does at the next turn.
 
         With the fsync started only at the end of the turn, an answer waited for the rest of the
-        turn, the fsync and the loop's next turn: 6.0-6.7 ms at serve for the scheduler
+        turn, the fsync and the loop's next turn: 6.0-8.2 ms at serve for the scheduler
         benchmark runner's status patches (issue 16 in bench/RESULTS.md)."""
         group = self._group
         with self._waiters_lock:
