@@ -20,6 +20,9 @@
 # a diagnosis). RUNNER_ARGS: extra flags for the runner (e.g. --zap-log-level=5 to log each reconcile; diagnosis).
 # SPY=1: py-spy ($PYSPY, default py-spy on PATH; all threads, idle included) of the controller process,
 # SPY_SECONDS (default 40) from SPY_AT (default 15) seconds after the runner starts, SPY_RATE (default 50) samples/s.
+# SERVE_SPY=1: py-spy (all threads, idle included, 100 samples/s) of serve's API process for SPY_SECONDS
+# (default 20) from SPY_AT (default 10) seconds after the runner starts, into OUTDIR/serve.raw; summarise
+# with bench/serve_loop_profile.py.
 # Needs /tmp/kueue-src (upstream's source), /tmp/kueue-runner and /tmp/kueue-checker (built from it).
 set -u
 R=$1; SRC=${2:-}; CONFIG=${CONFIG:-baseline}
@@ -40,6 +43,9 @@ fi
 if [ -n "${SPY:-}" ]; then
   CP=$(python3 -c "import sys; sys.path.insert(0, '$BENCH'); from profile_scheduler import controller_child; print(controller_child($SP))")
   (sleep ${SPY_AT:-15}; ${PYSPY:-py-spy} record -p "$CP" -d ${SPY_SECONDS:-40} -r ${SPY_RATE:-50} --idle --nonblocking -f raw -o "$R/controller.raw" > "$R/spy.log" 2>&1) &
+fi
+if [ -n "${SERVE_SPY:-}" ]; then
+  (sleep ${SPY_AT:-10}; ${PYSPY:-py-spy} record -p "$SP" -d ${SPY_SECONDS:-20} -r 100 --idle --threads --nonblocking -f raw -o "$R/serve.raw" > "$R/serve-spy.log" 2>&1) &
 fi
 (while kill -0 $SP 2>/dev/null; do
    echo "$(date +%s) $(ps -o rss= --ppid $SP -p $SP | awk '{s+=$1} END {print s}')"; sleep 2

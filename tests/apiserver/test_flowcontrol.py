@@ -5,10 +5,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from pykueue.apiserver import flowcontrol
+from pykueue.apiserver.app import APIServerApp
 from pykueue.apiserver.flowcontrol import FairDispatcher, flow_of
+from pykueue.store import Store
 
 
 @pytest.fixture
@@ -84,3 +88,30 @@ def test_the_flow_is_the_applications_or_else_the_listener() -> None:
         ("127.0.0.1", 1),
     )
     assert flow_of({"server": ("127.0.0.1", 2)}) == ("", ("127.0.0.1", 2))
+
+
+def test_loop_busy_is_whether_the_running_loops_dispatcher_has_requests_queued(loop: asyncio.AbstractEventLoop) -> None:
+    assert flowcontrol.loop_busy() is False  # off any loop
+    d = flowcontrol.dispatcher(loop)
+    d.budget = 0.0
+    seen: list[bool] = []
+
+    async def scenario() -> None:
+        seen.append(flowcontrol.loop_busy())
+        d.submit("a", lambda: None)  # budget 0: queued
+        seen.append(flowcontrol.loop_busy())
+        while d.queued():
+            await asyncio.sleep(0)
+        seen.append(flowcontrol.loop_busy())
+
+    loop.run_until_complete(scenario())
+    assert seen == [False, True, False]
+
+
+def test_the_api_server_tells_its_store_when_its_loop_is_busy(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "store.db"))
+    try:
+        APIServerApp(store)
+        assert store.loop_busy is flowcontrol.loop_busy
+    finally:
+        store.close()

@@ -32,7 +32,7 @@ from pykueue.api.feature_gates import DEFAULT_GATES, FeatureGates
 from pykueue.apiserver import errors as E
 from pykueue.apiserver import watch
 from pykueue.apiserver.discovery import Discovery, Document, version_info, wants_aggregated
-from pykueue.apiserver.flowcontrol import FLOW_SCOPE_KEY
+from pykueue.apiserver.flowcontrol import FLOW_SCOPE_KEY, loop_busy
 from pykueue.apiserver.handlers import APIRequest, APIResponse, Handlers, Resolver, ResourceInfo
 from pykueue.apiserver.protocol import SEND_NOW
 from pykueue.apiserver.security import ADMIN, READONLY, RequestGuard, User
@@ -245,6 +245,9 @@ class APIServerApp:
         gates: FeatureGates = DEFAULT_GATES,
     ) -> None:
         self.store = store
+        if hasattr(store, "loop_busy"):
+            # The store's loop does not wait for an fsync while requests wait for their turn.
+            store.loop_busy = loop_busy
         self.token = token
         tokens: dict[str, User] = {}
         if token:

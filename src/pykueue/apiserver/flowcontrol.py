@@ -75,6 +75,10 @@ class FairDispatcher:
         queue.append(serve)
         self._schedule()
 
+    def busy(self) -> bool:
+        """Whether requests wait for their turn."""
+        return bool(self._turns)
+
     def queued(self) -> int:
         """Requests waiting for their turn."""
         return sum(len(q) for q in self._queues.values())
@@ -130,6 +134,17 @@ def dispatcher(loop: asyncio.AbstractEventLoop) -> FairDispatcher:
                 for other in [k for k in _DISPATCHERS if k.is_closed()]:
                     del _DISPATCHERS[other]
     return found
+
+
+def loop_busy() -> bool:
+    """Whether the running event loop's dispatcher has requests waiting for their turn (False off
+    a loop, or on one that has no dispatcher)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    found = _DISPATCHERS.get(loop)
+    return found is not None and found.busy()
 
 
 def flow_of(scope: Mapping[str, Any]) -> Hashable:

@@ -65,6 +65,10 @@ the first sync lets the first answers go after a few milliseconds, and the doubl
 turn to a few more fsyncs (each blocks the loop, ~0.3 ms on this machine's disk and a wait for a
 CPU after it on a loaded one) and its answers in a few large groups (each wakes the client)."""
 
+def _never() -> bool:
+    return False
+
+
 _loop_clock = time.perf_counter  # the loop time SYNC_AFTER is measured in (tests step it)
 
 _KEY_MAX = "\U0010ffff"
@@ -127,6 +131,10 @@ class Store:
         self._sync_scheduled: asyncio.AbstractEventLoop | None = None  # the loop a request is queued on
         self._first_wait: float | None = None  # when the first waiter since the last sync came
         self._sync_after = SYNC_AFTER  # this turn's next mid-turn sync: doubled after each one
+        self.loop_busy: Callable[[], bool] = _never
+        """Whether the running event loop has requests waiting for their turn (set by the API
+        server: its fair dispatcher's queue). The loop then does not wait for an fsync: the sync
+        thread delivers, and the loop serves those requests meanwhile."""
         if path:
             self._group = GroupCommit(path, self._committed, self._after_sync, self._fail_waiters)
             _private_files(path)  # the WAL SQLite created takes the database's mode; the rest too
@@ -639,7 +647,7 @@ class Store:
             self._first_wait = now
         elif now - first >= self._sync_after:
             self._sync_after *= 2
-            self._sync_on_loop(wait=True)
+            self._sync_on_loop(wait=not self.loop_busy())
 
     def _sync_for_loop(self) -> None:
         """The sync at the end of a turn (see :meth:`_sync_on_loop`)."""
@@ -648,7 +656,10 @@ class Store:
         # Waiting for the disk at the end of a turn costs the loop nothing else only when one
         # answer waits for it: with more, other requests are likely queued behind them, and
         # their writes share the next fsync if the loop goes on (issue 16 in bench/RESULTS.md).
-        self._sync_on_loop(wait=len(self._async_waiters) <= 1)
+        # Nor while requests wait for their turn in the dispatcher: under a saturating load the
+        # loop spent 10.6 % of its time blocked in this wait (bench/RESULTS.md, issue 16,
+        # "the loop's wait for the fsync").
+        self._sync_on_loop(wait=len(self._async_waiters) <= 1 and not self.loop_busy())
 
     def _sync_on_loop(self, wait: bool) -> None:
         """On the loop: have the sync thread fsync; if ``wait``, deliver here when it ends
