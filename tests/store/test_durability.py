@@ -790,7 +790,7 @@ def test_the_loop_waits_for_no_fsync_while_requests_wait_for_their_turn(
 ) -> None:
     """``Store.loop_busy`` (the API server's dispatcher has requests queued): the loop's syncs
     only ask the sync thread, which delivers; the loop serves the queued requests meanwhile.
-    Under a saturating load the loop spent 10.6 % of its time blocked in this wait. With nothing
+    Under a saturating load the loop spent 10.9 % of its time blocked in these waits. With nothing
     queued, the loop still waits for a quick fsync (an answer without a hand-off)."""
     fsyncs.delay = 0.001  # well within INLINE_FSYNC_MAX: the loop would wait for it
     with Store(str(tmp_path / "store.db")) as store:

@@ -657,8 +657,8 @@ class Store:
         # answer waits for it: with more, other requests are likely queued behind them, and
         # their writes share the next fsync if the loop goes on (issue 16 in bench/RESULTS.md).
         # Nor while requests wait for their turn in the dispatcher: under a saturating load the
-        # loop spent 10.6 % of its time blocked in this wait (bench/RESULTS.md, issue 16,
-        # "the loop's wait for the fsync").
+        # loop spent 10.9 % of its time blocked in these waits (bench/RESULTS.md, issue 16, "the
+        # loop no longer waits for an fsync while requests queue").
         self._sync_on_loop(wait=len(self._async_waiters) <= 1 and not self.loop_busy())
 
     def _sync_on_loop(self, wait: bool) -> None:
