@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import math
 import statistics
 
 
@@ -35,7 +36,7 @@ def main() -> None:
                 offset = record["wall"] - record["mono"]
             elif record.get("a") is not None:
                 at = record["a"] + offset - start
-                quarter = int(at / args.period) * args.period
+                quarter = math.floor(at / args.period) * args.period  # before the start: < 0, left out
                 resource = record["r"] + ("/" + record["s"] if record.get("s") else "")
                 rows[(quarter, record["ua"].split("/", 1)[0], record["m"], resource)].append(
                     (record["t0"] - record["a"], record["t1"] - record["t0"])

@@ -43,12 +43,12 @@ def main() -> None:
                 since[uid] = t
             elif uid in since and (finished or not reserved):
                 began, cpu, runtime = since.pop(uid), CPU.get(cls, 1), float(runtime_ms) / 1000
+                at = evicted.pop(uid, t)  # popped either way: none is left for the next admission
                 if finished:
                     held[(cls, "finished runs")] += cpu * min(t - began, runtime)
                     held[(cls, "Finished lateness")] += cpu * max(0.0, t - began - runtime)
                     late[int((t - start) // args.period)].append(t - began - runtime)
                 else:
-                    at = evicted.pop(uid, t)
                     held[(cls, "preempted runs")] += cpu * (at - began)
                     held[(cls, "eviction to clearing")] += cpu * (t - at)
     print("quota held, CPU·s:")
