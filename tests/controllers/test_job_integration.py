@@ -242,3 +242,30 @@ def test_admitted_job_gets_the_flavor_node_labels(env: Env) -> None:
     assert {"key": "spot", "operator": "Exists", "effect": "NoSchedule"} in pod["spec"]["tolerations"]
     assert pod["metadata"]["labels"]["kueue.x-k8s.io/podset"] == "main"
     assert pod["metadata"]["labels"]["kueue.x-k8s.io/cluster-queue-name"] == "cq"
+
+
+def test_kueue_records_its_events_through_events_k8s_io_v1(env: Env) -> None:
+    """Upstream's controllers record through ``mgr.GetEventRecorder`` (client-go ``tools/events``):
+    an events.k8s.io/v1 Event whose action is its reason, reported by ``kueue-admission`` from the
+    instance ``kueue-admission-<hostname>``; read as core/v1 it has no ``source`` (``tools/record``'s)."""
+    import socket
+
+    from pykueue.client.interface import Resource
+
+    events_v1 = Resource("events.k8s.io", "v1", "events", "Event", True)
+    setup_queues(env)
+    env.create(R.JOBS, job("evented"))
+
+    def reserved() -> list[dict[str, Any]]:
+        items, _ = env.client.list(events_v1, "default")
+        return [e for e in items if e["reason"] == "QuotaReserved"]
+
+    (event,) = wait(reserved)
+    assert (event["type"], event["action"], event["regarding"]["kind"]) == ("Normal", "QuotaReserved", "Workload")
+    assert event["reportingController"] == "kueue-admission"
+    assert event["reportingInstance"] == f"kueue-admission-{socket.gethostname()}"[:128]
+    assert event["eventTime"]
+    core, _ = env.client.list(R.EVENTS, "default")
+    (as_core,) = [e for e in core if e["metadata"]["name"] == event["metadata"]["name"]]
+    assert as_core["reportingComponent"] == "kueue-admission"
+    assert not (as_core.get("source") or {}).get("component")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import socket
 import threading
 import time
 from collections import defaultdict
@@ -54,7 +55,7 @@ from pykueue.metrics import for_manager as metrics_for_manager
 from pykueue.runtime.clock import Clock, system_clock
 from pykueue.runtime.controller import WorkQueue
 from pykueue.runtime.informer import SYNCED, Change, Informer, OwnWrites
-from pykueue.runtime.recorder import CORE_V1, EventRecorder
+from pykueue.runtime.recorder import EVENTS_V1, EventRecorder
 from pykueue.runtime.writes import WritePipeline
 
 log = logging.getLogger(__name__)
@@ -82,8 +83,9 @@ _FINISH_BATCH = 2
 # then the objects whose status summarises them.
 _KIND_ORDER = (JOB, WORKLOAD, PRIORITY_CLASS, FLAVOR, CHECK, CLUSTER_QUEUE, LOCAL_QUEUE, COHORT)
 EVENT_COMPONENT = "kueue-admission"
-"""``source.component`` / ``reportingComponent`` of the manager's core/v1 Events."""
-EVENT_INSTANCE = "pykueue"
+"""``reportingController`` of the manager's Events (upstream ``constants.AdmissionName``)."""
+EVENT_INSTANCE = f"{EVENT_COMPONENT}-{socket.gethostname()}"[:128]
+"""``reportingInstance``: client-go ``tools/events`` ``NewRecorder`` names it ``<controller>-<hostname>``."""
 # A reconcile that raised is retried after 1 s, doubling up to 30 s (per key).
 _RETRY_BASE_SECONDS = 1.0
 _RETRY_MAX_SECONDS = 30.0
@@ -137,7 +139,7 @@ class ControllerManager:
         )
         # ``event_client``: where Events are written (default ``client``), e.g. one with its own rate limit.
         self.recorder = EventRecorder(
-            event_client or client, EVENT_COMPONENT, clock, api=CORE_V1, instance=EVENT_INSTANCE
+            event_client or client, EVENT_COMPONENT, clock, api=EVENTS_V1, instance=EVENT_INSTANCE
         )
         self.cluster = ClusterCache(self.cache, self.queues, self.sched_options, self.work, self.recorder, clock)
         self.ctx = ReconcileContext(

@@ -2,13 +2,13 @@
 
 Every component records through an :class:`EventRecorder`; the caller chooses the API:
 
-* :data:`EVENTS_V1` (``events.k8s.io/v1``, client-go ``tools/events``): Kueue's recorders and the
-  admission-check SDK. An event names its object in ``regarding``. An *isomorphic* event (same
+* :data:`EVENTS_V1` (``events.k8s.io/v1``, client-go ``tools/events``): Kueue's recorders (the
+  controller manager's, as upstream's ``mgr.GetEventRecorder``) and the admission-check SDK. An event names its object in ``regarding``. An *isomorphic* event (same
   ``action``, ``reason``, ``reportingController``, ``regarding``; ``getKey`` in
   ``tools/events/event_broadcaster.go``) is not created again: the first one grows an
   ``EventSeries`` (``count`` 2, then more) that is patched onto the Event already written.
-* :data:`CORE_V1` (``v1``, client-go ``tools/record``): the controller manager and the job runner.
-  An event names its object in ``involvedObject``. ``EventCorrelator`` semantics
+* :data:`CORE_V1` (``v1``, client-go ``tools/record``): the job runner (as kube-controller-manager's
+  Job controller). An event names its object in ``involvedObject``. ``EventCorrelator`` semantics
   (``tools/record/events_cache.go``): an identical event bumps ``count``/``lastTimestamp`` of the
   one already written (``EventLogger``); from the 10th distinct message about the same object and
   reason within 10 minutes, the messages are combined into one
