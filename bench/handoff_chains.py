@@ -2,6 +2,7 @@
 
 Usage: python bench/handoff_chains.py record --kubeconfig K --out EVENTS.jsonl [--seconds N]
        python bench/handoff_chains.py report EVENTS.jsonl
+       python bench/handoff_chains.py timeline EVENTS.jsonl [--period 10] [--cpu small=1,medium=5,large=20]
 
 ``record`` watches every Workload of the cluster ``K`` names (start it before the benchmark's
 runner creates any) and writes one line per watch event: the time it arrived here, the object's
@@ -18,6 +19,9 @@ and prints, per step, the mean / median / p90 in milliseconds:
   decision about it: admitted, or Pending), over the run and for the first 10 s of arrivals;
 * every class: seen Admitted → seen Finished, minus the runtime label (the runner's part);
 * per ClusterQueue, the large class's wait over the run (whether the queue kept up).
+
+``timeline`` prints, per period, the Workloads created, admitted per class, finished and evicted,
+and the CPU reserved and Workloads pending at the period's end.
 
 All times are this watcher's receive times, so a step includes one write's latency and the
 watch fan-out; the steps of one chain share the watcher's offset, their differences do not.
@@ -229,6 +233,50 @@ def _lanes(wls: dict[str, Any], t0: float) -> None:
         print(f"| {ns} | {len(waits)} | {statistics.fmean(w for _, w in waits):.2f} | {cells} | {last:.1f} |")
 
 
+def timeline(path: Path, period: float, cpu: dict[str, int]) -> None:
+    """Per ``period`` seconds from the first event: Workloads created, admitted per class, finished
+    and evicted, then the CPU reserved (admitted, not finished, by ``cpu`` per class) and the
+    Workloads pending at the period's end: which classes the quota went to, phase by phase."""
+    dec = msgspec.json.Decoder()
+    rows = [dec.decode(raw) for raw in path.read_bytes().splitlines()]
+    if not rows:
+        return
+    t0 = rows[0][0]
+    counts: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    at_end: dict[int, tuple[int, int]] = {}
+    admitted: set[str] = set()
+    reserved = pending = 0
+    for t, etype, _ns, _name, uid, cls, _runtime, conds, *_rv in rows:
+        k = int((t - t0) // period)
+        if etype == "ADDED":
+            counts[k]["created"] += 1
+            pending += 1
+        finished = _is(conds, "Finished")
+        if _is(conds, "Admitted") and not finished and uid not in admitted:
+            admitted.add(uid)
+            reserved += cpu.get(cls, 0)
+            pending -= 1
+            counts[k][f"admitted {cls}"] += 1
+        elif uid in admitted and (finished or not _is(conds, "QuotaReserved")):
+            admitted.discard(uid)
+            reserved -= cpu.get(cls, 0)
+            if finished:
+                counts[k]["finished"] += 1
+            else:
+                counts[k]["evicted"] += 1
+                pending += 1
+        at_end[k] = (reserved, pending)
+    classes = sorted(cpu, key=lambda c: cpu[c])
+    print("| from s | created | " + " | ".join(f"admitted {c}" for c in classes)
+          + " | finished | evicted | CPU reserved at the end | pending at the end |")  # fmt: skip
+    print("|---" * (len(classes) + 6) + "|")
+    for k in sorted(counts):
+        c = counts[k]
+        cells = [f"{k * period:.0f}", str(c["created"]), *(str(c[f"admitted {cls}"]) for cls in classes),
+                 str(c["finished"]), str(c["evicted"]), str(at_end[k][0]), str(at_end[k][1])]  # fmt: skip
+        print("| " + " | ".join(cells) + " |")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -238,9 +286,17 @@ def main(argv: list[str] | None = None) -> int:
     rec.add_argument("--seconds", type=float, default=1800.0)
     rep = sub.add_parser("report")
     rep.add_argument("events", type=Path)
+    tl = sub.add_parser("timeline")
+    tl.add_argument("events", type=Path)
+    tl.add_argument("--period", type=float, default=10.0)
+    tl.add_argument("--cpu", default="small=1,medium=5,large=20",
+                    help="CPU requested per class (upstream's baseline: the default)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.cmd == "record":
         asyncio.run(record(args.kubeconfig, args.out, args.seconds))
+    elif args.cmd == "timeline":
+        cpu = {name: int(value) for name, _, value in (p.partition("=") for p in args.cpu.split(","))}
+        timeline(args.events, args.period, cpu)
     else:
         report(args.events)
     return 0

@@ -247,7 +247,8 @@ def test_admitted_job_gets_the_flavor_node_labels(env: Env) -> None:
 def test_kueue_records_its_events_through_events_k8s_io_v1(env: Env) -> None:
     """Upstream's controllers record through ``mgr.GetEventRecorder`` (client-go ``tools/events``):
     an events.k8s.io/v1 Event whose action is its reason, reported by ``kueue-admission`` from the
-    instance ``kueue-admission-<hostname>``; read as core/v1 it has no ``source`` (``tools/record``'s)."""
+    instance ``kueue-admission-<hostname>`` (the Job's by its reconciler); read as core/v1 it has
+    no ``source`` (``tools/record``'s)."""
     import socket
 
     from pykueue.client.interface import Resource
@@ -269,3 +270,8 @@ def test_kueue_records_its_events_through_events_k8s_io_v1(env: Env) -> None:
     (as_core,) = [e for e in core if e["metadata"]["name"] == event["metadata"]["name"]]
     assert as_core["reportingComponent"] == "kueue-admission"
     assert not (as_core.get("source") or {}).get("component")
+    # The Job integration reports as upstream's job reconciler, "<framework>-<manager>-controller".
+    items, _ = env.client.list(events_v1, "default")
+    (created,) = [e for e in items if e["reason"] == "CreatedWorkload"]
+    assert (created["regarding"]["kind"], created["reportingController"]) == ("Job", "batch/job-kueue-controller")
+    assert created["reportingInstance"] == f"batch/job-kueue-controller-{socket.gethostname()}"[:128]

@@ -160,3 +160,15 @@ def test_quota_reserved_is_restamped_with_the_workload_generation(
     assert got["Admitted"] == ("NoReservation", "The workload has no reservation", 2, NOW)
     again = reconcile.queue_state(out.status, msgspec.structs.replace(OK, **blocker), NOW, _opts(True))
     assert not again.writes
+
+
+def test_the_workload_controllers_events_are_reported_by_the_workload_controller() -> None:
+    """Upstream's workload controller records through ``mgr.GetEventRecorder(
+    constants.WorkloadControllerName)``: its events name ``kueue-workload-controller``, the
+    scheduler's ``kueue-admission``."""
+    from pykueue.core.events import WORKLOAD_CONTROLLER
+
+    wl = workload("wl", "ns", annotations={GATE: "example.com/controller1"})
+    out = reconcile.queue_state(wl, OK, NOW, _opts(True))
+    assert [(e.reason, e.controller) for e in out.events] == [("AdmissionGated", WORKLOAD_CONTROLLER)]
+    assert WORKLOAD_CONTROLLER == "kueue-workload-controller"

@@ -88,6 +88,30 @@ def test_events_v1_isomorphic_events_become_a_series() -> None:
     assert len(_events(client, EVENTS_V1)) == 2
 
 
+def test_events_v1_another_reporting_controller_is_another_key_and_instance() -> None:
+    """Upstream's components each record through their own ``mgr.GetEventRecorder(name)``: an
+    event recorded for another controller is reported by it, from ``<controller>-<hostname>``
+    (client-go ``NewRecorder``), and is not isomorphic to the same reason from this recorder's."""
+    import socket
+
+    client, clock = embedded_client(), FakeClock()
+    rec = EventRecorder(client, "kueue-admission", clock, instance="kueue-admission-host")
+    wl = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+          "metadata": {"name": "wl", "namespace": NS, "uid": "w1", "resourceVersion": "7"}}
+    rec.event(wl, NORMAL, "Admitted", "by the scheduler")
+    assert rec.flush()
+    rec.record({"kind": "Workload", "name": "wl", "namespace": NS, "uid": "w1", "resourceVersion": "7",
+                "apiVersion": "kueue.x-k8s.io/v1beta2"}, NORMAL, "Admitted", "by the workload controller",
+               controller="kueue-workload-controller")  # fmt: skip
+    assert rec.flush()
+    got = sorted((e["reportingController"], e["reportingInstance"], e["note"]) for e in _events(client, EVENTS_V1))
+    assert got == [
+        ("kueue-admission", "kueue-admission-host", "by the scheduler"),
+        ("kueue-workload-controller", f"kueue-workload-controller-{socket.gethostname()}"[:128],
+         "by the workload controller"),
+    ]  # fmt: skip
+
+
 class _SlowClient:
     """The API server's client, with creates held until released (a slow API server)."""
 

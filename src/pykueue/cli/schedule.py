@@ -181,7 +181,7 @@ def _event_docs(cluster: SimulatedCluster) -> list[dict[str, Any]]:
                 "reason": ev.reason,
                 "action": ev.reason,
                 "note": ev.note,
-                "reportingController": "kueue-admission",
+                "reportingController": ev.controller,
             }
         )
     return docs

@@ -20,7 +20,7 @@ from pykueue.api.kueue import RESOURCE_IN_USE_FINALIZER as RESOURCE_IN_USE
 from pykueue.api.meta import find_condition, is_condition_true, to_time
 from pykueue.client import resources as R
 from pykueue.controllers.cluster_cache import WORKLOAD
-from pykueue.core.events import NORMAL, WARNING, Event
+from pykueue.core.events import NORMAL, WARNING, WORKLOAD_CONTROLLER, Event
 from pykueue.core.state import outcome_decision
 from pykueue.core.workload import transitions
 from pykueue.core.workload.info import (
@@ -56,7 +56,9 @@ class WorkloadController:
         self.options = ctx.sched_options
 
     def _event(self, wl: Workload, type_: str, reason: str, note: str) -> None:
-        self.ctx.record_event(Event.for_workload(wl.metadata.namespace, wl.metadata.name, type_, reason, note))
+        self.ctx.record_event(
+            Event.for_workload(wl.metadata.namespace, wl.metadata.name, type_, reason, note, WORKLOAD_CONTROLLER)
+        )
 
     def reconcile(self, key: str) -> None:
         """One reconcile of Workload ``namespace/name``."""

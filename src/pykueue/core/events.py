@@ -7,7 +7,12 @@ import msgspec
 
 from pykueue.api.meta import EVENT_NOTE_LIMIT, NORMAL, WARNING, truncate_message
 
-__all__ = ["NORMAL", "WARNING", "Event"]
+__all__ = ["ADMISSION", "NORMAL", "WARNING", "WORKLOAD_CONTROLLER", "Event"]
+
+ADMISSION = "kueue-admission"
+"""The scheduler's reporting controller (upstream ``constants.AdmissionName``)."""
+WORKLOAD_CONTROLLER = "kueue-workload-controller"
+"""The workload controller's (upstream ``constants.WorkloadControllerName``)."""
 
 
 class Event(msgspec.Struct, frozen=True, gc=False):
@@ -22,7 +27,14 @@ class Event(msgspec.Struct, frozen=True, gc=False):
     reason: str
     note: str
     kind: str = "Workload"
+    controller: str = ADMISSION
+    """Who reports it: upstream's components each record through a recorder of their own name
+    (``mgr.GetEventRecorder``), shown as the Event's ``reportingController``."""
 
     @staticmethod
-    def for_workload(namespace: str, name: str, type_: str, reason: str, note: str) -> Event:
-        return Event(namespace, name, type_, reason, truncate_message(note, EVENT_NOTE_LIMIT))
+    def for_workload(
+        namespace: str, name: str, type_: str, reason: str, note: str, controller: str = ADMISSION
+    ) -> Event:
+        return Event(
+            namespace, name, type_, reason, truncate_message(note, EVENT_NOTE_LIMIT), controller=controller
+        )

@@ -89,6 +89,7 @@ class _Pending:
     note: str
     action: str
     at: datetime
+    controller: str
 
 
 @dataclass
@@ -107,7 +108,9 @@ class _LRU(OrderedDict[Any, Any]):
 
 
 class EventRecorder:
-    """Records Events about objects as ``controller`` (the reporting controller / source component)."""
+    """Records Events about objects as ``controller`` (the reporting controller / source component),
+    or as another controller named per event (upstream's components each have a recorder of their
+    own, ``mgr.GetEventRecorder(name)``; here they share this one's queue and sender)."""
 
     def __init__(
         self,
@@ -125,6 +128,7 @@ class EventRecorder:
         self.clock = clock
         self.api = api
         self.instance = instance or f"{controller}-{socket.gethostname()}-{os.getpid()}"[:128]
+        self._instances: dict[str, str] = {controller: self.instance}
         self._seq = itertools.count()
         self._queue: queue.Queue[_Pending | threading.Event] = queue.Queue(_QUEUE_LENGTH)
         self._lock = threading.Lock()
@@ -144,16 +148,24 @@ class EventRecorder:
         self.record(object_reference(obj), type_, reason, note, action)
 
     def record(
-        self, ref: Mapping[str, Any], type_: str, reason: str, note: str, action: str | None = None
+        self,
+        ref: Mapping[str, Any],
+        type_: str,
+        reason: str,
+        note: str,
+        action: str | None = None,
+        controller: str | None = None,
     ) -> None:
         """Record one event about the object ``ref`` (an ObjectReference) off the caller's path.
 
         ``action`` defaults to ``reason`` for events.k8s.io/v1 (where it is required) and to none
-        for core/v1 (client-go's ``tools/record`` sets none)."""
+        for core/v1 (client-go's ``tools/record`` sets none). ``controller``: the reporting
+        controller, when not this recorder's own; its instance is ``<controller>-<hostname>``, as
+        client-go ``tools/events`` ``NewRecorder`` names it."""
         if action is None:
             action = reason if self.api == EVENTS_V1 else ""
         pending = _Pending(dict(ref), type_, reason, truncate_message(note, EVENT_NOTE_LIMIT), action,
-                           self.clock())
+                           self.clock(), controller or self.controller)
         self._ensure_sender()
         try:
             self._queue.put_nowait(pending)
@@ -278,7 +290,7 @@ class EventRecorder:
             ev, key = self._aggregate(ev)
         else:
             # getKey: the whole ``regarding`` reference (resourceVersion included), not the note.
-            key = (ev.action, ev.reason, self.controller, tuple(sorted(ev.ref.items())))
+            key = (ev.action, ev.reason, ev.controller, tuple(sorted(ev.ref.items())))
         pending = creates.get(key)
         if pending is not None:  # a repeat of an event created in this batch
             body, written = pending
@@ -299,7 +311,7 @@ class EventRecorder:
         From the 10th distinct message about one object and reason within 10 minutes, the event
         becomes one ``(combined from similar events)`` Event keyed without its message."""
         ref = _ref_key(ev.ref)
-        aggregate_key = (ref, ev.type, ev.reason, self.controller)
+        aggregate_key = (ref, ev.type, ev.reason, ev.controller)
         record = self._aggregates.get(aggregate_key)
         now = ev.at.timestamp()
         if record is None or now - record[1] > _AGGREGATE_INTERVAL_SECONDS:
@@ -308,10 +320,10 @@ class EventRecorder:
         messages.add(ev.note)
         self._aggregates.remember(aggregate_key, (messages, now))
         if len(messages) < _AGGREGATE_MAX_EVENTS:
-            return ev, (ref, ev.type, ev.reason, ev.note, self.controller)
+            return ev, (ref, ev.type, ev.reason, ev.note, ev.controller)
         messages.pop()
         note = truncate_message(_COMBINED_PREFIX + ev.note, EVENT_NOTE_LIMIT)
-        return _Pending(ev.ref, ev.type, ev.reason, note, "", ev.at), aggregate_key
+        return _Pending(ev.ref, ev.type, ev.reason, note, "", ev.at, ev.controller), aggregate_key
 
     def _body(self, ev: _Pending) -> dict[str, Any]:
         name = str(ev.ref.get("name") or "")
@@ -326,8 +338,8 @@ class EventRecorder:
                 "kind": "Event",
                 "metadata": meta,
                 "eventTime": ev.at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-                "reportingController": self.controller,
-                "reportingInstance": self.instance,
+                "reportingController": ev.controller,
+                "reportingInstance": self._instance(ev.controller),
                 "action": ev.action,
                 "reason": ev.reason,
                 "regarding": ev.ref,
@@ -343,9 +355,9 @@ class EventRecorder:
             "reason": ev.reason,
             "message": ev.note,
             "type": ev.type,
-            "source": {"component": self.controller},
-            "reportingComponent": self.controller,
-            "reportingInstance": self.instance,
+            "source": {"component": ev.controller},
+            "reportingComponent": ev.controller,
+            "reportingInstance": self._instance(ev.controller),
             "firstTimestamp": now,
             "lastTimestamp": now,
             "count": 1,
@@ -353,6 +365,12 @@ class EventRecorder:
         if ev.action:  # client-go's aggregate Event carries no action
             body["action"] = ev.action
         return body
+
+    def _instance(self, controller: str) -> str:
+        found = self._instances.get(controller)
+        if found is None:
+            found = self._instances[controller] = f"{controller}-{socket.gethostname()}"[:128]
+        return found
 
     def _set_count(self, body: dict[str, Any], count: int, at: datetime) -> None:
         if self.api == EVENTS_V1:

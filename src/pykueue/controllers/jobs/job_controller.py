@@ -38,6 +38,11 @@ if TYPE_CHECKING:
     from pykueue.controllers.context import ReconcileContext
     from pykueue.controllers.workload_controller import WorkloadController
 
+JOB_CONTROLLER = "batch/job-kueue-controller"
+"""The reporting controller of the batch/v1 Job integration's Events: upstream's job reconcilers
+record through ``mgr.GetEventRecorder("<framework>-<manager>-controller")``
+(``jobframework.setupControllerAndWebhook``; framework ``batch/job``, manager ``kueue``)."""
+
 
 class PriorityUnresolved(APIError):
     """``ExtractPriority``'s error: the WorkloadPriorityClass or PriorityClass the Job names is not
@@ -63,7 +68,7 @@ class JobController:
     def _event(self, job: dict[str, Any], type_: str, reason: str, note: str) -> None:
         meta = job["metadata"]
         self.ctx.record_event(
-            Event(meta["namespace"], meta["name"], type_, reason, note, kind="Job"),
+            Event(meta["namespace"], meta["name"], type_, reason, note, kind="Job", controller=JOB_CONTROLLER),
             {
                 "apiVersion": "batch/v1",
                 "kind": "Job",
@@ -75,7 +80,7 @@ class JobController:
 
     def _wl_event(self, wl: Workload, type_: str, reason: str, note: str) -> None:
         self.ctx.record_event(
-            Event.for_workload(wl.metadata.namespace, wl.metadata.name, type_, reason, note)
+            Event.for_workload(wl.metadata.namespace, wl.metadata.name, type_, reason, note, JOB_CONTROLLER)
         )
 
     def _owned(self, key: ObjectKey) -> list[Workload]:

@@ -31,7 +31,7 @@ from pykueue.api.meta import (
     remove_condition,
     to_time,
 )
-from pykueue.core.events import NORMAL, WARNING, Event
+from pykueue.core.events import NORMAL, WARNING, WORKLOAD_CONTROLLER, Event
 from pykueue.core.options import SchedulerOptions
 from pykueue.core.workload import transitions
 from pykueue.core.workload.admissibility import admissibility_error
@@ -69,7 +69,8 @@ NOTHING = Outcome()
 
 
 def _event(wl: Workload, type_: str, reason: str, note: str) -> Event:
-    return Event.for_workload(wl.metadata.namespace, wl.metadata.name, type_, reason, note)
+    # The workload controller's (upstream's Reconcile records through its own recorder).
+    return Event.for_workload(wl.metadata.namespace, wl.metadata.name, type_, reason, note, WORKLOAD_CONTROLLER)
 
 
 # --- queue state (upstream: the LocalQueue/ClusterQueue branches of Reconcile) ----------------------
