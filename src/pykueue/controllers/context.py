@@ -669,7 +669,9 @@ class ReconcileContext:
     def record_event(self, event: Event, involved: dict[str, Any] | None = None) -> None:
         """Record a core Event (off this thread: the recorder sends in batches)."""
         ref = involved or self._involved(event)
-        self.recorder.record(ref, event.type, event.reason, event.note, action=event.reason, controller=event.controller)
+        self.recorder.record(
+            ref, event.type, event.reason, event.note, action=event.reason, controller=event.controller
+        )
 
     def _involved(self, event: Event) -> dict[str, Any]:
         kind = event.kind

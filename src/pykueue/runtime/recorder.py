@@ -3,7 +3,8 @@
 Every component records through an :class:`EventRecorder`; the caller chooses the API:
 
 * :data:`EVENTS_V1` (``events.k8s.io/v1``, client-go ``tools/events``): Kueue's recorders (the
-  controller manager's, as upstream's ``mgr.GetEventRecorder``) and the admission-check SDK. An event names its object in ``regarding``. An *isomorphic* event (same
+  controller manager's, as upstream's ``mgr.GetEventRecorder``) and the admission-check SDK. An
+  event names its object in ``regarding``. An *isomorphic* event (same
   ``action``, ``reason``, ``reportingController``, ``regarding``; ``getKey`` in
   ``tools/events/event_broadcaster.go``) is not created again: the first one grows an
   ``EventSeries`` (``count`` 2, then more) that is patched onto the Event already written.
