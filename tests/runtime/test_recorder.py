@@ -112,6 +112,20 @@ def test_events_v1_another_reporting_controller_is_another_key_and_instance() ->
     ]  # fmt: skip
 
 
+def test_events_v1_a_normal_and_a_warning_of_one_reason_are_two_events() -> None:
+    """``getKey`` includes the event type."""
+    client, clock = embedded_client(), FakeClock()
+    rec = EventRecorder(client, "kueue-admission", clock)
+    wl = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+          "metadata": {"name": "wl", "namespace": NS, "uid": "w1", "resourceVersion": "7"}}
+    rec.event(wl, NORMAL, "Probe", "normal")
+    rec.event(wl, WARNING, "Probe", "warning")
+    assert rec.flush()
+    assert sorted((e["type"], e["note"]) for e in _events(client, EVENTS_V1)) == [
+        ("Normal", "normal"), ("Warning", "warning")
+    ]
+
+
 class _SlowClient:
     """The API server's client, with creates held until released (a slow API server)."""
 

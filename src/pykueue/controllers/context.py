@@ -689,6 +689,8 @@ class ReconcileContext:
             ref["apiVersion"] = "batch/v1"
             if job is not None:
                 ref["uid"] = job["metadata"].get("uid", "")
+                if job["metadata"].get("resourceVersion"):
+                    ref["resourceVersion"] = job["metadata"]["resourceVersion"]
         elif kind == "ClusterQueue":
             cq = self.cluster.cluster_queues.get(event.name)
             ref["apiVersion"] = f"{R.KUEUE}/{R.KUEUE_VERSION}"

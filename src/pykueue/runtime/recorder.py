@@ -4,7 +4,7 @@ Every component records through an :class:`EventRecorder`; the caller chooses th
 
 * :data:`EVENTS_V1` (``events.k8s.io/v1``, client-go ``tools/events``): Kueue's recorders (the
   controller manager's, as upstream's ``mgr.GetEventRecorder``) and the admission-check SDK. An
-  event names its object in ``regarding``. An *isomorphic* event (same
+  event names its object in ``regarding``. An *isomorphic* event (same ``type``,
   ``action``, ``reason``, ``reportingController``, ``regarding``; ``getKey`` in
   ``tools/events/event_broadcaster.go``) is not created again: the first one grows an
   ``EventSeries`` (``count`` 2, then more) that is patched onto the Event already written.
@@ -290,8 +290,10 @@ class EventRecorder:
         if self.api == CORE_V1:
             ev, key = self._aggregate(ev)
         else:
-            # getKey: the whole ``regarding`` reference (resourceVersion included), not the note.
-            key = (ev.action, ev.reason, ev.controller, tuple(sorted(ev.ref.items())))
+            # getKey: the type, action, reason, reporting controller (and its instance, one per
+            # controller here) and the whole ``regarding`` reference (resourceVersion included),
+            # not the note; no event here has a ``related`` object.
+            key = (ev.type, ev.action, ev.reason, ev.controller, tuple(sorted(ev.ref.items())))
         pending = creates.get(key)
         if pending is not None:  # a repeat of an event created in this batch
             body, written = pending

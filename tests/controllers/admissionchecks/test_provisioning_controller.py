@@ -324,6 +324,9 @@ def test_request_created_with_pod_templates(env: Env) -> None:
     time.sleep(0.3)
     assert env.request("wl-prov-1")["metadata"]["uid"] == pr["metadata"]["uid"]
     env.wait_event("ProvisioningRequestCreated", 'Created ProvisioningRequest: "wl-prov-1"')
+    # Reported as upstream's recorder for the check, mgr.GetEventRecorder("kueue-provisioning-request-controller").
+    (created,) = [e for e in env.client.list(r.EVENTS, NS)[0] if e.get("reason") == "ProvisioningRequestCreated"]
+    assert created["reportingComponent"] == "kueue-provisioning-request-controller"
     # Nothing decided yet: the check stays Pending with an empty message.
     assert env.state("wl")["state"] == "Pending"
 

@@ -284,3 +284,18 @@ def test_a_job_naming_a_missing_class_is_retried_and_gets_its_workload_once_the_
         world.run(lambda: world.mgr._reconcile(key))
         (wl,) = world.workloads()
         assert (wl["spec"]["priority"], wl["spec"]["priorityClassRef"]) == (300, _wpc_ref("later"))
+
+
+def test_events_about_two_versions_of_a_job_are_two_events() -> None:
+    """client-go's ``ref.GetReference`` names the Job's resourceVersion, which ``getKey`` compares:
+    a Job started, stopped and started again has two Started Events, not one with a series (upstream
+    records Started and Stopped about the Job its update returned)."""
+    with JobReconcile({"TopologyAwareScheduling": False}) as world:
+        job = world.add_job(base_job())
+        jc = world.mgr.job_controller
+        world.run(lambda: jc._event(job, "Normal", "Started", "first start"))
+        later = {**job, "metadata": {**job["metadata"], "resourceVersion": str(int(job["metadata"]["resourceVersion"]) + 5)}}
+        world.run(lambda: jc._event(later, "Normal", "Started", "second start"))
+        world.run(lambda: jc._event(later, "Normal", "Started", "same version again"))
+        assert [e[3] for e in world.events() if e[2] == "Started"] == ["first start", "second start"]
+        assert sorted(n for r, n in _event_counts(world) if r == "Started") == [1, 2]

@@ -34,6 +34,7 @@ import copy
 import hashlib
 import logging
 import re
+import socket
 import sys
 import threading
 from collections.abc import Mapping
@@ -62,6 +63,9 @@ from pykueue.runtime.recorder import NORMAL, WARNING, EventRecorder
 log = logging.getLogger(__name__)
 
 CONTROLLER_NAME = "kueue.x-k8s.io/provisioning-request"
+EVENT_REPORTER = "kueue-provisioning-request-controller"
+"""The reporting controller of the check's Events (upstream cmd/kueue/main.go:
+``mgr.GetEventRecorder("kueue-provisioning-request-controller")``), from ``<it>-<hostname>``."""
 CONFIG_KIND = "ProvisioningRequestConfig"
 CONFIG_GROUP = r.KUEUE
 
@@ -477,7 +481,9 @@ class ProvisioningRequestController(RuntimeComponent):
         self.client = client
         self.clock = clock
         self.gates = gates if gates is not None else FeatureGates()
-        self.recorder = EventRecorder(client, CONTROLLER_NAME, clock)
+        self.recorder = EventRecorder(
+            client, EVENT_REPORTER, clock, instance=f"{EVENT_REPORTER}-{socket.gethostname()}"[:128]
+        )
         self.runtime = ControllerRuntime(
             client, name="provisioning", clock=clock, poll_interval=poll_interval, shared=informers
         )

@@ -66,21 +66,20 @@ class JobController:
     # --- helpers ----------------------------------------------------------------------------------
 
     def _event(self, job: dict[str, Any], type_: str, reason: str, note: str) -> None:
+        """An Event about ``job`` as this version of it (the reference names its resourceVersion,
+        as client-go's ``ref.GetReference`` does: events about two versions are not isomorphic)."""
         meta = job["metadata"]
+        ref = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "namespace": meta["namespace"],
+            "name": meta["name"],
+            "uid": meta.get("uid", ""),
+        }
+        if meta.get("resourceVersion"):
+            ref["resourceVersion"] = meta["resourceVersion"]
         self.ctx.record_event(
-            Event(meta["namespace"], meta["name"], type_, reason, note, kind="Job", controller=JOB_CONTROLLER),
-            {
-                "apiVersion": "batch/v1",
-                "kind": "Job",
-                "namespace": meta["namespace"],
-                "name": meta["name"],
-                "uid": meta.get("uid", ""),
-            },
-        )
-
-    def _wl_event(self, wl: Workload, type_: str, reason: str, note: str) -> None:
-        self.ctx.record_event(
-            Event.for_workload(wl.metadata.namespace, wl.metadata.name, type_, reason, note, JOB_CONTROLLER)
+            Event(meta["namespace"], meta["name"], type_, reason, note, kind="Job", controller=JOB_CONTROLLER), ref
         )
 
     def _owned(self, key: ObjectKey) -> list[Workload]:
@@ -455,8 +454,8 @@ class JobController:
         except bj.StartJobError as err:
             self._finish(job, wl, "FailedToStart", str(err), event=False)
             return
-        self._write_job(started)
-        self._event(job, NORMAL, "Started", bj.started_message(wl))
+        # Upstream records Started about the Job its update returned (reconciler.go startJob).
+        self._event(self._write_job(started), NORMAL, "Started", bj.started_message(wl))
 
     # --- stopping -----------------------------------------------------------------------------------------
 
@@ -475,9 +474,10 @@ class JobController:
         if final.get("spec") != current.get("spec") or any(
             final["metadata"].get(k) != current["metadata"].get(k) for k in ("labels", "annotations")
         ):
-            self._write_job(final)
+            current = self._write_job(final)
         if result.stopped_now:
-            self._event(job, NORMAL, "Stopped", note)
+            # About the Job as stopped (upstream records after stopJob's update).
+            self._event(current, NORMAL, "Stopped", note)
 
 
 def _priority_class(obj: dict[str, Any]) -> PriorityClass:

@@ -605,7 +605,10 @@ function workloadTable() {
 
 // -- workload page --
 
-function evTime(e) { return e.lastTimestamp || e.eventTime || e.firstTimestamp || (e.metadata && e.metadata.creationTimestamp) || ""; }
+// An events.k8s.io/v1 Event (Kueue's) keeps its repeats in series, a core/v1 one in count and
+// lastTimestamp: both as kubectl describe reads them.
+function evTime(e) { return (e.series && e.series.lastObservedTime) || e.lastTimestamp || e.eventTime || e.firstTimestamp || (e.metadata && e.metadata.creationTimestamp) || ""; }
+function evCount(e) { return (e.series && e.series.count) || e.count || 1; }
 
 const UID_RE = /UID: ([0-9a-fA-F-]{8,})/;
 
@@ -719,7 +722,7 @@ function eventTable(evs) {
     h("tbody", {}, evs.map((e) => h("tr", {},
       h("td", {}, h("span", { class: "state " + (e.type === "Warning" ? "warn" : "muted-state") }, e.type || "")),
       h("td", {}, e.reason || ""), h("td", { class: "small" }, ((e.involvedObject || {}).kind || "") + "/" + ((e.involvedObject || {}).name || "")),
-      h("td", { class: "msg" }, e.message || "", e.count > 1 ? h("span", { class: "muted small" }, " ×" + e.count) : null),
+      h("td", { class: "msg" }, e.message || "", evCount(e) > 1 ? h("span", { class: "muted small" }, " ×" + evCount(e)) : null),
       h("td", { class: "num" }, age(evTime(e)))))));
 }
 
