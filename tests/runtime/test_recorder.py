@@ -8,10 +8,12 @@ from typing import Any
 
 from pykueue.checks.testing import FakeClock, embedded_client
 from pykueue.client.interface import Client, Resource
-from pykueue.runtime.recorder import CORE_V1, EVENTS_V1, NORMAL, WARNING, EventRecorder
+from pykueue.runtime.recorder import CORE_V1, EVENTS_V1, NORMAL, WARNING, EventRecorder, object_reference
 
 NS = "default"
 JOB = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": NS, "uid": "u1"}}
+WORKLOAD = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": "wl", "namespace": NS, "uid": "w1", "resourceVersion": "7"}}  # fmt: skip
 
 
 def _events(client: Client, api: Resource) -> list[dict[str, Any]]:
@@ -69,8 +71,7 @@ def test_events_v1_isomorphic_events_become_a_series() -> None:
     """tools/events: the same action, reason, controller and regarding grow an EventSeries."""
     client, clock = embedded_client(), FakeClock()
     rec = EventRecorder(client, "example.com/check", clock)
-    wl = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-          "metadata": {"name": "wl", "namespace": NS, "uid": "w1", "resourceVersion": "7"}}
+    wl = WORKLOAD
     rec.event(wl, NORMAL, "AdmissionCheckUpdated", "first")
     assert rec.flush()
     clock.advance(1)
@@ -96,12 +97,10 @@ def test_events_v1_another_reporting_controller_is_another_key_and_instance() ->
 
     client, clock = embedded_client(), FakeClock()
     rec = EventRecorder(client, "kueue-admission", clock, instance="kueue-admission-host")
-    wl = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-          "metadata": {"name": "wl", "namespace": NS, "uid": "w1", "resourceVersion": "7"}}
+    wl = WORKLOAD
     rec.event(wl, NORMAL, "Admitted", "by the scheduler")
     assert rec.flush()
-    rec.record({"kind": "Workload", "name": "wl", "namespace": NS, "uid": "w1", "resourceVersion": "7",
-                "apiVersion": "kueue.x-k8s.io/v1beta2"}, NORMAL, "Admitted", "by the workload controller",
+    rec.record(object_reference(wl), NORMAL, "Admitted", "by the workload controller",
                controller="kueue-workload-controller")  # fmt: skip
     assert rec.flush()
     got = sorted((e["reportingController"], e["reportingInstance"], e["note"]) for e in _events(client, EVENTS_V1))
@@ -116,8 +115,7 @@ def test_events_v1_a_normal_and_a_warning_of_one_reason_are_two_events() -> None
     """``getKey`` includes the event type."""
     client, clock = embedded_client(), FakeClock()
     rec = EventRecorder(client, "kueue-admission", clock)
-    wl = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-          "metadata": {"name": "wl", "namespace": NS, "uid": "w1", "resourceVersion": "7"}}
+    wl = WORKLOAD
     rec.event(wl, NORMAL, "Probe", "normal")
     rec.event(wl, WARNING, "Probe", "warning")
     assert rec.flush()
