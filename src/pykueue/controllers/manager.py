@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import queue
-import socket
 import threading
 import time
 from collections import defaultdict
@@ -55,7 +54,7 @@ from pykueue.metrics import for_manager as metrics_for_manager
 from pykueue.runtime.clock import Clock, system_clock
 from pykueue.runtime.controller import WorkQueue
 from pykueue.runtime.informer import SYNCED, Change, Informer, OwnWrites
-from pykueue.runtime.recorder import EVENTS_V1, EventRecorder
+from pykueue.runtime.recorder import EVENTS_V1, EventRecorder, reporting_instance
 from pykueue.runtime.writes import WritePipeline
 
 log = logging.getLogger(__name__)
@@ -84,7 +83,7 @@ _FINISH_BATCH = 2
 _KIND_ORDER = (JOB, WORKLOAD, PRIORITY_CLASS, FLAVOR, CHECK, CLUSTER_QUEUE, LOCAL_QUEUE, COHORT)
 EVENT_COMPONENT = "kueue-admission"
 """``reportingController`` of the manager's Events (upstream ``constants.AdmissionName``)."""
-EVENT_INSTANCE = f"{EVENT_COMPONENT}-{socket.gethostname()}"[:128]
+EVENT_INSTANCE = reporting_instance(EVENT_COMPONENT)
 """``reportingInstance``: client-go ``tools/events`` ``NewRecorder`` names it ``<controller>-<hostname>``."""
 # A reconcile that raised is retried after 1 s, doubling up to 30 s (per key).
 _RETRY_BASE_SECONDS = 1.0

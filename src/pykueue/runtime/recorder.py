@@ -45,7 +45,7 @@ from pykueue.runtime.clock import Clock, system_clock
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CORE_V1", "EVENTS_V1", "NORMAL", "WARNING", "EventRecorder", "object_reference"]
+__all__ = ["CORE_V1", "EVENTS_V1", "NORMAL", "WARNING", "EventRecorder", "object_reference", "reporting_instance"]
 
 EVENTS_V1 = Resource("events.k8s.io", "v1", "events", "Event", True)
 CORE_V1 = Resource("", "v1", "events", "Event", True)
@@ -63,6 +63,12 @@ _DROP_LOG_INTERVAL = 10.0
 """Seconds between two "event queue full" warnings. client-go logs every dropped event; one line
 per event cost the scheduler's thread 18 % of its time while a saturated API dropped thousands
 (bench/RESULTS.md, issue 14/16, branch lsthru), so the drops between two lines are counted."""
+
+
+def reporting_instance(controller: str) -> str:
+    """``<controller>-<hostname>``, as client-go ``tools/events`` ``NewRecorder`` names an instance
+    (cut to the API's 128 characters)."""
+    return f"{controller}-{socket.gethostname()}"[:128]
 
 
 def object_reference(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -372,7 +378,7 @@ class EventRecorder:
     def _instance(self, controller: str) -> str:
         found = self._instances.get(controller)
         if found is None:
-            found = self._instances[controller] = f"{controller}-{socket.gethostname()}"[:128]
+            found = self._instances[controller] = reporting_instance(controller)
         return found
 
     def _set_count(self, body: dict[str, Any], count: int, at: datetime) -> None:

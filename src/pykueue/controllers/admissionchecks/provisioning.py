@@ -34,7 +34,6 @@ import copy
 import hashlib
 import logging
 import re
-import socket
 import sys
 import threading
 from collections.abc import Mapping
@@ -58,7 +57,7 @@ from pykueue.runtime.informer import (
     object_key,
     strip_managed_fields,
 )
-from pykueue.runtime.recorder import NORMAL, WARNING, EventRecorder
+from pykueue.runtime.recorder import NORMAL, WARNING, EventRecorder, reporting_instance
 
 log = logging.getLogger(__name__)
 
@@ -482,7 +481,7 @@ class ProvisioningRequestController(RuntimeComponent):
         self.clock = clock
         self.gates = gates if gates is not None else FeatureGates()
         self.recorder = EventRecorder(
-            client, EVENT_REPORTER, clock, instance=f"{EVENT_REPORTER}-{socket.gethostname()}"[:128]
+            client, EVENT_REPORTER, clock, instance=reporting_instance(EVENT_REPORTER)
         )
         self.runtime = ControllerRuntime(
             client, name="provisioning", clock=clock, poll_interval=poll_interval, shared=informers
