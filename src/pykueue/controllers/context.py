@@ -64,11 +64,12 @@ HOLD_BACK_FOR_VICTIMS_SECONDS = 0.25
 victims) are in flight (see :meth:`ReconcileContext.writes_before_cycle_in_flight`)."""
 
 QUEUE_STATUS_RETRY_SECONDS = 1.0
+"""A queue status write that found no free write slot is retried after ``UpdatesBatchPeriod``."""
+
 LOOSE_WRITE_RETRIES = 3
 """How many times a scheduler's status write is sent again after a Conflict that left the status
 alone (see :meth:`ReconcileContext._status_sender`); upstream's ``WithRetryOnConflict`` retries
 with client-go's ``retry.DefaultRetry`` (5 steps)."""
-"""A queue status write that found no free write slot is retried after ``UpdatesBatchPeriod``."""
 
 
 @dataclass
