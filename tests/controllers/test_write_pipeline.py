@@ -478,13 +478,18 @@ def test_a_cycles_pending_status_writes_are_in_flight_together(make_env: Callabl
     # inadmissible and writes each one's QuotaReserved=False (upstream requeueAndUpdate). Those
     # writes used to go one after another on the manager thread (4 x 0.3 s, one in flight); now
     # the cycle's are sent together when it ends, and written through before the manager goes on.
-    env = make_env(delay=0.3, cpu=1)
+    env = make_env(delay=0.0, cpu=1)
     names = ["p0", "p1", "p2", "p3"]
     for name in names[1:]:
         _extra_queue(env, name, 1)
     for name in names:
         env.api.create(R.WORKLOADS, workload(name, cpu="2", queue=name if name != "p0" else "lq"))
+    # The writes wait at a barrier until all four are held at once, however late a loaded machine
+    # starts the pipeline's threads (not a sleep each: timed overlaps are what a busy CI stretches).
+    env.client.pending_open.clear()
     env.start()
+    wait(lambda: env.client.pending_held == set(names))
+    env.client.pending_open.set()
 
     def all_pending() -> bool:
         return all(
