@@ -15,10 +15,18 @@ Every component records through an :class:`EventRecorder`; the caller chooses th
   reason within 10 minutes, the messages are combined into one
   ``"(combined from similar events): <message>"`` Event (``EventAggregator``).
 
-Recording never blocks or fails the caller: :meth:`EventRecorder.event` only queues (a bounded
-queue of 1000, dropping when full, as ``watch.Broadcaster``'s ``DropIfChannelFull``), and one
+Recording never blocks or fails the caller: :meth:`EventRecorder.event` only queues, and one
 sender thread writes the queue in batches (a batch's writes at once, as coroutines on the HTTP client's event-loop thread when the client has one). A failed write is logged and dropped, as client-go
-does. Repeats that arrive within one batch are written once, with their final count: that is
+does. What a full queue does follows each API's client-go recorder:
+
+* events.k8s.io/v1: nothing is dropped. ``tools/events`` ``recorder.generateEvent`` hands each event
+  to the broadcaster from a goroutine of its own, which waits while the broadcaster's queue is
+  full, and ``recordToSink`` starts a goroutine per event that waits for the client's rate
+  limiter; under overload the events arrive late, not never. The queue here is unbounded.
+* core/v1: ``tools/record`` ``generateEvent`` calls ``ActionOrDrop`` and drops the event when the
+  broadcaster's queue of 1000 (``maxQueuedEvents``) is full; so does this queue.
+
+Repeats that arrive within one batch are written once, with their final count: that is
 where this recorder differs from client-go, which patches an ``EventSeries`` only every 30 minutes
 (``refreshExistingEventSeries``) and a core/v1 count on every repeat.
 """
@@ -52,7 +60,7 @@ CORE_V1 = Resource("", "v1", "events", "Event", True)
 
 _NAME_LIMIT = 253
 _SUFFIX_LEN = 17  # "." + 16 hex digits of the nanosecond timestamp
-_QUEUE_LENGTH = 1000  # client-go's maxQueuedEvents
+_QUEUE_LENGTH = 1000  # client-go's maxQueuedEvents; core/v1 only (see the module docstring)
 _CACHE_SIZE = 4096  # client-go's maxLruCacheEntries
 _AGGREGATE_MAX_EVENTS = 10  # defaultAggregateMaxEvents
 _AGGREGATE_INTERVAL_SECONDS = 600  # defaultAggregateIntervalInSeconds
@@ -137,7 +145,9 @@ class EventRecorder:
         self.instance = instance or f"{controller}-{socket.gethostname()}-{os.getpid()}"[:128]
         self._instances: dict[str, str] = {controller: self.instance}
         self._seq = itertools.count()
-        self._queue: queue.Queue[_Pending | threading.Event] = queue.Queue(_QUEUE_LENGTH)
+        self._queue: queue.Queue[_Pending | threading.Event] = queue.Queue(
+            _QUEUE_LENGTH if api == CORE_V1 else 0
+        )
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._written: _LRU = _LRU()  # correlation key -> the Event written for it
