@@ -89,6 +89,52 @@ def test_events_v1_isomorphic_events_become_a_series() -> None:
     assert len(_events(client, EVENTS_V1)) == 2
 
 
+def test_events_v1_a_series_is_written_at_its_second_event_then_by_the_sweeps() -> None:
+    """tools/events ``recordToSink``: the second occurrence writes ``series.count`` 2, later ones
+    only count; ``refreshExistingEventSeries`` (every 30 min) writes the count, ``finishSeries``
+    (every 6 min) writes a series idle for 6 min one last time and forgets it, so the next
+    occurrence is a new Event."""
+    client, clock = embedded_client(), FakeClock()
+    rec = EventRecorder(client, "kueue-admission", clock)
+
+    def series() -> list[tuple[str, int | None]]:
+        return sorted((e["note"], (e.get("series") or {}).get("count")) for e in _events(client, EVENTS_V1))
+
+    for i in range(4):  # one batch: the create carries the second occurrence's count
+        rec.event(WORKLOAD, NORMAL, "Pending", f"try {i}")
+    assert rec.flush()
+    assert series() == [("try 0", 2)]
+    rec.event(WORKLOAD, NORMAL, "Other", "first")
+    assert rec.flush()
+    clock.advance(60)
+    rec.event(WORKLOAD, NORMAL, "Other", "second")  # the second occurrence: written
+    rec.event(WORKLOAD, NORMAL, "Pending", "try 4")  # the fifth: counted in memory only
+    assert rec.flush()
+    assert series() == [("first", 2), ("try 0", 2)]
+    clock.advance(6 * 60 - 30)  # the first finish sweep is due; both series were seen 5.5 min ago
+    rec.event(WORKLOAD, NORMAL, "Pending", "try 5")  # still in the cache: counted
+    assert rec.flush()
+    assert series() == [("first", 2), ("try 0", 2)]
+    clock.advance(6 * 60 + 1)  # the next finish: Other idle for over 6 min, Pending for 6 min 1 s
+    rec.event(WORKLOAD, NORMAL, "Other", "again")
+    assert rec.flush()
+    # Both finished with their final counts; the next Other is a new Event.
+    assert series() == [("again", None), ("first", 2), ("try 0", 6)]
+    rec.event(WORKLOAD, NORMAL, "Other", "and again")  # the new Event's second occurrence
+    for _ in range(3):
+        rec.event(WORKLOAD, NORMAL, "Other", "counted only")
+    assert rec.flush()
+    assert series() == [("again", 2), ("first", 2), ("try 0", 6)]
+    for _ in range(4):  # seen every 4 min: the finish sweeps keep it; the count stays in memory
+        clock.advance(4 * 60)
+        rec.event(WORKLOAD, NORMAL, "Other", "counted only")
+        assert rec.flush()
+        assert series() == [("again", 2), ("first", 2), ("try 0", 6)]
+    clock.advance(2 * 60)  # 30 min 31 s after the start: the refresh writes the count
+    assert rec.flush()  # the marker wakes the sender, which sweeps before its batch
+    assert series() == [("again", 9), ("first", 2), ("try 0", 6)]
+
+
 def test_events_v1_another_reporting_controller_is_another_key_and_instance() -> None:
     """Upstream's components each record through their own ``mgr.GetEventRecorder(name)``: an
     event recorded for another controller is reported by it, from ``<controller>-<hostname>``

@@ -26,9 +26,13 @@ does. What a full queue does follows each API's client-go recorder:
 * core/v1: ``tools/record`` ``generateEvent`` calls ``ActionOrDrop`` and drops the event when the
   broadcaster's queue of 1000 (``maxQueuedEvents``) is full; so does this queue.
 
-Repeats that arrive within one batch are written once, with their final count: that is
-where this recorder differs from client-go, which patches an ``EventSeries`` only every 30 minutes
-(``refreshExistingEventSeries``) and a core/v1 count on every repeat.
+An events.k8s.io/v1 series is written as ``tools/events`` writes it: the second occurrence
+writes ``series.count`` 2 (with the create, when both are in one batch), later ones only count in
+memory until ``refreshExistingEventSeries`` (every 30 minutes) writes the count; ``finishSeries``
+(every 6 minutes) writes the final count of a series last seen more than 6 minutes ago and forgets
+it, and forgets an Event without a series created more than 6 minutes ago, so that a later repeat
+is a new Event. Both sweeps run on the recorder's clock, from the sender thread. A core/v1 repeat
+that arrives within one batch is written once, with its final count (client-go writes each).
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pykueue.api.meta import EVENT_NOTE_LIMIT, NORMAL, WARNING, format_time, truncate_message
@@ -61,7 +65,10 @@ CORE_V1 = Resource("", "v1", "events", "Event", True)
 _NAME_LIMIT = 253
 _SUFFIX_LEN = 17  # "." + 16 hex digits of the nanosecond timestamp
 _QUEUE_LENGTH = 1000  # client-go's maxQueuedEvents; core/v1 only (see the module docstring)
-_CACHE_SIZE = 4096  # client-go's maxLruCacheEntries
+_CACHE_SIZE = 4096  # client-go's maxLruCacheEntries (core/v1; tools/events keeps a plain map)
+_SERIES_FINISH = timedelta(minutes=6)  # tools/events finishTime
+_SERIES_REFRESH = timedelta(minutes=30)  # tools/events refreshTime
+_SWEEP_POLL_SECONDS = 5.0  # how often an idle sender looks whether a sweep is due
 _AGGREGATE_MAX_EVENTS = 10  # defaultAggregateMaxEvents
 _AGGREGATE_INTERVAL_SECONDS = 600  # defaultAggregateIntervalInSeconds
 _COMBINED_PREFIX = "(combined from similar events): "
@@ -112,13 +119,19 @@ class _Written:
     namespace: str
     name: str
     count: int
+    at: datetime | None = None
+    """events.k8s.io/v1: the eventTime, then the series' lastObservedTime."""
 
 
 class _LRU(OrderedDict[Any, Any]):
+    def __init__(self, size: int | None = _CACHE_SIZE) -> None:
+        super().__init__()
+        self.size = size
+
     def remember(self, key: Any, value: Any) -> None:
         self[key] = value
         self.move_to_end(key)
-        while len(self) > _CACHE_SIZE:
+        while self.size is not None and len(self) > self.size:
             self.popitem(last=False)
 
 
@@ -150,7 +163,10 @@ class EventRecorder:
         )
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._written: _LRU = _LRU()  # correlation key -> the Event written for it
+        # correlation key -> the Event written for it; events.k8s.io/v1 forgets by time (the sweeps)
+        self._written: _LRU = _LRU(_CACHE_SIZE if api == CORE_V1 else None)
+        self._next_finish: datetime | None = None  # events.k8s.io/v1 sweeps, on ``clock``
+        self._next_refresh: datetime | None = None
         self._aggregates: _LRU = _LRU()  # aggregate key -> (distinct messages, last time)
         self._drop_lock = threading.Lock()
         self._dropped = 0  # events dropped since the last warning
@@ -226,7 +242,10 @@ class EventRecorder:
 
     def _send_forever(self) -> None:
         while True:
-            batch = [self._queue.get()]
+            try:
+                batch = [self._queue.get(timeout=_SWEEP_POLL_SECONDS)]
+            except queue.Empty:
+                batch = []
             while True:
                 try:
                     batch.append(self._queue.get_nowait())
@@ -239,6 +258,8 @@ class EventRecorder:
         creates: dict[Any, tuple[dict[str, Any], _Written]] = {}
         patches: dict[Any, tuple[_Written, dict[str, Any]]] = {}
         markers: list[threading.Event] = []
+        if self.api == EVENTS_V1:
+            self._sweep_series(patches)
         for item in batch:
             if isinstance(item, threading.Event):
                 markers.append(item)
@@ -303,13 +324,10 @@ class EventRecorder:
         creates: dict[Any, tuple[dict[str, Any], _Written]],
         patches: dict[Any, tuple[_Written, dict[str, Any]]],
     ) -> None:
-        if self.api == CORE_V1:
-            ev, key = self._aggregate(ev)
-        else:
-            # getKey: the type, action, reason, reporting controller (and its instance, one per
-            # controller here) and the whole ``regarding`` reference (resourceVersion included),
-            # not the note; no event here has a ``related`` object.
-            key = (ev.type, ev.action, ev.reason, ev.controller, tuple(sorted(ev.ref.items())))
+        if self.api == EVENTS_V1:
+            self._correlate_series(ev, creates, patches)
+            return
+        ev, key = self._aggregate(ev)
         pending = creates.get(key)
         if pending is not None:  # a repeat of an event created in this batch
             body, written = pending
@@ -323,6 +341,60 @@ class EventRecorder:
             return
         seen.count += 1
         patches[key] = (seen, self._count_patch(seen.count, ev))
+
+    def _correlate_series(
+        self,
+        ev: _Pending,
+        creates: dict[Any, tuple[dict[str, Any], _Written]],
+        patches: dict[Any, tuple[_Written, dict[str, Any]]],
+    ) -> None:
+        """``recordToSink``: a new Event is created; the first repeat writes ``series.count`` 2; later
+        repeats only count, written by the sweeps (:meth:`_sweep_series`)."""
+        # getKey: the type, action, reason, reporting controller (and its instance, one per
+        # controller here) and the whole ``regarding`` reference (resourceVersion included), not
+        # the note; no event here has a ``related`` object.
+        key = (ev.type, ev.action, ev.reason, ev.controller, tuple(sorted(ev.ref.items())))
+        pending = creates.get(key)
+        if pending is not None:  # a repeat of an event created in this batch
+            body, written = pending
+            written.count += 1
+            written.at = ev.at
+            if written.count == 2:
+                self._set_count(body, 2, ev.at)
+            return
+        seen: _Written | None = self._written.get(key)
+        if seen is None:
+            body = self._body(ev)
+            creates[key] = (body, _Written(body["metadata"]["namespace"], body["metadata"]["name"], 1, ev.at))
+            return
+        seen.count += 1
+        seen.at = ev.at
+        if seen.count == 2:
+            patches[key] = (seen, self._count_patch(2, ev))
+
+    def _sweep_series(self, patches: dict[Any, tuple[_Written, dict[str, Any]]]) -> None:
+        """tools/events' two tickers, when due on the recorder's clock: ``refreshExistingEventSeries``
+        writes every series' count; ``finishSeries`` writes the final count of each series last
+        seen more than :data:`_SERIES_FINISH` ago and forgets it, and forgets each Event without a
+        series created more than that ago."""
+        now = self.clock()
+        if self._next_finish is None or self._next_refresh is None:
+            self._next_finish, self._next_refresh = now + _SERIES_FINISH, now + _SERIES_REFRESH
+            return
+        refresh = now >= self._next_refresh
+        finish = now >= self._next_finish
+        if refresh:
+            self._next_refresh = now + _SERIES_REFRESH
+        if finish:
+            self._next_finish = now + _SERIES_FINISH
+        if not (refresh or finish):
+            return
+        for key, written in list(self._written.items()):
+            old = written.at is not None and written.at < now - _SERIES_FINISH
+            if written.count >= 2 and (refresh or (finish and old)):
+                patches[key] = (written, self._series_patch(written))
+            if finish and old:
+                del self._written[key]
 
     def _aggregate(self, ev: _Pending) -> tuple[_Pending, Any]:
         """``EventAggregator.EventAggregate``: the event to write and its ``EventLogger`` key.
@@ -397,6 +469,10 @@ class EventRecorder:
         else:
             body["count"] = count
             body["lastTimestamp"] = format_time(at)
+
+    def _series_patch(self, written: _Written) -> dict[str, Any]:
+        assert written.at is not None
+        return {"series": {"count": written.count, "lastObservedTime": written.at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}}
 
     def _count_patch(self, count: int, ev: _Pending) -> dict[str, Any]:
         if self.api == EVENTS_V1:
