@@ -193,6 +193,10 @@ def test_job_completes_with_kubernetes_status(env: Env) -> None:
     assert st["startTime"] and st["completionTime"] and st["completionTime"] >= st["startTime"]
     assert conditions(st) == {"SuccessCriteriaMet": COMPLETE, "Complete": COMPLETE}  # never suspended
     env.wait_events("ok", ["Completed"])
+    # The Event names the Job as client-go's ``ref.GetReference`` does, its resourceVersion included.
+    [ev] = env.events("ok")
+    assert set(ev["involvedObject"]) == {"apiVersion", "kind", "name", "namespace", "uid", "resourceVersion"}
+    assert (ev["involvedObject"]["apiVersion"], ev["involvedObject"]["kind"]) == ("batch/v1", "Job")
     assert len(env.pods("ok")) == 1
 
 

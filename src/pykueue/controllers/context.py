@@ -48,7 +48,7 @@ from pykueue.metrics.recorder import ControllerMetrics
 from pykueue.runtime.clock import Clock
 from pykueue.runtime.controller import WorkQueue
 from pykueue.runtime.informer import ObjectKey
-from pykueue.runtime.recorder import EventRecorder
+from pykueue.runtime.recorder import EventRecorder, object_reference
 from pykueue.runtime.writes import WritePipeline
 
 if TYPE_CHECKING:
@@ -687,11 +687,9 @@ class ReconcileContext:
                 ref["resourceVersion"] = wl.metadata.resource_version
         elif kind == "Job":
             job = self.cluster.raw["jobs"].get((event.namespace, event.name))
-            ref["apiVersion"] = "batch/v1"
             if job is not None:
-                ref["uid"] = job["metadata"].get("uid", "")
-                if job["metadata"].get("resourceVersion"):
-                    ref["resourceVersion"] = job["metadata"]["resourceVersion"]
+                return object_reference(job, "batch/v1", "Job")
+            ref["apiVersion"] = "batch/v1"
         elif kind == "ClusterQueue":
             cq = self.cluster.cluster_queues.get(event.name)
             ref["apiVersion"] = f"{R.KUEUE}/{R.KUEUE_VERSION}"

@@ -109,7 +109,7 @@ from pykueue.controllers.podsandbox import (
 from pykueue.runtime.clock import Clock, system_clock
 from pykueue.runtime.controller import WorkQueue
 from pykueue.runtime.informer import DELETED, SYNCED, Change, Informer, ObjectKey, object_key
-from pykueue.runtime.recorder import CORE_V1, EventRecorder
+from pykueue.runtime.recorder import CORE_V1, EventRecorder, object_reference
 
 log = logging.getLogger(__name__)
 
@@ -1286,16 +1286,9 @@ class JobRunner:
     # -- events -----------------------------------------------------------------------------------
 
     def _event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
-        """Record a core/v1 Event about a Job (off this thread, best effort, as client-go's recorder)."""
-        meta = obj.get("metadata") or {}
-        ref = {
-            "apiVersion": JOBS.api_version,
-            "kind": JOBS.kind,
-            "name": meta.get("name"),
-            "namespace": meta.get("namespace"),
-            "uid": meta.get("uid"),
-        }
-        self.recorder.record(ref, type_, reason, message)
+        """Record a core/v1 Event about a Job (off this thread, best effort, as client-go's recorder;
+        the reference names the Job's resourceVersion, as ``ref.GetReference`` does)."""
+        self.recorder.record(object_reference(obj, JOBS.api_version, JOBS.kind), type_, reason, message)
 
 
 # -- status helpers -----------------------------------------------------------------------------------

@@ -86,13 +86,17 @@ def reporting_instance(controller: str) -> str:
     return f"{controller}-{socket.gethostname()}"[:128]
 
 
-def object_reference(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """The ObjectReference of a JSON object (``apiVersion``, ``kind``, name, namespace, uid, rv)."""
+def object_reference(
+    obj: Mapping[str, Any], api_version: str | None = None, kind: str | None = None
+) -> dict[str, Any]:
+    """The ObjectReference of a JSON object (``apiVersion``, ``kind``, name, namespace, uid,
+    resourceVersion), as client-go's ``ref.GetReference`` makes it; ``api_version`` and ``kind``
+    for an object that does not carry them (a list's item)."""
     meta = obj.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
     ref: dict[str, Any] = {
-        "apiVersion": obj.get("apiVersion", ""),
-        "kind": obj.get("kind", ""),
+        "apiVersion": api_version or obj.get("apiVersion", ""),
+        "kind": kind or obj.get("kind", ""),
         "name": str(meta.get("name") or ""),
     }
     if meta.get("namespace"):

@@ -33,6 +33,7 @@ from pykueue.core.workload.info import (
     workload_key,
 )
 from pykueue.runtime.informer import ObjectKey
+from pykueue.runtime.recorder import object_reference
 
 if TYPE_CHECKING:
     from pykueue.controllers.context import ReconcileContext
@@ -69,17 +70,9 @@ class JobController:
         """An Event about ``job`` as this version of it (the reference names its resourceVersion,
         as client-go's ``ref.GetReference`` does: events about two versions are not isomorphic)."""
         meta = job["metadata"]
-        ref = {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "namespace": meta["namespace"],
-            "name": meta["name"],
-            "uid": meta.get("uid", ""),
-        }
-        if meta.get("resourceVersion"):
-            ref["resourceVersion"] = meta["resourceVersion"]
         self.ctx.record_event(
-            Event(meta["namespace"], meta["name"], type_, reason, note, kind="Job", controller=JOB_CONTROLLER), ref
+            Event(meta["namespace"], meta["name"], type_, reason, note, kind="Job", controller=JOB_CONTROLLER),
+            object_reference(job, "batch/v1", "Job"),
         )
 
     def _owned(self, key: ObjectKey) -> list[Workload]:
