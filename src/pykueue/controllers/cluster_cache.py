@@ -62,7 +62,7 @@ from pykueue.runtime.informer import (
     object_key,
     resource_version,
 )
-from pykueue.runtime.recorder import EventRecorder
+from pykueue.runtime.recorder import EventRecorder, object_reference
 
 log = logging.getLogger(__name__)
 
@@ -229,16 +229,8 @@ class ClusterCache:
 
     def _report_unmodelled(self, res: Resource, obj: dict[str, Any]) -> None:
         """A Warning Event on an object that asks for a Kueue feature pykueue does not implement."""
-        meta = obj.get("metadata") or {}
         for found in unmodelled_features(res.group, res.kind, obj):
-            involved = {
-                "apiVersion": res.api_version,
-                "kind": res.kind,
-                "name": meta.get("name", ""),
-                "namespace": meta.get("namespace", ""),
-                "uid": meta.get("uid", ""),
-                "resourceVersion": meta.get("resourceVersion", ""),
-            }
+            involved = object_reference(obj, res.api_version, res.kind)
             self.recorder.record(involved, WARNING, UNMODELLED_EVENT_REASON, found.message, action=UNMODELLED_EVENT_REASON)
 
     def observe_write(self, res: Resource, obj: dict[str, Any]) -> None:
