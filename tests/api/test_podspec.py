@@ -642,6 +642,32 @@ TAINT = Taint(key="dedicated", value="gpu", effect="NoSchedule")
             False,
             id="Gt non-canonical integer never matches",
         ),
+        # compareNumericValues (k8s.io/api core/v1 toleration.go) checks both values with
+        # content.IsDecimalInteger, which rejects "-0" (and "+5") before strconv.ParseInt.
+        pytest.param(
+            Toleration(key="level", operator="Gt", value="-0"),
+            Taint(key="level", value="5", effect="NoSchedule"),
+            False,
+            id="Gt toleration value -0 is not a decimal integer",
+        ),
+        pytest.param(
+            Toleration(key="level", operator="Lt", value="10"),
+            Taint(key="level", value="-0", effect="NoSchedule"),
+            False,
+            id="Lt taint value -0 is not a decimal integer",
+        ),
+        pytest.param(
+            Toleration(key="level", operator="Gt", value="+1"),
+            Taint(key="level", value="5", effect="NoSchedule"),
+            False,
+            id="Gt toleration value with a plus sign is not a decimal integer",
+        ),
+        pytest.param(
+            Toleration(key="level", operator="Gt", value="-3"),
+            Taint(key="level", value="0", effect="NoSchedule"),
+            True,
+            id="Gt negative toleration value below a zero taint",
+        ),
     ],
 )
 def test_tolerates(toleration: Toleration, taint: Taint, want: bool) -> None:

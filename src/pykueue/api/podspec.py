@@ -508,7 +508,9 @@ def admitted_usage(assignment: PodSetAssignment, spec_count: int, reclaimable: i
 NO_SCHEDULE = "NoSchedule"
 NO_EXECUTE = "NoExecute"
 _SCHEDULING_EFFECTS = frozenset((NO_SCHEDULE, NO_EXECUTE))
-_DECIMAL_INTEGER_RE = re.compile(r"^-?(?:0|[1-9][0-9]*)$")
+# ``content.IsDecimalInteger``: "0", or an optional "-" then a non-zero digit and digits ("-0",
+# "+1" and leading zeros are rejected).
+_DECIMAL_INTEGER_RE = re.compile(r"^(?:0|-?[1-9][0-9]*)$")
 
 
 def pod_tolerations(spec: Mapping[str, Any]) -> list[Toleration]:
