@@ -68,6 +68,7 @@ from pykueue.core.queue import (
     REQUEUE_REASON_PREEMPTION_FAILED,
 )
 from pykueue.core.quota.drs import DEFAULT_WEIGHT, DRS
+from pykueue.core.quota.tree import FlavorResource
 from pykueue.core.scheduler.cycle import Scheduler
 from pykueue.core.scheduler.entry import ASSUMED, NOMINATED, NOT_NOMINATED, PREEMPTION_GATED, SKIPPED, Entry
 from pykueue.core.scheduler.fair_order import _Gates, _level_key
@@ -3677,3 +3678,73 @@ def test_entry_mark_preemption_outcome(preempted: int, errors: int, message: str
     Scheduler._mark_preemption_outcome(e, preempted, errors)
     assert (e.message, e.requeue_reason) == (message, requeue_reason)
     assert e.info.last_assignment is None
+
+
+# --- negative reservation (upstream ``quotaResourcesToReserve``, ``addUsage``) -------------------
+
+# ``cq-x`` (nominal 0, borrowingLimit 1) holds x1 on 3 cpu, admitted before its limit was lowered.
+# Its head ``h`` (1 cpu) must preempt, has no candidate and borrows: upstream reserves
+# min(1, 0 + 1 - 3) = -2 (no clamp), which lowers cq-x's own usage to 1 and leaves the cohort's
+# at 3. ``p`` (cq-y, 5 cpu) was nominated with x1 as its target; with x1 gone the cohort then frees
+# only 1 (``removeUsage`` moves at most cq-x's usage stored in the cohort), so ``p`` no longer fits.
+NEGATIVE_RESERVE_CASES = [
+    (
+        "reservation below zero lowers the ClusterQueue usage",
+        Q(0, 1),
+        [("default/h", "WaitingForQuota", "couldn't assign flavors"),
+         ("default/p", "WaitingForQuota", "Workload no longer fits after processing another workload")],
+        [],
+    ),
+    (
+        "reservation of zero at the borrowing limit",
+        Q(0, 3),
+        [("default/h", "WaitingForQuota", "couldn't assign flavors"),
+         ("default/p", "WaitingForPreemptedWorkloads", "couldn't assign flavors")],
+        ["default/x1"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("x_quota", "want_pending", "want_preempted"),
+    [c[1:] for c in NEGATIVE_RESERVE_CASES],
+    ids=[c[0] for c in NEGATIVE_RESERVE_CASES],
+)
+def test_negative_reservation_for_unreclaimable_preempt(
+    x_quota: Q, want_pending: list[tuple[str, str, str]], want_preempted: list[str]
+) -> None:
+    """``reserveCapacityForUnreclaimablePreempt`` adds ``resourcesToReserve`` unclamped when borrowing
+    under a borrowing limit (scheduler.go ``quotaResourcesToReserve``)."""
+    x_pre = {"within_cluster_queue": "Never", "reclaim_within_cohort": LP, "borrow_within_cohort": LP}
+    y_pre = {"reclaim_within_cohort": "Any", "borrow_within_cohort": LP}
+    cluster = simulate(
+        [
+            flavor("default"),
+            default_flavor_cq("cq-x", x_quota, cohort="co", preemption=x_pre),
+            default_flavor_cq("cq-y", 2, cohort="co", preemption=y_pre),
+            default_flavor_cq("cq-z", 4, cohort="co"),
+            local_queue("cq-x", "default", "cq-x"),
+            local_queue("cq-y", "default", "cq-y"),
+            holding(workload("x1", queue="cq-x", priority=100, requests={"cpu": 3}), "cq-x", {"cpu": "default"}),
+            workload("h", queue="cq-x", priority=300, requests={"cpu": 1}, created=NOW),
+            workload("p", queue="cq-y", priority=200, requests={"cpu": 5}, created=NOW),
+        ]
+    )
+    x_node = cluster.cache.cluster_queues["cq-x"].node
+
+    def usage() -> tuple[dict[FlavorResource, int], dict[FlavorResource, int]]:
+        assert x_node.parent is not None
+        return {k: v for k, v in x_node.usage.items() if v}, {k: v for k, v in x_node.parent.usage.items() if v}
+
+    usage_before = usage()
+    result = cluster.run_cycle()
+    assert result.preempted == want_preempted
+    for key, reason, message in want_pending:
+        wl = cluster.get_workload(key)
+        assert wl is not None
+        status, got_reason, got_message = conditions(wl)["QuotaReserved"]
+        assert (status, got_reason) == ("False", reason)
+        assert got_message.startswith(message)
+    if not want_preempted:
+        # The cycle's bookings, negative included, are undone exactly.
+        assert usage() == usage_before

@@ -144,7 +144,10 @@ def add_usage(node: QuotaNode, fr: FlavorResource, value: int) -> None:
 
 
 def remove_usage(node: QuotaNode, fr: FlavorResource, value: int) -> None:
-    """Exact inverse of ``add_usage``."""
+    """Exact inverse of ``add_usage``.
+
+    A negative ``value`` (undoing a negative reservation, see ``Scheduler._resources_to_reserve``)
+    stays in ``node``, as ``add_usage`` kept it there."""
     while True:
         current = node.usage.get(fr, 0)
         q = node.quotas.get(fr)
@@ -158,7 +161,7 @@ def remove_usage(node: QuotaNode, fr: FlavorResource, value: int) -> None:
             node.usage[fr] = UNLIMITED if rest > UNLIMITED else MIN_INT64 if rest < MIN_INT64 else rest
         node.version += 1
         parent = node.parent
-        if parent is None or stored <= 0:
+        if parent is None or stored <= 0 or value <= 0:
             return
         if stored < value:
             value = stored

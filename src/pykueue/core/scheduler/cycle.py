@@ -577,8 +577,13 @@ class Scheduler:
     def _resources_to_reserve(
         self, e: Entry, cq: ClusterQueueState, mode: Mode | None = None
     ) -> dict[FlavorResource, int]:
-        """``resourcesToReserve``. A negative amount (usage already above nominal + borrowingLimit) reserves
-        nothing. ``mode``: the entry's representative mode, when the caller has it."""
+        """``resourcesToReserve``. ``mode``: the entry's representative mode, when the caller has it.
+
+        Borrowing under a borrowing limit reserves ``min(request, nominal + borrowingLimit - usage)``
+        unclamped, as upstream's ``quotaResourcesToReserve``: a ClusterQueue already using more than
+        nominal + borrowingLimit (a limit lowered after admission) books a negative amount, which
+        lowers its own usage only (``addUsage``) for the rest of the cycle. Without borrowing the
+        amount is clamped at 0 (upstream's ``MaxAmount``)."""
         assert e.assignment is not None
         if (e.mode if mode is None else mode) is not Mode.PREEMPT:
             return dict(e.assignment.usage)
@@ -589,7 +594,7 @@ class Scheduler:
             used = cq.node.usage.get(fr, 0)
             if e.assignment.borrowing > 0:
                 bl = q.borrowing_limit if q else None
-                out[fr] = u if bl is None else max(0, min(u, nominal + bl - used))
+                out[fr] = u if bl is None else min(u, nominal + bl - used)
             else:
                 out[fr] = max(0, min(u, nominal - used))
         return out
