@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pykueue.api.config import load_config
 from pykueue.apiserver.app import create_app
 from pykueue.client import resources as R
 from pykueue.client.inprocess import InProcessClient
@@ -622,3 +623,38 @@ def test_admission_check_in_use_is_kept_until_no_cluster_queue_names_it(env: Env
     else:
         env.client.patch(R.CLUSTER_QUEUES, "cq", {"spec": {"admissionChecksStrategy": None}})
     wait(_gone(env, R.ADMISSION_CHECKS, "check"))
+
+
+@pytest.mark.parametrize(
+    ("base", "cap", "want_delay"),
+    [
+        # ``workload.UpdateRequeueState`` for the 2nd requeue: ``base * 2``, capped by backoffMaxSeconds.
+        pytest.param(10, 15, 15, id="wait time should be limited to backoffMaxSeconds"),
+        # ``pkg/util/wait.NewBackoff``: a zero cap is ``MaxInt64 / 2`` ns, i.e. no cap (validation
+        # only rejects negative backoffMaxSeconds); the wait is not zeroed.
+        pytest.param(10, 0, 20, id="backoffMaxSeconds 0 leaves the backoff uncapped"),
+    ],
+)
+def test_pods_ready_timeout_requeue_backoff(base: int, cap: int, want_delay: int) -> None:
+    cfg = f"""apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+waitForPodsReady:
+  timeout: 5m
+  requeuingStrategy: {{backoffBaseSeconds: {base}, backoffMaxSeconds: {cap}}}
+"""
+    env = Env(ControllerOptions.from_config(load_config(cfg)))
+    try:
+        # Created before its queues, so the requeue count of an earlier eviction lands first.
+        env.create(R.WORKLOADS, workload("slow"))
+        wl = env.get(R.WORKLOADS, "slow")
+        wl.setdefault("status", {})["requeueState"] = {"count": 1}
+        env.client.replace(R.WORKLOADS, wl, subresource="status")
+        setup_queues(env)
+        wait(has(env, "slow", "Admitted"))
+        env.clock.advance(301)
+        evicted_at = env.clock.now
+        wl = wait(has(env, "slow", "Evicted", reason="PodsReadyTimeout"))
+        want_at = (evicted_at + timedelta(seconds=want_delay)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        assert wl["status"]["requeueState"] == {"count": 2, "requeueAt": want_at}
+    finally:
+        env.close()

@@ -289,7 +289,9 @@ class WorkloadController:
             return None
         message = f"Exceeded the PodsReady timeout {wl.metadata.namespace}/{wl.metadata.name}"
         transitions.evict(updated, "PodsReadyTimeout", message, now, cause)
-        delay = transitions.backoff_seconds(count + 1, self.options.backoff_base_seconds, self.options.backoff_max_seconds)
+        delay = transitions.pods_ready_backoff_seconds(
+            count + 1, self.options.backoff_base_seconds, self.options.backoff_max_seconds
+        )
         # ``workload.UpdateRequeueState``: a later requeueAt already set is kept.
         transitions.set_requeue_state(updated, now + timedelta(seconds=delay), increment_count=True)
         if self.ctx.write_workload(updated):

@@ -333,6 +333,16 @@ def backoff_seconds(n: int, base: float, cap: float) -> float:
     return d
 
 
+_UNCAPPED_BACKOFF_SECONDS = (2**63 - 1) // 2 / 1e9
+"""``pkg/util/wait.NewBackoff``: a zero cap means ``math.MaxInt64 / ceil(factor)`` nanoseconds."""
+
+
+def pods_ready_backoff_seconds(n: int, base: float, cap: float) -> float:
+    """``workload.UpdateRequeueState``'s wait for the ``n``-th requeue: ``backoffMaxSeconds: 0``
+    (allowed, only negatives are rejected) leaves the backoff uncapped instead of zeroing it."""
+    return backoff_seconds(n, base, cap if cap > 0 else _UNCAPPED_BACKOFF_SECONDS)
+
+
 def set_requeue_state(wl: Workload, wait_until: datetime, increment_count: bool) -> bool:
     """``workload.SetRequeueState``: move ``requeueAt`` to ``wait_until`` unless it is already at
     or past it (the state is shared, a later requeue is never overwritten), and count one more
