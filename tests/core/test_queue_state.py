@@ -222,6 +222,27 @@ QUEUE_STATE_CASES: list[tuple[str, Any, dict[str, Any], Any]] = [
         {},
         ({"Requeued": ("True", "LocalQueueRestarted", "The LocalQueue was restarted after being stopped")}, []),
     ),
+    # upstream Reconcile: LocalQueueRestarted needs ``lqExists && lqActive``; ClusterQueueRestarted
+    # needs ``ClusterQueueForWorkload`` (LocalQueue tracked, i.e. present and not stopped) and the
+    # ClusterQueue read from the API. A deleted queue is not a restarted one.
+    (
+        "LocalQueue deleted after stopping: Requeued stays False",
+        lambda: _requeued_false(workload("w"), "LocalQueueStopped"),
+        {"local_queue_exists": False, "local_queue_stop_policy": ""},
+        ({"Requeued": ("False", "LocalQueueStopped", "stopped"), "QuotaReserved": ("False", "Misconfigured", "LocalQueue lq doesn't exist")}, []),
+    ),
+    (
+        "ClusterQueue deleted after stopping: Requeued stays False",
+        lambda: _requeued_false(workload("w"), "ClusterQueueStopped"),
+        {"cluster_queue_exists": False, "cluster_queue_active": False, "cluster_queue_stop_policy": ""},
+        ({"Requeued": ("False", "ClusterQueueStopped", "stopped"), "QuotaReserved": ("False", "Misconfigured", "ClusterQueue cq doesn't exist")}, []),
+    ),
+    (
+        "ClusterQueue started while its LocalQueue is stopped: Requeued stays False",
+        lambda: _requeued_false(workload("w"), "ClusterQueueStopped"),
+        {"local_queue_stop_policy": "Hold"},
+        ({"Requeued": ("False", "ClusterQueueStopped", "stopped"), "QuotaReserved": ("False", "Suspended", "LocalQueue lq is inactive")}, []),
+    ),
     (
         "pending workload, LocalQueue missing: Misconfigured",
         lambda: workload("w"),

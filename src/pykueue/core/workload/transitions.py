@@ -621,17 +621,26 @@ def reactivate(wl: Workload, now: datetime) -> bool:
 
 
 def restart_after_stop(wl: Workload, view: QueueView, now: datetime) -> bool:
-    """``Requeued`` False → True once the queue that evicted the workload runs again
-    (``reconcileOnClusterQueueActiveState``)."""
+    """``Requeued`` False → True once the queue that evicted the workload runs again (upstream
+    ``WorkloadReconciler.Reconcile``): the LocalQueue must exist and not be stopped
+    (``lqExists && lqActive``); for the ClusterQueue, the LocalQueue must be tracked by the queue
+    manager (a stopped one is not: ``ClusterQueueForWorkload``) and the ClusterQueue must exist,
+    not stopped. A missing queue is not a restarted one."""
     rq = find_condition(wl.status.conditions, REQUEUED)
-    if rq is None or rq.status != "False":
+    if rq is None or rq.status != "False" or not view.local_queue_exists:
         return False
-    if rq.reason == "ClusterQueueStopped" and view.cluster_queue_stop_policy in ("", STOP_NONE):
+    lq_running = view.local_queue_stop_policy in ("", STOP_NONE)
+    if (
+        rq.reason == "ClusterQueueStopped"
+        and lq_running
+        and view.cluster_queue_exists
+        and view.cluster_queue_stop_policy in ("", STOP_NONE)
+    ):
         set_condition(
             wl, REQUEUED, "True", "ClusterQueueRestarted", "The ClusterQueue was restarted after being stopped", now
         )
         return True
-    if rq.reason == "LocalQueueStopped" and view.local_queue_stop_policy in ("", STOP_NONE):
+    if rq.reason == "LocalQueueStopped" and lq_running:
         set_condition(
             wl, REQUEUED, "True", "LocalQueueRestarted", "The LocalQueue was restarted after being stopped", now
         )
