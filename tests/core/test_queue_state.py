@@ -19,6 +19,7 @@ from builders import (
     flavor,
     flavor_quotas,
     local_queue,
+    options,
     simulate,
     workload,
 )
@@ -294,3 +295,23 @@ def test_queue_state_decision(name: str, make: Any, view_kw: dict[str, Any], wan
     assert {t: written.get(t) for t in want_conditions} == want_conditions
     assert [(e.type, e.reason, e.note) for e in outcome.events] == want_events
     assert wl.status.conditions != outcome.status.status.conditions  # the input is not changed
+
+
+@pytest.mark.parametrize(
+    ("view_kw", "want"),
+    [
+        ({"cluster_queue_exists": False}, ("Inadmissible", "ClusterQueue cq is terminating or missing")),
+        ({"local_queue_stop_policy": "Hold"}, ("Inadmissible", "LocalQueue lq is stopped")),
+        ({"cluster_queue_stop_policy": "Hold"}, ("Inadmissible", "ClusterQueue cq is stopped")),
+    ],
+)
+def test_released_reservation_reason_without_unadmitted_workloads_observability(
+    view_kw: dict[str, Any], want: tuple[str, str]
+) -> None:
+    """Upstream ``reconcileOn{Local,Cluster}QueueActiveState``: the QuotaReserved=False reason is
+    ``UnadmittedWorkloadReasonWithFallback(Misconfigured|Suspended, Inadmissible)``."""
+    opts = options(gates={"UnadmittedWorkloadsObservability": False})
+    outcome = reconcile.queue_state(admitted(workload("w"), "cq", {"cpu": "f"}), view(**view_kw), NOW, opts)
+    assert outcome.status is not None
+    cond = find_condition(outcome.status.status.conditions, "QuotaReserved")
+    assert cond is not None and (cond.status, cond.reason, cond.message) == ("False", *want)

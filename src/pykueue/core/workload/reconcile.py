@@ -279,8 +279,10 @@ def queue_state(wl: Workload, view: transitions.QueueView, now: datetime, option
             if updated is None:
                 updated = transitions.copy_for_status(wl)
             if action[0] == "release":
-                transitions.release_reservation(updated, action[1], action[2], now, options)
-                changed, reason = True, action[1]
+                # ``UnadmittedWorkloadReasonWithFallback(granular, Inadmissible)``.
+                released = action[1] if options.gate_unadmitted_observability else "Inadmissible"
+                transitions.release_reservation(updated, released, action[2], now, options)
+                changed, reason = True, released
             else:
                 transitions.evict(updated, action[1], action[2], now)
                 events = (_event(wl, NORMAL, f"EvictedDueTo{action[1]}", action[2]),)
