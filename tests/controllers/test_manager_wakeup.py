@@ -315,3 +315,37 @@ def test_completions_a_delivery_left_run_before_the_inbox_items_behind_them(driv
     assert order == [f"completion {i}" for i in range(4)]
     d.mgr._drain(0.0)
     assert order == [*(f"completion {i}" for i in range(5)), "later change"]
+
+
+@pytest.mark.parametrize(
+    ("selector", "new_labels", "want_retry"),
+    [
+        # upstream cqNamespaceHandler.Update (clusterqueue_controller.go): only the ClusterQueues the
+        # namespace newly matches are retried (NotifyRetryInadmissible).
+        pytest.param({}, {"team": "a"}, False, id="label change not affecting the selector: no retry"),
+        pytest.param(
+            {"matchLabels": {"team": "a"}}, {"team": "a"}, True, id="namespace newly matching the selector: retried"
+        ),
+    ],
+)
+def test_namespace_label_change_retries_only_newly_matching_cluster_queues(
+    selector: dict[str, Any], new_labels: dict[str, str], want_retry: bool
+) -> None:
+    d = Driven(cpu=1)
+    try:
+        d.client.patch(R.CLUSTER_QUEUES, "cq", {"spec": {"namespaceSelector": selector}}, None)
+        cq = compact(d.client.get(R.CLUSTER_QUEUES, "cq", None))
+        d.mgr._receive((Change(R.CLUSTER_QUEUES, MODIFIED, None, cq), d.clock()))
+        d.create_workload("big", cpu="2")
+        d.settle()
+        d.clock.advance(5)
+        d.settle()
+        assert not d.mgr.queues.pending_requests()
+        ns = d.client.get(R.NAMESPACES, "default", None)
+        ns["metadata"].setdefault("labels", {}).update(new_labels)
+        ns = d.client.replace(R.NAMESPACES, ns)
+        d.mgr._receive((Change(R.NAMESPACES, MODIFIED, None, compact(ns)), d.clock()))
+        d.mgr._drain(0.0)
+        assert bool(d.mgr.queues.pending_requests()) == want_retry
+    finally:
+        d.close()

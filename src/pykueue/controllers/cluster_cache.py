@@ -273,12 +273,17 @@ class ClusterCache:
         self.namespace_label_map[name] = labels
         if previous == labels:
             return
-        self.queues.set_namespace_labels(name, labels)
+        newly_matching = self.queues.set_namespace_labels(name, labels)
         # Jobs seen before their namespace were skipped as unmanaged; look at them again.
         for ns, job in self.raw["jobs"]:
             if ns == name:
                 self.mark(JOB, (ns, job))
-        self._retry_all_inadmissible()
+        # Upstream ``cqNamespaceHandler.Update``: only the ClusterQueues whose selector the namespace
+        # newly matches are retried. (Upstream's Create does nothing, its informers being synced
+        # before any workload is queued; a namespace first seen here after its workloads retries
+        # the ClusterQueues it matches, the only ones where they can be parked for it.)
+        if newly_matching:
+            self.queues.queue_inadmissible_workloads(newly_matching, self._ts())
 
     def _apply_workloadpriorityclasses(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         """The Job integration reads the classes from ``raw`` when it builds a Workload; a new class,
