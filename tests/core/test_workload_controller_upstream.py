@@ -17,9 +17,13 @@ not ported:
 - the finalizer, orphan and retention cases ("remove finalizer for ...", "should handle finished
   workload logic for orphaned workloads ...", "shouldn't delete the workload ...", "should delete
   the workload because the retention period has elapsed ...", "workload with existing controller
-  owner should not be finished", "admitted workload with max execution time[ - expired]") — they
-  read and write the API server (finalizers, deletion, owner lookups) and live in
-  ``controllers/workload_controller.py``; tests/controllers/test_workload_lifecycle.py drives them.
+  owner should not be finished") — they read and write the API server (finalizers, deletion,
+  owner lookups) and live in ``controllers/workload_controller.py``;
+  tests/controllers/test_workload_lifecycle.py drives them.
+
+"admitted workload with max execution time[ - expired]" run on
+:func:`~pykueue.core.workload.reconcile.max_execution_time` (``reconcileMaxExecutionTime``), the
+decision both the controller and ``pykueue schedule`` take.
 - "should synchronize the status of preemption gates" — MultiKueueOrchestratedPreemption, not
   implemented (pykueue has no spec.preemptionGates sync).
 - "inadmissible workload due to broken ClusterQueue namespace selector (observability enabled)" —
@@ -422,3 +426,85 @@ def test_admitted_not_ready_workload(
     name: str, wl: Workload, timeout: float, recovery: float | None, want_cause: str, want_after: float
 ) -> None:
     assert transitions.admitted_not_ready(wl, NOW, timeout, recovery) == (want_cause, want_after)
+
+
+# --- TestReconcile: maximum execution time (``reconcileMaxExecutionTime``) --------------------------------------
+
+MAX_EXEC_TARGET = ("True", "MaximumExecutionTimeExceeded", "exceeding the maximum execution time")
+
+# name, maximumExecutionTimeSeconds, admitted this long ago (None: not admitted), accumulated past
+# execution time, DeactivationTarget already True; want: requeue after (s), DeactivationTarget, events
+MAX_EXEC_CASES: list[tuple[str, int | None, int | None, int | None, bool, float | None, Any, list[Any]]] = [
+    ("admitted workload with max execution time", 120, 60, None, False, 60.0, None, []),
+    (
+        "admitted workload with max execution time - expired",
+        60,
+        120,
+        None,
+        False,
+        None,
+        MAX_EXEC_TARGET,
+        [("Warning", "MaximumExecutionTimeExceeded", "The maximum execution time (60s) exceeded")],
+    ),
+    # pykueue's: the accumulated past execution time counts; it is cleared with the target.
+    ("accumulated past execution time counts", 120, 60, 30, False, 30.0, None, []),
+    (
+        "accumulated past execution time makes it expire",
+        120,
+        60,
+        70,
+        False,
+        None,
+        MAX_EXEC_TARGET,
+        [("Warning", "MaximumExecutionTimeExceeded", "The maximum execution time (120s) exceeded")],
+    ),
+    ("expired with the target already set: nothing more", 60, 120, None, True, None, MAX_EXEC_TARGET, []),
+    ("reserved, not admitted: not timed", 60, None, None, False, None, None, []),
+    ("admitted without a maximum: not timed", None, 120, None, False, None, None, []),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "limit", "ago", "past", "target", "want_after", "want_target", "want_events"),
+    MAX_EXEC_CASES,
+    ids=[c[0] for c in MAX_EXEC_CASES],
+)
+def test_reconcile_max_execution_time(
+    name: str,
+    limit: int | None,
+    ago: int | None,
+    past: int | None,
+    target: bool,
+    want_after: float | None,
+    want_target: Any,
+    want_events: list[Any],
+) -> None:
+    wl = workload("wl", "ns")
+    admitted(wl, "q1", {"cpu": "default"}, at_time=NOW)
+    wl.spec.maximum_execution_time_seconds = limit
+    wl.status.accumulated_past_execution_time_seconds = past
+    if ago is not None:
+        wl.status.conditions.append(
+            Condition(
+                type="Admitted",
+                status="True",
+                reason="Admitted",
+                message="The workload is admitted",
+                last_transition_time=NOW - timedelta(seconds=ago),
+            )
+        )
+    if target:
+        wl.status.conditions.append(
+            Condition(type="DeactivationTarget", status="True", reason=MAX_EXEC_TARGET[1], message=MAX_EXEC_TARGET[2])
+        )
+    out = reconcile.max_execution_time(wl, NOW)
+    assert out.requeue_after == want_after
+    assert [(e.type, e.reason, e.note) for e in out.events] == want_events
+    written = out.status if out.status is not None else wl
+    got = next(
+        ((c.status, c.reason, c.message) for c in written.status.conditions if c.type == "DeactivationTarget"), None
+    )
+    assert got == want_target
+    if out.status is not None:
+        assert out.status.status.accumulated_past_execution_time_seconds is None
+        assert wl.status.accumulated_past_execution_time_seconds == past  # the input is not changed

@@ -20,7 +20,7 @@ from pykueue.api.kueue import RESOURCE_IN_USE_FINALIZER as RESOURCE_IN_USE
 from pykueue.api.meta import find_condition, is_condition_true, to_time
 from pykueue.client import resources as R
 from pykueue.controllers.cluster_cache import WORKLOAD
-from pykueue.core.events import NORMAL, WARNING, WORKLOAD_CONTROLLER, Event
+from pykueue.core.events import NORMAL, WORKLOAD_CONTROLLER, Event
 from pykueue.core.state import outcome_decision
 from pykueue.core.workload import transitions
 from pykueue.core.workload.info import (
@@ -38,6 +38,7 @@ from pykueue.core.workload.reconcile import (
     check_based_eviction,
     deactivate,
     evict_inactive,
+    max_execution_time,
     queue_state,
     queue_view,
     requeue_at_update,
@@ -299,27 +300,9 @@ class WorkloadController:
         return None
 
     def _max_execution_time(self, wl: Workload) -> float | None:
-        limit = wl.spec.maximum_execution_time_seconds
-        if not limit:
-            return None
-        admitted = find_condition(wl.status.conditions, "Admitted")
-        if admitted is None:
-            return None
-        now = self.ctx.now()
-        past = wl.status.accumulated_past_execution_time_seconds or 0
-        remaining = (limit - past) - (now - to_time(admitted.last_transition_time)).total_seconds()
-        if remaining > 0:
-            return remaining
-        if _condition_true(wl, DEACTIVATION_TARGET):
-            return None
-        updated = transitions.copy_for_status(wl)
-        transitions.set_condition(
-            updated, DEACTIVATION_TARGET, "True", "MaximumExecutionTimeExceeded", "exceeding the maximum execution time", now
-        )
-        updated.status.accumulated_past_execution_time_seconds = None
-        if self.ctx.write_workload(updated):
-            self._event(wl, WARNING, "MaximumExecutionTimeExceeded", f"The maximum execution time ({limit}s) exceeded")
-        return None
+        outcome = max_execution_time(wl, self.ctx.now())
+        self._apply(outcome)
+        return outcome.requeue_after
 
 
 def _condition_true(wl: Workload, ctype: str) -> bool:

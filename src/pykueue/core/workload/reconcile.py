@@ -416,6 +416,31 @@ def evict_inactive(wl: Workload, now: datetime) -> Outcome:
     return Outcome(status=updated, events=events, reason=reason) if changed else NOTHING
 
 
+def max_execution_time(wl: Workload, now: datetime) -> Outcome:
+    """Upstream ``reconcileMaxExecutionTime``: an admitted Workload with
+    ``maximumExecutionTimeSeconds`` is looked at again when its time runs out (``requeue_after``,
+    counting ``accumulatedPastExecutionTimeSeconds``); then ``DeactivationTarget=True``
+    ``MaximumExecutionTimeExceeded`` is set (once), ``accumulatedPastExecutionTimeSeconds``
+    cleared, and the Warning event recorded. The deactivation protocol does the rest."""
+    limit = wl.spec.maximum_execution_time_seconds
+    admitted = find_condition(wl.status.conditions, "Admitted")
+    if admitted is None or admitted.status != "True" or limit is None:
+        return NOTHING
+    past = wl.status.accumulated_past_execution_time_seconds or 0
+    remaining = (limit - past) - (now - to_time(admitted.last_transition_time)).total_seconds()
+    if remaining > 0:
+        return Outcome(requeue_after=remaining, reason="MaximumExecutionTimeWaiting")
+    if is_condition_true(wl.status.conditions, DEACTIVATION_TARGET):
+        return NOTHING
+    updated = transitions.copy_for_status(wl)
+    transitions.set_condition(
+        updated, DEACTIVATION_TARGET, "True", "MaximumExecutionTimeExceeded", "exceeding the maximum execution time", now
+    )
+    updated.status.accumulated_past_execution_time_seconds = None
+    event = _event(wl, WARNING, "MaximumExecutionTimeExceeded", f"The maximum execution time ({limit}s) exceeded")
+    return Outcome(status=updated, events=(event,), reason="MaximumExecutionTimeExceeded")
+
+
 def deactivation(wl: Workload, now: datetime) -> Outcome:
     """The next step of the deactivation protocol for ``wl``: phase 2 or 3, or nothing."""
     if is_finished(wl):
@@ -434,6 +459,7 @@ __all__ = [
     "deactivate",
     "deactivation",
     "evict_inactive",
+    "max_execution_time",
     "queue_state",
     "queue_state_settled",
     "queue_view",
