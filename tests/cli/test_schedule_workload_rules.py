@@ -370,3 +370,66 @@ def test_a_failed_check_the_cluster_queue_does_not_require_is_dropped_not_evicti
     assert conds(wl)["Admitted"] == ("True", "Admitted", "The workload is admitted", NOW)
     events = [(d["reason"], d["note"]) for d in docs if d["kind"] == "Event"]
     assert events == [("Admitted", "Admitted by ClusterQueue cq, wait time since reservation was 50s")]
+
+
+# --- maximumExecutionTimeSeconds (upstream ``reconcileMaxExecutionTime``) ----------------------------------
+
+MAX_EXEC_MSG = "The workload is deactivated due to exceeding the maximum execution time"
+
+
+def _with_max_exec(state: str, seconds: int, *, no_checks: bool = False) -> str:
+    docs = [d for d in yaml.safe_load_all(QUEUES + "---\n" + state) if d]
+    for d in docs:
+        if d["kind"] == "Workload":
+            d["spec"]["maximumExecutionTimeSeconds"] = seconds
+        if no_checks and d["kind"] == "ClusterQueue":
+            del d["spec"]["admissionChecks"]
+    return yaml.safe_dump_all(docs)
+
+
+def _events(docs: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    return [(d["type"], d["reason"], d["note"]) for d in docs if d["kind"] == "Event"]
+
+
+def test_admitted_workload_with_max_execution_time_expired_is_deactivated(tmp_path: Path) -> None:
+    """Upstream "admitted workload with max execution time - expired", then the deactivation: a
+    loaded Workload admitted at 00:00:20 with a 10 s limit is past it at 00:01:00."""
+    state = workload(check={"state": "Ready", "message": "ok"}, conditions=(ADMITTED,))
+    path = tmp_path / "state.yaml"
+    path.write_text(_with_max_exec(state, 10))
+    docs = schedule_docs(path.read_text(), tmp_path, "--until-quiet", "--show-events")
+    (wl,) = [d for d in docs if d["kind"] == "Workload"]
+    assert wl["spec"]["active"] is False
+    c = conds(wl)
+    assert c["Evicted"] == ("True", "DeactivatedDueToMaximumExecutionTimeExceeded", MAX_EXEC_MSG, NOW)
+    assert c["Requeued"][:3] == ("False", "DeactivatedDueToMaximumExecutionTimeExceeded", MAX_EXEC_MSG)
+    assert c["QuotaReserved"][:2] == ("False", "Deactivated")
+    assert "DeactivationTarget" not in c
+    # Cleared with the target, then the release's ``SyncAdmittedCondition`` counts 00:00:20 -> 00:01:00.
+    assert wl["status"]["accumulatedPastExecutionTimeSeconds"] == 40
+    assert evictions(wl) == [{"reason": "Deactivated", "count": 1, "underlyingCause": "MaximumExecutionTimeExceeded"}]
+    assert _events(docs) == [
+        ("Warning", "MaximumExecutionTimeExceeded", "The maximum execution time (10s) exceeded"),
+        ("Normal", "EvictedDueToDeactivatedDueToMaximumExecutionTimeExceeded", MAX_EXEC_MSG),
+    ]
+
+
+def test_admitted_workload_with_max_execution_time_is_deactivated_when_it_runs_out(tmp_path: Path) -> None:
+    """Upstream "admitted workload with max execution time" (``RequeueAfter`` the time left):
+    admitted at 00:01:00 with a 30 s limit, --until-quiet waits for 00:01:30 and deactivates it."""
+    docs = schedule_docs(_with_max_exec(workload(), 30, no_checks=True), tmp_path, "--until-quiet", "--show-events")
+    (wl,) = [d for d in docs if d["kind"] == "Workload"]
+    assert wl["spec"]["active"] is False
+    c = conds(wl)
+    assert c["Evicted"] == ("True", "DeactivatedDueToMaximumExecutionTimeExceeded", MAX_EXEC_MSG, "2026-01-01T00:01:30Z")
+    assert wl["status"]["accumulatedPastExecutionTimeSeconds"] == 30
+    assert [e[1] for e in _events(docs)] == [
+        "QuotaReserved",
+        "Admitted",
+        "MaximumExecutionTimeExceeded",
+        "EvictedDueToDeactivatedDueToMaximumExecutionTimeExceeded",
+    ]
+    # Before the limit the Workload stays admitted.
+    early = schedule_docs(_with_max_exec(workload(), 30, no_checks=True), tmp_path, "--cycles", "5")
+    (wl,) = [d for d in early if d["kind"] == "Workload"]
+    assert wl["spec"]["active"] is True and conds(wl)["Admitted"][:2] == ("True", "Admitted")

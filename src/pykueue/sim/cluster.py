@@ -121,6 +121,9 @@ class SimulatedCluster:
         self._failed_checks: set[ObjectKey] = set()
         self._evicted_reserved: set[ObjectKey] = set()
         self._backing_off: set[ObjectKey] = set()
+        # Admitted Workloads with ``maximumExecutionTimeSeconds`` and no DeactivationTarget yet:
+        # when their time runs out (upstream ``reconcileMaxExecutionTime``'s ``RequeueAfter``).
+        self._max_exec_due: dict[ObjectKey, datetime] = {}
         # While catching up between cycles: the previous cycle's time (see ``advance``).
         self._retry_from: datetime | None = None
         # Admission Fair Sharing: when each LocalQueue's reconcile is next due (epoch seconds).
@@ -164,6 +167,11 @@ class SimulatedCluster:
         evicted = ev is not None and ev.status == "True"
         _mark(self._failed_checks, key, reserved and not evicted and has_failed_checks(wl))
         _mark(self._evicted_reserved, key, evicted and reserved)
+        due = _max_exec_due(wl, first)
+        if due is None:
+            self._max_exec_due.pop(key, None)
+        else:
+            self._max_exec_due[key] = due
         _mark(
             self._backing_off,
             key,
@@ -423,6 +431,16 @@ class SimulatedCluster:
         else:
             self._sync_checks(key)
             self._reconcile_queue_state(key)
+        self._max_execution_time(key)
+
+    def _max_execution_time(self, key: ObjectKey) -> None:
+        """``reconcileMaxExecutionTime`` (last in upstream ``Reconcile``, for a Workload holding
+        quota): DeactivationTarget once the time is exceeded, then the deactivation protocol."""
+        wl: Workload = self.objects[key].obj
+        if key not in self._max_exec_due or not has_quota_reservation(wl) or is_finished(wl):
+            return
+        if self._apply(key, reconcile.max_execution_time(wl, self.now)):
+            self._deactivate(key)
 
     def _deactivate(self, key: ObjectKey) -> None:
         """The deactivation protocol (``reconcile.deactivation``): DeactivationTarget=True makes
@@ -509,6 +527,8 @@ class SimulatedCluster:
         try:
             for key in sorted(self._failed_checks):
                 self._reconcile_checks(key)
+            for key in sorted(k for k, at in self._max_exec_due.items() if at <= self.now):
+                self._max_execution_time(key)
             self._settle()
             self._finish_backoffs()
             self._deliver_updates()
@@ -615,6 +635,7 @@ class SimulatedCluster:
         ahead = [
             at for k in self._backing_off if (at := transitions.requeue_at(self.objects[k].obj)) is not None and at > self.now
         ]
+        ahead.extend(at for at in self._max_exec_due.values() if at > self.now)
         return min(ahead, default=None)
 
     # --- final status ------------------------------------------------------------------------
@@ -666,3 +687,26 @@ def _mark(index: set[ObjectKey], key: ObjectKey, present: bool) -> None:
         index.add(key)
     else:
         index.discard(key)
+
+
+def _max_exec_due(wl: Workload, first: dict[str, Condition]) -> datetime | None:
+    """When ``reconcileMaxExecutionTime`` deactivates ``wl`` (``first``: its first condition of each
+    type): Admitted=True plus ``maximumExecutionTimeSeconds`` less the accumulated past execution
+    time; None when it does not apply, DeactivationTarget is already True or ``wl`` is inactive.
+
+    Upstream's reconciler can also reach the rule for an inactive Workload it has just evicted and
+    whose quota the job integration has not released yet (a race: DeactivationTarget set again, a
+    second event); here the job integration releases it first, as :meth:`SimulatedCluster.load` does."""
+    limit = wl.spec.maximum_execution_time_seconds
+    admitted = first.get("Admitted")
+    target = first.get("DeactivationTarget")
+    if (
+        limit is None
+        or admitted is None
+        or admitted.status != "True"
+        or (target is not None and target.status == "True")
+        or not is_active(wl)
+    ):
+        return None
+    past = wl.status.accumulated_past_execution_time_seconds or 0
+    return to_time(admitted.last_transition_time) + timedelta(seconds=limit - past)
