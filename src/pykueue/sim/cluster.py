@@ -237,6 +237,10 @@ class SimulatedCluster:
         # a check to retry): on a live cluster the job integration completes them before the
         # scheduler's first cycle runs.
         self._complete_evictions()
+        # ... and the workload controller's reaction to the release: a Requeued=False
+        # AdmissionCheck/PodsReadyTimeout with no requeueAt ahead becomes BackoffFinished (upstream
+        # ``Reconcile``), so the first cycle can take the Workload, as after an eviction in ``advance``.
+        self._finish_backoffs()
         self._deliver_updates()
         # The queue controllers' first reconcile, at load time: ``Active`` gets its
         # lastTransitionTime now and keeps it after the run (``apimeta.SetStatusCondition`` keeps
