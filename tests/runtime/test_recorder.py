@@ -185,6 +185,18 @@ class _SlowClient:
         return getattr(self.inner, name)
 
 
+def _sender_blocked(api: Resource) -> tuple[Client, _SlowClient, EventRecorder]:
+    """A recorder on a slow API whose sender has taken a first event and waits for ``release``."""
+    inner = embedded_client()
+    slow = _SlowClient(inner)
+    rec = EventRecorder(slow, "c", FakeClock(), api=api)  # type: ignore[arg-type]
+    rec.event(JOB, NORMAL, "First", "the sender takes it and blocks")
+    deadline = time.monotonic() + 5
+    while rec._queue.qsize() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return inner, slow, rec
+
+
 def test_a_slow_api_never_stalls_the_caller() -> None:
     inner = embedded_client()
     slow = _SlowClient(inner)
@@ -204,13 +216,7 @@ def test_core_v1_a_full_queue_drops_events_with_one_warning_per_interval(caplog:
     # tools/record drops an event when the broadcaster's queue of 1,000 is full (ActionOrDrop) and
     # logs each; with a saturated API that was thousands of lines, written on the recording
     # (scheduler's) thread. Now the drops between two warnings are counted.
-    inner = embedded_client()
-    slow = _SlowClient(inner)
-    rec = EventRecorder(slow, "c", FakeClock(), api=CORE_V1)  # type: ignore[arg-type]
-    rec.event(JOB, NORMAL, "First", "the sender takes it and blocks")
-    deadline = time.monotonic() + 5
-    while rec._queue.qsize() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    _, slow, rec = _sender_blocked(CORE_V1)
     with caplog.at_level("WARNING", logger="pykueue.runtime.recorder"):
         for i in range(1000 + 300):  # the queue holds 1,000
             rec.event(JOB, NORMAL, f"Tick{i}", "tick")
@@ -225,13 +231,7 @@ def test_events_v1_a_slow_api_delays_events_but_drops_none(caplog: Any) -> None:
     # that waits while its queue is full, and recordToSink sends each from a goroutine that waits
     # for the client's rate limiter. Kueue's QuotaReserved and Admitted Events of a busy scheduler
     # arrive late, not never (our queue of 1,000 used to drop about half of a baseline run's).
-    inner = embedded_client()
-    slow = _SlowClient(inner)
-    rec = EventRecorder(slow, "c", FakeClock(), api=EVENTS_V1)  # type: ignore[arg-type]
-    rec.event(JOB, NORMAL, "First", "the sender takes it and blocks")
-    deadline = time.monotonic() + 5
-    while rec._queue.qsize() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    inner, slow, rec = _sender_blocked(EVENTS_V1)
     started = time.monotonic()
     with caplog.at_level("WARNING", logger="pykueue.runtime.recorder"):
         for i in range(1000 + 300):
