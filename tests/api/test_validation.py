@@ -129,7 +129,7 @@ CQ_CASES: list[tuple[str, str, list[str]]] = [
         "flavor lists fewer resources than coveredResources",
         one_group(CPU9, covered="[cpu, memory]", extra="cohortName: team"),
         [
-            'spec.resourceGroups[0]: Invalid value: "object": flavors must have the same number of resources as the coveredResources'
+            'spec.resourceGroups[0]: Invalid value: flavors must have the same number of resources as the coveredResources'
         ],
     ),
     (
@@ -171,7 +171,7 @@ CQ_CASES: list[tuple[str, str, list[str]]] = [
     (
         "borrowingLimit without cohort (CEL)",
         one_group("      - name: cpu\n        nominalQuota: 9\n        borrowingLimit: 1\n"),
-        ['spec: Invalid value: "object": borrowingLimit must be nil when cohort is empty'],
+        ['spec: Invalid value: borrowingLimit must be nil when cohort is empty'],
     ),
     (
         "lendingLimit without cohort (webhook)",
@@ -243,7 +243,7 @@ CQ_CASES: list[tuple[str, str, list[str]]] = [
             extra="flavorFungibility: {whenCanPreempt: MayStopSearch, preference: PreemptionOverBorrowing}",
         ),
         [
-            'spec.flavorFungibility: Invalid value: "object": preference can only be set when both whenCanBorrow and '
+            'spec.flavorFungibility: Invalid value: preference can only be set when both whenCanBorrow and '
             "whenCanPreempt are TryNextFlavor"
         ],
     ),
@@ -259,7 +259,7 @@ CQ_CASES: list[tuple[str, str, list[str]]] = [
         "reclaimWithinCohort Never with borrowWithinCohort",
         one_group(CPU9, extra="preemption: {borrowWithinCohort: {policy: LowerPriority}}"),
         [
-            'spec.preemption: Invalid value: "object": reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never'
+            'spec.preemption: Invalid value: reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never'
         ],
     ),
     (
@@ -340,7 +340,7 @@ CQ_CASES: list[tuple[str, str, list[str]]] = [
         [
             "spec.resourceGroups[0].coveredResources: Invalid value: 0: "
             "spec.resourceGroups[0].coveredResources in body should have at least 1 items",
-            'spec.resourceGroups[0]: Invalid value: "object": flavors must have the same number of resources as the coveredResources',
+            'spec.resourceGroups[0]: Invalid value: flavors must have the same number of resources as the coveredResources',
         ],
     ),
 ]
@@ -494,7 +494,7 @@ RF_CASES = [
     (
         "topology needs node labels",
         rf("  topologyName: topo"),
-        ['spec: Invalid value: "object": at least one nodeLabel is required when topology is set'],
+        ["spec: Invalid value: at least one nodeLabel is required when topology is set"],
     ),
     (
         "too many node labels",
@@ -505,7 +505,7 @@ RF_CASES = [
         "taint effect",
         rf("  nodeTaints: [{key: k, effect: Bad}]"),
         [
-            "spec.nodeTaints: Invalid value: \"array\": supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'"
+            "spec.nodeTaints: Invalid value: supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'"
         ],
     ),
     (
@@ -520,20 +520,20 @@ RF_CASES = [
         "toleration without key needs Exists",
         rf("  tolerations: [{operator: Equal, value: x}]"),
         [
-            "spec.tolerations: Invalid value: \"array\": operator must be Exists when 'key' is empty, which means 'match all values and all keys'"
+            "spec.tolerations: Invalid value: operator must be Exists when 'key' is empty, which means 'match all values and all keys'"
         ],
     ),
     (
         "toleration seconds needs NoExecute",
         rf("  tolerations: [{key: k, operator: Exists, effect: NoSchedule, tolerationSeconds: 5}]"),
         [
-            "spec.tolerations: Invalid value: \"array\": effect must be 'NoExecute' when 'tolerationSeconds' is set"
+            "spec.tolerations: Invalid value: effect must be 'NoExecute' when 'tolerationSeconds' is set"
         ],
     ),
     (
         "toleration value with Exists",
         rf("  tolerations: [{key: k, operator: Exists, value: v}]"),
-        ["spec.tolerations: Invalid value: \"array\": a value must be empty when 'operator' is 'Exists'"],
+        ["spec.tolerations: Invalid value: a value must be empty when 'operator' is 'Exists'"],
     ),
     (
         "node label key invalid",
@@ -556,7 +556,7 @@ def test_resource_flavor_topology_name_immutable() -> None:
     old = rf("  nodeLabels: {a: b}\n  topologyName: t1")
     new = rf("  nodeLabels: {a: b}\n  topologyName: t2")
     assert errors(new, old=old) == [
-        'spec: Invalid value: "object": topologyName is immutable when topologyName is set'
+        'spec: Invalid value: topologyName is immutable when topologyName is set'
     ]
     assert errors(new, old=rf("  nodeLabels: {a: b}")) == []
 
@@ -658,13 +658,13 @@ UPDATE_CASES = [
         "local queue clusterQueue immutable",
         lq("  clusterQueue: other"),
         lq("  clusterQueue: cq"),
-        ['spec.clusterQueue: Invalid value: "string": field is immutable'],
+        ['spec.clusterQueue: Invalid value: "other": field is immutable'],
     ),
     (
         "admission check controllerName immutable",
         ac("  controllerName: b"),
         ac("  controllerName: a"),
-        ['spec.controllerName: Invalid value: "string": field is immutable'],
+        ['spec.controllerName: Invalid value: "b": field is immutable'],
     ),
 ]
 
@@ -725,7 +725,7 @@ WL_CASES = [
     (
         "minCount above count",
         wl("  podSets:\n  - count: 2\n    minCount: 3\n    template: {spec: {}}\n"),
-        ['spec.podSets[0]: Invalid value: "object": minCount should be positive and less or equal to count'],
+        ['spec.podSets[0]: Invalid value: minCount should be positive and less or equal to count'],
     ),
     (
         "at most one podSet with minCount",
@@ -765,7 +765,7 @@ WL_CASES = [
         wl(
             "  priorityClassRef: {group: kueue.x-k8s.io, kind: WorkloadPriorityClass, name: high}\n  podSets:\n  - template: {spec: {}}\n"
         ),
-        ['spec: Invalid value: "object": priority should not be nil when priorityClassRef is set'],
+        ['spec: Invalid value: priority should not be nil when priorityClassRef is set'],
     ),
     (
         "priorityClassRef group/kind pairing",
@@ -773,7 +773,7 @@ WL_CASES = [
             "  priority: 1\n  priorityClassRef: {group: scheduling.k8s.io, kind: WorkloadPriorityClass, name: high}\n  podSets:\n  - template: {spec: {}}\n"
         ),
         [
-            'spec.priorityClassRef: Invalid value: "object": only the PriorityClass kind is allowed for the scheduling.k8s.io group'
+            'spec.priorityClassRef: Invalid value: only the PriorityClass kind is allowed for the scheduling.k8s.io group'
         ],
     ),
     (
@@ -821,7 +821,7 @@ WL_CASES = [
         "assignments count must match podSets",
         wl(status="  conditions:\n" + QR + "  admission: {clusterQueue: cq, podSetAssignments: []}\n"),
         [
-            '<nil>: Invalid value: "object": podSetAssignments must have the same number of podSets as the spec'
+            '<nil>: Invalid value: podSetAssignments must have the same number of podSets as the spec'
         ],
     ),
     (
@@ -895,7 +895,7 @@ WL_CASES = [
     (
         "clusterName and nominatedClusterNames exclusive",
         wl(status="  clusterName: w1\n  nominatedClusterNames: [w1]\n"),
-        ['status: Invalid value: "object": clusterName and nominatedClusterNames are mutually exclusive'],
+        ['status: Invalid value: clusterName and nominatedClusterNames are mutually exclusive'],
     ),
     (
         "admission-gated-by must be domain-prefixed",
@@ -993,7 +993,7 @@ WL_UPDATE_CASES = [
             f"  queueName: a\n  podSets:\n  - count: 2\n    template: {{spec: {{{CONTAINERS}}}}}\n",
             status=RESERVED,
         ),
-        ['<nil>: Invalid value: "object": queueName is immutable while workload quota reserved'],
+        ['<nil>: Invalid value: queueName is immutable while workload quota reserved'],
     ),
     (
         "queueName cannot be removed while reserved (upstream: has(old) == has(new))",
@@ -1002,7 +1002,7 @@ WL_UPDATE_CASES = [
             f"  queueName: a\n  podSets:\n  - count: 2\n    template: {{spec: {{{CONTAINERS}}}}}\n",
             status=RESERVED,
         ),
-        ['<nil>: Invalid value: "object": queueName is immutable while workload quota reserved'],
+        ['<nil>: Invalid value: queueName is immutable while workload quota reserved'],
     ),
     (
         "priorityClassRef cannot be added while reserved",
@@ -1012,7 +1012,7 @@ WL_UPDATE_CASES = [
             status=RESERVED,
         ),
         wl(status=RESERVED),
-        ['<nil>: Invalid value: "object": priorityClassRef is immutable while workload quota reserved'],
+        ['<nil>: Invalid value: priorityClassRef is immutable while workload quota reserved'],
     ),
     (
         "reclaimable pods cannot decrease",
@@ -1038,7 +1038,7 @@ WL_UPDATE_CASES = [
         "clusterName immutable once set",
         wl(status="  clusterName: w2\n"),
         wl(status="  clusterName: w1\n"),
-        ['status: Invalid value: "object": clusterName is immutable once set'],
+        ['status: Invalid value: clusterName is immutable once set'],
     ),
     (
         "admission gate cannot be added",
@@ -1104,7 +1104,7 @@ def test_validation_failed_schema_message() -> None:
         validate_or_raise(obj)
     assert info.value.kind == "ClusterQueue" and info.value.name == "cq" and info.value.webhook is None
     assert str(info.value) == (
-        'ClusterQueue.kueue.x-k8s.io "cq" is invalid: spec.resourceGroups[0]: Invalid value: "object": '
+        'ClusterQueue.kueue.x-k8s.io "cq" is invalid: spec.resourceGroups[0]: Invalid value: '
         "flavors must have the same number of resources as the coveredResources"
     )
 
@@ -1160,7 +1160,7 @@ def test_seed_cluster_queue_borrowing_limit_example_is_rejected() -> None:
             outcomes.append((obj["metadata"]["name"], str(err)))
     rejected = [o for o in outcomes if o[1] != "ok"]
     message = (
-        'ClusterQueue.kueue.x-k8s.io "{}" is invalid: spec.resourceGroups[0]: Invalid value: "object": '
+        'ClusterQueue.kueue.x-k8s.io "{}" is invalid: spec.resourceGroups[0]: Invalid value: '
         "flavors must have the same number of resources as the coveredResources"
     )
     # The BorrowingLimit section: team-a-cq (borrowingLimit on cpu only) and team-b-cq, both covering [cpu, memory].

@@ -247,7 +247,7 @@ def test_multikueue_cluster_schema_driven() -> None:
     both = copy.deepcopy(storage)
     both["spec"]["clusterSource"]["clusterProfileRef"] = {"name": "p"}
     assert _messages(info.validate(both, None)) == [
-        'spec.clusterSource: Invalid value: "object": exactly one of the fields in [kubeConfig clusterProfileRef] must be set'
+        'spec.clusterSource: Invalid value: exactly one of the fields in [kubeConfig clusterProfileRef] must be set'
     ]
     bad_type = copy.deepcopy(storage)
     bad_type["spec"]["clusterSource"]["kubeConfig"]["locationType"] = "Disk"
@@ -265,7 +265,7 @@ def test_multikueue_config_and_topology_rules() -> None:
         "metadata": {"name": "m"},
         "spec": {"clusters": ["a", "a"]},
     }
-    assert _messages(mk.validate(config, None)) == ['spec.clusters: Invalid value: "array": must be unique']
+    assert _messages(mk.validate(config, None)) == ['spec.clusters: Invalid value: must be unique']
     topo = _info("kueue.x-k8s.io", "v1beta2", "topologies")
     levels = [{"nodeLabel": "cloud.com/block"}, {"nodeLabel": "kubernetes.io/hostname"}]
     obj: dict[str, Any] = {
@@ -278,7 +278,7 @@ def test_multikueue_config_and_topology_rules() -> None:
     changed = copy.deepcopy(obj)
     changed["spec"]["levels"] = levels[:1]
     assert _messages(topo.validate(changed, obj)) == [
-        'spec.levels: Invalid value: "array": levels are mutable only when kubernetes.io/hostname is the '
+        'spec.levels: Invalid value: levels are mutable only when kubernetes.io/hostname is the '
         "lowest level both before and after the change"
     ]
     regrouped = copy.deepcopy(obj)  # upstream v1beta2: hostname stays the lowest level, so allowed
@@ -287,12 +287,12 @@ def test_multikueue_config_and_topology_rules() -> None:
     hostname_first = copy.deepcopy(obj)
     hostname_first["spec"]["levels"] = list(reversed(levels))
     assert _messages(topo.validate(hostname_first, None)) == [
-        'spec.levels: Invalid value: "array": the kubernetes.io/hostname label can only be used at the '
+        'spec.levels: Invalid value: the kubernetes.io/hostname label can only be used at the '
         "lowest level of topology"
     ]
     v1beta1 = {**changed, "apiVersion": "kueue.x-k8s.io/v1beta1"}
     assert _messages(topo.validate(v1beta1, {**obj, "apiVersion": "kueue.x-k8s.io/v1beta1"})) == [
-        'spec.levels: Invalid value: "array": field is immutable'
+        'spec.levels: Invalid value: field is immutable'
     ]
     empty = {**obj, "spec": {"levels": []}}
     assert _messages(topo.validate(empty, None)) == [

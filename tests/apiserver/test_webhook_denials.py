@@ -301,7 +301,7 @@ def test_v1beta1_rules_apply_at_v1beta1_paths(app: APIServerApp) -> None:
     wl["spec"]["priorityClassName"] = "p"
     answer = _v1beta1_answer(app, "POST", "workloads", None, wl, namespace="default")
     assert answer["message"] == (
-        'Workload.kueue.x-k8s.io "w" is invalid: spec: Invalid value: "object": '
+        'Workload.kueue.x-k8s.io "w" is invalid: spec: Invalid value: '
         "priority should not be nil when priorityClassName is set"
     )
 

@@ -1281,7 +1281,7 @@ def test_validate_v1beta1_cel_rules_for_priority_class_source(
         assert answer.message == f"{V1BETA1_RULE}{V1BETA1_MESSAGES[changed]}"
 
 
-V1BETA1_RULE = 'Workload.kueue.x-k8s.io "workload-test" is invalid: <nil>: Invalid value: "object": '
+V1BETA1_RULE = 'Workload.kueue.x-k8s.io "workload-test" is invalid: <nil>: Invalid value: '
 V1BETA1_MESSAGES = {
     "priorityClassSource": "priorityClassSource is immutable while workload quota reserved",
     "priorityClassName": "priorityClassName is immutable while workload quota reserved and priorityClassSource "
@@ -1319,7 +1319,7 @@ def test_should_reject_the_change_of_spec_cluster_queue(api: Api) -> None:
     answer = api.change(lq, _set("spec.clusterQueue", "bar"))
     assert answer.outcome == INVALID_ERROR
     assert answer.message == (
-        'LocalQueue.kueue.x-k8s.io "queue-test" is invalid: spec.clusterQueue: Invalid value: "string": '
+        'LocalQueue.kueue.x-k8s.io "queue-test" is invalid: spec.clusterQueue: Invalid value: "bar": '
         "field is immutable"
     )
 

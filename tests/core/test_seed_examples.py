@@ -364,7 +364,7 @@ def test_seed_borrowing_limit_manifest_is_rejected() -> None:
     with pytest.raises(ValidationFailed) as err:
         parse_object(doc)
     assert str(err.value) == (
-        'ClusterQueue.kueue.x-k8s.io "team-a-cq" is invalid: spec.resourceGroups[0]: Invalid value: "object": '
+        'ClusterQueue.kueue.x-k8s.io "team-a-cq" is invalid: spec.resourceGroups[0]: Invalid value: '
         "flavors must have the same number of resources as the coveredResources"
     )
     obj, _ = to_internal(doc)

@@ -547,9 +547,16 @@ def list_map_key_value(values: Mapping[str, Any]) -> Raw:
     return Raw(json.dumps(dict(values), sort_keys=True, separators=(",", ":")))
 
 
-def cel(path: str, type_name: str, message: str) -> FieldError:
-    """A failed ``x-kubernetes-validations`` rule (value is the schema type, e.g. ``"object"``)."""
-    return invalid(path, type_name, message)
+def cel(path: str, value: Any, message: str) -> FieldError:
+    """A failed ``x-kubernetes-validations`` rule.
+
+    kube-apiserver (apiextensions-apiserver ``cel.Validator``, ``fieldErrorForReason``, since
+    v1.34) prints the value the rule is attached to: a scalar as itself (``spec.clusterQueue:
+    Invalid value: "b": field is immutable``), an object or a list not at all (``spec: Invalid
+    value: borrowingLimit must be nil ...``): pass :data:`OMIT` for those. Older releases printed
+    the schema type (``Invalid value: "object"``).
+    """
+    return invalid(path, value, message)
 
 
 def _schema_conditions(conditions: Sequence[Condition], path: str) -> list[FieldError]:
@@ -615,7 +622,7 @@ def _cel_tolerations(path: str, tolerations: Sequence[k.Toleration]) -> list[Fie
         ),
         (lambda t: not t.effect or t.effect in _TAINT_EFFECTS, _TAINT_EFFECT_MSG),
     ]
-    return [cel(path, "array", message) for rule, message in rules if not all(rule(t) for t in tolerations)]
+    return [cel(path, OMIT, message) for rule, message in rules if not all(rule(t) for t in tolerations)]
 
 
 def _webhook_tolerations(path: str, tolerations: Sequence[k.Toleration]) -> list[FieldError]:
@@ -642,11 +649,11 @@ def _schema_resource_flavor(
     errs += schema_reference("spec.topologyName", spec.topology_name)
     rules: list[FieldError] = []
     if spec.topology_name and not spec.node_labels:
-        rules.append(cel("spec", "object", "at least one nodeLabel is required when topology is set"))
+        rules.append(cel("spec", OMIT, "at least one nodeLabel is required when topology is set"))
     if old is not None and old.spec.topology_name and spec.topology_name != old.spec.topology_name:
-        rules.append(cel("spec", "object", "topologyName is immutable when topologyName is set"))
+        rules.append(cel("spec", OMIT, "topologyName is immutable when topologyName is set"))
     if not all(t.effect in _TAINT_EFFECTS for t in spec.node_taints):
-        rules.append(cel("spec.nodeTaints", "array", _TAINT_EFFECT_MSG))
+        rules.append(cel("spec.nodeTaints", OMIT, _TAINT_EFFECT_MSG))
     rules += _cel_tolerations("spec.tolerations", spec.tolerations)
     return errs, rules
 
@@ -698,7 +705,7 @@ def _schema_flavor_quotas(path: str, flavor: k.FlavorQuotas) -> list[FieldError]
 
 def _cel_resource_groups(path: str, groups: Sequence[k.ResourceGroup]) -> list[FieldError]:
     return [
-        cel(idx(path, i), "object", FLAVORS_RESOURCES_MSG)
+        cel(idx(path, i), OMIT, FLAVORS_RESOURCES_MSG)
         for i, group in enumerate(groups)
         if any(len(f.resources) != len(group.covered_resources) for f in group.flavors)
     ]
@@ -874,7 +881,7 @@ def _cel_cluster_queue(spec: k.ClusterQueueSpec) -> list[FieldError]:
     if not spec.cohort_name and any(
         r.borrowing_limit is not None for g in spec.resource_groups for f in g.flavors for r in f.resources
     ):
-        errs.append(cel("spec", "object", BORROWING_LIMIT_CEL_MSG))
+        errs.append(cel("spec", OMIT, BORROWING_LIMIT_CEL_MSG))
     errs += _cel_resource_groups("spec.resourceGroups", spec.resource_groups)
     fungibility = spec.flavor_fungibility
     if (
@@ -885,9 +892,9 @@ def _cel_cluster_queue(spec: k.ClusterQueueSpec) -> list[FieldError]:
             and fungibility.when_can_preempt == k.TRY_NEXT_FLAVOR
         )
     ):
-        errs.append(cel("spec.flavorFungibility", "object", PREFERENCE_CEL_MSG))
+        errs.append(cel("spec.flavorFungibility", OMIT, PREFERENCE_CEL_MSG))
     if _preemption_rule_broken(spec.preemption):
-        errs.append(cel("spec.preemption", "object", PREEMPTION_RULE_MSG))
+        errs.append(cel("spec.preemption", OMIT, PREEMPTION_RULE_MSG))
     return errs
 
 
@@ -1108,7 +1115,7 @@ def _schema_local_queue(
         and spec.cluster_queue
         and old.spec.cluster_queue != spec.cluster_queue
     ):
-        rules.append(cel("spec.clusterQueue", "string", FIELD_IMMUTABLE_MSG))
+        rules.append(cel("spec.clusterQueue", spec.cluster_queue, FIELD_IMMUTABLE_MSG))
     return errs, rules
 
 
@@ -1451,18 +1458,18 @@ def _cel_workload(wl: k.Workload, old: k.Workload | None) -> list[FieldError]:
         and len(spec.pod_sets) != len(wl.status.admission.pod_set_assignments)
     ):
         errs.append(
-            cel(ROOT_PATH, "object", _wl_rule("", "podSetAssignments must have"))
+            cel(ROOT_PATH, OMIT, _wl_rule("", "podSetAssignments must have"))
         )
     if old is not None:
         errs += _cel_workload_update(wl, old)
     if spec.priority_class_ref is not None and spec.priority is None:
-        errs.append(cel("spec", "object", _wl_rule("spec", "priority should not be nil")))
+        errs.append(cel("spec", OMIT, _wl_rule("spec", "priority should not be nil")))
     errs += _cel_priority_class_ref(spec.priority_class_ref)
     for i, pod_set in enumerate(spec.pod_sets):
         if pod_set.min_count is not None and pod_set.min_count > pod_set.count:
             errs.append(
                 cel(
-                    idx("spec.podSets", i), "object", _wl_rule("spec.podSets[]", "minCount should be positive")
+                    idx("spec.podSets", i), OMIT, _wl_rule("spec.podSets[]", "minCount should be positive")
                 )
             )
     errs += _cel_workload_status(wl, old)
@@ -1486,11 +1493,11 @@ def _cel_priority_class_ref(ref: k.PriorityClassRef | None) -> list[FieldError]:
     errs: list[FieldError] = []
     if ref.group == "scheduling.k8s.io" and ref.kind != "PriorityClass":
         errs.append(
-            cel(path, "object", _wl_rule("spec.priorityClassRef", "only the PriorityClass kind"))
+            cel(path, OMIT, _wl_rule("spec.priorityClassRef", "only the PriorityClass kind"))
         )
     if ref.group == "kueue.x-k8s.io" and ref.kind != "WorkloadPriorityClass":
         errs.append(
-            cel(path, "object", _wl_rule("spec.priorityClassRef", "only the WorkloadPriorityClass kind"))
+            cel(path, OMIT, _wl_rule("spec.priorityClassRef", "only the WorkloadPriorityClass kind"))
         )
     return errs
 
@@ -1505,7 +1512,7 @@ def _cel_workload_update(wl: k.Workload, old: k.Workload) -> list[FieldError]:
             bool(old.spec.queue_name) != bool(wl.spec.queue_name)
             or (old.spec.queue_name and old.spec.queue_name != wl.spec.queue_name)
         ):
-            errs.append(cel(ROOT_PATH, "object", _wl_rule("", "queueName is immutable")))
+            errs.append(cel(ROOT_PATH, OMIT, _wl_rule("", "queueName is immutable")))
     both_admitted = is_condition_true(old.status.conditions, ADMITTED) and is_condition_true(
         wl.status.conditions, ADMITTED
     )
@@ -1513,7 +1520,7 @@ def _cel_workload_update(wl: k.Workload, old: k.Workload) -> list[FieldError]:
         wl.spec.maximum_execution_time_seconds or 0
     ):
         errs.append(
-            cel(ROOT_PATH, "object", _wl_rule("", "maximumExecutionTimeSeconds is immutable"))
+            cel(ROOT_PATH, OMIT, _wl_rule("", "maximumExecutionTimeSeconds is immutable"))
         )
     return errs
 
@@ -1522,23 +1529,23 @@ def _cel_priority_ref_update(
     new: k.PriorityClassRef | None, old: k.PriorityClassRef | None
 ) -> list[FieldError]:
     if (new is None) != (old is None):
-        return [cel(ROOT_PATH, "object", _wl_rule("", "priorityClassRef is immutable"))]
+        return [cel(ROOT_PATH, OMIT, _wl_rule("", "priorityClassRef is immutable"))]
     if new is None or old is None:
         return []
     errs: list[FieldError] = []
     if new.group != old.group:
         errs.append(
-            cel(ROOT_PATH, "object", _wl_rule("", "priorityClassRef.group is immutable"))
+            cel(ROOT_PATH, OMIT, _wl_rule("", "priorityClassRef.group is immutable"))
         )
     if new.kind != old.kind:
         errs.append(
-            cel(ROOT_PATH, "object", _wl_rule("", "priorityClassRef.kind is immutable"))
+            cel(ROOT_PATH, OMIT, _wl_rule("", "priorityClassRef.kind is immutable"))
         )
     if new.group == "scheduling.k8s.io" and new.kind == "PriorityClass" and new.name != old.name:
         errs.append(
             cel(
                 ROOT_PATH,
-                "object",
+                OMIT,
                 _wl_rule("", "priorityClassRef.name is immutable"),
             )
         )
@@ -1554,9 +1561,9 @@ def _cel_workload_status(wl: k.Workload, old: k.Workload | None) -> list[FieldEr
         and status.cluster_name is not None
         and (old.status.cluster_name != status.cluster_name)
     ):
-        errs.append(cel("status", "object", _wl_rule("status", "clusterName is immutable")))
+        errs.append(cel("status", OMIT, _wl_rule("status", "clusterName is immutable")))
     if status.cluster_name is not None and status.nominated_cluster_names:
-        errs.append(cel("status", "object", _wl_rule("status", "clusterName and nominatedClusterNames")))
+        errs.append(cel("status", OMIT, _wl_rule("status", "clusterName and nominatedClusterNames")))
     return errs
 
 
@@ -2003,7 +2010,7 @@ def _schema_admission_check(
         errs += _schema_conditions(ac.status.conditions, "status.conditions")
     rules = []
     if old is not None and old.spec.controller_name != spec.controller_name:
-        rules.append(cel("spec.controllerName", "string", FIELD_IMMUTABLE_MSG))
+        rules.append(cel("spec.controllerName", spec.controller_name, FIELD_IMMUTABLE_MSG))
     return errs, rules
 
 
@@ -2310,7 +2317,7 @@ def _cel_workload_v1beta1(
     source = "priorityClassSource"
     if written_old is not None and old_reserved and source in old_spec and source in spec:
         if old_spec[source] != spec[source]:
-            root.append(cel(ROOT_PATH, "object", _wl_rule_v1beta1("", "priorityClassSource is immutable")))
+            root.append(cel(ROOT_PATH, OMIT, _wl_rule_v1beta1("", "priorityClassSource is immutable")))
         name = "priorityClassName"
         if (
             spec[source] != "kueue.x-k8s.io/workloadpriorityclass"
@@ -2318,10 +2325,10 @@ def _cel_workload_v1beta1(
             and name in spec
             and old_spec[name] != spec[name]
         ):
-            root.append(cel(ROOT_PATH, "object", _wl_rule_v1beta1("", "priorityClassName is immutable")))
+            root.append(cel(ROOT_PATH, OMIT, _wl_rule_v1beta1("", "priorityClassName is immutable")))
     own_spec: list[FieldError] = []
     if "priorityClassName" in spec and "priority" not in spec:
-        own_spec.append(cel("spec", "object", _wl_rule_v1beta1("spec", "priority should not be nil")))
+        own_spec.append(cel("spec", OMIT, _wl_rule_v1beta1("spec", "priority should not be nil")))
     return root, own_spec
 
 

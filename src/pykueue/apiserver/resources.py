@@ -50,6 +50,7 @@ from pykueue.api.conversion import encode as encode_typed
 from pykueue.api.defaults import apply_admission_mutations, apply_defaults
 from pykueue.api.feature_gates import DEFAULT_GATES, FeatureGates
 from pykueue.api.validation import (
+    OMIT,
     REQUIRED,
     FieldError,
     ValidationFailed,
@@ -710,7 +711,7 @@ def _kueue_behaviour(kind: str) -> Behaviour:
 def _rules_multikueue_config(obj: Obj, old: Obj | None) -> list[FieldError]:
     clusters = (obj.get("spec") or {}).get("clusters") or []
     if len(set(map(str, clusters))) != len(clusters):
-        return [cel("spec.clusters", "array", "must be unique")]
+        return [cel("spec.clusters", OMIT, "must be unique")]
     return []
 
 
@@ -723,7 +724,7 @@ def _rules_multikueue_cluster(obj: Obj, old: Obj | None) -> list[FieldError]:
     path = "spec.clusterSource" if "clusterSource" in spec else "spec"
     if count != 1:
         return [
-            cel(path, "object", "exactly one of the fields in [kubeConfig clusterProfileRef] must be set")
+            cel(path, OMIT, "exactly one of the fields in [kubeConfig clusterProfileRef] must be set")
         ]
     return []
 
@@ -741,17 +742,17 @@ def _rules_topology(obj: Obj, old: Obj | None) -> list[FieldError]:
     old_levels = ((old or {}).get("spec") or {}).get("levels") or []
     if old is not None and levels != old_levels:
         if version == "v1beta1":
-            errs.append(cel("spec.levels", "array", msg("field is immutable")))
+            errs.append(cel("spec.levels", OMIT, msg("field is immutable")))
         else:
             old_labels = [str(level.get("nodeLabel")) for level in old_levels if isinstance(level, dict)]
             # v1beta2 lets the levels change while the hostname level stays the lowest one.
             if not (labels and old_labels and labels[-1] == HOSTNAME_LABEL and old_labels[-1] == HOSTNAME_LABEL):
-                errs.append(cel("spec.levels", "array", msg("levels are mutable only")))
+                errs.append(cel("spec.levels", OMIT, msg("levels are mutable only")))
     items = [repr(sorted(level.items())) if isinstance(level, dict) else repr(level) for level in levels]
     if len(set(items)) != len(items):  # whole items compared, as the rule's ``j == i``
-        errs.append(cel("spec.levels", "array", msg("must be unique")))
+        errs.append(cel("spec.levels", OMIT, msg("must be unique")))
     if HOSTNAME_LABEL in labels and labels[-1] != HOSTNAME_LABEL:
-        errs.append(cel("spec.levels", "array", msg("the kubernetes.io/hostname label")))
+        errs.append(cel("spec.levels", OMIT, msg("the kubernetes.io/hostname label")))
     return errs
 
 
