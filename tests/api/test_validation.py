@@ -801,10 +801,12 @@ WL_CASES = [
     ),
     ("quota reserved with consistent admission", wl(status="  conditions:\n" + QR + admission()), []),
     (
+        # pkg/webhooks/workload_webhook.go validateAdmission: field.Invalid(..., v, ...) with v a
+        # resource.Quantity, which field.Error renders with json.Marshal (a quoted string).
         "assignment usage divisible by count",
         wl(status="  conditions:\n" + QR + admission(usage="'3'", resource="example.com/gpu")),
         [
-            "status.admission.podSetAssignments[0].resourceUsage[example.com/gpu]: Invalid value: 3: is not a multiple of 2"
+            "status.admission.podSetAssignments[0].resourceUsage[example.com/gpu]: Invalid value: \"3\": is not a multiple of 2"
         ],
     ),
     (

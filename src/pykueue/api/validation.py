@@ -1722,7 +1722,9 @@ def _webhook_admission(wl: k.Workload, old: k.Workload | None) -> list[FieldErro
                 errs.append(
                     invalid(
                         key(f"{p}.resourceUsage", resource),
-                        Raw(str(Quantity.parse(value))),
+                        # upstream's bad value is the resource.Quantity, which field.Error renders
+                        # with json.Marshal: a quoted canonical string.
+                        str(Quantity.parse(value)),
                         f"is not a multiple of {count}",
                     )
                 )
