@@ -509,10 +509,12 @@ RF_CASES = [
         ],
     ),
     (
+        # pkg/webhooks/resourceflavor_webhook.go validateNodeTaints: field.Duplicate(idxPath, currTaint)
+        # renders the corev1.Taint with json.Marshal, in struct order (key, value, effect).
         "duplicate taint key and effect",
         rf("  nodeTaints: [{key: k, value: a, effect: NoSchedule}, {key: k, value: b, effect: NoSchedule}]"),
         [
-            'spec.nodeTaints[1]: Duplicate value: {"key":"k","effect":"NoSchedule","value":"b"}: '
+            'spec.nodeTaints[1]: Duplicate value: {"key":"k","value":"b","effect":"NoSchedule"}: '
             "taints must be unique by key and effect pair"
         ],
     ),

@@ -658,6 +658,19 @@ def _schema_resource_flavor(
     return errs, rules
 
 
+def _go_taint(taint: k.Taint) -> dict[str, Any]:
+    """A core/v1 ``Taint`` as ``encoding/json`` writes it (``field.Error`` renders a struct bad value
+    that way): struct order key, value, effect, timeAdded; empty ``value`` and nil ``timeAdded``
+    omitted."""
+    out: dict[str, Any] = {"key": taint.key}
+    if taint.value:
+        out["value"] = taint.value
+    out["effect"] = taint.effect
+    if taint.time_added is not None:
+        out["timeAdded"] = msgspec.to_builtins(taint).get("timeAdded")
+    return out
+
+
 def _webhook_resource_flavor(rf: k.ResourceFlavor) -> list[FieldError]:
     spec = rf.spec
     errs = validate_labels(spec.node_labels, "spec.nodeLabels")
@@ -668,7 +681,7 @@ def _webhook_resource_flavor(rf: k.ResourceFlavor) -> list[FieldError]:
         value_errs = is_valid_label_value(taint.value)
         errs += [invalid(f"{p}.value", taint.value, ";".join(value_errs))] if value_errs else []
         if (taint.key, taint.effect) in seen:
-            errs.append(duplicate(p, taint, "taints must be unique by key and effect pair"))
+            errs.append(duplicate(p, _go_taint(taint), "taints must be unique by key and effect pair"))
             continue
         seen.add((taint.key, taint.effect))
     return errs + _webhook_tolerations("spec.tolerations", spec.tolerations)
