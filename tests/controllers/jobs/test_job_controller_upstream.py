@@ -6,7 +6,8 @@ Events with upstream's ``wantJob`` / ``wantWorkloads`` / ``wantEvents``. Test id
 case names verbatim. Times are the harness clock's (upstream's ``now``).
 
 Cases already covered elsewhere under the same name (tests/controllers/jobs/test_batch_job.py for
-the pure decisions, tests/controllers/test_job_integration.py end to end) are kept there; a case
+the pure decisions, tests/controllers/test_job_integration.py end to end, and
+test_job_prebuilt_upstream.py for the "when the prebuilt workload ..." cases) are kept there; a case
 here checks the reconcile itself.
 
 Not ported (features pykueue does not implement, checked with grep in src/pykueue):
@@ -17,8 +18,6 @@ Not ported (features pykueue does not implement, checked with grep in src/pykueu
 - "the workload slice ..." (five cases), "the admitted slice follows the label when a scale-up
   replaces it", "a workload slice that reserved quota with no priority class is left alone" —
   elastic jobs / workload slices.
-- "when the prebuilt workload ..." (four cases) — prebuilt Workloads are read on Jobs
-  (``prebuilt_workload_name``) but the Job reconciler does not adopt them.
 - "the workload without uid label is created when job's uid is longer than 63 characters" — the
   API server assigns uids (36 characters); the rule is checked on ``construct_workload`` in
   test_batch_job.py under the same name.

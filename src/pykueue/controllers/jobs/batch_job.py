@@ -137,6 +137,10 @@ STOP_NO_MATCHING_WORKLOAD: Final = (
 STOP_MISSING_WORKLOAD: Final = "Missing Workload; unable to restore pod templates"
 STOP_WORKLOAD_DELETED: Final = "Workload is deleted"
 STOP_NOT_ADMITTED: Final = "Not admitted by cluster queue"
+STOP_PREBUILT_MISSING: Final = "missing workload"
+"""``handleJobWithNoWorkload``'s stop of a Job whose prebuilt Workload is missing (lower case, as upstream)."""
+PREBUILT_NOT_FOUND: Final = "prebuilt workload not found"
+"""``jobframework.ErrPrebuiltWorkloadNotFound``."""
 CHILD_JOB_SUSPENDED: Final = "Kueue managed child job suspended"
 PREBUILT_OUT_OF_SYNC: Final = "The prebuilt workload is out of sync with its user job"
 DELETED_AFTER_RETENTION: Final = "Deleted job: deactivation retention period expired"
@@ -222,13 +226,53 @@ def _int_field(obj: Mapping[str, Any], key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def prebuilt_workload_name(job: Mapping[str, Any]) -> str | None:
-    """The prebuilt Workload to use instead of creating one (annotation first, then label)."""
-    # WorkloadIdentifierAnnotations is on: the annotation wins over the older label.
-    name = _annotations(job).get(PREBUILT_WORKLOAD_NAME_ANNOTATION) or _labels(job).get(
-        PREBUILT_WORKLOAD_NAME_LABEL
+def prebuilt_workload_name(job: Mapping[str, Any], identifier_annotations: bool = True) -> str | None:
+    """``PrebuiltWorkloadNameFor`` (jobframework/utils.go): the prebuilt Workload to use instead of
+    creating one. Under ``WorkloadIdentifierAnnotations`` the annotation wins over the older label;
+    without it the label, then an annotation too long to be a label value."""
+    annotation = str(_annotations(job).get(PREBUILT_WORKLOAD_NAME_ANNOTATION) or "")
+    label = str(_labels(job).get(PREBUILT_WORKLOAD_NAME_LABEL) or "")
+    if identifier_annotations:
+        name = annotation or label
+    else:
+        name = label or (annotation if len(annotation) > 63 else "")
+    return name or None
+
+
+def adopt_prebuilt(job: Mapping[str, Any], wl: Workload) -> Workload | None:
+    """``EnsurePrebuiltWorkloadOwnership`` (jobframework/reconciler.go): the prebuilt Workload with the
+    Job as its controller (``ctrl.SetControllerReference``: an owner reference to the same object is
+    replaced, else one is appended) and the ``kueue.x-k8s.io/job-uid`` label when the uid is a valid
+    label value; None when the Job already controls it (``metav1.IsControlledBy``: by uid)."""
+    meta = _sub(job, "metadata")
+    uid = str(meta.get("uid", ""))
+    if any(r.controller and r.uid == uid for r in wl.metadata.owner_references):
+        return None
+    ref = OwnerReference(
+        api_version=JOB_API_VERSION,
+        kind=JOB_KIND,
+        name=str(meta.get("name", "")),
+        uid=uid,
+        controller=True,
+        block_owner_deletion=True,
     )
-    return str(name) if name else None
+
+    def same_object(r: OwnerReference) -> bool:
+        # controller-runtime's ``referSameObject``: group (not version), kind and name.
+        return (r.api_version.rpartition("/")[0], r.kind, r.name) == (JOB_GROUP, JOB_KIND, ref.name)
+
+    refs = list(wl.metadata.owner_references)
+    i = next((i for i, r in enumerate(refs) if same_object(r)), None)
+    if i is None:
+        refs.append(ref)
+    else:
+        refs[i] = ref
+    labels = dict(wl.metadata.labels)
+    if not is_valid_label_value(uid):
+        labels[JOB_UID_LABEL] = uid
+    return msgspec.structs.replace(
+        wl, metadata=msgspec.structs.replace(wl.metadata, owner_references=refs, labels=labels)
+    )
 
 
 def max_execution_time_seconds(job: Mapping[str, Any]) -> int | None:

@@ -56,6 +56,17 @@ class PriorityUnresolved(APIError):
         super().__init__(404, "NotFound", message)
 
 
+class PrebuiltWorkloadNotFound(APIError):
+    """``jobframework.ErrPrebuiltWorkloadNotFound``: the Job names a prebuilt Workload that does not
+    exist (or is controlled by another object). ``handleJobWithNoWorkload`` returns it and
+    controller-runtime retries the Job with backoff until the Workload shows up. An
+    :class:`APIError`, not a :class:`NotFound`, which the manager forgets as the reconciled object
+    being gone."""
+
+    def __init__(self) -> None:
+        super().__init__(404, "NotFound", bj.PREBUILT_NOT_FOUND)
+
+
 class JobController:
     """Reconciles batch/v1 Jobs; see the module docstring."""
 
@@ -180,17 +191,13 @@ class JobController:
         as this reconcile left it (or the rewritten leftover of a suspended Job; None when there is
         none), and whether this reconcile ends here (upstream returns ``ErrNoMatchingWorkloads`` /
         ``ErrExtraWorkloads`` after deleting Workloads, or the error of a failed write)."""
+        prebuilt = self._prebuilt_name(job)
+        if prebuilt is not None:
+            wl, done = self._ensure_prebuilt(job, prebuilt)
+            return job, wl, done
         match: Workload | None = None
         for wl in owned:
-            if bj.is_equivalent(
-                job,
-                wl,
-                self.ctx.flavors,
-                assign_queue_labels=self.options.gate("AssignQueueLabelsForPods"),
-                tas_enabled=self.options.gate("TopologyAwareScheduling"),
-                partial_admission=self.options.gate("PartialAdmission"),
-                finish_orphaned_workloads=self.options.gate("FinishOrphanedWorkloads"),
-            ):
+            if self._is_equivalent(job, wl):
                 match = wl
                 break
         to_delete = [wl for wl in owned if wl is not match]
@@ -236,6 +243,45 @@ class JobController:
                 if match is None:
                     return job, None, True
         return job, match, False
+
+    def _prebuilt_name(self, job: dict[str, Any]) -> str | None:
+        return bj.prebuilt_workload_name(job, self.options.gate("WorkloadIdentifierAnnotations"))
+
+    def _is_equivalent(self, job: dict[str, Any], wl: Workload) -> bool:
+        return bj.is_equivalent(
+            job,
+            wl,
+            self.ctx.flavors,
+            assign_queue_labels=self.options.gate("AssignQueueLabelsForPods"),
+            tas_enabled=self.options.gate("TopologyAwareScheduling"),
+            partial_admission=self.options.gate("PartialAdmission"),
+            finish_orphaned_workloads=self.options.gate("FinishOrphanedWorkloads"),
+        )
+
+    def _ensure_prebuilt(self, job: dict[str, Any], name: str) -> tuple[Workload | None, bool]:
+        """``ensureOneWorkload``'s prebuilt path: the Job's prebuilt Workload, made controlled by the
+        Job (``EnsurePrebuiltWorkloadOwnership``), or None when it is missing, controlled by another
+        object, or out of sync with the Job (then finished ``OutOfSync``:
+        ``ensurePrebuiltWorkloadInSync``); the reconcile goes on without a Workload then
+        (``handleJobWithNoWorkload`` stops the Job and fails with ``ErrPrebuiltWorkloadNotFound``).
+        Returns ``(workload, done)``, ``done`` when the ownership update failed (upstream returns the
+        error; the resulting watch event continues)."""
+        meta = job["metadata"]
+        wl = self.ctx.workloads.get(f"{meta['namespace']}/{name}")
+        if wl is None:
+            return None, False
+        owner = next((r for r in wl.metadata.owner_references if r.controller), None)
+        if owner is not None and owner.uid != meta.get("uid"):
+            return None, False
+        adopted = bj.adopt_prebuilt(job, wl)
+        if adopted is not None:
+            if not self.ctx.write_workload(adopted, status=False):
+                return None, True
+            wl = self.ctx.workloads.get(workload_key(wl), adopted)
+        if not self._is_equivalent(job, wl):
+            self._finish(job, wl, bj.FINISHED_OUT_OF_SYNC, bj.PREBUILT_OUT_OF_SYNC, event=False)
+            return None, False
+        return wl, False
 
     def _rewrite(self, job: dict[str, Any], wl: Workload) -> Workload | None:
         """``updateWorkloadToMatchJob``: the Workload with the spec the Job builds now, as written
@@ -354,8 +400,14 @@ class JobController:
     def _create_workload(self, job: dict[str, Any]) -> None:
         """``handleJobWithNoWorkload``: wait while the Job has active pods, else create its Workload
         (a running Job was stopped by :meth:`_ensure_one_workload` already)."""
+        prebuilt = self._prebuilt_name(job) is not None
+        if prebuilt:
+            # The Job waits, stopped, for its prebuilt Workload: none is created for it.
+            self._stop(job, None, bj.STOP_PREBUILT_MISSING)
         if bj.active_pods(job) > 0:
             return
+        if prebuilt:
+            raise PrebuiltWorkloadNotFound()
         priority = self._priority(job)
         if isinstance(priority, bj.PriorityError):
             self._unresolved(job, priority)
