@@ -424,9 +424,15 @@ class JobController:
     # --- steps 7-8: reclaimable pods, PodsReady -----------------------------------------------------------
 
     def _reclaimable(self, job: dict[str, Any], wl: Workload) -> bool:
-        if not self.options.gate("ReclaimablePods") or not has_quota_reservation(wl):
+        # ``ReconcileGenericJob`` step 4: whether or not the Workload reserves quota, the counts capped
+        # at its pod sets' (``workload.LimitReclaimablePodsToPodSetSizes``).
+        if not self.options.gate("ReclaimablePods"):
             return False
-        wanted = bj.reclaimable_pods(job)
+        sizes = {ps.name: ps.count for ps in wl.spec.pod_sets}
+        wanted = [
+            {"name": r["name"], "count": min(r["count"], sizes.get(r["name"], r["count"]))}
+            for r in bj.reclaimable_pods(job)
+        ]
         current = [{"name": r.name, "count": r.count} for r in wl.status.reclaimable_pods]
         if wanted == current:
             return False
