@@ -19,6 +19,9 @@ class ControllerOptions:
     pods_ready_timeout_seconds: float | None = 1800.0
     pods_ready_recovery_timeout_seconds: float | None = None
     finished_retention_seconds: float | None = None
+    deactivated_retention_seconds: float | None = None
+    """``objectRetentionPolicies.workloads.afterDeactivatedByKueue``: how long a Job whose Workload
+    Kueue deactivated is kept before the Job reconciler deletes it (None: kept)."""
     label_keys_to_copy: tuple[str, ...] = ()
     manage_jobs_without_queue_name: bool = False
     managed_jobs_namespace_selector: LabelSelector | None = None
@@ -34,11 +37,13 @@ class ControllerOptions:
         wait = cfg.wait_for_pods_ready
         retention = conf.object_retention_policies
         after = retention.workloads.after_finished if retention and retention.workloads else None
+        deactivated = retention.workloads.after_deactivated_by_kueue if retention and retention.workloads else None
         return ControllerOptions(
             scheduler=options_from_config(cfg),
             pods_ready_timeout_seconds=_seconds(wait.timeout) if wait is not None else None,
             pods_ready_recovery_timeout_seconds=_seconds(wait.recovery_timeout) if wait is not None else None,
             finished_retention_seconds=_seconds(after),
+            deactivated_retention_seconds=_seconds(deactivated),
             label_keys_to_copy=tuple(conf.integrations.label_keys_to_copy) if conf.integrations else (),
             manage_jobs_without_queue_name=conf.manage_jobs_without_queue_name,
             managed_jobs_namespace_selector=conf.managed_jobs_namespace_selector,

@@ -141,6 +141,7 @@ class JobReconcile:
         manage_jobs_without_queue_name: bool = False,
         label_keys_to_copy: tuple[str, ...] = (),
         managed_jobs_namespace_selector: LabelSelector | None = None,
+        deactivated_retention_seconds: float | None = None,
     ) -> None:
         # No garbage collector, as upstream's fake client: a Workload whose Job is gone stays for the
         # reconcile to find (a cluster's collector deletes it only later, asynchronously).
@@ -155,6 +156,7 @@ class JobReconcile:
             manage_jobs_without_queue_name=manage_jobs_without_queue_name,
             label_keys_to_copy=label_keys_to_copy,
             managed_jobs_namespace_selector=managed_jobs_namespace_selector,
+            deactivated_retention_seconds=deactivated_retention_seconds,
         )
         self.mgr = ControllerManager(self.client, options, clock=_Clock())
         self.mgr.follow()

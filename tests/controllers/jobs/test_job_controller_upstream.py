@@ -7,14 +7,11 @@ case names verbatim. Times are the harness clock's (upstream's ``now``).
 
 Cases already covered elsewhere under the same name (tests/controllers/jobs/test_batch_job.py for
 the pure decisions, tests/controllers/test_job_integration.py end to end, and
-test_job_prebuilt_upstream.py for the "when the prebuilt workload ..." cases) are kept there; a case
+test_job_prebuilt_upstream.py for the "when the prebuilt workload ..." cases,
+test_job_deactivation_retention_upstream.py for the ``afterDeactivatedByKueue`` ones) are kept there; a case
 here checks the reconcile itself.
 
 Not ported (features pykueue does not implement, checked with grep in src/pykueue):
-- "when workload is deactivated by kueue; objectRetentionPolicies.workloads.afterDeactivatedByKueue=*"
-  and "when workload is active after deactivation; ...", "when workload is manually deactivated; ..."
-  — ``objectRetentionPolicies.workloads.afterDeactivatedByKueue`` (deleting the Job) is parsed but
-  not acted on by the Job reconciler.
 - "the workload slice ..." (five cases), "the admitted slice follows the label when a scale-up
   replaces it", "a workload slice that reserved quota with no priority class is left alone" —
   elastic jobs / workload slices.

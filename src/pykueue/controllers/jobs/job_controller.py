@@ -18,9 +18,9 @@ import msgspec
 from pykueue.api.conversion import to_external, to_internal
 from pykueue.api.jobs import is_managed, owner_managed_by_kueue
 from pykueue.api.kueue import PriorityClass, ReclaimablePod, Workload, WorkloadPriorityClass
-from pykueue.api.meta import ObjectMeta, find_condition
+from pykueue.api.meta import Condition, ObjectMeta, find_condition
 from pykueue.client import resources as R
-from pykueue.client.interface import AlreadyExists, APIError
+from pykueue.client.interface import AlreadyExists, APIError, NotFound
 from pykueue.controllers.cluster_cache import JOB
 from pykueue.controllers.jobs import batch_job as bj
 from pykueue.core.events import NORMAL, WARNING, Event
@@ -469,6 +469,33 @@ class JobController:
             updated = transitions.copy_for_status(wl)
             if transitions.complete_eviction(updated, self.ctx.now(), self.options):
                 self.ctx.write_workload(updated)
+        self._after_deactivated(job, wl, ev)
+
+    def _after_deactivated(self, job: dict[str, Any], wl: Workload, ev: Condition | None) -> None:
+        """``handleWorkloadAfterDeactivatedPolicy``: with ``objectRetentionPolicies.workloads.
+        afterDeactivatedByKueue`` set, a Job whose inactive Workload Kueue evicted as
+        ``DeactivatedDueTo...`` (``IsEvictedDueToDeactivationByKueue``) is deleted (background
+        propagation, event ``Deleted``) once that long has passed since the eviction, else the
+        reconcile is requeued for then."""
+        retention = self.ctx.options.deactivated_retention_seconds
+        if (
+            retention is None
+            or wl.spec.active is not False
+            or ev is None
+            or not ev.reason.startswith("DeactivatedDueTo")
+        ):
+            return
+        meta = job["metadata"]
+        key = (meta["namespace"], meta["name"])
+        remaining = (ev.last_transition_time - self.ctx.now()).total_seconds() + retention
+        if remaining > 0:
+            self.ctx.requeue_after(JOB, key, remaining)
+            return
+        try:
+            self.ctx.client.delete(R.JOBS, meta["name"], meta["namespace"], propagation="Background")
+        except NotFound:
+            return
+        self._event(job, NORMAL, bj.EVENT_DELETED, bj.DELETED_AFTER_RETENTION)
 
     # --- step 10: suspended -------------------------------------------------------------------------------
 
