@@ -34,7 +34,7 @@ from pykueue.api.kueue import (
     ResourceFlavor,
     Workload,
 )
-from pykueue.api.meta import is_condition_true, to_time
+from pykueue.api.meta import controller_of, is_condition_true, to_time
 from pykueue.api.unmodelled import EVENT_REASON as UNMODELLED_EVENT_REASON
 from pykueue.api.unmodelled import unmodelled_features
 from pykueue.client import resources as R
@@ -127,6 +127,9 @@ class ClusterCache:
         self.admission_checks: dict[str, AdmissionCheck] = {}
         self.namespace_label_map: dict[str, dict[str, str]] = {}
         self.workloads_of_owner: dict[tuple[str, str, str, str], set[str]] = {}
+        self.jobs_of_controller: dict[str, set[ObjectKey]] = {}
+        """Job keys by their controller's uid (upstream's ``indexer.OwnerReferenceUID`` on Jobs): the
+        child Jobs a Workload change of their parent reconciles (``parentWorkloadHandler``)."""
         """Workload keys by ``(namespace, owner apiVersion, owner kind, owner name)`` of each of their
         owner references: upstream's owner index (``indexer.SetupWorkloadOwnerIndex``, matched with
         ``OwnerReferenceIndexFieldMatcher``) keys on the owner's GVK and name, not its uid."""
@@ -438,7 +441,19 @@ class ClusterCache:
     def _apply_jobs(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         obj = new or old
         assert obj is not None
-        self.mark(JOB, object_key(obj))
+        key = object_key(obj)
+        for version, index in ((old, False), (new, True)):
+            owner = controller_of(version) if version is not None else None
+            if owner is None:
+                continue
+            uid = str(owner.get("uid", ""))
+            if index:
+                self.jobs_of_controller.setdefault(uid, set()).add(key)
+            elif (keys := self.jobs_of_controller.get(uid)) is not None:
+                keys.discard(key)
+                if not keys:
+                    del self.jobs_of_controller[uid]
+        self.mark(JOB, key)
 
     # --- workload routing into the core (workload_controller.go's event handlers) -----------------------
 
@@ -505,6 +520,13 @@ class ClusterCache:
         for ref in wl.metadata.owner_references:
             if ref.kind == "Job":
                 self.mark(JOB, (wl.metadata.namespace, ref.name))
+        if new is not None:
+            # ``parentWorkloadHandler`` (jobs/job/job_controller.go): a created or updated Workload
+            # reconciles the child Jobs of its controller, which follow its admission.
+            owner = next((r for r in new.metadata.owner_references if r.controller), None)
+            for child in sorted(self.jobs_of_controller.get(owner.uid, ())) if owner is not None else ():
+                if child[0] == new.metadata.namespace:
+                    self.mark(JOB, child)
         if self.metrics is not None:
             self.metrics.workload_changed(old, new)
         now = self.clock()

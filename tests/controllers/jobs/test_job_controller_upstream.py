@@ -8,7 +8,8 @@ case names verbatim. Times are the harness clock's (upstream's ``now``).
 Cases already covered elsewhere under the same name (tests/controllers/jobs/test_batch_job.py for
 the pure decisions, tests/controllers/test_job_integration.py end to end, and
 test_job_prebuilt_upstream.py for the "when the prebuilt workload ..." cases,
-test_job_deactivation_retention_upstream.py for the ``afterDeactivatedByKueue`` ones) are kept there; a case
+test_job_deactivation_retention_upstream.py for the ``afterDeactivatedByKueue`` ones,
+test_job_child_upstream.py for the "non-standalone job ..." ones) are kept there; a case
 here checks the reconcile itself.
 
 Not ported (features pykueue does not implement, checked with grep in src/pykueue):
@@ -18,8 +19,6 @@ Not ported (features pykueue does not implement, checked with grep in src/pykueu
 - "the workload without uid label is created when job's uid is longer than 63 characters" — the
   API server assigns uids (36 characters); the rule is checked on ``construct_workload`` in
   test_batch_job.py under the same name.
-- "non-standalone job ..." (four cases) — the reconciler skips child Jobs of Kueue-managed owners
-  (``owner_managed_by_kueue``) and does not suspend them through their parent's Workload.
 """
 
 from __future__ import annotations

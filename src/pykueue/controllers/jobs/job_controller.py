@@ -11,14 +11,15 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import msgspec
 
 from pykueue.api.conversion import to_external, to_internal
-from pykueue.api.jobs import is_managed, owner_managed_by_kueue
+from pykueue.api.jobs import MANAGED_OWNER_KINDS, is_managed
 from pykueue.api.kueue import PriorityClass, ReclaimablePod, Workload, WorkloadPriorityClass
-from pykueue.api.meta import Condition, ObjectMeta, find_condition
+from pykueue.api.meta import Condition, ObjectMeta, controller_of, find_condition
 from pykueue.client import resources as R
 from pykueue.client.interface import AlreadyExists, APIError, NotFound
 from pykueue.controllers.cluster_cache import JOB
@@ -67,6 +68,19 @@ class PrebuiltWorkloadNotFound(APIError):
         super().__init__(404, "NotFound", bj.PREBUILT_NOT_FOUND)
 
 
+class OwnerChainError(APIError):
+    """``FindAncestorJobManagedByKueue``'s errors (``ErrWorkloadOwnerNotFound``, ``ErrCyclicOwnership``,
+    ``ErrManagedOwnersChainLimitReached``): ``ReconcileGenericJob`` returns them and controller-runtime
+    retries the Job with backoff."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(500, "InternalError", message)
+
+
+MANAGED_OWNERS_CHAIN_LIMIT = 10
+"""``managedOwnersChainLimit`` (jobframework/reconciler.go)."""
+
+
 class JobController:
     """Reconciles batch/v1 Jobs; see the module docstring."""
 
@@ -95,13 +109,66 @@ class JobController:
         keys = sorted(self.ctx.workloads_of_owner.get((ns, "batch/v1", "Job", name), ()))
         return [wl for k in keys if (wl := self.ctx.workloads.get(k)) is not None]
 
-    def _managed(self, job: dict[str, Any]) -> bool:
+    def _in_managed_namespace(self, job: dict[str, Any]) -> bool:
+        """``ReconcileGenericJob``: the Job's namespace exists and matches ``managedJobsNamespaceSelector``
+        (None: every namespace); whether the Job itself is managed is decided after its ancestors."""
         return is_managed(
             job,
             self.ctx.namespace_label_map.get(job["metadata"].get("namespace", "")),
             self.ctx.options.managed_jobs_namespace_selector,
-            self.ctx.options.manage_jobs_without_queue_name,
+            True,
         )
+
+    def _managed_ancestor(self, job: dict[str, Any]) -> dict[str, Any] | None:
+        """``IntegrationManager.FindAncestorJobManagedByKueue``: the top-most Job up the controller
+        chain that Kueue manages (with a queue name, or any under ``manageJobsWithoutQueueName``), or
+        None when the Job is top-level. The walk stops at an owner that is not a Job (the only
+        integration here) or whose uid differs from the reference; a missing owner, a cycle or a
+        chain longer than :data:`MANAGED_OWNERS_CHAIN_LIMIT` fails the reconcile (the last with a
+        ``JobNestingTooDeep`` Warning)."""
+        ns = job["metadata"]["namespace"]
+        manage_all = self.ctx.options.manage_jobs_without_queue_name
+        seen: set[str] = set()
+        current = job
+        top: dict[str, Any] | None = None
+        while True:
+            uid = str(current["metadata"].get("uid", ""))
+            if uid in seen:
+                raise OwnerChainError("cyclic ownership")
+            seen.add(uid)
+            owner = controller_of(current)
+            if owner is None or (owner.get("apiVersion"), owner.get("kind")) not in MANAGED_OWNER_KINDS:
+                return top
+            parent = self.ctx.raw["jobs"].get((ns, str(owner.get("name", ""))))
+            if parent is None:
+                raise OwnerChainError(f'workload owner not found: jobs.batch "{owner.get("name", "")}" not found')
+            if parent["metadata"].get("uid") != owner.get("uid"):
+                return top
+            if manage_all or bj.queue_name(parent):
+                top = parent
+            current = parent
+            if len(seen) > MANAGED_OWNERS_CHAIN_LIMIT:
+                message = (
+                    "Terminated search for Kueue-managed Job because ancestor depth exceeded limit of "
+                    f"{MANAGED_OWNERS_CHAIN_LIMIT}"
+                )
+                self._event(job, WARNING, bj.EVENT_JOB_NESTING_TOO_DEEP, message)
+                raise OwnerChainError("managed owner chain limit reached")
+
+    def _suspend_child(self, job: dict[str, Any], ancestor: dict[str, Any]) -> None:
+        """``shouldSuspendChildJob``: a running, unfinished child Job is suspended (``Suspended`` event)
+        unless the latest not finished Workload of its ancestor (``FindNotFinishedWorkloads``: oldest
+        first by creation time, then uid) is admitted."""
+        if bj.job_finished(job) is not None or bj.is_suspended(job):
+            return
+        meta = ancestor["metadata"]
+        live = [wl for wl in self._owned((meta["namespace"], meta["name"])) if not is_finished(wl)]
+        live.sort(key=lambda wl: (wl.metadata.creation_timestamp or datetime.min.replace(tzinfo=UTC), wl.metadata.uid))
+        if live and is_admitted(live[-1]):
+            return
+        suspended = copy.deepcopy(job)
+        suspended["spec"]["suspend"] = True
+        self._event(self._write_job(suspended), NORMAL, bj.EVENT_SUSPENDED, bj.CHILD_JOB_SUSPENDED)
 
     def _write_job(self, job: dict[str, Any], status: bool = False) -> dict[str, Any]:
         return self.ctx.write(R.JOBS, job, subresource="status" if status else None)
@@ -114,7 +181,14 @@ class JobController:
         if job is None or job["metadata"].get("deletionTimestamp"):
             self._job_gone(key)
             return
-        if not self._managed(job) or owner_managed_by_kueue(job):
+        if not self._in_managed_namespace(job):
+            return
+        ancestor = self._managed_ancestor(job)
+        if ancestor is None and not bj.queue_name(job) and not self.ctx.options.manage_jobs_without_queue_name:
+            return
+        if ancestor is not None:
+            # A child of a Kueue-managed Job: its ancestor's Workload stands for it.
+            self._suspend_child(job, ancestor)
             return
         job, wl, done = self._ensure_one_workload(job, self._owned(key))
         if done:
