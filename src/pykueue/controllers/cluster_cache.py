@@ -127,12 +127,12 @@ class ClusterCache:
         self.admission_checks: dict[str, AdmissionCheck] = {}
         self.namespace_label_map: dict[str, dict[str, str]] = {}
         self.workloads_of_owner: dict[tuple[str, str, str, str], set[str]] = {}
-        self.jobs_of_controller: dict[str, set[ObjectKey]] = {}
-        """Job keys by their controller's uid (upstream's ``indexer.OwnerReferenceUID`` on Jobs): the
-        child Jobs a Workload change of their parent reconciles (``parentWorkloadHandler``)."""
         """Workload keys by ``(namespace, owner apiVersion, owner kind, owner name)`` of each of their
         owner references: upstream's owner index (``indexer.SetupWorkloadOwnerIndex``, matched with
         ``OwnerReferenceIndexFieldMatcher``) keys on the owner's GVK and name, not its uid."""
+        self.jobs_of_controller: dict[str, set[ObjectKey]] = {}
+        """Job keys by their controller's uid (upstream's ``indexer.OwnerReferenceUID`` on Jobs): the
+        child Jobs a Workload change of their parent reconciles (``parentWorkloadHandler``)."""
         # Workload keys by LocalQueue ("namespace/queueName") and by the ClusterQueue of their
         # admission, in arrival order: a queue's create or delete finds its workloads without a
         # walk over every cached Workload (1,000 queues x 50,000 workloads in Kueue's large-scale
