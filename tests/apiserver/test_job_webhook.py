@@ -540,6 +540,11 @@ def test_ancestor_chain_limits() -> None:
     assert jw.has_managed_ancestor(chain_job("leaf", "mid"), lookup) is False
     config = jw.JobWebhookConfig(manage_jobs_without_queue_name=True)
     assert jw.has_managed_ancestor(chain_job("leaf", "mid"), lookup, config) is True
+    # An owner reference whose uid is not the named Job's stops the walk (upstream
+    # FindAncestorJobManagedByKueue: "owner reference UID does not match the referenced object").
+    store["top"] = chain_job("top", None, "q")
+    store["mid"]["metadata"]["ownerReferences"][0]["uid"] = "uid-of-an-earlier-top"
+    assert jw.has_managed_ancestor(chain_job("leaf", "mid"), lookup) is False
 
 
 def test_manage_jobs_without_queue_name_suspends_in_managed_namespaces() -> None:

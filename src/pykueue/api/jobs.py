@@ -6,7 +6,7 @@ Jobs are plain JSON dicts as the API serves them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from pykueue.api.meta import LabelSelector, controller_of, label_selector_matches
@@ -91,6 +91,64 @@ def owner_managed_by_kueue(obj: Mapping[str, Any]) -> bool:
     Job is not top-level (its parent's Workload stands for it)."""
     owner = controller_of(obj)
     return owner is not None and (owner.get("apiVersion"), owner.get("kind")) in MANAGED_OWNER_KINDS
+
+
+MANAGED_OWNERS_CHAIN_LIMIT: Final = 10
+"""``managedOwnersChainLimit`` (jobframework/reconciler.go)."""
+
+CYCLIC_OWNERSHIP: Final = "cyclic ownership"
+"""``jobframework.ErrCyclicOwnership``."""
+WORKLOAD_OWNER_NOT_FOUND: Final = "workload owner not found"
+"""``jobframework.ErrWorkloadOwnerNotFound``."""
+CHAIN_LIMIT_REACHED: Final = "managed owner chain limit reached"
+"""``jobframework.ErrManagedOwnersChainLimitReached``."""
+
+
+class AncestorSearchError(Exception):
+    """Why :func:`find_managed_ancestor` failed: ``reason`` is one of :data:`CYCLIC_OWNERSHIP`,
+    :data:`WORKLOAD_OWNER_NOT_FOUND` (``owner``: the name of the missing Job) and
+    :data:`CHAIN_LIMIT_REACHED`. The webhook and the Job reconciler each answer it their own way."""
+
+    def __init__(self, reason: str, owner: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.owner = owner
+
+
+def find_managed_ancestor(
+    job: Mapping[str, Any],
+    get_job: Callable[[str], Mapping[str, Any] | None],
+    manage_jobs_without_queue_name: bool,
+) -> Mapping[str, Any] | None:
+    """``IntegrationManager.FindAncestorJobManagedByKueue``: the top-most Job up ``job``'s controller
+    chain that Kueue manages (with a queue name, or any under ``manageJobsWithoutQueueName``), None
+    when there is none. ``get_job(name)``: the Job of that name in ``job``'s namespace, or None.
+
+    The walk stops at an owner of a kind Kueue does not manage (Jobs are the only integration here)
+    or one whose uid differs from the reference; a missing owner, a cycle, or a chain longer than
+    :data:`MANAGED_OWNERS_CHAIN_LIMIT` raises :class:`AncestorSearchError`."""
+    seen: set[str] = set()
+    current = job
+    top: Mapping[str, Any] | None = None
+    while True:
+        uid = str(sub(current, "metadata").get("uid") or "")
+        if uid in seen:
+            raise AncestorSearchError(CYCLIC_OWNERSHIP)
+        seen.add(uid)
+        owner = controller_of(current)
+        if owner is None or (owner.get("apiVersion"), owner.get("kind")) not in MANAGED_OWNER_KINDS:
+            return top
+        name = str(owner.get("name") or "")
+        parent = get_job(name)
+        if parent is None:
+            raise AncestorSearchError(WORKLOAD_OWNER_NOT_FOUND, name)
+        if sub(parent, "metadata").get("uid") != owner.get("uid"):
+            return top  # a stale or mismatched reference
+        if manage_jobs_without_queue_name or queue_name(parent):
+            top = parent
+        current = parent
+        if len(seen) > MANAGED_OWNERS_CHAIN_LIMIT:
+            raise AncestorSearchError(CHAIN_LIMIT_REACHED)
 
 
 def is_managed(

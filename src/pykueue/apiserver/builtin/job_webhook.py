@@ -40,8 +40,10 @@ from pykueue.api import kueue as k
 from pykueue.api import strconv
 from pykueue.api.feature_gates import FeatureGates
 from pykueue.api.jobs import (
-    MANAGED_OWNER_KINDS,
+    WORKLOAD_OWNER_NOT_FOUND,
+    AncestorSearchError,
     completions,
+    find_managed_ancestor,
     is_suspended,
     owner_managed_by_kueue,
     parallelism,
@@ -49,7 +51,6 @@ from pykueue.api.jobs import (
     queue_name,
     workload_priority_class_name,
 )
-from pykueue.api.meta import controller_of
 from pykueue.api.validation import (
     FIELD_IMMUTABLE_MSG,
     FieldError,
@@ -77,8 +78,6 @@ DEFAULT_LOCAL_QUEUE = "default"
 DEFAULT_PRIORITY_CLASS = "default"
 MUTATING_WEBHOOK = "mjob.kb.io"
 VALIDATING_WEBHOOK = "vjob.kb.io"
-MANAGED_OWNERS_CHAIN_LIMIT = 10
-"""(apiVersion, kind) of the enabled integrations (default ``integrations.frameworks``: batch/job)."""
 
 _LABELS = "metadata.labels"
 _ANNOTATIONS = "metadata.annotations"
@@ -203,36 +202,26 @@ def _deny(message: str) -> StatusError:
 def has_managed_ancestor(
     job: Mapping[str, Any], lookup: Lookup, config: JobWebhookConfig = DEFAULT_CONFIG
 ) -> bool:
-    """``FindAncestorJobManagedByKueue`` != nil: an ancestor Job Kueue manages (queue-name, unless
-    ``manageJobsWithoutQueueName``). Raises the denial Kueue's webhook answers for a missing owner,
-    a cycle or a chain longer than :data:`MANAGED_OWNERS_CHAIN_LIMIT`."""
+    """``FindAncestorJobManagedByKueue`` != nil (:func:`~pykueue.api.jobs.find_managed_ancestor`):
+    an ancestor Job Kueue manages (queue-name, unless ``manageJobsWithoutQueueName``). Raises the
+    denial Kueue's webhook answers for a missing owner, a cycle or a chain longer than
+    :data:`~pykueue.api.jobs.MANAGED_OWNERS_CHAIN_LIMIT`."""
     namespace = str(_meta(job).get("namespace") or "")
-    seen: set[str] = set()
-    current: Mapping[str, Any] = job
-    found = False
-    while True:
-        uid = str(_meta(current).get("uid") or "")
-        if uid in seen:
-            raise _deny("cyclic ownership")
-        seen.add(uid)
-        owner = controller_of(current)
-        if owner is None or (owner.get("apiVersion"), owner.get("kind")) not in MANAGED_OWNER_KINDS:
-            return found
-        name = str(owner.get("name") or "")
-        parent = lookup("batch", "jobs", namespace, name)
-        if parent is None:
-            # errors.Join(ErrWorkloadOwnerNotFound, NotFound): the webhook answers the NotFound status
-            raise StatusError(
-                404,
-                "NotFound",
-                f'admission webhook "{MUTATING_WEBHOOK}" denied the request: jobs.batch "{name}" not found',
-                {"name": name, "group": "batch", "kind": "jobs"},
-            )
-        if config.manage_jobs_without_queue_name or queue_name(parent):
-            found = True
-        current = parent
-        if len(seen) > MANAGED_OWNERS_CHAIN_LIMIT:
-            raise _deny("managed owner chain limit reached")
+    try:
+        found = find_managed_ancestor(
+            job, lambda name: lookup("batch", "jobs", namespace, name), config.manage_jobs_without_queue_name
+        )
+    except AncestorSearchError as err:
+        if err.reason != WORKLOAD_OWNER_NOT_FOUND:
+            raise _deny(err.reason) from None
+        # errors.Join(ErrWorkloadOwnerNotFound, NotFound): the webhook answers the NotFound status
+        raise StatusError(
+            404,
+            "NotFound",
+            f'admission webhook "{MUTATING_WEBHOOK}" denied the request: jobs.batch "{err.owner}" not found',
+            {"name": err.owner, "group": "batch", "kind": "jobs"},
+        ) from None
+    return found is not None
 
 
 # --- defaulting (mjob.kb.io) --------------------------------------------------------------------------

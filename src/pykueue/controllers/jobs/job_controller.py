@@ -17,9 +17,16 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import msgspec
 
 from pykueue.api.conversion import to_external, to_internal
-from pykueue.api.jobs import MANAGED_OWNER_KINDS, is_managed
+from pykueue.api.jobs import (
+    CHAIN_LIMIT_REACHED,
+    MANAGED_OWNERS_CHAIN_LIMIT,
+    WORKLOAD_OWNER_NOT_FOUND,
+    AncestorSearchError,
+    find_managed_ancestor,
+    is_managed,
+)
 from pykueue.api.kueue import PriorityClass, ReclaimablePod, Workload, WorkloadPriorityClass
-from pykueue.api.meta import Condition, ObjectMeta, controller_of, find_condition
+from pykueue.api.meta import Condition, ObjectMeta, find_condition
 from pykueue.client import resources as R
 from pykueue.client.interface import AlreadyExists, APIError, NotFound
 from pykueue.controllers.cluster_cache import JOB
@@ -77,10 +84,6 @@ class OwnerChainError(APIError):
         super().__init__(500, "InternalError", message)
 
 
-MANAGED_OWNERS_CHAIN_LIMIT = 10
-"""``managedOwnersChainLimit`` (jobframework/reconciler.go)."""
-
-
 class JobController:
     """Reconciles batch/v1 Jobs; see the module docstring."""
 
@@ -120,40 +123,26 @@ class JobController:
         )
 
     def _managed_ancestor(self, job: dict[str, Any]) -> dict[str, Any] | None:
-        """``IntegrationManager.FindAncestorJobManagedByKueue``: the top-most Job up the controller
-        chain that Kueue manages (with a queue name, or any under ``manageJobsWithoutQueueName``), or
-        None when the Job is top-level. The walk stops at an owner that is not a Job (the only
-        integration here) or whose uid differs from the reference; a missing owner, a cycle or a
-        chain longer than :data:`MANAGED_OWNERS_CHAIN_LIMIT` fails the reconcile (the last with a
+        """``IntegrationManager.FindAncestorJobManagedByKueue``
+        (:func:`~pykueue.api.jobs.find_managed_ancestor`) over the cached Jobs; a missing owner, a
+        cycle or a chain longer than the limit fails the reconcile (the last with a
         ``JobNestingTooDeep`` Warning)."""
         ns = job["metadata"]["namespace"]
-        manage_all = self.ctx.options.manage_jobs_without_queue_name
-        seen: set[str] = set()
-        current = job
-        top: dict[str, Any] | None = None
-        while True:
-            uid = str(current["metadata"].get("uid", ""))
-            if uid in seen:
-                raise OwnerChainError("cyclic ownership")
-            seen.add(uid)
-            owner = controller_of(current)
-            if owner is None or (owner.get("apiVersion"), owner.get("kind")) not in MANAGED_OWNER_KINDS:
-                return top
-            parent = self.ctx.raw["jobs"].get((ns, str(owner.get("name", ""))))
-            if parent is None:
-                raise OwnerChainError(f'workload owner not found: jobs.batch "{owner.get("name", "")}" not found')
-            if parent["metadata"].get("uid") != owner.get("uid"):
-                return top
-            if manage_all or bj.queue_name(parent):
-                top = parent
-            current = parent
-            if len(seen) > MANAGED_OWNERS_CHAIN_LIMIT:
+        try:
+            found = find_managed_ancestor(
+                job, lambda name: self.ctx.raw["jobs"].get((ns, name)), self.ctx.options.manage_jobs_without_queue_name
+            )
+        except AncestorSearchError as err:
+            if err.reason == CHAIN_LIMIT_REACHED:
                 message = (
                     "Terminated search for Kueue-managed Job because ancestor depth exceeded limit of "
                     f"{MANAGED_OWNERS_CHAIN_LIMIT}"
                 )
                 self._event(job, WARNING, bj.EVENT_JOB_NESTING_TOO_DEEP, message)
-                raise OwnerChainError("managed owner chain limit reached")
+            elif err.reason == WORKLOAD_OWNER_NOT_FOUND:
+                raise OwnerChainError(f'{err.reason}: jobs.batch "{err.owner}" not found') from None
+            raise OwnerChainError(err.reason) from None
+        return dict(found) if found is not None else None
 
     def _suspend_child(self, job: dict[str, Any], ancestor: dict[str, Any]) -> None:
         """``shouldSuspendChildJob``: a running, unfinished child Job is suspended (``Suspended`` event)
