@@ -254,6 +254,43 @@ def test_jobs_become_workloads_as_the_job_integration_makes_them() -> None:
     assert again.stdout == proc.stdout
 
 
+def child_of(child: str, parent: str) -> str:
+    """``child`` (a Job document of :func:`job`) owned by the Job ``parent`` (uid ``uid-<parent>``)."""
+    doc = yaml.safe_load(child)
+    doc["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": parent, "uid": f"uid-{parent}", "controller": True}
+    ]
+    return yaml.safe_dump(doc)
+
+
+def with_uid(document: str) -> str:
+    doc = yaml.safe_load(document)
+    doc["metadata"]["uid"] = f"uid-{doc['metadata']['name']}"
+    return yaml.safe_dump(doc)
+
+
+def test_child_jobs_get_a_workload_only_without_a_managed_ancestor() -> None:
+    # Upstream ReconcileGenericJob: FindAncestorJobManagedByKueue finds a Kueue-managed ancestor for
+    # "managed-child" (its parent has a queue name), whose Workload stands for it; "free-child"'s
+    # parent has none, so the queued child is a top-level Job with a Workload of its own.
+    jobs = "---\n".join(
+        [
+            with_uid(job("managed-parent", "1")),
+            child_of(job("managed-child", "1"), "managed-parent"),
+            with_uid(job("free-parent", "1", queue=None)),
+            child_of(job("free-child", "1"), "free-parent"),
+        ]
+    )
+    proc = schedule("-f", "-", "--now", NOW, "--until-quiet", stdin=QUEUES + "---\n" + jobs)
+    assert proc.returncode == 0, proc.stderr
+    items = docs(proc.stdout)
+    assert owned_by(items, "managed-parent") is not None
+    assert owned_by(items, "managed-child") is None
+    assert owned_by(items, "free-parent") is None
+    free_child = owned_by(items, "free-child")
+    assert free_child is not None and free_child["spec"]["queueName"] == "lq"
+
+
 def test_jobs_decide_as_serve_decides(tmp_path: Path) -> None:
     """The same Jobs applied to a real ``pykueue serve`` with kubectl get the same decisions."""
     if "kueue_e2e_support" not in sys.modules:  # the key tests/visibility/e2e_support.py uses too

@@ -28,7 +28,7 @@ import msgspec
 
 from pykueue.api import kueue as k
 from pykueue.api.conversion import object_ref, to_external, to_internal
-from pykueue.api.jobs import is_managed, owner_managed_by_kueue
+from pykueue.api.jobs import AncestorSearchError, find_managed_ancestor, is_managed
 from pykueue.api.unmodelled import unmodelled_features
 from pykueue.apiserver.app import APIServerApp
 from pykueue.apiserver.handlers import APIRequest
@@ -226,9 +226,10 @@ class _Admitter:
         }
         pcs = {obj.metadata.name: obj for obj, _ in self.objects if isinstance(obj, k.PriorityClass)}
         gates = self.options.scheduler.gates
+        jobs = {(str(j["metadata"].get("namespace") or ""), str(j["metadata"]["name"])): j for _, j in self._job_docs}
         for doc, job in self._job_docs:
             meta = job["metadata"]
-            if not self._managed(job) or owner_managed_by_kueue(job):
+            if not self._managed(job) or self._has_managed_ancestor(job, jobs):
                 self.jobs.append(AdmittedJob(job, None))
                 continue
             priority = bj.resolve_priority(job, wpcs.get, pcs.get, pcs.values())
@@ -246,6 +247,22 @@ class _Admitter:
             data: dict[str, Any] = to_external(wl)
             self.admit(Document(data, doc.source, doc.index))
             self.jobs.append(AdmittedJob(job, f"{wl.metadata.namespace}/{wl.metadata.name}"))
+
+    def _has_managed_ancestor(
+        self, job: Mapping[str, Any], jobs: Mapping[tuple[str, str], Mapping[str, Any]]
+    ) -> bool:
+        """``FindAncestorJobManagedByKueue`` over the state's Jobs: a child of a Kueue-managed Job gets
+        no Workload of its own (its ancestor's stands for it); a queued child of an unmanaged Job
+        is a top-level Job. A failed walk (missing owner, cycle, too deep) makes no Workload either:
+        upstream's reconciler returns the error and retries."""
+        ns = str((job.get("metadata") or {}).get("namespace") or "")
+        try:
+            found = find_managed_ancestor(
+                job, lambda name: jobs.get((ns, name)), self.options.manage_jobs_without_queue_name
+            )
+        except AncestorSearchError:
+            return True
+        return found is not None
 
     def _managed(self, job: Mapping[str, Any]) -> bool:
         ns = str((job.get("metadata") or {}).get("namespace") or "")
