@@ -605,6 +605,112 @@ def test_background_acks_return_at_commit_and_deliver_only_once_durable(
         assert len(fsyncs.wal_syncs()) > before
 
 
+def _statements(store: Store) -> list[str]:
+    """Record the SQL the store's connection runs from now on (its transaction statements)."""
+    seen: list[str] = []
+    store._conn.set_trace_callback(lambda sql: seen.append(sql.split()[0].upper()))
+    return seen
+
+
+def test_the_writes_between_two_fsyncs_share_one_commit(tmp_path: Path, fsyncs: FsyncRecorder) -> None:
+    """Each write is a savepoint of the transaction the sync thread commits right before its
+    fsync: the writes made while no fsync runs (here: while the sync thread's fsync is held) share
+    one COMMIT, and all of them are on disk once the fsync that follows it returns."""
+    db = str(tmp_path / "store.db")
+    with Store(db) as store:
+        store.create(CM, configmap("first"))
+        statements = _statements(store)
+        with store.deferred_acks():  # as on the event loop: no write waits for its fsync
+            for i in range(5):
+                store.create(CM, configmap(f"cm-{i}"))
+        assert statements.count("COMMIT") == 0, statements
+        assert statements.count("BEGIN") == 1 and statements.count("SAVEPOINT") == 5, statements
+        group = store._group
+        assert group is not None
+        group.sync(store.revision)
+        assert statements.count("COMMIT") == 1, statements
+        assert group.synced == store.revision
+        assert max(fsyncs.wal_syncs()) >= os.path.getsize(db + "-wal"), "the fsync preceded the commit"
+    with Store(db) as reopened:
+        items, _, _ = reopened.list(CM, "default")
+        assert sorted(o["metadata"]["name"] for o in items) == ["cm-0", "cm-1", "cm-2", "cm-3", "cm-4", "first"]
+
+
+def test_a_failed_write_rolls_back_alone_in_a_shared_commit(tmp_path: Path) -> None:
+    """A write that fails (a name taken) or is a dry run undoes only its own savepoint: the other
+    writes of the same transaction are committed, and the revisions stay consecutive."""
+    db = str(tmp_path / "store.db")
+    with Store(db) as store:
+        with store.deferred_acks():
+            store.create(CM, configmap("a"))
+            with pytest.raises(Exception, match="already exists"):
+                store.create(CM, configmap("a"))
+            store.create(CM, configmap("dry"), dry_run=True)
+            store.create(CM, configmap("b"))
+        revision = store.revision
+        group = store._group
+        assert group is not None
+        group.sync(revision)
+    with Store(db) as reopened:
+        assert reopened.revision == revision
+        items, _, _ = reopened.list(CM, "default")
+        assert sorted(o["metadata"]["name"] for o in items) == ["a", "b"]
+        assert int(reopened.get(CM, "default", "b")["metadata"]["resourceVersion"]) == revision
+
+
+def test_a_failed_commit_refuses_every_write_it_held(tmp_path: Path) -> None:
+    """When the shared COMMIT fails, none of its writes is acknowledged or delivered, and the
+    store refuses later writes (as after a failed fsync); what was synced before stays."""
+    db = str(tmp_path / "store.db")
+    with Store(db) as store:
+        store.create(CM, configmap("synced"))
+        watch = store.watch(CM)
+        answers: list[BaseException | None] = []
+
+        async def scenario() -> None:
+            with store.deferred_acks():
+                store.create(CM, configmap("held"))
+            real = store._conn
+            store._conn = _FailingCommit(real)  # type: ignore[assignment]
+            try:
+                assert not store.when_visible(answers.append)
+                for _ in range(200):
+                    if answers:
+                        break
+                    await asyncio.sleep(0.005)
+            finally:
+                store._conn = real
+
+        asyncio.run(scenario())
+        assert len(answers) == 1 and isinstance(answers[0], InternalError), answers
+        assert watch.next(0.2) is None, "a watcher saw a write that was never committed"
+        with pytest.raises(InternalError, match="cannot make writes durable"):
+            store.create(CM, configmap("after"))
+        group = store._group
+        assert group is not None
+        group.failure = None  # let the store close
+    with Store(db) as reopened:
+        items, _, _ = reopened.list(CM, "default")
+        assert [o["metadata"]["name"] for o in items] == ["synced"]
+
+
+class _FailingCommit:
+    """A connection whose COMMIT fails as on a full disk (the rest goes to the real one)."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        if sql == "COMMIT":
+            import sqlite3
+
+            raise sqlite3.OperationalError("database or disk is full")
+        return self._real.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
 def test_a_waiter_queued_after_a_failed_fsyncs_sweep_is_answered_with_the_failure(tmp_path: Path) -> None:
     """The sync thread can record a failed fsync and answer every queued waiter between
     :meth:`Store.when_visible`'s failure check and its queueing of a new one: that one must still
