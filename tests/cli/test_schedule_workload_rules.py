@@ -387,9 +387,16 @@ def _events(docs: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
     return [(d["type"], d["reason"], d["note"]) for d in docs if d["kind"] == "Event"]
 
 
+MAX_EXEC_TARGET = ("True", "MaximumExecutionTimeExceeded", "exceeding the maximum execution time")
+MAX_EXEC_EVENT = ("Warning", "MaximumExecutionTimeExceeded", "The maximum execution time (10s) exceeded")
+
+
 def test_admitted_workload_with_max_execution_time_expired_is_deactivated(tmp_path: Path) -> None:
     """Upstream "admitted workload with max execution time - expired", then the deactivation: a
-    loaded Workload admitted at 00:00:20 with a 10 s limit is past it at 00:01:00."""
+    loaded Workload admitted at 00:00:20 with a 10 s limit is past it at 00:01:00. The eviction
+    removes the target; the workload controller, reacting to it before the job integration
+    releases the quota, finds the Workload still Admitted and past its time and sets the target
+    again (``reconcileMaxExecutionTime`` reads only Admitted), with a second event."""
     state = workload(check={"state": "Ready", "message": "ok"}, conditions=(ADMITTED,))
     path = tmp_path / "state.yaml"
     path.write_text(_with_max_exec(state, 10))
@@ -400,14 +407,52 @@ def test_admitted_workload_with_max_execution_time_expired_is_deactivated(tmp_pa
     assert c["Evicted"] == ("True", "DeactivatedDueToMaximumExecutionTimeExceeded", MAX_EXEC_MSG, NOW)
     assert c["Requeued"][:3] == ("False", "DeactivatedDueToMaximumExecutionTimeExceeded", MAX_EXEC_MSG)
     assert c["QuotaReserved"][:2] == ("False", "Deactivated")
-    assert "DeactivationTarget" not in c
+    assert c["DeactivationTarget"][:3] == MAX_EXEC_TARGET
     # Cleared with the target, then the release's ``SyncAdmittedCondition`` counts 00:00:20 -> 00:01:00.
     assert wl["status"]["accumulatedPastExecutionTimeSeconds"] == 40
     assert evictions(wl) == [{"reason": "Deactivated", "count": 1, "underlyingCause": "MaximumExecutionTimeExceeded"}]
     assert _events(docs) == [
-        ("Warning", "MaximumExecutionTimeExceeded", "The maximum execution time (10s) exceeded"),
+        MAX_EXEC_EVENT,
         ("Normal", "EvictedDueToDeactivatedDueToMaximumExecutionTimeExceeded", MAX_EXEC_MSG),
+        MAX_EXEC_EVENT,
     ]
+
+
+EVICTED_BY_TEST = {
+    "type": "Evicted",
+    "status": "True",
+    "reason": "ByTest",
+    "message": "by test",
+    "lastTransitionTime": "2026-01-01T00:00:30Z",
+}
+EVICTED_DEACTIVATED = {**EVICTED_BY_TEST, "reason": "Deactivated", "message": "The workload is deactivated"}
+
+
+# name, spec.active, the Evicted condition loaded; want: the Evicted reason kept. A loaded Workload
+# evicted but still holding quota, past its time: ``reconcileMaxExecutionTime`` reads only Admitted,
+# so the workload controller sets the target (one event) before the job integration releases the
+# quota; an evicted Workload without a requeue state is not evicted again.
+LOADED_EVICTED_CASES = [
+    ("evicted workload still holding quota", True, EVICTED_BY_TEST),
+    ("deactivated workload still holding quota", False, EVICTED_DEACTIVATED),
+]
+
+
+@pytest.mark.parametrize(
+    ("active", "evicted"), [c[1:] for c in LOADED_EVICTED_CASES], ids=[c[0] for c in LOADED_EVICTED_CASES]
+)
+def test_max_execution_time_of_evicted_workload_still_holding_quota(
+    tmp_path: Path, active: bool, evicted: dict[str, Any]
+) -> None:
+    state = workload(active=active, check={"state": "Ready", "message": "ok"}, conditions=(ADMITTED, evicted))
+    docs = schedule_docs(_with_max_exec(state, 10), tmp_path, "--until-quiet", "--show-events")
+    (wl,) = [d for d in docs if d["kind"] == "Workload"]
+    assert wl["spec"]["active"] is False
+    c = conds(wl)
+    assert c["DeactivationTarget"][:3] == MAX_EXEC_TARGET
+    assert c["Evicted"][:3] == ("True", evicted["reason"], evicted["message"])
+    assert c["QuotaReserved"][0] == "False"  # the job integration released it afterwards
+    assert [e for e in _events(docs) if e[0] == "Warning"] == [MAX_EXEC_EVENT]
 
 
 def test_admitted_workload_with_max_execution_time_is_deactivated_when_it_runs_out(tmp_path: Path) -> None:
@@ -424,7 +469,9 @@ def test_admitted_workload_with_max_execution_time_is_deactivated_when_it_runs_o
         "Admitted",
         "MaximumExecutionTimeExceeded",
         "EvictedDueToDeactivatedDueToMaximumExecutionTimeExceeded",
+        "MaximumExecutionTimeExceeded",  # set again on the evicted Workload still holding quota
     ]
+    assert conds(wl)["DeactivationTarget"][:3] == ("True", "MaximumExecutionTimeExceeded", "exceeding the maximum execution time")
     # Before the limit the Workload stays admitted.
     early = schedule_docs(_with_max_exec(workload(), 30, no_checks=True), tmp_path, "--cycles", "5")
     (wl,) = [d for d in early if d["kind"] == "Workload"]

@@ -264,17 +264,92 @@ def test_admitted_workload_exceeding_pods_ready_timeout_is_evicted_with_backoff(
 # --- maximum execution time (upstream ``reconcileMaxExecutionTime``) ----------------------------------------
 
 
-def test_admitted_workload_with_max_execution_time_expired_is_deactivated(env: Env) -> None:
+MAX_EXEC_TARGET = ("True", "MaximumExecutionTimeExceeded", "exceeding the maximum execution time")
+MAX_EXEC_DEACTIVATED = "The workload is deactivated due to exceeding the maximum execution time"
+
+
+def _evict_by_test(env: Env, name: str) -> None:
+    """Another controller evicts the Workload (upstream's integration test writes Evicted ``ByTest``)."""
+    wl = env.get(R.WORKLOADS, name)
+    wl["status"]["conditions"].append(
+        {"type": "Evicted", "status": "True", "reason": "ByTest", "message": "by test",
+         "lastTransitionTime": "2026-11-22T12:00:00Z"}
+    )  # fmt: skip
+    env.client.replace(R.WORKLOADS, wl, subresource="status")
+    wait(has(env, name, "Evicted", reason="ByTest"))
+
+
+def _deactivate_by_user(env: Env, name: str) -> None:
+    env.patch(R.WORKLOADS, name, {"spec": {"active": False}})
+    wait(has(env, name, "Evicted", reason="Deactivated"))
+
+
+# name, what happens once admitted (before the time runs out); want: the Evicted condition's reason
+# and message, how many MaximumExecutionTimeExceeded events. Nothing releases a bare Workload's
+# quota (no job integration), so ``reconcileMaxExecutionTime`` (which reads only Admitted, within
+# ``Reconcile``'s ``HasQuotaReservation`` block) keeps seeing it after any eviction.
+MAX_EXEC_CASES: list[tuple[str, Callable[[Env, str], None] | None, tuple[str, str], int]] = [
+    # Upstream TestReconcile "admitted workload with max execution time - expired", then what
+    # ``Reconcile`` does next: spec.active=false, the eviction (which removes the target), then,
+    # the evicted inactive Workload still holding quota, the target set again with a second event.
+    (
+        "admitted workload with max execution time - expired",
+        None,
+        ("DeactivatedDueToMaximumExecutionTimeExceeded", MAX_EXEC_DEACTIVATED),
+        2,
+    ),
+    # An active Workload evicted by someone else, its quota not released yet: the rule still runs
+    # (``reconcileNotReadyTimeout`` skips evicted Workloads, ``reconcileMaxExecutionTime`` does not);
+    # spec.active=false follows, and the Workload, already evicted, is not evicted again.
+    ("evicted workload still holding quota", _evict_by_test, ("ByTest", "by test"), 1),
+    # A Workload the user deactivated, evicted, its quota not released yet: ``Reconcile``'s inactive
+    # branch writes nothing more (evicted, no requeue state) and goes on to the rule.
+    (
+        "deactivated workload still holding quota",
+        _deactivate_by_user,
+        ("Deactivated", "The workload is deactivated"),
+        1,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("then", "want_evicted", "want_events"), [c[1:] for c in MAX_EXEC_CASES], ids=[c[0] for c in MAX_EXEC_CASES]
+)
+def test_reconcile_max_execution_time(
+    env: Env, then: Callable[[Env, str], None] | None, want_evicted: tuple[str, str], want_events: int
+) -> None:
     setup_queues(env)
     env.create(R.WORKLOADS, workload("limited", maximumExecutionTimeSeconds=60))
     wait(has(env, "limited", "Admitted"))
+    if then is not None:
+        then(env, "limited")
     env.clock.advance(61)
-    wl = wait(lambda: (w := env.get(R.WORKLOADS, "limited"))["spec"].get("active") is False and w)
-    ev = wait(has(env, "limited", "Evicted", reason="DeactivatedDueToMaximumExecutionTimeExceeded"))
-    assert cond(ev, "Evicted")["message"] == (  # type: ignore[index]
-        "The workload is deactivated due to exceeding the maximum execution time"
-    )
-    assert cond(wl, "DeactivationTarget") is None or cond(ev, "DeactivationTarget") is None
+
+    def settled() -> dict[str, Any] | None:
+        wl = env.get(R.WORKLOADS, "limited")
+        target, evicted = cond(wl, "DeactivationTarget"), cond(wl, "Evicted")
+        if wl["spec"].get("active") is False and target is not None and evicted is not None:
+            return wl if evicted["reason"] == want_evicted[0] else None
+        return None
+
+    def exceeded() -> list[dict[str, Any]]:
+        events, _ = env.client.list(R.EVENTS, "default")
+        return [e for e in events if e["reason"] == "MaximumExecutionTimeExceeded"]
+
+    wait(settled)
+    wait(lambda: sum(e.get("count") or 1 for e in exceeded()) >= want_events)
+    time.sleep(0.3)  # nothing more comes
+    wl = env.get(R.WORKLOADS, "limited")
+    target = cond(wl, "DeactivationTarget")
+    assert target is not None and (target["status"], target["reason"], target["message"]) == MAX_EXEC_TARGET
+    evicted = cond(wl, "Evicted")
+    assert evicted is not None and (evicted["reason"], evicted["message"]) == want_evicted
+    assert cond(wl, "Admitted")["status"] == "True"  # type: ignore[index]
+    assert "accumulatedPastExecutionTimeSeconds" not in wl["status"]
+    recorded = exceeded()
+    assert {(e["type"], e["message"]) for e in recorded} == {("Warning", "The maximum execution time (60s) exceeded")}
+    assert sum(e.get("count") or 1 for e in recorded) == want_events
 
 
 # --- finalizers (upstream ``kueue.ResourceInUseFinalizerName``) ---------------------------------------------

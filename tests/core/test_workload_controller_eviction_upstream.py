@@ -308,6 +308,51 @@ CASES: list[tuple[str, str, Any, dict[str, Any]]] = [
             "events": [],
         },
     ),
+    # pykueue's: ``Reconcile``'s inactive branch on an evicted Workload that still has a requeue
+    # state writes once more, and that write (``prepare``) removes the DeactivationTarget too (set
+    # again by ``reconcileMaxExecutionTime`` on a Workload whose quota is not released yet).
+    (
+        "evicted inactive workload with a requeue state: the requeue state and the deactivation target are cleared",
+        "deactivation",
+        lambda: _wl(
+            admitted_=True,
+            active=False,
+            requeue_count=1,
+            conds=(
+                ("Evicted", "True", "PodsReadyTimeout", PODS_READY_TIMEOUT),
+                ("DeactivationTarget", "True", "MaximumExecutionTimeExceeded", "exceeding the maximum execution time"),
+            ),
+        ),
+        {
+            "conditions": {
+                "QuotaReserved": RESERVED,
+                "Admitted": ADMITTED,
+                "Evicted": ("True", "PodsReadyTimeout", PODS_READY_TIMEOUT),
+            },
+            "requeue_state": None,
+            "events": [],
+        },
+    ),
+    # pykueue's: upstream reads the DeactivationTarget condition whatever its status
+    # (``dtCond != nil``) for the eviction's cause and message, and removes it.
+    (
+        "inactive workload with a DeactivationTarget=False condition is evicted with its reason",
+        "deactivation",
+        lambda: _wl(
+            admitted_=True,
+            active=False,
+            conds=(("DeactivationTarget", "False", "ByTest", "a target not set"),),
+        ),
+        {
+            "conditions": {
+                "QuotaReserved": RESERVED,
+                "Admitted": ADMITTED,
+                "Evicted": ("True", "DeactivatedDueToByTest", "The workload is deactivated due to a target not set"),
+            },
+            "stats": [("Deactivated", "ByTest", 1)],
+            "events": [("Normal", "EvictedDueToDeactivatedDueToByTest", "The workload is deactivated due to a target not set")],
+        },
+    ),
     *[
         (
             f"should set the Evicted condition with {kind}Stopped reason when the StopPolicy is HoldAndDrain",

@@ -27,7 +27,6 @@ from pykueue.core.workload.info import (
     DEACTIVATION_TARGET,
     has_quota_reservation,
     is_active,
-    is_admitted,
     is_evicted,
     is_finished,
     workload_key,
@@ -81,8 +80,12 @@ class WorkloadController:
             self._deactivate(wl)
             return
         if not is_active(wl):
-            self._evict_inactive(wl)
-            if has_quota_reservation(wl):
+            # Upstream ``Reconcile``'s inactive branch returns after its write (the eviction, or
+            # clearing the requeue state); an inactive Workload already evicted, without a requeue
+            # state, goes on to the rules below, ``reconcileMaxExecutionTime`` included.
+            outcome = evict_inactive(wl, self.ctx.now())
+            if outcome.writes:
+                self._apply(outcome)
                 return
         if is_active(wl) and self._backoff(wl):
             return
@@ -182,9 +185,6 @@ class WorkloadController:
         """Phase two of Kueue-initiated deactivation: ``spec.active=false`` (plain update)."""
         self._apply(deactivate(wl))
 
-    def _evict_inactive(self, wl: Workload) -> None:
-        self._apply(evict_inactive(wl, self.ctx.now()))
-
     # --- check-based eviction (``reconcileCheckBasedEviction``) ---------------------------------------------------------------------
 
     def _check_based_eviction(self, wl: Workload) -> bool:
@@ -256,9 +256,14 @@ class WorkloadController:
     # --- PodsReady timeout (``reconcileNotReadyTimeout``), maximum execution time (``reconcileMaxExecutionTime``) ---------------------------------------
 
     def _timeouts(self, wl: Workload) -> None:
-        if not is_admitted(wl) or not is_active(wl) or is_evicted(wl):
+        """Upstream ``Reconcile``'s last step for a Workload holding quota: ``reconcileNotReadyTimeout``
+        (an active Workload not evicted) then ``reconcileMaxExecutionTime``, which reads only the
+        Admitted condition: an evicted or inactive Workload whose quota is not released yet is
+        deactivated again once its time has run out (the eviction removed its target)."""
+        if not has_quota_reservation(wl):
             return
-        waits = [w for w in (self._pods_ready_timeout(wl), self._max_execution_time(wl)) if w]
+        pods_ready = self._pods_ready_timeout(wl) if is_active(wl) and not is_evicted(wl) else None
+        waits = [w for w in (pods_ready, self._max_execution_time(wl)) if w]
         if waits:
             self.ctx.requeue_after(WORKLOAD, workload_key(wl), min(waits))
 

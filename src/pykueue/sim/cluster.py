@@ -439,11 +439,18 @@ class SimulatedCluster:
 
     def _max_execution_time(self, key: ObjectKey) -> None:
         """``reconcileMaxExecutionTime`` (last in upstream ``Reconcile``, for a Workload holding
-        quota): DeactivationTarget once the time is exceeded, then the deactivation protocol."""
-        wl: Workload = self.objects[key].obj
-        if key not in self._max_exec_due or not has_quota_reservation(wl) or is_finished(wl):
-            return
-        if self._apply(key, reconcile.max_execution_time(wl, self.now)):
+        quota): DeactivationTarget once the time is exceeded, then the deactivation protocol.
+
+        Each write's watch event brings the workload controller back before the job integration
+        releases the quota: the eviction removes the target, so the rule sets it once more on the
+        evicted, inactive Workload (a second event). Set, the target stops the rule, and an evicted
+        Workload without a requeue state is not evicted again: two rounds at most."""
+        while True:
+            wl: Workload = self.objects[key].obj
+            if key not in self._max_exec_due or not has_quota_reservation(wl) or is_finished(wl):
+                return
+            if not self._apply(key, reconcile.max_execution_time(wl, self.now)):
+                return
             self._deactivate(key)
 
     def _deactivate(self, key: ObjectKey) -> None:
@@ -694,23 +701,19 @@ def _mark(index: set[ObjectKey], key: ObjectKey, present: bool) -> None:
 
 
 def _max_exec_due(wl: Workload, first: dict[str, Condition]) -> datetime | None:
-    """When ``reconcileMaxExecutionTime`` deactivates ``wl`` (``first``: its first condition of each
-    type): Admitted=True plus ``maximumExecutionTimeSeconds`` less the accumulated past execution
-    time; None when it does not apply, DeactivationTarget is already True or ``wl`` is inactive.
+    """When ``reconcileMaxExecutionTime`` sets ``wl``'s DeactivationTarget (``first``: its first
+    condition of each type): Admitted=True plus ``maximumExecutionTimeSeconds`` less the accumulated
+    past execution time; None when it does not apply or DeactivationTarget is already True.
 
-    Upstream's reconciler can also reach the rule for an inactive Workload it has just evicted and
-    whose quota the job integration has not released yet (a race: DeactivationTarget set again, a
-    second event); here the job integration releases it first, as :meth:`SimulatedCluster.load` does."""
+    As upstream's, the rule reads only the Admitted condition, active or not, evicted or not: a
+    Workload it has just deactivated is looked at again by the workload controller once evicted,
+    before the job integration releases its quota (between cycles the workload controller reacts to
+    the eviction first, :meth:`SimulatedCluster._settle`), and gets the target set again, with a
+    second event, as upstream's reconciler gets it while the job's pods are still terminating."""
     limit = wl.spec.maximum_execution_time_seconds
     admitted = first.get("Admitted")
     target = first.get("DeactivationTarget")
-    if (
-        limit is None
-        or admitted is None
-        or admitted.status != "True"
-        or (target is not None and target.status == "True")
-        or not is_active(wl)
-    ):
+    if limit is None or admitted is None or admitted.status != "True" or (target is not None and target.status == "True"):
         return None
     past = wl.status.accumulated_past_execution_time_seconds or 0
     return to_time(admitted.last_transition_time) + timedelta(seconds=limit - past)

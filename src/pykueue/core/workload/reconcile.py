@@ -391,29 +391,35 @@ def deactivate(wl: Workload) -> Outcome:
 
 def evict_inactive(wl: Workload, now: datetime) -> Outcome:
     """Phase 3: an inactive Workload is evicted (``DeactivatedDueTo<target reason>``), its
-    ``DeactivationTarget`` removed and its requeue state cleared."""
+    ``DeactivationTarget`` removed and its requeue state cleared.
+
+    Upstream ``Reconcile``'s ``!workload.IsActive`` branch: it writes when the Workload is not
+    evicted yet or still has a requeue state, and either write removes a ``DeactivationTarget``
+    condition of any status (``prepare``: ``dtCond != nil``), whose reason and message, when it
+    is there, make the eviction's cause and message. An evicted Workload without a requeue state
+    is left as it is (a target set again by ``reconcileMaxExecutionTime`` stays)."""
     if is_active(wl):
         return NOTHING
+    target = find_condition(wl.status.conditions, DEACTIVATION_TARGET)
+    evict = not is_evicted(wl)
+    if not evict and wl.status.requeue_state is None:
+        return NOTHING
     updated = transitions.copy_for_status(wl)
-    changed = False
     events: tuple[Event, ...] = ()
     reason = "RequeueStateCleared"
-    if not is_evicted(wl):
-        target = find_condition(wl.status.conditions, DEACTIVATION_TARGET)
-        cause = target.reason if target is not None and target.status == "True" else ""
+    if evict:
+        cause = target.reason if target is not None else ""
         message = "The workload is deactivated"
-        if target is not None and target.status == "True":
+        if target is not None:
             message += f" due to {target.message}"
         reason = transitions.evict(updated, "Deactivated", message, now, cause)
-        remove_condition(updated.status.conditions, DEACTIVATION_TARGET)
         if wl.status.admission is not None:
             events = (_event(wl, NORMAL, f"EvictedDueTo{reason}", message),)
         reason = f"EvictedDueTo{reason}"
-        changed = True
-    if updated.status.requeue_state is not None:
-        updated.status.requeue_state = None
-        changed = True
-    return Outcome(status=updated, events=events, reason=reason) if changed else NOTHING
+    if target is not None:
+        remove_condition(updated.status.conditions, DEACTIVATION_TARGET)
+    updated.status.requeue_state = None
+    return Outcome(status=updated, events=events, reason=reason)
 
 
 def max_execution_time(wl: Workload, now: datetime) -> Outcome:
