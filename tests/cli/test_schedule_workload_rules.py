@@ -455,6 +455,7 @@ def test_max_execution_time_of_evicted_workload_still_holding_quota(
     assert [e for e in _events(docs) if e[0] == "Warning"] == [MAX_EXEC_EVENT]
 
 
+
 def test_admitted_workload_with_max_execution_time_is_deactivated_when_it_runs_out(tmp_path: Path) -> None:
     """Upstream "admitted workload with max execution time" (``RequeueAfter`` the time left):
     admitted at 00:01:00 with a 30 s limit, --until-quiet waits for 00:01:30 and deactivates it."""
@@ -476,3 +477,40 @@ def test_admitted_workload_with_max_execution_time_is_deactivated_when_it_runs_o
     early = schedule_docs(_with_max_exec(workload(), 30, no_checks=True), tmp_path, "--cycles", "5")
     (wl,) = [d for d in early if d["kind"] == "Workload"]
     assert wl["spec"]["active"] is True and conds(wl)["Admitted"][:2] == ("True", "Admitted")
+
+
+# --- a rejected check's message and the DeactivationTarget (upstream ``workload.SetDeactivationTarget``) -----
+
+# name, the rejected check's message; want: deactivated (else the Workload keeps its quota).
+# ``reconcileCheckBasedEviction`` sets DeactivationTarget with ``AdmissionCheck in Rejected state:
+# "chk" (<message>)``, untruncated (upstream ``workload.SetDeactivationTarget``): past the CRD's
+# 32768 characters the API server refuses that write, upstream's reconcile fails (no event) and is
+# retried, so the Workload is never deactivated. Below it, the Evicted message, which adds "The
+# workload is deactivated due to ", is truncated as every other condition's.
+LONG_REJECTION_CASES = [
+    ("rejected message that fits the target: deactivated, the Evicted message truncated", 32700, True),
+    ("rejected message longer than a condition's: the target is refused, the quota kept", 32768, False),
+]
+
+
+@pytest.mark.parametrize(
+    ("length", "deactivated"), [c[1:] for c in LONG_REJECTION_CASES], ids=[c[0] for c in LONG_REJECTION_CASES]
+)
+def test_loaded_rejected_check_with_a_long_message(tmp_path: Path, length: int, deactivated: bool) -> None:
+    state = workload(check={"state": "Rejected", "message": "x" * length}, conditions=(ADMITTED,))
+    docs = schedule_docs(QUEUES + "---\n" + state, tmp_path, "--until-quiet", "--show-events")
+    (wl,) = [d for d in docs if d["kind"] == "Workload"]
+    c = conds(wl)
+    assert "DeactivationTarget" not in c
+    reasons = [e[1] for e in _events(docs)]
+    if deactivated:
+        assert wl["spec"]["active"] is False
+        target = f'AdmissionCheck in Rejected state: "chk" ({"x" * length})'
+        message = f"The workload is deactivated due to {target}"
+        assert c["Evicted"][:3] == ("True", "DeactivatedDueToAdmissionCheck", message[:32764] + " ...")
+        assert reasons[:2] == ["AdmissionCheckRejected", "EvictedDueToDeactivatedDueToAdmissionCheck"]
+    else:
+        assert wl["spec"]["active"] is True
+        assert c["QuotaReserved"][:2] == ("True", "QuotaReserved") and c["Admitted"][0] == "True"
+        assert "Evicted" not in c
+        assert reasons == []

@@ -352,6 +352,75 @@ def test_reconcile_max_execution_time(
     assert sum(e.get("count") or 1 for e in recorded) == want_events
 
 
+# --- a rejected check's message and the DeactivationTarget (upstream ``workload.SetDeactivationTarget``) -----
+
+
+def _queues_with_check(env: Env) -> None:
+    env.create(
+        R.ADMISSION_CHECKS,
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "AdmissionCheck",
+            "metadata": {"name": "chk"},
+            "spec": {"controllerName": "example.com/nobody"},
+        },
+    )
+    env.client.patch(
+        R.ADMISSION_CHECKS,
+        "chk",
+        {"status": {"conditions": [
+            {"type": "Active", "status": "True", "reason": "Active", "message": "ok", "lastTransitionTime": "2026-11-22T12:00:00Z"}
+        ]}},
+        None,
+        subresource="status",
+    )  # fmt: skip
+    setup_queues(env)
+    env.patch(R.CLUSTER_QUEUES, "cq", {"spec": {"admissionChecksStrategy": {"admissionChecks": [{"name": "chk"}]}}}, None)
+
+
+# name, the rejected check's message length; want: deactivated. ``reconcileCheckBasedEviction``
+# sets DeactivationTarget to ``AdmissionCheck in Rejected state: "chk" (<message>)`` untruncated:
+# past the CRD's 32768 characters the API server refuses the write (422), no event is recorded and
+# the reconcile is retried after its backoff, as upstream's returned error is.
+LONG_REJECTION_CASES = [
+    ("rejected message that fits the target: deactivated", 32700, True),
+    ("rejected message longer than a condition's: the target is refused, the Workload kept", 32768, False),
+]
+
+
+@pytest.mark.parametrize(
+    ("length", "deactivated"), [c[1:] for c in LONG_REJECTION_CASES], ids=[c[0] for c in LONG_REJECTION_CASES]
+)
+def test_rejected_check_with_a_long_message(env: Env, length: int, deactivated: bool) -> None:
+    _queues_with_check(env)
+    env.create(R.WORKLOADS, workload("w"))
+    wl = wait(lambda: (w := has(env, "w", "QuotaReserved")()) and (w["status"].get("admissionChecks") or []) and w)
+    stamp = env.clock.now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    wl["status"]["admissionChecks"] = [
+        {"name": "chk", "state": "Rejected", "message": "x" * length, "lastTransitionTime": stamp}
+    ]
+    env.client.replace(R.WORKLOADS, wl, subresource="status")
+
+    def rejected_events() -> list[dict[str, Any]]:
+        events, _ = env.client.list(R.EVENTS, "default")
+        return [e for e in events if e["reason"] == "AdmissionCheckRejected"]
+
+    if deactivated:
+        evicted = wait(has(env, "w", "Evicted", reason="DeactivatedDueToAdmissionCheck"))
+        assert evicted["spec"]["active"] is False
+        assert len(cond(evicted, "Evicted")["message"]) == 32768  # type: ignore[index]
+        assert len(wait(rejected_events)) == 1
+        return
+    # The refused write is retried after its backoff (the manual clock does not reach it).
+    wait(lambda: ("workload", "default/w") in env.mgr.call_in_manager_thread(env.mgr.work.delayed))
+    time.sleep(0.3)
+    kept = env.get(R.WORKLOADS, "w")
+    assert kept["spec"].get("active", True) is True
+    assert cond(kept, "DeactivationTarget") is None and cond(kept, "Evicted") is None
+    assert cond(kept, "QuotaReserved")["status"] == "True"  # type: ignore[index]
+    assert rejected_events() == []
+
+
 # --- finalizers (upstream ``kueue.ResourceInUseFinalizerName``) ---------------------------------------------
 
 

@@ -505,6 +505,8 @@ def test_admission_checks_decision(
 
 
 REJECTED = 'AdmissionCheck in Rejected state: "check" (no capacity)'
+LONG = "x" * 32768  # the longest message an AdmissionCheckState may hold
+LONG_REJECTED = f'AdmissionCheck in Rejected state: "check" ({LONG})'
 RETRY = 'Evicted due to AdmissionCheck in Retry state: "check-1" (try again)'
 CHECK_EVICTION_CASES: list[tuple[str, list[AdmissionCheckState], Any]] = [
     (
@@ -537,6 +539,19 @@ CHECK_EVICTION_CASES: list[tuple[str, list[AdmissionCheckState], Any]] = [
         ("status", {"QuotaReserved": RESERVED, "Admitted": ADMITTED}, [("check", "Retry")], []),
     ),
     ("ready checks: nothing to do", [check_state("check", "Ready")], None),
+    # pykueue's: upstream ``workload.SetDeactivationTarget`` does not truncate the message (the
+    # CRD's maxLength then refuses the write), while the event is truncated to 1024 bytes
+    # (``api.TruncateEventMessage``).
+    (
+        "admitted workload with rejected checks gets deactivated, with a message longer than a condition's",
+        [check_state("check", "Rejected", LONG)],
+        (
+            "status",
+            {"QuotaReserved": RESERVED, "Admitted": ADMITTED, "DeactivationTarget": ("True", "AdmissionCheck", LONG_REJECTED)},
+            [("check", "Rejected")],
+            [("Warning", "AdmissionCheckRejected", f"Deactivated due to {LONG_REJECTED}"[:1020] + " ...")],
+        ),
+    ),
 ]
 
 

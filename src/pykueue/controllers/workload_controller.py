@@ -283,13 +283,8 @@ class WorkloadController:
         updated = transitions.copy_for_status(wl)
         limit_count = self.options.backoff_limit_count
         if limit_count is not None and count + 1 > limit_count:
-            transitions.set_condition(
-                updated,
-                DEACTIVATION_TARGET,
-                "True",
-                "RequeuingLimitExceeded",
-                "exceeding the maximum number of re-queuing retries",
-                now,
+            transitions.set_deactivation_target(
+                updated, "RequeuingLimitExceeded", "exceeding the maximum number of re-queuing retries", now
             )
             self.ctx.write_workload(updated)
             return None

@@ -30,7 +30,7 @@ from pykueue.api.kueue import (
     Workload,
     WorkloadPriorityClass,
 )
-from pykueue.api.meta import Condition, ObjectMeta, to_time
+from pykueue.api.meta import CONDITION_MESSAGE_LIMIT, Condition, ObjectMeta, to_time
 from pykueue.core.cache.cache import cache_weight_of
 from pykueue.core.decision import Decision, watch_stimulus
 from pykueue.core.events import Event
@@ -140,6 +140,12 @@ class SimulatedCluster:
         key: ObjectKey = ("Workload", wl.metadata.namespace, wl.metadata.name)
         lo = self.objects.get(key)
         if lo is None:
+            return False
+        if any(len(c.message) > CONDITION_MESSAGE_LIMIT for c in wl.status.conditions):
+            # The API server refuses it (the CRD's maxLength of ``conditions[].message``, in
+            # characters): only an untruncated DeactivationTarget message (upstream
+            # ``workload.SetDeactivationTarget``) can be that long. Upstream's reconcile fails, no
+            # event, and is retried: here the rule is tried again at each step.
             return False
         old = lo.obj
         lo.obj = wl

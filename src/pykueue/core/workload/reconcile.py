@@ -364,7 +364,7 @@ def check_based_eviction(wl: Workload, now: datetime, options: SchedulerOptions)
         updated = transitions.copy_for_status(wl)
         if not is_admitted(wl):
             transitions.sync_admitted_condition(updated, now, options)
-        transitions.set_condition(updated, DEACTIVATION_TARGET, "True", "AdmissionCheck", rejected, now)
+        transitions.set_deactivation_target(updated, "AdmissionCheck", rejected, now)
         event = _event(wl, WARNING, "AdmissionCheckRejected", f"Deactivated due to {rejected}")
         return Outcome(status=updated, events=(event,), reason="AdmissionCheckRejected")
     retry = transitions.retry_checks_message(wl)
@@ -439,8 +439,8 @@ def max_execution_time(wl: Workload, now: datetime) -> Outcome:
     if is_condition_true(wl.status.conditions, DEACTIVATION_TARGET):
         return NOTHING
     updated = transitions.copy_for_status(wl)
-    transitions.set_condition(
-        updated, DEACTIVATION_TARGET, "True", "MaximumExecutionTimeExceeded", "exceeding the maximum execution time", now
+    transitions.set_deactivation_target(
+        updated, "MaximumExecutionTimeExceeded", "exceeding the maximum execution time", now
     )
     updated.status.accumulated_past_execution_time_seconds = None
     event = _event(wl, WARNING, "MaximumExecutionTimeExceeded", f"The maximum execution time ({limit}s) exceeded")

@@ -43,6 +43,7 @@ from pykueue.core.options import SchedulerOptions
 from pykueue.core.workload.info import (
     ADMITTED,
     BLOCKED_ON_PREEMPTION_GATES,
+    DEACTIVATION_TARGET,
     EVICTED,
     PODS_READY,
     PREEMPTED,
@@ -82,6 +83,17 @@ def set_condition(
         reason=reason,
         message=truncate_message(message),
         observed_generation=_gen(wl) if observed else 0,
+    )
+    return set_status_condition(wl.status.conditions, cond, now)
+
+
+def set_deactivation_target(wl: Workload, reason: str, message: str, now: datetime) -> bool:
+    """Upstream ``workload.SetDeactivationTarget``: ``DeactivationTarget=True`` with the Workload's
+    generation. Unlike the other conditions Kueue writes, its message is not truncated
+    (``api.TruncateConditionMessage`` is not applied): a rejected check's message longer than the
+    CRD's 32768 characters makes the write fail, and the reconcile is retried."""
+    cond = Condition(
+        type=DEACTIVATION_TARGET, status="True", reason=reason, message=message, observed_generation=_gen(wl)
     )
     return set_status_condition(wl.status.conditions, cond, now)
 
