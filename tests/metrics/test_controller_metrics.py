@@ -370,6 +370,113 @@ def test_deleting_queues_clears_their_series(env: MetricsEnv) -> None:
     )
 
 
+# --- kueue_cohort_weighted_share ----------------------------------------------------------------------------
+
+FAIR_SHARING_CONFIG = """apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+fairSharing:
+  preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]
+"""
+
+WEIGHTED_SHARE = "kueue_cohort_weighted_share"
+
+
+def _cohort(name: str, parent: str = "") -> dict[str, Any]:
+    spec = {"parentName": parent} if parent else {}
+    return {"apiVersion": KUEUE, "kind": "Cohort", "metadata": {"name": name}, "spec": spec}
+
+
+# name, Cohort objects (name, parent) created, a Cohort then deleted; want: the series by cohort.
+# Upstream reports the gauge from the Cohort reconciler (cohort_controller.go
+# updateCohortStatusIfChanged, with fair sharing) for a Cohort object it reads; when the read is
+# NotFound it clears the cohort's series (metrics.ClearCohortMetrics). A cohort that exists only
+# because ClusterQueues (or a Cohort's parentName) name it has no object: no series.
+COHORT_SHARE_CASES: list[tuple[str, list[tuple[str, str]], str | None, dict[str, float]]] = [
+    ("cohort named only by its ClusterQueues: no series", [], None, {}),
+    ("Cohort object: reported", [("co", "")], None, {"co": 0.0}),
+    ("Cohort object whose parent has no object: only the Cohort's", [("co", "top")], None, {"co": 0.0}),
+    ("Cohort deleted while its ClusterQueues still name it: cleared", [("co", "")], "co", {}),
+]
+
+
+@pytest.mark.parametrize(
+    ("cohorts", "deleted", "want"), [c[1:] for c in COHORT_SHARE_CASES], ids=[c[0] for c in COHORT_SHARE_CASES]
+)
+def test_cohort_weighted_share_is_reported_for_cohort_objects(
+    cohorts: list[tuple[str, str]], deleted: str | None, want: dict[str, float]
+) -> None:
+    from pykueue.api.config import load_config
+    from pykueue.controllers.options import ControllerOptions
+
+    env = MetricsEnv(options=ControllerOptions.from_config(load_config(FAIR_SHARING_CONFIG)))
+    try:
+        for name, parent in cohorts:
+            env.create(R.COHORTS, _cohort(name, parent))
+        env.queues()
+        quota = ("kueue_cohort_subtree_quota", labels(cohort="co", flavor="f", resource="cpu"))
+        if deleted is not None:
+            scrape_until(env.scrape, {quota: 2.0, (WEIGHTED_SHARE, labels(cohort=deleted)): 0.0}, what="reported")
+            env.client.delete(R.COHORTS, deleted)
+        series = {labels(cohort=name): value for name, value in want.items()} or ABSENT
+        # The subtree quota (reported for every cohort) shows the controllers have the queues.
+        scrape_until(env.scrape, {quota: 2.0, WEIGHTED_SHARE: series}, what="the cohorts' weighted shares")
+    finally:
+        env.close()
+
+
+def _delete_queues(env: MetricsEnv) -> None:
+    for name in ("cq-a", "cq-b"):
+        env.client.delete(R.LOCAL_QUEUES, name.replace("cq", "lq"), "default")
+        env.client.delete(R.CLUSTER_QUEUES, name)
+    wait(lambda: not env.mgr.call_in_manager_thread(lambda: "co" in env.mgr.cache.cohorts), what="co gone")
+
+
+def _cohort_comes_and_goes(env: MetricsEnv) -> None:
+    env.create(R.COHORTS, _cohort("co"))
+    scrape_until(env.scrape, {(WEIGHTED_SHARE, labels(cohort="co")): 0.0}, what="the Cohort reported")
+    env.client.delete(R.COHORTS, "co")
+    wait(lambda: env.mgr.call_in_manager_thread(lambda: "co" not in env.mgr.cache.cohort_objects), what="co deleted")
+
+
+# name, queues (in the implicit cohort "co") made before the election, what follows it; want: the
+# series of "co". With leader election, upstream's ``roleTracker.OnElected`` runs
+# ``Cache.ResyncGaugeMetrics``, which reports every cohort's weighted share, implicit ones too
+# (a root's: 0); nothing reconciles an implicit cohort afterwards, so its series stays until a
+# Cohort object of that name is reconciled (reported, then cleared on its deletion's NotFound).
+ELECTED_SHARE_CASES: list[tuple[str, bool, Any, float | None]] = [
+    ("implicit cohort at the election: reported by the resync", True, None, 0.0),
+    ("implicit cohort at the election, its ClusterQueues deleted since: kept", True, _delete_queues, 0.0),
+    ("implicit cohort at the election, a Cohort object of its name created and deleted: cleared", True,
+     _cohort_comes_and_goes, ABSENT),
+    ("implicit cohort made after the election: no series", False, None, ABSENT),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("before", "then", "want"), [c[1:] for c in ELECTED_SHARE_CASES], ids=[c[0] for c in ELECTED_SHARE_CASES]
+)
+def test_cohort_weighted_share_resynced_on_election(before: bool, then: Any, want: float | None) -> None:
+    from pykueue.api.config import load_config
+    from pykueue.controllers.options import ControllerOptions
+
+    env = MetricsEnv(options=ControllerOptions.from_config(load_config(FAIR_SHARING_CONFIG)), standby=True)
+    try:
+        quota = ("kueue_cohort_subtree_quota", labels(cohort="co", flavor="f", resource="cpu"))
+        if before:
+            env.queues()
+            scrape_until(env.scrape, {quota: 2.0, WEIGHTED_SHARE: ABSENT}, what="a follower's cache has the queues")
+        env.mgr.lead()
+        env.mgr.call_in_manager_thread(lambda: None)  # after the election's resync
+        if not before:
+            env.queues()
+            scrape_until(env.scrape, {quota: 2.0}, what="the queues")
+        if then is not None:
+            then(env)
+        assert env.scrape().get(WEIGHTED_SHARE, {}).get(labels(cohort="co"), ABSENT) == want
+    finally:
+        env.close()
+
+
 # --- kueue_local_queue_admission_fair_sharing_usage ------------------------------------------------------
 
 AFS_CONFIG = """apiVersion: config.kueue.x-k8s.io/v1beta2

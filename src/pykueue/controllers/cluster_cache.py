@@ -344,6 +344,8 @@ class ClusterCache:
         self._cluster_queues_changed()
 
     def _apply_cohorts(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        if self.metrics is not None:
+            self.metrics.metrics.state.forget_elected_cohort((new or old or {})["metadata"]["name"])
         if new is None:
             assert old is not None
             name = old["metadata"]["name"]

@@ -234,7 +234,9 @@ class ControllerManager:
         self._leading.set()
         for comp in self.components:
             comp.start()
-        self._inbox.put(_Call(lambda: None))  # wake the manager thread now
+        # ``roleTracker.OnElected``'s ``Cache.ResyncGaugeMetrics`` (which also wakes the manager
+        # thread now); the other gauges are computed at each scrape.
+        self._inbox.put(_Call(lambda: self.metrics.metrics.state.resync_on_election(self.ctx)))
 
     @property
     def leading(self) -> bool:

@@ -45,6 +45,33 @@ class StateCollector(Collector):
     def __init__(self, metrics: KueueMetrics) -> None:
         self.metrics = metrics
         self.source: Any = None
+        self.elected_cohort_shares: dict[str, float] = {}
+        """``kueue_cohort_weighted_share`` of the cohorts without a Cohort object at this replica's
+        election (:meth:`resync_on_election`), kept as reported then."""
+
+    def resync_on_election(self, mgr: Any) -> None:
+        """On the manager thread, when this replica wins the Lease: upstream's
+        ``roleTracker.OnElected`` runs ``Cache.ResyncGaugeMetrics``, whose
+        ``ResyncCohortGaugeMetrics`` reports the weighted share (with fair sharing) of every cohort
+        of the hierarchy not on a cycle, implicit ones included. The Cohort reconciler then keeps
+        the Cohort objects' series, but never reconciles an implicit cohort (it has no parent, so no
+        ClusterQueue event enqueues it: ``ClusterQueueAncestors`` leaves out the root), so that
+        series stays as reported until a Cohort object of that name comes or goes
+        (:meth:`forget_elected_cohort`), even after its ClusterQueues are gone."""
+        from pykueue.core.cache.cache import cache_weight_of
+
+        if not (self.metrics.fair_sharing and mgr.sched_options.fair_sharing):
+            return
+        cache = mgr.cache
+        weight_of = cache_weight_of(cache)
+        for name, node in sorted(cache.cohorts.items()):
+            if name not in cache.cohort_objects and name not in cache.cycle_cohorts:
+                self.elected_cohort_shares[name] = _weighted_share(node, weight_of, math.inf)
+
+    def forget_elected_cohort(self, name: str) -> None:
+        """A Cohort object ``name`` was created, changed or deleted: the Cohort reconciler reports
+        its series, or clears it on the NotFound of a deletion (``metrics.ClearCohortMetrics``)."""
+        self.elected_cohort_shares.pop(name, None)
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         for attempt in range(_ATTEMPTS):
@@ -349,9 +376,13 @@ class StateCollector(Collector):
             f["unadmitted_workloads"].add_metric([cq_name, reason, cause, role], count)
 
         cohorts = dict(cache.cohorts)
+        cohort_objects = dict(cache.cohort_objects)
         for name in sorted(cohorts):
             node = cohorts[name]
-            if fair_sharing:
+            if fair_sharing and name in cohort_objects:
+                # Upstream's Cohort reconciler reports it (``updateCohortStatusIfChanged``) for a
+                # Cohort object it reads and clears it when the read is NotFound: a cohort only
+                # ClusterQueues or a parentName name (implicit) has no series, nor has a deleted one.
                 f["cohort_weighted_share"].add_metric([name, role], _weighted_share(node, weight_of, math.inf))
             if m.cohort_info:
                 parent = node.parent
@@ -373,6 +404,10 @@ class StateCollector(Collector):
                         [name, flavor, res, role], resource_float(res, value)
                     )
             f["cohort_subtree_admitted_active_workloads"].add_metric([name, role], admitted_active)
+        if fair_sharing:
+            for name, share in sorted(dict(self.elected_cohort_shares).items()):
+                if name not in cohort_objects:
+                    f["cohort_weighted_share"].add_metric([name, role], share)
 
         if not m.local_queue_metrics:
             return
