@@ -26,7 +26,7 @@ from pykueue.client.inprocess import InProcessClient
 from pykueue.client.interface import APIError, Conflict, Resource
 from pykueue.controllers.manager import ControllerManager
 from pykueue.controllers.options import default_options
-from pykueue.runtime.writes import WritePipeline
+from pykueue.runtime.writes import NotStarted, WritePipeline
 from pykueue.store import Store
 
 
@@ -793,6 +793,48 @@ def test_run_all_refuses_busy_keys_and_holds_its_own_busy_while_they_run() -> No
     release.set()
     wait(lambda: delivered)
     delivered.pop()()
+    assert pipeline.close(1)
+
+
+# name, the write that fails (its index), stop_on_error, slots; want: each write's result ("E": the
+# failure, "-": not started, else its value). Upstream's IssuePreemptions runs its evictions with
+# workqueue.ParallelizeUntil(ctx, 8, ...) and a failed one cancels ctx (errCh.SendErrorWithCancel):
+# a worker checks ctx before each next piece, so no eviction starts once one has failed; those on
+# their way end as they end. Every write here awaits (a request's round trip) before it answers;
+# the failing one answers first.
+STOP_ON_ERROR_CASES: list[tuple[str, int, bool, int, list[object]]] = [
+    ("a failed write stops the writes whose turn comes after it", 0, True, 2, ["E", 1, "-", "-"]),
+    ("the writes already on their way run to their end", 1, True, 2, [0, "E", "-", "-"]),
+    ("a failure in the last slot stops nothing", 3, True, 4, [0, 1, 2, "E"]),
+    ("without stop_on_error every write runs", 0, False, 2, ["E", 1, 2, 3]),
+]
+
+
+@pytest.mark.parametrize(
+    ("failing", "stop", "limit", "want"), [c[1:] for c in STOP_ON_ERROR_CASES], ids=[c[0] for c in STOP_ON_ERROR_CASES]
+)
+def test_start_all_stop_on_error(failing: int, stop: bool, limit: int, want: list[object]) -> None:
+    delivered: list[Callable[[], None]] = []
+    pipeline: WritePipeline[int] = WritePipeline(delivered.append, max_in_flight=4)
+    started: list[int] = []
+
+    def write(i: int) -> Callable[[], Any]:
+        async def send() -> int:
+            started.append(i)
+            # The failing write answers after one turn of the loop, the others after three.
+            for _ in range(1 if i == failing else 3):
+                await asyncio.sleep(0)
+            if i == failing:
+                raise RuntimeError("refused")
+            return i
+
+        return send
+
+    got = pipeline.start_all([(f"w{i}", write(i)) for i in range(4)], limit, stop_on_error=stop)()
+    shown = ["E" if isinstance(r, RuntimeError) else "-" if isinstance(r, NotStarted) else r for r in got]
+    assert shown == want
+    assert started == [i for i, w in enumerate(want) if w != "-"]
+    assert not any(pipeline.busy(f"w{i}") for i in range(4))
     assert pipeline.close(1)
 
 

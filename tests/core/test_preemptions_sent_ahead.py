@@ -20,6 +20,7 @@ from test_invariants import run_step
 from pykueue.core.decision import Decision
 from pykueue.core.options import SchedulerOptions
 from pykueue.core.scheduler.entry import CycleResult
+from pykueue.core.workload.info import is_evicted
 from pykueue.sim.cluster import SimulatedCluster
 
 
@@ -103,6 +104,67 @@ def test_a_failed_eviction_sent_ahead_is_counted_as_failed() -> None:
     assert entry.info.key == "default/high"
     assert entry.message.endswith(". Preempting 1 workload(s) failed, will retry.")
     assert result.preempted == []
+
+
+class StopsAfterFailure(SendingAhead):
+    """:class:`SendingAhead` that, as the controllers' ``send_all`` (``WritePipeline.start_all``
+    with ``stop_on_error``), never sends the evictions of ``not_sent``: one before them failed."""
+
+    not_sent: frozenset[str] = frozenset()
+
+    def send_all(self, decisions: list[Decision]) -> Callable[[], list[bool | None]]:  # type: ignore[override]
+        self.sent.append([d.workload for d in decisions if d.workload not in self.not_sent])
+
+        def answers() -> list[bool | None]:
+            return [
+                None if d.workload in self.not_sent else d.workload not in self.fail and self.apply(d) for d in decisions
+            ]
+
+        return answers
+
+
+# name, evictions that fail, evictions never sent; want: the preemptor's message tail, the workloads
+# counted preempted. Upstream IssuePreemptions counts the successes and the failures of the pieces
+# ParallelizeUntil ran; a piece it skipped once the context was cancelled counts as neither, and
+# markPreemptionOutcome says "Pending the preemption" as soon as one succeeded.
+NOT_SENT_CASES: list[tuple[str, set[str], set[str], str, list[str]]] = [
+    ("one failed, one preempted, one not sent", {"default/low-a"}, {"default/low-c"},
+     ". Pending the preemption of 1 workload(s)", ["default/low-b"]),
+    ("one failed, the others not sent", {"default/low-a"}, {"default/low-b", "default/low-c"},
+     ". Preempting 1 workload(s) failed, will retry.", []),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("fail", "not_sent", "tail", "preempted"), [c[1:] for c in NOT_SENT_CASES], ids=[c[0] for c in NOT_SENT_CASES]
+)
+def test_evictions_not_sent_after_a_failure_count_as_neither(
+    fail: set[str], not_sent: set[str], tail: str, preempted: list[str]
+) -> None:
+    objects = [
+        flavor("default"),
+        cluster_queue("cq", flavor_quotas("default", cpu=3), preemption={"within_cluster_queue": "LowerPriority"}),
+        local_queue("lq", cq="cq"),
+        *(admitted(workload(f"low-{n}", priority=0, requests={"cpu": "1"}), "cq", {"cpu": "default"}) for n in "abc"),
+        workload("high", priority=10, requests={"cpu": "3"}),
+    ]
+    cluster = StopsAfterFailure(SchedulerOptions(), at(3600))
+    cluster.sent = []
+    cluster.fail = frozenset(fail)
+    cluster.not_sent = frozenset(not_sent)
+    cluster.load((o, V1BETA2) for o in objects)
+    result = cluster.run_cycle()
+    (entry,) = result.entries
+    assert entry.info.key == "default/high"
+    assert entry.message.endswith(tail)
+    assert result.preempted == preempted
+    # A decision never sent is neither in the cycle's decisions nor in the workload's trail.
+    evicted = {d.workload for d in result.decisions if d.reason == "Preempted"}
+    assert evicted == {"default/low-a", "default/low-b", "default/low-c"} - not_sent
+    for key in not_sent:
+        assert all(t.reason != "Preempted" for t in cluster.core.story(key))
+        ns, _, name = key.partition("/")
+        assert not is_evicted(cluster.objects[("Workload", ns, name)].obj)
 
 
 class AnswerRaises(SendingAhead):

@@ -49,7 +49,7 @@ from pykueue.runtime.clock import Clock
 from pykueue.runtime.controller import WorkQueue
 from pykueue.runtime.informer import ObjectKey
 from pykueue.runtime.recorder import EventRecorder, object_reference
-from pykueue.runtime.writes import WritePipeline
+from pykueue.runtime.writes import NotStarted, WritePipeline
 
 if TYPE_CHECKING:
     from pykueue.controllers.options import ControllerOptions
@@ -564,29 +564,39 @@ class ReconcileContext:
             if not ok:  # the trail said "applied" when it was sent; the write did not land
                 self.core.record(decision, False)
 
-    def send_all(self, decisions: list[Decision]) -> Callable[[], list[bool]]:
+    def send_all(self, decisions: list[Decision]) -> Callable[[], list[bool | None]]:
         """Apply independent status decisions about different workloads together; the returned
-        call waits for all of them and says, in order, what :meth:`apply` would have made of each.
-        A cycle sends each preemptor's evictions (``PARALLEL_PREEMPTIONS`` at a time, as upstream's
-        ``IssuePreemptions``) and goes on to its next entries while they are on their way, and
-        counts them before any entry's status is written (``KueueCore.send_all``). Waiting for
-        each preemptor in turn made one cycle of the baseline's first large arrivals last 1.3 s,
-        15 preemptors × one or two round trips (bench/RESULTS.md, issue 16, fourteenth session)."""
+        call waits for all of them and says, in order, what :meth:`apply` would have made of each,
+        or None for one never sent. A cycle sends each preemptor's evictions
+        (``PARALLEL_PREEMPTIONS`` at a time, as upstream's ``IssuePreemptions``) and goes on to
+        its next entries while they are on their way, and counts them before any entry's status
+        is written (``KueueCore.send_all``). Waiting for each preemptor in turn made one cycle of
+        the baseline's first large arrivals last 1.3 s, 15 preemptors × one or two round trips
+        (bench/RESULTS.md, issue 16, fourteenth session).
+
+        As upstream's ``workqueue.ParallelizeUntil`` with the context a failed eviction cancels
+        (``errCh.SendErrorWithCancel``), an eviction whose turn comes after one has failed is not
+        sent (None). Unlike upstream, the evictions already on their way are not aborted: a
+        request cancelled in flight may or may not have reached the API server, and upstream then
+        counts it failed with no event either way."""
         if self.writes is None or any(
             d.assumed or d.spec is not None or d.status is None for d in decisions
         ):
-            oks = [self.apply(d) for d in decisions]
+            oks: list[bool | None] = [self.apply(d) for d in decisions]
             return lambda: oks
-        return self._start_statuses(decisions, PARALLEL_PREEMPTIONS)
+        return self._start_statuses(decisions, PARALLEL_PREEMPTIONS, stop_on_error=True)
 
     def _write_statuses(self, decisions: list[Decision], limit: int) -> list[bool]:
         """Write the status decisions about different workloads, at most ``limit`` at a time, and
         wait for all; each is then what :meth:`apply` would have made of it (written through, its
         events recorded), in order."""
-        return self._start_statuses(decisions, limit)()
+        return [ok is True for ok in self._start_statuses(decisions, limit)()]
 
-    def _start_statuses(self, decisions: list[Decision], limit: int) -> Callable[[], list[bool]]:
-        """:meth:`_write_statuses` whose wait is the returned call (the owner's thread, once)."""
+    def _start_statuses(
+        self, decisions: list[Decision], limit: int, *, stop_on_error: bool = False
+    ) -> Callable[[], list[bool | None]]:
+        """:meth:`_write_statuses` whose wait is the returned call (the owner's thread, once); with
+        ``stop_on_error`` (:meth:`WritePipeline.start_all`) a decision not sent is None."""
         assert self.writes is not None
         sent: list[int] = []
         sends: list[tuple[Hashable, Callable[[], Awaitable[dict[str, Any]]]]] = []
@@ -599,12 +609,15 @@ class ReconcileContext:
             key = (R.WORKLOADS.plural, md.namespace, md.name)
             base = self.cluster.workloads.get(decision.workload)
             sends.append((key, self._status_sender(R.WORKLOADS, to_external(decision.status), base)))
-        wait = self.writes.start_all(sends, limit)
+        wait = self.writes.start_all(sends, limit, stop_on_error=stop_on_error)
 
-        def answers() -> list[bool]:
-            oks = [False] * len(decisions)
+        def answers() -> list[bool | None]:
+            oks: list[bool | None] = [False] * len(decisions)
             for i, out in zip(sent, wait(), strict=True):
                 decision = decisions[i]
+                if isinstance(out, NotStarted):
+                    oks[i] = None
+                    continue
                 if isinstance(out, Exception):
                     if isinstance(out, APIError) and not isinstance(out, (Conflict, NotFound)):
                         log.warning("writing workload %s status: %s", decision.workload, out)
@@ -616,7 +629,7 @@ class ReconcileContext:
                     self.record_event(event)
                 oks[i] = True
             for decision, ok in zip(decisions, oks, strict=True):
-                if not ok:
+                if ok is False:
                     self._record_unwritten_events(decision)
             return oks
 

@@ -319,9 +319,9 @@ class ControllerManager:
         """Apply a core decision through the context (write-through, then its events)."""
         return self.ctx.apply(decision)
 
-    def send_all(self, decisions: list[Decision]) -> Callable[[], list[bool]]:
+    def send_all(self, decisions: list[Decision]) -> Callable[[], list[bool | None]]:
         """Send independent decisions together and collect their answers later (a preemptor's
-        victims, while the cycle goes on: ``ReconcileContext.send_all``)."""
+        victims, while the cycle goes on: ``ReconcileContext.send_all``; None: not sent)."""
         return self.ctx.send_all(decisions)
 
     # --- the manager thread -------------------------------------------------------------------------

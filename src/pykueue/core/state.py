@@ -306,23 +306,25 @@ class KueueCore:
         """Whether the driver sends decisions ahead of their answers (see :meth:`send_all`)."""
         return hasattr(self.driver, "send_all")
 
-    def send_all(self, decisions: list[Decision]) -> Callable[[], list[bool]]:
+    def send_all(self, decisions: list[Decision]) -> Callable[[], list[bool | None]]:
         """Apply independent decisions about different workloads (a preemptor's victims; upstream
         ``IssuePreemptions`` writes them in parallel and counts the successes) and keep them in the
-        transition log; the returned call gives whether each landed. A driver that sends them
-        ahead (``send_all``: the controllers, whose round trips to the API server take tens of
-        milliseconds) has them on their way, and the call waits for the answers; any other
-        driver applies them one after another at once."""
+        transition log; the returned call gives whether each landed, or None for one the driver
+        never sent (an earlier one failed: upstream's cancelled ``ParallelizeUntil``), which is not
+        logged. A driver that sends them ahead (``send_all``: the controllers, whose round trips to
+        the API server take tens of milliseconds) has them on their way, and the call waits for
+        the answers; any other driver applies them one after another at once."""
         send_all = getattr(self.driver, "send_all", None)
         if send_all is None:
-            oks = [self.decide(d) for d in decisions]
+            oks: list[bool | None] = [self.decide(d) for d in decisions]
             return lambda: oks
-        wait: Callable[[], list[bool]] = send_all(decisions)
+        wait: Callable[[], list[bool | None]] = send_all(decisions)
 
-        def answers() -> list[bool]:
+        def answers() -> list[bool | None]:
             got = wait()
             for decision, ok in zip(decisions, got, strict=True):
-                self.record(decision, ok)
+                if ok is not None:
+                    self.record(decision, ok)
             return got
 
         return answers

@@ -46,6 +46,11 @@ Completion = Callable[[_T | None, Exception | None], None]
 """Run by the owner with the write's result, or the exception it raised."""
 
 
+class NotStarted(Exception):
+    """In :meth:`WritePipeline.start_all`'s results (``stop_on_error``): a write never started
+    because one of the call's writes had failed before its turn."""
+
+
 class _Write(NamedTuple, Generic[_T]):
     """A submitted write, from :meth:`WritePipeline._send` to its end on the loop."""
 
@@ -166,11 +171,16 @@ class WritePipeline(Generic[_T]):
         return self.start_all(writes, limit)()
 
     def start_all(
-        self, writes: list[tuple[Hashable, Callable[[], Awaitable[_T]]]], limit: int
+        self, writes: list[tuple[Hashable, Callable[[], Awaitable[_T]]]], limit: int, *, stop_on_error: bool = False
     ) -> Callable[[], list[_T | Exception]]:
         """:meth:`run_all` without the wait: the writes start now, and the returned call waits on
         the owner's thread until every one has ended and returns their results (call it exactly
-        once). Each key stays busy until then, so the owner sends nothing else for it meanwhile."""
+        once). Each key stays busy until then, so the owner sends nothing else for it meanwhile.
+
+        ``stop_on_error``: once a write has failed, a write whose turn comes afterwards is not
+        started (its result is :class:`NotStarted`), as upstream's ``workqueue.ParallelizeUntil``
+        over a cancelled context starts no further piece; the writes already on their way run to
+        their end."""
         if self._closed:
             raise RuntimeError("the write pipeline is closed")
         keys = [key for key, _ in writes]
@@ -184,12 +194,18 @@ class WritePipeline(Generic[_T]):
 
         async def run() -> list[_T | Exception]:
             gate = asyncio.Semaphore(limit)
+            failed = False
 
             async def one(write: Callable[[], Awaitable[_T]]) -> _T | Exception:
+                nonlocal failed
                 async with gate:
+                    if failed:
+                        return NotStarted("an earlier write of the same call failed")
                     try:
                         return await write()
                     except Exception as err:  # handed to the owner with the others
+                        if stop_on_error:  # before the slot frees: the writes waiting see it
+                            failed = True
                         return err
 
             return list(await asyncio.gather(*(one(w) for _, w in writes)))

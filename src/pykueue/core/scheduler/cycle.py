@@ -78,7 +78,7 @@ _NO_READ_MODES = (Mode.NO_FIT, Mode.PREEMPT)
 # a write (already evicted or expected) and those that failed before one, each write's (target,
 # victim, decision), and the call that collects the answers.
 _IssuedPreemption = tuple[
-    Entry, datetime, int, int, list[tuple[Target, Workload, Decision]], Callable[[], list[bool]]
+    Entry, datetime, int, int, list[tuple[Target, Workload, Decision]], Callable[[], list[bool | None]]
 ]
 
 # The requeue reason of each admissibility problem (upstream ``queue.RequeueReason*``).
@@ -110,10 +110,11 @@ class CyclePort(Protocol):
         """Whether :meth:`send_all` returns before the driver's answers (see there)."""
         ...
 
-    def send_all(self, decisions: list[Decision]) -> Callable[[], list[bool]]:
+    def send_all(self, decisions: list[Decision]) -> Callable[[], list[bool | None]]:
         """``decide`` for independent decisions about different workloads, possibly written
-        together (upstream ``IssuePreemptions``); the returned call gives whether each landed. A
-        driver that sends ahead (``sends_ahead``) has sent them and waits for them in that call."""
+        together (upstream ``IssuePreemptions``); the returned call gives whether each landed, or
+        None for one never sent (an earlier one failed). A driver that sends ahead
+        (``sends_ahead``) has sent them and waits for them in that call."""
         ...
 
 
@@ -656,6 +657,10 @@ class Scheduler:
         e, now, count, errors, evictions, answers = issued
         oks = answers()
         for (t, victim, decision), ok in zip(evictions, oks, strict=True):
+            if ok is None:
+                # Never sent: an earlier eviction had failed, and upstream's ``ParallelizeUntil``
+                # starts no piece once the context is cancelled; neither preempted nor failed.
+                continue
             self._result.decisions.append(decision)
             if not ok:
                 errors += 1
