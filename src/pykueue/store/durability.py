@@ -43,9 +43,7 @@ class SyncFailed(OSError):
 class GroupCommit:
     """Flushes the WAL of the SQLite database at ``db_path``; see the module docstring.
 
-    ``committed()`` commits what is written but not committed yet and returns the revision of the
-    latest committed write (an ``OSError`` from it fails the store as a failed fsync does);
-    ``after_sync()`` is called
+    ``committed()`` returns the revision of the latest committed write; ``after_sync()`` is called
     (on the syncing thread, outside the lock) after every background sync, to deliver what became
     durable; ``on_failure(err)`` once, when an fsync fails.
     """
@@ -85,10 +83,9 @@ class GroupCommit:
         self._thread = threading.Thread(target=self._run, name="pykueue-store-sync", daemon=True)
         self._thread.start()
 
-    def sync(self, revision: int | None) -> bool:
-        """Return once every write up to ``revision`` (None: every write so far) is durable
-        (fsyncing the WAL if needed). True: a :meth:`try_sync` caller waiting for this fsync will
-        deliver what it covered."""
+    def sync(self, revision: int) -> bool:
+        """Return once every write up to ``revision`` is durable (fsyncing the WAL if needed).
+        True: a :meth:`try_sync` caller waiting for this fsync will deliver what it covered."""
         with self._lock:
             return self._sync_locked(revision)
 
@@ -132,18 +129,14 @@ class GroupCommit:
             raise SyncFailed(f"the store cannot make writes durable: {self.failure}")
         return synced
 
-    def _sync_locked(self, revision: int | None) -> bool:
+    def _sync_locked(self, revision: int) -> bool:
         if self.failure is not None:
             raise SyncFailed(f"the store cannot make writes durable: {self.failure}")
-        if revision is not None and self.synced >= revision:
+        if self.synced >= revision:
             return False
+        target = self._committed()  # the commits already in the WAL: all covered by this fsync
         started = self._fsync_since = time.perf_counter()
         try:
-            # The commits already in the WAL (``committed`` commits the writes batched since the
-            # last round first): all covered by this fsync.
-            target = self._committed()
-            if target <= self.synced:  # nothing new (revision None)
-                return False
             self._fsync_wal()
         except OSError as err:
             # As PostgreSQL after a failed fsync: dirty pages may be gone, nothing later may be
@@ -163,16 +156,6 @@ class GroupCommit:
             handed = 0 < self._caller_waiting <= target
             self._synced_changed.notify_all()
         return handed
-
-    def fail(self, err: OSError) -> None:
-        """Record that writes may be lost (as a failed fsync does): nothing more is acknowledged."""
-        with self._synced_changed:
-            if self.failure is not None:
-                return
-            self.failure = err
-            self._synced_changed.notify_all()
-        log.critical("the store of %s failed; refusing further writes: %s", self._db, err)
-        self._on_failure(err)
 
     def syncing(self) -> bool:
         """Whether an fsync is under way."""
@@ -199,7 +182,7 @@ class GroupCommit:
             stopping = self._stopping  # read before the round: a stop after it gets another round
             handed = False
             try:
-                handed = self.sync(None)
+                handed = self.sync(self._committed())
             except OSError:  # recorded in self.failure; waiters told by on_failure
                 pass
             except Exception:  # a bug must not end the thread every loop's waiter depends on

@@ -3,10 +3,7 @@
 Concurrency model:
 
 * one SQLite connection, used under ``_db_lock`` (a plain lock) by writers and readers alike;
-  every API write is one savepoint (``SAVEPOINT`` .. ``RELEASE``, rolled back alone when it
-  fails) in a transaction that the sync thread commits right before its next fsync, so the writes
-  made during one fsync share one ``COMMIT`` (in memory, without a database file: one
-  ``BEGIN IMMEDIATE`` .. ``COMMIT`` each);
+  every API write is one ``BEGIN IMMEDIATE`` .. ``COMMIT`` transaction;
 * on a database file, a write is durable (on stable storage: it survives a power loss) before the
   call returns: commits go into the WAL and one fsync covers every commit made before it (group
   commit, see ``durability.py``). A caller that must not block (the API server's event loop) opts
@@ -131,10 +128,6 @@ class Store:
         self._async_waiters: list[tuple[int, asyncio.AbstractEventLoop, _Waiter]] = []
         self._waiters_lock = threading.Lock()
         self._group: GroupCommit | None = None
-        # The transaction the writes since the sync thread's last round are in (see _committed),
-        # and the revision of the latest committed write.
-        self._batch_open = False
-        self._committed_rev = self._rev
         self._sync_scheduled: asyncio.AbstractEventLoop | None = None  # the loop a request is queued on
         self._first_wait: float | None = None  # when the first waiter since the last sync came
         self._sync_after = SYNC_AFTER  # this turn's next mid-turn sync: doubled after each one
@@ -490,32 +483,21 @@ class Store:
                 self._local.read = None
                 if read[0] == self._rev:  # nothing was committed since this thread read it
                     tx.known = (read[1], read[2])
-            batched = group is not None
             try:
-                if not batched:
-                    conn.execute("BEGIN IMMEDIATE")
-                else:
-                    # One COMMIT per fsync, not per write: a COMMIT writes every page the write
-                    # changed to the WAL (two syscalls a page), and the writes made during one
-                    # fsync share the log's and the index's pages (issue 16 in bench/RESULTS.md).
-                    if not self._batch_open:
-                        conn.execute("BEGIN IMMEDIATE")
-                        self._batch_open = True
-                    conn.execute("SAVEPOINT w")
+                conn.execute("BEGIN IMMEDIATE")
                 result = op(tx)
                 if tx.events and not dry_run:
                     gc.run(tx)
                     new_oldest = self._prune(tx)
-                    conn.execute("RELEASE w" if batched else "COMMIT")
+                    conn.execute("COMMIT")
                 else:
-                    self._undo(batched)
+                    conn.execute("ROLLBACK")
                     return result
             except BaseException:
-                self._undo(batched)
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
             self._publish(tx, new_oldest)
-            if not batched:
-                self._committed_rev = self._rev
         if group is None:
             self._drain()
         elif getattr(self._local, "deferred", False):
@@ -534,40 +516,8 @@ class Store:
             self._drain()
         return result
 
-    def _undo(self, batched: bool) -> None:
-        """Roll back the write under way (under ``_db_lock``): its savepoint, or its transaction."""
-        conn = self._conn
-        if not batched:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            return
-        if conn.in_transaction:
-            conn.execute("ROLLBACK TO w")
-            conn.execute("RELEASE w")
-            return
-        # SQLite rolled the whole transaction back (an I/O error, a full disk): the batch's earlier
-        # writes are gone although they were published (not acknowledged: none was synced). The
-        # store fails as after a failed fsync; a restart serves what is on disk.
-        self._batch_open = False
-        assert self._group is not None
-        self._group.fail(OSError("the store lost writes not yet committed: SQLite rolled back their transaction"))
-
     def _committed(self) -> int:
-        """Commit the writes batched since the last call (the sync thread calls this right before
-        its fsync) and return the revision of the latest committed write. Raises OSError when the
-        COMMIT fails: the batched writes are lost, and the store fails (see GroupCommit)."""
-        if self._batch_open:  # else nothing to commit (read without the lock: set under it, by writers)
-            with self._db_lock:
-                if self._batch_open:
-                    self._batch_open = False
-                    try:
-                        self._conn.execute("COMMIT")
-                    except sqlite3.Error as err:
-                        if self._conn.in_transaction:
-                            self._conn.execute("ROLLBACK")
-                        raise OSError(f"committing the store's writes failed: {err}") from err
-                    self._committed_rev = self._rev
-        return self._committed_rev
+        return self._rev
 
     def _after_sync(self) -> None:
         """After a background fsync: deliver on the event loops that wait (else on this thread).
