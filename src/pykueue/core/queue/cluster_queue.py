@@ -370,13 +370,25 @@ class PendingClusterQueue:
         the heap."""
         self.queue_inadmissible_cycle = self.pop_cycle
         self.hash_to_bulk_move_reason.clear()
-        if not self.inadmissible:
+        inadmissible = self.inadmissible
+        if not inadmissible:
             return 0
+        # _heap_push(entry, replace=False) inlined: a flush moves every parked Workload of the
+        # ClusterQueue (thousands, each second, in upstream's baseline), and the next NoFit heads
+        # park most of them again (issue 16 in bench/RESULTS.md).
+        active = self.active
+        by_hash = self._active_by_hash
+        staying: list[tuple[str, PendingEntry]] = []
         moved = 0
-        for key, entry in list(self.inadmissible.items()):
-            if not namespace_matches(entry.info.namespace) or not backoff_expired(entry.info.obj, now):
-                continue
-            del self.inadmissible[key]
-            if self._heap_push(entry, replace=False):
+        for key, entry in inadmissible.items():
+            obj = entry.info.obj
+            if not namespace_matches(obj.metadata.namespace) or not backoff_expired(obj, now):
+                staying.append((key, entry))
+            elif active.push_if_absent(key, entry):
+                by_hash.setdefault(entry.info.scheduling_hash, set()).add(key)
                 moved += 1
+        inadmissible.clear()
+        inadmissible.update(staying)
+        if moved:
+            self._nonempty.add(self.name)
         return moved
