@@ -53,7 +53,8 @@ def typed(text: str) -> k.KueueObject:
 
 def errors(text: str, old: str | None = None, gates: FeatureGates | None = None) -> list[str]:
     kwargs: dict[str, Any] = {"gates": gates} if gates else {}
-    return [str(e) for e in validate(typed(text), typed(old) if old else None, **kwargs)]
+    written = yaml.safe_load(text)  # as the API server has it: what the CEL rules' has() reads
+    return [str(e) for e in validate(typed(text), typed(old) if old else None, written=written, **kwargs)]
 
 
 def cq(spec: str, name: str = "cq") -> str:
@@ -492,9 +493,49 @@ RF_CASES = [
         [],
     ),
     (
+        # ``!has(self.topologyName) || self.nodeLabels.size() >= 1`` selects an absent field:
+        # kube-apiserver reports the evaluation error, with the schema type as the value
         "topology needs node labels",
         rf("  topologyName: topo"),
+        [
+            'spec: Invalid value: "object": no such key: nodeLabels evaluating rule: at least one '
+            "nodeLabel is required when topology is set"
+        ],
+    ),
+    (
+        "topology with node labels written empty",
+        rf("  topologyName: topo\n  nodeLabels: {}"),
         ["spec: Invalid value: at least one nodeLabel is required when topology is set"],
+    ),
+    (
+        "toleration with neither key nor operator",
+        rf("  tolerations: [{effect: NoSchedule}]"),
+        [
+            'spec.tolerations: Invalid value: "array": no such key: operator evaluating rule: operator '
+            "must be Exists when 'key' is empty, which means 'match all values and all keys'"
+        ],
+    ),
+    (
+        # ``self.all(...)``: an item the rule is false for wins over one it cannot evaluate
+        "toleration rule false for one item and not evaluable for another",
+        rf("  tolerations: [{effect: NoSchedule}, {operator: Equal, value: x}]"),
+        [
+            "spec.tolerations: Invalid value: operator must be Exists when 'key' is empty, which means "
+            "'match all values and all keys'"
+        ],
+    ),
+    (
+        "toleration written with an empty key has one",
+        rf("  tolerations: [{key: '', operator: Equal, effect: NoSchedule}]"),
+        [],
+    ),
+    (
+        "toleration seconds without effect",
+        rf("  tolerations: [{key: k, tolerationSeconds: 5}]"),
+        [
+            'spec.tolerations: Invalid value: "array": no such key: effect evaluating rule: effect must '
+            "be 'NoExecute' when 'tolerationSeconds' is set"
+        ],
     ),
     (
         "too many node labels",
@@ -826,6 +867,14 @@ WL_CASES = [
         wl(status="  conditions:\n" + QR + "  admission: {clusterQueue: cq, podSetAssignments: []}\n"),
         [
             '<nil>: Invalid value: podSetAssignments must have the same number of podSets as the spec'
+        ],
+    ),
+    (
+        "assignments absent",
+        wl(status="  conditions:\n" + QR + "  admission: {clusterQueue: cq}\n"),
+        [
+            '<nil>: Invalid value: "object": no such key: podSetAssignments evaluating rule: '
+            "podSetAssignments must have the same number of podSets as the spec"
         ],
     ),
     (

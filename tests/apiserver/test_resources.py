@@ -300,6 +300,34 @@ def test_multikueue_config_and_topology_rules() -> None:
     ]
 
 
+def test_topology_rules_run_after_non_blocking_openapi_errors() -> None:
+    """apiextensions-apiserver skips the CEL rules only after a blocking OpenAPI error (and says
+    so); ``minItems`` is not one, so emptying the levels also meets the transition rule, which
+    cannot evaluate ``self[size(self) - 1]`` when the old lowest level was the hostname
+    (kube-apiserver v1.35 with upstream's CRD: ``index out of bounds: -1``), and is false when
+    it was not (CEL's ``&&``: false wins over an error)."""
+    topo = _info("kueue.x-k8s.io", "v1beta2", "topologies")
+
+    def topology(*labels: str) -> dict[str, Any]:
+        return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": {"name": "t"},
+                "spec": {"levels": [{"nodeLabel": label} for label in labels]}}  # fmt: skip
+
+    min_items = "spec.levels: Invalid value: 0: spec.levels in body should have at least 1 items"
+    rule = "levels are mutable only when kubernetes.io/hostname is the lowest level both before and after the change"
+    assert _messages(topo.validate(topology(), topology("kubernetes.io/hostname"))) == [
+        min_items,
+        f'spec.levels: Invalid value: "array": index out of bounds: -1 evaluating rule: {rule}',
+    ]
+    assert _messages(topo.validate(topology(), topology("a"))) == [min_items, f"spec.levels: Invalid value: {rule}"]
+    removed = topology("a")
+    del removed["spec"]["levels"]
+    assert _messages(topo.validate(removed, topology("a"))) == [
+        "spec.levels: Required value",
+        "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; "
+        "correct the existing errors to complete validation",
+    ]
+
+
 # --- built-in kinds ----------------------------------------------------------------------------------
 
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import msgspec
 
@@ -559,6 +559,71 @@ def cel(path: str, value: Any, message: str) -> FieldError:
     return invalid(path, value, message)
 
 
+class CelEvalError(NamedTuple):
+    """A CEL rule that failed to evaluate (cel-go's runtime error: ``no such key: nodeLabels`` for
+    a field the object does not have, ``index out of bounds: -1``), as opposed to one that
+    evaluated to false. The rules written in Python below return ``bool | CelEvalError``."""
+
+    text: str
+
+
+CelResult = bool | CelEvalError
+"""What a CEL rule (or a sub-expression of one) evaluates to."""
+
+
+def no_such_key(name: str) -> CelEvalError:
+    """cel-go's error for selecting a field the object does not have (``self.nodeLabels`` without
+    ``has()``: a CRD's absent optional fields are absent in CEL too)."""
+    return CelEvalError(f"no such key: {name}")
+
+
+def cel_and(*results: CelResult) -> CelResult:
+    """CEL's commutative ``&&`` (and the ``all()`` macro): false if any operand is false, even
+    when another failed to evaluate; else the first error; else true."""
+    error: CelEvalError | None = None
+    for result in results:
+        if result is False:
+            return False
+        if isinstance(result, CelEvalError) and error is None:
+            error = result
+    return error if error is not None else True
+
+
+def cel_rule(
+    path: str, result: CelResult, message: str, schema_type: str, value: Any = OMIT
+) -> list[FieldError]:
+    """The error of one ``x-kubernetes-validations`` rule, as apiextensions-apiserver's
+    ``cel.Validator.validateExpressions`` reports it: none when the rule holds; :func:`cel` (the
+    rule's message) when it is false; and when it failed to evaluate, ``field.Invalid(fldPath,
+    sts.Type, "<error> evaluating rule: <message>")``, the value shown being the schema type
+    of the node the rule is on (``spec: Invalid value: "object": no such key: nodeLabels
+    evaluating rule: ...``)."""
+    if result is True:
+        return []
+    if isinstance(result, CelEvalError):
+        return [invalid(path, schema_type, f"{result.text} evaluating rule: {message}")]
+    return [cel(path, value, message)]
+
+
+def has_written(written: Mapping[str, Any] | None, typed_present: bool, *steps: str | int) -> bool:
+    """CEL's ``has()`` of the field at ``steps`` on the object as written (``written``: the
+    request's object, before the typed model read it), which alone tells an explicitly empty
+    value (``nodeLabels: {}``, present to CEL) from an absent one; ``typed_present``: the typed
+    model's answer (its empty values read as absent, as the server stores them), taken when
+    nothing was written there (a default filled it) or ``written`` is not known."""
+    node: Any = written
+    if node is None:
+        return typed_present
+    for step in steps[:-1]:
+        if isinstance(step, int):
+            node = node[step] if isinstance(node, list) and step < len(node) else None
+        else:
+            node = node.get(step) if isinstance(node, Mapping) else None
+        if node is None:
+            return typed_present
+    return typed_present or (isinstance(node, Mapping) and steps[-1] in node)
+
+
 def _schema_conditions(conditions: Sequence[Condition], path: str) -> list[FieldError]:
     errs = schema_items(path, conditions, max_items=16) + schema_list_map(path, conditions, "type")
     for i, cond in enumerate(conditions):
@@ -602,27 +667,53 @@ _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _TAINT_EFFECT_MSG = "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'"
 
 
-def _cel_tolerations(path: str, tolerations: Sequence[k.Toleration]) -> list[FieldError]:
-    rules: list[tuple[Callable[[k.Toleration], bool], str]] = [
+def _cel_tolerations(
+    path: str,
+    tolerations: Sequence[k.Toleration],
+    written: Mapping[str, Any] | None = None,
+    *steps: str | int,
+) -> list[FieldError]:
+    """core/v1 Toleration's CEL rules on a toleration list (``written``/``steps``: the object as
+    written and the list's place in it, for :func:`has_written`). Two rules select a field
+    without ``has()``: a toleration with neither ``key`` nor ``operator``, or with
+    ``tolerationSeconds`` but no ``effect``, makes them fail to evaluate (``no such key``)."""
+
+    def has(t: k.Toleration, i: int, name: str, typed: bool) -> bool:
+        return has_written(written, typed, *steps, i, name) if steps else typed
+
+    def exists_without_key(t: k.Toleration, i: int) -> CelResult:
+        if has(t, i, "key", bool(t.key)):
+            return True
+        return t.operator == "Exists" if has(t, i, "operator", bool(t.operator)) else no_such_key("operator")
+
+    def no_execute_with_seconds(t: k.Toleration, i: int) -> CelResult:
+        if t.toleration_seconds is None:
+            return True
+        return t.effect == "NoExecute" if has(t, i, "effect", bool(t.effect)) else no_such_key("effect")
+
+    rules: list[tuple[Callable[[k.Toleration, int], CelResult], str]] = [
         (
-            lambda t: bool(t.key) or t.operator == "Exists",
+            exists_without_key,
             "operator must be Exists when 'key' is empty, which means 'match all values and all keys'",
         ),
         (
-            lambda t: t.toleration_seconds is None or t.effect == "NoExecute",
+            no_execute_with_seconds,
             "effect must be 'NoExecute' when 'tolerationSeconds' is set",
         ),
         (
-            lambda t: not t.operator or t.operator in ("Equal", "Exists"),
+            lambda t, i: not t.operator or t.operator in ("Equal", "Exists"),
             "supported toleration values: 'Equal'(default), 'Exists'",
         ),
         (
-            lambda t: t.operator != "Exists" or not t.value,
+            lambda t, i: t.operator != "Exists" or not t.value,
             "a value must be empty when 'operator' is 'Exists'",
         ),
-        (lambda t: not t.effect or t.effect in _TAINT_EFFECTS, _TAINT_EFFECT_MSG),
+        (lambda t, i: not t.effect or t.effect in _TAINT_EFFECTS, _TAINT_EFFECT_MSG),
     ]
-    return [cel(path, OMIT, message) for rule, message in rules if not all(rule(t) for t in tolerations)]
+    errs: list[FieldError] = []
+    for rule, message in rules:  # ``self.all(x, ...)``: false beats an error, as CEL's ``&&``
+        errs += cel_rule(path, cel_and(*(rule(t, i) for i, t in enumerate(tolerations))), message, "array")
+    return errs
 
 
 def _webhook_tolerations(path: str, tolerations: Sequence[k.Toleration]) -> list[FieldError]:
@@ -637,7 +728,7 @@ def _webhook_tolerations(path: str, tolerations: Sequence[k.Toleration]) -> list
 
 
 def _schema_resource_flavor(
-    rf: k.ResourceFlavor, old: k.ResourceFlavor | None
+    rf: k.ResourceFlavor, old: k.ResourceFlavor | None, written: Mapping[str, Any] | None = None
 ) -> tuple[list[FieldError], list[FieldError]]:
     spec = rf.spec
     errs = schema_properties("spec.nodeLabels", spec.node_labels, 8)
@@ -648,13 +739,19 @@ def _schema_resource_flavor(
     errs += schema_items("spec.tolerations", spec.tolerations, max_items=8)
     errs += schema_reference("spec.topologyName", spec.topology_name)
     rules: list[FieldError] = []
-    if spec.topology_name and not spec.node_labels:
-        rules.append(cel("spec", OMIT, "at least one nodeLabel is required when topology is set"))
+    if spec.topology_name:  # ``!has(self.topologyName) || self.nodeLabels.size() >= 1``
+        labels = has_written(written, bool(spec.node_labels), "spec", "nodeLabels")
+        rules += cel_rule(
+            "spec",
+            len(spec.node_labels) >= 1 if labels else no_such_key("nodeLabels"),
+            "at least one nodeLabel is required when topology is set",
+            "object",
+        )
     if old is not None and old.spec.topology_name and spec.topology_name != old.spec.topology_name:
         rules.append(cel("spec", OMIT, "topologyName is immutable when topologyName is set"))
     if not all(t.effect in _TAINT_EFFECTS for t in spec.node_taints):
         rules.append(cel("spec.nodeTaints", OMIT, _TAINT_EFFECT_MSG))
-    rules += _cel_tolerations("spec.tolerations", spec.tolerations)
+    rules += _cel_tolerations("spec.tolerations", spec.tolerations, written, "spec", "tolerations")
     return errs, rules
 
 
@@ -1212,9 +1309,11 @@ def has_quota_reservation(wl: k.Workload) -> bool:
     return is_condition_true(wl.status.conditions, QUOTA_RESERVED)
 
 
-def _schema_workload(wl: k.Workload, old: k.Workload | None) -> tuple[list[FieldError], list[FieldError]]:
+def _schema_workload(
+    wl: k.Workload, old: k.Workload | None, written: Mapping[str, Any] | None = None
+) -> tuple[list[FieldError], list[FieldError]]:
     errs = _schema_workload_spec(wl.spec) + _schema_workload_status(wl.status)
-    return errs, _cel_workload(wl, old)
+    return errs, _cel_workload(wl, old, written)
 
 
 REMEMBER_SPEC_ERRORS = True
@@ -1462,17 +1561,22 @@ def _schema_check_states(states: Sequence[k.AdmissionCheckState]) -> list[FieldE
     return errs
 
 
-def _cel_workload(wl: k.Workload, old: k.Workload | None) -> list[FieldError]:
+def _cel_workload(
+    wl: k.Workload, old: k.Workload | None, written: Mapping[str, Any] | None = None
+) -> list[FieldError]:
     spec = wl.spec
     errs: list[FieldError] = []
-    if (
-        has_quota_reservation(wl)
-        and wl.status.admission is not None
-        and len(spec.pod_sets) != len(wl.status.admission.pod_set_assignments)
-    ):
-        errs.append(
-            cel(ROOT_PATH, OMIT, _wl_rule("", "podSetAssignments must have"))
-        )
+    admission = wl.status.admission
+    if has_quota_reservation(wl) and admission is not None:
+        # ``size(self.spec.podSets) == size(self.status.admission.podSetAssignments)``
+        assignments = admission.pod_set_assignments
+        if not has_written(written, bool(spec.pod_sets), "spec", "podSets"):
+            result: CelResult = no_such_key("podSets")
+        elif not has_written(written, bool(assignments), "status", "admission", "podSetAssignments"):
+            result = no_such_key("podSetAssignments")
+        else:
+            result = len(spec.pod_sets) == len(assignments)
+        errs += cel_rule(ROOT_PATH, result, _wl_rule("", "podSetAssignments must have"), "object")
     if old is not None:
         errs += _cel_workload_update(wl, old)
     if spec.priority_class_ref is not None and spec.priority is None:
@@ -1490,7 +1594,8 @@ def _cel_workload(wl: k.Workload, old: k.Workload | None) -> list[FieldError]:
         for j, update in enumerate(state.pod_set_updates):
             state_path = idx("status.admissionChecks", i)
             path = f"{idx(f'{state_path}.podSetUpdates', j)}.tolerations"
-            errs += _cel_tolerations(path, update.tolerations)
+            steps = ("status", "admissionChecks", i, "podSetUpdates", j, "tolerations")
+            errs += _cel_tolerations(path, update.tolerations, written, *steps)
     return errs
 
 
@@ -2089,6 +2194,19 @@ _SCHEMA: Mapping[type[Any], _SchemaFn] = {
     k.PriorityClass: _schema_priority_class,
 }
 
+
+def _schema_and_rules(
+    obj: k.KueueObject, old: k.KueueObject | None, written: Mapping[str, Any] | None
+) -> tuple[list[FieldError], list[FieldError]]:
+    """``_SCHEMA[type(obj)](obj, old)``; the kinds whose rules select optional fields without
+    ``has()`` also get the object as written (:func:`has_written`)."""
+    if isinstance(obj, k.ResourceFlavor):
+        return _schema_resource_flavor(obj, old if isinstance(old, k.ResourceFlavor) else None, written)
+    if isinstance(obj, k.Workload):
+        return _schema_workload(obj, old if isinstance(old, k.Workload) else None, written)
+    return _SCHEMA[type(obj)](obj, old)
+
+
 WEBHOOK_NAMES: Mapping[str, str] = {
     "ResourceFlavor": "vresourceflavor.kb.io",
     "ClusterQueue": "vclusterqueue.kb.io",
@@ -2131,6 +2249,7 @@ def validate_schema(
     *,
     prior: Sequence[FieldError] = (),
     stored: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None,
+    written: Mapping[str, Any] | None = None,
 ) -> list[FieldError]:
     """Stage 1: metadata, OpenAPI and CEL rules of the CRD (CEL skipped after blocking errors).
 
@@ -2139,12 +2258,14 @@ def validate_schema(
     update's new and old object as stored (the storage version), by which the OpenAPI errors on
     values the update leaves as they were are dropped (:func:`_ratcheted`): an object written
     in v1beta1 may hold what only v1beta2's schema refuses, and kube-apiserver's ratcheting lets
-    a later v1beta2 write keep it.
+    a later v1beta2 write keep it. ``written``: the object as the request wrote it (merged with
+    the stored one per subresource), by which the CEL rules tell an absent field from an empty
+    one (:func:`has_written`).
     """
     _check_old(obj, old)
     name_check = is_dns1123_label if isinstance(obj, k.Namespace) else is_dns1123_subdomain
     errs = [*prior, *_schema_metadata(obj, name_check)]
-    schema_errs, cel_errs = _SCHEMA[type(obj)](obj, old)
+    schema_errs, cel_errs = _schema_and_rules(obj, old, written)
     if schema_errs and stored is not None:
         from pykueue.apiserver.crdgen import shared_kueue_schema
 
@@ -2297,7 +2418,7 @@ def _version_cel(
     message), then, for a Workload, v1beta1's own ``priorityClassName`` rules."""
     shared = _rule_messages(obj.kind, version)
     only_storage = _rule_messages(obj.kind, STORAGE_VERSION) - shared
-    errs = [e for e in _SCHEMA[type(obj)](obj, old)[1] if e.detail not in only_storage]
+    errs = [e for e in _schema_and_rules(obj, old, written)[1] if e.detail not in only_storage]
     if isinstance(obj, k.Workload) and version == "v1beta1":
         # in the CRD's order: podSetAssignments, v1beta1's two priority rules, the other root
         # rules, then the spec rule before those below spec
@@ -2351,6 +2472,12 @@ def _wl_rule_v1beta1(path: str, starts: str) -> str:
     return celrules.message("Workload", path, starts, "v1beta1")
 
 
+def has_blocking_error(errs: Iterable[FieldError]) -> bool:
+    """apiextensions-apiserver's ``hasBlockingErr``: an error of a type that keeps the CEL rules
+    from running (unsupported value, required, too long, too many, wrong type)."""
+    return any(e.type in _BLOCKING_TYPES for e in errs)
+
+
 def cel_skipped() -> FieldError:
     """The error kube-apiserver adds when blocking OpenAPI errors kept the CEL rules from running
     (``field.Invalid(nil, nil, ...)``: a v1.35 kube-apiserver renders the nil value as a bare ``null``)."""
@@ -2377,16 +2504,24 @@ def _check_old(obj: k.KueueObject, old: k.KueueObject | None) -> None:
 
 
 def validate(
-    obj: k.KueueObject, old: k.KueueObject | None = None, *, gates: FeatureGates = DEFAULT_GATES
+    obj: k.KueueObject,
+    old: k.KueueObject | None = None,
+    *,
+    gates: FeatureGates = DEFAULT_GATES,
+    written: Mapping[str, Any] | None = None,
 ) -> list[FieldError]:
-    """All errors the API server would report for creating ``obj`` (or updating ``old`` to it)."""
-    return _staged(obj, old, gates)[1]
+    """All errors the API server would report for creating ``obj`` (or updating ``old`` to it);
+    ``written``: the object as written, if known (see :func:`validate_schema`)."""
+    return _staged(obj, old, gates, written)[1]
 
 
 def _staged(
-    obj: k.KueueObject, old: k.KueueObject | None, gates: FeatureGates
+    obj: k.KueueObject,
+    old: k.KueueObject | None,
+    gates: FeatureGates,
+    written: Mapping[str, Any] | None = None,
 ) -> tuple[str | None, list[FieldError]]:
-    errs = validate_schema(obj, old)
+    errs = validate_schema(obj, old, written=written)
     if errs:
         return None, errs
     return WEBHOOK_NAMES.get(obj.kind), validate_webhook(obj, old, gates=gates)

@@ -64,6 +64,8 @@ class Write:
     ``version`` (merged with the stored object per subresource, that version's defaults applied)
     and the stored object in ``version`` — set when ``version`` is not the storage version, whose
     CRD schema and rules then apply (:func:`pykueue.api.validation.validate_written_schema`).
+    A write in the storage version may carry ``written`` alone (merged, without defaults): the
+    CEL rules read which fields it has (:func:`pykueue.api.validation.has_written`).
     """
 
     version: str = ""

@@ -1317,9 +1317,14 @@ class Handlers:
         for a write in a version other than the storage version, the object as written in that
         version (merged with ``live`` per subresource, the version's schema defaults applied)
         and ``live`` in that version: kube-apiserver validates a custom resource in the version
-        written (apiextensions-apiserver's per-version ``customResourceStrategy``)."""
-        if info.group != KUEUE_GROUP or req.version == info.storage_version:
+        written (apiextensions-apiserver's per-version ``customResourceStrategy``). A Kueue kind
+        written in the storage version gets the object as written too (merged, no defaults,
+        not copied): its CEL rules see a field written empty as present."""
+        if info.group != KUEUE_GROUP:
             return Write(subresource=req.subresource) if req.subresource is not None else MAIN_WRITE
+        if req.version == info.storage_version:  # as written, for the CEL rules' has()
+            merged_s = obj if live is None else self._merge_subresource(info, req.subresource, obj, live)
+            return Write(req.version, req.subresource, merged_s)
         live_v = self.to_version(info, live, req.version) if live is not None else None
         merged = obj if live_v is None else self._merge_subresource(info, req.subresource, obj, live_v)
         written = copy.deepcopy(merged)

@@ -52,11 +52,16 @@ from pykueue.api.feature_gates import DEFAULT_GATES, FeatureGates
 from pykueue.api.validation import (
     OMIT,
     REQUIRED,
+    CelEvalError,
+    CelResult,
     FieldError,
     ValidationFailed,
     aggregate,
     cel,
+    cel_and,
+    cel_rule,
     cel_skipped,
+    has_blocking_error,
     required,
     validate_schema,
     validate_webhook,
@@ -595,7 +600,8 @@ def _kueue_failure(
         if write.written is not None and write.version != crdgen.V1BETA2:
             errs = validate_written_schema(typed, old_typed, write.written, write.written_old, write.version)
         else:
-            errs = validate_schema(typed, old_typed, stored=(obj, old) if old is not None else None)
+            stored = (obj, old) if old is not None else None
+            errs = validate_schema(typed, old_typed, stored=stored, written=write.written)
         if errs:
             return ValidationFailed(kind, name, errs)
         if not webhook_runs(kind, write.subresource):
@@ -643,6 +649,11 @@ def _has_cel_rules(kind: str, version: str) -> bool:
     if version not in (crdgen.V1BETA1, crdgen.V1BETA2):
         version = crdgen.V1BETA2
     return _any_rules(crdgen.shared_kueue_schema(kind, version))
+
+
+def _schema_has_rules(schema: Callable[[str], sch.Schema], version: str) -> bool:
+    """Whether ``schema(version)`` has CEL rules anywhere (a CRD's ``celValidator``)."""
+    return _any_rules(schema(version))
 
 
 def _any_rules(schema: Mapping[str, Any]) -> bool:
@@ -745,9 +756,12 @@ def _rules_topology(obj: Obj, old: Obj | None) -> list[FieldError]:
             errs.append(cel("spec.levels", OMIT, msg("field is immutable")))
         else:
             old_labels = [str(level.get("nodeLabel")) for level in old_levels if isinstance(level, dict)]
-            # v1beta2 lets the levels change while the hostname level stays the lowest one.
-            if not (labels and old_labels and labels[-1] == HOSTNAME_LABEL and old_labels[-1] == HOSTNAME_LABEL):
-                errs.append(cel("spec.levels", OMIT, msg("levels are mutable only")))
+            # v1beta2 lets the levels change while the hostname level stays the lowest one:
+            # ``self[size(self) - 1].nodeLabel == H && oldSelf[size(oldSelf) - 1].nodeLabel == H``
+            # (an empty list has no last item: ``index out of bounds: -1``, unless the other
+            # operand is false)
+            result = cel_and(_lowest_is_hostname(labels), _lowest_is_hostname(old_labels))
+            errs += cel_rule("spec.levels", result, msg("levels are mutable only"), "array")
     items = [repr(sorted(level.items())) if isinstance(level, dict) else repr(level) for level in levels]
     if len(set(items)) != len(items):  # whole items compared, as the rule's ``j == i``
         errs.append(cel("spec.levels", OMIT, msg("must be unique")))
@@ -757,6 +771,11 @@ def _rules_topology(obj: Obj, old: Obj | None) -> list[FieldError]:
 
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+def _lowest_is_hostname(labels: Sequence[str]) -> CelResult:
+    """``levels[size(levels) - 1].nodeLabel == 'kubernetes.io/hostname'``."""
+    return labels[-1] == HOSTNAME_LABEL if labels else CelEvalError("index out of bounds: -1")
 
 
 def _schema_behaviour(
@@ -781,7 +800,11 @@ def _schema_behaviour(
         version = str(obj.get("apiVersion") or storage_api_version).rpartition("/")[2]
         errs = validate_object_meta(obj, namespaced=namespaced)
         errs += sch.validate({k_: v for k_, v in obj.items() if k_ != "metadata"}, schema(version))
-        return errs or rules(obj, old)
+        # apiextensions-apiserver runs the CEL rules after every OpenAPI error but the blocking
+        # ones (``hasBlockingErr``), which skip them with a notice when the CRD has rules.
+        if has_blocking_error(errs):
+            return [*errs, cel_skipped()] if _schema_has_rules(schema, version) else errs
+        return errs + rules(obj, old)
 
     def failure(obj: Obj, old: Obj | None, gates: FeatureGates, write: Write) -> ValidationFailed | None:
         errs = validate_(obj, old, gates)
