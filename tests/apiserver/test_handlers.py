@@ -76,3 +76,57 @@ def test_a_status_write_without_pod_set_assignments(app: APIServerApp) -> None:
     status["admission"]["podSetAssignments"] = []
     answer = _send(app, "PATCH", "workloads", patch, name="w", namespace="default", subresource="status", ctype=merge)
     assert _causes(answer) == [f"<nil>: Invalid value: {rule}"]
+
+
+QUOTA_PATH = "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"
+CEL_SKIPPED = (
+    "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the "
+    "existing errors to complete validation"
+)
+
+
+def _quota(kind: str, name: str, quota: Any) -> dict[str, Any]:
+    flavor = {"name": "f", "resources": [{"name": "cpu", "nominalQuota": quota}]}
+    return {"apiVersion": f"{G}/v1beta2", "kind": kind, "metadata": {"name": name},
+            "spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [flavor]}]}}  # fmt: skip
+
+
+@pytest.mark.parametrize(("quota", "got"), [(0.5, "number"), (True, "boolean"), ([1], "array"), ({}, "object")])
+def test_a_quantity_of_the_wrong_type_reads_as_kube_openapi_reports_it(
+    app: APIServerApp, quota: Any, got: str
+) -> None:
+    """An int-or-string quantity (``anyOf: [{type: integer}, {type: string}]``) of another JSON
+    type: kube-apiserver v1.35 with upstream's CRDs lists the type error, kube-openapi's
+    ``anyOf`` error (no field path, value ``""``) and the first member's type error, then skips
+    the CEL rules (a type error is blocking). A fractional JSON number is not an integer."""
+    status = _send(app, "POST", "cohorts", _quota("Cohort", "co", quota))
+    assert status["reason"] == "Invalid"
+    assert status["message"] == (
+        'Cohort.kueue.x-k8s.io "co" is invalid: ['
+        f'{QUOTA_PATH}: Invalid value: "{got}": {QUOTA_PATH} in body must be of type integer,string: "{got}", '
+        f'<nil>: Invalid value: "": "{QUOTA_PATH}" must validate at least one schema (anyOf), '
+        f'{QUOTA_PATH}: Invalid value: "{got}": {QUOTA_PATH} in body must be of type integer: "{got}", '
+        "<nil>: Invalid value: null: some validation rules were not checked because the object was "
+        "invalid; correct the existing errors to complete validation]"
+    )
+
+
+def test_a_wrong_type_is_reported_with_the_other_openapi_errors(app: APIServerApp) -> None:
+    """kube-apiserver finds a wrong type in the same OpenAPI pass as the other errors (its order
+    across properties follows Go's map order, so varies), checks the enum of a mistyped value
+    too, then skips the CEL rules."""
+    lq = {"apiVersion": f"{G}/v1beta2", "kind": "LocalQueue", "metadata": {"name": "Bad_lq", "namespace": "default"},
+          "spec": {"clusterQueue": 5, "stopPolicy": True}}  # fmt: skip
+    status = _send(app, "POST", "localqueues", lq, namespace="default")
+    assert sorted(_causes(status)) == sorted(
+        [
+            "metadata.name: Invalid value: \"Bad_lq\": a lowercase RFC 1123 subdomain must consist of lower case "
+            "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. "
+            "'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*"
+            "[a-z0-9])?)*')",
+            'spec.clusterQueue: Invalid value: "integer": spec.clusterQueue in body must be of type string: "integer"',
+            'spec.stopPolicy: Invalid value: "boolean": spec.stopPolicy in body must be of type string: "boolean"',
+            'spec.stopPolicy: Unsupported value: true: supported values: "None", "Hold", "HoldAndDrain"',
+            CEL_SKIPPED,
+        ]
+    )

@@ -197,6 +197,7 @@ class ResourceInfo(Protocol):
         gates: FeatureGates = DEFAULT_GATES,
     ) -> ValidationFailed | None: ...
     def openapi_schema(self, version: str) -> Any: ...
+    def openapi_errors(self, obj: Mapping[str, Any], version: str) -> list[FieldError]: ...
     def selectable_fields_for(self, version: str) -> tuple[str, ...]: ...
     def field_value(self, obj: Mapping[str, Any], label: str) -> str | None: ...
 
@@ -1028,13 +1029,9 @@ class Handlers:
                     for t in result.type_errors
                 )
                 raise E.cannot_handle(info.kind, version, detail)
-            errs = [
-                FieldError(
-                    t.path, TYPE_INVALID, t.got, f'{t.path} in body must be of type {t.expected}: "{t.got}"'
-                )
-                for t in result.type_errors
-            ]
-            raise E.invalid(info.group, info.kind, _name_of(obj), errs)
+            # a custom resource's wrong types are OpenAPI errors like the others (reported with
+            # them, and with an int-or-string's ``anyOf`` errors); the typed model cannot read it
+            raise E.invalid(info.group, info.kind, _name_of(obj), info.openapi_errors(obj, version))
         if not result.unknown:
             return
         messages = [f'unknown field "{p}"' for p in result.unknown]

@@ -190,6 +190,19 @@ class ResourceInfo:
         """The first served version."""
         return self.versions[0]
 
+    def openapi_errors(self, obj: Mapping[str, Any], version: str) -> list[FieldError]:
+        """Every OpenAPI error of a custom resource written in ``version`` (its metadata's too),
+        then, after a blocking one, the notice that the CEL rules were skipped.
+
+        For an object of the wrong JSON types, which the typed model cannot read: kube-apiserver
+        finds a wrong type in the same OpenAPI pass as every other error (and an int-or-string
+        one's ``anyOf`` errors with it), a type error being blocking.
+        """
+        schema = self.openapi_schema(version)
+        errs = validate_object_meta(dict(obj), namespaced=self.namespaced)
+        errs += sch.validate({name: value for name, value in obj.items() if name != "metadata"}, schema)
+        return [*errs, cel_skipped()] if has_blocking_error(errs) and _any_rules(schema) else errs
+
     def columns(self, version: str) -> tuple[PrinterColumn, ...]:
         """Printer columns of ``version``."""
         return self.version_columns.get(version, self.printer_columns)

@@ -23,6 +23,7 @@ from typing import Any
 from pykueue.api.quantity import Quantity, QuantityError
 from pykueue.api.validation import (
     QUANTITY_PATTERN,
+    ROOT_PATH,
     FieldError,
     duplicate,
     idx,
@@ -598,7 +599,11 @@ def validate(value: Any, schema: Mapping[str, Any], path: str = "") -> list[Fiel
         return _validate_int_or_string(value, schema, path)
     expected = schema.get("type")
     if expected and not _type_matches(expected, value):
-        return [_type_error(path, value, expected)]
+        # kube-openapi runs every validator that applies to the value's kind: the enum's for any
+        # kind, those of the schema's type (lengths, bounds, properties) for none of the others
+        enum = schema.get("enum")
+        wrong = [not_supported(path, value, [str(v) for v in enum])] if enum is not None and value not in enum else []
+        return [_type_error(path, value, expected), *wrong]
     if isinstance(value, dict):
         return _validate_object(value, schema, path)
     if isinstance(value, list):
@@ -620,7 +625,7 @@ def _types_ok(value: Any, schema: Mapping[str, Any]) -> bool:
     if value is None:
         return bool(schema.get("nullable")) or not (schema.get(INT_OR_STRING) or schema.get("type"))
     if schema.get(INT_OR_STRING):
-        return not isinstance(value, bool) and isinstance(value, int | float | str)
+        return _int_or_string(value)
     expected = schema.get("type")
     if expected and not _type_matches(expected, value):
         return False
@@ -645,8 +650,8 @@ def _collect_type_errors(value: Any, schema: Mapping[str, Any], path: str, out: 
             out += [e for e in _null_error(path, schema) if e.type == _TYPE_INVALID]
         return
     if schema.get(INT_OR_STRING):
-        if isinstance(value, bool) or not isinstance(value, int | float | str):
-            out.append(_type_error(path, value, "integer,string"))
+        if not _int_or_string(value):  # with the ``anyOf`` member's (``integer``)
+            out += [e for e in _validate_int_or_string(value, schema, path) if e.type == _TYPE_INVALID]
         return
     expected = schema.get("type")
     if expected and not _type_matches(expected, value):
@@ -674,13 +679,32 @@ def _null_error(path: str, schema: Mapping[str, Any]) -> list[FieldError]:
     return [_type_error(path, None, expected)] if expected else []
 
 
+def _int_or_string(value: Any) -> bool:
+    """An integer (a float with an integral value decodes as one) or a string."""
+    if isinstance(value, float):
+        return value.is_integer()
+    return not isinstance(value, bool) and isinstance(value, int | str)
+
+
 def _validate_int_or_string(value: Any, schema: Mapping[str, Any], path: str) -> list[FieldError]:
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        return [_type_error(path, value, "integer,string")]
+    if not _int_or_string(value):
+        return [_type_error(path, value, "integer,string"), *_any_of_errors(value, schema, path)]
     pattern = schema.get("pattern")
     if isinstance(value, str) and pattern:
         return schema_string(path, value, pattern=pattern)
     return []
+
+
+def _any_of_errors(value: Any, schema: Mapping[str, Any], path: str) -> list[FieldError]:
+    """kube-openapi's ``anyOf`` (``schemaPropsValidator``) when no member accepts ``value``:
+    ``must validate at least one schema (anyOf)``, reported without a field path (``<nil>``, the
+    value ``""``), then the errors of the member that failed best (most checks passed; the first
+    on a tie). An int-or-string quantity's members, ``{type: integer}`` and ``{type: string}``,
+    tie, so a wrong type reads three times: ``integer,string``, ``anyOf``, ``integer``."""
+    members = schema.get("anyOf")
+    if not isinstance(members, list) or not members or any(not validate(value, m, path) for m in members):
+        return []
+    return [invalid(ROOT_PATH, "", f'"{path}" must validate at least one schema (anyOf)'), *validate(value, members[0], path)]
 
 
 def _validate_scalar(value: Any, schema: Mapping[str, Any], path: str) -> list[FieldError]:
