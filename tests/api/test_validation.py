@@ -1018,8 +1018,29 @@ WL_UPDATE_CASES = [
         "podSets immutable while reserved",
         wl("  podSets:\n  - count: 2\n    template: {spec: {containers: [{name: c2}]}}\n", status=RESERVED),
         wl(status=RESERVED),
-        # upstream validateImmutablePodSets: path.Child(strconv.Itoa(i)), i.e. "spec.podSets.0"
-        ["spec.podSets.0: Invalid value: "],
+        # upstream validateImmutablePodSets: path.Child(strconv.Itoa(i)), i.e. "spec.podSets.0";
+        # the kueue.PodSet as json.Marshal writes it (field.Error.ErrorBody): struct order, the
+        # template's metadata and each container's resources always, count without omitempty
+        [
+            'spec.podSets.0: Invalid value: {"name":"main","template":{"metadata":{},"spec":{"containers":'
+            '[{"name":"c2","resources":{}}]}},"count":2}: field is immutable'
+        ],
+    ),
+    (
+        # (the new object without the reservation: the CRD's rule on the podSets' number first)
+        "podSets count of a reserved workload",
+        wl(
+            "  podSets:\n  - count: 2\n    template: {spec: {restartPolicy: Never, containers: [{name: c, image: i, "
+            "command: [], resources: {requests: {cpu: 1000m}}}]}}\n  - name: b\n    count: 1\n"
+            "    template: {metadata: {labels: {z: '1', a: '2'}}, spec: {containers: [{name: c}]}}\n",
+        ),
+        wl(status=RESERVED),
+        [
+            'spec.podSets: Invalid value: [{"name":"main","template":{"metadata":{},"spec":{"containers":[{"name":'
+            '"c","image":"i","resources":{"requests":{"cpu":"1"}}}],"restartPolicy":"Never"}},"count":2},{"name":'
+            '"b","template":{"metadata":{"labels":{"a":"2","z":"1"}},"spec":{"containers":[{"name":"c","resources"'
+            ':{}}]}},"count":1}]: field is immutable'
+        ],
     ),
     (
         "podSets may scale down (elastic gate on)",
@@ -1032,9 +1053,12 @@ WL_UPDATE_CASES = [
     ),
     (
         "admission fields immutable",
-        wl(status="  conditions:\n" + QR + admission(usage="'4'")),
+        wl(status="  conditions:\n" + QR + admission(usage="'4000m'")),
         wl(status=RESERVED),
-        ["status.admission: Invalid value: "],
+        [
+            'status.admission: Invalid value: {"clusterQueue":"cq","podSetAssignments":[{"name":"main","flavors":'
+            '{"cpu":"default"},"resourceUsage":{"cpu":"4"},"count":2}]}: field is immutable'
+        ],
     ),
     (
         "queueName immutable while reserved",

@@ -625,7 +625,8 @@ CQ_UPDATE_CASES = [
             Want(
                 INVALID,
                 "spec.concurrentAdmissionPolicy",
-                'spec.concurrentAdmissionPolicy: Invalid value: "null": field is immutable',
+                # a nil *ConcurrentAdmissionPolicy: field.Error renders it with json.Marshal
+                "spec.concurrentAdmissionPolicy: Invalid value: null: field is immutable",
             )
         ],
         old=make_cq(ALPHA, concurrentAdmissionPolicy=cap("TryPreferredFlavors")),

@@ -28,7 +28,7 @@ from typing import Any, Final, NamedTuple
 
 import msgspec
 
-from pykueue.api import celrules
+from pykueue.api import celrules, gojson
 from pykueue.api import kueue as k
 from pykueue.api.feature_gates import DEFAULT_GATES, FeatureGates
 from pykueue.api.meta import EPOCH, Condition, LabelSelector, is_condition_true
@@ -1043,9 +1043,8 @@ def _webhook_cluster_queue(
         errs += _webhook_concurrent_admission(spec)
     errs += _webhook_on_flavors(cq, old, gates)
     if old is not None and spec.concurrent_admission_policy != old.spec.concurrent_admission_policy:
-        errs.append(
-            invalid("spec.concurrentAdmissionPolicy", spec.concurrent_admission_policy, FIELD_IMMUTABLE_MSG)
-        )
+        policy = go_value(spec.concurrent_admission_policy, "*ConcurrentAdmissionPolicy")
+        errs.append(invalid("spec.concurrentAdmissionPolicy", policy, FIELD_IMMUTABLE_MSG))
     return errs
 
 
@@ -1997,11 +1996,18 @@ def _builtins(value: Any) -> Any:
     return msgspec.to_builtins(value)
 
 
+def go_value(value: Any, go_type: str) -> Raw:
+    """A bad value that upstream's webhook holds as a Go value of ``go_type``: ``field.Error``
+    prints it as ``json.Marshal`` writes it (:func:`pykueue.api.gojson.marshal`: struct field
+    order, ``"metadata":{}``, zero fields without ``omitempty``, canonical quantities)."""
+    return Raw(gojson.marshal(value, go_type))
+
+
 def _immutable_pod_sets(
     new: Sequence[k.PodSet], old: Sequence[k.PodSet], gates: FeatureGates
 ) -> list[FieldError]:
     if len(new) != len(old):
-        return [invalid("spec.podSets", [_builtins(ps) for ps in new], FIELD_IMMUTABLE_MSG)]
+        return [invalid("spec.podSets", go_value(list(new), "[]PodSet"), FIELD_IMMUTABLE_MSG)]
     errs: list[FieldError] = []
     elastic = gates.enabled("ElasticJobsViaWorkloadSlices")
     for i, (new_ps, old_ps) in enumerate(zip(new, old, strict=True)):
@@ -2014,7 +2020,7 @@ def _immutable_pod_sets(
         # (a status write of an admitted Workload keeps its pod sets; encoding both was most of it).
         if compared != old_ps and _builtins(compared) != _builtins(old_ps):
             # upstream ``validateImmutablePodSets`` names the item ``path.Child(strconv.Itoa(i))``
-            errs.append(invalid(f"spec.podSets.{i}", new_ps, FIELD_IMMUTABLE_MSG))
+            errs.append(invalid(f"spec.podSets.{i}", go_value(new_ps, "PodSet"), FIELD_IMMUTABLE_MSG))
     return errs
 
 
@@ -2078,7 +2084,7 @@ def _admission_update(
         ]
         comparable_old = msgspec.structs.replace(old, pod_set_assignments=assignments)
     if _builtins(new) != _builtins(comparable_old):
-        return [invalid("status.admission", new, FIELD_IMMUTABLE_MSG)]
+        return [invalid("status.admission", go_value(new, "Admission"), FIELD_IMMUTABLE_MSG)]
     return []
 
 
@@ -2093,7 +2099,7 @@ def _ready_pod_set_updates(wl: k.Workload, old: k.Workload) -> list[FieldError]:
             errs.append(
                 invalid(
                     f"{idx('status.admissionChecks', i)}.podSetUpdates",
-                    [_builtins(u) for u in new_state.pod_set_updates],
+                    go_value(new_state.pod_set_updates, "[]PodSetUpdate"),
                     FIELD_IMMUTABLE_MSG,
                 )
             )
