@@ -9,8 +9,7 @@ import yaml
 
 from pykueue.api import kueue as k
 from pykueue.api.conversion import to_external, to_internal
-from pykueue.api.defaults import apply_admission_mutations, apply_defaults
-from pykueue.api.feature_gates import FeatureGates
+from pykueue.api.defaults import apply_defaults
 
 
 def defaulted(text: str) -> dict[str, Any]:
@@ -162,30 +161,3 @@ def test_defaults_are_idempotent() -> None:
     typed, _ = to_internal(first)
     apply_defaults(typed)
     assert to_external(typed) == first
-
-
-@pytest.mark.parametrize("kind", ["ClusterQueue", "ResourceFlavor"])
-def test_finalizer_added_on_create(kind: str) -> None:
-    typed, _ = to_internal(yaml.safe_load(manifest(kind, "spec: {}")))
-    apply_admission_mutations(typed)
-    apply_admission_mutations(typed)
-    assert typed.metadata.finalizers == [k.RESOURCE_IN_USE_FINALIZER]
-
-
-def test_no_mutation_on_update() -> None:
-    typed, _ = to_internal(yaml.safe_load(manifest("ClusterQueue", "spec: {}")))
-    apply_admission_mutations(typed, create=False)
-    assert typed.metadata.finalizers == []
-
-
-@pytest.mark.parametrize(
-    ("partial_admission", "expected"), [(True, 1), (False, None)], ids=["gate-on-keeps", "gate-off-strips"]
-)
-def test_min_count_stripped_without_partial_admission(partial_admission: bool, expected: int | None) -> None:
-    typed, _ = to_internal(
-        yaml.safe_load(
-            manifest("Workload", "spec: {podSets: [{count: 2, minCount: 1, template: {spec: {}}}]}")
-        )
-    )
-    apply_admission_mutations(typed, gates=FeatureGates({"PartialAdmission": partial_admission}))
-    assert isinstance(typed, k.Workload) and typed.spec.pod_sets[0].min_count == expected

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from pykueue.api.feature_gates import FeatureGates
 from pykueue.apiserver.app import APIServerApp
 from pykueue.apiserver.handlers import APIRequest
 from pykueue.kube.status import StatusError
@@ -130,3 +131,42 @@ def test_a_wrong_type_is_reported_with_the_other_openapi_errors(app: APIServerAp
             CEL_SKIPPED,
         ]
     )
+
+
+def _workload(name: str, pod_set: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": f"{G}/v1beta2", "kind": "Workload", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"queueName": "q", "podSets": [pod_set]}}  # fmt: skip
+
+
+def test_kueues_defaulting_webhook_runs_before_the_crd_validation_with_the_servers_gates() -> None:
+    """kube-apiserver runs the mutating webhooks before the CRD's schema and CEL rules: with
+    ``PartialAdmission`` off, ``mworkload.kb.io`` (upstream ``WorkloadWebhook.Default``) drops
+    ``minCount`` first, so ``minCount <= count`` is never checked and the Workload is created
+    without it; and since the webhook changed it, its patch carries the Go round trip's
+    canonical quantities. With the gate on, ``Default`` changes nothing and controller-runtime
+    answers no patch: the quantities stay as written."""
+    template = {"spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1000m"}}}]}}
+    pod_set = {"name": "main", "count": 1, "minCount": 2, "template": template}
+    off = APIServerApp(Store(None), gates=FeatureGates({"PartialAdmission": False}))
+    off.bootstrap()
+    created = _send(off, "POST", "workloads", _workload("w", pod_set), namespace="default")
+    assert created["spec"]["podSets"][0] == {
+        "name": "main", "count": 1,
+        "template": {"spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}]}},
+    }  # fmt: skip
+    on = APIServerApp(Store(None))
+    on.bootstrap()
+    valid = {**pod_set, "count": 3}
+    created = _send(on, "POST", "workloads", _workload("w", valid), namespace="default")
+    assert created["spec"]["podSets"][0] == valid
+
+
+def test_the_finalizer_kueues_webhook_adds_belongs_to_no_manager(app: APIServerApp) -> None:
+    """kube-apiserver records managedFields before the mutating webhooks run, so the
+    ``resource-in-use`` finalizer that ``mresourceflavor.kb.io`` adds is owned by no manager."""
+    rf = {"apiVersion": f"{G}/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "rf"},
+          "spec": {"nodeLabels": {"a": "b"}}}  # fmt: skip
+    created = _send(app, "POST", "resourceflavors", rf)
+    assert created["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
+    [entry] = created["metadata"]["managedFields"]
+    assert entry["fieldsV1"] == {"f:spec": {".": {}, "f:nodeLabels": {}}}

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from pykueue.api.feature_gates import FeatureGates
 from pykueue.api.validation import ValidationFailed
 from pykueue.apiserver.builtin.schema import structural_problems, unknown_fields
 from pykueue.apiserver.resources import REGISTRY, ResourceInfo
@@ -156,10 +157,26 @@ def test_kueue_conversion_defaults_and_round_trip() -> None:
     assert info.validate(storage, None) == []
 
 
-def test_kueue_prepare_for_create_runs_the_mutating_webhook() -> None:
+def test_kueue_mutating_webhook_is_the_kinds_admission() -> None:
+    """Kueue's defaulting webhooks are mutating admission (run with the server's gates, after
+    managedFields, before validation), not part of the defaulting: the finalizer comes from
+    ``admit``, and the Go round trip's canonical quantities only with a change
+    (controller-runtime's ``defaulterForType.Handle`` answers no patch otherwise)."""
     info = _info("kueue.x-k8s.io", "v1beta2", "clusterqueues")
     prepared = info.prepare_for_create(info.default(info.to_storage(_cq_v1beta1())))
+    assert "finalizers" not in prepared["metadata"]
+    info.admit(prepared, lambda *_: None)
     assert prepared["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
+    workloads = _info("kueue.x-k8s.io", "v1beta2", "workloads")
+    wl: dict[str, Any] = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": {"name": "w", "namespace": "ns"},
+          "spec": {"podSets": [{"name": "main", "count": 3, "minCount": 2, "template": {"spec": {"containers": [
+              {"name": "c", "resources": {"requests": {"cpu": "1000m"}}}]}}}]}}  # fmt: skip
+    unchanged = copy.deepcopy(wl)
+    workloads.admit(unchanged, lambda *_: None)  # PartialAdmission on: Default changes nothing
+    assert unchanged == wl
+    workloads.admit(wl, lambda *_: None, gates=FeatureGates({"PartialAdmission": False}))
+    assert wl["spec"]["podSets"][0] == {"name": "main", "count": 3, "template": {"spec": {"containers": [
+        {"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}  # fmt: skip
 
 
 def test_kueue_schema_errors_and_webhook_denials() -> None:
@@ -636,7 +653,8 @@ def test_webhook_round_trips_canonicalize_quantities() -> None:
     same_version["spec"]["cohortName"] = same_version["spec"].pop("cohort")
     untouched = info.to_storage(same_version)
     assert untouched["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] == 9
-    created = info.prepare_for_create(info.default(untouched))  # mutating webhook on create
+    created = info.prepare_for_create(info.default(untouched))
+    info.admit(created, lambda *_: None)  # mutating webhook on create: adds the finalizer
     assert created["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] == "9"
 
 

@@ -2,9 +2,9 @@
 upstream ``pkg/webhooks`` ``Default`` methods).
 
 :func:`apply_defaults` applies the CRD (OpenAPI) schema defaults of the v1beta2 storage version;
-these are what every stored object carries. :func:`apply_admission_mutations` applies what
-Kueue's *mutating* webhooks add on create (finalizers, ``minCount`` stripping) and is separate
-because it depends on the operation and on feature gates.
+these are what every stored object carries. What Kueue's *mutating* webhooks add on create
+(finalizers, ``minCount`` stripping) is mutating admission, run after the managedFields are
+recorded: :func:`pykueue.apiserver.resources.kueue_mutating_webhook`.
 
 Note: the typed model cannot tell an absent string from an explicit ``""``; both are defaulted.
 """
@@ -18,7 +18,6 @@ from typing import Any
 import msgspec
 
 from pykueue.api import kueue as k
-from pykueue.api.feature_gates import DEFAULT_GATES, FeatureGates
 
 DEFAULT_FAIR_SHARING_WEIGHT = 1
 PRC_RETRY_BACKOFF_LIMIT_COUNT = 3
@@ -157,24 +156,3 @@ _DEFAULTERS: Mapping[type[Any], Callable[[Any], None]] = {
     k.Namespace: _default_namespace,
     k.PriorityClass: _default_priority_class,
 }
-
-
-# --- mutating webhooks ------------------------------------------------------------------------------
-
-
-def apply_admission_mutations(
-    obj: k.KueueObject, *, create: bool = True, gates: FeatureGates = DEFAULT_GATES
-) -> None:
-    """Apply Kueue's mutating webhooks in place (they only act on create).
-
-    ClusterQueue and ResourceFlavor get the ``kueue.x-k8s.io/resource-in-use`` finalizer; a
-    Workload loses every ``podSets[].minCount`` when the ``PartialAdmission`` gate is off.
-    """
-    if not create:
-        return
-    if isinstance(obj, k.ClusterQueue | k.ResourceFlavor):
-        if k.RESOURCE_IN_USE_FINALIZER not in obj.metadata.finalizers:
-            obj.metadata.finalizers.append(k.RESOURCE_IN_USE_FINALIZER)
-    elif isinstance(obj, k.Workload) and not gates.enabled("PartialAdmission"):
-        for pod_set in obj.spec.pod_sets:
-            pod_set.min_count = None

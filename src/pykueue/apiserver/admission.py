@@ -8,12 +8,15 @@ Job's owners. Those webhooks get a :data:`Lookup` from the request handlers for 
 one request instead of holding the store themselves, which keeps the registry free of state and
 of a dependency on :mod:`pykueue.store`.
 
-Order in the request path (as kube-apiserver): defaulting → create-time preparation → built-in
-validation → managedFields → **mutating admission** (create only) → **validating admission**
-(create and main-resource update; ``/status`` writes are not sent to the webhooks emulated
-here, whose rules name only the main resource) → store. (Kueue's own kinds' validating webhooks
-run with the CRD validation, :class:`Write` telling them the subresource.) managedFields are recorded before the mutating
-webhooks, so fields a webhook sets are owned by no manager, as on a real cluster.
+Order in the request path (as kube-apiserver): defaulting → create-time preparation →
+managedFields → **mutating admission** (create only: the Job webhook, and Kueue's defaulting
+webhooks of ClusterQueue, ResourceFlavor and Workload) → built-in or CRD validation →
+**validating admission** (create and main-resource update; ``/status`` writes are not sent to the
+webhooks emulated here, whose rules name only the main resource) → store. (Kueue's own kinds'
+validating webhooks run with the CRD validation, :class:`Write` telling them the subresource.)
+managedFields are recorded before the mutating webhooks, so fields a webhook sets are owned by
+no manager, as on a real cluster; the validation sees what the mutating webhooks made of the
+object.
 """
 
 from __future__ import annotations

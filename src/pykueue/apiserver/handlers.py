@@ -1,8 +1,8 @@
 """Resource request handlers: the kube-apiserver request path for one resource request.
 
 ``decode → (patch) → prune/check fields → required fields (in the version written) → convert to
-the storage version → default → validate → managedFields → store → convert to the requested
-version → JSON / YAML / Table``.
+the storage version → default → managedFields → mutating admission (create) → validate →
+validating admission → store → convert to the requested version → JSON / YAML / Table``.
 
 Handlers are plain synchronous functions over an :class:`APIRequest`; the HTTP layer calls them
 through :meth:`Handlers.handle_async` (on the event-loop thread, large LISTs on a worker thread,
@@ -1206,15 +1206,17 @@ class Handlers:
             if missing:  # the model could not read it without what is missing: say that
                 self._validate(info, obj, None, req.version, missing)
             raise
+        if managed:
+            self._managed(info, req.version, None, storage, manager, None)
+        # kube-apiserver's order: managedFields are recorded (so the fields a mutating webhook
+        # sets belong to no manager), then the mutating admission (Kueue's defaulting webhooks,
+        # the Job webhook), then the object's own validation (a CRD's schema and CEL rules), then
+        # the validating admission (Kueue's validating webhooks run with the CRD's validation).
+        self._guard(info, storage, lambda: info.admit(storage, self.lookup, gates=self.gates))
         generated = _draw_generated_name(storage)
         self._validate(info, storage, None, req.version, missing, self._write(req, info, obj, None))
         if generated:  # validated like the name it stands for; the store draws the real one
             _meta(storage).pop("name", None)  # (retrying on collisions, as kube-apiserver does)
-        if managed:
-            self._managed(info, req.version, None, storage, manager, None)
-        # Webhooks run after managedFields are recorded (kube-apiserver's order), so the fields a
-        # mutating webhook sets belong to no manager.
-        self._guard(info, storage, lambda: info.admit(storage, self.lookup, gates=self.gates))
         self._admission_validate(info, storage, None)
         try:
             created: dict[str, Any] = self.store.create(info.key(), storage, dry_run=dry_run)

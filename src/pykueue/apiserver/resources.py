@@ -6,9 +6,9 @@ behaviour: conversion between served versions, defaulting, create-time preparati
 its structural OpenAPI schema and its selectable fields.
 
 * Kueue kinds (``kueue.x-k8s.io`` v1beta2 storage + v1beta1) are wired to :mod:`pykueue.api`:
-  :func:`~pykueue.api.conversion.convert`, :func:`~pykueue.api.defaults.apply_defaults`,
-  :func:`~pykueue.api.defaults.apply_admission_mutations` and
-  :func:`~pykueue.api.validation.validate` (through the typed model). The kinds the model does
+  :func:`~pykueue.api.conversion.convert`, :func:`~pykueue.api.defaults.apply_defaults` and
+  :func:`~pykueue.api.validation.validate` (through the typed model); Kueue's mutating webhooks
+  are their :class:`~pykueue.apiserver.admission.Admission` (:func:`kueue_mutating_webhook`). The kinds the model does
   not cover (MultiKueueConfig, MultiKueueCluster, Topology) use their structural schema for
   defaulting and value checks plus their CEL rules written in Python.
 * Built-in kinds (Namespace, Event, Pod, Node, PodTemplate, Job, PriorityClass, Lease, events.k8s.io Event)
@@ -47,7 +47,7 @@ from pykueue.api.conversion import (
     to_internal,
 )
 from pykueue.api.conversion import encode as encode_typed
-from pykueue.api.defaults import apply_admission_mutations, apply_defaults
+from pykueue.api.defaults import apply_defaults
 from pykueue.api.feature_gates import DEFAULT_GATES, FeatureGates
 from pykueue.api.validation import (
     OMIT,
@@ -71,7 +71,7 @@ from pykueue.api.validation import (
 from pykueue.api.validation import TYPE_INVALID as _TYPE_INVALID
 from pykueue.api.validation import WEBHOOK_NAMES as _KUEUE_WEBHOOKS
 from pykueue.apiserver import crdgen
-from pykueue.apiserver.admission import MAIN_WRITE, Admission, Lookup, Write
+from pykueue.apiserver.admission import MAIN_WRITE, Admission, Lookup, Mutator, Write
 from pykueue.apiserver.builtin import (
     autoscaling,
     batch,
@@ -559,27 +559,6 @@ def _kueue_default_status(obj: Obj) -> Obj:
     return result
 
 
-def _kueue_default_for_create(kind: str) -> Callable[[Obj], Obj]:
-    """``prepare(default(obj))`` in one decode and one encode (create requests).
-
-    Equivalent to the two steps: the prepare step decoded the defaulted object again, which
-    gives back the typed object the defaulting produced (the model round-trips), and the
-    metadata keys the model does not know are the original object's either way.
-    """
-
-    def run(obj: Obj) -> Obj:
-        try:
-            typed = _typed(obj)
-        except ConversionError:  # both steps leave an object the model cannot read unchanged
-            return obj
-        apply_defaults(typed)
-        apply_admission_mutations(typed, create=True)
-        result = _keep_unknown_metadata(obj, _external(typed))
-        return _canonical(result, kind) if kind in MUTATING_WEBHOOK_KINDS else result
-
-    return run
-
-
 def _keep_unknown_metadata(original: Mapping[str, Any], result: Obj) -> Obj:
     """Metadata keys the typed model does not know (e.g. ``selfLink``) survive defaulting."""
     meta = result.setdefault("metadata", {})
@@ -698,17 +677,38 @@ def _kueue_convert(kind: str) -> Callable[[Mapping[str, Any], str], Obj]:
     return convert_
 
 
-def _kueue_prepare(kind: str) -> Callable[[Obj], Obj]:
-    def prepare(obj: Obj) -> Obj:
-        try:
-            typed = _typed(obj)
-        except ConversionError:
-            return obj
-        apply_admission_mutations(typed, create=True)
-        result = _keep_unknown_metadata(obj, _external(typed))
-        return _canonical(result, kind) if kind in MUTATING_WEBHOOK_KINDS else result
+def kueue_mutating_webhook(kind: str) -> Mutator | None:
+    """Kueue's defaulting webhook of ``kind`` (``mclusterqueue``, ``mresourceflavor``,
+    ``mworkload``; upstream ``pkg/webhooks/*_webhook.go`` ``Default``, registered for CREATE
+    only), on the storage-version object, with the server's feature gates (the controller
+    manager's, which upstream's webhooks read).
 
-    return prepare
+    ``Default`` gives ClusterQueues and ResourceFlavors the ``kueue.x-k8s.io/resource-in-use``
+    finalizer and drops a Workload's ``podSets[].minCount`` when ``PartialAdmission`` is off.
+    controller-runtime's ``defaulterForType.Handle`` answers no patch when that changed nothing
+    (``reflect.DeepEqual``); otherwise the diff of the request with the marshalled Go object,
+    less the removals the Go round trip alone made (``dropSchemeRemovals``): the defaults, and
+    the quantities as the Go types write them (``1000m`` becomes ``1``).
+    """
+    if kind not in MUTATING_WEBHOOK_KINDS:
+        return None
+
+    def mutate(obj: Obj, lookup: Lookup, gates: FeatureGates) -> None:
+        changed = False
+        if kind in ("ClusterQueue", "ResourceFlavor"):
+            meta = obj.setdefault("metadata", {})
+            finalizers = list(meta.get("finalizers") or [])
+            if k.RESOURCE_IN_USE_FINALIZER not in finalizers:
+                meta["finalizers"] = [*finalizers, k.RESOURCE_IN_USE_FINALIZER]
+                changed = True
+        elif kind == "Workload" and not gates.enabled("PartialAdmission"):
+            for pod_set in (obj.get("spec") or {}).get("podSets") or []:
+                if isinstance(pod_set, dict) and pod_set.pop("minCount", None) is not None:
+                    changed = True
+        if changed:
+            _canonical(obj, kind)  # in place (the object is a dict)
+
+    return mutate
 
 
 def _kueue_behaviour(kind: str) -> Behaviour:
@@ -717,8 +717,7 @@ def _kueue_behaviour(kind: str) -> Behaviour:
         convert=_kueue_convert(kind),
         default=_kueue_default,
         default_status=_kueue_default_status,
-        prepare_for_create=_kueue_prepare(kind),
-        default_for_create=_kueue_default_for_create(kind),
+        prepare_for_create=lambda o: o,  # Kueue's mutating webhooks: kueue_mutating_webhook
         validate=_kueue_validate(kind),
         failure=_kueue_failure(kind),
         failure_after_type_check=_kueue_failure(kind, check_types=False),
@@ -1093,6 +1092,7 @@ def _kueue_info(kind: str) -> ResourceInfo:
         )
     else:
         behaviour = _kueue_behaviour(kind)
+    mutating = kueue_mutating_webhook(kind)
     columns = KUEUE_COLUMNS.get(kind, ())
     version_columns: dict[str, tuple[PrinterColumn, ...]] = {}
     if kind == "ClusterQueue":
@@ -1116,6 +1116,7 @@ def _kueue_info(kind: str) -> ResourceInfo:
         deprecated_versions={} if kind == "MultiKueueConfig" else {crdgen.V1BETA1: KUEUE_DEPRECATION},
         version_columns=version_columns,
         behaviour=behaviour,
+        admission=Admission(f"kueue {kind} webhook", mutate=mutating) if mutating is not None else None,
     )
 
 

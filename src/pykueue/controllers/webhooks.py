@@ -2,8 +2,8 @@
 
 ``pykueue serve`` runs these in its request path; a real kube-apiserver calls them as webhooks.
 The same registry code answers both (:data:`pykueue.apiserver.resources.REGISTRY`: conversion
-``ResourceInfo.convert``, defaulting ``default_for_create``, validation ``validation_failure`` and
-the Job webhook's ``admit``/``admission_failure``), so a real cluster and ``serve`` agree.
+``ResourceInfo.convert``, validation ``validation_failure``, and the mutating webhooks' ``admit``
+and the Job webhook's ``admission_failure``), so a real cluster and ``serve`` agree.
 
 Served paths, as upstream's controller-runtime registration (``pkg/webhooks``,
 ``pkg/controller/jobs/job/job_webhook.go``):
@@ -236,11 +236,8 @@ class Webhooks:
     def _mutate(self, info: ResourceInfo, obj: Obj) -> list[Obj]:
         if obj.get("metadata", {}).get("deletionTimestamp"):
             return []
-        if info.group == KUEUE_GROUP:
-            mutated = info.default_for_create(copy.deepcopy(obj))
-        else:
-            mutated = copy.deepcopy(obj)
-            info.admit(mutated, self.lookup, gates=self.gates)
+        mutated = copy.deepcopy(obj)  # Kueue's defaulting webhooks and the Job's: the admission hooks
+        info.admit(mutated, self.lookup, gates=self.gates)
         ops = json_patch(obj, mutated)
         # The webhook only adds or changes what Kueue defaults; identity fields stay the server's.
         return [op for op in ops if not (op["op"] == "remove" and op["path"].startswith("/metadata/"))]
