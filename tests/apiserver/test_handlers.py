@@ -170,3 +170,20 @@ def test_the_finalizer_kueues_webhook_adds_belongs_to_no_manager(app: APIServerA
     assert created["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
     [entry] = created["metadata"]["managedFields"]
     assert entry["fieldsV1"] == {"f:spec": {".": {}, "f:nodeLabels": {}}}
+
+
+def test_a_schema_driven_kind_is_validated_in_the_version_written(app: APIServerApp) -> None:
+    """kube-apiserver validates a custom resource in the version it was written in: v1beta1's
+    MultiKueueConfig has ``clusters`` as a ``listType: set`` and no CEL rule, v1beta2's an
+    atomic list with a ``must be unique`` rule (kube-apiserver v1.35 with upstream's CRDs)."""
+    for version, answer in (
+        ("v1beta1", 'spec.clusters[1]: Duplicate value: "a"'),
+        ("v1beta2", "spec.clusters: Invalid value: must be unique"),
+    ):
+        mkc = {"apiVersion": f"{G}/{version}", "kind": "MultiKueueConfig", "metadata": {"name": "m"},
+               "spec": {"clusters": ["a", "a"]}}  # fmt: skip
+        req = APIRequest("POST", G, version, "multikueueconfigs", body=json.dumps(mkc).encode(),
+                         content_type="application/json")  # fmt: skip
+        with pytest.raises(StatusError) as err:
+            app.handlers.handle(req)
+        assert err.value.message == f'MultiKueueConfig.kueue.x-k8s.io "m" is invalid: {answer}'

@@ -643,6 +643,17 @@ def _has_cel_rules(kind: str, version: str) -> bool:
     return _any_rules(crdgen.shared_kueue_schema(kind, version))
 
 
+@functools.cache
+def _version_rule_messages(kind: str, version: str) -> frozenset[str]:
+    """The messages of the CEL rules ``version`` of ``kind``'s CRD has."""
+    return frozenset(rule.message for rules in celrules.RULES.get((kind, version), {}).values() for rule in rules)
+
+
+def _rule_message(err: FieldError) -> str:
+    """The message of the rule ``err`` reports (false, or failed to evaluate)."""
+    return err.detail.partition(" evaluating rule: ")[2] or err.detail
+
+
 def _schema_has_rules(schema: Callable[[str], sch.Schema], version: str) -> bool:
     """Whether ``schema(version)`` has CEL rules anywhere (a CRD's ``celValidator``)."""
     return _any_rules(schema(version))
@@ -816,10 +827,17 @@ def _schema_behaviour(
         # ones (``hasBlockingErr``), which skip them with a notice when the CRD has rules.
         if has_blocking_error(errs):
             return [*errs, cel_skipped()] if _schema_has_rules(schema, version) else errs
-        return errs + rules(obj, old)
+        # the rules ``version`` of the CRD has (a rule only v1beta2 states is not v1beta1's)
+        messages = _version_rule_messages(kind, version) if group == KUEUE_GROUP else None
+        return errs + [e for e in rules(obj, old) if messages is None or _rule_message(e) in messages]
 
     def failure(obj: Obj, old: Obj | None, gates: FeatureGates, write: Write) -> ValidationFailed | None:
-        errs = validate_(obj, old, gates)
+        if write.written is not None and write.version and write.version != storage_api_version.rpartition("/")[2]:
+            # kube-apiserver validates a custom resource in the version it was written in
+            # (apiextensions-apiserver: one strategy, with its version's schema, per version)
+            errs = validate_(write.written, write.written_old, gates)
+        else:
+            errs = validate_(obj, old, gates)
         name = str((obj.get("metadata") or {}).get("name") or "")
         return GroupValidationFailed(group, kind, name, errs) if errs else None
 
