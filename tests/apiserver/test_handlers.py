@@ -187,3 +187,35 @@ def test_a_schema_driven_kind_is_validated_in_the_version_written(app: APIServer
         with pytest.raises(StatusError) as err:
             app.handlers.handle(req)
         assert err.value.message == f'MultiKueueConfig.kueue.x-k8s.io "m" is invalid: {answer}'
+
+
+def _stored(app: APIServerApp, plural: str, kind: str, name: str, spec: dict[str, Any]) -> None:
+    """An object stored as it is (as one stored before its CRD's rules were tightened)."""
+    info = app.handlers.backend.lookup(G, "v1beta2", plural)
+    assert info is not None
+    app.store.create(info.key(), {"apiVersion": f"{G}/v1beta2", "kind": kind, "metadata": {"name": name}, "spec": spec})
+
+
+def _patch(app: APIServerApp, plural: str, name: str, body: Any, ctype: str = "application/merge-patch+json") -> Any:
+    req = APIRequest("PATCH", G, "v1beta2", plural, name=name, body=json.dumps(body).encode(), content_type=ctype)
+    try:
+        return app.handlers.handle(req).warnings
+    except StatusError as err:
+        return err.message
+
+
+def test_openapi_errors_ratchet_through_an_unchanged_atomic_list(app: APIServerApp) -> None:
+    """The node holding an atomic list correlates with the old one, compared whole: nine
+    ``nodeTaints`` (``maxItems: 8``) stay while they are left as they were, and so does a
+    ``topologyName`` its pattern refuses; adding a taint is refused (kube-apiserver v1.35.3)."""
+    taints = [{"key": key, "effect": "NoSchedule"} for key in "abcdefghi"]
+    _stored(app, "resourceflavors", "ResourceFlavor", "rf",
+            {"nodeLabels": {"a": "b"}, "topologyName": "Bad_Name", "nodeTaints": taints})  # fmt: skip
+    assert "invalid" not in str(_patch(app, "resourceflavors", "rf", {"metadata": {"labels": {"x": "y"}}}))
+    assert "invalid" not in str(_patch(app, "resourceflavors", "rf", {"spec": {"nodeLabels": {"a": "c"}}}))
+    add = [{"op": "add", "path": "/spec/nodeTaints/-", "value": {"key": "z", "effect": "NoSchedule"}}]
+    assert _patch(app, "resourceflavors", "rf", add, "application/json-patch+json") == (
+        'ResourceFlavor.kueue.x-k8s.io "rf" is invalid: [spec.nodeTaints: Too many: 10: must have at most 8 items, '
+        "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; "
+        "correct the existing errors to complete validation]"
+    )

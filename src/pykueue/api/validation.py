@@ -2338,12 +2338,15 @@ def _ratcheted(
     path: str, written: Mapping[str, Any], written_old: Mapping[str, Any] | None, schema: Mapping[str, Any] | None
 ) -> bool:
     """kube-apiserver's CRD validation ratcheting (``CRDValidationRatcheting``, on by default since
-    Kubernetes 1.30; apiextensions-apiserver's ``ratchetingValueValidator``): an OpenAPI error is
-    dropped when the node it is reported on correlates with a node of the old object and is
-    unchanged. Object members correlate by name, the items of a ``listType: map`` list by their
-    map keys, those of a list without a list type by index, and those of an ``atomic`` or ``set``
-    list not at all (``correlateOldValueForChildAtNewIndex``): an error inside such an item stays,
-    and so does one on a node holding a non-empty such list (``CachedDeepEqual``)."""
+    Kubernetes 1.30; apiextensions-apiserver's ratcheting validators over ``common.CorrelatedObject``):
+    an error is dropped (an OpenAPI one) or made a warning (a CEL rule's) when the nearest node on
+    its path that correlates with a node of the old object is unchanged. Object members correlate
+    by name, the items of a ``listType: map`` list by their map keys, those of a list without a
+    list type by index, and those of an ``atomic`` or ``set`` list not at all
+    (``correlateOldValueForChildAtNewIndex``): an error inside such an item is the list's, whose
+    ``CachedDeepEqual`` compares it whole (``reflect.DeepEqual``). kube-apiserver v1.35 lets an
+    update that leaves a ClusterQueue's ``resourceGroups`` (atomic) as they were keep an invalid
+    ``nominalQuota`` inside them, and a ResourceFlavor keep nine ``nodeTaints``."""
     if written_old is None:
         return False
     new: Any = written
@@ -2353,14 +2356,14 @@ def _ratcheted(
         key = name if name is not None else index
         if isinstance(new, list) and name is None and index.isdigit() and int(index) < len(new):
             item = new[int(index)]
-            old = _correlated_item(item, int(index), old, schema)
-            new, schema = item, _sub_schema(schema, "items")
+            old_item = _correlated_item(item, int(index), old, schema)
+            if old_item is _UNCORRELATED:
+                break
+            new, old, schema = item, old_item, _sub_schema(schema, "items")
         elif isinstance(new, Mapping) and isinstance(old, Mapping) and key in new and key in old:
             new, old, schema = new[key], old[key], _member_schema(schema, key)
         else:
-            return False
-        if old is _UNCORRELATED:
-            return False
+            break
     return _unchanged(new, old, schema)
 
 
@@ -2396,10 +2399,13 @@ def _correlated_item(item: Any, index: int, old: Any, schema: Mapping[str, Any] 
 
 
 def _unchanged(new: Any, old: Any, schema: Mapping[str, Any] | None) -> bool:
-    """``ratchetingValueValidator.CachedDeepEqual``: equal, through correlated children only."""
+    """``CorrelatedObject.CachedDeepEqual``: equal, through correlated children; a list whose
+    items do not correlate (``atomic``, ``set``) is compared whole."""
     if isinstance(new, list) and isinstance(old, list):
         if len(new) != len(old):
             return False
+        if (schema or {}).get("x-kubernetes-list-type") in ("atomic", "set"):
+            return bool(new == old)
         items = _sub_schema(schema, "items")
         for i, item in enumerate(new):
             old_item = _correlated_item(item, i, old, schema)
