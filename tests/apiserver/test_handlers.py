@@ -204,6 +204,37 @@ def _patch(app: APIServerApp, plural: str, name: str, body: Any, ctype: str = "a
         return err.message
 
 
+TOLERATION_RULE = "spec.tolerations: Invalid value: supported toleration values: 'Equal'(default), 'Exists'"
+TAINT_RULE = "spec.nodeTaints: Invalid value: supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'"
+
+
+def test_cel_rules_ratchet_on_values_an_update_leaves_as_they_were(app: APIServerApp) -> None:
+    """kube-apiserver's CEL ratcheting (CRDValidationRatcheting): a rule without ``oldSelf`` that
+    is false on a node the update left unchanged gives a warning, not an error; an atomic list
+    is compared whole. A rule that cannot be evaluated is never ratcheted. Answers of
+    kube-apiserver v1.35.3 with upstream's CRDs, the objects stored before the rules were added."""
+    _stored(app, "resourceflavors", "ResourceFlavor", "rf", {
+        "nodeLabels": {"a": "b"}, "tolerations": [{"key": "a", "operator": "Bad"}],
+        "nodeTaints": [{"key": "k", "effect": "Bad"}],
+    })  # fmt: skip
+    assert _patch(app, "resourceflavors", "rf", {"metadata": {"labels": {"x": "y"}}}) == [TAINT_RULE, TOLERATION_RULE]
+    assert _patch(app, "resourceflavors", "rf", {"spec": {"nodeLabels": {"a": "c"}}}) == [TAINT_RULE, TOLERATION_RULE]
+    changed = {"spec": {"tolerations": [{"key": "a", "operator": "Bad2"}]}}
+    assert _patch(app, "resourceflavors", "rf", changed) == (
+        f'ResourceFlavor.kueue.x-k8s.io "rf" is invalid: {TOLERATION_RULE}'
+    )
+    _stored(app, "resourceflavors", "ResourceFlavor", "topo", {"topologyName": "t"})
+    assert _patch(app, "resourceflavors", "topo", {"metadata": {"labels": {"x": "y"}}}) == (
+        'ResourceFlavor.kueue.x-k8s.io "topo" is invalid: spec: Invalid value: "object": no such key: nodeLabels '
+        "evaluating rule: at least one nodeLabel is required when topology is set"
+    )
+    _stored(app, "clusterqueues", "ClusterQueue", "cq", {"resourceGroups": [{"coveredResources": ["cpu", "memory"],
+            "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": "1"}]}]}]})  # fmt: skip
+    assert _patch(app, "clusterqueues", "cq", {"spec": {"cohortName": "co"}}) == [
+        "spec.resourceGroups[0]: Invalid value: flavors must have the same number of resources as the coveredResources"
+    ]
+
+
 def test_openapi_errors_ratchet_through_an_unchanged_atomic_list(app: APIServerApp) -> None:
     """The node holding an atomic list correlates with the old one, compared whole: nine
     ``nodeTaints`` (``maxItems: 8``) stay while they are left as they were, and so does a

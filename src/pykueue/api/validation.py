@@ -2256,6 +2256,7 @@ def validate_schema(
     prior: Sequence[FieldError] = (),
     stored: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None,
     written: Mapping[str, Any] | None = None,
+    warnings: list[str] | None = None,
 ) -> list[FieldError]:
     """Stage 1: metadata, OpenAPI and CEL rules of the CRD (CEL skipped after blocking errors).
 
@@ -2266,13 +2267,14 @@ def validate_schema(
     in v1beta1 may hold what only v1beta2's schema refuses, and kube-apiserver's ratcheting lets
     a later v1beta2 write keep it. ``written``: the object as the request wrote it (merged with
     the stored one per subresource), by which the CEL rules tell an absent field from an empty
-    one (:func:`has_written`).
+    one (:func:`has_written`). The CEL errors an update's unchanged values give are ratcheted
+    too (:func:`ratchet_rules`), into ``warnings``.
     """
     _check_old(obj, old)
     name_check = is_dns1123_label if isinstance(obj, k.Namespace) else is_dns1123_subdomain
     errs = [*prior, *_schema_metadata(obj, name_check)]
     schema_errs, cel_errs = _schema_and_rules(obj, old, written)
-    if schema_errs and stored is not None:
+    if (schema_errs or cel_errs) and stored is not None:
         from pykueue.apiserver.crdgen import shared_kueue_schema
 
         try:
@@ -2280,6 +2282,7 @@ def validate_schema(
         except KeyError:  # not a Kueue CRD (a Namespace, a PriorityClass): items correlate by index
             schema = None
         schema_errs = [e for e in schema_errs if e.type == REQUIRED or not _ratcheted(e.field, *stored, schema)]
+        cel_errs = ratchet_rules(obj.kind, STORAGE_VERSION, cel_errs, *stored, schema, warnings)
     errs += schema_errs
     if any(e.type in _BLOCKING_TYPES for e in errs):
         return [*errs, cel_skipped()] if cel_errs or _has_cel(obj) else errs
@@ -2295,6 +2298,7 @@ def validate_written_schema(
     written: Mapping[str, Any],
     written_old: Mapping[str, Any] | None,
     version: str,
+    warnings: list[str] | None = None,
 ) -> list[FieldError]:
     """Stage 1 of a write in a served version other than the storage version (``v1beta1``).
 
@@ -2324,7 +2328,8 @@ def validate_written_schema(
     ]
     if any(e.type in _BLOCKING_TYPES for e in errs):
         return [*errs, cel_skipped()] if celrules.RULES.get((obj.kind, version)) else errs
-    return errs + _version_cel(obj, old, written, written_old, version)
+    rule_errs = _version_cel(obj, old, written, written_old, version)
+    return errs + ratchet_rules(obj.kind, version, rule_errs, written, written_old, schema, warnings)
 
 
 _PATH_STEP = re.compile(r"([^.\[]+)|\[([^\]]*)\]")
@@ -2417,6 +2422,44 @@ def _unchanged(new: Any, old: Any, schema: Mapping[str, Any] | None) -> bool:
             _unchanged(value, old[key], _member_schema(schema, key)) for key, value in new.items()
         )
     return bool(new == old)
+
+
+def ratchet_rules(
+    kind: str,
+    version: str,
+    errs: list[FieldError],
+    new: Mapping[str, Any],
+    old: Mapping[str, Any] | None,
+    schema: Mapping[str, Any] | None,
+    warnings: list[str] | None = None,
+) -> list[FieldError]:
+    """kube-apiserver's CEL ratcheting (``CRDValidationRatcheting``, on by default since 1.30;
+    apiextensions-apiserver ``cel.Validator.validateExpressions``): on an update, a rule that
+    does not read ``oldSelf`` and is false on a node that correlates with an unchanged node of
+    the old object (:func:`_ratcheted`) gives a warning (its error's text) instead of its
+    error. A rule that failed to evaluate, or a transition rule, is never ratcheted. Returns the
+    errors kept; the ratcheted ones go to ``warnings`` (when given)."""
+    if old is None or not errs:
+        return errs
+    transition = _transition_rule_messages(kind, version)
+    kept: list[FieldError] = []
+    for err in errs:
+        if (
+            err.detail in transition
+            or " evaluating rule: " in err.detail
+            or not _ratcheted(err.field, new, old, schema)
+        ):
+            kept.append(err)
+        elif warnings is not None:
+            warnings.append(str(err))
+    return kept
+
+
+@functools.cache
+def _transition_rule_messages(kind: str, version: str) -> frozenset[str]:
+    """The messages of ``kind``'s rules in ``version`` that read ``oldSelf``."""
+    table = celrules.RULES.get((kind, version), {})
+    return frozenset(rule.message for rules in table.values() for rule in rules if "oldSelf" in rule.rule)
 
 
 def _version_cel(

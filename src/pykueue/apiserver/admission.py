@@ -75,6 +75,9 @@ class Write:
     subresource: str | None = None
     written: Obj | None = None
     written_old: Obj | None = None
+    warnings: list[str] | None = None
+    """Where the validation puts the request's warnings (a CEL rule's error on a value the update
+    left as it was: kube-apiserver's ratcheting turns it into a warning); None: dropped."""
 
 
 MAIN_WRITE = Write()

@@ -1083,7 +1083,9 @@ class Handlers:
         version: str,
         missing: Sequence[FieldError] = (),
         write: Write = MAIN_WRITE,
+        warnings: list[str] | None = None,
     ) -> None:
+        """Validate; the warnings the validation gives (``write.warnings``) go to ``warnings``."""
         # Every request path prunes (and so type-checks) the object before it gets here, except
         # that the pruning walk passes over null list items; an object with a null anywhere (a
         # C-speed check of its JSON; false positives only cost the full check) is checked again.
@@ -1095,6 +1097,8 @@ class Handlers:
                 obj, old, gates=self.gates, types_checked=types_checked, missing=missing, write=write
             ),
         )
+        if warnings is not None and write.warnings:
+            warnings.extend(w for w in dict.fromkeys(write.warnings) if w not in warnings)
         if failure is not None:
             raise E.rejected(info.group, info.kind, _name_of(obj), failure)
 
@@ -1177,7 +1181,7 @@ class Handlers:
         manager = self._field_manager(req)
         obj = self._check_identity(decode_document(req.body, req.content_type), req, info)
         self._prune(obj, info, req.version, mode, warnings)
-        created = self._create_object(req, info, obj, manager, dry_run, managed=True)
+        created = self._create_object(req, info, obj, manager, dry_run, managed=True, warnings=warnings)
         return self.respond(req, info, self.to_version(info, created, req.version), 201)
 
     def _create_object(
@@ -1189,6 +1193,7 @@ class Handlers:
         dry_run: bool,
         *,
         managed: bool,
+        warnings: list[str] | None = None,
     ) -> dict[str, Any]:
         if info.status_subresource:
             obj.pop("status", None)
@@ -1214,7 +1219,7 @@ class Handlers:
         # the validating admission (Kueue's validating webhooks run with the CRD's validation).
         self._guard(info, storage, lambda: info.admit(storage, self.lookup, gates=self.gates))
         generated = _draw_generated_name(storage)
-        self._validate(info, storage, None, req.version, missing, self._write(req, info, obj, None))
+        self._validate(info, storage, None, req.version, missing, self._write(req, info, obj, None), warnings)
         if generated:  # validated like the name it stands for; the store draws the real one
             _meta(storage).pop("name", None)  # (retrying on collisions, as kube-apiserver does)
         self._admission_validate(info, storage, None)
@@ -1252,10 +1257,14 @@ class Handlers:
                 and (info.group, info.plural) in ALLOW_CREATE_ON_UPDATE
                 and req.subresource is None
             ):
-                created = self._create_object(req, info, obj, manager, dry_run, managed=True)
+                created = self._create_object(
+                    req, info, obj, manager, dry_run, managed=True, warnings=warnings
+                )
                 return self.respond(req, info, self.to_version(info, created, req.version), 201)
             raise api_err from None
-        updated = self._update_object(req, info, obj, live, manager, dry_run, operation_done=False)
+        updated = self._update_object(
+            req, info, obj, live, manager, dry_run, operation_done=False, warnings=warnings
+        )
         return self.respond(req, info, self.to_version(info, updated, req.version))
 
     def _update_object(
@@ -1268,6 +1277,7 @@ class Handlers:
         dry_run: bool,
         *,
         operation_done: bool,
+        warnings: list[str] | None = None,
     ) -> dict[str, Any]:
         """Convert, merge with the live object per subresource, default, validate, store."""
         missing = self._missing_required(req, info, obj, live)
@@ -1279,7 +1289,7 @@ class Handlers:
             raise
         before_defaults = self._merge_subresource(info, req.subresource, incoming, live)
         merged = self._default_update(info, req.subresource, before_defaults, live)
-        self._validate(info, merged, live, req.version, missing, self._write(req, info, obj, live))
+        self._validate(info, merged, live, req.version, missing, self._write(req, info, obj, live), warnings)
         if req.subresource is None:  # the emulated admission webhooks (the Job's) name no subresource
             self._admission_validate(info, merged, live)
         if not operation_done:
@@ -1320,15 +1330,15 @@ class Handlers:
         written in the storage version gets the object as written too (merged, no defaults,
         not copied): its CEL rules see a field written empty as present."""
         if info.group != KUEUE_GROUP:
-            return Write(subresource=req.subresource) if req.subresource is not None else MAIN_WRITE
+            return Write(subresource=req.subresource, warnings=[])
         if req.version == info.storage_version:  # as written, for the CEL rules' has()
             merged_s = obj if live is None else self._merge_subresource(info, req.subresource, obj, live)
-            return Write(req.version, req.subresource, merged_s)
+            return Write(req.version, req.subresource, merged_s, warnings=[])
         live_v = self.to_version(info, live, req.version) if live is not None else None
         merged = obj if live_v is None else self._merge_subresource(info, req.subresource, obj, live_v)
         written = copy.deepcopy(merged)
         sch.apply_defaults(written, info.openapi_schema(req.version))
-        return Write(req.version, req.subresource, written, live_v)
+        return Write(req.version, req.subresource, written, live_v, warnings=[])
 
     def _missing_required(
         self, req: APIRequest, info: ResourceInfo, obj: dict[str, Any], live: dict[str, Any]
@@ -1391,7 +1401,9 @@ class Handlers:
             obj = self._check_patched(patched, req, info, live_v)
             self._prune(obj, info, req.version, mode, warnings)
             try:
-                updated = self._update_object(req, info, obj, live, manager, dry_run, operation_done=False)
+                updated = self._update_object(
+                    req, info, obj, live, manager, dry_run, operation_done=False, warnings=warnings
+                )
             except StatusError as err:
                 if err.reason == "Conflict" and not _meta(
                     patch_doc if isinstance(patch_doc, dict) else {}
@@ -1472,7 +1484,9 @@ class Handlers:
         if live is None:
             if req.subresource is not None:
                 raise not_found(info.group, info.plural, req.name or "")
-            created = self._create_object(req, info, result, manager, dry_run, managed=False)
+            created = self._create_object(
+                req, info, result, manager, dry_run, managed=False, warnings=warnings
+            )
             return self.respond(req, info, self.to_version(info, created, req.version), 201)
         obj = self._check_patched(result, req, info, live_v or {})
         precondition = _meta(applied).get("resourceVersion")
@@ -1482,7 +1496,9 @@ class Handlers:
             # the status strategy resets the rest); a /status apply's result starts from the live
             # metadata, so carry it over.
             _meta(obj)["resourceVersion"] = precondition
-        updated = self._update_object(req, info, obj, live, manager, dry_run, operation_done=True)
+        updated = self._update_object(
+            req, info, obj, live, manager, dry_run, operation_done=True, warnings=warnings
+        )
         return self.respond(req, info, self.to_version(info, updated, req.version))
 
     # -- delete -----------------------------------------------------------------------------------

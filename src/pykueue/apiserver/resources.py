@@ -62,6 +62,7 @@ from pykueue.api.validation import (
     cel_rule,
     cel_skipped,
     has_blocking_error,
+    ratchet_rules,
     required,
     validate_schema,
     validate_webhook,
@@ -590,10 +591,12 @@ def _kueue_failure(
         except DecodeError as err:
             return ValidationFailed(kind, name, [_decode_problem(err)])
         if write.written is not None and write.version != crdgen.V1BETA2:
-            errs = validate_written_schema(typed, old_typed, write.written, write.written_old, write.version)
+            errs = validate_written_schema(
+                typed, old_typed, write.written, write.written_old, write.version, write.warnings
+            )
         else:
             stored = (obj, old) if old is not None else None
-            errs = validate_schema(typed, old_typed, stored=stored, written=write.written)
+            errs = validate_schema(typed, old_typed, stored=stored, written=write.written, warnings=write.warnings)
         if errs:
             return ValidationFailed(kind, name, errs)
         if not webhook_runs(kind, write.subresource):
@@ -819,7 +822,9 @@ def _schema_behaviour(
         sch.apply_defaults(obj, schema(storage_api_version.rpartition("/")[2]))
         return obj
 
-    def validate_(obj: Obj, old: Obj | None, gates: FeatureGates) -> list[FieldError]:
+    def validate_(
+        obj: Obj, old: Obj | None, gates: FeatureGates, warnings: list[str] | None = None
+    ) -> list[FieldError]:
         version = str(obj.get("apiVersion") or storage_api_version).rpartition("/")[2]
         errs = validate_object_meta(obj, namespaced=namespaced)
         errs += sch.validate({k_: v for k_, v in obj.items() if k_ != "metadata"}, schema(version))
@@ -829,15 +834,16 @@ def _schema_behaviour(
             return [*errs, cel_skipped()] if _schema_has_rules(schema, version) else errs
         # the rules ``version`` of the CRD has (a rule only v1beta2 states is not v1beta1's)
         messages = _version_rule_messages(kind, version) if group == KUEUE_GROUP else None
-        return errs + [e for e in rules(obj, old) if messages is None or _rule_message(e) in messages]
+        rule_errs = [e for e in rules(obj, old) if messages is None or _rule_message(e) in messages]
+        return errs + ratchet_rules(kind, version, rule_errs, obj, old, schema(version), warnings)
 
     def failure(obj: Obj, old: Obj | None, gates: FeatureGates, write: Write) -> ValidationFailed | None:
         if write.written is not None and write.version and write.version != storage_api_version.rpartition("/")[2]:
             # kube-apiserver validates a custom resource in the version it was written in
             # (apiextensions-apiserver: one strategy, with its version's schema, per version)
-            errs = validate_(write.written, write.written_old, gates)
+            errs = validate_(write.written, write.written_old, gates, write.warnings)
         else:
-            errs = validate_(obj, old, gates)
+            errs = validate_(obj, old, gates, write.warnings)
         name = str((obj.get("metadata") or {}).get("name") or "")
         return GroupValidationFailed(group, kind, name, errs) if errs else None
 
