@@ -250,3 +250,26 @@ def test_openapi_errors_ratchet_through_an_unchanged_atomic_list(app: APIServerA
         "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; "
         "correct the existing errors to complete validation]"
     )
+
+
+def test_a_failed_request_keeps_its_warnings(app: APIServerApp) -> None:
+    """kube-apiserver sends a request's warnings with its failure too: a v1beta1 write of a
+    Topology its rules refuse answers the deprecation warning with the 422 (kube-apiserver
+    v1.35.3 with upstream's CRDs), as a ratcheted rule's warning comes with another's error."""
+    topology = {"apiVersion": f"{G}/v1beta1", "kind": "Topology", "metadata": {"name": "t"},
+                "spec": {"levels": [{"nodeLabel": "a"}, {"nodeLabel": "a"}]}}  # fmt: skip
+    req = APIRequest("POST", G, "v1beta1", "topologies", body=json.dumps(topology).encode(),
+                     content_type="application/json")  # fmt: skip
+    with pytest.raises(StatusError) as err:
+        app.handlers.handle(req)
+    assert err.value.code == 422
+    assert err.value.warnings == ["This version is deprecated. Use v1beta2 instead."]
+    _stored(app, "resourceflavors", "ResourceFlavor", "rf", {
+        "nodeLabels": {"a": "b"}, "tolerations": [{"key": "a", "operator": "Bad"}],
+        "nodeTaints": [{"key": "k", "effect": "Bad"}],
+    })  # fmt: skip
+    req = APIRequest("PATCH", G, "v1beta2", "resourceflavors", name="rf", content_type="application/merge-patch+json",
+                     body=json.dumps({"spec": {"tolerations": [{"key": "a", "operator": "Bad2"}]}}).encode())  # fmt: skip
+    with pytest.raises(StatusError) as err:
+        app.handlers.handle(req)
+    assert err.value.warnings == [TAINT_RULE]

@@ -463,7 +463,7 @@ class APIServerApp:
                 return
             resp = await self.handlers.handle_async(req)
         except StatusError as err:
-            resp = APIResponse(err.code, msgspec.json.encode(err.status()))
+            resp = _error_response(err)
         except Exception as err:  # a bug: still a Status
             resp = _internal_error(req, scope, err)
         for message in _response_messages(resp):
@@ -500,7 +500,7 @@ class APIServerApp:
         try:
             resp = self.handlers.handle_deferred(req)
         except StatusError as err:
-            resp = APIResponse(err.code, msgspec.json.encode(err.status()))
+            resp = _error_response(err)
         except Exception as err:  # a bug: still a Status
             resp = _internal_error(req, scope, err)
 
@@ -515,7 +515,7 @@ class APIServerApp:
             visible = self.store.when_visible(answer)
         except StatusError as err:
             visible = True
-            resp = APIResponse(err.code, msgspec.json.encode(err.status()))
+            resp = _error_response(err)
         if visible:
             answer(None)
 
@@ -879,8 +879,11 @@ async def _refuse(err: StatusError, send: Send) -> None:
 
 
 def status_response(err: StatusError) -> Response:
-    """A ``Status`` failure response."""
-    return Response(msgspec.json.encode(err.status()), status_code=err.code, media_type="application/json")
+    """A ``Status`` failure response (with the request's warnings)."""
+    response = Response(msgspec.json.encode(err.status()), status_code=err.code, media_type="application/json")
+    if err.warnings:
+        response.raw_headers.extend(_warning_headers(err.warnings))
+    return response
 
 
 def document_response(request: Request, doc: Document) -> Response:
@@ -917,6 +920,11 @@ def _response_messages(resp: APIResponse) -> list[Message]:
         {"type": "http.response.start", "status": resp.status, "headers": _response_headers(resp)},
         {"type": "http.response.body", "body": resp.body},
     ]
+
+
+def _error_response(err: StatusError) -> APIResponse:
+    """A failure's answer: its ``Status``, and the request's warnings."""
+    return APIResponse(err.code, msgspec.json.encode(err.status()), warnings=list(err.warnings))
 
 
 def _internal_error(req: APIRequest, scope: Scope, err: Exception) -> APIResponse:

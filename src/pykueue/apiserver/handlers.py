@@ -538,7 +538,11 @@ class Handlers:
         deprecation = info.deprecated_versions.get(req.version) if info.deprecated_versions else None
         if deprecation:
             warnings.append(deprecation)
-        resp = self._route(req, info, warnings)
+        try:
+            resp = self._route(req, info, warnings)
+        except StatusError as err:  # the warnings go out with a failure too (a deprecated version's)
+            err.warnings = warnings + [w for w in err.warnings if w not in warnings]
+            raise
         if warnings:
             resp.warnings = warnings + [w for w in resp.warnings if w not in warnings]
         return resp

@@ -33,6 +33,8 @@ class StatusError(Exception):
         self.message = message
         self.details: dict[str, Any] = dict(details or {})
         self.metadata: dict[str, Any] = dict(metadata or {})
+        self.warnings: list[str] = []
+        """The request's warnings: kube-apiserver sends its ``Warning`` headers with a failure too."""
 
     def status(self) -> dict[str, Any]:
         """The ``Status`` body (``status: Failure``), keys in ``metav1.Status`` field order."""
