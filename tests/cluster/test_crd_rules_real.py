@@ -169,3 +169,53 @@ def test_pod_template_enums_are_not_in_the_crd(real_cluster: RealCluster) -> Non
     real = real_cluster.kubectl("create", "-f", "-", stdin=json.dumps(obj), check=False)
     assert real.returncode == 0, real.stderr
     assert info.validation_failure(info.default(info.to_storage(obj)), None) is None
+
+
+# --- rules that cannot be evaluated, and the OpenAPI errors of a wrong type -------------------------
+
+
+def _create(cluster: RealCluster, obj: dict[str, Any]) -> str:
+    result = cluster.kubectl("create", "-f", "-", stdin=json.dumps(obj), check=False)
+    assert result.returncode != 0
+    return str(result.stderr)
+
+
+def test_a_rule_selecting_an_absent_field_fails_to_evaluate(real_cluster: RealCluster) -> None:
+    """``self.nodeLabels.size()`` without ``nodeLabels``, ``x.operator`` without ``operator``:
+    kube-apiserver reports the evaluation error with the schema type as the value."""
+    rf = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "topo"},
+          "spec": {"topologyName": "default"}}  # fmt: skip
+    assert (
+        'spec: Invalid value: "object": no such key: nodeLabels evaluating rule: at least one nodeLabel is '
+        "required when topology is set" in _create(real_cluster, rf)
+    )
+    rf["metadata"]["name"] = "tolerations"
+    rf["spec"] = {"tolerations": [{"effect": "NoSchedule"}]}
+    assert (
+        'spec.tolerations: Invalid value: "array": no such key: operator evaluating rule: operator must be '
+        "Exists when 'key' is empty" in _create(real_cluster, rf)
+    )
+    _workload(real_cluster, "no-assignments")
+    status = {"conditions": RESERVED["conditions"], "admission": {"clusterQueue": "cq"}}
+    result = _patch(real_cluster, "no-assignments", {"status": status}, status=True)
+    assert (
+        '<nil>: Invalid value: "object": no such key: podSetAssignments evaluating rule: podSetAssignments '
+        "must have the same number of podSets as the spec" in result.stderr
+    ), result.stderr
+
+
+def test_a_quantity_of_the_wrong_type_reads_four_times(real_cluster: RealCluster) -> None:
+    """An int-or-string quantity of another JSON type: the type error, kube-openapi's ``anyOf``
+    error, the first member's type error, and the CEL notice."""
+    path = "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"
+    flavor = {"name": "f", "resources": [{"name": "cpu", "nominalQuota": 0.5}]}
+    cohort = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": "half"},
+              "spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [flavor]}]}}  # fmt: skip
+    stderr = _create(real_cluster, cohort)
+    for line in (
+        f'{path}: Invalid value: "number": {path} in body must be of type integer,string: "number"',
+        f'<nil>: Invalid value: "": "{path}" must validate at least one schema (anyOf)',
+        f'{path}: Invalid value: "number": {path} in body must be of type integer: "number"',
+        "<nil>: Invalid value: null: some validation rules were not checked",
+    ):
+        assert line in stderr, stderr
