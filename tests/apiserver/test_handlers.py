@@ -273,3 +273,20 @@ def test_a_failed_request_keeps_its_warnings(app: APIServerApp) -> None:
     with pytest.raises(StatusError) as err:
         app.handlers.handle(req)
     assert err.value.warnings == [TAINT_RULE]
+
+
+def test_a_built_in_kind_stores_its_quantities_as_its_go_type_writes_them(app: APIServerApp) -> None:
+    """kube-apiserver decodes a Job or a Pod into its Go type: ``resource.Quantity`` takes any
+    JSON number, and what is stored is each quantity's canonical form (kube-apiserver v1.35.3:
+    ``1000m`` is ``1``, ``0.5Gi`` is ``512Mi``, the number ``2.5`` is ``2500m``). A Workload the
+    Job reconciler builds from the stored Job so gets canonical quantities, as upstream's does."""
+    container = {"name": "c", "image": "i", "resources": {"requests": {"cpu": "1000m", "memory": "0.5Gi"},
+                                                         "limits": {"cpu": 2.5}}}  # fmt: skip
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "default"},
+           "spec": {"suspend": True, "template": {"spec": {"restartPolicy": "Never", "containers": [container]}}}}  # fmt: skip
+    req = APIRequest("POST", "batch", "v1", "jobs", namespace="default", body=json.dumps(job).encode(),
+                     content_type="application/json")  # fmt: skip
+    created = json.loads(app.handlers.handle(req).body)
+    assert created["spec"]["template"]["spec"]["containers"][0]["resources"] == {
+        "requests": {"cpu": "1", "memory": "512Mi"}, "limits": {"cpu": "2500m"}
+    }  # fmt: skip

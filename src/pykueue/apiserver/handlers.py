@@ -27,7 +27,7 @@ from pykueue.api.feature_gates import DEFAULT_GATES, FeatureGates
 from pykueue.api.kueue import GROUP as KUEUE_GROUP
 from pykueue.api.manifests import KubeDumper, KubeLoader
 from pykueue.api.unmodelled import unmodelled_features
-from pykueue.api.validation import TYPE_INVALID, FieldError, ValidationFailed
+from pykueue.api.validation import QUANTITY_PATTERN, TYPE_INVALID, FieldError, ValidationFailed
 from pykueue.apiserver import errors as E
 from pykueue.apiserver import protobuf, watch
 from pykueue.apiserver.admission import MAIN_WRITE, Lookup, Write
@@ -1023,7 +1023,7 @@ class Handlers:
         """Check types and unknown fields against the schema; drop unknown fields (all modes).
         ``unchanged``: top-level members known to need neither (see :meth:`_unchanged_members`)."""
         schema, resolver = info.openapi_schema(version), self.backend.schema_resolver(info, version)
-        result = walk_schema(obj, schema, resolver, unchanged)
+        result = walk_schema(obj, schema, resolver, unchanged, go_quantities=info.builtin)
         if result.metadata_errors:
             raise E.cannot_handle(info.kind, version, "; ".join(result.metadata_errors))
         if result.type_errors:
@@ -1674,6 +1674,9 @@ class WalkResult:
     unknown: list[str] = field(default_factory=list)
     type_errors: list[TypeProblem] = field(default_factory=list)
     metadata_errors: list[str] = field(default_factory=list)
+    go_quantities: bool = False
+    """A built-in kind: the server decodes it into its Go type, whose ``resource.Quantity``
+    takes any JSON number (``2.5``, stored as ``2500m``), fraction or not."""
 
 
 def _is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
@@ -1702,11 +1705,12 @@ class _SchemaNode:
     """
 
     __slots__ = ("_additional", "_items", "_props", "additional", "expected", "free", "int_or_string",
-                 "items", "nullable", "ok_types", "props", "resolver")  # fmt: skip
+                 "items", "nullable", "ok_types", "props", "quantity", "resolver")  # fmt: skip
 
     def __init__(self, schema: Mapping[str, Any], resolver: Resolver) -> None:
         self.resolver = resolver
         self.int_or_string = bool(schema.get("x-kubernetes-int-or-string"))
+        self.quantity = self.int_or_string and schema.get("pattern") == QUANTITY_PATTERN
         expected = schema.get("type")
         self.expected = expected if isinstance(expected, str) else None
         self.nullable = bool(schema.get("nullable"))
@@ -1810,7 +1814,7 @@ def _integral(value: Any) -> bool:
 def _walk_value(value: Any, node: _SchemaNode, path: str, result: WalkResult) -> None:
     if not (WALK_FAST_TYPES and type(value) in node.ok_types):
         expected = _type_ok(value, node)
-        if expected is not None:
+        if expected is not None and not (result.go_quantities and node.quantity and isinstance(value, float)):
             result.type_errors.append(TypeProblem(path, expected, json_type(value)))
             return
     if isinstance(value, dict):
@@ -1913,15 +1917,21 @@ def _owner_refs_problem(value: Any) -> tuple[str, str] | None:
 
 
 def walk_schema(
-    obj: dict[str, Any], schema: Mapping[str, Any], resolver: Resolver, skip: Collection[str] = ()
+    obj: dict[str, Any],
+    schema: Mapping[str, Any],
+    resolver: Resolver,
+    skip: Collection[str] = (),
+    *,
+    go_quantities: bool = False,
 ) -> WalkResult:
     """Check an object against its kind's structural schema; prune unknown fields and nulls.
 
     ``metadata`` is checked as ``ObjectMeta`` (the server decodes it into the Go type); unknown
     fields are removed from ``obj`` and reported (the caller rejects them under Strict). The
-    top-level members named in ``skip`` are left alone.
+    top-level members named in ``skip`` are left alone. ``go_quantities``: see
+    :attr:`WalkResult.go_quantities`.
     """
-    result = WalkResult()
+    result = WalkResult(go_quantities=go_quantities)
     # The compiled top level keeps its members' nodes (looked up once, as :func:`_walk_object`'s
     # are); its ``props`` are the resolved schema's properties.
     root = _compiled(schema, resolver)

@@ -918,7 +918,10 @@ def _builtin_behaviour(
     def default(obj: Obj) -> Obj:
         if default_fn is not None:
             default_fn(obj)
-        return obj
+        # kube-apiserver decodes a built-in object into its Go type and stores what that
+        # encodes: every resource.Quantity in canonical form (a Job's "1000m" cpu is "1")
+        result: Obj = sch.canonicalize_quantities(obj, _inlined(component))
+        return result
 
     def prepare(obj: Obj) -> Obj:
         if prepare_fn is not None:
