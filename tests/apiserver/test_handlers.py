@@ -290,3 +290,16 @@ def test_a_built_in_kind_stores_its_quantities_as_its_go_type_writes_them(app: A
     assert created["spec"]["template"]["spec"]["containers"][0]["resources"] == {
         "requests": {"cpu": "1", "memory": "512Mi"}, "limits": {"cpu": "2500m"}
     }  # fmt: skip
+
+
+def test_a_schema_driven_kind_ratchets_its_openapi_errors(app: APIServerApp) -> None:
+    """A Topology stored with a node label its pattern refuses can be labeled while its levels
+    stay as they were, and not changed (kube-apiserver v1.35.3 with upstream's CRD, the Topology
+    created under a CRD without the pattern)."""
+    info = app.handlers.backend.lookup(G, "v1beta2", "topologies")
+    assert info is not None
+    app.store.create(info.key(), {"apiVersion": f"{G}/v1beta2", "kind": "Topology", "metadata": {"name": "t"},
+                                  "spec": {"levels": [{"nodeLabel": "Bad Label"}]}})  # fmt: skip
+    assert "invalid" not in str(_patch(app, "topologies", "t", {"metadata": {"labels": {"x": "y"}}}))
+    changed = _patch(app, "topologies", "t", {"spec": {"levels": [{"nodeLabel": "Bad Label2"}]}})
+    assert 'spec.levels[0].nodeLabel: Invalid value: "Bad Label2"' in changed

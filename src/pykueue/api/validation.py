@@ -2281,7 +2281,7 @@ def validate_schema(
             schema: Mapping[str, Any] | None = shared_kueue_schema(obj.kind, STORAGE_VERSION)
         except KeyError:  # not a Kueue CRD (a Namespace, a PriorityClass): items correlate by index
             schema = None
-        schema_errs = [e for e in schema_errs if e.type == REQUIRED or not _ratcheted(e.field, *stored, schema)]
+        schema_errs = ratchet_openapi(schema_errs, *stored, schema)
         cel_errs = ratchet_rules(obj.kind, STORAGE_VERSION, cel_errs, *stored, schema, warnings)
     errs += schema_errs
     if any(e.type in _BLOCKING_TYPES for e in errs):
@@ -2321,11 +2321,8 @@ def validate_written_schema(
     body = {name: value for name, value in written.items() if name != "metadata"}
     schema = shared_kueue_schema(obj.kind, version)
     errs = _schema_metadata(obj, is_dns1123_subdomain)
-    errs += [
-        e
-        for e in validate_openapi(body, schema)
-        if e.type != REQUIRED and not _ratcheted(e.field, written, written_old, schema)
-    ]
+    openapi = ratchet_openapi(validate_openapi(body, schema), written, written_old, schema)
+    errs += [e for e in openapi if e.type != REQUIRED]
     if any(e.type in _BLOCKING_TYPES for e in errs):
         return [*errs, cel_skipped()] if celrules.RULES.get((obj.kind, version)) else errs
     rule_errs = _version_cel(obj, old, written, written_old, version)
@@ -2422,6 +2419,16 @@ def _unchanged(new: Any, old: Any, schema: Mapping[str, Any] | None) -> bool:
             _unchanged(value, old[key], _member_schema(schema, key)) for key, value in new.items()
         )
     return bool(new == old)
+
+
+def ratchet_openapi(
+    errs: list[FieldError], new: Mapping[str, Any], old: Mapping[str, Any] | None, schema: Mapping[str, Any] | None
+) -> list[FieldError]:
+    """The OpenAPI errors an update keeps: those on values it left as they were are dropped
+    (:func:`_ratcheted`), but for ``Required`` ones."""
+    if old is None:
+        return errs
+    return [e for e in errs if e.type == REQUIRED or not _ratcheted(e.field, new, old, schema)]
 
 
 def ratchet_rules(

@@ -62,6 +62,7 @@ from pykueue.api.validation import (
     cel_rule,
     cel_skipped,
     has_blocking_error,
+    ratchet_openapi,
     ratchet_rules,
     required,
     validate_schema,
@@ -827,7 +828,8 @@ def _schema_behaviour(
     ) -> list[FieldError]:
         version = str(obj.get("apiVersion") or storage_api_version).rpartition("/")[2]
         errs = validate_object_meta(obj, namespaced=namespaced)
-        errs += sch.validate({k_: v for k_, v in obj.items() if k_ != "metadata"}, schema(version))
+        openapi = sch.validate({k_: v for k_, v in obj.items() if k_ != "metadata"}, schema(version))
+        errs += ratchet_openapi(openapi, obj, old, schema(version))
         # apiextensions-apiserver runs the CEL rules after every OpenAPI error but the blocking
         # ones (``hasBlockingErr``), which skip them with a notice when the CRD has rules.
         if has_blocking_error(errs):
