@@ -50,6 +50,7 @@ from pykueue.controllers.admissionchecks.provisioning import (
     merge_pod_sets,
     provisioning_request_name,
     request_is_needed,
+    update_check_message,
 )
 from pykueue.store import Store
 from pykueue.store.types import ResourceKey
@@ -1345,16 +1346,9 @@ PENDING: dict[str, str] = {
     "when provisioning request creation error": "the error is not returned",
     "when the provisioning request already exists": "AlreadyExists taken for success",
     "when the existing request is already visible in the cache": "AlreadyExists taken for success",
-    "when the request has no conditions yet the previous check message is cleared": "message kept",
-    "when the request is provisioned the previous check message is cleared": "message kept",
     "missing assignment returns inconsistency error": "no error",
     "the cache has not observed the request yet": "no is_missing_in_cache",
     "the request is already visible": "no is_missing_in_cache",
-    "sets a message on a check that has none": "no update_check_message",
-    "replaces an existing message": "no update_check_message",
-    "clears an existing message when the new one is empty": "no update_check_message",
-    "reports no change when the message is unchanged": "no update_check_message",
-    "reports no change when both messages are empty": "no update_check_message",
     "single owner, single match": "only a controller reference to a Workload indexed",
     "multiple owners, multiple matches": "only a controller reference to a Workload indexed",
 }
@@ -1615,8 +1609,6 @@ def test_is_missing_in_cache(
 def test_update_check_message(
     name: str, message: str, new_message: str, want_message: str, want_changed: bool
 ) -> None:
-    from pykueue.controllers.admissionchecks.provisioning import update_check_message
-
     state: dict[str, Any] = {"name": "check1", "message": message}
     assert update_check_message(state, new_message) is want_changed
     assert state.get("message", "") == want_message

@@ -358,6 +358,26 @@ def pod_set_updates(
     return updates
 
 
+def update_check_message(entry: dict[str, Any], message: str) -> bool:
+    """Set a check state's message, reporting whether it changed (upstream ``updateCheckMessage``).
+
+    An empty message is applied as well: a message describing an earlier state of the request
+    would mislead in the Workload status and be appended to the events built from the check.
+    """
+    if str(entry.get("message") or "") == message:
+        return False
+    entry["message"] = message
+    return True
+
+
+def update_check_state(entry: dict[str, Any], state: str) -> bool:
+    """Set a check state's state, reporting whether it changed (upstream ``updateCheckState``)."""
+    if entry.get("state") == state:
+        return False
+    entry["state"] = state
+    return True
+
+
 # --- small JSON helpers ---------------------------------------------------------------------------
 
 
@@ -737,22 +757,12 @@ class ProvisioningRequestController(RuntimeComponent):
     ) -> dict[str, Any] | None:
         """The entry after this pass (a copy), or None to abort the whole pass (the check-state sync of ``provisioning/controller.go``)."""
         new = copy.deepcopy(entry)
-
-        def set_state(state: str) -> None:
-            new["state"] = state
-
-        def set_message(message: str) -> None:
-            # Upstream's updateCheckMessage never clears a message.
-            if message:
-                new["message"] = message
-
         if prc is None:
-            set_state(st.PENDING)
-            set_message(CHECK_INACTIVE_MESSAGE)
+            update_check_state(new, st.PENDING)
+            update_check_message(new, CHECK_INACTIVE_MESSAGE)
             return new
         if not request_is_needed(wl, prc):
-            if new.get("state") != st.READY:
-                set_state(st.READY)
+            if update_check_state(new, st.READY):
                 new["message"] = NO_REQUEST_NEEDED
                 new.pop("podSetUpdates", None)
             return new
@@ -765,16 +775,16 @@ class ProvisioningRequestController(RuntimeComponent):
         def retry_or_reject(cond: dict[str, Any], prefix: str) -> None:
             cond_message = str(cond.get("message") or "")
             if attempt <= strategy.backoff_limit_count:
-                set_message(f"{prefix}{cond_message}")
+                update_check_message(new, f"{prefix}{cond_message}")
                 retry_count = int(new.get("retryCount") or 0)
                 # A request older than the retries already taken must not trigger another one.
                 if attempt > retry_count:
-                    set_state(st.RETRY)
+                    update_check_state(new, st.RETRY)
                     new["requeueAfterSeconds"] = st.requeue_after_seconds(
                         retry_count, strategy.backoff_base_seconds, strategy.backoff_max_seconds
                     )
             else:
-                set_state(st.REJECTED)
+                new["state"] = st.REJECTED
                 new["message"] = cond_message
 
         failed = _true_condition(pr, FAILED)
@@ -787,27 +797,30 @@ class ProvisioningRequestController(RuntimeComponent):
             if st.is_active(wl) and not st.is_finished(wl):
                 # Rejecting deactivates the workload: its pods could never run again, the nodes
                 # are already gone.
-                set_state(st.REJECTED)
-                set_message(str(revoked.get("message") or ""))
+                update_check_state(new, st.REJECTED)
+                update_check_message(new, str(revoked.get("message") or ""))
         elif expired is not None:
             if not st.is_admitted(wl):
                 retry_or_reject(expired, "Retrying after booking expired: ")
         elif provisioned is not None:
-            if new.get("state") != st.READY:
-                set_state(st.READY)
+            if update_check_state(new, st.READY):
                 updates = pod_set_updates(wl, pr, prc)
                 if updates:
                     new["podSetUpdates"] = updates
                 else:
                     new.pop("podSetUpdates", None)
-                set_message(str(provisioned.get("message") or ""))
+                # The request's message replaces the previous one, an empty one included.
+                update_check_message(new, str(provisioned.get("message") or ""))
         elif _true_condition(pr, ACCEPTED) is not None:
             eta = st.find_condition(pr, PROVISIONED)
             if eta is not None:
-                set_message(str(eta.get("message") or ""))
-                set_state(st.PENDING)
+                update_check_message(new, str(eta.get("message") or ""))
+                update_check_state(new, st.PENDING)
         else:
-            set_state(st.PENDING)
+            # Nothing to report until the autoscaler sets a condition, and whatever the previous
+            # state left behind (e.g. a FailedCreate message) no longer holds.
+            update_check_message(new, "")
+            update_check_state(new, st.PENDING)
         return new
 
     def _sync_check_states(
