@@ -107,8 +107,8 @@ _CHECK = "admissioncheck"
 class InconsistentPodSetAssignments(Exception):
     """The admission lacks an assignment for a podSet that needs capacity."""
 
-    def __init__(self) -> None:
-        super().__init__("inconsistent podSet assignments")
+    def __init__(self, detail: str = "") -> None:
+        super().__init__("inconsistent podSet assignments" + (f": {detail}" if detail else ""))
 
 
 # --- naming ---------------------------------------------------------------------------------------
@@ -248,8 +248,29 @@ def required_pod_sets(wl: Mapping[str, Any], prc: Mapping[str, Any]) -> list[tup
 
 
 def request_is_needed(wl: Mapping[str, Any], prc: Mapping[str, Any]) -> bool:
-    """Whether the Workload needs a ProvisioningRequest under ``prc`` (upstream ``provisioning/controller.go``: a podSet with a count and a managed resource)."""
-    return bool(required_pod_sets(wl, prc))
+    """Whether the Workload needs a ProvisioningRequest under ``prc`` (upstream ``reqIsNeeded``).
+
+    True at the first podSet (spec order) with a positive count, using one of the config's
+    ``managedResources`` (any resource when the list is empty) and admitted with a positive count
+    (default: the spec count). Such a podSet without an assignment, before one that needs
+    capacity, raises :class:`InconsistentPodSetAssignments`.
+    """
+    managed = set((prc.get("spec") or {}).get("managedResources") or ())
+    assignments = _assignments(wl)
+    for ps in (wl.get("spec") or {}).get("podSets") or ():
+        spec_count = int(ps.get("count", 1))
+        if spec_count <= 0:
+            continue
+        if managed and not _uses_resources((ps.get("template") or {}).get("spec") or {}, managed):
+            continue
+        name = str(ps.get("name"))
+        psa = assignments.get(name)
+        if psa is None:
+            raise InconsistentPodSetAssignments(f'missing assignment for PodSet "{name}"')
+        count = spec_count if psa.get("count") is None else int(psa["count"])
+        if count > 0:
+            return True
+    return False
 
 
 def _requests_per_container(pod_spec: Mapping[str, Any], key: str) -> list[Any]:
