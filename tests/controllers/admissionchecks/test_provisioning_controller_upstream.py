@@ -1342,12 +1342,6 @@ CASES: dict[str, Case] = {
 
 
 PENDING: dict[str, str] = {
-    "when pod template creation error": "the error is not returned",
-    "when provisioning request creation error": "the error is not returned",
-    "when the provisioning request already exists": "AlreadyExists taken for success",
-    "when the existing request is already visible in the cache": "AlreadyExists taken for success",
-    "the cache has not observed the request yet": "no is_missing_in_cache",
-    "the request is already visible": "no is_missing_in_cache",
     "single owner, single match": "only a controller reference to a Workload indexed",
     "multiple owners, multiple matches": "only a controller reference to a Workload indexed",
 }

@@ -38,7 +38,7 @@ import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from pykueue.api.feature_gates import FeatureGates
 from pykueue.api.meta import controller_of
@@ -918,8 +918,7 @@ class ProvisioningRequestController(RuntimeComponent):
                 create = True
             if create:
                 pr = self._create_request(wl, check, entry, prc, attempt)
-            if pr is None:
-                return
+            assert pr is not None
             self._adopt_pod_templates(wl, pr)
 
     def _create_request(
@@ -929,7 +928,10 @@ class ProvisioningRequestController(RuntimeComponent):
         entry: dict[str, Any] | None,
         prc: dict[str, Any],
         attempt: int,
-    ) -> dict[str, Any] | None:
+    ) -> dict[str, Any]:
+        """Create attempt ``attempt`` of the check's request and its missing PodTemplates (upstream
+        ``syncOwnedProvisionRequest``); a failed create is reported and raised (the reconcile fails
+        and is retried with backoff)."""
         meta = st.metadata(wl)
         namespace = str(meta.get("namespace"))
         name = provisioning_request_name(str(meta.get("name")), check, attempt)
@@ -941,13 +943,15 @@ class ProvisioningRequestController(RuntimeComponent):
             except NotFound:
                 try:
                     self.client.create(r.POD_TEMPLATES, self._build_pod_template(wl, template_name, merged))
-                except AlreadyExists:
-                    pass  # created meanwhile (or by an earlier pass whose read was stale)
                 except (APIError, ValueError) as err:
                     self._handle_create_error(
-                        wl, check, entry, f'Error creating PodTemplate "{template_name}": {_err_text(err)}'
+                        wl,
+                        check,
+                        entry,
+                        (r.POD_TEMPLATES, template_name, namespace),
+                        f'Error creating PodTemplate "{template_name}": {_err_text(err)}',
+                        err,
                     )
-                    return None
             pod_sets.append({"podTemplateRef": {"name": template_name}, "count": merged.count})
         body: dict[str, Any] = {
             "apiVersion": r.PROVISIONING_REQUESTS.api_version,
@@ -966,18 +970,15 @@ class ProvisioningRequestController(RuntimeComponent):
         body["spec"]["podSets"] = pod_sets
         try:
             created = self.client.create(r.PROVISIONING_REQUESTS, body)
-        except AlreadyExists:
-            # It exists but the cache has not seen it yet: not an error (upstream skips the
-            # FailedCreate event in this case too).
-            try:
-                return self.client.get(r.PROVISIONING_REQUESTS, name, namespace)
-            except NotFound:
-                return None
         except APIError as err:
             self._handle_create_error(
-                wl, check, entry, f'Error creating ProvisioningRequest "{name}": {_err_text(err)}'
+                wl,
+                check,
+                entry,
+                (r.PROVISIONING_REQUESTS, name, namespace),
+                f'Error creating ProvisioningRequest "{name}": {_err_text(err)}',
+                err,
             )
-            return None
         self.recorder.event(
             wl, NORMAL, EVENT_REQUEST_CREATED, f'Created ProvisioningRequest: "{name}"', action="Created"
         )
@@ -1034,12 +1035,44 @@ class ProvisioningRequestController(RuntimeComponent):
                 pt["metadata"]["ownerReferences"] = refs
                 self.client.replace(r.POD_TEMPLATES, pt)
 
+    def is_missing_in_cache(self, res: Resource, name: str, namespace: str) -> bool:
+        """Whether the object is absent from what this controller reads (upstream ``isMissingInCache``).
+
+        Paired with an AlreadyExists from the API server, it means an earlier reconcile created
+        the object and the cache has not observed it yet. ProvisioningRequests are read from
+        the requests informer; PodTemplates, which this controller reads from the API server
+        itself, from there.
+        """
+        if res.plural == r.PROVISIONING_REQUESTS.plural and res.group == r.PROVISIONING_REQUESTS.group:
+            return self.requests.get((namespace, name)) is None
+        try:
+            self.client.get(res, name, namespace)
+        except NotFound:
+            return True
+        return False
+
     def _handle_create_error(
-        self, wl: dict[str, Any], check: str, entry: dict[str, Any] | None, message: str
-    ) -> None:
-        self.recorder.event(wl, WARNING, EVENT_FAILED_CREATE, message)
+        self,
+        wl: dict[str, Any],
+        check: str,
+        entry: dict[str, Any] | None,
+        obj: tuple[Resource, str, str],
+        message: str,
+        err: Exception,
+    ) -> NoReturn:
+        """Report a failed create on the Workload (a FailedCreate event, the message on the check)
+        and raise ``err`` (upstream ``handleError``).
+
+        An AlreadyExists for an object the cache has not observed yet is an earlier reconcile's
+        own creation that this one raced: the message would outlive the state it describes (it
+        stays on the check and is appended to every event built from it), so nothing is
+        reported and only the error is raised."""
+        if isinstance(err, AlreadyExists) and self.is_missing_in_cache(*obj):
+            log.debug("%s already exists but is not in the cache yet, not recording: %s", obj[1], message)
+            raise err
+        self.recorder.event(wl, WARNING, EVENT_FAILED_CREATE, message, action=EVENT_FAILED_CREATE)
         if entry is None:
-            return
+            raise err
         state = str(entry.get("state"))
         updates = entry.get("podSetUpdates")
         requeue = entry.get("requeueAfterSeconds")
@@ -1058,6 +1091,7 @@ class ProvisioningRequestController(RuntimeComponent):
             )
 
         update_status(self.client, r.WORKLOADS, wl, mutate)
+        raise err
 
 
 ProvisioningCheckController = ProvisioningRequestController
