@@ -1342,8 +1342,6 @@ CASES: dict[str, Case] = {
 
 
 PENDING: dict[str, str] = {
-    "single owner, single match": "only a controller reference to a Workload indexed",
-    "multiple owners, multiple matches": "only a controller reference to a Workload indexed",
 }
 """Cases pykueue decided differently before its fix (upstream is the authority): strict xfails."""
 

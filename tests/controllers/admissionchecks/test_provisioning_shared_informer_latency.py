@@ -135,16 +135,20 @@ def test_the_managers_initial_sync_does_not_wait_for_the_check_controllers_view(
 
 def test_owned_requests_follow_the_requests_informers_changes() -> None:
     # The owner index answers as the scan of the cache it replaces: ADDED, a MODIFIED that moves a
-    # request to another owner, DELETED, and only Workload owners of the kueue group count.
+    # request to another owner, DELETED; as upstream's indexRequestsOwner, every owner reference's
+    # name counts, whatever its kind.
     store, client = _client(0)
     try:
         ctl = ProvisioningRequestController(client)
         requests = ctl.requests
         assert isinstance(requests, Informer)
 
-        def pr(name: str, owner: str, kind: str = "Workload", ns: str = "default") -> dict[str, object]:
-            ref = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": kind, "name": owner, "controller": True, "uid": "u"}
-            return {"metadata": {"name": name, "namespace": ns, "ownerReferences": [ref]}}
+        def pr(name: str, *owners: str, kind: str = "Workload", ns: str = "default") -> dict[str, object]:
+            refs = [
+                {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": kind, "name": o, "controller": i == 0, "uid": "u"}
+                for i, o in enumerate(owners)
+            ]
+            return {"metadata": {"name": name, "namespace": ns, "ownerReferences": refs}}
 
         def owned(wl: str, ns: str = "default") -> list[str]:
             return sorted(p["metadata"]["name"] for p in ctl.owned_requests({"metadata": {"name": wl, "namespace": ns}}))
@@ -153,12 +157,16 @@ def test_owned_requests_follow_the_requests_informers_changes() -> None:
         requests._deliver(ADDED, ("default", "a-2"), pr("a-2", "a"))
         requests._deliver(ADDED, ("other", "a-3"), pr("a-3", "a", ns="other"))
         requests._deliver(ADDED, ("default", "j-1"), pr("j-1", "a", kind="Job"))
-        assert owned("a") == ["a-1", "a-2"] and owned("a", "other") == ["a-3"]
+        requests._deliver(ADDED, ("default", "c-1"), pr("c-1", "c", "a"))
+        assert owned("a") == ["a-1", "a-2", "c-1", "j-1"] and owned("a", "other") == ["a-3"]
+        assert owned("c") == ["c-1"]
         requests._deliver(MODIFIED, ("default", "a-2"), pr("a-2", "b"))
-        assert owned("a") == ["a-1"] and owned("b") == ["a-2"]
+        assert owned("a") == ["a-1", "c-1", "j-1"] and owned("b") == ["a-2"]
         requests._deliver(DELETED, ("default", "a-1"), pr("a-1", "a"))
+        requests._deliver(DELETED, ("default", "j-1"), pr("j-1", "a", kind="Job"))
+        requests._deliver(MODIFIED, ("default", "c-1"), pr("c-1", "c"))
         assert owned("a") == [] and ctl._owned.get(("default", "a")) is None
-        requests._deliver(MODIFIED, ("default", "a-2"), pr("a-2", "b", kind="Job"))
+        requests._deliver(MODIFIED, ("default", "a-2"), pr("a-2", kind="Job"))
         assert owned("b") == [] and not ctl._owned.get(("default", "b"))
     finally:
         store.close()

@@ -424,6 +424,11 @@ def _group_of(api_version: str) -> str:
     return api_version.split("/", 1)[0] if "/" in api_version else ""
 
 
+def owner_names(obj: Mapping[str, Any]) -> list[str]:
+    """The names of an object's owner references, whatever their kind (upstream ``indexRequestsOwner``)."""
+    return [str(ref.get("name")) for ref in st.metadata(obj).get("ownerReferences") or () if ref.get("name")]
+
+
 def owner_workload_name(pr: Mapping[str, Any]) -> str | None:
     """The Workload controlling a ProvisioningRequest (by name, as upstream's index does)."""
     ref = controller_of(pr)
@@ -532,14 +537,14 @@ class ProvisioningRequestController(RuntimeComponent):
         # Workload's bytes, and this informer holds every Workload of the cluster (50,000 in
         # Kueue's large-scale benchmark: about 10 KiB each of the controller process's RSS).
         strip = strip_managed_fields
-        # (namespace, owner Workload name) -> names of the ProvisioningRequests it controls, and
-        # each request's owner: upstream's field index on the owner reference
-        # (provisioning/indexer.go, RequestsOwnedByWorkloadKey), kept by _on_request from the
-        # requests informer's changes. owned_requests runs on the manager's Workload informer
+        # (namespace, owner name) -> names of the ProvisioningRequests one of whose owner references
+        # names it, and each request's owners: upstream's field index on the owner references
+        # (provisioning/indexer.go, indexRequestsOwner: every reference's name, whatever its kind
+        # or controller flag), kept by _on_request from the requests informer's changes. owned_requests runs on the manager's Workload informer
         # thread (_on_workload through _concerns_us): a scan of every cached request there would
         # hold up the manager's own intake.
         self._owned: dict[ObjectKey, dict[str, None]] = {}
-        self._owner_of: dict[ObjectKey, ObjectKey] = {}
+        self._owner_of: dict[ObjectKey, frozenset[ObjectKey]] = {}
         self._owned_lock = threading.Lock()
         self.checks = self.runtime.informer(r.ADMISSION_CHECKS, self._on_check, transform=strip)
         self.configs = self.runtime.informer(r.PROVISIONING_REQUEST_CONFIGS, self._on_config, transform=strip)
@@ -594,31 +599,35 @@ class ProvisioningRequestController(RuntimeComponent):
     def _on_request(self, change: Change) -> None:
         if change.type == SYNCED:
             return
+        self._index_request(change)
+        # Owns(&ProvisioningRequest{}): the change reconciles the Workload controlling the request.
         owner = owner_workload_name(change.object)
-        self._index_request(change, owner)
         if owner is not None:
             self.runtime.enqueue(_WORKLOAD, str(st.metadata(change.object).get("namespace") or ""), owner)
 
-    def _index_request(self, change: Change, owner: str | None) -> None:
+    def _index_request(self, change: Change) -> None:
         """Keep the owner index in step with the requests informer's cache."""
         key = object_key(change.object)
         ns, name = key
-        now = (ns, owner) if change.type != DELETED and owner is not None else None
+        now = (
+            frozenset((ns, owner) for owner in owner_names(change.object))
+            if change.type != DELETED
+            else frozenset()
+        )
         with self._owned_lock:
-            prev = self._owner_of.pop(key, None)  # the owner it was indexed under, if any
-            if prev == now:  # most changes: the owner stays, and so does the request's place
-                if now is not None:
-                    self._owner_of[key] = now
+            prev = self._owner_of.pop(key, frozenset())  # the owners it was indexed under
+            if now:
+                self._owner_of[key] = now
+            if prev == now:  # most changes: the owners stay, and so does the request's place
                 return
-            if prev is not None:
-                names = self._owned.get(prev)
+            for owner_key in prev - now:
+                names = self._owned.get(owner_key)
                 if names is not None:
                     names.pop(name, None)
                     if not names:
-                        del self._owned[prev]
-            if now is not None:
-                self._owner_of[key] = now
-                self._owned.setdefault(now, {})[name] = None
+                        del self._owned[owner_key]
+            for owner_key in now - prev:
+                self._owned.setdefault(owner_key, {})[name] = None
 
     def _on_workload(self, change: Change) -> None:
         if change.type in (SYNCED, DELETED):
@@ -687,7 +696,8 @@ class ProvisioningRequestController(RuntimeComponent):
         return out
 
     def owned_requests(self, wl: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """Cached ProvisioningRequests controlled by the Workload (same namespace, by name)."""
+        """Cached ProvisioningRequests one of whose owner references names the Workload (same
+        namespace; upstream's List by ``RequestsOwnedByWorkloadKey``)."""
         ns, name = object_key(dict(wl))
         with self._owned_lock:
             names = list(self._owned.get((ns, name), ()))
@@ -697,7 +707,7 @@ class ProvisioningRequestController(RuntimeComponent):
             # The cache may be a step ahead of the index (its informer updates the cache before
             # calling _on_request): the owner is checked on the cached object itself; a request
             # added meanwhile queues its Workload again once indexed.
-            if pr is not None and owner_workload_name(pr) == name:
+            if pr is not None and name in owner_names(pr):
                 out.append(pr)
         return out
 
