@@ -1342,6 +1342,11 @@ CASES: dict[str, Case] = {
 
 
 PENDING: dict[str, str] = {
+    "requests removed when no check of the controller is left": "kept",
+    "a bad parameters reference fails the reconcile": "the check made inactive",
+    "a missing parameters reference fails the reconcile": "the check made inactive",
+    "a failed request's templates pass to it while the check is in Retry": "skipped",
+    "a check in Retry without a request gets one": "skipped",
 }
 """Cases pykueue decided differently before its fix (upstream is the authority): strict xfails."""
 
@@ -1390,7 +1395,11 @@ def _normalized_check(state: Mapping[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("name", cases(CASES))
 def test_reconcile(name: str, world_factory: Callable[..., World]) -> None:
-    tc = CASES[name]
+    run_case(CASES[name], world_factory)
+
+
+def run_case(tc: Case, world_factory: Callable[..., World]) -> None:
+    """Seed, reconcile once, compare (the body of upstream's ``TestReconcile`` loop)."""
     w = world_factory(
         workload_obj=tc.workload,
         requests=tc.requests,
@@ -1444,6 +1453,91 @@ def test_reconcile(name: str, world_factory: Callable[..., World]) -> None:
 
     assert [(typ, reason, msg) for _key, typ, reason, msg in w.recorder.events] == tc.want_events
     assert all(key == f"{NS}/wl" for key, *_ in w.recorder.events)
+
+
+# --- beyond upstream's cases ---------------------------------------------------------------------
+#
+# Decisions upstream's Reconcile makes that no TestReconcile case exercises, in the same form.
+
+
+EXTRA_CASES: dict[str, Case] = {
+    # Reconcile: with no check of this controller left, checkConfig is empty and
+    # deleteUnusedProvisioningRequests keeps none of the Workload's requests.
+    "requests removed when no check of the controller is left": Case(
+        workload=base_workload(checks=[check_state("not-provisioning")]),
+        flavors=flavors(),
+        configs=[config()],
+        requests=[request()],
+        templates=[base_template1(), base_template2()],
+        want_requests_not_found=["wl-check1-1"],
+    ),
+    # Reconcile: ConfigForAdmissionCheck's error for a bad parameters reference is not a NotFound,
+    # so the reconcile fails before anything is written or deleted (only a missing config makes
+    # the check inactive).
+    "a bad parameters reference fails the reconcile": Case(
+        workload=base_workload(),
+        checks=[
+            admission_check(parameters={"apiGroup": "kueue.x-k8s.io", "kind": "BadKind", "name": "config1"})
+        ],
+        flavors=flavors(),
+        configs=[config()],
+        requests=[request()],
+        want_error=ValueError,
+        want_error_text='wrong kind "BadKind", expecting "ProvisioningRequestConfig": bad parameters reference',
+        want_checks=TWO_CHECKS,
+        want_requests={"wl-check1-1": _want_request(base_request_spec())},
+    ),
+    "a missing parameters reference fails the reconcile": Case(
+        workload=base_workload(),
+        checks=[t.admission_check("check1", CONTROLLER_NAME)],
+        flavors=flavors(),
+        configs=[config()],
+        want_error=ValueError,
+        want_error_text="missing parameters reference",
+        want_checks=TWO_CHECKS,
+        want_requests={"wl-check1-1": None},
+    ),
+    # syncOwnedProvisionRequest skips a Ready check only: a check in Retry or Rejected still has
+    # its request's PodTemplates passed to the request...
+    "a failed request's templates pass to it while the check is in Retry": Case(
+        workload=base_workload(),
+        checks=[admission_check()],
+        flavors=flavors(),
+        configs=[config(retry_limit=2)],
+        requests=[request(conditions=by_test("Failed"))],
+        templates=[owned_by_workload(base_template1()), base_template2()],
+        want_checks=_checks(
+            check_state(
+                "check1", "Retry", "Retrying after failure: By test", requeueAfterSeconds=BACKOFF_BASE_SECONDS
+            )
+        ),
+        want_templates={
+            "ppt-wl-check1-1-ps1": (base_template1(), PR_OWNER),
+            "ppt-wl-check1-1-ps2": (base_template2(), PR_OWNER),
+        },
+        want_events=[
+            _updated(
+                "Admission check check1 updated state from Pending to Retry with message: "
+                "Retrying after failure: By test"
+            )
+        ],
+    ),
+    # ... and gets one when it has none (e.g. its request went out of sync with the config).
+    "a check in Retry without a request gets one": Case(
+        workload=base_workload(checks=_checks(check_state("check1", "Retry", "Retrying after failure: x"))),
+        checks=[admission_check()],
+        flavors=flavors(),
+        configs=[config()],
+        want_checks=_checks(check_state("check1", "Retry", "Retrying after failure: x")),
+        want_requests={"wl-check1-1": _want_request(base_request_spec())},
+        want_events=[CREATED],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", cases(EXTRA_CASES))
+def test_reconcile_beyond_upstream_cases(name: str, world_factory: Callable[..., World]) -> None:
+    run_case(EXTRA_CASES[name], world_factory)
 
 
 # --- TestReconcileAdmissionCheck ----------------------------------------------------------------
