@@ -1342,7 +1342,6 @@ CASES: dict[str, Case] = {
 
 
 PENDING: dict[str, str] = {
-    "requests removed when no check of the controller is left": "kept",
     "a bad parameters reference fails the reconcile": "the check made inactive",
     "a missing parameters reference fails the reconcile": "the check made inactive",
     "a failed request's templates pass to it while the check is in Retry": "skipped",

@@ -756,9 +756,8 @@ class ProvisioningRequestController(RuntimeComponent):
             return None
         if evicted:
             return None
+        # With no check of this controller left, no request is kept: the cleanup below deletes them.
         relevant = self._relevant_checks(wl)
-        if not relevant:
-            return None
         configs = {check: self.config_for_check(check) for check in relevant}
         active = self.active_or_last(wl, configs, owned)
         synced = self._sync_check_states(wl, configs, active)
