@@ -44,6 +44,7 @@ from pykueue.controllers.admissionchecks.provisioning import (
     CHECK_INACTIVE_MESSAGE,
     CONTROLLER_NAME,
     NO_REQUEST_NEEDED,
+    BadParametersRef,
     InconsistentPodSetAssignments,
     ProvisioningRequestController,
     config_name_of,
@@ -1342,8 +1343,6 @@ CASES: dict[str, Case] = {
 
 
 PENDING: dict[str, str] = {
-    "a bad parameters reference fails the reconcile": "the check made inactive",
-    "a missing parameters reference fails the reconcile": "the check made inactive",
     "a failed request's templates pass to it while the check is in Retry": "skipped",
     "a check in Retry without a request gets one": "skipped",
 }
@@ -1481,7 +1480,7 @@ EXTRA_CASES: dict[str, Case] = {
         flavors=flavors(),
         configs=[config()],
         requests=[request()],
-        want_error=ValueError,
+        want_error=BadParametersRef,
         want_error_text='wrong kind "BadKind", expecting "ProvisioningRequestConfig": bad parameters reference',
         want_checks=TWO_CHECKS,
         want_requests={"wl-check1-1": _want_request(base_request_spec())},
@@ -1491,7 +1490,7 @@ EXTRA_CASES: dict[str, Case] = {
         checks=[t.admission_check("check1", CONTROLLER_NAME)],
         flavors=flavors(),
         configs=[config()],
-        want_error=ValueError,
+        want_error=BadParametersRef,
         want_error_text="missing parameters reference",
         want_checks=TWO_CHECKS,
         want_requests={"wl-check1-1": None},

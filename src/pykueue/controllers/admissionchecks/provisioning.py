@@ -111,6 +111,10 @@ class InconsistentPodSetAssignments(Exception):
         super().__init__("inconsistent podSet assignments" + (f": {detail}" if detail else ""))
 
 
+class BadParametersRef(ValueError):
+    """An AdmissionCheck's ``spec.parameters`` cannot name a ProvisioningRequestConfig."""
+
+
 # --- naming ---------------------------------------------------------------------------------------
 
 
@@ -678,14 +682,21 @@ class ProvisioningRequestController(RuntimeComponent):
     # -- Workloads -------------------------------------------------------------------------------
 
     def config_for_check(self, check: str) -> dict[str, Any] | None:
-        """The ProvisioningRequestConfig of an AdmissionCheck (None: the check is not active)."""
+        """The ProvisioningRequestConfig of an AdmissionCheck (upstream ``ConfigForAdmissionCheck``).
+
+        None when the check or its config is not found (the check is not active); a parameters
+        reference that cannot name a config raises :class:`BadParametersRef`, which fails the
+        reconcile as upstream's error, not being a NotFound, does.
+        """
         ac = self.checks.get(("", check))
         if ac is None:
             return None
-        name = config_name_of(ac)
-        if name is None:
-            return None
-        return self.configs.get(("", name))
+        ref = (ac.get("spec") or {}).get("parameters")
+        error = parameters_ref_error(ref)
+        if error is not None:
+            raise BadParametersRef(error)
+        assert ref is not None
+        return self.configs.get(("", str(ref["name"])))
 
     def _relevant_checks(self, wl: Mapping[str, Any]) -> list[str]:
         out = []
