@@ -1343,8 +1343,6 @@ CASES: dict[str, Case] = {
 
 
 PENDING: dict[str, str] = {
-    "a failed request's templates pass to it while the check is in Retry": "skipped",
-    "a check in Retry without a request gets one": "skipped",
 }
 """Cases pykueue decided differently before its fix (upstream is the authority): strict xfails."""
 

@@ -925,20 +925,21 @@ class ProvisioningRequestController(RuntimeComponent):
             if prc is None or not request_is_needed(wl, prc):
                 continue
             entry = st.find_check(wl, check)
-            if entry is not None and entry.get("state") != st.PENDING:
-                continue  # Ready is done; Retry/Rejected wait for Kueue's eviction/deactivation
+            if entry is not None and entry.get("state") == st.READY:
+                continue  # provisioned: nothing to create, the templates were passed on already
             pr = active.get(check)
+            # After a cleanup deleted the previous request, the retry count names the next attempt.
             attempt = int((entry or {}).get("retryCount") or 0) + 1
-            create = pr is None
-            if pr is not None and (
+            if pr is None:
+                pr = self._create_request(wl, check, entry, prc, attempt)
+            elif (
                 _true_condition(pr, FAILED) is not None
                 or (_true_condition(pr, BOOKING_EXPIRED) is not None and not st.is_admitted(wl))
-            ):
+            ) and entry is not None and entry.get("state") == st.PENDING:
+                # Failed (or expired before admission) and Pending again: the next attempt. In
+                # Retry or Rejected no other request is created.
                 attempt = (attempt_of(str(st.metadata(pr).get("name")), wl_name, check) or 1) + 1
-                create = True
-            if create:
                 pr = self._create_request(wl, check, entry, prc, attempt)
-            assert pr is not None
             self._adopt_pod_templates(wl, pr)
 
     def _create_request(
