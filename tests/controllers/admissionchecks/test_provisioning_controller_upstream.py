@@ -76,6 +76,7 @@ def pod_set(
     priority_class: str | None = None,
     required_topology: str | None = None,
     required_node_affinity: list[dict[str, Any]] | None = None,
+    node_selector: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """``MakePodSet(name, count)`` with one container ``c`` and ``RestartPolicy: Never``."""
     spec: dict[str, Any] = {
@@ -84,6 +85,8 @@ def pod_set(
     }
     if priority_class:
         spec["priorityClassName"] = priority_class
+    if node_selector:
+        spec["nodeSelector"] = dict(node_selector)
     if required_node_affinity:
         spec["affinity"] = {
             "nodeAffinity": {
@@ -309,6 +312,8 @@ def template(
     limits: Mapping[str, str] | None = None,
     priority_class: str | None = None,
     affinity: dict[str, Any] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    scheduling_gates: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """``MakePodTemplate(name, ns)`` as the controller builds it (container ``c``)."""
     resources: dict[str, Any] = {"requests": dict(requests)}
@@ -325,11 +330,16 @@ def template(
         spec["priorityClassName"] = priority_class
     if affinity:
         spec["affinity"] = affinity
+    if scheduling_gates:
+        spec["schedulingGates"] = scheduling_gates
+    pod: dict[str, Any] = {"spec": spec}
+    if annotations:
+        pod["metadata"] = {"annotations": dict(annotations)}
     return {
         "apiVersion": "v1",
         "kind": "PodTemplate",
         "metadata": {"name": name, "namespace": NS, "labels": dict(MANAGED)},
-        "template": {"spec": spec},
+        "template": pod,
     }
 
 
@@ -519,8 +529,13 @@ def _template_view(pt: Mapping[str, Any]) -> dict[str, Any]:
         {"name": c.get("name"), "resources": c.get("resources") or {}} for c in spec.pop("containers", [])
     ]
     kept = {
-        k: spec[k] for k in ("nodeSelector", "tolerations", "priorityClassName", "affinity") if spec.get(k)
+        k: spec[k]
+        for k in ("nodeSelector", "tolerations", "priorityClassName", "affinity", "schedulingGates")
+        if spec.get(k)
     }
+    annotations = ((pt.get("template") or {}).get("metadata") or {}).get("annotations")
+    if annotations:
+        kept["annotations"] = annotations
     return {
         "name": pt["metadata"]["name"],
         "labels": pt["metadata"].get("labels") or {},
@@ -1343,6 +1358,9 @@ CASES: dict[str, Case] = {
 
 
 PENDING: dict[str, str] = {
+    "a topology assignment gates the PodTemplate": "no gate",
+    "a topology assignment of a podSet requesting a topology gates the PodTemplate": "no gate",
+    "a node selector conflicting with the flavor's fails the PodTemplate": "another error text",
 }
 """Cases pykueue decided differently before its fix (upstream is the authority): strict xfails."""
 
@@ -1456,6 +1474,15 @@ def run_case(tc: Case, world_factory: Callable[..., World]) -> None:
 # Decisions upstream's Reconcile makes that no TestReconcile case exercises, in the same form.
 
 
+TOPOLOGY = {
+    "levels": ["rack"],
+    "slices": [{"domainCount": 1, "podCounts": {"universal": 1}, "valuesPerLevel": [{"universal": "r1"}]}],
+}
+MERGE_CONFLICT = (
+    'Error creating PodTemplate "ppt-wl-check1-1-main": invalid admission check PodSetUpdate: '
+    "conflict for nodeSelector: conflict for key=f1l1, value1=other, value2=v1"
+)
+
 EXTRA_CASES: dict[str, Case] = {
     # Reconcile: with no check of this controller left, checkConfig is empty and
     # deleteUnusedProvisioningRequests keeps none of the Workload's requests.
@@ -1527,6 +1554,80 @@ EXTRA_CASES: dict[str, Case] = {
         want_checks=_checks(check_state("check1", "Retry", "Retrying after failure: x")),
         want_requests={"wl-check1-1": _want_request(base_request_spec())},
         want_events=[CREATED],
+    ),
+    # createPodTemplate: podset.FromAssignment gates the pods of a podSet with a topology
+    # assignment (TopologyAwareScheduling), marking them unconstrained unless the podSet requests
+    # a topology...
+    "a topology assignment gates the PodTemplate": Case(
+        workload=workload(
+            [pod_set("main", 1, requests={"cpu": "1"})],
+            [{**assignment("main", 1, {"cpu": "flv1"}, {"cpu": "1"}), "topologyAssignment": TOPOLOGY}],
+            [check_state("check1")],
+        ),
+        checks=[admission_check()],
+        flavors=flavors(),
+        configs=[config()],
+        want_checks=[check_state("check1")],
+        want_requests={
+            "wl-check1-1": _want_request(
+                {
+                    **base_request_spec(),
+                    "podSets": [{"podTemplateRef": {"name": "ppt-wl-check1-1-main"}, "count": 1}],
+                }
+            )
+        },
+        want_templates={
+            "ppt-wl-check1-1-main": (
+                template(
+                    "ppt-wl-check1-1-main",
+                    {"cpu": "1"},
+                    {"f1l1": "v1"},
+                    tolerations=[TOLERATION],
+                    annotations={"kueue.x-k8s.io/podset-unconstrained-topology": "true"},
+                    scheduling_gates=[{"name": "kueue.x-k8s.io/topology"}],
+                ),
+                PR_OWNER,
+            )
+        },
+        want_events=[CREATED],
+    ),
+    "a topology assignment of a podSet requesting a topology gates the PodTemplate": Case(
+        workload=workload(
+            [pod_set("main", 1, requests={"cpu": "1"}, required_topology="rack")],
+            [{**assignment("main", 1, {"cpu": "flv2"}, {"cpu": "1"}), "topologyAssignment": TOPOLOGY}],
+            [check_state("check1")],
+        ),
+        checks=[admission_check()],
+        flavors=flavors(),
+        configs=[config()],
+        want_checks=[check_state("check1")],
+        want_templates={
+            "ppt-wl-check1-1-main": (
+                template(
+                    "ppt-wl-check1-1-main",
+                    {"cpu": "1"},
+                    {"f2l1": "v1"},
+                    scheduling_gates=[{"name": "kueue.x-k8s.io/topology"}],
+                ),
+                PR_OWNER,
+            )
+        },
+        want_events=[CREATED],
+    ),
+    # ... and podset.Merge refuses a flavor label the podSet selects another value of.
+    "a node selector conflicting with the flavor's fails the PodTemplate": Case(
+        workload=workload(
+            [pod_set("main", 1, requests={"cpu": "1"}, node_selector={"f1l1": "other"})],
+            [assignment("main", 1, {"cpu": "flv1"}, {"cpu": "1"})],
+            [check_state("check1")],
+        ),
+        checks=[admission_check()],
+        flavors=flavors(),
+        configs=[config()],
+        want_error=ValueError,
+        want_checks=[check_state("check1", "Pending", MERGE_CONFLICT)],
+        want_requests={"wl-check1-1": None},
+        want_events=[("Warning", "FailedCreate", MERGE_CONFLICT)],
     ),
 }
 
