@@ -1360,7 +1360,6 @@ CASES: dict[str, Case] = {
 PENDING: dict[str, str] = {
     "a topology assignment gates the PodTemplate": "no gate",
     "a topology assignment of a podSet requesting a topology gates the PodTemplate": "no gate",
-    "a node selector conflicting with the flavor's fails the PodTemplate": "another error text",
 }
 """Cases pykueue decided differently before its fix (upstream is the authority): strict xfails."""
 

@@ -450,7 +450,7 @@ def _merge_flavor_info(
     for key, value in node_selector.items():
         if key in current and current[key] != value:
             raise ValueError(
-                "invalid podset infos: conflict for nodeSelector: "
+                "invalid admission check PodSetUpdate: conflict for nodeSelector: "
                 f"conflict for key={key}, value1={current[key]}, value2={value}"
             )
         current[key] = value
