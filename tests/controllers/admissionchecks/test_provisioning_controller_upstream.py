@@ -1358,8 +1358,6 @@ CASES: dict[str, Case] = {
 
 
 PENDING: dict[str, str] = {
-    "a topology assignment gates the PodTemplate": "no gate",
-    "a topology assignment of a podSet requesting a topology gates the PodTemplate": "no gate",
 }
 """Cases pykueue decided differently before its fix (upstream is the authority): strict xfails."""
 

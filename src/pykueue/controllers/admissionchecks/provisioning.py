@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from pykueue.api.feature_gates import FeatureGates
+from pykueue.api.jobs import PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION
 from pykueue.api.meta import controller_of
 from pykueue.checks import states as st
 from pykueue.client import resources as r
@@ -95,6 +96,8 @@ EVENT_CHECK_UPDATED = "AdmissionCheckUpdated"
 EVENT_FAILED_CREATE = "FailedCreate"
 
 CLEANUP_GATE = "CleanupProvisioningRequestsOnEviction"
+TAS_GATE = "TopologyAwareScheduling"
+TOPOLOGY_SCHEDULING_GATE = "kueue.x-k8s.io/topology"
 
 _OBJ_NAME_HASH_LENGTH = 5
 # 253 is the longest object name; one character goes to the "-" before the hash.
@@ -441,27 +444,45 @@ def owner_workload_name(pr: Mapping[str, Any]) -> str | None:
     return str(ref.get("name"))
 
 
-def _merge_flavor_info(
-    template: dict[str, Any], node_selector: dict[str, str], tolerations: list[Any]
+def _merge_pod_set_info(
+    template: dict[str, Any],
+    annotations: dict[str, str],
+    node_selector: dict[str, str],
+    tolerations: list[Any],
+    scheduling_gates: list[Any],
 ) -> None:
-    """``podset.Merge`` of flavor data into a pod template (conflicting keys are an error)."""
+    """``podset.Merge`` of what ``podset.FromAssignment`` gives into a pod template: annotations
+    and node selector added (a key the template sets to another value is an error), tolerations
+    and scheduling gates appended unless present."""
+    meta = template.setdefault("metadata", {})
     spec = template.setdefault("spec", {})
-    current = dict(spec.get("nodeSelector") or {})
-    for key, value in node_selector.items():
-        if key in current and current[key] != value:
-            raise ValueError(
-                "invalid admission check PodSetUpdate: conflict for nodeSelector: "
-                f"conflict for key={key}, value1={current[key]}, value2={value}"
-            )
-        current[key] = value
-    if current:
-        spec["nodeSelector"] = current
-    tols = list(spec.get("tolerations") or [])
-    for tol in tolerations:
-        if tol not in tols:
-            tols.append(tol)
-    if tols:
-        spec["tolerations"] = tols
+    current_annotations = dict(meta.get("annotations") or {})
+    current_selector = dict(spec.get("nodeSelector") or {})
+    for field_name, current, new in (
+        ("annotations", current_annotations, annotations),
+        ("nodeSelector", current_selector, node_selector),
+    ):
+        for key, value in current.items():
+            if key in new and new[key] != value:
+                raise ValueError(
+                    f"invalid admission check PodSetUpdate: conflict for {field_name}: "
+                    f"conflict for key={key}, value1={value}, value2={new[key]}"
+                )
+    current_annotations.update(annotations)
+    current_selector.update(node_selector)
+    if current_annotations:
+        meta["annotations"] = current_annotations
+    if not meta:
+        del template["metadata"]
+    if current_selector:
+        spec["nodeSelector"] = current_selector
+    for key, extra in (("tolerations", tolerations), ("schedulingGates", scheduling_gates)):
+        items = list(spec.get(key) or [])
+        for item in extra:
+            if item not in items:
+                items.append(item)
+        if items:
+            spec[key] = items
 
 
 def _use_limits_as_missing_requests(pod_spec: dict[str, Any]) -> None:
@@ -1007,6 +1028,15 @@ class ProvisioningRequestController(RuntimeComponent):
 
     def _build_pod_template(self, wl: dict[str, Any], name: str, merged: MergedPodSet) -> dict[str, Any]:
         template = copy.deepcopy(merged.pod_set.get("template") or {})
+        # podset.FromAssignment: the flavors' node labels and tolerations and, for a topology
+        # assignment, the topology scheduling gate.
+        annotations: dict[str, str] = {}
+        scheduling_gates: list[Any] = []
+        if self.gates.enabled(TAS_GATE) and merged.assignment.get("topologyAssignment") is not None:
+            request = merged.pod_set.get("topologyRequest") or {}
+            if all(request.get(k) is None for k in ("preferred", "required", "unconstrained")):
+                annotations[PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION] = "true"
+            scheduling_gates.append({"name": TOPOLOGY_SCHEDULING_GATE})
         node_selector: dict[str, str] = {}
         tolerations: list[Any] = []
         seen: set[str] = set()
@@ -1018,7 +1048,7 @@ class ProvisioningRequestController(RuntimeComponent):
             rf_spec = rf.get("spec") or {}
             node_selector.update(rf_spec.get("nodeLabels") or {})
             tolerations.extend(rf_spec.get("tolerations") or ())
-        _merge_flavor_info(template, node_selector, tolerations)
+        _merge_pod_set_info(template, annotations, node_selector, tolerations, scheduling_gates)
         _use_limits_as_missing_requests(template.setdefault("spec", {}))
         return {
             "apiVersion": "v1",
