@@ -19,7 +19,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import pytest
+from pykueue.api import manifests
+from pykueue.api.config import load_config
+from pykueue.api.meta import parse_time
+from pykueue.cli.state import Document, admit_state
+from pykueue.controllers.options import ControllerOptions
+from pykueue.sim.cluster import SimulatedCluster
 
 ROOT = Path(__file__).resolve().parents[2]
 NOW = "2025-03-10T09:00:00Z"
@@ -709,9 +714,56 @@ def test_should_not_block_lower_priority_workloads_while_the_preemption_gate_is_
     assert res.cq_of("low2") == "cq"
 
 
-@pytest.mark.skip(
-    reason="needs an API server error injected into the eviction patch; see "
-    "tests/controllers for the embedded-controller version if any"
-)
+def _simulated(docs: list[Doc], gates: str | None = None) -> SimulatedCluster:
+    """The cluster ``pykueue schedule`` loads, in process (for a step the CLI cannot express)."""
+    text = json.dumps({"apiVersion": "v1", "kind": "List", "items": docs})
+    options = ControllerOptions.from_config(load_config(None, source="<config>", feature_gates_flag=gates))
+    documents = [
+        Document(obj, "state", index)
+        for index, doc in manifests.load_yaml_documents(text, source="state")
+        for obj in manifests.flatten(doc, "state", index)
+    ]
+    state = admit_state(documents, options, validate=True)
+    cluster = SimulatedCluster(options.scheduler, parse_time(NOW))
+    cluster.load(state.objects)
+    return cluster
+
+
 def test_should_retry_on_failed_preemptions() -> None:
-    """Should retry on failed preemptions"""
+    """The eviction writes fail (upstream injects an API server error into the status patch) until
+    the test allows them."""
+    docs = [
+        *_single_cq(),
+        workload("low-wl", "q", "3", LOW, 1, ("cq", "alpha")),
+        workload("high-wl", "q", "3", HIGH, 10),
+    ]
+    cluster = _simulated(docs)
+    attempts = 0
+    allow = False
+    real = cluster.write_workload_status
+
+    def patch(wl: Any) -> bool:
+        nonlocal attempts
+        evicted = next((c for c in wl.status.conditions if c.type == "Evicted"), None)
+        if evicted is None or evicted.status != "True":
+            return real(wl)
+        attempts += 1
+        return real(wl) if allow else False
+
+    cluster.write_workload_status = patch  # type: ignore[method-assign]
+    cluster.run(cycles=3)
+    high = cluster.get_workload("preemption/high-wl")
+    assert high is not None
+    cond = next(c for c in high.status.conditions if c.type == "QuotaReserved")
+    assert cond.status == "False"
+    assert "Preempting" in cond.message and "failed, will retry" in cond.message, cond.message
+    assert attempts >= 1
+
+    allow = True
+    cluster.run(until_quiet=True)
+    cluster.settle()
+    by_name = {w.metadata.name: w for w in cluster.workloads()}
+    assert by_name["high-wl"].status.admission is not None
+    assert by_name["high-wl"].status.admission.cluster_queue == "cq"
+    assert by_name["low-wl"].status.admission is None
+    assert attempts >= 2
