@@ -91,10 +91,16 @@ def admit_state(documents: Sequence[Document], options: ControllerOptions, *, va
     app.bootstrap()
     admitter = _Admitter(app, options, "Strict" if validate else "Ignore")
     ordered = sorted(documents, key=lambda d: d.data.get("kind") != "Namespace")  # stable: file order
+    # Declared Namespaces are created first, with their labels, so that the objects in them do not
+    # create them implicitly before (which would make the declared one "already exists").
     for doc in ordered:
-        admitter.ensure_namespace(doc)
+        if doc.data.get("kind") == "Namespace":
+            admitter.admit(doc)
+        else:
+            admitter.ensure_namespace(doc)
     for doc in ordered:
-        admitter.admit(doc)
+        if doc.data.get("kind") != "Namespace":
+            admitter.admit(doc)
     admitter.create_job_workloads()
     return AdmittedState(admitter.objects, admitter.jobs, admitter.warnings)
 
