@@ -767,3 +767,93 @@ def test_should_retry_on_failed_preemptions() -> None:
     assert by_name["high-wl"].status.admission.cluster_queue == "cq"
     assert by_name["low-wl"].status.admission is None
     assert attempts >= 2
+
+
+# --- inadmissible/equivalence_test.go: Using scheduling equivalence classes ------------------------
+#
+# Upstream checks the ``kueue_pending_workloads`` and ``kueue_pending_scheduling_hashes`` gauges
+# (active, inadmissible) of the ClusterQueue; here they are read from the queue manager the same
+# way ``pykueue.metrics.state`` reports them.
+
+
+def _pending(cluster: SimulatedCluster, cq: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    """((active, inadmissible) workloads, (active, inadmissible) scheduling hashes)."""
+    pcq = cluster.queues._cqs[cq]
+    waiting = [*pcq.active.items(), *pcq.inflight.values()]
+    hashes = (
+        len({e.info.scheduling_hash for e in waiting}),
+        len({e.info.scheduling_hash for e in pcq.inadmissible.values()}),
+    )
+    return cluster.queues.pending_breakdown(cq), hashes
+
+
+def _quiet(cluster: SimulatedCluster) -> dict[str, Any]:
+    cluster.run(until_quiet=True)
+    cluster.settle()
+    return {w.metadata.name: w for w in cluster.workloads()}
+
+
+def test_should_admit_a_fitting_workload_behind_identical_no_fit_workloads_in_best_effort_fifo() -> None:
+    docs = [
+        flavor("on-demand"),
+        cluster_queue("equiv-cq", quota("on-demand", "2"), queueingStrategy="BestEffortFIFO"),
+        local_queue("equiv-queue", "equiv-cq"),
+        *(workload(f"nofit-{i}", "equiv-queue", "10", None, i) for i in range(10)),
+        workload("fits", "equiv-queue", "1", None, 10),
+    ]
+    cluster = _simulated(docs)
+    wls = _quiet(cluster)
+    assert wls["fits"].status.admission is not None
+    assert wls["fits"].status.admission.cluster_queue == "equiv-cq"
+    assert _pending(cluster, "equiv-cq") == ((0, 10), (0, 1))
+
+
+def test_should_not_hash_workloads_that_dont_fit_due_to_namespace_mismatch() -> None:
+    """Should not hash workloads that don't fit due to namespace mismatch"""
+    matching: Doc = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "matching", "labels": {"match": "true"}},
+    }
+    docs = [
+        flavor("on-demand"),
+        matching,
+        cluster_queue(
+            "ns-mismatch-cq",
+            quota("on-demand", "5"),
+            queueingStrategy="BestEffortFIFO",
+            namespaceSelector={"matchLabels": {"match": "true"}},
+        ),
+        local_queue("ns-queue", "ns-mismatch-cq"),
+        {
+            **local_queue("match-queue", "ns-mismatch-cq"),
+            "metadata": {"namespace": "matching", "name": "match-queue"},
+        },
+        *(workload(f"nomatch-{i}", "ns-queue", "1", None, i) for i in range(5)),
+    ]
+    fit = workload("matching-fit", "match-queue", "1", None, 10)
+    fit["metadata"]["namespace"] = "matching"
+    cluster = _simulated([*docs, fit])
+    wls = _quiet(cluster)
+    assert wls["matching-fit"].status.admission is not None
+    assert wls["matching-fit"].status.admission.cluster_queue == "ns-mismatch-cq"
+    assert _pending(cluster, "ns-mismatch-cq") == ((0, 5), (0, 1))
+
+
+def test_should_bulk_move_equivalent_workloads_that_need_preemption_but_have_no_candidates() -> None:
+    docs = [
+        flavor("on-demand"),
+        cluster_queue(
+            "preempt-nocandidate-cq",
+            quota("on-demand", "2"),
+            queueingStrategy="BestEffortFIFO",
+            preemption={"withinClusterQueue": "LowerPriority"},
+        ),
+        local_queue("preempt-queue", "preempt-nocandidate-cq"),
+        workload("blocker", "preempt-queue", "2", None, 0, ("preempt-nocandidate-cq", "on-demand")),
+        *(workload(f"blocked-{i}", "preempt-queue", "1", None, 10 + i) for i in range(10)),
+    ]
+    cluster = _simulated(docs)
+    wls = _quiet(cluster)
+    assert wls["blocker"].status.admission is not None
+    assert _pending(cluster, "preempt-nocandidate-cq") == ((0, 10), (0, 1))
