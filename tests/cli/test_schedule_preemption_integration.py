@@ -19,6 +19,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pykueue.api import manifests
 from pykueue.api.config import load_config
 from pykueue.api.meta import parse_time
@@ -857,3 +859,32 @@ def test_should_bulk_move_equivalent_workloads_that_need_preemption_but_have_no_
     wls = _quiet(cluster)
     assert wls["blocker"].status.admission is not None
     assert _pending(cluster, "preempt-nocandidate-cq") == ((0, 10), (0, 1))
+
+
+# --- ElasticJobs In a single ClusterQueue --------------------------------------------------------
+
+SLICING = {"kueue.x-k8s.io/elastic-job": "true"}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="workload slices (ElasticJobsViaWorkloadSlices) are not implemented in the scheduler: upstream "
+    "scheduler.go getInitialAssignments/workloadslicing.ReplacedWorkloadSlice count only the scale-up "
+    "delta and finish the replaced slice on admission",
+)
+def test_should_preempt_on_scale_up_workloads_with_lower_priority_when_there_is_not_enough_quota(
+    tmp_path: Path,
+) -> None:
+    held = ("cq", "alpha")
+    low = workload("low", "q", "1", LOW, 1, held)
+    high = workload("high", "q", "1", HIGH, 2, held)
+    # The scaled-up slice: the high workload's pod sets with count 2, no priority of its own.
+    high2 = workload("high-2", "q", "1", None, 10, count=2)
+    for d in (low, high, high2):
+        d["metadata"]["annotations"] = dict(SLICING)
+    high2["metadata"]["annotations"]["kueue.x-k8s.io/workload-slice-replacement-for"] = f"{NS}/high"
+    res = run([*_single_cq("2"), low, high, high2], tmp_path, gates="ElasticJobsViaWorkloadSlices=true")
+    expect_evicted_by_preemption(res, "low")
+    finished = res.cond("high", "Finished")
+    assert finished is not None and finished["status"] == "True"
+    assert res.cq_of("high-2") == "cq"
