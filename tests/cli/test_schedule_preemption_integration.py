@@ -692,10 +692,53 @@ def test_should_prevent_other_workloads_from_stealing_quota_when_a_preemptor_is_
         workload("wl-c", "gamma-lq", "1", LOW, 10),
         workload("preemptor", "alpha-lq", "4", HIGH, 20),
     ]
-    res = run(docs, tmp_path, gates="UnadmittedWorkloadsObservability=true,PrioritizePreemptorWorkloads=true")
+    gates = "UnadmittedWorkloadsObservability=true,PrioritizePreemptorWorkloads=true"
+    res = run(docs, tmp_path, gates=gates)
     expect_evicted_by_preemption(res, "wl-a", "wl-b")
     assert res.cq_of("preemptor") == "alpha-cq"
     assert res.cq_of("wl-c") is None
+
+    # In between, in process: only wl-b's eviction completes; wl-a's waits (upstream finishes it
+    # by hand later), and wl-c must not take the quota wl-b freed meanwhile.
+    cluster = _simulated(docs, gates)
+    held = {("Workload", NS, "wl-a")}
+    real_complete = cluster._complete_evictions
+
+    def complete_but_held() -> bool:
+        saved = cluster._evicted_reserved
+        cluster._evicted_reserved = saved - held
+        try:
+            return real_complete()
+        finally:
+            cluster._evicted_reserved |= saved & held
+
+    cluster._complete_evictions = complete_but_held  # type: ignore[method-assign]
+
+    def reserved(name: str) -> bool:
+        wl = cluster.get_workload(f"{NS}/{name}")
+        return wl is not None and wl.status.admission is not None
+
+    def evicted(name: str) -> bool:
+        wl = cluster.get_workload(f"{NS}/{name}")
+        return wl is not None and any(
+            c.type == "Evicted" and c.status == "True" for c in wl.status.conditions
+        )
+
+    for _ in range(5):  # wl-c and the preemptor are heads of the first cycle together
+        if evicted("wl-a") and evicted("wl-b"):
+            break
+        cluster.run(cycles=1)
+        cluster.advance(1.0)
+    for _ in range(5):  # upstream's Consistently
+        assert evicted("wl-a") and evicted("wl-b")
+        assert reserved("wl-a") and not reserved("wl-b")
+        assert not reserved("wl-c") and not reserved("preemptor")
+        cluster.run(cycles=1)
+        cluster.advance(1.0)
+    held.clear()
+    wls = _quiet(cluster)
+    assert wls["preemptor"].status.admission is not None
+    assert wls["wl-c"].status.admission is None
 
 
 # --- Queue head is preemption gated ---------------------------------------------------------------
