@@ -464,6 +464,21 @@ def test_should_preempt_all_necessary_workloads_in_concurrent_scheduling_with_di
     assert res.cond("beta-mid", "Preempted")["reason"] == "InCohortReclamation"  # type: ignore[index]
     assert res.cond("beta-high", "Preempted")["reason"] == "InCohortReclamation"  # type: ignore[index]
 
+    # In process, upstream's interim: once beta-mid's eviction is finished (beta-high's is not),
+    # exactly one of alpha-mid and gamma-mid is admitted and beta-high still holds its quota.
+    cluster = _simulated(docs)
+    hold_evictions(cluster, {("Workload", NS, "beta-high")})
+    for _ in range(5):
+        cluster.run(cycles=1)
+        cluster.advance(1.0)
+
+    def reserved(name: str) -> bool:
+        wl = cluster.get_workload(f"{NS}/{name}")
+        return wl is not None and wl.status.admission is not None
+
+    assert [reserved("alpha-mid"), reserved("gamma-mid")].count(True) == 1
+    assert reserved("beta-high") and not reserved("beta-mid")
+
 
 def _same_priority(tmp_path: Path, gate: str) -> None:
     betas = [f"beta-{i}" for i in range(3)]
@@ -477,6 +492,26 @@ def _same_priority(tmp_path: Path, gate: str) -> None:
     expect_evicted_by_preemption(res, *evicted)
     assert (res.cq_of("alpha"), res.cq_of("gamma")) == ("alpha-cq", "gamma-cq")
     assert len(res.admitted(*betas)) == 1
+
+    # Upstream waits, before finishing any eviction, for 2 evicted workloads with the gate on (the
+    # second preemptor recomputes its targets), for 1 with it off (the second one is skipped for
+    # overlapping targets). In process, no eviction completes until then.
+    cluster = _simulated(docs, f"RecomputeAssignmentUponPreemptionTargetsOverlap={gate}")
+    cluster._complete_evictions = lambda: False  # type: ignore[method-assign]
+
+    def evicted_now() -> list[str]:
+        out = []
+        for n in betas:
+            wl = cluster.get_workload(f"{NS}/{n}")
+            assert wl is not None
+            if any(c.type == "Evicted" and c.status == "True" for c in wl.status.conditions):
+                out.append(n)
+        return out
+
+    for _ in range(5):
+        cluster.run(cycles=1)
+        cluster.advance(1.0)
+    assert len(evicted_now()) == (2 if gate == "true" else 1)
 
 
 def test_should_preempt_all_necessary_workloads_in_concurrent_scheduling_with_the_same_priority_recompute_true(
@@ -702,17 +737,7 @@ def test_should_prevent_other_workloads_from_stealing_quota_when_a_preemptor_is_
     # by hand later), and wl-c must not take the quota wl-b freed meanwhile.
     cluster = _simulated(docs, gates)
     held = {("Workload", NS, "wl-a")}
-    real_complete = cluster._complete_evictions
-
-    def complete_but_held() -> bool:
-        saved = cluster._evicted_reserved
-        cluster._evicted_reserved = saved - held
-        try:
-            return real_complete()
-        finally:
-            cluster._evicted_reserved |= saved & held
-
-    cluster._complete_evictions = complete_but_held  # type: ignore[method-assign]
+    hold_evictions(cluster, held)
 
     def reserved(name: str) -> bool:
         wl = cluster.get_workload(f"{NS}/{name}")
@@ -772,6 +797,22 @@ def _simulated(docs: list[Doc], gates: str | None = None) -> SimulatedCluster:
     cluster = SimulatedCluster(options.scheduler, parse_time(NOW))
     cluster.load(state.objects)
     return cluster
+
+
+def hold_evictions(cluster: SimulatedCluster, held: set[tuple[str, str, str]]) -> None:
+    """The evictions of the ``held`` workloads do not complete (the test has not finished them by
+    hand yet) until they leave the set; the others complete as in the dry run."""
+    real_complete = cluster._complete_evictions
+
+    def complete_but_held() -> bool:
+        saved = cluster._evicted_reserved
+        cluster._evicted_reserved = saved - held
+        try:
+            return real_complete()
+        finally:
+            cluster._evicted_reserved |= saved & held
+
+    cluster._complete_evictions = complete_but_held  # type: ignore[method-assign]
 
 
 def test_should_retry_on_failed_preemptions() -> None:
