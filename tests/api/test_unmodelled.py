@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pykueue.api.unmodelled import MULTIKUEUE, TAS, unmodelled_features
+from pykueue.api.unmodelled import ELASTIC, MULTIKUEUE, TAS, unmodelled_features
 
 KUEUE = "kueue.x-k8s.io"
 
@@ -24,6 +24,30 @@ CASES: list[tuple[str, str, str, dict[str, Any], list[tuple[str, str]]]] = [
         [(TAS, "spec.podSets[1].topologyRequest")],
     ),
     ("workload without topology", KUEUE, "Workload", {"spec": {"podSets": [{"name": "a"}]}}, []),
+    (
+        "workload slice replacement",
+        KUEUE,
+        "Workload",
+        {
+            "metadata": {"annotations": {"kueue.x-k8s.io/workload-slice-replacement-for": "default/old-slice"}},
+            "spec": {"podSets": [{"name": "a"}]},
+        },
+        [(ELASTIC, "metadata.annotations[kueue.x-k8s.io/workload-slice-replacement-for]")],
+    ),
+    (
+        "elastic job",
+        "batch",
+        "Job",
+        {"metadata": {"annotations": {"kueue.x-k8s.io/elastic-job": "true"}}, "spec": {"template": {"spec": {}}}},
+        [(ELASTIC, "metadata.annotations[kueue.x-k8s.io/elastic-job]")],
+    ),
+    (
+        "job elastic annotation not true",
+        "batch",
+        "Job",
+        {"metadata": {"annotations": {"kueue.x-k8s.io/elastic-job": "false"}}, "spec": {"template": {"spec": {}}}},
+        [],
+    ),
     (
         "job required topology annotation",
         "batch",

@@ -19,6 +19,9 @@ from pykueue.api.jobs import TOPOLOGY_REQUEST_ANNOTATIONS, sub
 TAS: Final = "Topology Aware Scheduling"
 MULTIKUEUE: Final = "MultiKueue"
 MULTIKUEUE_CONTROLLER: Final = "kueue.x-k8s.io/multikueue"
+ELASTIC: Final = "Elastic Jobs (workload slices)"
+ELASTIC_JOB_ANNOTATION: Final = "kueue.x-k8s.io/elastic-job"
+SLICE_REPLACEMENT_ANNOTATION: Final = "kueue.x-k8s.io/workload-slice-replacement-for"
 EVENT_REASON: Final = "UnsupportedFeature"
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
 
@@ -45,11 +48,20 @@ def unmodelled_features(group: str, kind: str, obj: Mapping[str, Any]) -> list[U
         return []
     spec = sub(obj, "spec")
     if kind == "Workload":
-        return [
+        found = [
             Unmodelled(TAS, f"spec.podSets[{i}].topologyRequest", "the workload is admitted without a topology assignment")
             for i, ps in enumerate(spec.get("podSets") or [])
             if isinstance(ps, Mapping) and ps.get("topologyRequest")
         ]
+        if SLICE_REPLACEMENT_ANNOTATION in (sub(obj, "metadata").get("annotations") or {}):
+            found.append(
+                Unmodelled(
+                    ELASTIC,
+                    f"metadata.annotations[{SLICE_REPLACEMENT_ANNOTATION}]",
+                    "the workload is scheduled on its own, not in place of the slice it names",
+                )
+            )
+        return found
     if kind == "ResourceFlavor" and spec.get("topologyName"):
         return [Unmodelled(TAS, "spec.topologyName", "workloads get quota on this flavor without a topology assignment")]
     if kind == "Topology":
@@ -69,8 +81,17 @@ def unmodelled_features(group: str, kind: str, obj: Mapping[str, Any]) -> list[U
 
 def _job(job: Mapping[str, Any]) -> list[Unmodelled]:
     annotations = sub(sub(sub(job, "spec"), "template"), "metadata").get("annotations") or {}
-    return [
+    found = [
         Unmodelled(TAS, f"spec.template.metadata.annotations[{key}]", "the job is admitted without a topology assignment")
         for key in TOPOLOGY_REQUEST_ANNOTATIONS
         if key in annotations
     ]
+    if (sub(job, "metadata").get("annotations") or {}).get(ELASTIC_JOB_ANNOTATION) == "true":
+        found.append(
+            Unmodelled(
+                ELASTIC,
+                f"metadata.annotations[{ELASTIC_JOB_ANNOTATION}]",
+                "scaling the job is not modelled: no new workload slice is admitted in place of the old one",
+            )
+        )
+    return found
