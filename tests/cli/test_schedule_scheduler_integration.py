@@ -1,0 +1,440 @@
+"""``pykueue schedule`` reaches the end states of upstream's scheduler integration tests.
+
+Each case is an ``It`` of upstream ``test/integration/singlecluster/scheduler/scheduler_test.go``
+under its name. As in ``test_schedule_fair_sharing_integration.py``, the workloads the test creates
+one by one are given at once unless their order matters (then they get increasing creation
+timestamps), and those it waits to be admitted first already hold their quota. A step the test
+takes between two checks (a workload finished, an object created, updated or deleted) is a new
+``pykueue schedule`` run on the previous run's output with that change applied. The end state of
+each step is compared with the test's expectations: which workloads hold quota, in which
+ClusterQueue and on which flavors, which stay pending (and with which message, where the test checks
+it), and the ClusterQueue status counters the test's metrics mirror (``pendingWorkloads`` =
+active + inadmissible, ``reservingWorkloads``).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+API = "kueue.x-k8s.io/v1beta2"
+INSTANCE_KEY = "cloud.provider.com/instance"
+SPOT_TOLERATION = {"key": INSTANCE_KEY, "operator": "Equal", "value": "spot-tainted", "effect": "NoSchedule"}
+
+PENDING_REASONS = {
+    "PendingEvaluation", "WaitingForQuota", "ExceedsMaxQuota", "WaitingForPreemptedWorkloads",
+    "TopologyPlacementFailed", "WaitingForPodsReady", "NoMatchingFlavor",
+}
+"""The reasons upstream's ``util.ExpectWorkloadsToBePending`` accepts."""
+
+Quota = dict[str, Any]
+"""Per resource: a nominal quota, or a tuple (nominal, borrowingLimit, lendingLimit) (None = unset)."""
+
+
+def rf(name: str, taint: bool = False) -> dict[str, Any]:
+    spec: dict[str, Any] = {"nodeLabels": {INSTANCE_KEY: name}}
+    if taint:
+        spec["nodeTaints"] = [{"key": INSTANCE_KEY, "value": name, "effect": "NoSchedule"}]
+    return {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": spec}
+
+
+ON_DEMAND = rf("on-demand")
+SPOT_TAINTED = rf("spot-tainted", taint=True)
+SPOT_UNTAINTED = rf("spot-untainted")
+
+
+def _groups(groups: list[dict[str, Quota]]) -> list[dict[str, Any]]:
+    out = []
+    for group in groups:
+        flavors = []
+        covered: list[str] = []
+        for flavor, quotas in group.items():
+            resources = []
+            for res, q in quotas.items():
+                if res not in covered:
+                    covered.append(res)
+                nominal, borrowing, lending = q if isinstance(q, tuple) else (q, None, None)
+                entry: dict[str, Any] = {"name": res, "nominalQuota": str(nominal)}
+                if borrowing is not None:
+                    entry["borrowingLimit"] = str(borrowing)
+                if lending is not None:
+                    entry["lendingLimit"] = str(lending)
+                resources.append(entry)
+            flavors.append({"name": flavor, "resources": resources})
+        out.append({"coveredResources": covered, "flavors": flavors})
+    return out
+
+
+def cq(
+    name: str,
+    *groups: dict[str, Quota],
+    cohort: str | None = None,
+    strategy: str | None = None,
+    preemption: dict[str, Any] | None = None,
+    fungibility: dict[str, Any] | None = None,
+    ns_selector: dict[str, Any] | None = None,
+    checks: list[str] | None = None,
+    stop: str | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"namespaceSelector": ns_selector or {}, "resourceGroups": _groups(list(groups))}
+    if cohort:
+        spec["cohortName"] = cohort
+    if strategy:
+        spec["queueingStrategy"] = strategy
+    if preemption:
+        spec["preemption"] = preemption
+    if fungibility:
+        spec["flavorFungibility"] = fungibility
+    if checks:
+        spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": c} for c in checks]}
+    if stop:
+        spec["stopPolicy"] = stop
+    return {"apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+
+
+def cohort(name: str, *groups: dict[str, Quota], parent: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    if parent:
+        spec["parentName"] = parent
+    if groups:
+        spec["resourceGroups"] = _groups(list(groups))
+    return {"apiVersion": API, "kind": "Cohort", "metadata": {"name": name}, "spec": spec}
+
+
+def lq(name: str, cluster_queue: str, ns: str = "ns", stop: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"clusterQueue": cluster_queue}
+    if stop:
+        spec["stopPolicy"] = stop
+    return {"apiVersion": API, "kind": "LocalQueue", "metadata": {"namespace": ns, "name": name}, "spec": spec}
+
+
+def namespace(name: str, **labels: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
+def wl(
+    name: str,
+    queue: str,
+    cpu: str | None = None,
+    *,
+    t: int = 0,
+    priority: int | None = None,
+    count: int = 1,
+    requests: dict[str, str] | None = None,
+    tolerations: list[dict[str, Any]] | None = None,
+    ns: str = "ns",
+) -> dict[str, Any]:
+    """A workload created ``t`` seconds after 08:00 (creation order matters to the queues)."""
+    reqs = dict(requests or {})
+    if cpu is not None:
+        reqs["cpu"] = cpu
+    container: dict[str, Any] = {"name": "c", "image": "busybox", "resources": {"requests": reqs}}
+    pod: dict[str, Any] = {"containers": [container]}
+    if tolerations:
+        pod["tolerations"] = tolerations
+    spec: dict[str, Any] = {
+        "queueName": queue,
+        "podSets": [{"name": "main", "count": count, "template": {"spec": pod}}],
+    }
+    if priority is not None:
+        spec["priority"] = priority
+    ts = f"2025-03-10T08:{t // 60:02d}:{t % 60:02d}Z"
+    return {
+        "apiVersion": API,
+        "kind": "Workload",
+        "metadata": {"namespace": ns, "name": name, "creationTimestamp": ts},
+        "spec": spec,
+    }
+
+
+class Cluster:
+    """The objects of one test; each ``run`` is a ``pykueue schedule --until-quiet`` on them."""
+
+    def __init__(self, tmp_path: Path, *objs: dict[str, Any], gates: str | None = None) -> None:
+        self.tmp = tmp_path
+        self.objs: list[dict[str, Any]] = list(objs)
+        self.gates = gates
+        self.step = 0
+
+    def add(self, *objs: dict[str, Any]) -> Cluster:
+        self.objs.extend(objs)
+        return self
+
+    def get(self, kind: str, name: str) -> dict[str, Any]:
+        for obj in self.objs:
+            if obj["kind"] == kind and obj["metadata"]["name"] == name:
+                return obj
+        raise KeyError((kind, name))
+
+    def delete(self, kind: str, name: str) -> Cluster:
+        self.objs.remove(self.get(kind, name))
+        return self
+
+    def replace(self, obj: dict[str, Any]) -> Cluster:
+        """Update an object's spec (its status, when it has one, is kept)."""
+        old = self.get(obj["kind"], obj["metadata"]["name"])
+        old["spec"] = obj["spec"]
+        old["metadata"]["generation"] = old["metadata"].get("generation", 1) + 1
+        return self
+
+    def finish(self, *names: str) -> Cluster:
+        for name in names:
+            status = self.get("Workload", name).setdefault("status", {})
+            status.setdefault("conditions", []).append(
+                {
+                    "type": "Finished",
+                    "status": "True",
+                    "reason": "Succeeded",
+                    "message": "finished",
+                    "lastTransitionTime": self._now(),
+                }
+            )
+        return self
+
+    def _now(self) -> str:
+        return f"2025-03-10T{9 + self.step:02d}:00:00Z"
+
+    def run(self) -> Cluster:
+        path = self.tmp / f"state-{self.step}.json"
+        path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": self.objs}))
+        cmd = [sys.executable, "-m", "pykueue", "schedule", "-f", str(path), "--until-quiet"]
+        cmd += ["--now", self._now(), "-o", "json"]
+        if self.gates:
+            cmd += ["--feature-gates", self.gates]
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        out = json.loads(proc.stdout)
+        self.objs = out["items"] if isinstance(out, dict) else out
+        self.step += 1
+        return self
+
+    # -- checks --------------------------------------------------------------------------------
+
+    def admission(self, name: str) -> tuple[str, dict[str, str]] | None:
+        """(ClusterQueue, flavors of the first pod set) when ``name`` holds quota, else None."""
+        status = self.get("Workload", name).get("status") or {}
+        adm = status.get("admission")
+        if not adm or _finished(status):
+            return None
+        return adm["clusterQueue"], adm["podSetAssignments"][0].get("flavors", {})
+
+    def holding(self, cluster_queue: str, *names: str) -> None:
+        for name in names:
+            adm = self.admission(name)
+            assert adm is not None and adm[0] == cluster_queue, (name, adm)
+
+    def admitted_as(self, name: str, cluster_queue: str, **flavors: str) -> None:
+        assert self.admission(name) == (cluster_queue, flavors), name
+
+    def pending(self, *names: str) -> None:
+        for name in names:
+            status = self.get("Workload", name).get("status") or {}
+            assert self.admission(name) is None, name
+            assert not _finished(status), name
+            reserved = [c for c in status.get("conditions", []) if c["type"] == "QuotaReserved"]
+            assert reserved and reserved[0]["status"] == "False", (name, reserved)
+            assert reserved[0]["reason"] in PENDING_REASONS, (name, reserved)
+
+    def not_admitted(self, *names: str) -> None:
+        for name in names:
+            assert self.admission(name) is None, name
+
+    def message(self, name: str) -> str:
+        status = self.get("Workload", name).get("status") or {}
+        (reserved,) = [c for c in status.get("conditions", []) if c["type"] == "QuotaReserved"]
+        return str(reserved["message"])
+
+    def counters(self, cluster_queue: str, pending: int, reserving: int) -> None:
+        status = self.get("ClusterQueue", cluster_queue).get("status") or {}
+        got = (status.get("pendingWorkloads", 0), status.get("reservingWorkloads", 0))
+        assert got == (pending, reserving), cluster_queue
+
+
+def _finished(status: dict[str, Any]) -> bool:
+    return any(c["type"] == "Finished" and c["status"] == "True" for c in status.get("conditions", []))
+
+
+def held(obj: dict[str, Any], cluster_queue: str, **flavors: str) -> dict[str, Any]:
+    """``obj`` (a workload) already holding quota in ``cluster_queue`` on ``flavors``."""
+    ps = obj["spec"]["podSets"][0]
+    reqs = ps["template"]["spec"]["containers"][0]["resources"]["requests"]
+    usage = {r: _times(q, ps["count"]) for r, q in reqs.items()}
+    ts = obj["metadata"]["creationTimestamp"]
+    obj["status"] = {
+        "admission": {
+            "clusterQueue": cluster_queue,
+            "podSetAssignments": [
+                {"name": "main", "count": ps["count"], "flavors": flavors, "resourceUsage": usage}
+            ],
+        },
+        "conditions": [
+            {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "m", "lastTransitionTime": ts},
+            {"type": "Admitted", "status": "True", "reason": "Admitted", "message": "m", "lastTransitionTime": ts},
+        ],
+    }
+    return obj
+
+
+def _times(q: str, n: int) -> str:
+    if q.endswith("m"):
+        return f"{int(q[:-1]) * n}m"
+    return str(int(q) * n)
+
+
+IT: dict[str, Any] = {}
+
+
+def it(name: str) -> Any:
+    def register(fn: Any) -> Any:
+        IT[name] = fn
+        return fn
+
+    return register
+
+
+def admission_check(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "AdmissionCheck",
+        "metadata": {"name": name},
+        "spec": {"controllerName": "ctrl"},
+        "status": {
+            "conditions": [
+                {"type": "Active", "status": "True", "reason": "ByTest", "message": "by test",
+                 "lastTransitionTime": "2025-03-10T08:00:00Z"}
+            ]
+        },
+    }
+
+
+def _scheduling_on_cqs(cq_stop: str | None = None, lq_stop: str | None = None) -> list[dict[str, Any]]:
+    """The objects of ``When("Scheduling workloads on clusterQueues")``."""
+    return [
+        ON_DEMAND, SPOT_TAINTED, SPOT_UNTAINTED, admission_check("check1"), admission_check("check2"),
+        cq("prod-cq", {"spot-tainted": {"cpu": (5, 5, None)}, "on-demand": {"cpu": 5}}, cohort="prod-cohort", stop=cq_stop),
+        cq("dev-clusterqueue", {"spot-untainted": {"cpu": 5}, "on-demand": {"cpu": 5}}, stop=cq_stop),
+        cq("pods-count-cq", {"on-demand": {"cpu": 100, "pods": 5}}, stop=cq_stop),
+        cq("pods-count-only-cq", {"on-demand": {"pods": 5}}, stop=cq_stop),
+        cq("preemption-cq", {"on-demand": {"cpu": 3}}, preemption={"withinClusterQueue": "LowerPriority"}, stop=cq_stop),
+        cq("admission-check-cq", {"on-demand": {"cpu": 5}}, checks=["check1", "check2"], stop=cq_stop),
+        lq("prod-queue", "prod-cq", stop=lq_stop),
+        lq("dev-queue", "dev-clusterqueue", stop=lq_stop),
+        lq("pods-count-queue", "pods-count-cq", stop=lq_stop),
+        lq("pods-count-only-queue", "pods-count-only-cq", stop=lq_stop),
+        lq("preemption-queue", "preemption-cq", stop=lq_stop),
+        lq("admission-check-queue", "admission-check-cq", stop=lq_stop),
+    ]
+
+
+@it("Should admit workloads as they fit in their ClusterQueue")
+def _fit_in_cq(tmp_path: Path) -> None:
+    c = Cluster(tmp_path, *_scheduling_on_cqs(), wl("prod-wl1", "prod-queue", "2", t=1)).run()
+    c.admitted_as("prod-wl1", "prod-cq", cpu="on-demand")
+    c.counters("prod-cq", 0, 1)
+    empty = wl("empty-wl", "prod-queue", "1", t=3, count=0)
+    c.add(wl("prod-wl2", "prod-queue", "5", t=2), empty).run()
+    c.pending("prod-wl2")
+    c.admitted_as("empty-wl", "prod-cq", cpu="on-demand")
+    assert c.get("Workload", "empty-wl")["status"]["admission"]["podSetAssignments"][0]["resourceUsage"] == {"cpu": "0"}
+    c.counters("prod-cq", 1, 2)
+    c.finish("empty-wl").add(wl("dev-wl", "dev-queue", "5", t=4)).run()
+    c.admitted_as("dev-wl", "dev-clusterqueue", cpu="spot-untainted")
+    c.counters("dev-clusterqueue", 0, 1)
+    c.finish("prod-wl1").run()
+    c.admitted_as("prod-wl2", "prod-cq", cpu="on-demand")
+    c.counters("prod-cq", 0, 1)
+
+
+@it("Should admit workloads as number of pods allows it")
+def _pods_count(tmp_path: Path) -> None:
+    c = Cluster(tmp_path, *_scheduling_on_cqs(), wl("wl1", "pods-count-queue", "2", t=1, count=3)).run()
+    c.admitted_as("wl1", "pods-count-cq", cpu="on-demand", pods="on-demand")
+    usage = c.get("Workload", "wl1")["status"]["admission"]["podSetAssignments"][0]["resourceUsage"]
+    assert usage == {"cpu": "6", "pods": "3"}
+    c.counters("pods-count-cq", 0, 1)
+    c.add(wl("wl2", "pods-count-queue", "2", t=2, count=3), wl("wl3", "pods-count-queue", "2", t=3, count=2)).run()
+    c.holding("pods-count-cq", "wl1", "wl3")
+    c.pending("wl2")
+    c.counters("pods-count-cq", 1, 2)
+    c.finish("wl1").run()
+    c.holding("pods-count-cq", "wl2", "wl3")
+    c.counters("pods-count-cq", 0, 2)
+
+
+@it("Should admit workloads as the number of pods (only) allows it")
+def _pods_count_only(tmp_path: Path) -> None:
+    c = Cluster(tmp_path, *_scheduling_on_cqs(), wl("wl1", "pods-count-only-queue", t=1, count=3)).run()
+    c.admitted_as("wl1", "pods-count-only-cq", pods="on-demand")
+    c.add(wl("wl2", "pods-count-only-queue", t=2, count=3), wl("wl3", "pods-count-only-queue", t=3, count=2)).run()
+    c.holding("pods-count-only-cq", "wl1", "wl3")
+    c.pending("wl2")
+    c.finish("wl1").run()
+    c.holding("pods-count-only-cq", "wl2", "wl3")
+
+
+@it("Should admit workloads with admission checks")
+def _with_checks(tmp_path: Path) -> None:
+    c = Cluster(tmp_path, *_scheduling_on_cqs(), wl("admission-check-wl1", "admission-check-queue", "2", t=1)).run()
+    c.admitted_as("admission-check-wl1", "admission-check-cq", cpu="on-demand")
+
+
+def _priorities(tmp_path: Path, cq_stop: str | None, lq_stop: str | None) -> None:
+    wls = [
+        wl("wl-low-priority", "prod-queue", "2", t=1, priority=0),
+        wl("wl-mid-priority-1", "prod-queue", "2", t=2, priority=10),
+        wl("wl-mid-priority-2", "prod-queue", "2", t=3, priority=10),
+        wl("wl-high-priority-1", "prod-queue", "2", t=4, priority=100),
+        wl("wl-high-priority-2", "prod-queue", "2", t=5, priority=100),
+    ]
+    c = Cluster(tmp_path, *_scheduling_on_cqs(cq_stop, lq_stop), *wls).run()
+    c.counters("prod-cq", 5, 0)
+    if cq_stop:
+        c.replace(cq("prod-cq", {"spot-tainted": {"cpu": (5, 5, None)}, "on-demand": {"cpu": 5}}, cohort="prod-cohort"))
+    else:
+        c.replace(lq("prod-queue", "prod-cq"))
+    c.run()
+    c.holding("prod-cq", "wl-high-priority-1", "wl-high-priority-2")
+    c.counters("prod-cq", 3, 2)
+    c.finish("wl-high-priority-1", "wl-high-priority-2").run()
+    c.holding("prod-cq", "wl-mid-priority-1", "wl-mid-priority-2")
+    c.counters("prod-cq", 1, 2)
+
+
+@it("Hold ClusterQueue at startup: Should admit workloads according to their priorities")
+def _hold_cq(tmp_path: Path) -> None:
+    _priorities(tmp_path, "Hold", None)
+
+
+@it("Hold LocalQueue at startup: Should admit workloads according to their priorities")
+def _hold_lq(tmp_path: Path) -> None:
+    _priorities(tmp_path, None, "Hold")
+
+
+@it("Should admit two small workloads after a big one finishes")
+def _two_small(tmp_path: Path) -> None:
+    c = Cluster(tmp_path, *_scheduling_on_cqs(), wl("big-wl", "prod-queue", "5", t=1)).run()
+    c.holding("prod-cq", "big-wl")
+    c.add(wl("small-wl-1", "prod-queue", "2500m", t=2), wl("small-wl-2", "prod-queue", "2500m", t=3)).run()
+    c.not_admitted("small-wl-1", "small-wl-2")
+    c.finish("big-wl").run()
+    c.holding("prod-cq", "small-wl-1", "small-wl-2")
+
+
+@it("Should admit workload with zero quantity request for resource not in ClusterQueue")
+def _zero_request(tmp_path: Path) -> None:
+    c = Cluster(tmp_path, *_scheduling_on_cqs(), wl("zero-resource-wl", "dev-queue", "1", requests={"example.com/gpu": "0"})).run()
+    c.holding("dev-clusterqueue", "zero-resource-wl")
+    (psa,) = c.get("Workload", "zero-resource-wl")["status"]["admission"]["podSetAssignments"]
+    assert list(psa["flavors"]) == ["cpu"]
+    assert list(psa["resourceUsage"]) == ["cpu"]
+
+
+@pytest.mark.parametrize("name", list(IT))
+def test_scheduler_integration(name: str, tmp_path: Path) -> None:
+    IT[name](tmp_path)
