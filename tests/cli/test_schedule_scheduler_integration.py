@@ -210,7 +210,7 @@ class Cluster:
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120)
         assert proc.returncode == 0, proc.stderr
         out = json.loads(proc.stdout)
-        self.objs = out["items"] if isinstance(out, dict) else out
+        self.objs = out if isinstance(out, list) else out["items"] if out["kind"] == "List" else [out]
         self.step += 1
         return self
 
@@ -244,6 +244,24 @@ class Cluster:
     def not_admitted(self, *names: str) -> None:
         for name in names:
             assert self.admission(name) is None, name
+
+    def condition(self, name: str) -> dict[str, Any]:
+        status = self.get("Workload", name).get("status") or {}
+        (reserved,) = [c for c in status.get("conditions", []) if c["type"] == "QuotaReserved"]
+        return reserved
+
+    def inadmissible(self, *names: str) -> None:
+        """upstream's ``util.ExpectWorkloadsToBeInadmissible``."""
+        for name in names:
+            cond = self.condition(name)
+            assert cond["status"] == "False" and cond["reason"] in ("Inadmissible", "Misconfigured"), cond
+
+    def frozen(self, cluster_queue: str, *names: str) -> None:
+        """upstream's ``util.ExpectWorkloadsToBeFrozen``."""
+        for name in names:
+            cond = self.condition(name)
+            assert cond["status"] == "False" and cond["reason"] in ("Inadmissible", "Suspended"), cond
+            assert cond["message"] == f"ClusterQueue {cluster_queue} is inactive", cond
 
     def message(self, name: str) -> str:
         status = self.get("Workload", name).get("status") or {}
@@ -433,6 +451,145 @@ def _zero_request(tmp_path: Path) -> None:
     (psa,) = c.get("Workload", "zero-resource-wl")["status"]["admission"]["podSetAssignments"]
     assert list(psa["flavors"]) == ["cpu"]
     assert list(psa["resourceUsage"]) == ["cpu"]
+
+
+def _workload_events() -> list[dict[str, Any]]:
+    return [
+        ON_DEMAND, SPOT_TAINTED,
+        cq("cluster-queue", {"spot-tainted": {"cpu": (5, 5, None)}, "on-demand": {"cpu": 5}}, cohort="prod"),
+        lq("queue", "cluster-queue"),
+    ]
+
+
+@it("Should re-enqueue by the delete event of workload belonging to the same ClusterQueue")
+def _requeue_delete_same_cq(tmp_path: Path) -> None:
+    c = Cluster(tmp_path, *_workload_events(), wl("on-demand-wl1", "queue", "4", t=1)).run()
+    c.admitted_as("on-demand-wl1", "cluster-queue", cpu="on-demand")
+    c.counters("cluster-queue", 0, 1)
+    c.add(wl("on-demand-wl2", "queue", "4", t=2)).run()
+    c.pending("on-demand-wl2")
+    c.counters("cluster-queue", 1, 1)
+    c.add(wl("on-demand-wl3", "queue", "1", t=3)).run()
+    c.admitted_as("on-demand-wl3", "cluster-queue", cpu="on-demand")
+    c.counters("cluster-queue", 1, 2)
+    c.delete("Workload", "on-demand-wl1").run()
+    c.admitted_as("on-demand-wl2", "cluster-queue", cpu="on-demand")
+    c.counters("cluster-queue", 0, 2)
+
+
+@it("Should re-enqueue by the delete event of workload belonging to the same Cohort")
+def _requeue_delete_same_cohort(tmp_path: Path) -> None:
+    foo = cq("foo-clusterqueue", {"on-demand": {"cpu": 5}}, cohort="prod")
+    c = Cluster(tmp_path, *_workload_events(), foo, lq("foo-queue", "foo-clusterqueue"))
+    c.add(wl("on-demand-wl1", "foo-queue", "8", t=1)).run()
+    c.admitted_as("on-demand-wl1", "foo-clusterqueue", cpu="on-demand")
+    c.counters("foo-clusterqueue", 0, 1)
+    c.add(wl("on-demand-wl2", "queue", "8", t=2)).run()
+    c.pending("on-demand-wl2")
+    c.counters("cluster-queue", 1, 0)
+    c.add(wl("on-demand-wl3", "foo-queue", "2", t=3)).run()
+    c.admitted_as("on-demand-wl3", "foo-clusterqueue", cpu="on-demand")
+    c.counters("foo-clusterqueue", 0, 2)
+    c.delete("Workload", "on-demand-wl1").run()
+    c.admitted_as("on-demand-wl2", "cluster-queue", cpu="on-demand")
+    c.counters("cluster-queue", 0, 1)
+
+
+@it("Should re-enqueue by the update event of ClusterQueue")
+def _requeue_cq_update(tmp_path: Path) -> None:
+    c = Cluster(tmp_path, ON_DEMAND, cq("cluster-queue", {"on-demand": {"cpu": 5}}), lq("queue", "cluster-queue"))
+    c.add(wl("on-demand-wl", "queue", "6", t=1)).run()
+    c.pending("on-demand-wl")
+    c.counters("cluster-queue", 1, 0)
+    c.replace(cq("cluster-queue", {"on-demand": {"cpu": (6, 0, None)}}, cohort="cohort")).run()
+    c.admitted_as("on-demand-wl", "cluster-queue", cpu="on-demand")
+    c.counters("cluster-queue", 0, 1)
+
+
+@it("Should admit workloads from the selected namespaces")
+def _ns_selector(tmp_path: Path) -> None:
+    selector = {"matchExpressions": [{"key": "dep", "operator": "In", "values": ["eng"]}]}
+    c = Cluster(
+        tmp_path, ON_DEMAND, namespace("ns"), namespace("foo"),
+        cq("cluster-queue-with-selector", {"on-demand": {"cpu": 5}}, ns_selector=selector),
+        lq("queue", "cluster-queue-with-selector"), lq("foo", "cluster-queue-with-selector", ns="foo"),
+        wl("wl1", "queue", "1", t=1), wl("wl2", "foo", "1", t=2, ns="foo"),
+    ).run()
+    c.inadmissible("wl1", "wl2")
+    c.counters("cluster-queue-with-selector", 2, 0)
+    c.get("Namespace", "ns")["metadata"]["labels"] = {"dep": "eng"}
+    c.run()
+    c.holding("cluster-queue-with-selector", "wl1")
+    c.counters("cluster-queue-with-selector", 1, 1)
+
+
+@it("Should be inactive until the flavor is created")
+def _inactive_until_flavor(tmp_path: Path) -> None:
+    c = Cluster(
+        tmp_path, cq("foo-cq", {"foo-flavor": {"cpu": 15}}, strategy="BestEffortFIFO"),
+        lq("foo-queue", "foo-cq"), wl("workload", "foo-queue", "1", t=1),
+    ).run()
+    c.frozen("foo-cq", "workload")
+    c.counters("foo-cq", 1, 0)
+    c.add({"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": "foo-flavor"}}).run()
+    c.holding("foo-cq", "workload")
+    c.counters("foo-cq", 0, 1)
+
+
+@it("Should schedule workloads on tolerated flavors")
+def _tolerated_flavors(tmp_path: Path) -> None:
+    c = Cluster(
+        tmp_path, ON_DEMAND, SPOT_TAINTED,
+        cq("cluster-queue", {"spot-tainted": {"cpu": (5, 5, None)}, "on-demand": {"cpu": 5}},
+           strategy="BestEffortFIFO", cohort="cohort"),
+        lq("queue", "cluster-queue"), wl("on-demand-wl1", "queue", "5", t=1),
+    ).run()
+    c.admitted_as("on-demand-wl1", "cluster-queue", cpu="on-demand")
+    c.counters("cluster-queue", 0, 1)
+    c.add(wl("on-demand-wl2", "queue", "5", t=2)).run()
+    c.pending("on-demand-wl2")
+    c.counters("cluster-queue", 1, 1)
+    c.add(wl("on-demand-wl3", "queue", "5", t=3, tolerations=[SPOT_TOLERATION])).run()
+    c.admitted_as("on-demand-wl3", "cluster-queue", cpu="spot-tainted")
+    c.counters("cluster-queue", 1, 2)
+
+
+@it("Should admit workloads with affinity to specific flavor")
+def _affinity(tmp_path: Path) -> None:
+    c = Cluster(
+        tmp_path, ON_DEMAND, SPOT_UNTAINTED,
+        cq("cluster-queue", {"spot-untainted": {"cpu": 5}, "on-demand": {"cpu": 5}}),
+        lq("queue", "cluster-queue"), wl("no-affinity-workload", "queue", "1", t=1),
+    ).run()
+    c.admitted_as("no-affinity-workload", "cluster-queue", cpu="spot-untainted")
+    c.counters("cluster-queue", 0, 1)
+    affinity = wl("affinity-wl", "queue", "1", t=2)
+    affinity["spec"]["podSets"][0]["template"]["spec"]["nodeSelector"] = {INSTANCE_KEY: "on-demand", "foo": "bar"}
+    c.add(affinity).run()
+    c.admitted_as("affinity-wl", "cluster-queue", cpu="on-demand")
+    c.counters("cluster-queue", 0, 2)
+
+
+def _out_of_order(tmp_path: Path, order: str) -> None:
+    objs = {
+        "ResourceFlavor": ON_DEMAND,
+        "LocalQueue": lq("queue", "cq"),
+        "Workload": wl("workload", "queue", "2", t=1),
+        "ClusterQueue": cq("cq", {"on-demand": {"cpu": 5}}),
+    }
+    c = Cluster(tmp_path)
+    for kind in order.split("->"):
+        c.add(objs[kind]).run()
+    c.holding("cq", "workload")
+
+
+for _order in (
+    "ResourceFlavor->LocalQueue->Workload->ClusterQueue",
+    "Workload->ResourceFlavor->LocalQueue->ClusterQueue",
+    "Workload->ResourceFlavor->ClusterQueue->LocalQueue",
+    "Workload->ClusterQueue->LocalQueue->ResourceFlavor",
+):
+    IT[f"Should admit workload when creating {_order}"] = lambda p, o=_order: _out_of_order(p, o)
 
 
 @pytest.mark.parametrize("name", list(IT))
