@@ -592,6 +592,205 @@ for _order in (
     IT[f"Should admit workload when creating {_order}"] = lambda p, o=_order: _out_of_order(p, o)
 
 
+@it("Using cohorts for sharing unused resources: Should admit workloads using borrowed ClusterQueue")
+def _borrowed_cq(tmp_path: Path) -> None:
+    c = Cluster(
+        tmp_path, ON_DEMAND, SPOT_TAINTED, SPOT_UNTAINTED,
+        cq("prod-cq", {"spot-tainted": {"cpu": (5, 0, None)}, "on-demand": {"cpu": 5}}, cohort="all"),
+        lq("queue", "prod-cq"), wl("wl", "queue", "10", t=1, tolerations=[SPOT_TOLERATION]),
+    ).run()
+    c.pending("wl")
+    c.counters("prod-cq", 1, 0)
+    c.add(cq("fallback-cq", {"spot-tainted": {"cpu": 5}, "on-demand": {"cpu": 5}}, cohort="all")).run()
+    c.admitted_as("wl", "prod-cq", cpu="on-demand")
+    c.counters("prod-cq", 0, 1)
+
+
+@it("Should schedule workloads borrowing quota from ClusterQueues in the same Cohort")
+def _borrow_same_cohort(tmp_path: Path) -> None:
+    c = Cluster(
+        tmp_path, ON_DEMAND, SPOT_TAINTED, SPOT_UNTAINTED,
+        cq("prod-cq", {"on-demand": {"cpu": (5, 10, None)}}, cohort="all"),
+        cq("dev-cq", {"on-demand": {"cpu": (5, 10, None)}}, cohort="all"),
+        lq("prod-queue", "prod-cq"), lq("dev-queue", "dev-cq"),
+        wl("wl-1", "prod-queue", "11", t=1), wl("wl-2", "dev-queue", "11", t=2),
+    ).run()
+    c.pending("wl-1", "wl-2")
+    c.counters("prod-cq", 1, 0)
+    c.counters("dev-cq", 1, 0)
+    c.add(cq("test-cq", {"on-demand": {"cpu": (15, 0, None)}}, cohort="all")).run()
+    c.holding("prod-cq", "wl-1")
+    c.holding("dev-cq", "wl-2")
+    c.counters("prod-cq", 0, 1)
+    c.counters("dev-cq", 0, 1)
+
+
+@it("Should start workloads that are under min quota before borrowing")
+def _min_quota_first(tmp_path: Path) -> None:
+    c = Cluster(
+        tmp_path, ON_DEMAND, SPOT_TAINTED, SPOT_UNTAINTED,
+        cq("prod-cq", {"on-demand": {"cpu": 2}}, cohort="all", strategy="StrictFIFO"),
+        cq("dev-cq", {"on-demand": {"cpu": 0}}, cohort="all", strategy="StrictFIFO"),
+        lq("prod-queue", "prod-cq"), lq("dev-queue", "dev-cq"), wl("p-wl-1", "prod-queue", "2", t=1),
+    ).run()
+    c.holding("prod-cq", "p-wl-1")
+    c.add(wl("d-wl-1", "dev-queue", "1", t=2), wl("p-wl-2", "prod-queue", "2", t=3)).run()
+    c.pending("d-wl-1", "p-wl-2")
+    c.finish("p-wl-1").run()
+    c.holding("prod-cq", "p-wl-2")
+    c.pending("d-wl-1")
+    c.finish("p-wl-2").run()
+    c.holding("dev-cq", "d-wl-1")
+
+
+@it("Should try next flavor if can't preempt on first")
+def _next_flavor_no_preempt(tmp_path: Path) -> None:
+    prod = cq(
+        "prod-cq", {"on-demand": {"cpu": 2}, "spot-untainted": {"cpu": 2}}, cohort="all", strategy="StrictFIFO",
+        preemption={"withinClusterQueue": "LowerPriority"}, fungibility={"whenCanPreempt": "MayStopSearch"},
+    )
+    c = Cluster(
+        tmp_path, ON_DEMAND, SPOT_TAINTED, SPOT_UNTAINTED, prod, lq("prod-queue", "prod-cq"),
+        wl("wl-1", "prod-queue", "1", t=1), wl("wl-2", "prod-queue", "1", t=2),
+    ).run()
+    c.admitted_as("wl-1", "prod-cq", cpu="on-demand")
+    c.admitted_as("wl-2", "prod-cq", cpu="on-demand")
+    c.add(wl("wl-3", "prod-queue", "1", t=3)).run()
+    c.admitted_as("wl-3", "prod-cq", cpu="spot-untainted")
+    c.counters("prod-cq", 0, 3)
+
+
+@it("Should try next flavor instead of borrowing")
+def _next_flavor_not_borrow(tmp_path: Path) -> None:
+    c = Cluster(
+        tmp_path, ON_DEMAND, SPOT_TAINTED, SPOT_UNTAINTED,
+        cq("prod-cq", {"on-demand": {"cpu": (10, 10, None)}}, cohort="all"),
+        cq("dev-cq", {"on-demand": {"cpu": (10, 10, None)}, "spot-tainted": {"cpu": 11}}, cohort="all",
+           fungibility={"whenCanBorrow": "TryNextFlavor"}),
+        lq("prod-queue", "prod-cq"), lq("dev-queue", "dev-cq"), wl("wl-1", "prod-queue", "9", t=1),
+    ).run()
+    c.admitted_as("wl-1", "prod-cq", cpu="on-demand")
+    c.counters("prod-cq", 0, 1)
+    c.add(wl("wl-2", "dev-queue", "11", t=2, tolerations=[SPOT_TOLERATION])).run()
+    c.admitted_as("wl-2", "dev-cq", cpu="spot-tainted")
+    c.counters("dev-cq", 0, 1)
+
+
+@it("Should preempt before try next flavor")
+def _preempt_before_next_flavor(tmp_path: Path) -> None:
+    c = Cluster(
+        tmp_path, ON_DEMAND, SPOT_TAINTED, SPOT_UNTAINTED,
+        cq("prod-cq", {"on-demand": {"cpu": (10, 10, None)}, "spot-untainted": {"cpu": 11}}, cohort="all",
+           preemption={"reclaimWithinCohort": "Any"}, fungibility={"whenCanPreempt": "MayStopSearch"}),
+        cq("dev-cq", {"on-demand": {"cpu": (10, 10, None)}}, cohort="all", fungibility={"whenCanBorrow": "TryNextFlavor"}),
+        lq("prod-queue", "prod-cq"), lq("dev-queue", "dev-cq"),
+        wl("wl-1", "dev-queue", "9", t=1, priority=0), wl("wl-2", "dev-queue", "9", t=2, priority=1),
+    ).run()
+    c.holding("dev-cq", "wl-1", "wl-2")
+    c.add(wl("wl-3", "prod-queue", "5", t=3)).run()
+    c.not_admitted("wl-1")
+    c.holding("dev-cq", "wl-2")
+    c.admitted_as("wl-3", "prod-cq", cpu="on-demand")
+
+
+def _cohort_cq(name: str, cohort_name: str) -> list[dict[str, Any]]:
+    return [ON_DEMAND, cq(name, {"on-demand": {"cpu": 0}}, cohort=cohort_name), lq("queue", name)]
+
+
+@it("Should admit workload using resources borrowed from cohort")
+def _borrow_from_cohort(tmp_path: Path) -> None:
+    c = Cluster(tmp_path, *_cohort_cq("clusterqueue", "cohort"), wl("wl", "queue", "10", t=1)).run()
+    c.pending("wl")
+    c.add(cohort("cohort", {"on-demand": {"cpu": 5}})).run()
+    c.pending("wl")
+    c.replace(cohort("cohort", {"on-demand": {"cpu": 10}})).run()
+    c.admitted_as("wl", "clusterqueue", cpu="on-demand")
+    c.counters("clusterqueue", 0, 1)
+
+
+@it("Should admit workload borrowing from cohort when requesting zero of a resource not in ClusterQueue")
+def _borrow_zero_request(tmp_path: Path) -> None:
+    c = Cluster(
+        tmp_path, *_cohort_cq("clusterqueue", "cohort"), cohort("cohort", {"on-demand": {"cpu": 10}}),
+        wl("wl", "queue", "5", t=1, requests={"example.com/gpu": "0"}),
+    ).run()
+    c.holding("clusterqueue", "wl")
+    (psa,) = c.get("Workload", "wl")["status"]["admission"]["podSetAssignments"]
+    assert list(psa["flavors"]) == ["cpu"]
+    assert list(psa["resourceUsage"]) == ["cpu"]
+
+
+@it("Should admit workload when cq switches into cohort with capacity")
+def _switch_cohort(tmp_path: Path) -> None:
+    c = Cluster(tmp_path, *_cohort_cq("clusterqueue", "impecunious-cohort"), wl("wl", "queue", "10", t=1)).run()
+    c.pending("wl")
+    c.add(cohort("cohort", {"on-demand": {"cpu": 10}})).run()
+    c.replace(cq("clusterqueue", {"on-demand": {"cpu": 0}}, cohort="cohort")).run()
+    c.admitted_as("wl", "clusterqueue", cpu="on-demand")
+    c.counters("clusterqueue", 0, 1)
+
+
+@it("Long distance resource allows workload to be scheduled")
+def _long_distance(tmp_path: Path) -> None:
+    c = Cluster(
+        tmp_path, *_cohort_cq("cq", "left"), cohort("left", parent="root"), cohort("right", parent="root"),
+        wl("wl", "queue", "10", t=1),
+    ).run()
+    c.pending("wl")
+    c.add(cohort("bank", {"on-demand": {"cpu": 10}}, parent="right")).run()
+    c.admitted_as("wl", "cq", cpu="on-demand")
+    c.counters("cq", 0, 1)
+
+
+@it("Should admit overflow workload after reparenting child cohort to a larger root")
+def _reparent(tmp_path: Path) -> None:
+    c = Cluster(
+        tmp_path, *_cohort_cq("cq", "child"), cohort("root-a", {"on-demand": {"cpu": 1}}),
+        cohort("root-b", {"on-demand": {"cpu": 2}}), cohort("child", parent="root-a"),
+        wl("wl-1", "queue", "500m", t=1), wl("wl-2", "queue", "500m", t=2),
+    ).run()
+    c.holding("cq", "wl-1", "wl-2")
+    c.add(wl("wl-overflow", "queue", "500m", t=3)).run()
+    c.pending("wl-overflow")
+    c.counters("cq", 1, 2)
+    c.replace(cohort("child", parent="root-b")).run()
+    c.admitted_as("wl-overflow", "cq", cpu="on-demand")
+    c.holding("cq", "wl-1", "wl-2")
+    c.counters("cq", 0, 3)
+
+
+@it("Using cohorts for sharing with LendingLimit: Should admit workloads using borrowed ClusterQueue")
+def _lending_borrowed_cq(tmp_path: Path) -> None:
+    c = Cluster(
+        tmp_path, ON_DEMAND, cq("prod-cq", {"on-demand": {"cpu": (5, None, 1)}}, cohort="all"),
+        lq("queue", "prod-cq"), wl("wl", "queue", "9", t=1),
+    ).run()
+    c.pending("wl")
+    c.counters("prod-cq", 1, 0)
+    c.add(cq("dev-cq", {"on-demand": {"cpu": (5, None, 4)}}, cohort="all")).run()
+    c.admitted_as("wl", "prod-cq", cpu="on-demand")
+    c.counters("prod-cq", 0, 1)
+
+
+@it("Should admit workloads after updating lending limit")
+def _update_lending_limit(tmp_path: Path) -> None:
+    c = Cluster(
+        tmp_path, ON_DEMAND,
+        cq("prod-cq", {"on-demand": {"cpu": (5, None, 0)}}, cohort="all"),
+        cq("dev-cq", {"on-demand": {"cpu": (5, None, 0)}}, cohort="all"),
+        lq("prod-queue", "prod-cq"), lq("dev-queue", "dev-cq"),
+        wl("wl-1", "prod-queue", "5", t=1), wl("wl-2", "prod-queue", "5", t=2),
+    ).run()
+    c.pending("wl-2")
+    c.holding("prod-cq", "wl-1")
+    c.counters("prod-cq", 1, 1)
+    c.counters("dev-cq", 0, 0)
+    c.replace(cq("dev-cq", {"on-demand": {"cpu": (5, None, 5)}}, cohort="all")).run()
+    c.holding("prod-cq", "wl-2")
+    c.counters("prod-cq", 0, 2)
+    c.counters("dev-cq", 0, 0)
+
+
 @pytest.mark.parametrize("name", list(IT))
 def test_scheduler_integration(name: str, tmp_path: Path) -> None:
     IT[name](tmp_path)
