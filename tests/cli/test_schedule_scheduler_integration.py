@@ -791,6 +791,109 @@ def _update_lending_limit(tmp_path: Path) -> None:
     c.counters("dev-cq", 0, 0)
 
 
+def _strict_fifo() -> list[dict[str, Any]]:
+    """``When("Queueing with StrictFIFO")``: its ClusterQueue, and ``matching`` the namespace it selects."""
+    selector = {"matchExpressions": [{"key": "dep", "operator": "In", "values": ["eng"]}]}
+    return [
+        ON_DEMAND, namespace("matching", dep="eng"),
+        cq("strict-fifo-cq", {"on-demand": {"cpu": (5, 0, None)}}, strategy="StrictFIFO", ns_selector=selector,
+           cohort="cohort"),
+    ]
+
+
+@it("Should schedule workloads by their priority strictly")
+def _strict_priority(tmp_path: Path) -> None:
+    c = Cluster(
+        tmp_path, *_strict_fifo(),
+        wl("wl1", "strict-fifo-q", "2", t=1, priority=100, ns="matching"),
+        wl("wl2", "strict-fifo-q", "5", t=2, priority=10, ns="matching"),
+        wl("wl3", "strict-fifo-q", "1", t=3, priority=1, ns="matching"),
+        lq("strict-fifo-q", "strict-fifo-cq", ns="matching"),
+    ).run()
+    c.holding("strict-fifo-cq", "wl1")
+    c.pending("wl2")
+    c.not_admitted("wl3")
+    c.counters("strict-fifo-cq", 2, 1)
+
+
+@it("Workloads not matching namespaceSelector should not block others")
+def _strict_ns_selector(tmp_path: Path) -> None:
+    c = Cluster(
+        tmp_path, *_strict_fifo(), namespace("ns"),
+        lq("not-matching-queue", "strict-fifo-cq"), lq("matching-queue", "strict-fifo-cq", ns="matching"),
+        wl("wl1", "matching-queue", "2", t=1, priority=100, ns="matching"),
+        wl("wl2", "not-matching-queue", "5", t=2, priority=10),
+        wl("wl3", "matching-queue", "1", t=3, priority=1, ns="matching"),
+    ).run()
+    c.holding("strict-fifo-cq", "wl1", "wl3")
+    c.inadmissible("wl2")
+    c.counters("strict-fifo-cq", 1, 2)
+
+
+@it("Pending workload with StrictFIFO doesn't block other CQ from borrowing from a third CQ")
+def _strict_no_block_borrow(tmp_path: Path) -> None:
+    team_a = cq("team-a", {"on-demand": {"cpu": 5}}, cohort="cohort")
+    c = Cluster(
+        tmp_path, *_strict_fifo(), team_a,
+        lq("strict-fifo-q", "strict-fifo-cq", ns="matching"), lq("team-a-lq", "team-a", ns="matching"),
+        cq("shared-resources", {"on-demand": {"cpu": 5}}, cohort="cohort"),
+        wl("wl", "strict-fifo-q", "3", t=1, priority=10, ns="matching"),
+        wl("player1-a", "team-a-lq", "5", t=2, priority=1, ns="matching"),
+    ).run()
+    c.holding("strict-fifo-cq", "wl")
+    c.holding("team-a", "player1-a")
+    c.replace(cq("team-a", {"on-demand": {"cpu": 5}}, cohort="cohort", stop="Hold"))
+    c.add(
+        wl("pending-wl", "strict-fifo-q", "3", t=3, priority=99, ns="matching"),
+        wl("player2-a", "team-a-lq", "5", t=4, priority=11, ns="matching"),
+        wl("player3-a", "team-a-lq", "1", t=5, priority=10, ns="matching"),
+    ).run()
+    c.replace(team_a).run()
+    c.pending("pending-wl", "player3-a")
+    c.holding("team-a", "player2-a")
+
+
 @pytest.mark.parametrize("name", list(IT))
 def test_scheduler_integration(name: str, tmp_path: Path) -> None:
     IT[name](tmp_path)
+
+
+def test_deleting_cluster_queues_should_not_admit_new_created_workloads() -> None:
+    """``It("Should not admit new created workloads")`` of ``When("Deleting clusterQueues")``.
+
+    A state file cannot hold a ClusterQueue being deleted, so this one runs on the embedded
+    controllers (the API server deletes the ClusterQueue, its finalizer keeps it while a workload
+    holds quota in it).
+    """
+    sys.path.insert(0, str(ROOT / "tests" / "controllers"))
+    from test_workload_lifecycle import Env, cond, has, setup_queues, wait, workload
+
+    from pykueue.client import resources as R
+
+    env = Env()
+    try:
+        setup_queues(env, cpu=5)
+        env.create(R.WORKLOADS, workload("workload1"))
+        wait(has(env, "workload1", "QuotaReserved"))
+        env.client.delete(R.CLUSTER_QUEUES, "cq")
+        env.clock.advance(1)
+        assert env.get(R.CLUSTER_QUEUES, "cq", None)["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
+        env.create(R.WORKLOADS, workload("workload2"))
+
+        def frozen() -> dict[str, Any] | None:
+            c = cond(env.get(R.WORKLOADS, "workload2"), "QuotaReserved")
+            ok = c is not None and c["status"] == "False" and c["reason"] in ("Inadmissible", "Suspended")
+            return c if ok and c["message"] == "ClusterQueue cq is inactive" else None
+
+        wait(frozen)
+
+        def counters() -> dict[str, Any] | None:
+            env.clock.advance(1)
+            status = env.get(R.CLUSTER_QUEUES, "cq", None).get("status") or {}
+            ok = status.get("reservingWorkloads") == 1 and status.get("pendingWorkloads") == 1
+            return status if ok else None
+
+        wait(counters)
+        assert cond(env.get(R.WORKLOADS, "workload1"), "QuotaReserved")["status"] == "True"  # type: ignore[index]
+    finally:
+        env.close()
