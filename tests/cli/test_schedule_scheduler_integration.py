@@ -129,13 +129,19 @@ def wl(
     requests: dict[str, str] | None = None,
     tolerations: list[dict[str, Any]] | None = None,
     ns: str = "ns",
+    limits: dict[str, str] | None = None,
+    pod_resources: dict[str, dict[str, str]] | None = None,
 ) -> dict[str, Any]:
     """A workload created ``t`` seconds after 08:00 (creation order matters to the queues)."""
     reqs = dict(requests or {})
     if cpu is not None:
         reqs["cpu"] = cpu
     container: dict[str, Any] = {"name": "c", "image": "busybox", "resources": {"requests": reqs}}
+    if limits:
+        container["resources"]["limits"] = limits
     pod: dict[str, Any] = {"containers": [container]}
+    if pod_resources:
+        pod["resources"] = pod_resources
     if tolerations:
         pod["tolerations"] = tolerations
     spec: dict[str, Any] = {
@@ -851,6 +857,36 @@ def _strict_no_block_borrow(tmp_path: Path) -> None:
     c.replace(team_a).run()
     c.pending("pending-wl", "player3-a")
     c.holding("team-a", "player2-a")
+
+
+def _one_cq(cpu: int) -> list[dict[str, Any]]:
+    return [ON_DEMAND, cq("cluster-queue", {"on-demand": {"cpu": cpu}}), lq("queue", "cluster-queue")]
+
+
+@it("The workload's podSet resource requests are not valid: request more that limits")
+def _request_over_limit(tmp_path: Path) -> None:
+    c = Cluster(tmp_path, *_one_cq(5), wl("workload", "queue", "3", limits={"cpu": "2"})).run()
+    assert "resources validation failed:" in c.condition("workload")["message"]
+
+
+@it("blocks workloads when pod-level requests exceed pod-level limits")
+def _pod_level_over_limit(tmp_path: Path) -> None:
+    pod = {"requests": {"cpu": "3"}, "limits": {"cpu": "2"}}
+    c = Cluster(
+        tmp_path, *_one_cq(5),
+        wl("pod-request-over-limit", "queue", "1", limits={"cpu": "2"}, pod_resources=pod),
+    ).run()
+    assert "resources validation failed:" in c.condition("pod-request-over-limit")["message"]
+
+
+@it("Should block a second workload when pod-level requests exhaust quota")
+def _pod_level_quota(tmp_path: Path) -> None:
+    pod = {"requests": {"cpu": "2"}, "limits": {"cpu": "2"}}
+    c = Cluster(tmp_path, *_one_cq(3), wl("wl1", "queue", "500m", t=1, limits={"cpu": "500m"}, pod_resources=pod)).run()
+    c.holding("cluster-queue", "wl1")
+    c.add(wl("wl2", "queue", "500m", t=2, limits={"cpu": "500m"}, pod_resources=pod)).run()
+    c.pending("wl2")
+    c.counters("cluster-queue", 1, 1)
 
 
 @pytest.mark.parametrize("name", list(IT))
