@@ -889,6 +889,54 @@ def _pod_level_quota(tmp_path: Path) -> None:
     c.counters("cluster-queue", 1, 1)
 
 
+def _evicted(c: Cluster, name: str) -> dict[str, Any]:
+    status = c.get("Workload", name).get("status") or {}
+    (evicted,) = [x for x in status.get("conditions", []) if x["type"] == "Evicted"]
+    return {k: evicted[k] for k in ("status", "reason", "message")}
+
+
+def _lq_state(c: Cluster, name: str) -> tuple[Any, ...]:
+    status = c.get("LocalQueue", name).get("status") or {}
+    (active,) = [x for x in status.get("conditions", []) if x["type"] == "Active"]
+    counts = tuple(status.get(k, 0) for k in ("pendingWorkloads", "reservingWorkloads", "admittedWorkloads"))
+    return (*counts, active["status"], active["reason"], active["message"])
+
+
+@it("Using clusterQueue stop policy: Should evict workloads when stop policy is drain")
+def _cq_drain(tmp_path: Path) -> None:
+    base = cq("cluster-queue", {"on-demand": {"cpu": (5, 5, None)}}, cohort="cohort")
+    c = Cluster(tmp_path, ON_DEMAND, base, lq("queue", "cluster-queue"), wl("one", "queue", t=1)).run()
+    c.holding("cluster-queue", "one")
+    c.counters("cluster-queue", 0, 1)
+    c.replace(cq("cluster-queue", {"on-demand": {"cpu": (5, 5, None)}}, cohort="cohort", stop="HoldAndDrain")).run()
+    assert _evicted(c, "one") == {"status": "True", "reason": "ClusterQueueStopped", "message": "The ClusterQueue is stopped"}
+    c.add(wl("two", "queue", t=2)).run()
+    c.counters("cluster-queue", 2, 0)
+    c.replace(base).run()
+    c.holding("cluster-queue", "one", "two")
+    c.counters("cluster-queue", 0, 2)
+
+
+@it("Using localQueue stop policy: Should evict workloads when stop policy is drain")
+def _lq_drain(tmp_path: Path) -> None:
+    c = Cluster(
+        tmp_path, ON_DEMAND, cq("cluster-queue", {"on-demand": {"cpu": (5, 5, None)}}, cohort="cohort"),
+        lq("queue", "cluster-queue"), wl("wl1", "queue", t=1),
+    ).run()
+    c.holding("cluster-queue", "wl1")
+    c.counters("cluster-queue", 0, 1)
+    assert _lq_state(c, "queue") == (0, 1, 1, "True", "Ready", "Can submit new workloads to localQueue")
+    c.replace(lq("queue", "cluster-queue", stop="HoldAndDrain")).run()
+    assert _evicted(c, "wl1") == {"status": "True", "reason": "LocalQueueStopped", "message": "The LocalQueue is stopped"}
+    assert _lq_state(c, "queue")[3:] == ("False", "Stopped", "LocalQueue is stopped")
+    c.add(wl("wl2", "queue", t=2)).run()
+    c.counters("cluster-queue", 0, 0)
+    c.replace(lq("queue", "cluster-queue")).run()
+    assert _lq_state(c, "queue") == (0, 2, 2, "True", "Ready", "Can submit new workloads to localQueue")
+    c.holding("cluster-queue", "wl1", "wl2")
+    c.counters("cluster-queue", 0, 2)
+
+
 @pytest.mark.parametrize("name", list(IT))
 def test_scheduler_integration(name: str, tmp_path: Path) -> None:
     IT[name](tmp_path)
