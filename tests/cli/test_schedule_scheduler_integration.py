@@ -937,6 +937,148 @@ def _lq_drain(tmp_path: Path) -> None:
     c.counters("cluster-queue", 0, 2)
 
 
+def _strict_cq() -> list[dict[str, Any]]:
+    return [ON_DEMAND, cq("cq", {"on-demand": {"cpu": 5}}, strategy="StrictFIFO"), lq("local-queue", "cq")]
+
+
+@it("Should report pending workloads properly when blocked")
+def _strict_report_pending(tmp_path: Path) -> None:
+    c = Cluster(
+        tmp_path, *_strict_cq(), wl("wl1", "local-queue", "2", t=1, priority=100),
+        wl("wl2", "local-queue", "5", t=2, priority=10),
+    ).run()
+    c.counters("cq", 1, 1)
+    c.add(wl("wl3", "local-queue", "1", t=3, priority=1)).run()
+    c.counters("cq", 2, 1)
+    c.finish("wl1").run()
+    c.holding("cq", "wl2")
+    c.counters("cq", 1, 1)
+    c.finish("wl2", "wl3").run()
+    c.counters("cq", 0, 0)
+
+
+@it("Should allow mutating the requeueingStrategy")
+def _mutate_strategy(tmp_path: Path) -> None:
+    c = Cluster(
+        tmp_path, *_strict_cq(), wl("wl1", "local-queue", "2", t=1, priority=100),
+        wl("wl2", "local-queue", "5", t=2, priority=10), wl("wl3", "local-queue", "1", t=3, priority=1),
+    ).run()
+    c.holding("cq", "wl1")
+    c.pending("wl2")
+    c.counters("cq", 2, 1)
+    c.replace(cq("cq", {"on-demand": {"cpu": 5}}, strategy="BestEffortFIFO")).run()
+    c.holding("cq", "wl1", "wl3")
+    c.pending("wl2")
+    c.counters("cq", 1, 2)
+    c.replace(cq("cq", {"on-demand": {"cpu": 5}}, strategy="StrictFIFO")).run()
+    c.holding("cq", "wl1", "wl3")
+    c.pending("wl2")
+    c.counters("cq", 1, 2)
+    c.add(wl("wl4", "local-queue", "1", t=4, priority=1)).run()
+    c.holding("cq", "wl1", "wl3")
+    c.pending("wl2")
+    c.counters("cq", 2, 2)
+
+
+@it("shouldn't admit second workload on over admission")
+def _over_admission(tmp_path: Path) -> None:
+    c = Cluster(
+        tmp_path, ON_DEMAND,
+        cq("cq1", {"on-demand": {"cpu": 1, "memory": "1Gi"}}, cohort="cohort"),
+        cq("cq2", {"on-demand": {"cpu": 2, "memory": "1Gi"}}, cohort="cohort"),
+        lq("lq1", "cq1"), lq("lq2", "cq2"), wl("wl1", "lq1", "2", t=1, requests={"memory": "2Gi"}),
+    ).run()
+    c.add(wl("wl2", "lq2", "1", t=2, requests={"memory": "1Gi"})).run()
+    want = "couldn't assign flavors to pod set main: insufficient unused quota for memory in flavor on-demand, 1Gi more needed"
+
+    def check() -> None:
+        conds = {x["type"]: x for x in c.get("Workload", "wl1")["status"]["conditions"]}
+        assert (conds["QuotaReserved"]["status"], conds["QuotaReserved"]["reason"]) == ("True", "QuotaReserved")
+        assert conds["QuotaReserved"]["message"] == "Quota reserved in ClusterQueue cq1"
+        assert (conds["Admitted"]["status"], conds["Admitted"]["message"]) == ("True", "The workload is admitted")
+        cond = c.condition("wl2")
+        assert (cond["status"], cond["reason"], cond["message"]) == ("False", "WaitingForQuota", want)
+
+    check()
+    c.replace(cq("cq1", {"on-demand": {"cpu": 1}}, cohort="cohort")).run()
+    check()
+
+
+def _foundation(reclaim: str) -> list[dict[str, Any]]:
+    return [
+        ON_DEMAND,
+        cq("foundation-queue", {"on-demand": {"cpu": 2}}, cohort="cohort", strategy="StrictFIFO",
+           preemption={"reclaimWithinCohort": reclaim}),
+        cq("best-effort-queue", {"on-demand": {"cpu": 0}}, cohort="cohort"),
+        lq("foundation-queue", "foundation-queue"), lq("best-effort-queue", "best-effort-queue"),
+    ]
+
+
+@it("foundation-queue allows best-effort queue to use capacity until it is ready to admit next workload")
+def _foundation_any(tmp_path: Path) -> None:
+    c = Cluster(tmp_path, *_foundation("Any"), wl("f1", "foundation-queue", "1", t=1, priority=1000)).run()
+    c.counters("foundation-queue", 0, 1)
+    c.add(wl("f2", "foundation-queue", "2", t=2, priority=1000)).run()
+    c.counters("foundation-queue", 1, 1)
+    c.add(wl("b1", "best-effort-queue", "1", t=3, priority=0), wl("b2", "best-effort-queue", "1", t=4, priority=0)).run()
+    c.counters("best-effort-queue", 1, 1)
+    c.finish("f1").run()
+    c.holding("foundation-queue", "f2")
+    c.counters("foundation-queue", 0, 1)
+    c.counters("best-effort-queue", 2, 0)
+
+
+@it("foundation-queue blocks capacity when it is not sure that it can reclaim")
+def _foundation_lower(tmp_path: Path) -> None:
+    c = Cluster(tmp_path, *_foundation("LowerPriority"), wl("f1", "foundation-queue", "1", t=1, priority=1000)).run()
+    c.counters("foundation-queue", 0, 1)
+    c.add(wl("f2", "foundation-queue", "2", t=2, priority=1000)).run()
+    c.counters("foundation-queue", 1, 1)
+    c.add(wl("b1", "best-effort-queue", "1", t=3, priority=0), wl("b2", "best-effort-queue", "1", t=4, priority=0)).run()
+    c.counters("best-effort-queue", 2, 0)
+    c.finish("f1").run()
+    c.counters("best-effort-queue", 2, 0)
+    c.holding("foundation-queue", "f2")
+    c.counters("foundation-queue", 0, 1)
+
+
+@it("finds correct flavor by discarding the first one in which preemption is not possible")
+def _multiple_flavors_preemption(tmp_path: Path) -> None:
+    fungibility = {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"}
+    preemption = {
+        "withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
+        "borrowWithinCohort": {"policy": "LowerPriority"},
+    }
+    f1 = {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": "f1"}}
+    f2 = {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": "f2"}}
+    c = Cluster(
+        tmp_path, f1, f2,
+        cq("cq1", {"f1": {"cpu": 0}, "f2": {"cpu": 1}}, cohort="cohort", fungibility=fungibility, preemption=preemption),
+        cq("cq2", {"f1": {"cpu": 1}, "f2": {"cpu": 0}}, cohort="cohort", fungibility=fungibility, preemption=preemption),
+        lq("cq1", "cq1"), lq("cq2", "cq2"), wl("cq1-low", "cq1", "1", t=1, priority=0),
+    ).run()
+    c.admitted_as("cq1-low", "cq1", cpu="f2")
+    c.add(wl("cq1-high", "cq1", "1", t=2, priority=9999)).run()
+    c.admitted_as("cq1-high", "cq1", cpu="f1")
+    c.add(wl("cq2-middle", "cq2", "1", t=3, priority=105)).run()
+    c.admitted_as("cq2-middle", "cq2", cpu="f1")
+    c.admitted_as("cq1-high", "cq1", cpu="f2")
+    c.not_admitted("cq1-low")
+
+
+@it("Should prevent incorrect admission through borrowing after ClusterQueue deletion")
+def _deleted_cq_borrowing(tmp_path: Path) -> None:
+    c = Cluster(
+        tmp_path, ON_DEMAND,
+        cq("queue-1", {"on-demand": {"cpu": 8}}, cohort="bug-test"),
+        cq("queue-2", {"on-demand": {"cpu": 0}}, cohort="bug-test"),
+        lq("queue-1", "queue-1"), lq("queue-2", "queue-2"),
+    ).run()
+    c.delete("ClusterQueue", "queue-1").add(wl("workload", "queue-2", "8", t=1, priority=1000)).run()
+    c.not_admitted("workload")
+    c.counters("queue-2", 1, 0)
+
+
 @pytest.mark.parametrize("name", list(IT))
 def test_scheduler_integration(name: str, tmp_path: Path) -> None:
     IT[name](tmp_path)
