@@ -1079,6 +1079,92 @@ def _deleted_cq_borrowing(tmp_path: Path) -> None:
     c.counters("queue-2", 1, 0)
 
 
+def _queues(*cqs: dict[str, Any]) -> list[dict[str, Any]]:
+    """ClusterQueues with a LocalQueue of the same name each (upstream's ``createQueue``)."""
+    return [x for q in cqs for x in (q, lq(q["metadata"]["name"], q["metadata"]["name"]))]
+
+
+@it("Should not admit from stale subtree quota after deleting sibling cohort")
+def _deleted_sibling_cohort(tmp_path: Path) -> None:
+    c = Cluster(
+        tmp_path, ON_DEMAND, cohort("root"),
+        cohort("left", {"on-demand": {"cpu": 0}}, parent="root"),
+        cohort("right", {"on-demand": {"cpu": 5}}, parent="root"),
+        *_queues(cq("cq-a", {"on-demand": {"cpu": 10}}, cohort="left"), cq("cq-b", {"on-demand": {"cpu": 7}}, cohort="right")),
+        wl("wl-base", "cq-a", "10", t=1),
+    ).run()
+    c.admitted_as("wl-base", "cq-a", cpu="on-demand")
+    c.delete("Cohort", "right").run()
+    c.add(wl("wl-after-delete", "cq-a", "8", t=2)).run()
+    c.pending("wl-after-delete")
+
+
+@it("Should not allow borrowing through deleted mid-tree cohort")
+def _deleted_mid_cohort(tmp_path: Path) -> None:
+    c = Cluster(
+        tmp_path, ON_DEMAND, cohort("root", {"on-demand": {"cpu": 2}}),
+        cohort("mid", {"on-demand": {"cpu": 2}}, parent="root"),
+        *_queues(cq("cq-mid", {"on-demand": {"cpu": 1}}, cohort="mid")),
+        wl("wl-base", "cq-mid", "1", t=1),
+    ).run()
+    c.admitted_as("wl-base", "cq-mid", cpu="on-demand")
+    c.delete("Cohort", "mid").run()
+    c.admitted_as("wl-base", "cq-mid", cpu="on-demand")
+    c.add(wl("wl-after-delete", "cq-mid", "2", t=2)).run()
+    c.pending("wl-after-delete")
+    c.admitted_as("wl-base", "cq-mid", cpu="on-demand")
+
+
+@it("Should admit only up to the lendingLimit of sibling cohort")
+def _cohort_lending_limit(tmp_path: Path) -> None:
+    c = Cluster(
+        tmp_path, ON_DEMAND, cohort("root", {"on-demand": {"cpu": 0}}),
+        cohort("lender", {"on-demand": {"cpu": (1, None, "500m")}}, parent="root"),
+        cohort("borrower", parent="root"),
+        *_queues(cq("lender-cq", {"on-demand": {"cpu": 1}}, cohort="lender"),
+                 cq("borrower-cq", {"on-demand": {"cpu": 0}}, cohort="borrower")),
+        wl("wl-1", "borrower-cq", "500m", t=1), wl("wl-2", "borrower-cq", "500m", t=2),
+    ).run()
+    c.holding("borrower-cq", "wl-1")
+    c.pending("wl-2")
+    c.counters("borrower-cq", 1, 1)
+
+
+@it("should allow production to borrow but block research from borrowing")
+def _cohort_borrowing_limit(tmp_path: Path) -> None:
+    c = Cluster(
+        tmp_path, ON_DEMAND, cohort("root", {"on-demand": {"cpu": 0}}),
+        cohort("research", {"on-demand": {"cpu": (0, 0, None)}}, parent="root"),
+        cohort("production", {"on-demand": {"cpu": 0}}, parent="root"),
+        *_queues(cq("research-cq", {"on-demand": {"cpu": 1}}, cohort="research"),
+                 cq("production-cq", {"on-demand": {"cpu": 1}}, cohort="production")),
+        *(wl(f"prod-{i}", "production-cq", "500m", t=i) for i in (1, 2, 3)),
+    ).run()
+    assert c.get("ClusterQueue", "production-cq")["status"]["admittedWorkloads"] == 3
+    c.finish("prod-1", "prod-2", "prod-3").run()
+    assert c.get("ClusterQueue", "production-cq")["status"].get("admittedWorkloads", 0) == 0
+    c.add(*(wl(f"research-{i}", "research-cq", "500m", t=10 + i) for i in (1, 2, 3))).run()
+    c.counters("research-cq", 1, 2)
+
+
+@it("should allow burst queue to borrow idle capacity while orgs stay isolated")
+def _burst_queue(tmp_path: Path) -> None:
+    c = Cluster(
+        tmp_path, ON_DEMAND, cohort("root", {"on-demand": {"cpu": 0}}),
+        cohort("org-a", {"on-demand": {"cpu": (0, 0, None)}}, parent="root"),
+        cohort("org-b", {"on-demand": {"cpu": (0, 0, None)}}, parent="root"),
+        *_queues(cq("org-a-cq", {"on-demand": {"cpu": 1}}, cohort="org-a"),
+                 cq("org-b-cq", {"on-demand": {"cpu": 1}}, cohort="org-b"),
+                 cq("burst-cq", {"on-demand": {"cpu": 0}}, cohort="root")),
+        wl("org-a-1", "org-a-cq", "500m", t=1), wl("org-a-2", "org-a-cq", "500m", t=2),
+        wl("org-a-overflow", "org-a-cq", "500m", t=3),
+    ).run()
+    c.counters("org-a-cq", 1, 2)
+    c.add(wl("burst-1", "burst-cq", "500m", t=4), wl("burst-2", "burst-cq", "500m", t=5)).run()
+    c.counters("burst-cq", 0, 2)
+    c.counters("org-a-cq", 1, 2)
+
+
 @pytest.mark.parametrize("name", list(IT))
 def test_scheduler_integration(name: str, tmp_path: Path) -> None:
     IT[name](tmp_path)
