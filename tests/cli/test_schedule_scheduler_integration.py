@@ -206,6 +206,12 @@ class Cluster:
     def _now(self) -> str:
         return f"2025-03-10T{9 + self.step:02d}:00:00Z"
 
+    def reclaim(self, name: str, **pods: int) -> Cluster:
+        """upstream's ``util.UpdateReclaimablePods``."""
+        status = self.get("Workload", name).setdefault("status", {})
+        status["reclaimablePods"] = [{"name": ps, "count": n} for ps, n in pods.items()]
+        return self
+
     def run(self) -> Cluster:
         path = self.tmp / f"state-{self.step}.json"
         path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": self.objs}))
@@ -1165,7 +1171,102 @@ def _burst_queue(tmp_path: Path) -> None:
     c.counters("org-a-cq", 1, 2)
 
 
-@pytest.mark.parametrize("name", list(IT))
+def three_pod_sets(name: str, queue: str, *, t: int, priority: int | None = None, sets: int = 3) -> dict[str, Any]:
+    """A workload of pod sets first, second, third of one 1-CPU pod each."""
+    obj = wl(name, queue, "1", t=t, priority=priority)
+    template = obj["spec"]["podSets"][0]["template"]
+    obj["spec"]["podSets"] = [
+        {"name": ps, "count": 1, "template": template} for ps in ("first", "second", "third")[:sets]
+    ]
+    return obj
+
+
+@it("Should admit workloads when resources are dynamically reclaimed")
+def _reclaimed_dynamically(tmp_path: Path) -> None:
+    c = Cluster(tmp_path, *_scheduling_on_cqs(), three_pod_sets("first-wl", "preemption-queue", t=1)).run()
+    c.holding("preemption-cq", "first-wl")
+    c.reclaim("first-wl", third=1).run()
+    c.add(three_pod_sets("second-wl", "preemption-queue", t=2, priority=100)).run()
+    c.holding("preemption-cq", "second-wl")
+    c.reclaim("second-wl", first=1, second=1).run()
+    c.holding("preemption-cq", "first-wl", "second-wl")
+
+
+@it("Should admit workloads when resources are gradually released")
+def _gradually_released(tmp_path: Path) -> None:
+    c = Cluster(tmp_path, *_scheduling_on_cqs(), three_pod_sets("first-wl", "preemption-queue", t=1)).run()
+    c.holding("preemption-cq", "first-wl")
+    c.add(three_pod_sets("second-wl", "preemption-queue", t=2, sets=1)).run()
+    c.holding("preemption-cq", "first-wl")
+    c.counters("preemption-cq", 1, 1)
+    c.reclaim("first-wl", third=1).run()
+    c.holding("preemption-cq", "first-wl", "second-wl")
+    c.counters("preemption-cq", 0, 2)
+
+
+@it("Should not admit workloads when resources are dynamically reclaimed and the reclaimablePods feature gate is off")
+def _reclaim_gate_off(tmp_path: Path) -> None:
+    c = Cluster(tmp_path, *_scheduling_on_cqs(), three_pod_sets("first-wl", "preemption-queue", t=1), gates="ReclaimablePods=false")
+    c.run()
+    c.holding("preemption-cq", "first-wl")
+    c.add(three_pod_sets("second-wl", "preemption-queue", t=2, sets=1)).run()
+    c.holding("preemption-cq", "first-wl")
+    c.counters("preemption-cq", 1, 1)
+    c.reclaim("first-wl", third=1).run()
+    c.holding("preemption-cq", "first-wl")
+    c.not_admitted("second-wl")
+    c.counters("preemption-cq", 1, 1)
+
+
+@it("Reclaimed resources are not accounted during admission")
+def _reclaimed_not_accounted(tmp_path: Path) -> None:
+    c = Cluster(tmp_path, *_scheduling_on_cqs(), wl("first-wl", "prod-queue", "3", t=1, count=2)).run()
+    c.pending("first-wl")
+    c.reclaim("first-wl", main=1).run()
+    c.holding("prod-cq", "first-wl")
+    assert c.get("Workload", "first-wl")["status"]["admission"]["podSetAssignments"][0]["count"] == 1
+
+
+@it("when PriorityBoost is enabled, boosting a low-priority pending workload preempts the running workload")
+def _priority_boost(tmp_path: Path) -> None:
+    c = Cluster(tmp_path, *_scheduling_on_cqs(), wl("wl-mid-1", "preemption-queue", "2", t=1, priority=10), gates="PriorityBoost=true")
+    c.run()
+    c.holding("preemption-cq", "wl-mid-1")
+    c.add(wl("wl-mid-2", "preemption-queue", "2", t=2, priority=10)).run()
+    c.pending("wl-mid-2")
+    c.add(wl("wl-low", "preemption-queue", "2", t=3, priority=0)).run()
+    c.pending("wl-mid-2", "wl-low")
+    meta = c.get("Workload", "wl-low")["metadata"]
+    meta.setdefault("annotations", {})["kueue.x-k8s.io/priority-boost"] = "100"
+    c.run()
+    c.not_admitted("wl-mid-1")
+    c.holding("preemption-cq", "wl-low")
+    c.pending("wl-mid-2")
+
+
+@it("Should gate workload admission with AdmissionGatedBy annotation and admit when removed")
+def _admission_gated_by(tmp_path: Path) -> None:
+    gated = wl("gated-wl", "local-queue", "100m", t=1)
+    gated["metadata"]["annotations"] = {"kueue.x-k8s.io/admission-gated-by": "example.com/controller1"}
+    flavor = {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": "default"}}
+    c = Cluster(
+        tmp_path, flavor, cq("cluster-queue", {"default": {"cpu": 5}}), lq("local-queue", "cluster-queue"), gated,
+        gates="AdmissionGatedBy=true",
+    ).run()
+    c.not_admitted("gated-wl")
+    assert c.get("Workload", "gated-wl")["metadata"]["annotations"] == {
+        "kueue.x-k8s.io/admission-gated-by": "example.com/controller1"
+    }
+    cond = c.condition("gated-wl")
+    assert (cond["status"], cond["reason"], cond["message"]) == (
+        "False", "AdmissionGated", "Admission is gated by: example.com/controller1"
+    )
+    del c.get("Workload", "gated-wl")["metadata"]["annotations"]["kueue.x-k8s.io/admission-gated-by"]
+    c.run()
+    c.holding("cluster-queue", "gated-wl")
+
+
+@pytest.mark.parametrize("name", list(IT), ids=list(IT))
 def test_scheduler_integration(name: str, tmp_path: Path) -> None:
     IT[name](tmp_path)
 
