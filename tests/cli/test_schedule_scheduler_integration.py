@@ -14,9 +14,11 @@ active + inadmissible, ``reservingWorkloads``).
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -260,7 +262,7 @@ class Cluster:
     def condition(self, name: str) -> dict[str, Any]:
         status = self.get("Workload", name).get("status") or {}
         (reserved,) = [c for c in status.get("conditions", []) if c["type"] == "QuotaReserved"]
-        return reserved
+        return dict(reserved)
 
     def inadmissible(self, *names: str) -> None:
         """upstream's ``util.ExpectWorkloadsToBeInadmissible``."""
@@ -274,11 +276,6 @@ class Cluster:
             cond = self.condition(name)
             assert cond["status"] == "False" and cond["reason"] in ("Inadmissible", "Suspended"), cond
             assert cond["message"] == f"ClusterQueue {cluster_queue} is inactive", cond
-
-    def message(self, name: str) -> str:
-        status = self.get("Workload", name).get("status") or {}
-        (reserved,) = [c for c in status.get("conditions", []) if c["type"] == "QuotaReserved"]
-        return str(reserved["message"])
 
     def counters(self, cluster_queue: str, pending: int, reserving: int) -> None:
         status = self.get("ClusterQueue", cluster_queue).get("status") or {}
@@ -317,11 +314,12 @@ def _times(q: str, n: int) -> str:
     return str(int(q) * n)
 
 
-IT: dict[str, Any] = {}
+Scenario = Callable[[Path], None]
+IT: dict[str, Scenario] = {}
 
 
-def it(name: str) -> Any:
-    def register(fn: Any) -> Any:
+def it(name: str) -> Callable[[Scenario], Scenario]:
+    def register(fn: Scenario) -> Scenario:
         IT[name] = fn
         return fn
 
@@ -582,7 +580,7 @@ def _affinity(tmp_path: Path) -> None:
     c.counters("cluster-queue", 0, 2)
 
 
-def _out_of_order(tmp_path: Path, order: str) -> None:
+def _out_of_order(tmp_path: Path, *, order: str) -> None:
     objs = {
         "ResourceFlavor": ON_DEMAND,
         "LocalQueue": lq("queue", "cq"),
@@ -601,7 +599,7 @@ for _order in (
     "Workload->ResourceFlavor->ClusterQueue->LocalQueue",
     "Workload->ClusterQueue->LocalQueue->ResourceFlavor",
 ):
-    IT[f"Should admit workload when creating {_order}"] = lambda p, o=_order: _out_of_order(p, o)
+    IT[f"Should admit workload when creating {_order}"] = functools.partial(_out_of_order, order=_order)
 
 
 @it("Using cohorts for sharing unused resources: Should admit workloads using borrowed ClusterQueue")
@@ -1279,7 +1277,14 @@ def test_deleting_cluster_queues_should_not_admit_new_created_workloads() -> Non
     holds quota in it).
     """
     sys.path.insert(0, str(ROOT / "tests" / "controllers"))
-    from test_workload_lifecycle import Env, cond, has, setup_queues, wait, workload
+    from test_workload_lifecycle import (  # type: ignore[import-not-found]
+        Env,
+        cond,
+        has,
+        setup_queues,
+        wait,
+        workload,
+    )
 
     from pykueue.client import resources as R
 
@@ -1307,6 +1312,6 @@ def test_deleting_cluster_queues_should_not_admit_new_created_workloads() -> Non
             return status if ok else None
 
         wait(counters)
-        assert cond(env.get(R.WORKLOADS, "workload1"), "QuotaReserved")["status"] == "True"  # type: ignore[index]
+        assert cond(env.get(R.WORKLOADS, "workload1"), "QuotaReserved")["status"] == "True"
     finally:
         env.close()
