@@ -322,3 +322,37 @@ def test_shared_fidelity_scenario(name: str) -> None:
         assert (admission["clusterQueue"] if admission else None) == cq, wl_name
         for ctype, want in FIDELITY_CONDITIONS.get((name, wl_name), {}).items():
             assert cond(wls[wl_name], ctype) == want, (wl_name, ctype)
+
+
+@pytest.mark.parametrize("namespace_first", [True, False])
+def test_an_explicit_namespace_with_labels_is_taken_with_the_objects_in_it(namespace_first: bool) -> None:
+    """A Namespace the state gives is created as given, before the implicit one its LocalQueue and
+    Workload would get: it is not refused as already existing, and its labels select it."""
+    ns = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team, labels: {dep: eng}}\n"
+    rest = """apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: f}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  namespaceSelector: {matchLabels: {dep: eng}}
+  resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: [{name: cpu, nominalQuota: 1}]}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {namespace: team, name: lq}
+spec: {clusterQueue: cq}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {namespace: team, name: w}
+spec:
+  queueName: lq
+  podSets: [{name: main, count: 1, template: {spec: {containers: [{name: c, image: b, resources: {requests: {cpu: "1"}}}]}}}]
+"""
+    state = ns + "---\n" + rest if namespace_first else rest + "---\n" + ns
+    proc = run("-f", "-", "--now", NOW, stdin=state)
+    assert proc.returncode == 0, proc.stderr
+    assert cond(workloads(proc.stdout)["w"], "QuotaReserved") == ("True", "QuotaReserved")
