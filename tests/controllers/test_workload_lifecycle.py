@@ -673,26 +673,7 @@ def test_a_reserved_workload_with_its_checks_ready_is_admitted_before_a_hold_and
     Admitted) before ``reconcileOnLocalQueueActiveState``, which then evicts the admitted Workload of
     a HoldAndDrain LocalQueue (``workloadevict.Evict``). The controller ran the queue rules first
     and released the reservation silently ("LocalQueue lq is stopped", no Admitted, no eviction)."""
-    env.create(
-        R.ADMISSION_CHECKS,
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "AdmissionCheck",
-            "metadata": {"name": "chk"},
-            "spec": {"controllerName": "example.com/nobody"},
-        },
-    )
-    env.client.patch(
-        R.ADMISSION_CHECKS,
-        "chk",
-        {"status": {"conditions": [
-            {"type": "Active", "status": "True", "reason": "Active", "message": "ok", "lastTransitionTime": "2026-11-22T12:00:00Z"}
-        ]}},
-        None,
-        subresource="status",
-    )  # fmt: skip
-    setup_queues(env)
-    env.patch(R.CLUSTER_QUEUES, "cq", {"spec": {"admissionChecksStrategy": {"admissionChecks": [{"name": "chk"}]}}}, None)
+    _queues_with_check(env)
     env.create(R.WORKLOADS, workload("w"))
     wl = wait(lambda: (w := has(env, "w", "QuotaReserved")()) and (w["status"].get("admissionChecks") or []) and w)
     assert cond(wl, "Admitted") is None or cond(wl, "Admitted")["status"] == "False"  # type: ignore[index]
