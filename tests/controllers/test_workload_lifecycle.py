@@ -18,6 +18,7 @@ from pykueue.api.config import load_config
 from pykueue.apiserver.app import create_app
 from pykueue.client import resources as R
 from pykueue.client.inprocess import InProcessClient
+from pykueue.client.interface import Conflict
 from pykueue.controllers.manager import ControllerManager
 from pykueue.controllers.options import ControllerOptions, default_options
 from pykueue.store import Store
@@ -771,9 +772,14 @@ waitForPodsReady:
     try:
         # Created before its queues, so the requeue count of an earlier eviction lands first.
         env.create(R.WORKLOADS, workload("slow"))
-        wl = env.get(R.WORKLOADS, "slow")
-        wl.setdefault("status", {})["requeueState"] = {"count": 1}
-        env.client.replace(R.WORKLOADS, wl, subresource="status")
+        for _ in range(50):  # the controllers write its pending condition meanwhile: retry a 409
+            wl = env.get(R.WORKLOADS, "slow")
+            wl.setdefault("status", {})["requeueState"] = {"count": 1}
+            try:
+                env.client.replace(R.WORKLOADS, wl, subresource="status")
+                break
+            except Conflict:
+                continue
         setup_queues(env)
         wait(has(env, "slow", "Admitted"))
         env.clock.advance(301)
