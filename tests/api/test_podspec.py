@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from pykueue.api.kueue import PodSet, PodSetAssignment, PodTemplateSpec, Taint, Toleration
+from pykueue.api.limitrange import adjust_pod_spec
 from pykueue.api.podspec import (
     REPLACE,
     PodSetHashInput,
     ResourceTransformation,
     SelectorError,
-    adjust_pod_spec,
     admitted_usage,
     aggregate_error_text,
     first_untolerated_taint,

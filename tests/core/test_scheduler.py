@@ -9,8 +9,6 @@ Not ported from upstream ``scheduler_test.go``:
 
 * ``TestSchedule/workload-slice fits in single clusterQueue`` — elastic workload slices
   (``ElasticJobsViaWorkloadSlices`` replacement of an admitted slice) are not implemented in the core.
-* ``TestSchedule/container does not satisfy limitRange constraints`` — LimitRange validation of
-  ``workload.ValidateLimitRange`` is a documented gap (``pykueue.api.podspec``).
 * ``TestSchedule/prevent integer overflow in ResourceValue conversion to MilliValue`` is ported but
   expected to fail (strict xfail): pykueue's ``request_overflow_errors`` refuses requests past int64
   as Misconfigured where upstream saturates them and reports ExceedsMaxQuota.
@@ -58,8 +56,15 @@ from builders import (
 )
 from builders import usage as charge
 
-from pykueue.api.kueue import JOB_UID_LABEL, AdmissionCheckState, PreemptionGate, ReclaimablePod, Workload
-from pykueue.api.meta import Condition, LabelSelector, LabelSelectorRequirement
+from pykueue.api.kueue import (
+    JOB_UID_LABEL,
+    AdmissionCheckState,
+    LimitRange,
+    PreemptionGate,
+    ReclaimablePod,
+    Workload,
+)
+from pykueue.api.meta import Condition, LabelSelector, LabelSelectorRequirement, ObjectMeta
 from pykueue.core.cache.snapshot import Snapshot
 from pykueue.core.options import SchedulerOptions
 from pykueue.core.queue import (
@@ -852,6 +857,37 @@ CASES = [
                 "requests must not exceed its limits",
             )
         ],
+    ),
+    Case(
+        "container does not satisfy limitRange constraints",
+        [
+            wl("new", "sales", sets=[pod_set("one", 1, {"cpu": "500m"})]),
+            LimitRange(
+                metadata=ObjectMeta(name="alpha", namespace="sales"),
+                spec={"limits": [{"type": "Container", "max": {"cpu": "300m"}}]},
+            ),
+        ],
+        left={"sales": ["sales/new"]},
+        events=[
+            (
+                "sales/new",
+                "Warning",
+                "Misconfigured",
+                "resources didn't satisfy LimitRange constraints: spec.podSets[0].template.spec.containers[0]: "
+                'Invalid value: ["cpu"]: requests must not be above the limitRange max',
+            )
+        ],
+        decided={
+            "sales/new": {
+                "QuotaReserved": (
+                    "False",
+                    "Misconfigured",
+                    "resources didn't satisfy LimitRange constraints: spec.podSets[0].template.spec.containers[0]: "
+                    'Invalid value: ["cpu"]: requests must not be above the limitRange max',
+                ),
+                "Admitted": ("False", "NoReservation", "The workload has no reservation"),
+            }
+        },
     ),
     Case(
         "two workloads can borrow different resources from the same flavor in the same cycle",

@@ -17,9 +17,8 @@ not ported (covered elsewhere or not API-visible here):
 - podsetscounts_test.go (TestExtractPodSetCounts, TestExtractPodSetCountsFromWorkload,
   TestApplyPodSetCounts, TestPodSetsCounts_HasFewerReplicasThan) — the pod-set count helpers of
   elastic workloads (``workloadslicing``, ``ElasticJobsViaWorkloadSlices``), not implemented.
-- resources_test.go: TestAdjustResources and TestValidateResources are in tests/api/test_podspec.py;
-  TestValidateLimitRange — the LimitRange validation (``max``/``min``/``maxLimitRequestRatio``), not
-  implemented (``podspec.adjust_pod_spec`` says so).
+- resources_test.go: TestAdjustResources and TestValidateResources are in tests/api/test_podspec.py,
+  TestValidateLimitRange in tests/api/test_limitrange.py.
 - TestIsOnHold, TestFromQuotaReservedOrAdmittedToPending, TestWorkloadPriorityClassChanged,
   TestUpdateWithRebuild, TestSetConditionAndUpdate, TestFilterChecksForAdmission,
   TestAdmissionChecksForWorkload, TestEvictionPendingLatency, TestTotalExecutionTime — predicates

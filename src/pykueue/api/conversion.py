@@ -4,7 +4,7 @@ Two layers:
 
 * :func:`convert` works on plain dicts (decoded YAML/JSON) for every Kueue kind, including the
   kinds pykueue does not model (MultiKueueConfig, MultiKueueCluster, Topology), plus the core
-  kinds ``v1/Namespace`` and ``scheduling.k8s.io/v1/PriorityClass`` (which are never converted).
+  kinds of ``CORE_KIND_VERSIONS`` (Namespace, PriorityClass, LimitRange, RuntimeClass: never converted).
 * :func:`to_internal` / :func:`to_external` turn a dict into the typed v1beta2 object of
   ``pykueue.api.kueue`` and back into a dict of any served version.
 """
@@ -46,7 +46,12 @@ KUEUE_KINDS = frozenset(
 )
 """Every kind served by the Kueue CRDs (both versions)."""
 
-CORE_KIND_VERSIONS: Mapping[str, str] = {"Namespace": "v1", "PriorityClass": "scheduling.k8s.io/v1"}
+CORE_KIND_VERSIONS: Mapping[str, str] = {
+    "Namespace": "v1",
+    "PriorityClass": "scheduling.k8s.io/v1",
+    "LimitRange": "v1",
+    "RuntimeClass": "node.k8s.io/v1",
+}
 """Core kinds pykueue reads, with their only apiVersion."""
 
 WPC_SOURCE = "kueue.x-k8s.io/workloadpriorityclass"

@@ -448,6 +448,26 @@ class PriorityClass(_Spec):
     kind: str = "PriorityClass"
 
 
+class LimitRange(_Spec):
+    """core/v1 LimitRange, read by Kueue's resource adjustments and checks (``spec.limits`` raw)."""
+
+    metadata: ObjectMeta
+    spec: dict[str, Any] = {}
+    api_version: str = "v1"
+    kind: str = "LimitRange"
+
+
+class RuntimeClass(_Spec):
+    """node.k8s.io/v1 RuntimeClass, whose ``overhead.podFixed`` Kueue adds to each pod's requests."""
+
+    metadata: ObjectMeta
+    handler: str = ""
+    overhead: dict[str, Any] | None = None
+    scheduling: dict[str, Any] | None = None
+    api_version: str = "node.k8s.io/v1"
+    kind: str = "RuntimeClass"
+
+
 KueueObject = (
     ResourceFlavor
     | ClusterQueue
@@ -459,6 +479,8 @@ KueueObject = (
     | ProvisioningRequestConfig
     | Namespace
     | PriorityClass
+    | LimitRange
+    | RuntimeClass
 )
 
 KIND_TYPES: dict[str, type[Any]] = {
@@ -472,6 +494,8 @@ KIND_TYPES: dict[str, type[Any]] = {
     "ProvisioningRequestConfig": ProvisioningRequestConfig,
     "Namespace": Namespace,
     "PriorityClass": PriorityClass,
+    "LimitRange": LimitRange,
+    "RuntimeClass": RuntimeClass,
 }
 
 NAMESPACED_KINDS = frozenset({"LocalQueue", "Workload"})

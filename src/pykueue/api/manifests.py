@@ -20,6 +20,7 @@ import yaml
 
 from pykueue.api import kueue as k
 from pykueue.api.conversion import (
+    CORE_KIND_VERSIONS,
     ConversionError,
     DecodeError,
     convert,
@@ -218,7 +219,7 @@ def dump_json(objs: Sequence[Mapping[str, Any]]) -> str:
 def dump_objects(objs: Sequence[k.KueueObject], api_version: str | None = None, output: str = "yaml") -> str:
     """Encode typed objects (optionally in ``api_version``) as YAML or JSON."""
     dicts = [
-        to_external(obj, api_version if obj.kind not in ("Namespace", "PriorityClass") else None)
+        to_external(obj, api_version if obj.kind not in CORE_KIND_VERSIONS else None)
         for obj in objs
     ]
     return dump_json(dicts) if output == "json" else dump_yaml(dicts)

@@ -71,6 +71,16 @@ def _q(value: QuantityLike) -> Fraction:
     return _parse_cached(value)
 
 
+def quantity_value(value: QuantityLike | Fraction) -> Fraction:
+    """Exact value of a quantity as written (or already parsed)."""
+    return value if isinstance(value, Fraction) else _q(value)
+
+
+def integer_value(resource: str, value: QuantityLike | Fraction) -> int:
+    """Kueue's int64 of one amount (``resources.NewRequestsFromResourceList``: milli for cpu)."""
+    return _int_value(resource, quantity_value(value))
+
+
 def _parse_list(resources: ResourceList | None) -> Requests:
     if not resources:
         return {}
@@ -128,92 +138,6 @@ def _requests_with_limits(resources: Mapping[str, Any] | None) -> Requests:
     return out
 
 
-def adjust_pod_spec(
-    spec: Mapping[str, Any],
-    *,
-    runtime_class_overhead: ResourceList | None = None,
-    limit_ranges: Sequence[Mapping[str, Any]] | None = None,
-) -> dict[str, Any]:
-    """Hook for the RuntimeClass and LimitRange adjustments of ``workload.AdjustResources``.
-
-    Returns a copy of ``spec`` (containers are copied only when touched); ``spec`` is not mutated.
-
-    * ``runtime_class_overhead``: the ``overhead.podFixed`` of the RuntimeClass named by
-      ``spec.runtimeClassName`` (the caller looks it up). Applied only when the spec names a
-      RuntimeClass and has no ``overhead``.
-    * ``limit_ranges``: LimitRange objects (or their ``spec``) of the namespace, in list order. Only
-      the *defaulting* part is implemented: ``Container`` items fill missing container/init-container
-      ``limits`` from ``default`` and ``requests`` from ``defaultRequest``; ``Pod`` items do the same
-      for pod-level ``resources`` when the spec has them. ``default``/``defaultRequest`` keep the first
-      value seen per key.
-
-    Not implemented (documented gap): the LimitRange *validation* of ``workload.ValidateLimitRange`` (``max``/``min``/
-    ``maxLimitRequestRatio`` checks and their messages).
-
-    ``AdjustResources``' limits-as-requests step needs no hook: :func:`pod_requests` applies it itself.
-    """
-    out = dict(spec)
-    if (
-        runtime_class_overhead is not None
-        and out.get("runtimeClassName") is not None
-        and not out.get("overhead")
-    ):
-        out["overhead"] = dict(runtime_class_overhead)
-    if limit_ranges:
-        container_defaults, pod_defaults = _summarize_limit_range_defaults(limit_ranges)
-        if container_defaults is not None:
-            for key in ("initContainers", "containers"):
-                if out.get(key):
-                    out[key] = [_with_resource_defaults(c, *container_defaults) for c in out[key]]
-        if pod_defaults is not None and out.get("resources") is not None:
-            out["resources"] = _fill_requirements(out["resources"], *pod_defaults)
-    return out
-
-
-_Defaults = tuple[dict[str, QuantityLike], dict[str, QuantityLike]]
-
-
-def _summarize_limit_range_defaults(
-    limit_ranges: Sequence[Mapping[str, Any]],
-) -> tuple[_Defaults | None, _Defaults | None]:
-    found: dict[str, _Defaults] = {}
-    for lr in limit_ranges:
-        lr_spec = lr.get("spec", lr)
-        for item in lr_spec.get("limits") or ():
-            kind = item.get("type")
-            if kind not in ("Container", "Pod"):
-                continue
-            default, default_request = found.setdefault(kind, ({}, {}))
-            for name, v in (item.get("default") or {}).items():
-                default.setdefault(name, v)
-            for name, v in (item.get("defaultRequest") or {}).items():
-                default_request.setdefault(name, v)
-    return found.get("Container"), found.get("Pod")
-
-
-def _fill_requirements(
-    resources: Mapping[str, Any],
-    default: Mapping[str, QuantityLike],
-    default_request: Mapping[str, QuantityLike],
-) -> dict[str, Any]:
-    out = dict(resources)
-    if default:
-        out["limits"] = {**default, **(resources.get("limits") or {})}
-    if default_request:
-        out["requests"] = {**default_request, **(resources.get("requests") or {})}
-    return out
-
-
-def _with_resource_defaults(
-    container: Mapping[str, Any],
-    default: Mapping[str, QuantityLike],
-    default_request: Mapping[str, QuantityLike],
-) -> dict[str, Any]:
-    out = dict(container)
-    out["resources"] = _fill_requirements(container.get("resources") or {}, default, default_request)
-    return out
-
-
 # --- PodRequests (k8s.io/component-helpers/resource ``PodRequests``) ----------------------------------------------------------------
 
 
@@ -222,14 +146,19 @@ def is_supported_pod_level_resource(name: str) -> bool:
     return name in ("cpu", "memory") or name.startswith("hugepages-")
 
 
-def _aggregate_container_requests(spec: Mapping[str, Any]) -> Requests:
+def _requests_only(resources: Mapping[str, Any] | None) -> Requests:
+    return _parse_list(resources.get("requests")) if resources else {}
+
+
+def _aggregate_container_requests(spec: Mapping[str, Any], limits_as_requests: bool = True) -> Requests:
+    read = _requests_with_limits if limits_as_requests else _requests_only
     total: Requests = {}
     for c in spec.get("containers") or ():
-        _add_into(total, _requests_with_limits(c.get("resources")))
+        _add_into(total, read(c.get("resources")))
     init_max: Requests = {}
     sidecars: Requests = {}
     for c in spec.get("initContainers") or ():
-        req = _requests_with_limits(c.get("resources"))
+        req = read(c.get("resources"))
         if c.get("restartPolicy") == RESTART_POLICY_ALWAYS:
             _add_into(total, req)
             _add_into(sidecars, req)
@@ -242,16 +171,18 @@ def _aggregate_container_requests(spec: Mapping[str, Any]) -> Requests:
     return total
 
 
-def pod_requests(spec: Mapping[str, Any]) -> Requests:
+def pod_requests(spec: Mapping[str, Any], *, limits_as_requests: bool = True) -> Requests:
     """Kubernetes ``PodRequests`` of a pod spec, after Kueue's "limits as requests" adjustment.
 
     Regular containers are summed; init containers are walked in order with the running sum of
     sidecars (``restartPolicy: Always``), taking the element-wise max of every stage; pod-level
     ``resources.requests`` replace cpu/memory/hugepages-* when at least one of them is set; then
     ``overhead`` is added. Values are exact :class:`~fractions.Fraction` amounts in base units.
+    ``limits_as_requests=False`` reads the requests as written (Kubernetes' own ``PodRequests`` of
+    a template Kueue did not adjust).
     """
-    reqs = _aggregate_container_requests(spec)
-    pod_level = _requests_with_limits(spec.get("resources"))
+    reqs = _aggregate_container_requests(spec, limits_as_requests)
+    pod_level = (_requests_with_limits if limits_as_requests else _requests_only)(spec.get("resources"))
     if pod_level and any(is_supported_pod_level_resource(name) for name in pod_level):
         for name, v in pod_level.items():
             if is_supported_pod_level_resource(name):
@@ -298,12 +229,12 @@ def validate_requests_within_limits(spec: Mapping[str, Any], path: str = "spec")
         for i, c in enumerate(spec.get(key) or ()):
             names = _greater_keys(c.get("resources"))
             if names:
-                errors.append(_invalid(f"{path}.{key}[{i}]", names, REQUESTS_MUST_NOT_EXCEED_LIMIT_MESSAGE))
+                errors.append(field_invalid(f"{path}.{key}[{i}]", names, REQUESTS_MUST_NOT_EXCEED_LIMIT_MESSAGE))
     pod_resources = spec.get("resources")
     if pod_resources is not None:
         names = _greater_keys(pod_resources)
         if names:
-            errors.append(_invalid(f"{path}.resources", names, REQUESTS_MUST_NOT_EXCEED_LIMIT_MESSAGE))
+            errors.append(field_invalid(f"{path}.resources", names, REQUESTS_MUST_NOT_EXCEED_LIMIT_MESSAGE))
     return errors
 
 
@@ -338,7 +269,7 @@ def _go_json(value: Any) -> str:
     )
 
 
-def _invalid(path: str, value: Any, detail: str) -> str:
+def field_invalid(path: str, value: Any, detail: str) -> str:
     """apimachinery ``field.Invalid(path, value, detail).Error()``."""
     if isinstance(value, str):
         rendered = json.dumps(value, ensure_ascii=False)  # Go %q for printable text
@@ -648,25 +579,25 @@ def _compile_requirement(expr: Mapping[str, Any], path: str) -> tuple[_Requireme
     bound = 0
     if op in ("In", "NotIn"):
         if not values:
-            errs.append(_invalid(vpath, rendered, "for 'in', 'notin' operators, values set can't be empty"))
+            errs.append(field_invalid(vpath, rendered, "for 'in', 'notin' operators, values set can't be empty"))
     elif op in ("Exists", "DoesNotExist"):
         if values:
-            errs.append(_invalid(vpath, rendered, "values set must be empty for exists and does not exist"))
+            errs.append(field_invalid(vpath, rendered, "values set must be empty for exists and does not exist"))
     else:
         if len(values) != 1:
-            errs.append(_invalid(vpath, rendered, "for 'Gt', 'Lt' operators, exactly one value is required"))
+            errs.append(field_invalid(vpath, rendered, "for 'Gt', 'Lt' operators, exactly one value is required"))
         for i, v in enumerate(values):
             parsed = _go_parse_int64(v)
             if parsed is None:
                 errs.append(
-                    _invalid(f"{vpath}[{i}]", v, "for 'Gt', 'Lt' operators, the value must be an integer")
+                    field_invalid(f"{vpath}[{i}]", v, "for 'Gt', 'Lt' operators, the value must be an integer")
                 )
             else:
                 bound = parsed
     for i, v in enumerate(values):
         value_errs = _label_value_errors(v)
         if value_errs:
-            errs.append(_invalid(f"{vpath}[{i}][{key}]", v, "; ".join(value_errs)))
+            errs.append(field_invalid(f"{vpath}[{i}][{key}]", v, "; ".join(value_errs)))
     if errs:
         return None, errs
     return _Requirement(key, op, values, bound), errs

@@ -39,7 +39,7 @@ import yaml
 from pykueue.api import celrules
 from pykueue.api import kueue as k
 from pykueue.api import validation as v
-from pykueue.api.conversion import POD_PRIORITY_SOURCE, RETRY_DELAY_MINUTES_DEFAULT, WPC_SOURCE
+from pykueue.api.conversion import CORE_KIND_VERSIONS, POD_PRIORITY_SOURCE, RETRY_DELAY_MINUTES_DEFAULT, WPC_SOURCE
 from pykueue.api.manifests import KubeDumper
 from pykueue.api.meta import Condition, LabelSelector
 from pykueue.apiserver.builtin import core, meta
@@ -1402,7 +1402,7 @@ def _topology_v1beta2() -> Schema:
 
 
 _MODELLED: Mapping[str, type] = {
-    name: cls for name, cls in k.KIND_TYPES.items() if name not in ("Namespace", "PriorityClass")
+    name: cls for name, cls in k.KIND_TYPES.items() if name not in CORE_KIND_VERSIONS
 }
 _HAND_WRITTEN: Mapping[str, Callable[[], Schema]] = {
     "MultiKueueConfig": _multikueue_config_v1beta2,

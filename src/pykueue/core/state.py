@@ -12,13 +12,14 @@ outcome and reason; :meth:`KueueCore.story` reads it back (the decision trail).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
 import msgspec
 
 from pykueue.api.kueue import LocalQueue, Workload
+from pykueue.api.limitrange import Summary, adjust_pod_spec, has_defaults, summarize
 from pykueue.api.meta import to_time
 from pykueue.core.cache.cache import Cache
 from pykueue.core.decision import Decision
@@ -262,6 +263,14 @@ class Driver(Protocol):
 
     def namespace_labels(self, namespace: str) -> dict[str, str] | None: ...
 
+    def limit_ranges(self, namespace: str) -> Sequence[Mapping[str, Any]]:
+        """The namespace's LimitRanges (objects or their ``spec``s), in list order; empty without any."""
+        ...
+
+    def runtime_class_overhead(self, name: str) -> Mapping[str, Any] | None:
+        """``overhead.podFixed`` of the RuntimeClass ``name`` (None when it does not exist or has none)."""
+        ...
+
     def apply(self, decision: Decision) -> bool:
         """Write the decision's status or spec (if any); record its events once that succeeded.
         Returns whether the write landed (True when there is none)."""
@@ -286,6 +295,7 @@ class KueueCore:
         # delivers new objects later).
         self.scheduler.observe_own_writes = bool(getattr(driver, "observes_writes_as_written", False))
         self.log = log if log is not None else TransitionLog()
+        self.queues.adjust_pod_specs = self.adjusted_pod_specs
 
     # --- CyclePort (the scheduler's view of the world) ---------------------------------------------------
 
@@ -294,6 +304,45 @@ class KueueCore:
 
     def namespace_labels(self, namespace: str) -> dict[str, str] | None:
         return self.driver.namespace_labels(namespace)
+
+    def limit_range_summary(self, namespace: str) -> Summary | None:
+        """The summary of the namespace's LimitRanges (``limitrange.Summarize``), None without any."""
+        ranges = self.driver.limit_ranges(namespace)
+        return summarize(ranges) if ranges else None
+
+    def adjusted_pod_specs(self, wl: Workload) -> list[dict[str, Any]] | None:
+        """``workload.AdjustResources``' RuntimeClass and LimitRange steps on ``wl``'s pod templates;
+        None when they leave every template as it is (the common case: no LimitRange with a
+        ``Container`` or ``Pod`` item in the namespace, no RuntimeClass to add)."""
+        ranges = self.driver.limit_ranges(wl.metadata.namespace)
+        pod_sets = wl.spec.pod_sets
+        if not ranges:
+            # Called for every queued change of every pending Workload: a loop, no allocation.
+            for ps in pod_sets:
+                if ps.template.spec.get("runtimeClassName") is not None:
+                    break
+            else:
+                return None
+        overheads: list[Mapping[str, Any] | None] = []
+        for ps in pod_sets:
+            spec = ps.template.spec
+            rc = spec.get("runtimeClassName")
+            overheads.append(self.driver.runtime_class_overhead(rc) if rc is not None and not spec.get("overhead") else None)
+        summary = summarize(ranges) if ranges and has_defaults(ranges) else None
+        if summary is None and all(o is None for o in overheads):
+            return None
+        adjusted = [
+            adjust_pod_spec(ps.template.spec, runtime_class_overhead=overhead, summary=summary)
+            for ps, overhead in zip(pod_sets, overheads, strict=True)
+        ]
+        if all(a == ps.template.spec for a, ps in zip(adjusted, pod_sets, strict=True)):
+            return None
+        return adjusted
+
+    def readjust_pending(self, now: datetime, *, namespace: str | None = None, runtime_class: str | None = None) -> int:
+        """A LimitRange in ``namespace`` or the RuntimeClass ``runtime_class`` was created, changed
+        or deleted (upstream ``resourceUpdatesHandler``): re-add the pending Workloads it may adjust."""
+        return self.queues.readjust_pending(to_time(now).timestamp(), namespace=namespace, runtime_class=runtime_class)
 
     def decide(self, decision: Decision) -> bool:
         """Apply ``decision`` through the driver and keep it in the transition log."""

@@ -108,6 +108,7 @@ def _unchanged_for_admission(old: PendingEntry, new: WorkloadInfo, options: Sche
         return False
     return (
         o.spec == n.spec
+        and old.info.adjusted_specs == new.adjusted_specs  # upstream compares its adjusted copies' specs
         and o.status.reclaimable_pods == n.status.reclaimable_pods
         and find_condition(o.status.conditions, EVICTED) == find_condition(n.status.conditions, EVICTED)
         and find_condition(o.status.conditions, REQUEUED) == find_condition(n.status.conditions, REQUEUED)

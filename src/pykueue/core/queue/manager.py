@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
@@ -203,6 +203,14 @@ class QueueManager:
         self._moved_heads: dict[str, WorkloadInfo] = {}
         self._namespaces: dict[str, dict[str, str]] = {}
         self._requests: dict[RetryRequest, float] = {}
+        # ``workload.AdjustResources`` (RuntimeClass overhead, LimitRange defaults): the adjusted pod
+        # templates of a Workload, or None when they are the spec's own. Set by the core's owner,
+        # which knows the namespace's LimitRanges and the RuntimeClasses.
+        self.adjust_pod_specs: Callable[[Workload], list[dict[str, Any]] | None] | None = None
+
+    def _adjusted(self, wl: Workload) -> list[dict[str, Any]] | None:
+        adjust = self.adjust_pod_specs
+        return adjust(wl) if adjust is not None else None
 
     def _lq_fs_usage(self, info: WorkloadInfo) -> float:
         """Upstream ``Info.ComputeLocalQueueFSUsage`` with the cached LocalQueue weight."""
@@ -303,7 +311,7 @@ class QueueManager:
                 continue
             self._assigned[workload_key(wl)] = key
             if is_admissible_to_queues(wl, self.options):
-                info = new_workload_info(wl, self.options)
+                info = new_workload_info(wl, self.options, adjusted_specs=self._adjusted(wl))
                 state.items[info.key] = info
         self._adopt(state)
 
@@ -407,11 +415,18 @@ class QueueManager:
             return False
         cq = self._cqs.get(lq.cluster_queue)
         old = cq.tracked(key) if cq is not None else None
-        if cq is not None and old is not None and old.info.obj is wl and self._observed(old, lq, cq):
+        adjusted = self._adjusted(wl)
+        if (
+            cq is not None
+            and old is not None
+            and old.info.obj is wl
+            and old.info.adjusted_specs == adjusted
+            and self._observed(old, lq, cq)
+        ):
             # This very object was observed already (``observe_own_write``): the steps below would
             # put an equal view in the same places (see ``_observed``).
             return True
-        info = new_workload_info(wl, self.options, old.info if old is not None else None)
+        info = new_workload_info(wl, self.options, old.info if old is not None else None, adjusted)
         if old is not None and old.info.last_assignment is not None:
             info.last_assignment = self._carried_assignment(old.info, info.scheduling_hash)
         self._assign(info, lq)
@@ -419,6 +434,26 @@ class QueueManager:
             return False
         cq.push_or_update(info, seconds(now))
         return True
+
+    def readjust_pending(self, now: Now, *, namespace: str | None = None, runtime_class: str | None = None) -> int:
+        """A LimitRange of ``namespace`` or the RuntimeClass ``runtime_class`` changed (upstream
+        ``resourceUpdatesHandler``): adjust the pending Workloads it applies to again and
+        ``AddOrUpdateWorkload`` each (one whose adjusted templates changed leaves the inadmissible
+        set). Returns how many were looked at."""
+        chosen: list[Workload] = []
+        for lq in self._lqs.values():
+            for info in lq.items.values():
+                wl = info.obj
+                if namespace is not None and wl.metadata.namespace != namespace:
+                    continue
+                if runtime_class is not None and not any(
+                    ps.template.spec.get("runtimeClassName") == runtime_class for ps in wl.spec.pod_sets
+                ):
+                    continue
+                chosen.append(wl)
+        for wl in chosen:
+            self.add_or_update_workload(wl, now)
+        return len(chosen)
 
     def _carried_assignment(self, tracked: WorkloadInfo, scheduling_hash: str) -> LastAssignment | None:
         """The flavor-scan progress a rebuilt view of ``tracked`` with ``scheduling_hash`` keeps
@@ -658,12 +693,15 @@ class QueueManager:
         return cq.requeue_if_not_present(info, reason, quota_reserved_reason, seconds(now))
 
     def _refresh(self, info: WorkloadInfo, latest: Workload) -> None:
-        """``info.Update``: recompute derived fields from ``latest``, keep the scheduler's own."""
-        if latest is info.obj:
+        """``AdjustResources`` and ``info.Update``: recompute derived fields from ``latest``, keep
+        the scheduler's own."""
+        adjusted = self._adjusted(latest)
+        if latest is info.obj and adjusted == info.adjusted_specs:
             # The derived fields were computed from this very object (objects are replaced, not
-            # mutated, on every change), so recomputing them gives the same values.
+            # mutated, on every change) and the same adjustments, so recomputing them gives the
+            # same values.
             return
-        fresh = new_workload_info(latest, self.options, info)
+        fresh = new_workload_info(latest, self.options, info, adjusted)
         for name in _REFRESHED_FIELDS:
             setattr(info, name, getattr(fresh, name))
 

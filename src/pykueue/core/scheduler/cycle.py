@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Protocol
 
 from pykueue.api.kueue import Workload
+from pykueue.api.limitrange import Summary
 from pykueue.api.meta import find_condition, to_time
 from pykueue.core.cache.cache import Cache, ClusterQueueState
 from pykueue.core.cache.snapshot import Snapshot
@@ -86,6 +87,7 @@ _REQUEUE_REASON_OF = {
     Problem.NAMESPACE_MISSING: REQUEUE_REASON_GENERIC,
     Problem.NAMESPACE_MISMATCH: REQUEUE_REASON_NAMESPACE_MISMATCH,
     Problem.INVALID_REQUESTS: REQUEUE_REASON_GENERIC,
+    Problem.LIMIT_RANGE: REQUEUE_REASON_GENERIC,
     Problem.UNACCOUNTABLE: REQUEUE_REASON_UNACCOUNTABLE,
 }
 
@@ -102,6 +104,10 @@ class CyclePort(Protocol):
     def get_workload(self, key: str) -> Workload | None: ...
 
     def namespace_labels(self, namespace: str) -> dict[str, str] | None: ...
+
+    def limit_range_summary(self, namespace: str) -> Summary | None:
+        """The summary of the namespace's LimitRanges (None without any)."""
+        ...
 
     def decide(self, decision: Decision) -> bool: ...
 
@@ -316,7 +322,8 @@ class Scheduler:
         # reuse the outcome) when nothing transformed them and no pod was reclaimed.
         spec_pod_sets = info.obj.spec.pod_sets
         spec_derived = (
-            not self.options.exclude_resource_prefixes
+            info.adjusted_specs is None
+            and not self.options.exclude_resource_prefixes
             and not self.options.transformations
             and len(spec_pod_sets) == len(pod_sets)
         )
@@ -325,8 +332,16 @@ class Scheduler:
                 if ps.count != count:
                     spec_derived = False
                     break
+        # Upstream checks its queued copy, adjusted (``AdjustResources``: limits count as requests).
         problem = admissibility_problem(
-            info.obj, cq.namespace_selector, labels, pod_sets, spec_derived=spec_derived
+            info.obj,
+            cq.namespace_selector,
+            labels,
+            pod_sets,
+            spec_derived=spec_derived,
+            pod_specs=info.adjusted_specs,
+            limit_ranges=self.store.limit_range_summary(info.namespace),
+            limits_as_requests=True,
         )
         if problem is None:
             return True

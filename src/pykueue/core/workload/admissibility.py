@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pykueue.api.kueue import Workload, WorkloadSpec
+from pykueue.api.limitrange import Summary, limit_range_error
 from pykueue.api.meta import LabelSelector, label_selector_matches
 from pykueue.api.podspec import (
     per_pod_integer_requests,
@@ -23,6 +25,7 @@ class Problem(enum.Enum):
     NAMESPACE_MISSING = "NamespaceMissing"
     NAMESPACE_MISMATCH = "NamespaceMismatch"
     INVALID_REQUESTS = "InvalidRequests"
+    LIMIT_RANGE = "LimitRange"
     UNACCOUNTABLE = "Unaccountable"
 
 NAMESPACE_MISMATCH_MESSAGE = "workload namespace doesn't match ClusterQueue selector"
@@ -37,10 +40,13 @@ def admissibility_error(
     selector: LabelSelector | None,
     namespace_labels: dict[str, str] | None,
     pod_sets: PodSetRequests | None = None,
+    *,
+    limit_ranges: Summary | None = None,
 ) -> str | None:
     """``workload.ValidateAdmissibility`` (from ``Scheduler.nominate`` and the workload controller):
-    why ``wl`` may not be admitted to a ClusterQueue, if at all."""
-    problem = admissibility_problem(wl, selector, namespace_labels, pod_sets)
+    why ``wl`` may not be admitted to a ClusterQueue, if at all. ``limit_ranges``: the summary of
+    the namespace's LimitRanges, if it has any."""
+    problem = admissibility_problem(wl, selector, namespace_labels, pod_sets, limit_ranges=limit_ranges)
     return problem[0] if problem is not None else None
 
 
@@ -51,21 +57,45 @@ def admissibility_problem(
     pod_sets: PodSetRequests | None = None,
     *,
     spec_derived: bool = False,
+    pod_specs: Sequence[Mapping[str, Any]] | None = None,
+    limit_ranges: Summary | None = None,
+    limits_as_requests: bool = False,
 ) -> tuple[str, Problem] | None:
     """:func:`admissibility_error` with what kind of problem it is: (message, kind) or None.
 
     ``pod_sets`` are the scheduler's already computed requests (else computed from ``wl``);
     ``spec_derived`` says they are exactly what ``wl``'s spec gives without them (no excluded
-    prefixes, no transformations, no reclaimable pods), so the outcome is remembered for the spec.
+    prefixes, no transformations, no reclaimable pods, no adjustment), so the outcome is
+    remembered for the spec. ``pod_specs``: the pod templates after ``AdjustResources`` when
+    they differ from the spec's (the scheduler checks its queued, adjusted copy; the workload
+    controller the Workload as stored). ``limit_ranges``: the namespace's LimitRange summary, if
+    it has any (``ValidateLimitRange``); ``limits_as_requests`` says the templates were adjusted,
+    so a limit without a request counts as one in a pod's total.
     """
     ns = wl.metadata.namespace
     if namespace_labels is None:
         return f'workload namespace "{ns}" does not exist: namespaces "{ns}" not found', Problem.NAMESPACE_MISSING
     if selector is None or not label_selector_matches(selector, namespace_labels):
         return NAMESPACE_MISMATCH_MESSAGE, Problem.NAMESPACE_MISMATCH
+    if pod_specs is not None:
+        invalid = _invalid_requests(pod_specs)
+        if invalid is not None:
+            return invalid, Problem.INVALID_REQUESTS
+    else:
+        memo = _spec_memo(wl.spec)
+        if memo.invalid_requests is not None:
+            return memo.invalid_requests, Problem.INVALID_REQUESTS
+    if limit_ranges:
+        specs = pod_specs if pod_specs is not None else [ps.template.spec for ps in wl.spec.pod_sets]
+        violation = limit_range_error(limit_ranges, specs, limits_as_requests=limits_as_requests)
+        if violation is not None:
+            return violation, Problem.LIMIT_RANGE
+    if pod_specs is not None:
+        if pod_sets is None:
+            pod_sets = [(ps.count, per_pod_integer_requests(spec)) for ps, spec in zip(wl.spec.pod_sets, pod_specs, strict=True)]
+        message = resources_validation_error(request_overflow_errors(pod_sets))
+        return (message, Problem.UNACCOUNTABLE) if message is not None else None
     memo = _spec_memo(wl.spec)
-    if memo.invalid_requests is not None:
-        return memo.invalid_requests, Problem.INVALID_REQUESTS
     if pod_sets is None:
         if memo.unaccountable is _UNSET:
             memo.unaccountable = resources_validation_error(request_overflow_errors(spec_pod_requests(wl.spec)))
@@ -105,14 +135,19 @@ class _SpecMemo:
 _memo: dict[int, _SpecMemo] = {}
 
 
+def _invalid_requests(pod_specs: Sequence[Mapping[str, Any]]) -> str | None:
+    """``ValidateResources``' message for these pod templates, or None."""
+    errors: list[str] = []
+    for i, spec in enumerate(pod_specs):
+        errors.extend(validate_requests_within_limits(spec, f"spec.podSets[{i}].template.spec"))
+    return resources_validation_error(errors)
+
+
 def _spec_memo(spec: WorkloadSpec) -> _SpecMemo:
     memo = _memo.get(id(spec))
     if memo is not None and memo.spec is spec:
         return memo
-    errors: list[str] = []
-    for i, ps in enumerate(spec.pod_sets):
-        errors.extend(validate_requests_within_limits(ps.template.spec, f"spec.podSets[{i}].template.spec"))
-    memo = _SpecMemo(spec, resources_validation_error(errors))
+    memo = _SpecMemo(spec, _invalid_requests([ps.template.spec for ps in spec.pod_sets]))
     if len(_memo) >= _MEMO_LIMIT:
         _memo.clear()
     _memo[id(spec)] = memo

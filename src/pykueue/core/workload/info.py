@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import msgspec
 
@@ -203,6 +204,9 @@ class WorkloadInfo(msgspec.Struct):
     last_assignment: LastAssignment | None = None
     is_preemptor: bool = False
     last_evaluated_generation: int = 0
+    adjusted_specs: list[dict[str, Any]] | None = None
+    """The pod templates after ``workload.AdjustResources``' RuntimeClass and LimitRange steps
+    (upstream's queued ``Info.Obj`` is that adjusted copy), when they differ from the spec's."""
 
     @property
     def namespace(self) -> str:
@@ -228,30 +232,34 @@ def _reclaimable(wl: Workload, options: SchedulerOptions) -> dict[str, int]:
     return {rp.name: rp.count for rp in wl.status.reclaimable_pods}
 
 
-def build_pod_sets(wl: Workload, options: SchedulerOptions) -> list[PodSetInfo]:
-    """Per-pod-set requests of a pending workload (``totalRequestsFromPodSets``)."""
+def build_pod_sets(
+    wl: Workload, options: SchedulerOptions, adjusted_specs: list[dict[str, Any]] | None = None
+) -> list[PodSetInfo]:
+    """Per-pod-set requests of a pending workload (``totalRequestsFromPodSets``), from the
+    ``adjusted_specs`` pod templates when given (``workload.AdjustResources``)."""
     reclaim = _reclaimable(wl, options)
     out: list[PodSetInfo] = []
-    # Without exclusions and transformations the requests are the spec's own, which the workload
-    # controller's admissibility check reads too: computed once per spec (read only).
+    # Without exclusions, transformations and adjustments the requests are the spec's own, which
+    # the workload controller's admissibility check reads too: computed once per spec (read only).
     own = (
         spec_pod_requests(wl.spec)
-        if not options.exclude_resource_prefixes and not options.transformations
+        if not options.exclude_resource_prefixes and not options.transformations and adjusted_specs is None
         else None
     )
     for i, ps in enumerate(wl.spec.pod_sets):
+        spec = ps.template.spec if adjusted_specs is None else adjusted_specs[i]
         per_pod = (
             own[i][1]
             if own is not None
             else podspec.per_pod_integer_requests(
-                ps.template.spec,
+                spec,
                 exclude_prefixes=options.exclude_resource_prefixes,
                 transformations=options.transformations,
             )
         )
         count = ps.count - min(reclaim.get(ps.name, 0), ps.count)
         total = {r: sat_mul(v, count) for r, v in per_pod.items()}
-        out.append(PodSetInfo(ps.name, count, ps.min_count, per_pod, total, ps.template.spec))
+        out.append(PodSetInfo(ps.name, count, ps.min_count, per_pod, total, spec))
     return out
 
 
@@ -309,13 +317,18 @@ def _hash(wl: Workload, priority: int, pod_sets: list[PodSetInfo], options: Sche
 
 
 def new_workload_info(
-    wl: Workload, options: SchedulerOptions, previous: WorkloadInfo | None = None
+    wl: Workload,
+    options: SchedulerOptions,
+    previous: WorkloadInfo | None = None,
+    adjusted_specs: list[dict[str, Any]] | None = None,
 ) -> WorkloadInfo:
     """Build the scheduler's view of ``wl`` (pending or holding quota).
 
-    ``previous`` is an earlier view of the same workload: when the spec object and the reclaimable
-    pods are unchanged (a status-only update), its pod-set requests and hash are reused instead of
-    recomputed from the pod templates.
+    ``previous`` is an earlier view of the same workload: when the spec object, the reclaimable
+    pods and the adjusted pod templates are unchanged (a status-only update), its pod-set requests
+    and hash are reused instead of recomputed from the pod templates. ``adjusted_specs``: the pod
+    templates after ``workload.AdjustResources`` when they differ from the spec's (the queue
+    manager's view of a pending Workload; the cache's views are not adjusted, as upstream's).
     """
     if previous is not None and previous.obj.metadata is wl.metadata and previous.obj.spec is wl.spec:
         # A status-only update (``copy_for_status`` shares both): what metadata and spec give is
@@ -332,6 +345,7 @@ def new_workload_info(
         previous is not None
         and previous.obj.spec is wl.spec
         and previous.obj.status.reclaimable_pods == wl.status.reclaimable_pods
+        and previous.adjusted_specs == adjusted_specs
     ):
         pod_sets = previous.pod_sets
         scheduling_hash = (
@@ -344,7 +358,7 @@ def new_workload_info(
             else _hash(wl, priority, pod_sets, options)
         )
     else:
-        pod_sets = build_pod_sets(wl, options)
+        pod_sets = build_pod_sets(wl, options, adjusted_specs)
         scheduling_hash = _hash(wl, priority, pod_sets, options)
     info = WorkloadInfo(
         obj=wl,
@@ -358,6 +372,7 @@ def new_workload_info(
         pod_sets=pod_sets,
         scheduling_hash=scheduling_hash,
         local_queue=local_queue,
+        adjusted_specs=adjusted_specs,
     )
     if wl.status.admission is not None:
         info.cluster_queue = wl.status.admission.cluster_queue

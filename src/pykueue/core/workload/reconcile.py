@@ -23,6 +23,7 @@ from datetime import datetime
 import msgspec
 
 from pykueue.api.kueue import ADMISSION_GATED_BY_ANNOTATION, STOP_NONE, LocalQueue, Workload
+from pykueue.api.limitrange import Summary
 from pykueue.api.meta import (
     Condition,
     LabelSelector,
@@ -92,9 +93,12 @@ def queue_view(
     facts: QueueFacts | None,
     namespace_labels: Mapping[str, str] | None,
     bulk_bypass_reason: str | None,
+    limit_ranges: Summary | None = None,
 ) -> transitions.QueueView:
     """The :class:`~pykueue.core.workload.transitions.QueueView` of ``wl``; a LocalQueue being
-    deleted counts as missing, as upstream's cache drops it on its deletion event."""
+    deleted counts as missing, as upstream's cache drops it on its deletion event.
+    ``limit_ranges``: the summary of the namespace's LimitRanges, if it has any (checked against
+    the Workload as stored, as upstream's controller reads it: not adjusted)."""
     admissibility: str | None = None
     if facts is not None:
         # Only read: a driver's own map is used as is (copied only when it is another Mapping).
@@ -103,7 +107,7 @@ def queue_view(
             if namespace_labels is None or isinstance(namespace_labels, dict)
             else dict(namespace_labels)
         )
-        admissibility = admissibility_error(wl, facts.namespace_selector, labels)
+        admissibility = admissibility_error(wl, facts.namespace_selector, labels, limit_ranges=limit_ranges)
     return transitions.QueueView(
         local_queue_exists=local_queue is not None and local_queue.metadata.deletion_timestamp is None,
         local_queue_stop_policy=local_queue.spec.stop_policy if local_queue is not None else "",
@@ -136,7 +140,8 @@ def queue_state_settled(
     and not bypassable (so the bulk-move rule does not apply), not ``Requeued=False``, active, with
     no queue blocker, not gated, behind a
     ClusterQueue with an empty namespace selector (which matches every label set, so only the
-    namespace's existence and the spec's requests decide admissibility). ``pending_condition`` then
+    namespace's existence and the spec's requests decide admissibility; the caller answers for
+    namespaces with a LimitRange, whose bounds this does not read). ``pending_condition`` then
     leaves the condition as it is (without ``UnadmittedWorkloadsObservability`` it reads only the
     blockers), and nothing else in :func:`queue_state` applies to a pending Workload: the caller
     need not build the view."""
