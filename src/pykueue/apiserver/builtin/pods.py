@@ -17,6 +17,7 @@ from typing import Any
 from pykueue.api.quantity import Quantity, QuantityError
 from pykueue.api.validation import (
     FieldError,
+    Raw,
     duplicate,
     forbidden,
     generate_name_errors,
@@ -29,7 +30,12 @@ from pykueue.api.validation import (
     validate_annotations,
     validate_labels,
 )
-from pykueue.kube.validation import is_dns1123_label, is_dns1123_subdomain
+from pykueue.kube.validation import (
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_qualified_name,
+    is_valid_label_value,
+)
 
 NameCheck = Callable[[str], list[str]]
 
@@ -40,7 +46,7 @@ QUANTITY_REGEX_MSG = (
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 )
 _TOLERATION_OPERATORS = ("Equal", "Exists")
-_TAINT_EFFECTS = ("NoExecute", "NoSchedule", "PreferNoSchedule")
+_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _PROTOCOLS = ("SCTP", "TCP", "UDP")
 
 
@@ -152,8 +158,7 @@ def validate_pod_spec(spec: Mapping[str, Any], path: str) -> list[FieldError]:
     policy = spec.get("restartPolicy")
     if policy not in ("Always", "OnFailure", "Never"):
         errs.append(not_supported(f"{path}.restartPolicy", policy, ("Always", "OnFailure", "Never")))
-    for i, toleration in enumerate(sequence(spec.get("tolerations"))):
-        errs += _validate_toleration(mapping(toleration), idx(f"{path}.tolerations", i))
+    errs += validate_tolerations([mapping(t) for t in sequence(spec.get("tolerations"))], f"{path}.tolerations")
     selector = _str_dict(spec.get("nodeSelector"))
     errs += validate_labels(selector, f"{path}.nodeSelector")
     if "resources" in spec:
@@ -230,10 +235,23 @@ def _validate_mounts(mounts: Sequence[Any], path: str, volumes: set[str]) -> lis
     return errs
 
 
+def validate_tolerations(tolerations: Sequence[Mapping[str, Any]], path: str) -> list[FieldError]:
+    """``ValidateTolerations``, in upstream's order of checks."""
+    errs: list[FieldError] = []
+    for i, toleration in enumerate(tolerations):
+        errs += _validate_toleration(toleration, idx(path, i))
+    return errs
+
+
 def _validate_toleration(toleration: Mapping[str, Any], path: str) -> list[FieldError]:
     errs: list[FieldError] = []
-    operator = toleration.get("operator") or "Equal"
-    if not toleration.get("key") and operator != "Exists":
+    toleration_key = str(toleration.get("key") or "")
+    operator = str(toleration.get("operator") or "")
+    effect = str(toleration.get("effect") or "")
+    value = str(toleration.get("value") or "")
+    if toleration_key:
+        errs += [invalid(f"{path}.key", toleration_key, msg) for msg in is_qualified_name(toleration_key)]
+    if not toleration_key and operator != "Exists":
         errs.append(
             invalid(
                 f"{path}.operator",
@@ -241,24 +259,36 @@ def _validate_toleration(toleration: Mapping[str, Any], path: str) -> list[Field
                 'operator must be Exists when `key` is empty, which means "match all values and all keys"',
             )
         )
-    if operator not in _TOLERATION_OPERATORS:
-        errs.append(not_supported(f"{path}.operator", operator, _TOLERATION_OPERATORS))
-    elif operator == "Exists" and toleration.get("value"):
-        errs.append(
-            invalid(
-                f"{path}.operator", toleration.get("value"), "value must be empty when `operator` is 'Exists'"
+    if toleration.get("tolerationSeconds") is not None and effect != "NoExecute":
+        errs.append(invalid(f"{path}.effect", effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+    if operator in ("Equal", ""):
+        problems = is_valid_label_value(value)
+        if problems:
+            errs.append(invalid(f"{path}.operator", value, ";".join(problems)))
+    elif operator == "Exists":
+        if value:
+            errs.append(
+                invalid(f"{path}.operator", go_toleration(toleration), "value must be empty when `operator` is 'Exists'")
             )
-        )
-    effect = toleration.get("effect")
+    else:
+        errs.append(not_supported(f"{path}.operator", operator, _TOLERATION_OPERATORS))
     if effect and effect not in _TAINT_EFFECTS:
         errs.append(not_supported(f"{path}.effect", effect, _TAINT_EFFECTS))
-    if toleration.get("tolerationSeconds") is not None and effect != "NoExecute":
-        errs.append(
-            invalid(
-                f"{path}.effect", effect or "", "effect must be 'NoExecute' when `tolerationSeconds` is set"
-            )
-        )
     return errs
+
+
+def go_toleration(toleration: Mapping[str, Any]) -> Raw:
+    """Go's ``%#v`` of a ``core.Toleration`` (a set ``tolerationSeconds`` prints a pointer address)."""
+    fields = ", ".join(
+        f"{name}:{_go_quote(str(toleration.get(field) or ''))}"
+        for name, field in (("Key", "key"), ("Operator", "operator"), ("Value", "value"), ("Effect", "effect"))
+    )
+    seconds = "(nil)" if toleration.get("tolerationSeconds") is None else "(0xc000000000)"
+    return Raw(f"core.Toleration{{{fields}, TolerationSeconds:(*int64){seconds}}}")
+
+
+def _go_quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def validate_resources(resources: Mapping[str, Any], path: str) -> list[FieldError]:
