@@ -57,6 +57,7 @@ def test_lookup_by_group_version_plural() -> None:
         ("topo", "Topology"),
         ("ns", "Namespace"),
         ("pc", "PriorityClass"),
+        ("limits", "LimitRange"),
         ("provreq", "ProvisioningRequest"),
     ],
 )
@@ -85,8 +86,10 @@ def test_kinds_scopes_subresources_and_categories() -> None:
         "Pod",
         "Node",
         "PodTemplate",
+        "LimitRange",
         "Job",
         "PriorityClass",
+        "RuntimeClass",
         "Lease",
     }
 

@@ -7,7 +7,7 @@ is JSON), but it has to read these bodies.
 
 The decoder is table-driven over the ``generated.proto`` field numbers of the built-in kinds
 pykueue serves (Namespace, Job with its pod template, PriorityClass, Lease, core and events.k8s.io
-Events, PodTemplate) and ``DeleteOptions``. Go's protobuf encoding writes every non-pointer field,
+Events, PodTemplate, LimitRange, RuntimeClass) and ``DeleteOptions``. Go's protobuf encoding writes every non-pointer field,
 so zero scalars (``""``, ``0``, ``false``) are dropped unless the Go field is a pointer (flag
 ``p``), which is what the JSON encoding (``omitempty``) would have sent. A non-empty field the
 tables do not know is refused (415) rather than silently lost.
@@ -76,6 +76,11 @@ _TABLES: dict[str, str] = {
     "NamespaceStatus": "1 phase s;2 conditions *NamespaceCondition",
     "NamespaceCondition": "1 type s;2 status s;4 lastTransitionTime t;5 reason s;6 message s",
     "PodTemplate": "1 metadata ObjectMeta;2 template PodTemplateSpec",
+    "LimitRange": "1 metadata ObjectMeta;2 spec LimitRangeSpec",
+    "LimitRangeSpec": "1 limits *LimitRangeItem",
+    "LimitRangeItem": (
+        "1 type s;2 max map:q;3 min map:q;4 default map:q;5 defaultRequest map:q;6 maxLimitRequestRatio map:q"
+    ),
     "PodTemplateSpec": "1 metadata ObjectMeta;2 spec PodSpec",
     "PodSpec": (
         "2 containers *Container;3 restartPolicy s;4 terminationGracePeriodSeconds i p;5 activeDeadlineSeconds i p;"
@@ -128,6 +133,10 @@ _TABLES: dict[str, str] = {
         "7 completedIndexes s;9 ready i p;10 failedIndexes s p;11 terminating i p"
     ),
     "JobCondition": "1 type s;2 status s;3 lastProbeTime t;4 lastTransitionTime t;5 reason s;6 message s",
+    # node.k8s.io/v1
+    "RuntimeClass": "1 metadata ObjectMeta;2 handler s;3 overhead Overhead;4 scheduling Scheduling",
+    "Overhead": "1 podFixed map:q",
+    "Scheduling": "1 nodeSelector map:s;2 tolerations *Toleration",
     # scheduling.k8s.io/v1, coordination.k8s.io/v1
     "PriorityClass": "1 metadata ObjectMeta;2 value i p;3 globalDefault b;4 description s;5 preemptionPolicy s p",
     "Lease": "1 metadata ObjectMeta;2 spec LeaseSpec",
@@ -141,6 +150,8 @@ ROOTS: dict[tuple[str, str], str] = {
     ("v1", "Namespace"): "Namespace",
     ("v1", "Event"): "Event",
     ("v1", "PodTemplate"): "PodTemplate",
+    ("v1", "LimitRange"): "LimitRange",
+    ("node.k8s.io/v1", "RuntimeClass"): "RuntimeClass",
     ("batch/v1", "Job"): "Job",
     ("scheduling.k8s.io/v1", "PriorityClass"): "PriorityClass",
     ("coordination.k8s.io/v1", "Lease"): "Lease",

@@ -11,8 +11,8 @@ its structural OpenAPI schema and its selectable fields.
   are their :class:`~pykueue.apiserver.admission.Admission` (:func:`kueue_mutating_webhook`). The kinds the model does
   not cover (MultiKueueConfig, MultiKueueCluster, Topology) use their structural schema for
   defaulting and value checks plus their CEL rules written in Python.
-* Built-in kinds (Namespace, Event, Pod, Node, PodTemplate, Job, PriorityClass, Lease, events.k8s.io Event)
-  use :mod:`pykueue.apiserver.builtin`.
+* Built-in kinds (Namespace, Event, Pod, Node, PodTemplate, LimitRange, Job, PriorityClass,
+  RuntimeClass, Lease, events.k8s.io Event) use :mod:`pykueue.apiserver.builtin`.
 * ProvisioningRequest (``autoscaling.x-k8s.io`` v1 storage + v1beta1) is served as a CRD.
 
 ``events.k8s.io/v1`` Events are stored with the ``core/v1`` Events (shared store key, core form),
@@ -81,7 +81,9 @@ from pykueue.apiserver.builtin import (
     core,
     events,
     job_webhook,
+    limitrange,
     namespaces,
+    node,
     podnode,
     scheduling,
 )
@@ -1278,6 +1280,24 @@ def _builtin_infos() -> list[ResourceInfo]:
             ),
         ),
         ResourceInfo(
+            group="",
+            kind="LimitRange",
+            plural="limitranges",
+            singular="limitrange",
+            namespaced=True,
+            versions=("v1",),
+            storage_version="v1",
+            short_names=("limits",),
+            builtin=True,
+            behaviour=_builtin_behaviour(
+                group="",
+                kind="LimitRange",
+                component=limitrange.LIMIT_RANGE,
+                validate_fn=limitrange.validate_limit_range,
+                default_fn=limitrange.default_limit_range,
+            ),
+        ),
+        ResourceInfo(
             group="batch",
             kind="Job",
             plural="jobs",
@@ -1315,6 +1335,22 @@ def _builtin_infos() -> list[ResourceInfo]:
                 component=scheduling.PRIORITY_CLASS,
                 validate_fn=scheduling.validate_priority_class,
                 default_fn=scheduling.default_priority_class,
+            ),
+        ),
+        ResourceInfo(
+            group=node.GROUP,
+            kind="RuntimeClass",
+            plural="runtimeclasses",
+            singular="runtimeclass",
+            namespaced=False,
+            versions=("v1",),
+            storage_version="v1",
+            builtin=True,
+            behaviour=_builtin_behaviour(
+                group=node.GROUP,
+                kind="RuntimeClass",
+                component=node.RUNTIME_CLASS,
+                validate_fn=node.validate_runtime_class,
             ),
         ),
         ResourceInfo(

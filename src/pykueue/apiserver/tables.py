@@ -472,6 +472,17 @@ def _priority_class_row(pc: Obj, now: datetime) -> list[Cell]:
     ]
 
 
+def _created_at_row(obj: Obj, now: datetime) -> list[Cell]:
+    """``DefaultTableConvertor``'s row: the name and the creation time in RFC 3339 (UTC)."""
+    created = parse_timestamp((obj.get("metadata") or {}).get("creationTimestamp"))
+    when = created.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if created else "0001-01-01T00:00:00Z"
+    return [_name(obj), when]
+
+
+def _runtime_class_row(rc: Obj, now: datetime) -> list[Cell]:
+    return [_name(rc), str(rc.get("handler") or ""), _age(rc, now)]
+
+
 def _lease_row(lease: Obj, now: datetime) -> list[Cell]:
     return [_name(lease), str((lease.get("spec") or {}).get("holderIdentity") or ""), _age(lease, now)]
 
@@ -635,6 +646,11 @@ BUILTIN_TABLES: Mapping[tuple[str, str], tuple[list[dict[str, Any]], RowFn]] = {
         ],
         _pod_template_row,
     ),
+    ("", "LimitRange"): (
+        # kube-apiserver has no printer for LimitRange: its default table convertor's columns
+        [NAME_COLUMN, _column_definition("Created At", "date", CREATION_TIMESTAMP_DOC)],
+        _created_at_row,
+    ),
     ("batch", "Job"): (
         [
             NAME_COLUMN,
@@ -669,6 +685,16 @@ BUILTIN_TABLES: Mapping[tuple[str, str], tuple[list[dict[str, Any]], RowFn]] = {
             ),
         ],
         _priority_class_row,
+    ),
+    ("node.k8s.io", "RuntimeClass"): (
+        [
+            NAME_COLUMN,
+            _column_definition(
+                "Handler", "string", "Handler is the name of the underlying runtime and configuration"
+            ),
+            _AGE,
+        ],
+        _runtime_class_row,
     ),
     ("coordination.k8s.io", "Lease"): (
         [
