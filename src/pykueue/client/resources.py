@@ -14,6 +14,8 @@ NODES = Resource("", "v1", "nodes", "Node", False)
 POD_TEMPLATES = Resource("", "v1", "podtemplates", "PodTemplate", True)
 JOBS = Resource("batch", "v1", "jobs", "Job", True)
 PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False)
+LIMIT_RANGES = Resource("", "v1", "limitranges", "LimitRange", True)
+RUNTIME_CLASSES = Resource("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False)
 PROVISIONING_REQUESTS = Resource(
     "autoscaling.x-k8s.io", "v1", "provisioningrequests", "ProvisioningRequest", True
 )

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from pykueue.api.conversion import to_external
 from pykueue.api.kueue import AdmissionCheck, ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Workload
+from pykueue.api.limitrange import Summary
 from pykueue.api.meta import to_time
 from pykueue.client import resources as R
 from pykueue.client.interface import APIError, Client, Conflict, NotFound, Resource
@@ -157,6 +158,10 @@ class ReconcileContext:
     def namespace_labels(self, namespace: str) -> dict[str, str] | None:
         """Labels of a namespace (None if it does not exist)."""
         return self.cluster.namespace_labels(namespace)
+
+    def limit_range_summary(self, namespace: str) -> Summary | None:
+        """The summary of the namespace's LimitRanges (None without any)."""
+        return self.core.limit_range_summary(namespace)
 
     def info(self, wl: Workload) -> WorkloadInfo:
         """The core's view of a workload (reusing the cached one when the spec is unchanged)."""

@@ -210,6 +210,7 @@ class WorkloadController:
             cq.queue_facts() if cq is not None else None,
             mgr.namespace_labels(wl.metadata.namespace) if cq is not None else None,
             mgr.queues.is_inadmissible_with_bulk_reason(workload_key(wl)),
+            mgr.limit_range_summary(wl.metadata.namespace),
         )
 
     def _queue_state(self, wl: Workload) -> bool:
