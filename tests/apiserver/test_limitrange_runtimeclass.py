@@ -363,6 +363,15 @@ def test_limit_range_defaults_container_items() -> None:
     assert _messages(info.validate(obj, None)) == ['spec.limits[1].type: Duplicate value: "Container"']
 
 
+def test_a_limit_range_without_name_gets_a_uuid() -> None:
+    info = _info("", "limitranges")
+    obj = info.default_for_create(_limit_range(_item("Pod"), name=""))
+    assert len(obj["metadata"]["name"]) == 36 and info.validate(obj, None) == []
+    generated = _limit_range(_item("Pod"), name="")
+    generated["metadata"]["generateName"] = "lr-"
+    assert info.default_for_create(generated)["metadata"]["name"] == ""  # generateName is drawn later
+
+
 def test_limit_range_failure_message_and_quantities_canonical() -> None:
     info = _info("", "limitranges")
     obj = info.default(_limit_range(_item("Pod", max={"cpu": "1500m", "memory": 1024})))

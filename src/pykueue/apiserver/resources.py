@@ -1295,6 +1295,7 @@ def _builtin_infos() -> list[ResourceInfo]:
                 component=limitrange.LIMIT_RANGE,
                 validate_fn=limitrange.validate_limit_range,
                 default_fn=limitrange.default_limit_range,
+                prepare_fn=limitrange.prepare_limit_range_for_create,
             ),
         ),
         ResourceInfo(

@@ -14,6 +14,7 @@ here resources are visited in name order.
 from __future__ import annotations
 
 import math
+import uuid
 from typing import Any
 
 from pykueue.api.quantity import Quantity
@@ -126,6 +127,14 @@ def _default_container_item(item: dict[str, Any]) -> None:
         item["default"] = default
     if request:
         item["defaultRequest"] = request
+
+
+def prepare_limit_range_for_create(lr: dict[str, Any]) -> None:
+    """The strategy's ``PrepareForCreate``: a LimitRange with neither name nor generateName is
+    named with a new UUID."""
+    meta_ = lr.setdefault("metadata", {})
+    if isinstance(meta_, dict) and not meta_.get("name") and not meta_.get("generateName"):
+        meta_["name"] = str(uuid.uuid4())
 
 
 # --- validation ----------------------------------------------------------------------------------------
