@@ -590,7 +590,7 @@ def test_pod_template_defaults_and_validation() -> None:
     )
     assert pt["template"]["spec"]["containers"][0]["imagePullPolicy"] == "Always"
     assert _messages(info.validate(pt, None)) == [
-        'template.spec.containers[0].resources.requests[cpu]: Invalid value: "2": must be less than or equal to cpu limit of 1'
+        'template.spec.containers[0].resources.requests: Invalid value: "2": must be less than or equal to cpu limit of 1'
     ]
 
 

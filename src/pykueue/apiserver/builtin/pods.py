@@ -311,8 +311,8 @@ def validate_resources(resources: Mapping[str, Any], path: str) -> list[FieldErr
         limit = parsed["limits"].get(name)
         if limit is not None and request.value > limit.value:
             errs.append(
-                invalid(
-                    key(f"{path}.requests", name),
+                invalid(  # upstream names the requests map, not the entry (reqPath)
+                    f"{path}.requests",
                     str(request),
                     f"must be less than or equal to {name} limit of {limit}",
                 )
