@@ -263,12 +263,29 @@ _define()
 
 
 def default_pod(pod: dict[str, Any]) -> None:
-    """Pod defaults: the pod-template ones plus ``enableServiceLinks`` and ``priority``."""
+    """Pod defaults: the pod-template ones plus ``enableServiceLinks``, ``priority`` and requests
+    defaulted to limits."""
     default_pod_template(pod)
     spec = pod.get("spec")
     if isinstance(spec, dict):
         spec.setdefault("enableServiceLinks", True)
         spec.setdefault("priority", 0)
+        for field in ("containers", "initContainers"):
+            for container in sequence(spec.get(field)):
+                _default_requests_to_limits(container)
+
+
+def _default_requests_to_limits(container: Any) -> None:
+    """``SetDefaults_Pod`` (a Pod's, not a template's): a limit without a request is also the request."""
+    resources = mapping(mapping(container).get("resources"))
+    limits = resources.get("limits")
+    if not isinstance(limits, dict) or not limits:
+        return
+    requests = resources.get("requests")
+    requests = dict(requests) if isinstance(requests, dict) else {}
+    for name, value in limits.items():
+        requests.setdefault(name, value)
+    resources["requests"] = requests
 
 
 def qos_class(spec: Mapping[str, Any]) -> str:
