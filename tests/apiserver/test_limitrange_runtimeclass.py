@@ -8,17 +8,22 @@ their names; upstream checks that every error's detail contains the expected tex
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from pykueue.api.validation import FieldError
+from pykueue.apiserver.app import APIServerApp
 from pykueue.apiserver.builtin import limitrange, node
 from pykueue.apiserver.builtin.resourcenames import go_quantity, validate_resource_name
+from pykueue.apiserver.handlers import APIRequest
 from pykueue.apiserver.protobuf import MAGIC, decode_object
 from pykueue.apiserver.resources import REGISTRY, ResourceInfo
 from pykueue.apiserver.tables import to_table
+from pykueue.kube.status import StatusError
+from pykueue.store import Store
 
 NOW = datetime(2025, 1, 10, 12, 0, 0, tzinfo=UTC)
 
@@ -591,3 +596,116 @@ def test_protobuf_bodies_decode() -> None:
         "overhead": {"podFixed": {"cpu": "1"}},
         "scheduling": {"nodeSelector": {"a": "b"}, "tolerations": [{"key": "k", "operator": "Exists"}]},
     }
+
+
+# --- LimitRanger admission on Pod create (plugin/pkg/admission/limitranger) -------------------------------
+
+
+def _app() -> APIServerApp:
+    app = APIServerApp(Store(None))
+    app.bootstrap()
+    return app
+
+
+def _request(app: APIServerApp, method: str, resource: str, body: Any = None, **kw: Any) -> tuple[int, Any]:
+    req = APIRequest(method, "", "v1", resource, body=json.dumps(body).encode() if body else b"", **kw)
+    try:
+        resp = app.handlers.handle(req)
+    except StatusError as err:
+        return err.code, err.status()
+    return resp.status, json.loads(resp.body)
+
+
+def _pod(name: str = "p", *containers: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"containers": list(containers) or [{"name": "c", "image": "busybox:1"}], **spec},
+    }
+
+
+def _container(name: str = "c", **resources: dict[str, str]) -> dict[str, Any]:
+    return {"name": name, "image": "busybox:1", "resources": resources}
+
+
+def _with_limit_range(*items: dict[str, Any]) -> APIServerApp:
+    app = _app()
+    status, body = _request(
+        app, "POST", "limitranges", _limit_range(*items, name="lr", namespace="default"), namespace="default"
+    )
+    assert status == 201, body
+    return app
+
+
+def test_limit_ranger_defaults_container_resources() -> None:
+    app = _with_limit_range(
+        _item("Container", default={"cpu": "1", "memory": "512Mi"}, defaultRequest={"cpu": "250m"})
+    )
+    pod = _pod("p", _container("a"), _container("b", limits={"memory": "1Gi"}))
+    pod["spec"]["initContainers"] = [_container("init", requests={"cpu": "100m"})]
+    status, created = _request(app, "POST", "pods", pod, namespace="default")
+    assert status == 201, created
+    a, b = created["spec"]["containers"]
+    assert a["resources"] == {
+        "limits": {"cpu": "1", "memory": "512Mi"},
+        "requests": {"cpu": "250m", "memory": "512Mi"},
+    }
+    # SetDefaults_Pod made b's memory request its limit before the plugin ran
+    assert b["resources"] == {
+        "limits": {"memory": "1Gi", "cpu": "1"},
+        "requests": {"memory": "1Gi", "cpu": "250m"},
+    }
+    assert created["metadata"]["annotations"]["kubernetes.io/limit-ranger"] == (
+        "LimitRanger plugin set: cpu, memory request for container a; cpu, memory limit for container a; "
+        "cpu request for container b; cpu limit for container b; "
+        "memory request for init container init; cpu, memory limit for init container init"
+    )
+    assert created["status"]["qosClass"] == "Burstable"
+
+
+def test_limit_ranger_forbids_pods_outside_the_bounds() -> None:
+    app = _with_limit_range(
+        _item("Container", max={"cpu": "2"}, min={"memory": "64Mi"}),
+        _item("Pod", max={"memory": "1Gi"}),
+    )
+    pod = _pod(
+        "big",
+        _container("a", limits={"cpu": "3", "memory": "600Mi"}),
+        _container("b", limits={"cpu": "1", "memory": "600Mi"}),
+    )
+    status, body = _request(app, "POST", "pods", pod, namespace="default")
+    assert status == 403
+    assert body["reason"] == "Forbidden"
+    assert body["message"] == (
+        'pods "big" is forbidden: [maximum cpu usage per Container is 2, but limit is 3, '
+        "maximum memory usage per Pod is 1Gi, but limit is 1200Mi]"
+    )
+    # the Container item's max cpu became its default limit (SetDefaults_LimitRangeItem), set by the plugin
+    status, body = _request(
+        app, "POST", "pods", _pod("small", _container("a", requests={"memory": "1Mi"})), namespace="default"
+    )
+    assert status == 403
+    assert body["message"] == (
+        'pods "small" is forbidden: [minimum memory usage per Container is 64Mi, but request is 1Mi, '
+        "maximum memory usage per Pod is 1Gi.  No limit is specified]"
+    )
+    ok = _pod("ok", _container("a", limits={"cpu": "2", "memory": "1Gi"}))
+    status, body = _request(app, "POST", "pods", ok, namespace="default")
+    assert status == 201, body
+
+
+def test_limit_ranger_ratio_and_other_namespaces() -> None:
+    app = _with_limit_range(_item("Container", maxLimitRequestRatio={"cpu": "2"}))
+    pod = _pod("r", _container("a", requests={"cpu": "100m"}, limits={"cpu": "300m"}))
+    status, body = _request(app, "POST", "pods", pod, namespace="default")
+    assert status == 403
+    assert body["message"] == (
+        'pods "r" is forbidden: cpu max limit to request ratio per Container is 2, but provided ratio is 3.000000'
+    )
+    _request(
+        app, "POST", "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "free"}}
+    )
+    pod["metadata"]["namespace"] = "free"
+    status, body = _request(app, "POST", "pods", pod, namespace="free")
+    assert status == 201, body

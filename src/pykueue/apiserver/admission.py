@@ -9,8 +9,8 @@ one request instead of holding the store themselves, which keeps the registry fr
 of a dependency on :mod:`pykueue.store`.
 
 Order in the request path (as kube-apiserver): defaulting → create-time preparation →
-managedFields → **mutating admission** (create only: the Job webhook, and Kueue's defaulting
-webhooks of ClusterQueue, ResourceFlavor and Workload) → built-in or CRD validation →
+managedFields → **mutating admission** (create only: kube-apiserver's LimitRanger on Pods, the Job
+webhook, and Kueue's defaulting webhooks of ClusterQueue, ResourceFlavor and Workload) → built-in or CRD validation →
 **validating admission** (create and main-resource update; ``/status`` writes are not sent to the
 webhooks emulated here, whose rules name only the main resource) → store. (Kueue's own kinds'
 validating webhooks run with the CRD validation, :class:`Write` telling them the subresource.)
@@ -37,6 +37,11 @@ Lookup = Callable[[str, str, str, str], "Obj | None"]
 as missing. The returned dict is the caller's own copy.
 """
 
+Lister = Callable[[str, str, str], "list[Obj]"]
+"""``lister(group, plural, namespace)``: the stored objects of one namespace (storage version; none
+for a resource the server does not serve). kube-apiserver's own admission plugins read listers
+(LimitRanger lists the namespace's LimitRanges)."""
+
 Mutator = Callable[[Obj, Lookup, FeatureGates], None]
 """Mutating admission on create: changes the (storage-version) object in place; the gates are the
 server's (Kueue's webhooks read the controller manager's feature gates).
@@ -47,6 +52,12 @@ Raises :class:`pykueue.kube.status.StatusError` to deny the request with a speci
 Validator = Callable[[Obj, "Obj | None", Lookup, FeatureGates], "ValidationFailed | None"]
 """Validating admission: ``(new, old or None on create, lookup, gates)`` → the denial, or None."""
 
+PluginMutator = Callable[[Obj, Lister], None]
+"""A kube-apiserver admission plugin's mutation on create (in place)."""
+
+PluginValidator = Callable[[Obj, "Obj | None", Lister], None]
+"""A kube-apiserver admission plugin's validation: raises its :class:`StatusError` denial."""
+
 
 @dataclass(frozen=True)
 class Admission:
@@ -56,6 +67,11 @@ class Admission:
     """What the webhooks emulate (for logs and docs), e.g. ``kueue batch/v1 Job webhook``."""
     mutate: Mutator | None = None
     validate: Validator | None = None
+    plugin_mutate: PluginMutator | None = None
+    """kube-apiserver's own mutating plugin (e.g. LimitRanger), run before :attr:`mutate` as the
+    plugins run before the webhooks."""
+    plugin_validate: PluginValidator | None = None
+    """kube-apiserver's own validating plugin, run before :attr:`validate`."""
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from pykueue.api.unmodelled import unmodelled_features
 from pykueue.api.validation import QUANTITY_PATTERN, TYPE_INVALID, FieldError, ValidationFailed
 from pykueue.apiserver import errors as E
 from pykueue.apiserver import protobuf, watch
-from pykueue.apiserver.admission import MAIN_WRITE, Lookup, Write
+from pykueue.apiserver.admission import MAIN_WRITE, Lister, Lookup, Write
 from pykueue.apiserver.builtin import schema as sch
 from pykueue.apiserver.builtin.schema import json_type
 from pykueue.apiserver.discovery import parse_accept
@@ -187,7 +187,14 @@ class ResourceInfo(Protocol):
     def missing_required(
         self, obj: Mapping[str, Any], old: Mapping[str, Any] | None, version: str
     ) -> list[FieldError]: ...
-    def admit(self, obj: dict[str, Any], lookup: Lookup, *, gates: FeatureGates = DEFAULT_GATES) -> None: ...
+    def admit(
+        self,
+        obj: dict[str, Any],
+        lookup: Lookup,
+        *,
+        gates: FeatureGates = DEFAULT_GATES,
+        lister: Lister | None = None,
+    ) -> None: ...
     def admission_failure(
         self,
         obj: dict[str, Any],
@@ -195,6 +202,7 @@ class ResourceInfo(Protocol):
         lookup: Lookup,
         *,
         gates: FeatureGates = DEFAULT_GATES,
+        lister: Lister | None = None,
     ) -> ValidationFailed | None: ...
     def openapi_schema(self, version: str) -> Any: ...
     def openapi_errors(self, obj: Mapping[str, Any], version: str) -> list[FieldError]: ...
@@ -1109,7 +1117,11 @@ class Handlers:
     def _admission_validate(
         self, info: ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None
     ) -> None:
-        failure = self._guard(info, obj, lambda: info.admission_failure(obj, old, self.lookup, gates=self.gates))
+        failure = self._guard(
+            info,
+            obj,
+            lambda: info.admission_failure(obj, old, self.lookup, gates=self.gates, lister=self.list_namespace),
+        )
         if failure is not None:
             raise E.rejected(info.group, info.kind, _name_of(obj), failure)
 
@@ -1125,6 +1137,14 @@ class Handlers:
                 return None
             raise
         return obj
+
+    def list_namespace(self, group: str, plural: str, namespace: str) -> list[dict[str, Any]]:
+        """kube-apiserver's admission plugins' lister: the stored objects of one namespace."""
+        info = self._by_resource.get((group, plural))
+        if info is None:
+            return []
+        items, _, _ = self.store.list(info.key(), namespace if info.namespaced else None)
+        return list(items)
 
     def _guard(self, info: ResourceInfo, obj: Mapping[str, Any], fn: Callable[[], T]) -> T:
         """Run a registry function, mapping its validation errors to 422 and decode errors to 400."""
@@ -1221,7 +1241,9 @@ class Handlers:
         # sets belong to no manager), then the mutating admission (Kueue's defaulting webhooks,
         # the Job webhook), then the object's own validation (a CRD's schema and CEL rules), then
         # the validating admission (Kueue's validating webhooks run with the CRD's validation).
-        self._guard(info, storage, lambda: info.admit(storage, self.lookup, gates=self.gates))
+        self._guard(
+            info, storage, lambda: info.admit(storage, self.lookup, gates=self.gates, lister=self.list_namespace)
+        )
         generated = _draw_generated_name(storage)
         self._validate(info, storage, None, req.version, missing, self._write(req, info, obj, None), warnings)
         if generated:  # validated like the name it stands for; the store draws the real one

@@ -73,7 +73,7 @@ from pykueue.api.validation import (
 from pykueue.api.validation import TYPE_INVALID as _TYPE_INVALID
 from pykueue.api.validation import WEBHOOK_NAMES as _KUEUE_WEBHOOKS
 from pykueue.apiserver import crdgen
-from pykueue.apiserver.admission import MAIN_WRITE, Admission, Lookup, Mutator, Write
+from pykueue.apiserver.admission import MAIN_WRITE, Admission, Lister, Lookup, Mutator, Write
 from pykueue.apiserver.builtin import (
     autoscaling,
     batch,
@@ -82,6 +82,7 @@ from pykueue.apiserver.builtin import (
     events,
     job_webhook,
     limitrange,
+    limitranger,
     namespaces,
     node,
     podnode,
@@ -322,16 +323,40 @@ class ResourceInfo:
 
     # --- admission that reads the cluster -------------------------------------------------------
 
-    def admit(self, obj: Obj, lookup: Lookup, *, gates: FeatureGates = DEFAULT_GATES) -> None:
-        """Mutating admission on create (in place); may raise an ``StatusError`` denial."""
-        if self.admission is not None and self.admission.mutate is not None:
+    def admit(
+        self,
+        obj: Obj,
+        lookup: Lookup,
+        *,
+        gates: FeatureGates = DEFAULT_GATES,
+        lister: Lister | None = None,
+    ) -> None:
+        """Mutating admission on create (in place); may raise an ``StatusError`` denial.
+
+        kube-apiserver's own plugins run only with a ``lister`` (the API server's handlers)."""
+        if self.admission is None:
+            return
+        if lister is not None and self.admission.plugin_mutate is not None:
+            self.admission.plugin_mutate(obj, lister)
+        if self.admission.mutate is not None:
             self.admission.mutate(obj, lookup, gates)
 
     def admission_failure(
-        self, obj: Obj, old: Obj | None, lookup: Lookup, *, gates: FeatureGates = DEFAULT_GATES
+        self,
+        obj: Obj,
+        old: Obj | None,
+        lookup: Lookup,
+        *,
+        gates: FeatureGates = DEFAULT_GATES,
+        lister: Lister | None = None,
     ) -> ValidationFailed | None:
-        """Validating admission of a create (``old`` None) or main-resource update."""
-        if self.admission is None or self.admission.validate is None:
+        """Validating admission of a create (``old`` None) or main-resource update (a plugin's
+        denial is raised as its ``StatusError``)."""
+        if self.admission is None:
+            return None
+        if lister is not None and self.admission.plugin_validate is not None:
+            self.admission.plugin_validate(obj, old, lister)
+        if self.admission.validate is None:
             return None
         return self.admission.validate(obj, old, lookup, gates)
 
@@ -1241,6 +1266,11 @@ def _builtin_infos() -> list[ResourceInfo]:
                 default_fn=podnode.default_pod,
                 prepare_fn=podnode.prepare_pod_for_create,
                 selectable={name: podnode.pod_field(name) for name in podnode.POD_SELECTABLE},
+            ),
+            admission=Admission(
+                "kube-apiserver LimitRanger",
+                plugin_mutate=limitranger.mutate_pod,
+                plugin_validate=limitranger.validate_pod,
             ),
         ),
         ResourceInfo(
