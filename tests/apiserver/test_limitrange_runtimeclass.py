@@ -709,3 +709,22 @@ def test_limit_ranger_ratio_and_other_namespaces() -> None:
     pod["metadata"]["namespace"] = "free"
     status, body = _request(app, "POST", "pods", pod, namespace="free")
     assert status == 201, body
+
+
+def test_limit_ranger_pod_totals_take_init_containers_and_sidecars() -> None:
+    app = _with_limit_range(_item("Pod", max={"cpu": "2"}))
+    pod = _pod("init", _container("a", limits={"cpu": "1"}))
+    pod["spec"]["initContainers"] = [_container("setup", limits={"cpu": "3"})]
+    status, body = _request(app, "POST", "pods", pod, namespace="default")
+    assert (status, body["message"]) == (
+        403,
+        'pods "init" is forbidden: maximum cpu usage per Pod is 2, but limit is 3',
+    )
+    sidecar = {**_container("proxy", limits={"cpu": "1500m"}), "restartPolicy": "Always"}
+    pod = _pod("sidecar", _container("a", limits={"cpu": "1"}))
+    pod["spec"]["initContainers"] = [sidecar]
+    status, body = _request(app, "POST", "pods", pod, namespace="default")
+    assert (status, body["message"]) == (
+        403,
+        'pods "sidecar" is forbidden: maximum cpu usage per Pod is 2, but limit is 2500m',
+    )

@@ -8,8 +8,8 @@ LimitRange of the Pod's namespace (in name order; upstream reads its informer's 
   annotated ``kubernetes.io/limit-ranger: LimitRanger plugin set: cpu request for container c``;
 * validation (``PodValidateLimitFunc``): ``Container`` items bound every (init) container's
   requests and limits (``min``, ``max``, ``maxLimitRequestRatio``), ``Pod`` items bound the Pod's
-  effective requests and limits (``resourcehelper.PodRequests``/``PodLimits``: containers summed,
-  init containers as a running maximum with their sidecars, plus ``overhead``). A violation is a
+  effective requests and limits (the plugin's ``podRequests``/``podLimits``: containers summed,
+  init containers as a running maximum with their sidecars). A violation is a
   403 ``pods "<name>" is forbidden: maximum cpu usage per Container is 2, but limit is 3`` (several:
   ``[a, b]``, duplicates dropped, as ``utilerrors.NewAggregate`` prints them).
 """
@@ -233,7 +233,7 @@ def _ratio_problem(
     return ""
 
 
-# --- effective pod requests and limits (component-helpers resource.PodRequests/PodLimits) ----------
+# --- effective pod requests and limits (the plugin's podRequests/podLimits) ---------------------------
 
 
 def _parse(value: Any) -> Quantity | None:
@@ -291,17 +291,15 @@ def _aggregate(spec: Mapping[str, Any], section: str) -> ResourceList:
             _add(stage, sidecars)
         _max(init_max, stage)
     _max(total, init_max)
-    overhead = spec.get("overhead")
-    if isinstance(overhead, dict):
-        _add(total, _resource_list(overhead))
     return total
 
 
 def pod_requests(spec: Mapping[str, Any]) -> ResourceList:
-    """``resourcehelper.PodRequests`` (pod-level resources are off: the gate is alpha in 1.32)."""
+    """The plugin's ``podRequests``: containers summed, init containers as a running maximum with
+    their sidecars (no overhead, no pod-level resources)."""
     return _aggregate(spec, "requests")
 
 
 def pod_limits(spec: Mapping[str, Any]) -> ResourceList:
-    """``resourcehelper.PodLimits``."""
+    """The plugin's ``podLimits`` (as :func:`pod_requests`)."""
     return _aggregate(spec, "limits")
