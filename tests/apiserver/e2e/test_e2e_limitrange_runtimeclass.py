@@ -162,3 +162,40 @@ def test_explain_both_kinds(server: ServerProcess) -> None:
     assert "KIND:       LimitRange" in out and "maxLimitRequestRatio" in out
     out = server.kubectl("explain", "runtimeclass.overhead", "--api-version=node.k8s.io/v1").stdout
     assert "GROUP:      node.k8s.io" in out and "podFixed" in out
+
+
+POD = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  namespace: limited
+spec:
+  containers:
+  - name: main
+    image: busybox:1
+{resources}"""
+
+
+def test_limit_ranger_defaults_and_forbids_pods(server: ServerProcess) -> None:
+    server.kubectl("create", "namespace", "limited")
+    limits = LIMIT_RANGE.replace("namespace: default", "namespace: limited")
+    server.kubectl("apply", "-f", "-", stdin=limits)
+    out = server.kubectl("apply", "-f", "-", stdin=POD.format(name="plain", resources="")).stdout
+    assert out == "pod/plain created\n"
+    pod = yaml.safe_load(server.kubectl("get", "pod", "plain", "-n", "limited", "-o", "yaml").stdout)
+    assert pod["spec"]["containers"][0]["resources"] == {
+        "limits": {"cpu": "2", "memory": "1Gi"},
+        "requests": {"cpu": "500m", "memory": "1Gi"},
+    }
+    assert pod["metadata"]["annotations"]["kubernetes.io/limit-ranger"] == (
+        "LimitRanger plugin set: cpu, memory request for container main; cpu, memory limit for container main"
+    )
+    big = POD.format(name="big", resources='    resources:\n      limits:\n        cpu: "3"\n')
+    result = server.kubectl("apply", "-f", "-", stdin=big, check=False)
+    assert result.returncode == 1
+    assert result.stderr == (
+        'Error from server (Forbidden): error when creating "STDIN": pods "big" is forbidden: '
+        "maximum cpu usage per Container is 2, but limit is 3\n"
+    )
+    server.kubectl("delete", "namespace", "limited", "--wait=false")
