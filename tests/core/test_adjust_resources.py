@@ -181,8 +181,7 @@ def test_limit_range_change_readjusts_parked_workloads() -> None:
     key = workload_key(next(w for w in sim.workloads() if w.metadata.name == "a"))
     cq = sim.queues.cluster_queue("cq")
     assert cq is not None and key in cq.inadmissible
-    sim._limit_ranges[NS]["lr"] = {"limits": [{"type": "Container", "defaultRequest": {"cpu": "2"}}]}
-    assert sim.core.readjust_pending(sim.now, namespace=NS) == 1
+    sim.core.observe_limit_range(NS, "lr", {"limits": [{"type": "Container", "defaultRequest": {"cpu": "2"}}]}, sim.now)
     assert key not in cq.inadmissible
     assert sim.queues.cluster_queue("cq") is cq
     sim.run(until_quiet=True)
@@ -192,11 +191,22 @@ def test_limit_range_change_readjusts_parked_workloads() -> None:
 
 def test_no_adjustment_keeps_the_spec_shared() -> None:
     """Without LimitRanges or RuntimeClasses the queued view reads the spec's own templates (the
-    memoised requests shared with the workload controller's check)."""
+    memoised requests shared with the workload controller's check), and the queue manager does
+    not even ask; a LimitRange without defaults bounds but adjusts nothing."""
     sim = SimulatedCluster(SchedulerOptions(), NOW)
     sim.load([to_internal(obj) for obj in (*_queues(), _workload("a", {"requests": {"cpu": "1"}}))])
     wl = next(w for w in sim.workloads() if w.metadata.name == "a")
+    assert sim.queues.adjust_pod_specs is None
     assert sim.core.adjusted_pod_specs(wl) is None
+    sim.core.observe_limit_range(NS, "bounds", {"limits": [{"type": "PersistentVolumeClaim", "max": {"storage": "1Gi"}}]})
+    assert sim.queues.adjust_pod_specs is None and sim.core.limit_range_summary(NS) is not None
+    sim.core.observe_limit_range(NS, "defaults", {"limits": [{"type": "Container", "defaultRequest": {"memory": "1Gi"}}]})
+    assert sim.queues.adjust_pod_specs is not None
+    adjusted = sim.core.adjusted_pod_specs(wl)
+    assert adjusted is not None and adjusted[0]["containers"][0]["resources"]["requests"] == {"memory": "1Gi", "cpu": "1"}
+    sim.core.observe_limit_range(NS, "defaults", None)
+    sim.core.observe_limit_range(NS, "bounds", None)
+    assert sim.queues.adjust_pod_specs is None and sim.core.limit_range_summary(NS) is None
     cq = sim.queues.cluster_queue("cq")
     assert cq is not None
     entry = cq.tracked(workload_key(wl))

@@ -39,7 +39,12 @@ import yaml
 from pykueue.api import celrules
 from pykueue.api import kueue as k
 from pykueue.api import validation as v
-from pykueue.api.conversion import CORE_KIND_VERSIONS, POD_PRIORITY_SOURCE, RETRY_DELAY_MINUTES_DEFAULT, WPC_SOURCE
+from pykueue.api.conversion import (
+    CORE_KIND_VERSIONS,
+    POD_PRIORITY_SOURCE,
+    RETRY_DELAY_MINUTES_DEFAULT,
+    WPC_SOURCE,
+)
 from pykueue.api.manifests import KubeDumper
 from pykueue.api.meta import Condition, LabelSelector
 from pykueue.apiserver.builtin import core, meta

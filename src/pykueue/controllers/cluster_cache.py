@@ -128,10 +128,6 @@ class ClusterCache:
         self.flavors: dict[str, ResourceFlavor] = {}
         self.admission_checks: dict[str, AdmissionCheck] = {}
         self.namespace_label_map: dict[str, dict[str, str]] = {}
-        # What ``workload.AdjustResources`` and ``ValidateLimitRange`` read: LimitRange specs by
-        # namespace and name, RuntimeClass ``overhead.podFixed`` by name (None: no overhead).
-        self.limit_ranges_by_namespace: dict[str, dict[str, dict[str, Any]]] = {}
-        self.runtime_class_overheads: dict[str, dict[str, Any] | None] = {}
         self.workloads_of_owner: dict[tuple[str, str, str, str], set[str]] = {}
         """Workload keys by ``(namespace, owner apiVersion, owner kind, owner name)`` of each of their
         owner references: upstream's owner index (``indexer.SetupWorkloadOwnerIndex``, matched with
@@ -297,45 +293,21 @@ class ClusterCache:
             self.queues.queue_inadmissible_workloads(newly_matching, self._ts())
 
     def _apply_limitranges(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-        """Upstream ``resourceUpdatesHandler`` on a LimitRange: the namespace's pending Workloads are
-        adjusted again and re-added to their queues."""
+        """Into the core, which re-adds the namespace's pending Workloads adjusted again (upstream
+        ``resourceUpdatesHandler``)."""
         obj = new or old
         assert obj is not None
-        ns, name = obj["metadata"].get("namespace") or "", obj["metadata"]["name"]
-        if new is None:
-            ranges = self.limit_ranges_by_namespace.get(ns)
-            if ranges is not None:
-                ranges.pop(name, None)
-                if not ranges:
-                    del self.limit_ranges_by_namespace[ns]
-        else:
-            self.limit_ranges_by_namespace.setdefault(ns, {})[name] = new.get("spec") or {}
-        if self.core is not None:
-            self.core.readjust_pending(to_time(self.clock()), namespace=ns)
+        meta = obj["metadata"]
+        spec = (new.get("spec") or {}) if new is not None else None
+        self._core().observe_limit_range(meta.get("namespace") or "", meta["name"], spec, to_time(self.clock()))
 
     def _apply_runtimeclasses(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-        """Upstream ``resourceUpdatesHandler`` on a RuntimeClass: the pending Workloads naming it are
-        adjusted again and re-added to their queues."""
+        """Into the core, which re-adds the pending Workloads naming it adjusted again (upstream
+        ``resourceUpdatesHandler``)."""
         obj = new or old
         assert obj is not None
-        name = obj["metadata"]["name"]
-        if new is None:
-            self.runtime_class_overheads.pop(name, None)
-        else:
-            self.runtime_class_overheads[name] = (new.get("overhead") or {}).get("podFixed")
-        if self.core is not None:
-            self.core.readjust_pending(to_time(self.clock()), runtime_class=name)
-
-    def limit_ranges(self, namespace: str) -> list[dict[str, Any]]:
-        """The namespace's LimitRange specs, by name (a LIST's order)."""
-        ranges = self.limit_ranges_by_namespace.get(namespace)
-        if not ranges:
-            return []
-        return [ranges[name] for name in sorted(ranges)]
-
-    def runtime_class_overhead(self, name: str) -> dict[str, Any] | None:
-        """``overhead.podFixed`` of a RuntimeClass (None when it does not exist or has none)."""
-        return self.runtime_class_overheads.get(name)
+        overhead = (new.get("overhead") or {}).get("podFixed") if new is not None else None
+        self._core().observe_runtime_class(obj["metadata"]["name"], overhead, deleted=new is None, now=to_time(self.clock()))
 
     def _apply_workloadpriorityclasses(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         """The Job integration reads the classes from ``raw`` when it builds a Workload; a new class,

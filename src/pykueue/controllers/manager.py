@@ -315,14 +315,6 @@ class ControllerManager:
         """Labels of a namespace (None if it does not exist)."""
         return self.ctx.namespace_labels(namespace)
 
-    def limit_ranges(self, namespace: str) -> list[dict[str, Any]]:
-        """The namespace's LimitRange specs (a LIST's order)."""
-        return self.cluster.limit_ranges(namespace)
-
-    def runtime_class_overhead(self, name: str) -> dict[str, Any] | None:
-        """``overhead.podFixed`` of a RuntimeClass (None when it does not exist or has none)."""
-        return self.cluster.runtime_class_overhead(name)
-
     def apply(self, decision: Decision) -> bool:
         """Apply a core decision through the context (write-through, then its events)."""
         return self.ctx.apply(decision)

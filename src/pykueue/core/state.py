@@ -12,7 +12,7 @@ outcome and reason; :meth:`KueueCore.story` reads it back (the decision trail).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -263,14 +263,6 @@ class Driver(Protocol):
 
     def namespace_labels(self, namespace: str) -> dict[str, str] | None: ...
 
-    def limit_ranges(self, namespace: str) -> Sequence[Mapping[str, Any]]:
-        """The namespace's LimitRanges (objects or their ``spec``s), in list order; empty without any."""
-        ...
-
-    def runtime_class_overhead(self, name: str) -> Mapping[str, Any] | None:
-        """``overhead.podFixed`` of the RuntimeClass ``name`` (None when it does not exist or has none)."""
-        ...
-
     def apply(self, decision: Decision) -> bool:
         """Write the decision's status or spec (if any); record its events once that succeeded.
         Returns whether the write landed (True when there is none)."""
@@ -295,7 +287,14 @@ class KueueCore:
         # delivers new objects later).
         self.scheduler.observe_own_writes = bool(getattr(driver, "observes_writes_as_written", False))
         self.log = log if log is not None else TransitionLog()
-        self.queues.adjust_pod_specs = self.adjusted_pod_specs
+        # What ``workload.AdjustResources`` and ``ValidateLimitRange`` read, as observed: LimitRange
+        # specs by namespace and name, their summaries (namespaces with a LimitRange only), and
+        # RuntimeClass ``overhead.podFixed`` by name (None: no overhead).
+        self._limit_ranges: dict[str, dict[str, Mapping[str, Any]]] = {}
+        self.limit_range_summaries: dict[str, Summary] = {}
+        """The summary of each namespace's LimitRanges (namespaces with one only; read only)."""
+        self._limit_range_defaults: dict[str, Summary] = {}
+        self._runtime_classes: dict[str, Mapping[str, Any] | None] = {}
 
     # --- CyclePort (the scheduler's view of the world) ---------------------------------------------------
 
@@ -305,30 +304,67 @@ class KueueCore:
     def namespace_labels(self, namespace: str) -> dict[str, str] | None:
         return self.driver.namespace_labels(namespace)
 
+    # --- LimitRanges and RuntimeClasses (``workload.AdjustResources``, ``ValidateLimitRange``) ----------
+
+    def observe_limit_range(
+        self, namespace: str, name: str, spec: Mapping[str, Any] | None, now: datetime | None = None
+    ) -> None:
+        """A LimitRange was created or changed (``spec``) or deleted (None). With ``now`` (a change
+        after the initial state), the namespace's pending Workloads are adjusted again and re-added
+        to their queues (upstream ``resourceUpdatesHandler``)."""
+        ranges = self._limit_ranges.setdefault(namespace, {})
+        if spec is None:
+            ranges.pop(name, None)
+        else:
+            ranges[name] = spec
+        if ranges:
+            ordered = [ranges[n] for n in sorted(ranges)]  # a LIST's order: by name
+            self.limit_range_summaries[namespace] = summarize(ordered)
+            if has_defaults(ordered):
+                self._limit_range_defaults[namespace] = self.limit_range_summaries[namespace]
+            else:
+                self._limit_range_defaults.pop(namespace, None)
+        else:
+            del self._limit_ranges[namespace]
+            self.limit_range_summaries.pop(namespace, None)
+            self._limit_range_defaults.pop(namespace, None)
+        self._hook_adjustments()
+        if now is not None:
+            self.queues.readjust_pending(to_time(now).timestamp(), namespace=namespace)
+
+    def observe_runtime_class(self, name: str, overhead: Mapping[str, Any] | None, *, deleted: bool = False, now: datetime | None = None) -> None:
+        """A RuntimeClass was created or changed (its ``overhead.podFixed``, None without one) or
+        deleted; with ``now``, the pending Workloads naming it are adjusted again and re-added."""
+        if deleted:
+            self._runtime_classes.pop(name, None)
+        else:
+            self._runtime_classes[name] = overhead
+        self._hook_adjustments()
+        if now is not None:
+            self.queues.readjust_pending(to_time(now).timestamp(), runtime_class=name)
+
+    def _hook_adjustments(self) -> None:
+        # Without LimitRange defaults or RuntimeClasses nothing can be adjusted: the queue manager
+        # then skips the call for every queued change.
+        adjusting = bool(self._limit_range_defaults or self._runtime_classes)
+        self.queues.adjust_pod_specs = self.adjusted_pod_specs if adjusting else None
+
     def limit_range_summary(self, namespace: str) -> Summary | None:
         """The summary of the namespace's LimitRanges (``limitrange.Summarize``), None without any."""
-        ranges = self.driver.limit_ranges(namespace)
-        return summarize(ranges) if ranges else None
+        return self.limit_range_summaries.get(namespace)
 
     def adjusted_pod_specs(self, wl: Workload) -> list[dict[str, Any]] | None:
         """``workload.AdjustResources``' RuntimeClass and LimitRange steps on ``wl``'s pod templates;
-        None when they leave every template as it is (the common case: no LimitRange with a
-        ``Container`` or ``Pod`` item in the namespace, no RuntimeClass to add)."""
-        ranges = self.driver.limit_ranges(wl.metadata.namespace)
+        None when they leave every template as it is (no LimitRange with a ``Container`` or ``Pod``
+        item in the namespace, no RuntimeClass overhead to add)."""
+        summary = self._limit_range_defaults.get(wl.metadata.namespace)
         pod_sets = wl.spec.pod_sets
-        if not ranges:
-            # Called for every queued change of every pending Workload: a loop, no allocation.
-            for ps in pod_sets:
-                if ps.template.spec.get("runtimeClassName") is not None:
-                    break
-            else:
-                return None
         overheads: list[Mapping[str, Any] | None] = []
         for ps in pod_sets:
             spec = ps.template.spec
             rc = spec.get("runtimeClassName")
-            overheads.append(self.driver.runtime_class_overhead(rc) if rc is not None and not spec.get("overhead") else None)
-        summary = summarize(ranges) if ranges and has_defaults(ranges) else None
+            # A RuntimeClass that does not exist: upstream logs the lookup error and moves on.
+            overheads.append(self._runtime_classes.get(rc) if rc is not None and not spec.get("overhead") else None)
         if summary is None and all(o is None for o in overheads):
             return None
         adjusted = [
@@ -338,11 +374,6 @@ class KueueCore:
         if all(a == ps.template.spec for a, ps in zip(adjusted, pod_sets, strict=True)):
             return None
         return adjusted
-
-    def readjust_pending(self, now: datetime, *, namespace: str | None = None, runtime_class: str | None = None) -> int:
-        """A LimitRange in ``namespace`` or the RuntimeClass ``runtime_class`` was created, changed
-        or deleted (upstream ``resourceUpdatesHandler``): re-add the pending Workloads it may adjust."""
-        return self.queues.readjust_pending(to_time(now).timestamp(), namespace=namespace, runtime_class=runtime_class)
 
     def decide(self, decision: Decision) -> bool:
         """Apply ``decision`` through the driver and keep it in the transition log."""

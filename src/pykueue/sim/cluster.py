@@ -132,10 +132,6 @@ class SimulatedCluster:
         self._retry_from: datetime | None = None
         # Admission Fair Sharing: when each LocalQueue's reconcile is next due (epoch seconds).
         self._afs_due: dict[str, float] = {}
-        # What ``workload.AdjustResources`` and ``ValidateLimitRange`` read: LimitRange specs by
-        # namespace and name, RuntimeClass ``overhead.podFixed`` by name (None: no overhead).
-        self._limit_ranges: dict[str, dict[str, dict[str, Any]]] = {}
-        self._runtime_classes: dict[str, dict[str, Any] | None] = {}
 
     # --- the core's Driver ----------------------------------------------------------------------
 
@@ -222,15 +218,6 @@ class SimulatedCluster:
         labels.setdefault(NAMESPACE_NAME_LABEL, namespace)
         return labels
 
-    def limit_ranges(self, namespace: str) -> list[dict[str, Any]]:
-        ranges = self._limit_ranges.get(namespace)
-        if not ranges:
-            return []
-        return [ranges[name] for name in sorted(ranges)]  # a LIST's order: by name
-
-    def runtime_class_overhead(self, name: str) -> dict[str, Any] | None:
-        return self._runtime_classes.get(name)
-
     # --- loading --------------------------------------------------------------------------------
 
     def load(self, objects: Iterable[tuple[Any, str]]) -> None:
@@ -293,9 +280,9 @@ class SimulatedCluster:
         if isinstance(obj, Namespace):
             self.queues.set_namespace_labels(obj.metadata.name, self.namespace_labels(obj.metadata.name) or {})
         elif isinstance(obj, LimitRange):
-            self._limit_ranges.setdefault(obj.metadata.namespace, {})[obj.metadata.name] = obj.spec
+            self.core.observe_limit_range(obj.metadata.namespace, obj.metadata.name, obj.spec)
         elif isinstance(obj, RuntimeClass):
-            self._runtime_classes[obj.metadata.name] = (obj.overhead or {}).get("podFixed")
+            self.core.observe_runtime_class(obj.metadata.name, (obj.overhead or {}).get("podFixed"))
         elif isinstance(obj, ResourceFlavor):
             self.cache.add_or_update_flavor(obj)
         elif isinstance(obj, AdmissionCheck):
@@ -407,7 +394,7 @@ class SimulatedCluster:
             cq.queue_facts() if cq is not None else None,
             self.namespace_labels(wl.metadata.namespace) if cq is not None else None,
             self.queues.is_inadmissible_with_bulk_reason(workload_key(wl)),
-            self.core.limit_range_summary(wl.metadata.namespace),
+            self.core.limit_range_summaries.get(wl.metadata.namespace),
         )
 
     def _reconcile_queue_state(self, key: ObjectKey) -> None:
@@ -427,7 +414,7 @@ class SimulatedCluster:
         cq = self.cache.cluster_queues.get(self._cq_for(wl) or "")
         return (
             cq is not None
-            and namespace not in self._limit_ranges
+            and namespace not in self.core.limit_range_summaries
             and reconcile.queue_state_settled(
                 wl, lq_lo.obj, cq.queue_facts(), ("Namespace", "", namespace) in self.objects, self.options
             )

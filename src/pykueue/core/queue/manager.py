@@ -415,7 +415,8 @@ class QueueManager:
             return False
         cq = self._cqs.get(lq.cluster_queue)
         old = cq.tracked(key) if cq is not None else None
-        adjusted = self._adjusted(wl)
+        adjust = self.adjust_pod_specs
+        adjusted = adjust(wl) if adjust is not None else None
         if (
             cq is not None
             and old is not None
@@ -695,7 +696,8 @@ class QueueManager:
     def _refresh(self, info: WorkloadInfo, latest: Workload) -> None:
         """``AdjustResources`` and ``info.Update``: recompute derived fields from ``latest``, keep
         the scheduler's own."""
-        adjusted = self._adjusted(latest)
+        adjust = self.adjust_pod_specs
+        adjusted = adjust(latest) if adjust is not None else None
         if latest is info.obj and adjusted == info.adjusted_specs:
             # The derived fields were computed from this very object (objects are replaced, not
             # mutated, on every change) and the same adjustments, so recomputing them gives the

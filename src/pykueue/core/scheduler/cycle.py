@@ -105,9 +105,8 @@ class CyclePort(Protocol):
 
     def namespace_labels(self, namespace: str) -> dict[str, str] | None: ...
 
-    def limit_range_summary(self, namespace: str) -> Summary | None:
-        """The summary of the namespace's LimitRanges (None without any)."""
-        ...
+    limit_range_summaries: dict[str, Summary]
+    """The summary of each namespace's LimitRanges, for the namespaces that have any (read only)."""
 
     def decide(self, decision: Decision) -> bool: ...
 
@@ -318,31 +317,33 @@ class Scheduler:
         info = entry.info
         labels = self.store.namespace_labels(info.namespace)
         pod_sets = [(ps.count, ps.per_pod) for ps in info.pod_sets]
-        # The requests are the spec's own (so the workload controller's check of the same spec can
-        # reuse the outcome) when nothing transformed them and no pod was reclaimed.
-        spec_pod_sets = info.obj.spec.pod_sets
-        spec_derived = (
-            info.adjusted_specs is None
-            and not self.options.exclude_resource_prefixes
-            and not self.options.transformations
-            and len(spec_pod_sets) == len(pod_sets)
-        )
-        if spec_derived:  # every count equal (a loop: no generator per head)
-            for ps, (count, _) in zip(spec_pod_sets, pod_sets, strict=True):
-                if ps.count != count:
-                    spec_derived = False
-                    break
-        # Upstream checks its queued copy, adjusted (``AdjustResources``: limits count as requests).
-        problem = admissibility_problem(
-            info.obj,
-            cq.namespace_selector,
-            labels,
-            pod_sets,
-            spec_derived=spec_derived,
-            pod_specs=info.adjusted_specs,
-            limit_ranges=self.store.limit_range_summary(info.namespace),
-            limits_as_requests=True,
-        )
+        summaries = self.store.limit_range_summaries
+        if summaries or info.adjusted_specs is not None:
+            # Upstream checks its queued copy, adjusted (``AdjustResources``: limits count as requests).
+            problem = admissibility_problem(
+                info.obj,
+                cq.namespace_selector,
+                labels,
+                pod_sets,
+                pod_specs=info.adjusted_specs,
+                limit_ranges=summaries.get(info.namespace),
+                limits_as_requests=True,
+            )
+        else:
+            # The requests are the spec's own (so the workload controller's check of the same spec
+            # can reuse the outcome) when nothing transformed them and no pod was reclaimed.
+            spec_pod_sets = info.obj.spec.pod_sets
+            spec_derived = (
+                not self.options.exclude_resource_prefixes
+                and not self.options.transformations
+                and len(spec_pod_sets) == len(pod_sets)
+            )
+            if spec_derived:  # every count equal (a loop: no generator per head)
+                for ps, (count, _) in zip(spec_pod_sets, pod_sets, strict=True):
+                    if ps.count != count:
+                        spec_derived = False
+                        break
+            problem = admissibility_problem(info.obj, cq.namespace_selector, labels, pod_sets, spec_derived=spec_derived)
         if problem is None:
             return True
         error, kind = problem

@@ -46,7 +46,10 @@ def admissibility_error(
     """``workload.ValidateAdmissibility`` (from ``Scheduler.nominate`` and the workload controller):
     why ``wl`` may not be admitted to a ClusterQueue, if at all. ``limit_ranges``: the summary of
     the namespace's LimitRanges, if it has any."""
-    problem = admissibility_problem(wl, selector, namespace_labels, pod_sets, limit_ranges=limit_ranges)
+    if limit_ranges is None:
+        problem = admissibility_problem(wl, selector, namespace_labels, pod_sets)
+    else:
+        problem = admissibility_problem(wl, selector, namespace_labels, pod_sets, limit_ranges=limit_ranges)
     return problem[0] if problem is not None else None
 
 
@@ -77,25 +80,11 @@ def admissibility_problem(
         return f'workload namespace "{ns}" does not exist: namespaces "{ns}" not found', Problem.NAMESPACE_MISSING
     if selector is None or not label_selector_matches(selector, namespace_labels):
         return NAMESPACE_MISMATCH_MESSAGE, Problem.NAMESPACE_MISMATCH
-    if pod_specs is not None:
-        invalid = _invalid_requests(pod_specs)
-        if invalid is not None:
-            return invalid, Problem.INVALID_REQUESTS
-    else:
-        memo = _spec_memo(wl.spec)
-        if memo.invalid_requests is not None:
-            return memo.invalid_requests, Problem.INVALID_REQUESTS
-    if limit_ranges:
-        specs = pod_specs if pod_specs is not None else [ps.template.spec for ps in wl.spec.pod_sets]
-        violation = limit_range_error(limit_ranges, specs, limits_as_requests=limits_as_requests)
-        if violation is not None:
-            return violation, Problem.LIMIT_RANGE
-    if pod_specs is not None:
-        if pod_sets is None:
-            pod_sets = [(ps.count, per_pod_integer_requests(spec)) for ps, spec in zip(wl.spec.pod_sets, pod_specs, strict=True)]
-        message = resources_validation_error(request_overflow_errors(pod_sets))
-        return (message, Problem.UNACCOUNTABLE) if message is not None else None
+    if pod_specs is not None or limit_ranges:
+        return _adjusted_problem(wl, pod_sets, pod_specs, limit_ranges, limits_as_requests)
     memo = _spec_memo(wl.spec)
+    if memo.invalid_requests is not None:
+        return memo.invalid_requests, Problem.INVALID_REQUESTS
     if pod_sets is None:
         if memo.unaccountable is _UNSET:
             memo.unaccountable = resources_validation_error(request_overflow_errors(spec_pod_requests(wl.spec)))
@@ -107,6 +96,29 @@ def admissibility_problem(
         message = resources_validation_error(request_overflow_errors(pod_sets))
         if spec_derived:
             memo.unaccountable = message
+    return (message, Problem.UNACCOUNTABLE) if message is not None else None
+
+
+def _adjusted_problem(
+    wl: Workload,
+    pod_sets: PodSetRequests | None,
+    pod_specs: Sequence[Mapping[str, Any]] | None,
+    limit_ranges: Summary | None,
+    limits_as_requests: bool,
+) -> tuple[str, Problem] | None:
+    """:func:`admissibility_problem`'s resource checks of adjusted templates or under LimitRanges
+    (``ValidateResources``, ``ValidateLimitRange``, then the int64 bound), without the spec memo."""
+    specs = pod_specs if pod_specs is not None else [ps.template.spec for ps in wl.spec.pod_sets]
+    invalid = _invalid_requests(specs)
+    if invalid is not None:
+        return invalid, Problem.INVALID_REQUESTS
+    if limit_ranges:
+        violation = limit_range_error(limit_ranges, specs, limits_as_requests=limits_as_requests)
+        if violation is not None:
+            return violation, Problem.LIMIT_RANGE
+    if pod_sets is None:
+        pod_sets = [(ps.count, per_pod_integer_requests(spec)) for ps, spec in zip(wl.spec.pod_sets, specs, strict=True)]
+    message = resources_validation_error(request_overflow_errors(pod_sets))
     return (message, Problem.UNACCOUNTABLE) if message is not None else None
 
 
@@ -147,7 +159,10 @@ def _spec_memo(spec: WorkloadSpec) -> _SpecMemo:
     memo = _memo.get(id(spec))
     if memo is not None and memo.spec is spec:
         return memo
-    memo = _SpecMemo(spec, _invalid_requests([ps.template.spec for ps in spec.pod_sets]))
+    errors: list[str] = []  # ``_invalid_requests`` inline: once per spec, without a list of templates
+    for i, ps in enumerate(spec.pod_sets):
+        errors.extend(validate_requests_within_limits(ps.template.spec, f"spec.podSets[{i}].template.spec"))
+    memo = _SpecMemo(spec, resources_validation_error(errors))
     if len(_memo) >= _MEMO_LIMIT:
         _memo.clear()
     _memo[id(spec)] = memo

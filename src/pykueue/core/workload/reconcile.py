@@ -107,7 +107,11 @@ def queue_view(
             if namespace_labels is None or isinstance(namespace_labels, dict)
             else dict(namespace_labels)
         )
-        admissibility = admissibility_error(wl, facts.namespace_selector, labels, limit_ranges=limit_ranges)
+        admissibility = (
+            admissibility_error(wl, facts.namespace_selector, labels)
+            if limit_ranges is None
+            else admissibility_error(wl, facts.namespace_selector, labels, limit_ranges=limit_ranges)
+        )
     return transitions.QueueView(
         local_queue_exists=local_queue is not None and local_queue.metadata.deletion_timestamp is None,
         local_queue_stop_policy=local_queue.spec.stop_policy if local_queue is not None else "",
