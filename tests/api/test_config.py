@@ -80,6 +80,18 @@ def test_default_gates_from_the_reference_tables() -> None:
     assert len(gates) == len(DEFAULT_FEATURE_GATES)
 
 
+def test_every_upstream_gate_is_registered_with_its_default() -> None:
+    """All 80 gates of upstream's ``defaultVersionedFeatureGates`` at ff69552e79 load, so a Kueue
+    ``--feature-gates`` value or ``featureGates`` map is never refused for naming one; gates of
+    what pykueue does not implement keep upstream's defaults (TLSOptions is GA, locked on)."""
+    assert len(DEFAULT_FEATURE_GATES) == 80
+    gates = FeatureGates.parse("FailureRecoveryPolicy=true,TASProfileMixed=false,SchedulerLibraryIntegration=true")
+    assert gates.overrides() == {"FailureRecoveryPolicy": True, "TASProfileMixed": False, "SchedulerLibraryIntegration": True}
+    assert FeatureGates().enabled("TASMultiLayerTopology") and not FeatureGates().enabled("SparkApplicationIntegration")
+    with pytest.raises(FeatureGateError, match="cannot set feature gate TLSOptions to false, feature is locked to true"):
+        FeatureGates.parse("TLSOptions=false")
+
+
 def test_parse_feature_gates_flag() -> None:
     gates = FeatureGates.parse("PriorityBoost=true, PartialAdmission=f,,")
     assert gates.enabled("PriorityBoost") and not gates.enabled("PartialAdmission")

@@ -58,12 +58,53 @@ DEFAULT_FEATURE_GATES: Mapping[str, bool] = MappingProxyType(
         "SkipReassignmentForPodOwnedWorkloads": True,
         "PrioritizePreemptorWorkloads": False,
         "MultiKueueOrchestratedPreemption": False,
+        # gates of what pykueue does not implement (Topology Aware Scheduling, MultiKueue, DRA,
+        # integrations other than batch/v1 Job, the webhook server's TLS options): accepted with
+        # upstream's defaults so that Kueue's flags and configurations load; the features
+        # themselves are flagged where a manifest asks for them (``pykueue.api.unmodelled``)
+        "TASProfileMixed": True,
+        "TASFailedNodeReplacement": True,
+        "ElasticJobsViaWorkloadSlicesWithTAS": False,
+        "TASFailedNodeReplacementFailFast": True,
+        "TASReplaceNodeOnPodTermination": True,
+        "TASReplaceNodeDueToNotReadyOverFixedTime": False,
+        "TASBalancedPlacement": False,
+        "TASAssignmentsEncodingByHostnamePrefix": True,
+        "KueueDRAIntegrationExtendedResource": True,
+        "KueueDRARejectWorkloadsWhenDRADisabled": True,
+        "KueueDRAIntegrationPartitionableDevices": True,
+        "KueueDRAIntegrationConsumableCapacity": False,
+        "MultiKueueAdaptersForCustomJobs": True,
+        "MultiKueueKubeConfigPathValidation": True,
+        "MultiKueueClusterProfile": False,
+        "FailureRecoveryPolicy": False,
+        "TLSOptions": True,
+        "RemoveFinalizersWithStrictPatch": True,
+        "TASReplaceNodeOnNodeTaints": True,
+        "TASMultiLayerTopology": True,
+        "SparkApplicationIntegration": False,
+        "FastQuotaReleaseInPodIntegration": False,
+        "MultiKueueIncrementalDispatcherConfig": True,
+        "TASRespectNodeAffinityPreferred": False,
+        "MultiKueueManagerQuotaAutomation": False,
+        "TASHandleOverlappingFlavors": True,
+        "TASRecomputeAssignmentWithinSchedulingCycle": True,
+        "DeferRayServiceFinalizationForRedisCleanup": True,
+        "TASCacheNodeMatchResults": True,
+        "TASCachingRemainingResources": True,
+        "TASCacheTopologyTree": True,
+        "SchedulerLibraryIntegration": False,
+        "LWSImmutableGroupSize": True,
+        "SkipAncestorCheckForDeletedWorkloads": True,
+        "MultiKueueRemoteSpecSync": True,
+        "PodIntegrationValidateGroupOwner": True,
+        "ValidateRayAndSparkJobUpdates": True,
     }
 )
 """Defaults of every known gate at this Kueue version."""
 
 LOCKED_FEATURE_GATES: Mapping[str, bool] = MappingProxyType(
-    {"ManagedJobsNamespaceSelectorAlwaysRespected": True}
+    {"ManagedJobsNamespaceSelectorAlwaysRespected": True, "TLSOptions": True}
 )
 """GA gates locked to their default; setting them to the other value is an error."""
 
