@@ -356,3 +356,90 @@ spec:
     proc = run("-f", "-", "--now", NOW, stdin=state)
     assert proc.returncode == 0, proc.stderr
     assert cond(workloads(proc.stdout)["w"], "QuotaReserved") == ("True", "QuotaReserved")
+
+
+MISSING_PRIORITY_CLASS_STATE = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: rf}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: rf
+      resources: [{name: cpu, nominalQuota: 4}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: lq, namespace: default}
+spec: {clusterQueue: cq}
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: nowpc
+  namespace: default
+  labels: {kueue.x-k8s.io/queue-name: lq, kueue.x-k8s.io/priority-class: nosuch}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: nopc
+  namespace: default
+  labels: {kueue.x-k8s.io/queue-name: lq}
+spec:
+  template:
+    spec:
+      priorityClassName: nosuchpc
+      restartPolicy: Never
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: fine
+  namespace: default
+  labels: {kueue.x-k8s.io/queue-name: lq}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+"""
+
+
+def test_a_job_naming_a_missing_priority_class_gets_no_workload() -> None:
+    """Upstream's ``ExtractPriority`` fails for such a Job: the Job integration creates no Workload,
+    the Job stays suspended (a missing WorkloadPriorityClass is also a Warning Event on it), and the
+    rest of the state is scheduled. The Job integration's Events come with the Workloads' ones."""
+    proc = run("-f", "-", "--until-quiet", "--now", NOW, "--show-events", stdin=MISSING_PRIORITY_CLASS_STATE)
+    assert proc.returncode == 0, proc.stderr
+    assert 'Job "default/nowpc": WorkloadPriorityClass "nosuch" not found' in proc.stderr
+    assert 'Job "default/nopc": priorityclasses.scheduling.k8s.io "nosuchpc" not found' in proc.stderr
+    docs = [d for d in yaml.safe_load_all(proc.stdout) if d]
+    jobs = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Job"}
+    assert jobs["nowpc"]["spec"]["suspend"] is True and jobs["nopc"]["spec"]["suspend"] is True
+    assert jobs["fine"]["spec"]["suspend"] is False
+    owners = [r["name"] for d in docs if d["kind"] == "Workload" for r in d["metadata"].get("ownerReferences", [])]
+    assert owners == ["fine"]
+    job_events = [
+        (e["regarding"]["name"], e["type"], e["reason"], e["note"])
+        for e in docs
+        if e["kind"] == "Event" and e["regarding"]["kind"] == "Job"
+    ]
+    fine_wl = next(d["metadata"]["name"] for d in docs if d["kind"] == "Workload")
+    assert job_events == [
+        ("nowpc", "Warning", "WorkloadPriorityClassNotFound", 'WorkloadPriorityClass "nosuch" not found'),
+        ("fine", "Normal", "CreatedWorkload", f"Created Workload: default/{fine_wl}"),
+        ("fine", "Normal", "Started", "Admitted by clusterQueue cq"),
+    ]

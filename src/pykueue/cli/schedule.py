@@ -18,6 +18,7 @@ from pykueue.cli.serve import freeze_gc
 from pykueue.cli.state import AdmittedJob, Document, StateError, admit_state
 from pykueue.controllers.jobs import batch_job as bj
 from pykueue.controllers.options import ControllerOptions
+from pykueue.core.events import NORMAL, Event
 from pykueue.core.workload.info import is_admitted
 from pykueue.sim.cluster import SimulatedCluster
 
@@ -134,9 +135,10 @@ def _run(args: argparse.Namespace) -> int:
         cluster.finalize_status()
     with progress("writing the result"):
         docs = [to_external(obj, version) for obj, version in cluster.output()]
-        docs.extend(_job_docs(cluster, state.jobs, controller_options))
+        jobs, started = _job_docs(cluster, state.jobs, controller_options)
+        docs.extend(jobs)
         if args.show_events:
-            docs.extend(_event_docs(cluster))
+            docs.extend(_event_docs([*state.events, *cluster.events, *started]))
         text = manifests.dump_json(docs) if args.output == "json" else manifests.dump_yaml(docs)
         explained = explain(cluster, run_result) if args.explain else ""
     sys.stdout.write(text)
@@ -147,13 +149,17 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _job_docs(cluster: SimulatedCluster, jobs: list[AdmittedJob], options: ControllerOptions) -> list[dict[str, Any]]:
+def _job_docs(
+    cluster: SimulatedCluster, jobs: list[AdmittedJob], options: ControllerOptions
+) -> tuple[list[dict[str, Any]], list[Event]]:
     """Each Job as the Job integration leaves it: suspended, or started once its Workload is admitted
-    (the flavors' node labels and tolerations, Kueue's pod labels; ``jobframework``'s ``startJob``)."""
+    (the flavors' node labels and tolerations, Kueue's pod labels; ``jobframework``'s ``startJob``),
+    and the ``Started`` Events of the Jobs it started."""
     flavors = {
         lo.obj.metadata.name: lo.obj for lo in cluster.objects.values() if isinstance(lo.obj, ResourceFlavor)
     }
     docs = []
+    started: list[Event] = []
     for admitted in jobs:
         job = admitted.job
         wl = cluster.get_workload(admitted.workload_key) if admitted.workload_key else None
@@ -161,22 +167,30 @@ def _job_docs(cluster: SimulatedCluster, jobs: list[AdmittedJob], options: Contr
             try:
                 injections = bj.pod_set_injection(wl, flavors, options.scheduler.gate("AssignQueueLabelsForPods"))
                 job = bj.start_job(job, wl, injections)
+                meta = job["metadata"]
+                started.append(
+                    Event(str(meta.get("namespace") or ""), str(meta["name"]), NORMAL, bj.EVENT_STARTED,
+                          bj.started_message(wl), kind="Job", controller=bj.JOB_CONTROLLER)
+                )  # fmt: skip
             except (bj.StartJobError, bj.FlavorNotFound):
                 pass  # the Job stays suspended, as a failed start leaves it
         docs.append(job)
-    return docs
+    return docs, started
 
 
-def _event_docs(cluster: SimulatedCluster) -> list[dict[str, Any]]:
+_REGARDING_API_VERSION = {"Job": "batch/v1"}
+
+
+def _event_docs(events: list[Event]) -> list[dict[str, Any]]:
     docs: list[dict[str, Any]] = []
-    for i, ev in enumerate(cluster.events):
+    for i, ev in enumerate(events):
         docs.append(
             {
                 "apiVersion": "events.k8s.io/v1",
                 "kind": "Event",
                 "metadata": {"name": f"{ev.name}.{i:05d}", "namespace": ev.namespace},
-                "regarding": {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": ev.kind, "name": ev.name,
-                              "namespace": ev.namespace},
+                "regarding": {"apiVersion": _REGARDING_API_VERSION.get(ev.kind, "kueue.x-k8s.io/v1beta2"),
+                              "kind": ev.kind, "name": ev.name, "namespace": ev.namespace},
                 "type": ev.type,
                 "reason": ev.reason,
                 "action": ev.reason,

@@ -35,6 +35,7 @@ from pykueue.apiserver.handlers import APIRequest
 from pykueue.apiserver.resources import ResourceInfo
 from pykueue.controllers.jobs import batch_job as bj
 from pykueue.controllers.options import ControllerOptions
+from pykueue.core.events import NORMAL, WARNING, Event
 from pykueue.kube.status import StatusError
 from pykueue.sim.cluster import LOAD_ORDER, stable_uid
 from pykueue.store.store import Store
@@ -79,7 +80,10 @@ class AdmittedState:
     objects: list[tuple[k.KueueObject, str]]
     jobs: list[AdmittedJob]
     warnings: list[str]
-    """One line per use of a Kueue feature pykueue does not implement (:mod:`pykueue.api.unmodelled`)."""
+    """One line per use of a Kueue feature pykueue does not implement (:mod:`pykueue.api.unmodelled`),
+    and per managed Job the Job integration makes no Workload for."""
+    events: list[Event]
+    """The Job integration's Events of the load (``CreatedWorkload``, ``WorkloadPriorityClassNotFound``)."""
 
 
 def admit_state(documents: Sequence[Document], options: ControllerOptions, *, validate: bool = True) -> AdmittedState:
@@ -102,7 +106,7 @@ def admit_state(documents: Sequence[Document], options: ControllerOptions, *, va
         if doc.data.get("kind") != "Namespace":
             admitter.admit(doc)
     admitter.create_job_workloads()
-    return AdmittedState(admitter.objects, admitter.jobs, admitter.warnings)
+    return AdmittedState(admitter.objects, admitter.jobs, admitter.warnings, admitter.events)
 
 
 class _Admitter:
@@ -113,6 +117,7 @@ class _Admitter:
         self.objects: list[tuple[k.KueueObject, str]] = []
         self.jobs: list[AdmittedJob] = []
         self.warnings: list[str] = []
+        self.events: list[Event] = []
         self._job_docs: list[tuple[Document, dict[str, Any]]] = []
         self._namespaces: dict[str, dict[str, str]] = {}
         self._explicit_namespaces: set[str] = set()
@@ -240,7 +245,13 @@ class _Admitter:
                 continue
             priority = bj.resolve_priority(job, wpcs.get, pcs.get, pcs.values())
             if isinstance(priority, bj.PriorityError):
-                raise _state_error(doc, priority.message)
+                # Upstream's ``ExtractPriority`` fails: no Workload, the Job stays suspended (and a
+                # missing WorkloadPriorityClass is a Warning Event on the Job).
+                if priority.event_reason is not None:
+                    self.events.append(_job_event(job, WARNING, priority.event_reason, priority.message))
+                self.warnings.append(f"{_location(doc)}: {priority.message}: the Job integration creates no Workload for it")
+                self.jobs.append(AdmittedJob(job, None))
+                continue
             wl = bj.construct_workload(
                 job,
                 priority,
@@ -252,6 +263,7 @@ class _Admitter:
                 wl.metadata = msgspec.structs.replace(wl.metadata, creation_timestamp=meta["creationTimestamp"])
             data: dict[str, Any] = to_external(wl)
             self.admit(Document(data, doc.source, doc.index))
+            self.events.append(_job_event(job, NORMAL, bj.EVENT_CREATED_WORKLOAD, bj.created_workload_message(wl)))
             self.jobs.append(AdmittedJob(job, f"{wl.metadata.namespace}/{wl.metadata.name}"))
 
     def _has_managed_ancestor(
@@ -303,6 +315,12 @@ def _location(doc: Document) -> str:
     ref = object_ref(doc.data) if isinstance(doc.data, dict) else ""
     where = f"{doc.source}: document {doc.index}"
     return f"{where}: {ref}" if ref else where
+
+
+def _job_event(job: Mapping[str, Any], type_: str, reason: str, note: str) -> Event:
+    """An Event of the batch/v1 Job integration about ``job``."""
+    meta = job["metadata"]
+    return Event(str(meta.get("namespace") or ""), str(meta["name"]), type_, reason, note, kind="Job", controller=bj.JOB_CONTROLLER)
 
 
 def _state_error(doc: Document, message: str) -> StateError:

@@ -113,6 +113,11 @@ JOB_GROUP: Final = "batch"
 
 # --- event reasons and texts (jobframework/reconciler.go) -----------------------------------------------------
 
+JOB_CONTROLLER: Final = "batch/job-kueue-controller"
+"""The reporting controller of the batch/v1 Job integration's Events: upstream's job reconcilers
+record through ``mgr.GetEventRecorder("<framework>-<manager>-controller")``
+(``jobframework.setupControllerAndWebhook``; framework ``batch/job``, manager ``kueue``)."""
+
 EVENT_CREATED_WORKLOAD: Final = "CreatedWorkload"
 EVENT_DELETED_WORKLOAD: Final = "DeletedWorkload"
 EVENT_UPDATED_WORKLOAD: Final = "UpdatedWorkload"

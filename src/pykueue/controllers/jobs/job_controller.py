@@ -47,10 +47,7 @@ if TYPE_CHECKING:
     from pykueue.controllers.context import ReconcileContext
     from pykueue.controllers.workload_controller import WorkloadController
 
-JOB_CONTROLLER = "batch/job-kueue-controller"
-"""The reporting controller of the batch/v1 Job integration's Events: upstream's job reconcilers
-record through ``mgr.GetEventRecorder("<framework>-<manager>-controller")``
-(``jobframework.setupControllerAndWebhook``; framework ``batch/job``, manager ``kueue``)."""
+JOB_CONTROLLER = bj.JOB_CONTROLLER
 
 
 class PriorityUnresolved(APIError):
