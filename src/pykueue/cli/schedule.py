@@ -138,7 +138,7 @@ def _run(args: argparse.Namespace) -> int:
         jobs, started = _job_docs(cluster, state.jobs, controller_options)
         docs.extend(jobs)
         if args.show_events:
-            docs.extend(_event_docs([*state.events, *cluster.events, *started]))
+            docs.extend(_event_docs([*state.events, *_with_started(cluster.events, started)]))
         text = manifests.dump_json(docs) if args.output == "json" else manifests.dump_yaml(docs)
         explained = explain(cluster, run_result) if args.explain else ""
     sys.stdout.write(text)
@@ -151,15 +151,15 @@ def _run(args: argparse.Namespace) -> int:
 
 def _job_docs(
     cluster: SimulatedCluster, jobs: list[AdmittedJob], options: ControllerOptions
-) -> tuple[list[dict[str, Any]], list[Event]]:
+) -> tuple[list[dict[str, Any]], dict[str, Event]]:
     """Each Job as the Job integration leaves it: suspended, or started once its Workload is admitted
     (the flavors' node labels and tolerations, Kueue's pod labels; ``jobframework``'s ``startJob``),
-    and the ``Started`` Events of the Jobs it started."""
+    and the ``Started`` Events of the Jobs it started, by Workload key."""
     flavors = {
         lo.obj.metadata.name: lo.obj for lo in cluster.objects.values() if isinstance(lo.obj, ResourceFlavor)
     }
     docs = []
-    started: list[Event] = []
+    started: dict[str, Event] = {}
     for admitted in jobs:
         job = admitted.job
         wl = cluster.get_workload(admitted.workload_key) if admitted.workload_key else None
@@ -168,14 +168,28 @@ def _job_docs(
                 injections = bj.pod_set_injection(wl, flavors, options.scheduler.gate("AssignQueueLabelsForPods"))
                 job = bj.start_job(job, wl, injections)
                 meta = job["metadata"]
-                started.append(
-                    Event(str(meta.get("namespace") or ""), str(meta["name"]), NORMAL, bj.EVENT_STARTED,
-                          bj.started_message(wl), kind="Job", controller=bj.JOB_CONTROLLER)
+                started[admitted.workload_key or ""] = Event(
+                    str(meta.get("namespace") or ""), str(meta["name"]), NORMAL, bj.EVENT_STARTED,
+                    bj.started_message(wl), kind="Job", controller=bj.JOB_CONTROLLER,
                 )  # fmt: skip
             except (bj.StartJobError, bj.FlavorNotFound):
                 pass  # the Job stays suspended, as a failed start leaves it
         docs.append(job)
     return docs, started
+
+
+def _with_started(events: list[Event], started: dict[str, Event]) -> list[Event]:
+    """The cycles' Events with each Job's ``Started`` right after the last ``Admitted`` of its
+    Workload (``started`` by Workload key), where the Job integration reacts to it."""
+    last = {f"{ev.namespace}/{ev.name}": i for i, ev in enumerate(events) if ev.kind == "Workload" and ev.reason == "Admitted"}
+    after = {i: started[key] for key, i in last.items() if key in started}
+    out: list[Event] = []
+    for i, ev in enumerate(events):
+        out.append(ev)
+        if i in after:
+            out.append(after[i])
+    out.extend(ev for key, ev in started.items() if key not in last)  # admitted in the loaded state
+    return out
 
 
 _REGARDING_API_VERSION = {"Job": "batch/v1"}
