@@ -443,3 +443,102 @@ def test_a_job_naming_a_missing_priority_class_gets_no_workload() -> None:
         ("fine", "Normal", "CreatedWorkload", f"Created Workload: default/{fine_wl}"),
         ("fine", "Normal", "Started", "Admitted by clusterQueue cq"),
     ]
+
+
+PREBUILT_STATE = """
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: rf}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: rf
+      resources:
+      - {name: cpu, nominalQuota: 4}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: lq, namespace: default}
+spec: {clusterQueue: cq}
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: j1
+  namespace: default
+  labels: {kueue.x-k8s.io/queue-name: lq, kueue.x-k8s.io/prebuilt-workload-name: pre}
+spec:
+  parallelism: 1
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: c
+        image: busybox
+        resources: {requests: {cpu: "3"}}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: Workload
+metadata:
+  name: pre
+  namespace: default
+spec:
+  queueName: lq
+  podSets:
+  - name: main
+    count: 1
+    template:
+      spec:
+        restartPolicy: Never
+        containers:
+        - name: c
+          image: busybox
+          resources: {requests: {cpu: "3"}}
+          terminationMessagePath: /dev/termination-log
+          terminationMessagePolicy: File
+          imagePullPolicy: Always
+        dnsPolicy: ClusterFirst
+        schedulerName: default-scheduler
+        terminationGracePeriodSeconds: 30
+        securityContext: {}
+"""
+
+
+def _prebuilt_run(state: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    proc = run("-f", "-", "--until-quiet", "--now", NOW, stdin=state)
+    assert proc.returncode == 0, proc.stderr
+    docs = [d for d in yaml.safe_load_all(proc.stdout) if d]
+    assert [d["metadata"]["name"] for d in docs if d["kind"] == "Workload"] == ["pre"]  # nothing created
+    return next(d for d in docs if d["kind"] == "Workload"), next(d for d in docs if d["kind"] == "Job")
+
+
+def test_a_job_uses_the_prebuilt_workload_it_names() -> None:
+    """``ensureOneWorkload``: a Job labelled ``kueue.x-k8s.io/prebuilt-workload-name`` takes that
+    Workload (``EnsurePrebuiltWorkloadOwnership``) instead of having one created; out of sync with
+    the Job, the Workload is finished ``OutOfSync`` and the Job stays suspended."""
+    wl, job = _prebuilt_run(PREBUILT_STATE)
+    assert [(r["kind"], r["name"], r["controller"]) for r in wl["metadata"]["ownerReferences"]] == [("Job", "j1", True)]
+    assert cond(wl, "Admitted") == ("True", "Admitted") and job["spec"]["suspend"] is False
+    head, _, tail = PREBUILT_STATE.partition("kind: Workload")
+    wl, job = _prebuilt_run(head + "kind: Workload" + tail.replace('cpu: "3"', 'cpu: "2"', 1))
+    finished = next(c for c in wl["status"]["conditions"] if c["type"] == "Finished")
+    assert (finished["status"], finished["reason"], finished["message"]) == (
+        "True", "OutOfSync", "The prebuilt workload is out of sync with its user job"
+    )
+    assert cond(wl, "QuotaReserved") is None and job["spec"]["suspend"] is True
+
+
+def test_a_job_naming_a_missing_prebuilt_workload_waits_suspended() -> None:
+    head, _, _ = PREBUILT_STATE.partition("---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: Workload")
+    proc = run("-f", "-", "--until-quiet", "--now", NOW, stdin=head)
+    assert proc.returncode == 0, proc.stderr
+    assert 'its prebuilt Workload "default/pre" does not exist' in proc.stderr
+    docs = [d for d in yaml.safe_load_all(proc.stdout) if d]
+    assert [d for d in docs if d["kind"] == "Workload"] == []
+    assert next(d for d in docs if d["kind"] == "Job")["spec"]["suspend"] is True

@@ -116,7 +116,7 @@ def _run(args: argparse.Namespace) -> int:
             raise UsageError(f"error: {err}") from err
     try:
         with progress(f"validating {len(documents)} objects"):
-            state = admit_state(documents, controller_options, validate=args.validate != "false")
+            state = admit_state(documents, controller_options, validate=args.validate != "false", now=now)
     except StateError as err:
         raise UsageError(f"error: {err}") from err
     for warning in state.warnings:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -36,6 +37,8 @@ from pykueue.apiserver.resources import ResourceInfo
 from pykueue.controllers.jobs import batch_job as bj
 from pykueue.controllers.options import ControllerOptions
 from pykueue.core.events import NORMAL, WARNING, Event
+from pykueue.core.workload import transitions
+from pykueue.core.workload.info import is_finished
 from pykueue.kube.status import StatusError
 from pykueue.sim.cluster import LOAD_ORDER, stable_uid
 from pykueue.store.store import Store
@@ -86,14 +89,19 @@ class AdmittedState:
     """The Job integration's Events of the load (``CreatedWorkload``, ``WorkloadPriorityClassNotFound``)."""
 
 
-def admit_state(documents: Sequence[Document], options: ControllerOptions, *, validate: bool = True) -> AdmittedState:
+def admit_state(
+    documents: Sequence[Document], options: ControllerOptions, *, validate: bool = True, now: datetime | None = None
+) -> AdmittedState:
     """Run every document through the API server's admission; turn Jobs into their Workloads.
+
+    ``now`` stamps what the Job integration writes at load (a prebuilt Workload out of sync with its
+    Job is finished then; default: the current time).
 
     Raises :class:`StateError` naming the file, the document, the object and the server's reason.
     """
     app = APIServerApp(Store(None, garbage_collection=False))
     app.bootstrap()
-    admitter = _Admitter(app, options, "Strict" if validate else "Ignore")
+    admitter = _Admitter(app, options, "Strict" if validate else "Ignore", now or datetime.now(UTC))
     ordered = sorted(documents, key=lambda d: d.data.get("kind") != "Namespace")  # stable: file order
     # Declared Namespaces are created first, with their labels, so that the objects in them do not
     # create them implicitly before (which would make the declared one "already exists").
@@ -110,8 +118,9 @@ def admit_state(documents: Sequence[Document], options: ControllerOptions, *, va
 
 
 class _Admitter:
-    def __init__(self, app: APIServerApp, options: ControllerOptions, field_validation: str) -> None:
+    def __init__(self, app: APIServerApp, options: ControllerOptions, field_validation: str, now: datetime) -> None:
         self.app = app
+        self.now = now
         self.options = options
         self.field_validation = field_validation
         self.objects: list[tuple[k.KueueObject, str]] = []
@@ -243,6 +252,10 @@ class _Admitter:
             if not self._managed(job) or self._has_managed_ancestor(job, jobs):
                 self.jobs.append(AdmittedJob(job, None))
                 continue
+            prebuilt = bj.prebuilt_workload_name(job, gates.enabled("WorkloadIdentifierAnnotations"))
+            if prebuilt is not None:
+                self.jobs.append(AdmittedJob(job, self._use_prebuilt(job, prebuilt)))
+                continue
             priority = bj.resolve_priority(job, wpcs.get, pcs.get, pcs.values())
             if isinstance(priority, bj.PriorityError):
                 # Upstream's ``ExtractPriority`` fails: no Workload, the Job stays suspended (and a
@@ -265,6 +278,50 @@ class _Admitter:
             self.admit(Document(data, doc.source, doc.index))
             self.events.append(_job_event(job, NORMAL, bj.EVENT_CREATED_WORKLOAD, bj.created_workload_message(wl)))
             self.jobs.append(AdmittedJob(job, f"{wl.metadata.namespace}/{wl.metadata.name}"))
+
+    def _use_prebuilt(self, job: dict[str, Any], name: str) -> str | None:
+        """``ensureOneWorkload``'s prebuilt path: the Workload the Job names, made controlled by it
+        (``EnsurePrebuiltWorkloadOwnership``), or None when it is missing or controlled by another
+        object (``handleJobWithNoWorkload``: the Job stays stopped, nothing is created) or out of
+        sync with the Job (``ensurePrebuiltWorkloadInSync`` finishes it ``OutOfSync``)."""
+        meta = job["metadata"]
+        ns = str(meta.get("namespace") or "")
+        found = next(
+            (
+                (i, obj)
+                for i, (obj, _) in enumerate(self.objects)
+                if isinstance(obj, k.Workload) and obj.metadata.namespace == ns and obj.metadata.name == name
+            ),
+            None,
+        )
+        if found is None:
+            self.warnings.append(f'Job "{ns}/{meta["name"]}": its prebuilt Workload "{ns}/{name}" does not exist')
+            return None
+        i, wl = found
+        owner = next((r for r in wl.metadata.owner_references if r.controller), None)
+        if owner is not None and owner.uid != meta.get("uid"):
+            return None
+        adopted = bj.adopt_prebuilt(job, wl)
+        if adopted is not None:
+            wl = adopted
+        gates = self.options.scheduler.gates
+        flavors = {obj.metadata.name: obj for obj, _ in self.objects if isinstance(obj, k.ResourceFlavor)}
+        if not bj.is_equivalent(
+            job,
+            wl,
+            flavors,
+            assign_queue_labels=gates.enabled("AssignQueueLabelsForPods"),
+            tas_enabled=gates.enabled("TopologyAwareScheduling"),
+            partial_admission=gates.enabled("PartialAdmission"),
+            finish_orphaned_workloads=gates.enabled("FinishOrphanedWorkloads"),
+        ):
+            if not is_finished(wl):
+                wl = transitions.copy_for_status(wl)
+                transitions.set_condition(wl, "Finished", "True", bj.FINISHED_OUT_OF_SYNC, bj.PREBUILT_OUT_OF_SYNC, self.now)
+            self.objects[i] = (wl, self.objects[i][1])
+            return None
+        self.objects[i] = (wl, self.objects[i][1])
+        return f"{ns}/{name}"
 
     def _has_managed_ancestor(
         self, job: Mapping[str, Any], jobs: Mapping[tuple[str, str], Mapping[str, Any]]
