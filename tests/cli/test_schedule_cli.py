@@ -542,3 +542,103 @@ def test_a_job_naming_a_missing_prebuilt_workload_waits_suspended() -> None:
     docs = [d for d in yaml.safe_load_all(proc.stdout) if d]
     assert [d for d in docs if d["kind"] == "Workload"] == []
     assert next(d for d in docs if d["kind"] == "Job")["spec"]["suspend"] is True
+
+
+OWNED_WORKLOAD_STATE = """
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: rf}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: rf
+      resources:
+      - {name: cpu, nominalQuota: 4}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: lq, namespace: default}
+spec: {clusterQueue: cq}
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: j1
+  namespace: default
+  uid: 11111111-1111-1111-1111-111111111111
+  labels: {kueue.x-k8s.io/queue-name: lq}
+spec:
+  parallelism: 1
+  suspend: false
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: c
+        image: busybox
+        resources: {requests: {cpu: "3"}}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: Workload
+metadata:
+  name: job-j1-abcde
+  namespace: default
+  ownerReferences:
+  - {apiVersion: batch/v1, kind: Job, name: j1, uid: 11111111-1111-1111-1111-111111111111, controller: true, blockOwnerDeletion: true}
+  labels: {kueue.x-k8s.io/job-uid: 11111111-1111-1111-1111-111111111111}
+spec:
+  queueName: lq
+  podSets:
+  - name: main
+    count: 1
+    template:
+      spec:
+        restartPolicy: Never
+        containers:
+        - name: c
+          image: busybox
+          resources: {requests: {cpu: "3"}}
+          terminationMessagePath: /dev/termination-log
+          terminationMessagePolicy: File
+          imagePullPolicy: Always
+        dnsPolicy: ClusterFirst
+        schedulerName: default-scheduler
+        terminationGracePeriodSeconds: 30
+        securityContext: {}
+status:
+  admission:
+    clusterQueue: cq
+    podSetAssignments:
+    - name: main
+      count: 1
+      flavors: {cpu: rf}
+      resourceUsage: {cpu: "3"}
+  conditions:
+  - {type: QuotaReserved, status: 'True', reason: QuotaReserved, message: Quota reserved in ClusterQueue cq, lastTransitionTime: '2026-01-01T00:01:00Z'}
+  - {type: Admitted, status: 'True', reason: Admitted, message: The workload is admitted, lastTransitionTime: '2026-01-01T00:01:00Z'}
+"""
+
+
+def test_a_job_keeps_the_matching_workload_it_controls() -> None:
+    """``ensureOneWorkload``: a Workload the Job already controls (same uid) and that matches it is
+    the Job's Workload: none is created beside it, and the Job runs on its admission."""
+    proc = run("-f", "-", "--until-quiet", "--now", NOW, stdin=OWNED_WORKLOAD_STATE)
+    assert proc.returncode == 0, proc.stderr
+    docs = [d for d in yaml.safe_load_all(proc.stdout) if d]
+    assert [d["metadata"]["name"] for d in docs if d["kind"] == "Workload"] == ["job-j1-abcde"]
+    assert next(d for d in docs if d["kind"] == "Job")["spec"]["suspend"] is False
+    cq = next(d for d in docs if d["kind"] == "ClusterQueue")
+    assert (cq["status"]["pendingWorkloads"], cq["status"]["reservingWorkloads"]) == (0, 1)
+    # Not matching (another request): left as it is, the Job's own Workload created beside it.
+    head, _, tail = OWNED_WORKLOAD_STATE.partition("kind: Workload")
+    proc = run("-f", "-", "--until-quiet", "--now", NOW, stdin=head + "kind: Workload" + tail.replace('cpu: "3"}}', 'cpu: "2"}}', 1))
+    assert proc.returncode == 0, proc.stderr
+    assert 'the Workload "default/job-j1-abcde" it controls does not match it' in proc.stderr
+    docs = [d for d in yaml.safe_load_all(proc.stdout) if d]
+    assert len([d for d in docs if d["kind"] == "Workload"]) == 2

@@ -2,7 +2,7 @@
 
 Kueue folds every LimitRange of a namespace into one item per type (:func:`summarize`), fills
 the pod templates of a pending Workload from the ``Container`` and ``Pod`` defaults
-(``workload.AdjustResources``, :func:`pykueue.api.podspec.adjust_pod_spec`) and refuses to
+(``workload.AdjustResources``, :func:`adjust_pod_spec`) and refuses to
 admit one whose requests fall outside the summarised ``min``/``max``
 (``workload.ValidateLimitRange``, :func:`validate_pod_spec`). Pure functions over the raw
 ``spec`` dicts of LimitRange objects and raw PodSpecs; nothing here mutates its inputs.

@@ -256,6 +256,10 @@ class _Admitter:
             if prebuilt is not None:
                 self.jobs.append(AdmittedJob(job, self._use_prebuilt(job, prebuilt)))
                 continue
+            owned = self._matching_owned_workload(job)
+            if owned is not None:
+                self.jobs.append(AdmittedJob(job, owned))
+                continue
             priority = bj.resolve_priority(job, wpcs.get, pcs.get, pcs.values())
             if isinstance(priority, bj.PriorityError):
                 # Upstream's ``ExtractPriority`` fails: no Workload, the Job stays suspended (and a
@@ -278,6 +282,40 @@ class _Admitter:
             self.admit(Document(data, doc.source, doc.index))
             self.events.append(_job_event(job, NORMAL, bj.EVENT_CREATED_WORKLOAD, bj.created_workload_message(wl)))
             self.jobs.append(AdmittedJob(job, f"{wl.metadata.namespace}/{wl.metadata.name}"))
+
+    def _is_equivalent(self, job: Mapping[str, Any], wl: k.Workload) -> bool:
+        """``EquivalentToWorkload`` under this state's gates and ResourceFlavors."""
+        gates = self.options.scheduler.gates
+        flavors = {obj.metadata.name: obj for obj, _ in self.objects if isinstance(obj, k.ResourceFlavor)}
+        return bj.is_equivalent(
+            job,
+            wl,
+            flavors,
+            assign_queue_labels=gates.enabled("AssignQueueLabelsForPods"),
+            tas_enabled=gates.enabled("TopologyAwareScheduling"),
+            partial_admission=gates.enabled("PartialAdmission"),
+            finish_orphaned_workloads=gates.enabled("FinishOrphanedWorkloads"),
+        )
+
+    def _matching_owned_workload(self, job: dict[str, Any]) -> str | None:
+        """``ensureOneWorkload``'s ``FindMatchingWorkloads``: a Workload of the state the Job already
+        controls and that matches it is the Job's Workload (none is created). A controlled Workload
+        that does not match is left as it is (upstream deletes or rewrites it): a warning says so."""
+        meta = job["metadata"]
+        ns, name = str(meta.get("namespace") or ""), str(meta["name"])
+        for obj, _ in self.objects:
+            if not isinstance(obj, k.Workload) or obj.metadata.namespace != ns:
+                continue
+            owner = next((r for r in obj.metadata.owner_references if r.controller), None)
+            if owner is None or (owner.kind, owner.name) != ("Job", name) or owner.api_version.partition("/")[0] != "batch":
+                continue
+            if self._is_equivalent(job, obj):
+                return f"{ns}/{obj.metadata.name}"
+            self.warnings.append(
+                f'Job "{ns}/{name}": the Workload "{ns}/{obj.metadata.name}" it controls does not match it; '
+                "pykueue schedule leaves it as it is and creates the Job's Workload beside it"
+            )
+        return None
 
     def _use_prebuilt(self, job: dict[str, Any], name: str) -> str | None:
         """``ensureOneWorkload``'s prebuilt path: the Workload the Job names, made controlled by it
@@ -304,17 +342,7 @@ class _Admitter:
         adopted = bj.adopt_prebuilt(job, wl)
         if adopted is not None:
             wl = adopted
-        gates = self.options.scheduler.gates
-        flavors = {obj.metadata.name: obj for obj, _ in self.objects if isinstance(obj, k.ResourceFlavor)}
-        if not bj.is_equivalent(
-            job,
-            wl,
-            flavors,
-            assign_queue_labels=gates.enabled("AssignQueueLabelsForPods"),
-            tas_enabled=gates.enabled("TopologyAwareScheduling"),
-            partial_admission=gates.enabled("PartialAdmission"),
-            finish_orphaned_workloads=gates.enabled("FinishOrphanedWorkloads"),
-        ):
+        if not self._is_equivalent(job, wl):
             if not is_finished(wl):
                 wl = transitions.copy_for_status(wl)
                 transitions.set_condition(wl, "Finished", "True", bj.FINISHED_OUT_OF_SYNC, bj.PREBUILT_OUT_OF_SYNC, self.now)
