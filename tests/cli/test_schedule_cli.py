@@ -358,12 +358,12 @@ spec:
     assert cond(workloads(proc.stdout)["w"], "QuotaReserved") == ("True", "QuotaReserved")
 
 
-MISSING_PRIORITY_CLASS_STATE = """
-apiVersion: kueue.x-k8s.io/v1beta2
+JOB_QUEUES = """
+apiVersion: kueue.x-k8s.io/v1beta1
 kind: ResourceFlavor
 metadata: {name: rf}
 ---
-apiVersion: kueue.x-k8s.io/v1beta2
+apiVersion: kueue.x-k8s.io/v1beta1
 kind: ClusterQueue
 metadata: {name: cq}
 spec:
@@ -372,13 +372,18 @@ spec:
   - coveredResources: [cpu]
     flavors:
     - name: rf
-      resources: [{name: cpu, nominalQuota: 4}]
+      resources:
+      - {name: cpu, nominalQuota: 4}
 ---
-apiVersion: kueue.x-k8s.io/v1beta2
+apiVersion: kueue.x-k8s.io/v1beta1
 kind: LocalQueue
 metadata: {name: lq, namespace: default}
 spec: {clusterQueue: cq}
 ---
+"""
+"""A flavor, a ClusterQueue of 4 cpu and the LocalQueue ``default/lq``: the Jobs' queues below."""
+
+MISSING_PRIORITY_CLASS_STATE = JOB_QUEUES + """
 apiVersion: batch/v1
 kind: Job
 metadata:
@@ -445,28 +450,7 @@ def test_a_job_naming_a_missing_priority_class_gets_no_workload() -> None:
     ]
 
 
-PREBUILT_STATE = """
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: rf}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cq}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: rf
-      resources:
-      - {name: cpu, nominalQuota: 4}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: lq, namespace: default}
-spec: {clusterQueue: cq}
----
+PREBUILT_STATE = JOB_QUEUES + """
 apiVersion: batch/v1
 kind: Job
 metadata:
@@ -544,28 +528,7 @@ def test_a_job_naming_a_missing_prebuilt_workload_waits_suspended() -> None:
     assert next(d for d in docs if d["kind"] == "Job")["spec"]["suspend"] is True
 
 
-OWNED_WORKLOAD_STATE = """
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: rf}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cq}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: rf
-      resources:
-      - {name: cpu, nominalQuota: 4}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: lq, namespace: default}
-spec: {clusterQueue: cq}
----
+OWNED_WORKLOAD_STATE = JOB_QUEUES + """
 apiVersion: batch/v1
 kind: Job
 metadata:
