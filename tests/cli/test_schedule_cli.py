@@ -383,6 +383,28 @@ spec: {clusterQueue: cq}
 """
 """A flavor, a ClusterQueue of 4 cpu and the LocalQueue ``default/lq``: the Jobs' queues below."""
 
+JOB_WORKLOAD_SPEC = """spec:
+  queueName: lq
+  podSets:
+  - name: main
+    count: 1
+    template:
+      spec:
+        restartPolicy: Never
+        containers:
+        - name: c
+          image: busybox
+          resources: {requests: {cpu: "3"}}
+          terminationMessagePath: /dev/termination-log
+          terminationMessagePolicy: File
+          imagePullPolicy: Always
+        dnsPolicy: ClusterFirst
+        schedulerName: default-scheduler
+        terminationGracePeriodSeconds: 30
+        securityContext: {}
+"""
+"""The spec of job ``j1``'s Workload (a 3-cpu pod, its template as the API server defaults the Job's)."""
+
 MISSING_PRIORITY_CLASS_STATE = JOB_QUEUES + """
 apiVersion: batch/v1
 kind: Job
@@ -472,26 +494,7 @@ kind: Workload
 metadata:
   name: pre
   namespace: default
-spec:
-  queueName: lq
-  podSets:
-  - name: main
-    count: 1
-    template:
-      spec:
-        restartPolicy: Never
-        containers:
-        - name: c
-          image: busybox
-          resources: {requests: {cpu: "3"}}
-          terminationMessagePath: /dev/termination-log
-          terminationMessagePolicy: File
-          imagePullPolicy: Always
-        dnsPolicy: ClusterFirst
-        schedulerName: default-scheduler
-        terminationGracePeriodSeconds: 30
-        securityContext: {}
-"""
+""" + JOB_WORKLOAD_SPEC
 
 
 def _prebuilt_run(state: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -555,26 +558,7 @@ metadata:
   ownerReferences:
   - {apiVersion: batch/v1, kind: Job, name: j1, uid: 11111111-1111-1111-1111-111111111111, controller: true, blockOwnerDeletion: true}
   labels: {kueue.x-k8s.io/job-uid: 11111111-1111-1111-1111-111111111111}
-spec:
-  queueName: lq
-  podSets:
-  - name: main
-    count: 1
-    template:
-      spec:
-        restartPolicy: Never
-        containers:
-        - name: c
-          image: busybox
-          resources: {requests: {cpu: "3"}}
-          terminationMessagePath: /dev/termination-log
-          terminationMessagePolicy: File
-          imagePullPolicy: Always
-        dnsPolicy: ClusterFirst
-        schedulerName: default-scheduler
-        terminationGracePeriodSeconds: 30
-        securityContext: {}
-status:
+""" + JOB_WORKLOAD_SPEC + """status:
   admission:
     clusterQueue: cq
     podSetAssignments:
